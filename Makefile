@@ -1,0 +1,51 @@
+# ncclguard: one Makefile, everything into $(BUILD)/.
+# Knobs: SANITIZER=address|undefined|address,undefined|thread  WERROR=1  CC=...
+# Each component adds its rules in its own fragment (included below).
+
+CC ?= cc
+SANITIZER ?=
+ifeq ($(SANITIZER),)
+BUILD ?= build
+SANFLAGS :=
+else
+BUILD ?= build-$(subst $(comma),-,$(SANITIZER))
+SANFLAGS := -fsanitize=$(SANITIZER) -fno-omit-frame-pointer
+endif
+comma := ,
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+CFLAGS ?= -O2 -g
+BASE_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARN) $(SANFLAGS) -Iinclude -Iinterpose
+BASE_LDFLAGS := $(SANFLAGS)
+PREFIX ?= /usr/local
+
+# Components append to these.
+ALL_TARGETS :=
+TEST_BINS :=
+BENCH_TARGETS :=
+
+.PHONY: all test bench demo install clean deps
+all: deps-check
+
+-include tests/fakenccl/fakenccl.mk
+-include interpose/interpose.mk
+-include interpose/checker.mk
+-include interpose/cli/cli.mk
+-include tests/tests.mk
+
+all: $(ALL_TARGETS) $(TEST_BINS)
+
+# Build dependencies: installed by the project's own script when missing (idempotent, quick).
+deps-check:
+	@scripts/install-deps.sh --check-or-install
+
+test: all
+	@NCG_BUILD=$(BUILD) NCG_SANITIZER=$(SANITIZER) tests/run.sh
+
+bench: all $(BENCH_TARGETS)
+
+clean:
+	rm -rf build build-*

@@ -1,0 +1,135 @@
+/* The shared-memory segment of one guarded process: the public, versioned contract between
+ * the shim (writer, in the job), its checker thread and the `ncclguard` CLI (readers, any
+ * process). Fixed-width fields only, no pointers, little-endian host order (segments never
+ * leave the host). Change anything here => bump NCG_SHM_LAYOUT_VERSION. */
+#ifndef NCG_SHM_H
+#define NCG_SHM_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+/* /dev/shm/ncclguard.<uid>.<pid>: created at the first communicator, unlinked at clean exit. */
+#define NCG_SHM_PREFIX "ncclguard."
+#define NCG_SHM_MAGIC 0x314452415547434eull /* "NCGUARD1" little-endian */
+#define NCG_SHM_LAYOUT_VERSION 1u
+
+#define NCG_SHM_MAX_COMMS 64u    /* communicators tracked per process; more are counted, not recorded */
+#define NCG_COLL_RING 1024u      /* collective records kept per communicator (power of two) */
+#define NCG_P2P_RING 256u        /* send/recv records kept per communicator (power of two) */
+
+/* Process state (ncg_shm_header.state). */
+enum ncg_proc_state {
+    NCG_PROC_ALIVE = 1,
+    NCG_PROC_EXITED = 2,  /* clean exit: atexit ran */
+    NCG_PROC_VERDICT = 3, /* a verdict was reached; verdict_* fields are valid */
+};
+
+/* Function codes (ncg_shm_record.func). Stable: part of the layout and of the wire. */
+enum ncg_func {
+    NCG_F_NONE = 0,
+    NCG_F_ALLREDUCE = 1,
+    NCG_F_BROADCAST = 2, /* ncclBcast is recorded as BROADCAST */
+    NCG_F_REDUCE = 3,
+    NCG_F_ALLGATHER = 4,
+    NCG_F_REDUCESCATTER = 5,
+    NCG_F_ALLTOALL = 6,
+    NCG_F_GATHER = 7,
+    NCG_F_SCATTER = 8,
+    NCG_F_SEND = 9,
+    NCG_F_RECV = 10,
+    NCG_F_COUNT_
+};
+
+/* Reduction op class (ncg_shm_record.redop): built-in ops keep NCCL's value 0..4. */
+#define NCG_REDOP_NONE 0xffu /* the call takes no reduction op */
+#define NCG_REDOP_USER 0xfeu /* a user op (PreMulSum...): per-rank handles, compared as a class */
+
+/* Record flags. */
+#define NCG_REC_IN_GROUP 0x1u /* issued between ncclGroupStart/End */
+
+/* One call. Seqlock-stamped: the writer stores stamp = 2*idx+1, the fields, then
+ * stamp = 2*idx+2 (release). A reader copies the record and accepts it only if it read the
+ * same even stamp before and after (acquire) and the stamp names the index it wanted. */
+struct ncg_shm_record {
+    uint64_t stamp;
+    uint64_t seq;        /* collective slot on this comm (coll ring) or pair sequence (p2p ring) */
+    uint64_t count;      /* elements (recvcount for ReduceScatter, sendcount for AllGather) */
+    uint64_t digest;     /* coll ring: chained digest of fingerprints of slots 0..seq */
+    uint64_t caller_pc;  /* return address of the application's call */
+    uint64_t t_ns;       /* CLOCK_MONOTONIC when the call was issued */
+    uint32_t tid;        /* issuing thread */
+    int32_t root_or_peer;/* root (rooted collectives), peer (send/recv), -1 otherwise */
+    uint8_t func;        /* enum ncg_func */
+    uint8_t dtype;       /* ncclDataType_t */
+    uint8_t redop;       /* 0..4 or NCG_REDOP_NONE / NCG_REDOP_USER */
+    uint8_t flags;       /* NCG_REC_* */
+    uint32_t reserved;
+};
+_Static_assert(sizeof(struct ncg_shm_record) == 64, "record layout");
+_Static_assert(offsetof(struct ncg_shm_record, func) == 56, "record layout");
+
+/* Communicator state (ncg_shm_comm.state). */
+enum ncg_comm_state {
+    NCG_COMM_FREE = 0,
+    NCG_COMM_ACTIVE = 1,
+    NCG_COMM_DESTROYED = 2, /* destroyed/finalized/aborted by the application */
+    NCG_COMM_FAILED = 3,    /* failed by a verdict (soft action) */
+};
+
+/* Comm origin (ncg_shm_comm.origin). */
+enum ncg_comm_origin { NCG_ORIGIN_ROOT = 1, NCG_ORIGIN_SPLIT = 2, NCG_ORIGIN_SHRINK = 3, NCG_ORIGIN_INITALL = 4 };
+
+/* One communicator. Header fields are written once at creation (before state is published
+ * with a release store) except the counters, which the issuing thread updates. */
+struct ncg_shm_comm {
+    uint32_t state;      /* enum ncg_comm_state; FREE until the fields below are valid */
+    uint32_t origin;     /* enum ncg_comm_origin */
+    uint64_t comm_id;    /* identity, equal on every member (DESIGN.md rules) */
+    uint64_t parent_id;  /* 0 for root comms */
+    int32_t rank;
+    int32_t nranks;
+    uint64_t coll_seq;   /* collective slots issued so far (next slot number) */
+    uint64_t p2p_seq;    /* p2p records written so far (index into p2p ring) */
+    uint64_t last_ns;    /* CLOCK_MONOTONIC of the latest call on this comm */
+    uint64_t created_ns; /* CLOCK_MONOTONIC at creation */
+    struct ncg_shm_record coll[NCG_COLL_RING];
+    struct ncg_shm_record p2p[NCG_P2P_RING];
+};
+_Static_assert(offsetof(struct ncg_shm_comm, coll) == 64, "comm layout");
+
+/* Segment header; the comms follow at offset NCG_SHM_HEADER_SIZE. */
+#define NCG_SHM_HEADER_SIZE 1024u
+struct ncg_shm_header {
+    uint64_t magic;
+    uint32_t layout_version;
+    uint32_t header_size;    /* NCG_SHM_HEADER_SIZE */
+    uint32_t comm_size;      /* sizeof(struct ncg_shm_comm) */
+    uint32_t max_comms;      /* NCG_SHM_MAX_COMMS */
+    uint32_t coll_ring;      /* NCG_COLL_RING */
+    uint32_t p2p_ring;       /* NCG_P2P_RING */
+    int32_t pid;
+    uint32_t state;          /* enum ncg_proc_state */
+    uint64_t start_ticks;    /* /proc/<pid>/stat starttime: tells a reused pid apart */
+    int32_t global_rank;     /* $RANK, or -1 */
+    int32_t local_rank;      /* $LOCAL_RANK, or -1 */
+    int32_t world_size;      /* $WORLD_SIZE, or -1 */
+    uint32_t ncomms;         /* comm slots in use (published with release) */
+    uint32_t comms_dropped;  /* communicators beyond max_comms, not recorded */
+    uint32_t verdict_kind;   /* 0 or a verdict code (interpose/verdict.h), valid in VERDICT state */
+    uint64_t heartbeat_ns;   /* CLOCK_MONOTONIC, bumped by the checker thread */
+    uint64_t verdict_comm;   /* comm_id the verdict is about */
+    char hostname[64];
+    char cmdline[192];       /* argv joined by spaces, truncated */
+    char verdict_text[256];  /* one-line summary of the verdict */
+    char report_path[256];   /* the JSON report, when written */
+};
+_Static_assert(sizeof(struct ncg_shm_header) <= NCG_SHM_HEADER_SIZE, "header fits");
+
+#define NCG_SHM_SIZE ((size_t)NCG_SHM_HEADER_SIZE + (size_t)NCG_SHM_MAX_COMMS * sizeof(struct ncg_shm_comm))
+
+static inline struct ncg_shm_comm *ncg_shm_comm_at(struct ncg_shm_header *h, uint32_t i)
+{
+    return (struct ncg_shm_comm *)((char *)h + h->header_size + (size_t)i * h->comm_size);
+}
+
+#endif /* NCG_SHM_H */

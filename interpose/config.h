@@ -1,0 +1,44 @@
+/* Run-time configuration from NCCLGUARD_* environment variables (contract; config.c parses).
+ * Parsing is pure: ncg_config_parse() takes a getenv-like lookup and a warning sink, so unit
+ * tests cover every variable without touching the process environment. */
+#ifndef NCG_CONFIG_H
+#define NCG_CONFIG_H
+
+#include <stdint.h>
+
+enum ncg_action {
+    NCG_ACTION_ABORT = 0, /* diagnostic, report, then _exit(NCG_EXIT_VERDICT) on every member */
+    NCG_ACTION_WARN = 1,  /* diagnostic and report only (staging / diagnostic mode) */
+    NCG_ACTION_FAIL = 2,  /* soft: fail the communicator so the framework raises its own error */
+};
+
+/* Exit status of a process ended by ncclguard's abort action (documented in README). */
+#define NCG_EXIT_VERDICT 86
+
+struct ncg_config {
+    int enabled;                 /* NCCLGUARD (default 1; 0 = pure pass-through) */
+    int check;                   /* 0 when NCCLGUARD_COORD=off: record only, no side channel */
+    enum ncg_action action;      /* NCCLGUARD_ACTION=abort|warn|fail */
+    char coord[256];             /* NCCLGUARD_COORD=host:port ("" = zero-config from the id) */
+    uint32_t interval_ms;        /* NCCLGUARD_INTERVAL_MS: check/report period (default 100) */
+    double heartbeat_timeout_s;  /* NCCLGUARD_HEARTBEAT_TIMEOUT_S (default 10) */
+    double lag_warn_s;           /* NCCLGUARD_LAG_WARN_S (default 60) */
+    double lag_abort_s;          /* NCCLGUARD_LAG_ABORT_S (default 0 = never act on lag) */
+    char report_dir[256];        /* NCCLGUARD_REPORT_DIR (default "." ) */
+    int shm;                     /* NCCLGUARD_SHM=0: private mapping, invisible to the CLI (default 1) */
+    int verbose;                 /* NCCLGUARD_VERBOSE=0|1|2 */
+};
+
+/* Looks a variable up; returns NULL when unset. */
+typedef const char *(*ncg_getenv_fn)(const char *name, void *arg);
+/* Receives one complete warning line (already prefixed "ncclguard: "). */
+typedef void (*ncg_warn_fn)(const char *line, void *arg);
+
+/* Fill cfg from the lookup; every bad value gives one warning naming the variable, the bad
+ * value and the value used instead. Pure: any thread, no allocation, no I/O of its own. */
+void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn warn, void *arg);
+
+/* The process-wide configuration, parsed once at the first NCCL call (shim init). */
+extern struct ncg_config ncg_cfg;
+
+#endif

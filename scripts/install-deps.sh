@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs ncclguard's build and test dependencies from Debian's packages when missing.
+# --check-or-install (used by make): silent when everything is present.
+set -u
+need=()
+have_hdr() { printf '#include <%s>\n' "$1" | ${CC:-cc} -E -x c - >/dev/null 2>&1; }
+command -v cc >/dev/null 2>&1 || need+=(gcc)
+command -v make >/dev/null 2>&1 || need+=(make)
+have_hdr ck_pr.h || need+=(libck-dev)
+have_hdr libunwind.h || need+=(libunwind-dev)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v clang >/dev/null 2>&1 || need+=(clang)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+[ ${#need[@]} -eq 0 ] && exit 0
+echo "ncclguard: installing build dependencies: ${need[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq "${need[@]}" >/dev/null || {
+  echo "ncclguard: could not install ${need[*]}; install them and retry" >&2; exit 1; }

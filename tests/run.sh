@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every test script tests/*/t_*.sh (or those given as arguments) with a time limit each.
+# A script passes with exit 0, is skipped with exit 77, fails otherwise. Environment given to
+# each script: NCG_ROOT (repo), NCG_BUILD (build dir), NCG_PRELOAD (what LD_PRELOAD needs for
+# the shim, sanitizer runtime first), NCG_SANITIZER, NCG_TMP (a fresh scratch dir).
+# Ends with the line "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/.." || exit 2
+export NCG_ROOT=$PWD
+export NCG_BUILD=${NCG_BUILD:-build}
+export NCG_SANITIZER=${NCG_SANITIZER:-}
+case "$NCG_BUILD" in /*) ;; *) NCG_BUILD=$NCG_ROOT/$NCG_BUILD ;; esac
+pre=""
+case "$NCG_SANITIZER" in
+  *address*) pre="$(${CC:-cc} -print-file-name=libasan.so) " ;;
+  *thread*) pre="$(${CC:-cc} -print-file-name=libtsan.so) " ;;
+  *undefined*) pre="$(${CC:-cc} -print-file-name=libubsan.so) " ;;
+esac
+export NCG_PRELOAD="${pre}$NCG_BUILD/libncclguard.so"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:verify_asan_link_order=0:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+limit=${NCG_TEST_TIMEOUT:-300}
+
+if [ $# -gt 0 ]; then tests=("$@"); else tests=(tests/*/t_*.sh); fi
+pass=0 fail=0 skip=0 failed=()
+for t in "${tests[@]}"; do
+  [ -f "$t" ] || continue
+  export NCG_TMP
+  NCG_TMP=$(mktemp -d /tmp/ncgtest.XXXXXX)
+  start=$(date +%s.%N)
+  log=$NCG_TMP/log
+  timeout -k 10 "$limit" bash "$t" >"$log" 2>&1
+  rc=$?
+  secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.1f", e-s}')
+  if [ $rc -eq 0 ]; then pass=$((pass+1)); echo "PASS $t (${secs}s)"
+  elif [ $rc -eq 77 ]; then skip=$((skip+1)); echo "SKIP $t: $(tail -n 1 "$log")"
+  else
+    fail=$((fail+1)); failed+=("$t")
+    [ $rc -eq 124 ] && echo "FAIL $t (timed out after ${limit}s)" || echo "FAIL $t (exit $rc, ${secs}s)"
+    sed 's/^/    | /' "$log" | tail -n 60
+  fi
+  rm -rf "$NCG_TMP"
+done
+[ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
