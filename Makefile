@@ -30,11 +30,11 @@ BENCH_TARGETS :=
 .PHONY: all test bench demo install clean deps
 all: deps-check
 
+# Order matters: checker.mk appends to SHIM_SRCS before interpose.mk uses it in rules.
 -include tests/fakenccl/fakenccl.mk
--include interpose/interpose.mk
 -include interpose/checker.mk
+-include interpose/interpose.mk
 -include interpose/cli/cli.mk
--include tests/tests.mk
 
 all: $(ALL_TARGETS) $(TEST_BINS)
 
