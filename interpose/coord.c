@@ -1,0 +1,850 @@
+/* The coordinator state machine (coord.h): per communicator, the members' slot counts, the
+ * last verified slot and the comparison round in flight (digest at min(count)-1, then
+ * narrowing with K spaced digests, then K records); p2p matching per (sender, receiver, k);
+ * liveness, goodbyes, LAG. Every verdict is sent to the affected comm's live members. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "coord.h"
+#include "ncclguard/shm.h"
+#include "verdict.h"
+
+enum { M_UNKNOWN = 0, M_ACTIVE = 1, M_GONE = 2, M_DEAD = 3 };
+
+struct cmember {
+    int conn;          /* -1 until registered */
+    uint8_t state;
+    uint8_t waiting;   /* an answer to the current query is outstanding */
+    int32_t grank;
+    uint64_t count;
+};
+
+#define P2P_BUCKETS 1024u
+#define P2P_MAX 65536u
+#define P2P_AGE_NS (60ull * 1000000000ull)
+struct p2p_ent {
+    struct p2p_ent *next;
+    int32_t src, dst;
+    uint64_t k;
+    struct ncg_p2p_rec rec;
+    int32_t from;      /* comm rank that reported it */
+    uint64_t t_ns;
+};
+
+struct ccomm {
+    uint64_t id;
+    uint32_t nranks;
+    struct cmember *m;
+    uint64_t vc;           /* slots < vc are verified equal on every member that answered */
+    uint8_t done;          /* an error verdict was issued: no more checking */
+    uint8_t lag_warned;
+    uint64_t progress_ns;  /* last time any member's count grew */
+    /* comparison round */
+    uint8_t q_active, q_mode, q_narrow;
+    uint32_t qid, qn;
+    uint64_t qslot[NCG_WIRE_MAX_SLOTS];
+    uint64_t lo, hi;       /* narrowing range [lo, hi] */
+    struct ncg_answer *ans; /* [nranks * qn] */
+    /* p2p */
+    struct p2p_ent **bucket;
+    uint32_t p2p_n;
+};
+
+struct cconn {
+    uint8_t used, authed, bye;
+    uint64_t since_ns, last_rx_ns;
+    uint32_t pid;
+    int32_t grank;
+    char host[64];
+};
+
+struct ncg_coord {
+    struct ncg_coord_params p;
+    struct ncg_coord_ops ops;
+    struct cconn *conn;
+    int nconn;
+    struct ccomm **comm;
+    size_t ncomm, capcomm;
+    uint32_t next_qid;
+    uint64_t last_ping_ns, last_sweep_ns;
+    struct ncg_coord_stats st;
+};
+
+uint64_t ncg_token_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return h ? h : 1;
+}
+
+struct ncg_coord *ncg_coord_new(const struct ncg_coord_params *p, const struct ncg_coord_ops *ops)
+{
+    struct ncg_coord *co = calloc(1, sizeof *co);
+    if (!co)
+        return NULL;
+    co->p = *p;
+    co->ops = *ops;
+    if (co->p.interval_ms == 0)
+        co->p.interval_ms = 100;
+    co->next_qid = 1;
+    return co;
+}
+
+static void p2p_clear(struct ccomm *c)
+{
+    if (!c->bucket)
+        return;
+    for (uint32_t b = 0; b < P2P_BUCKETS; b++)
+        for (struct p2p_ent *e = c->bucket[b], *n; e; e = n) {
+            n = e->next;
+            free(e);
+        }
+    free(c->bucket);
+    c->bucket = NULL;
+    c->p2p_n = 0;
+}
+
+static void comm_free(struct ccomm *c)
+{
+    p2p_clear(c);
+    free(c->ans);
+    free(c->m);
+    free(c);
+}
+
+void ncg_coord_free(struct ncg_coord *co)
+{
+    if (!co)
+        return;
+    for (size_t i = 0; i < co->ncomm; i++)
+        comm_free(co->comm[i]);
+    free(co->comm);
+    free(co->conn);
+    free(co);
+}
+
+void ncg_coord_get_stats(const struct ncg_coord *co, struct ncg_coord_stats *st)
+{
+    *st = co->st;
+}
+
+static struct cconn *conn_get(struct ncg_coord *co, int id)
+{
+    if (id < 0 || id >= co->nconn || !co->conn[id].used)
+        return NULL;
+    return &co->conn[id];
+}
+
+void ncg_coord_connected(struct ncg_coord *co, int conn, uint64_t now_ns)
+{
+    if (conn < 0)
+        return;
+    if (conn >= co->nconn) {
+        int n = conn + 16;
+        struct cconn *nc = realloc(co->conn, sizeof *nc * (size_t)n);
+        if (!nc) {
+            co->ops.drop(co->ops.arg, conn);
+            return;
+        }
+        memset(nc + co->nconn, 0, sizeof *nc * (size_t)(n - co->nconn));
+        co->conn = nc;
+        co->nconn = n;
+    }
+    memset(&co->conn[conn], 0, sizeof co->conn[conn]);
+    co->conn[conn].used = 1;
+    co->conn[conn].since_ns = co->conn[conn].last_rx_ns = now_ns;
+    co->conn[conn].grank = -1;
+}
+
+static struct ccomm *comm_find(struct ncg_coord *co, uint64_t id)
+{
+    for (size_t i = 0; i < co->ncomm; i++)
+        if (co->comm[i]->id == id)
+            return co->comm[i];
+    return NULL;
+}
+
+static struct ccomm *comm_get(struct ncg_coord *co, uint64_t id, uint32_t nranks, uint64_t now_ns)
+{
+    struct ccomm *c = comm_find(co, id);
+    if (c)
+        return c->nranks == nranks ? c : NULL;
+    if (nranks == 0 || nranks > NCG_WIRE_MAX_RANKS)
+        return NULL;
+    if (co->ncomm == co->capcomm) {
+        size_t n = co->capcomm ? co->capcomm * 2 : 16;
+        struct ccomm **nc = realloc(co->comm, sizeof *nc * n);
+        if (!nc)
+            return NULL;
+        co->comm = nc;
+        co->capcomm = n;
+    }
+    c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->m = calloc(nranks, sizeof *c->m);
+    if (!c->m) {
+        free(c);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < nranks; i++) {
+        c->m[i].conn = -1;
+        c->m[i].grank = -1;
+    }
+    c->id = id;
+    c->nranks = nranks;
+    c->progress_ns = now_ns;
+    co->comm[co->ncomm++] = c;
+    return c;
+}
+
+static void comm_remove(struct ncg_coord *co, size_t i)
+{
+    comm_free(co->comm[i]);
+    co->comm[i] = co->comm[--co->ncomm];
+}
+
+/* ---- verdicts ---- */
+
+static struct ncg_verdict *verdict_for(struct ccomm *c, uint8_t kind)
+{
+    struct ncg_verdict *v = ncg_verdict_new(c->nranks);
+    if (!v)
+        return NULL;
+    v->kind = kind;
+    v->severity = NCG_SEV_ERROR;
+    v->comm_id = c->id;
+    v->last_agreed = (int64_t)c->vc - 1;
+    for (uint32_t i = 0; i < c->nranks; i++) {
+        v->counts[i] = c->m[i].state == M_UNKNOWN ? -1 : (int64_t)c->m[i].count;
+        v->members[i] = c->m[i].grank;
+    }
+    return v;
+}
+
+/* Sends v to every live member of c (once per process) and takes ownership of v. */
+static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verdict *v)
+{
+    struct ncg_msg m = {.type = NCG_MSG_VERDICT};
+    m.u.verdict = v;
+    for (uint32_t i = 0; i < c->nranks; i++) {
+        int cn = c->m[i].conn;
+        if (cn < 0 || (c->m[i].state != M_ACTIVE && c->m[i].state != M_GONE) || !conn_get(co, cn))
+            continue;
+        uint32_t j;
+        for (j = 0; j < i; j++) /* a process holding several ranks gets it once */
+            if (c->m[j].conn == cn && (c->m[j].state == M_ACTIVE || c->m[j].state == M_GONE))
+                break;
+        if (j == i)
+            co->ops.send(co->ops.arg, cn, &m);
+    }
+    co->st.verdicts++;
+    if (v->severity == NCG_SEV_ERROR) {
+        c->done = 1;
+        c->q_active = 0;
+    }
+    ncg_verdict_free(v);
+}
+
+/* ---- comparison rounds ---- */
+
+static void query_send(struct ncg_coord *co, struct ccomm *c)
+{
+    struct ncg_msg m = {.type = NCG_MSG_QUERY};
+    free(c->ans);
+    c->ans = calloc((size_t)c->nranks * c->qn, sizeof *c->ans);
+    if (!c->ans) {
+        c->q_active = 0;
+        return;
+    }
+    c->qid = co->next_qid++;
+    m.u.query.comm_id = c->id;
+    m.u.query.qid = c->qid;
+    m.u.query.mode = c->q_mode;
+    m.u.query.n = c->qn;
+    memcpy(m.u.query.slot, c->qslot, sizeof(uint64_t) * c->qn);
+    c->q_active = 1;
+    co->st.queries++;
+    for (uint32_t i = 0; i < c->nranks; i++) {
+        c->m[i].waiting = 0;
+        if (c->m[i].state == M_ACTIVE && conn_get(co, c->m[i].conn)) {
+            for (uint32_t k = 0; k < c->qn; k++)
+                c->ans[(size_t)i * c->qn + k].status = NCG_ANS_NONE;
+            c->m[i].waiting = 1;
+            co->ops.send(co->ops.arg, c->m[i].conn, &m);
+        }
+    }
+}
+
+static void narrow_start(struct ncg_coord *co, struct ccomm *c)
+{
+    uint64_t span = c->hi - c->lo + 1;
+    c->q_narrow = 1;
+    if (span <= NCG_WIRE_MAX_SLOTS) {
+        c->q_mode = NCG_QUERY_RECORDS;
+        c->qn = (uint32_t)span;
+        for (uint32_t k = 0; k < c->qn; k++)
+            c->qslot[k] = c->lo + k;
+    } else {
+        c->q_mode = 0;
+        c->qn = NCG_WIRE_MAX_SLOTS;
+        for (uint32_t k = 0; k < c->qn; k++)
+            c->qslot[k] = c->lo + (k + 1) * span / NCG_WIRE_MAX_SLOTS - 1;
+    }
+    query_send(co, c);
+}
+
+/* Slot k of the current round: 1 if every answer is OK and equal, 0 if answers differ,
+ * -1 if someone no longer has the slot (or nobody answered). */
+static int slot_agrees(struct ccomm *c, uint32_t k)
+{
+    int have = 0;
+    uint64_t d = 0;
+    for (uint32_t i = 0; i < c->nranks; i++) {
+        const struct ncg_answer *a = &c->ans[(size_t)i * c->qn + k];
+        if (a->status == NCG_ANS_NONE)
+            continue;
+        if (a->status == NCG_ANS_GONE)
+            return -1;
+        if (have && a->digest != d)
+            return 0;
+        d = a->digest;
+        have++;
+    }
+    return have >= 2 ? 1 : -1;
+}
+
+static void mismatch_verdict(struct ncg_coord *co, struct ccomm *c, uint32_t k)
+{
+    struct ncg_verdict *v = verdict_for(c, NCG_V_MISMATCH);
+    struct ncg_call *calls = calloc(c->nranks, sizeof *calls);
+    uint8_t *valid = calloc(c->nranks, 1);
+    const char **sites = calloc(c->nranks, sizeof *sites);
+    if (!v || !calls || !valid || !sites) {
+        ncg_verdict_free(v);
+        goto out;
+    }
+    for (uint32_t i = 0; i < c->nranks; i++) {
+        const struct ncg_answer *a = &c->ans[(size_t)i * c->qn + k];
+        if (a->status != NCG_ANS_OK)
+            continue;
+        calls[i] = a->call;
+        calls[i].seq = c->qslot[k];
+        valid[i] = 1;
+        sites[i] = a->site;
+    }
+    v->slot = (int64_t)c->qslot[k];
+    v->last_agreed = (int64_t)c->vc - 1;
+    ncg_group_calls(v, calls, valid, sites, c->nranks);
+    if (v->ncalls < 2)
+        snprintf(v->detail, sizeof v->detail,
+                 "the calls at slot %" PRIu64 " look alike: the first difference lies in slots no longer kept",
+                 c->qslot[k]);
+    verdict_issue(co, c, v);
+out:
+    free(calls);
+    free(valid);
+    free(sites);
+}
+
+/* Every outstanding answer is in (or its member is gone): decide and start the next step. */
+static void round_done(struct ncg_coord *co, struct ccomm *c)
+{
+    c->q_active = 0;
+    if (!c->q_narrow) { /* single digest at t = qslot[0] */
+        int a = slot_agrees(c, 0);
+        if (a != 0) {
+            if (c->qslot[0] + 1 > c->vc)
+                c->vc = c->qslot[0] + 1;
+            return;
+        }
+        c->lo = c->vc;
+        c->hi = c->qslot[0];
+        narrow_start(co, c);
+        return;
+    }
+    if (c->q_mode == NCG_QUERY_RECORDS) {
+        for (uint32_t k = 0; k < c->qn; k++) {
+            int a = slot_agrees(c, k);
+            if (a == 0) {
+                mismatch_verdict(co, c, k);
+                return;
+            }
+            c->vc = c->qslot[k] + 1;
+        }
+        c->q_narrow = 0; /* no difference found any more: resume plain rounds */
+        return;
+    }
+    for (uint32_t k = 0; k < c->qn; k++) {
+        int a = slot_agrees(c, k);
+        if (a == 0) {
+            c->hi = c->qslot[k];
+            c->vc = c->lo;
+            narrow_start(co, c);
+            return;
+        }
+        c->lo = c->qslot[k] + 1;
+    }
+    c->vc = c->lo;
+    c->q_narrow = 0;
+}
+
+static void round_check(struct ncg_coord *co, struct ccomm *c)
+{
+    if (!c->q_active)
+        return;
+    for (uint32_t i = 0; i < c->nranks; i++)
+        if (c->m[i].waiting)
+            return;
+    round_done(co, c);
+}
+
+static void round_start(struct ncg_coord *co, struct ccomm *c)
+{
+    uint64_t mn = UINT64_MAX;
+    int n = 0;
+    for (uint32_t i = 0; i < c->nranks; i++)
+        if (c->m[i].state == M_ACTIVE) {
+            n++;
+            if (c->m[i].count < mn)
+                mn = c->m[i].count;
+        }
+    if (n < 2 || mn == UINT64_MAX || mn <= c->vc)
+        return;
+    c->q_narrow = 0;
+    c->q_mode = 0;
+    c->qn = 1;
+    c->qslot[0] = mn - 1;
+    query_send(co, c);
+}
+
+/* ---- member events ---- */
+
+static void member_lost(struct ncg_coord *co, int conn, uint8_t kind, const char *why)
+{
+    struct cconn *cc = conn_get(co, conn);
+    for (size_t ci = 0; ci < co->ncomm; ci++) {
+        struct ccomm *c = co->comm[ci];
+        int32_t *lost = NULL;
+        size_t nl = 0;
+        for (uint32_t i = 0; i < c->nranks; i++) {
+            if (c->m[i].conn != conn || c->m[i].state != M_ACTIVE)
+                continue;
+            c->m[i].state = M_DEAD;
+            c->m[i].waiting = 0;
+            int32_t *nlost = realloc(lost, sizeof *lost * (nl + 1));
+            if (nlost) {
+                lost = nlost;
+                lost[nl++] = (int32_t)i;
+            }
+        }
+        if (nl && !c->done) {
+            struct ncg_verdict *v = verdict_for(c, kind);
+            if (v) {
+                ncg_ranks_compact(lost, nl, v->subject, sizeof v->subject);
+                if (cc)
+                    snprintf(v->detail, sizeof v->detail, "pid %u on %s%s%s", cc->pid, cc->host, why[0] ? ", " : "",
+                             why);
+                verdict_issue(co, c, v);
+            }
+        }
+        free(lost);
+        round_check(co, c);
+    }
+}
+
+static void forget_conn(struct ncg_coord *co, int conn)
+{
+    for (size_t ci = 0; ci < co->ncomm; ci++) {
+        struct ccomm *c = co->comm[ci];
+        for (uint32_t i = 0; i < c->nranks; i++)
+            if (c->m[i].conn == conn) {
+                c->m[i].conn = -1;
+                c->m[i].waiting = 0;
+            }
+        round_check(co, c);
+    }
+    if (conn >= 0 && conn < co->nconn)
+        memset(&co->conn[conn], 0, sizeof co->conn[conn]);
+}
+
+static void drop(struct ncg_coord *co, int conn)
+{
+    struct cconn *cc = conn_get(co, conn);
+    if (!cc)
+        return;
+    co->st.dropped++;
+    forget_conn(co, conn);
+    co->ops.drop(co->ops.arg, conn);
+}
+
+void ncg_coord_closed(struct ncg_coord *co, int conn, uint64_t now_ns)
+{
+    (void)now_ns;
+    struct cconn *cc = conn_get(co, conn);
+    if (!cc)
+        return;
+    if (cc->authed && !cc->bye)
+        member_lost(co, conn, NCG_V_RANK_DIED, "connection lost without goodbye");
+    forget_conn(co, conn);
+}
+
+static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_report *r, uint64_t now_ns)
+{
+    struct cconn *cc = &co->conn[conn];
+    for (uint32_t k = 0; k < r->n; k++) {
+        const struct ncg_report_entry *e = &r->e[k];
+        struct ccomm *c = comm_get(co, e->comm_id, e->nranks, now_ns);
+        if (!c || e->rank >= c->nranks)
+            continue;
+        struct cmember *mb = &c->m[e->rank];
+        if (mb->state == M_UNKNOWN) {
+            mb->state = M_ACTIVE;
+            mb->conn = conn;
+            mb->grank = e->global_rank >= 0 ? e->global_rank : cc->grank;
+            mb->count = e->count;
+            c->progress_ns = now_ns;
+            continue;
+        }
+        if (mb->conn != conn || mb->state != M_ACTIVE)
+            continue; /* someone else's rank, or already gone: ignore */
+        if (e->count > mb->count) {
+            mb->count = e->count;
+            c->progress_ns = now_ns;
+        }
+    }
+}
+
+static void on_answer(struct ncg_coord *co, int conn, const struct ncg_msg_answer *a)
+{
+    struct ccomm *c = comm_find(co, a->comm_id);
+    if (!c || !c->q_active || a->qid != c->qid || a->n != c->qn || a->rank >= c->nranks)
+        return;
+    struct cmember *mb = &c->m[a->rank];
+    if (mb->conn != conn || !mb->waiting)
+        return;
+    memcpy(&c->ans[(size_t)a->rank * c->qn], a->a, sizeof *a->a * c->qn);
+    for (uint32_t k = 0; k < c->qn; k++) {
+        struct ncg_answer *x = &c->ans[(size_t)a->rank * c->qn + k];
+        x->site[sizeof x->site - 1] = 0;
+        if (x->status == NCG_ANS_OK && x->call.seq != c->qslot[k])
+            x->status = NCG_ANS_GONE; /* answered another slot: unusable */
+    }
+    mb->waiting = 0;
+    round_check(co, c);
+}
+
+static uint32_t p2p_hash(int32_t s, int32_t d, uint64_t k)
+{
+    uint64_t h = ((uint64_t)(uint32_t)s * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)(uint32_t)d * 0xc2b2ae3d27d4eb4full) ^
+                 (k * 0x165667b19e3779f9ull);
+    return (uint32_t)(h >> 40) % P2P_BUCKETS;
+}
+
+static void p2p_verdict(struct ncg_coord *co, struct ccomm *c, const struct ncg_p2p_rec *snd, int32_t src,
+                        const struct ncg_p2p_rec *rcv, int32_t dst)
+{
+    struct ncg_verdict *v = verdict_for(c, NCG_V_P2P_MISMATCH);
+    if (!v)
+        return;
+    const struct ncg_p2p_rec *r[2] = {snd, rcv};
+    int32_t who[2] = {src, dst};
+    v->ncalls = 2;
+    for (int i = 0; i < 2; i++) {
+        struct ncg_vcall *vc = &v->calls[i];
+        vc->call.seq = r[i]->seq;
+        vc->call.count = r[i]->count;
+        vc->call.dtype = r[i]->dtype;
+        vc->call.func = r[i]->func;
+        vc->call.redop = NCG_REDOP_NONE;
+        vc->call.root = r[i]->peer;
+        snprintf(vc->ranks, sizeof vc->ranks, "%d", who[i]);
+    }
+    v->slot = (int64_t)snd->seq;
+    snprintf(v->subject, sizeof v->subject, "%d,%d", src < dst ? src : dst, src < dst ? dst : src);
+    snprintf(v->detail, sizeof v->detail, "send #%" PRIu64 " from rank %d to rank %d", snd->seq, src, dst);
+    verdict_issue(co, c, v);
+}
+
+static void on_p2p(struct ncg_coord *co, int conn, const struct ncg_msg_p2p *p, uint64_t now_ns)
+{
+    struct ccomm *c = comm_find(co, p->comm_id);
+    if (!c || c->done)
+        return;
+    int32_t me = -1;
+    for (uint32_t i = 0; i < c->nranks; i++)
+        if (c->m[i].conn == conn && c->m[i].state == M_ACTIVE) {
+            me = (int32_t)i;
+            break;
+        }
+    if (me < 0)
+        return;
+    if (!c->bucket && !(c->bucket = calloc(P2P_BUCKETS, sizeof *c->bucket)))
+        return;
+    for (uint32_t k = 0; k < p->n && !c->done; k++) {
+        const struct ncg_p2p_rec *r = &p->r[k];
+        if (r->peer < 0 || (uint32_t)r->peer >= c->nranks || (r->func != NCG_F_SEND && r->func != NCG_F_RECV))
+            continue;
+        int send = r->func == NCG_F_SEND;
+        int32_t src = send ? me : r->peer, dst = send ? r->peer : me;
+        uint32_t h = p2p_hash(src, dst, r->seq);
+        struct p2p_ent **pp = &c->bucket[h], *e;
+        for (e = *pp; e; pp = &e->next, e = e->next)
+            if (e->src == src && e->dst == dst && e->k == r->seq)
+                break;
+        if (e) {
+            if (e->rec.func == r->func)
+                continue; /* the same side reported twice */
+            if (e->rec.count != r->count || e->rec.dtype != r->dtype) {
+                if (send)
+                    p2p_verdict(co, c, r, src, &e->rec, dst);
+                else
+                    p2p_verdict(co, c, &e->rec, src, r, dst);
+            }
+            *pp = e->next;
+            free(e);
+            c->p2p_n--;
+            continue;
+        }
+        if (c->p2p_n >= P2P_MAX)
+            continue; /* full: unmatched records age out in the sweep */
+        e = malloc(sizeof *e);
+        if (!e)
+            continue;
+        e->src = src;
+        e->dst = dst;
+        e->k = r->seq;
+        e->rec = *r;
+        e->from = me;
+        e->t_ns = now_ns;
+        e->next = c->bucket[h];
+        c->bucket[h] = e;
+        c->p2p_n++;
+    }
+}
+
+static void p2p_sweep(struct ccomm *c, uint64_t now_ns)
+{
+    if (!c->bucket)
+        return;
+    for (uint32_t b = 0; b < P2P_BUCKETS; b++)
+        for (struct p2p_ent **pp = &c->bucket[b], *e; (e = *pp);) {
+            if (now_ns - e->t_ns > P2P_AGE_NS) {
+                *pp = e->next;
+                free(e);
+                c->p2p_n--;
+            } else {
+                pp = &e->next;
+            }
+        }
+}
+
+static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_goodbye *g)
+{
+    for (uint32_t k = 0; k < g->n; k++) {
+        struct ccomm *c = comm_find(co, g->comm_id[k]);
+        if (!c)
+            continue;
+        for (uint32_t i = 0; i < c->nranks; i++)
+            if (c->m[i].conn == conn && c->m[i].state == M_ACTIVE) {
+                c->m[i].state = M_GONE;
+                c->m[i].waiting = 0;
+                if (g->count[k] > c->m[i].count)
+                    c->m[i].count = g->count[k];
+                break; /* one rank per entry */
+            }
+        round_check(co, c);
+    }
+    if (g->flags & NCG_BYE_PROCESS) {
+        co->conn[conn].bye = 1;
+        for (size_t ci = 0; ci < co->ncomm; ci++) {
+            struct ccomm *c = co->comm[ci];
+            for (uint32_t i = 0; i < c->nranks; i++)
+                if (c->m[i].conn == conn && c->m[i].state == M_ACTIVE) {
+                    c->m[i].state = M_GONE;
+                    c->m[i].waiting = 0;
+                }
+            round_check(co, c);
+        }
+    }
+}
+
+void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, uint64_t now_ns)
+{
+    struct cconn *cc = conn_get(co, conn);
+    if (!cc)
+        return;
+    if (!cc->authed) {
+        if (m->type != NCG_MSG_HELLO || (co->p.token && m->u.hello.token != co->p.token)) {
+            drop(co, conn);
+            return;
+        }
+        cc->authed = 1;
+        cc->pid = m->u.hello.pid;
+        cc->grank = m->u.hello.global_rank;
+        snprintf(cc->host, sizeof cc->host, "%s", m->u.hello.host);
+        cc->last_rx_ns = now_ns;
+        struct ncg_msg w = {.type = NCG_MSG_WELCOME};
+        w.u.welcome.pid = co->p.pid;
+        w.u.welcome.global_rank = co->p.global_rank;
+        w.u.welcome.embedded = co->p.embedded;
+        snprintf(w.u.welcome.host, sizeof w.u.welcome.host, "%s", co->p.host);
+        co->ops.send(co->ops.arg, conn, &w);
+        return;
+    }
+    cc->last_rx_ns = now_ns;
+    switch (m->type) {
+    case NCG_MSG_REPORT:
+        on_report(co, conn, &m->u.report, now_ns);
+        break;
+    case NCG_MSG_ANSWER:
+        on_answer(co, conn, &m->u.answer);
+        break;
+    case NCG_MSG_P2P:
+        on_p2p(co, conn, &m->u.p2p, now_ns);
+        break;
+    case NCG_MSG_GOODBYE:
+        on_goodbye(co, conn, &m->u.goodbye);
+        break;
+    default: /* a second HELLO, or coordinator-to-client types: misuse */
+        drop(co, conn);
+        break;
+    }
+}
+
+static void check_exited(struct ncg_coord *co, struct ccomm *c)
+{
+    uint64_t mx = 0;
+    int any_gone = 0;
+    for (uint32_t i = 0; i < c->nranks; i++) {
+        if (c->m[i].state == M_ACTIVE || c->m[i].state == M_GONE)
+            mx = c->m[i].count > mx ? c->m[i].count : mx;
+        any_gone |= c->m[i].state == M_GONE;
+    }
+    if (!any_gone)
+        return;
+    int32_t *who = malloc(sizeof *who * c->nranks);
+    size_t n = 0;
+    uint64_t fin = 0;
+    if (!who)
+        return;
+    for (uint32_t i = 0; i < c->nranks; i++)
+        if (c->m[i].state == M_GONE && c->m[i].count < mx) {
+            fin = c->m[i].count;
+            who[n++] = (int32_t)i;
+        }
+    if (n) {
+        struct ncg_verdict *v = verdict_for(c, NCG_V_RANK_EXITED);
+        if (v) {
+            ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+            v->slot = (int64_t)fin;
+            snprintf(v->detail, sizeof v->detail, "left after %" PRIu64 " calls; others issued up to %" PRIu64, fin, mx);
+            verdict_issue(co, c, v);
+        }
+    }
+    free(who);
+}
+
+static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
+{
+    uint64_t mn = UINT64_MAX, mx = 0;
+    for (uint32_t i = 0; i < c->nranks; i++) {
+        if (c->m[i].state == M_UNKNOWN)
+            return; /* not every member known yet */
+        if (c->m[i].state != M_ACTIVE)
+            continue;
+        mn = c->m[i].count < mn ? c->m[i].count : mn;
+        mx = c->m[i].count > mx ? c->m[i].count : mx;
+    }
+    if (mn == UINT64_MAX || mn == mx) {
+        c->lag_warned = 0;
+        return;
+    }
+    double idle = (double)(now_ns - c->progress_ns) / 1e9;
+    int act = co->p.lag_abort_s > 0 && idle >= co->p.lag_abort_s;
+    if (!act && (co->p.lag_warn_s <= 0 || idle < co->p.lag_warn_s || c->lag_warned))
+        return;
+    struct ncg_verdict *v = verdict_for(c, NCG_V_LAG);
+    int32_t *who = malloc(sizeof *who * c->nranks);
+    if (!v || !who) {
+        ncg_verdict_free(v);
+        free(who);
+        return;
+    }
+    size_t n = 0;
+    for (uint32_t i = 0; i < c->nranks; i++)
+        if (c->m[i].state == M_ACTIVE && c->m[i].count == mn)
+            who[n++] = (int32_t)i;
+    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+    free(who);
+    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
+    v->slot = (int64_t)mn;
+    snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle, mn, mx);
+    c->lag_warned = 1;
+    verdict_issue(co, c, v);
+}
+
+void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
+{
+    uint64_t hb = (uint64_t)(co->p.heartbeat_timeout_s * 1e9);
+    for (int i = 0; i < co->nconn; i++) {
+        struct cconn *cc = &co->conn[i];
+        if (!cc->used)
+            continue;
+        if (!cc->authed && now_ns - cc->since_ns > 5000000000ull) {
+            drop(co, i); /* never said HELLO */
+            continue;
+        }
+        if (cc->authed && hb && now_ns - cc->last_rx_ns > hb) {
+            char why[96];
+            snprintf(why, sizeof why, "silent for %.1f s (frozen or unreachable)", (double)(now_ns - cc->last_rx_ns) / 1e9);
+            if (!cc->bye)
+                member_lost(co, i, NCG_V_RANK_DIED, why);
+            drop(co, i);
+        }
+    }
+    int sweep = now_ns - co->last_sweep_ns > 1000000000ull;
+    if (sweep)
+        co->last_sweep_ns = now_ns;
+    for (size_t ci = 0; ci < co->ncomm;) {
+        struct ccomm *c = co->comm[ci];
+        int live = 0, unknown = 0;
+        for (uint32_t i = 0; i < c->nranks; i++) {
+            live += c->m[i].state == M_ACTIVE;
+            unknown += c->m[i].state == M_UNKNOWN;
+        }
+        if (!live && !unknown) {
+            comm_remove(co, ci);
+            continue;
+        }
+        if (!c->done)
+            check_exited(co, c);
+        if (!c->done)
+            check_lag(co, c, now_ns);
+        if (!c->done && !c->q_active)
+            round_start(co, c);
+        if (sweep)
+            p2p_sweep(c, now_ns);
+        ci++;
+    }
+    /* Pings let clients tell a frozen coordinator from a quiet one. */
+    uint64_t ping_every = 500000000ull;
+    if (now_ns - co->last_ping_ns >= ping_every) {
+        co->last_ping_ns = now_ns;
+        struct ncg_msg m = {.type = NCG_MSG_PING};
+        for (int i = 0; i < co->nconn; i++)
+            if (co->conn[i].used && co->conn[i].authed)
+                co->ops.send(co->ops.arg, i, &m);
+    }
+}
+
+void ncg_coord_shutdown(struct ncg_coord *co)
+{
+    struct ncg_msg m = {.type = NCG_MSG_SHUTDOWN};
+    for (int i = 0; i < co->nconn; i++)
+        if (co->conn[i].used && co->conn[i].authed)
+            co->ops.send(co->ops.arg, i, &m);
+}

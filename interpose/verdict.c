@@ -1,0 +1,358 @@
+/* Verdict data and the pure logic around it (verdict.h): names, call comparison and
+ * formatting, compact rank lists, grouping calls at a slot, and the verdict's wire payload. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ncclguard/shm.h"
+#include "verdict.h"
+#include "wire_io.h"
+
+struct ncg_verdict *ncg_verdict_new(uint32_t nranks)
+{
+    if (nranks > NCG_WIRE_MAX_RANKS)
+        return NULL;
+    struct ncg_verdict *v = calloc(1, sizeof *v);
+    if (!v)
+        return NULL;
+    v->nranks = nranks;
+    v->slot = -1;
+    v->last_agreed = -1;
+    v->counts = malloc(sizeof(int64_t) * (nranks ? nranks : 1));
+    v->members = malloc(sizeof(int32_t) * (nranks ? nranks : 1));
+    if (!v->counts || !v->members) {
+        ncg_verdict_free(v);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < nranks; i++) {
+        v->counts[i] = -1;
+        v->members[i] = -1;
+    }
+    return v;
+}
+
+void ncg_verdict_free(struct ncg_verdict *v)
+{
+    if (!v)
+        return;
+    free(v->counts);
+    free(v->members);
+    free(v);
+}
+
+const char *ncg_verdict_name(unsigned kind)
+{
+    static const char *n[] = {"NONE", "MISMATCH", "P2P MISMATCH", "RANK DIED", "RANK EXITED", "LAG"};
+    return kind < NCG_V_KIND_MAX_ ? n[kind] : "?";
+}
+
+const char *ncg_verdict_key(unsigned kind)
+{
+    static const char *n[] = {"NONE", "MISMATCH", "P2P_MISMATCH", "RANK_DIED", "RANK_EXITED", "LAG"};
+    return kind < NCG_V_KIND_MAX_ ? n[kind] : "?";
+}
+
+const char *ncg_func_name(unsigned func)
+{
+    static const char *n[] = {"?", "AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                              "AlltoAll", "Gather", "Scatter", "Send", "Recv"};
+    return func < NCG_F_COUNT_ ? n[func] : "?";
+}
+
+const char *ncg_dtype_name(unsigned dtype)
+{
+    static const char *n[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+                              "float16", "float32", "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
+    return dtype < 12 ? n[dtype] : "?";
+}
+
+const char *ncg_redop_name(unsigned redop)
+{
+    static const char *n[] = {"sum", "prod", "max", "min", "avg"};
+    if (redop < 5)
+        return n[redop];
+    return redop == NCG_REDOP_USER ? "user" : redop == NCG_REDOP_NONE ? "" : "?";
+}
+
+int ncg_call_same(const struct ncg_call *a, const struct ncg_call *b)
+{
+    return a->func == b->func && a->count == b->count && a->dtype == b->dtype && a->redop == b->redop &&
+           a->root == b->root;
+}
+
+static int rooted(unsigned func)
+{
+    return func == NCG_F_BROADCAST || func == NCG_F_REDUCE || func == NCG_F_GATHER || func == NCG_F_SCATTER;
+}
+
+char *ncg_call_format(const struct ncg_call *c, char *buf, size_t cap)
+{
+    int n = snprintf(buf, cap, "%s(count=%" PRIu64 ", %s", ncg_func_name(c->func), c->count,
+                     ncg_dtype_name(c->dtype));
+    if (n < 0 || (size_t)n >= cap)
+        return buf;
+    if (c->redop != NCG_REDOP_NONE)
+        n += snprintf(buf + n, cap - (size_t)n, ", %s", ncg_redop_name(c->redop));
+    if ((size_t)n >= cap)
+        return buf;
+    if (c->func == NCG_F_SEND || c->func == NCG_F_RECV)
+        n += snprintf(buf + n, cap - (size_t)n, ", peer=%d", c->root);
+    else if (rooted(c->func))
+        n += snprintf(buf + n, cap - (size_t)n, ", root=%d", c->root);
+    if ((size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, ")");
+    return buf;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+char *ncg_ranks_compact(int32_t *ranks, size_t n, char *buf, size_t cap)
+{
+    size_t len = 0;
+    if (cap == 0)
+        return buf;
+    buf[0] = 0;
+    qsort(ranks, n, sizeof *ranks, cmp_i32);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j + 1 < n && (ranks[j + 1] == ranks[j] || ranks[j + 1] == ranks[j] + 1))
+            j++;
+        char item[32];
+        if (ranks[j] == ranks[i])
+            snprintf(item, sizeof item, "%s%d", len ? "," : "", ranks[i]);
+        else
+            snprintf(item, sizeof item, "%s%d-%d", len ? "," : "", ranks[i], ranks[j]);
+        size_t il = strlen(item);
+        if (len + il + 5 > cap) { /* keep room for ",..." */
+            if (len + 5 <= cap)
+                memcpy(buf + len, ",...", 5);
+            return buf;
+        }
+        memcpy(buf + len, item, il + 1);
+        len += il;
+        i = j + 1;
+    }
+    return buf;
+}
+
+char *ncg_counts_compact(const int64_t *counts, uint32_t n, char *buf, size_t cap)
+{
+    size_t len = 0;
+    if (cap == 0)
+        return buf;
+    buf[0] = 0;
+    int32_t *idx = malloc(sizeof(int32_t) * (n ? n : 1));
+    uint8_t *done = calloc(n ? n : 1, 1);
+    if (!idx || !done)
+        goto out;
+    for (uint32_t i = 0; i < n; i++) {
+        if (done[i])
+            continue;
+        size_t k = 0;
+        for (uint32_t j = i; j < n; j++)
+            if (!done[j] && counts[j] == counts[i]) {
+                done[j] = 1;
+                idx[k++] = (int32_t)j;
+            }
+        char val[24], list[NCG_WIRE_STR];
+        if (counts[i] < 0)
+            snprintf(val, sizeof val, "?");
+        else
+            snprintf(val, sizeof val, "%" PRId64, counts[i]);
+        ncg_ranks_compact(idx, k, list, sizeof list);
+        int w = snprintf(buf + len, cap - len, "%s%s on %s", len ? "; " : "", val, list);
+        if (w < 0 || (size_t)w >= cap - len) {
+            buf[len] = 0;
+            break;
+        }
+        len += (size_t)w;
+    }
+out:
+    free(idx);
+    free(done);
+    return buf;
+}
+
+uint32_t ncg_group_calls(struct ncg_verdict *v, const struct ncg_call *calls, const uint8_t *valid,
+                         const char *const *sites, uint32_t n)
+{
+    int32_t *grp = malloc(sizeof(int32_t) * (n ? n : 1)); /* group index per rank, -1 none */
+    int32_t *idx = malloc(sizeof(int32_t) * (n ? n : 1));
+    uint32_t ng = 0, size[NCG_WIRE_MAX_CALLS] = {0}, first[NCG_WIRE_MAX_CALLS] = {0};
+    v->ncalls = 0;
+    v->subject[0] = 0;
+    if (!grp || !idx)
+        goto out;
+    for (uint32_t i = 0; i < n; i++) {
+        grp[i] = -1;
+        if (!valid[i])
+            continue;
+        uint32_t g;
+        for (g = 0; g < ng; g++)
+            if (ncg_call_same(&calls[first[g]], &calls[i]))
+                break;
+        if (g == ng) {
+            if (ng == NCG_WIRE_MAX_CALLS)
+                continue; /* more distinct calls than we show: the rest stay unlisted */
+            first[ng++] = i;
+        }
+        grp[i] = (int32_t)g;
+        size[g]++;
+    }
+    /* Order groups by size, largest first (stable), so the odd one out reads last. */
+    uint32_t order[NCG_WIRE_MAX_CALLS];
+    for (uint32_t g = 0; g < ng; g++)
+        order[g] = g;
+    for (uint32_t a = 1; a < ng; a++)
+        for (uint32_t b = a; b > 0 && size[order[b]] > size[order[b - 1]]; b--) {
+            uint32_t t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    for (uint32_t o = 0; o < ng; o++) {
+        uint32_t g = order[o], k = 0;
+        struct ncg_vcall *vc = &v->calls[o];
+        vc->call = calls[first[g]];
+        vc->site[0] = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (grp[i] == (int32_t)g) {
+                if (!vc->site[0] && sites && sites[i])
+                    snprintf(vc->site, sizeof vc->site, "%s", sites[i]);
+                idx[k++] = (int32_t)i;
+            }
+        ncg_ranks_compact(idx, k, vc->ranks, sizeof vc->ranks);
+    }
+    v->ncalls = ng;
+    if (ng > 1) {
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (valid[i] && grp[i] != (int32_t)order[0])
+                idx[k++] = (int32_t)i;
+        ncg_ranks_compact(idx, k, v->subject, sizeof v->subject);
+    }
+out:
+    free(grp);
+    free(idx);
+    return v->ncalls;
+}
+
+static const char *plural(const char *list)
+{
+    return strpbrk(list, ",-") ? "ranks" : "rank";
+}
+
+char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
+{
+    char a[160], b[160];
+    int n = snprintf(buf, cap, "%s on comm %016" PRIx64 " (%u ranks)", ncg_verdict_name(v->kind), v->comm_id,
+                     v->nranks);
+    if (n < 0 || (size_t)n >= cap)
+        return buf;
+    size_t len = (size_t)n, left = cap - len;
+    switch (v->kind) {
+    case NCG_V_MISMATCH:
+        if (v->ncalls >= 2)
+            snprintf(buf + len, left, ": slot %" PRId64 ": %s on %s %s vs %s on %s %s", v->slot,
+                     ncg_call_format(&v->calls[v->ncalls - 1].call, a, sizeof a), plural(v->calls[v->ncalls - 1].ranks),
+                     v->calls[v->ncalls - 1].ranks, ncg_call_format(&v->calls[0].call, b, sizeof b),
+                     plural(v->calls[0].ranks), v->calls[0].ranks);
+        else
+            snprintf(buf + len, left, ": slot %" PRId64, v->slot);
+        break;
+    case NCG_V_P2P_MISMATCH:
+        if (v->ncalls >= 2)
+            snprintf(buf + len, left, ": %s on rank %s vs %s on rank %s", ncg_call_format(&v->calls[0].call, a, sizeof a),
+                     v->calls[0].ranks, ncg_call_format(&v->calls[1].call, b, sizeof b), v->calls[1].ranks);
+        break;
+    case NCG_V_RANK_DIED:
+        snprintf(buf + len, left, ": %s %s died%s%s", plural(v->subject), v->subject, v->detail[0] ? ": " : "",
+                 v->detail);
+        break;
+    case NCG_V_RANK_EXITED:
+        snprintf(buf + len, left, ": %s %s exited while others issued calls it will never match", plural(v->subject),
+                 v->subject);
+        break;
+    case NCG_V_LAG:
+        snprintf(buf + len, left, ": %s %s behind, nobody progressed%s%s", plural(v->subject), v->subject,
+                 v->detail[0] ? ": " : "", v->detail);
+        break;
+    default:
+        break;
+    }
+    return buf;
+}
+
+size_t ncg_verdict_wire_size(const struct ncg_verdict *v)
+{
+    return 64 + (size_t)v->ncalls * (40 + NCG_WIRE_STR + NCG_WIRE_SITE) + 2 * NCG_WIRE_STR + (size_t)v->nranks * 12;
+}
+
+long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap)
+{
+    struct ncg_wbuf w = {p, cap, 0, 0};
+    if (v->ncalls > NCG_WIRE_MAX_CALLS || v->nranks > NCG_WIRE_MAX_RANKS)
+        return -EINVAL;
+    ncg_put8(&w, v->kind);
+    ncg_put8(&w, v->severity);
+    ncg_put64(&w, v->comm_id);
+    ncg_put32(&w, v->nranks);
+    ncg_put64(&w, (uint64_t)v->slot);
+    ncg_put64(&w, (uint64_t)v->last_agreed);
+    ncg_put8(&w, (uint8_t)v->ncalls);
+    for (uint32_t i = 0; i < v->ncalls; i++) {
+        ncg_wire_put_call(&w, &v->calls[i].call);
+        ncg_wire_put_str(&w, v->calls[i].ranks, sizeof v->calls[i].ranks);
+        ncg_wire_put_str(&w, v->calls[i].site, sizeof v->calls[i].site);
+    }
+    ncg_wire_put_str(&w, v->subject, sizeof v->subject);
+    ncg_wire_put_str(&w, v->detail, sizeof v->detail);
+    for (uint32_t i = 0; i < v->nranks; i++) {
+        ncg_put64(&w, (uint64_t)v->counts[i]);
+        ncg_put32(&w, (uint32_t)v->members[i]);
+    }
+    return w.err ? -ENOSPC : (long)w.len;
+}
+
+struct ncg_verdict *ncg_verdict_decode(const uint8_t *p, size_t len)
+{
+    struct ncg_rbuf r = {p, len, 0, 0};
+    uint8_t kind = ncg_get8(&r), sev = ncg_get8(&r);
+    uint64_t comm = ncg_get64(&r);
+    uint32_t nranks = ncg_get32(&r);
+    if (r.err || kind == 0 || kind >= NCG_V_KIND_MAX_ || sev > NCG_SEV_ERROR || nranks > NCG_WIRE_MAX_RANKS ||
+        (size_t)nranks * 12 > len)
+        return NULL;
+    struct ncg_verdict *v = ncg_verdict_new(nranks);
+    if (!v)
+        return NULL;
+    v->kind = kind;
+    v->severity = sev;
+    v->comm_id = comm;
+    v->slot = (int64_t)ncg_get64(&r);
+    v->last_agreed = (int64_t)ncg_get64(&r);
+    v->ncalls = ncg_get8(&r);
+    if (v->ncalls > NCG_WIRE_MAX_CALLS)
+        goto bad;
+    for (uint32_t i = 0; i < v->ncalls && !r.err; i++) {
+        ncg_wire_get_call(&r, &v->calls[i].call);
+        ncg_wire_get_str(&r, v->calls[i].ranks, sizeof v->calls[i].ranks);
+        ncg_wire_get_str(&r, v->calls[i].site, sizeof v->calls[i].site);
+    }
+    ncg_wire_get_str(&r, v->subject, sizeof v->subject);
+    ncg_wire_get_str(&r, v->detail, sizeof v->detail);
+    for (uint32_t i = 0; i < nranks && !r.err; i++) {
+        v->counts[i] = (int64_t)ncg_get64(&r);
+        v->members[i] = (int32_t)ncg_get32(&r);
+    }
+    if (r.err || r.pos != r.cap)
+        goto bad;
+    return v;
+bad:
+    ncg_verdict_free(v);
+    return NULL;
+}

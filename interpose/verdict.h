@@ -1,0 +1,86 @@
+/* Verdicts as plain data, and the pure logic around them: comparing calls, grouping the
+ * members' calls at a slot into distinct calls, compact rank lists ("0-2,4-15"), and the
+ * one-line summary. No I/O, no threads: unit-tested directly (tests/checker/t_unit.sh). */
+#ifndef NCG_VERDICT_H
+#define NCG_VERDICT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "wire.h"
+
+/* Verdict codes: also the segment header's verdict_kind and the report's "verdict". */
+enum ncg_verdict_kind {
+    NCG_V_NONE = 0,
+    NCG_V_MISMATCH = 1,
+    NCG_V_P2P_MISMATCH = 2,
+    NCG_V_RANK_DIED = 3,
+    NCG_V_RANK_EXITED = 4,
+    NCG_V_LAG = 5,
+    NCG_V_KIND_MAX_
+};
+
+enum ncg_severity { NCG_SEV_WARN = 0, NCG_SEV_ERROR = 1 };
+
+struct ncg_vcall {
+    struct ncg_call call;
+    char ranks[NCG_WIRE_STR]; /* compact comm ranks that issued it */
+    char site[NCG_WIRE_SITE]; /* one issuing rank's symbolized call site, or "" */
+};
+
+struct ncg_verdict {
+    uint8_t kind;      /* enum ncg_verdict_kind */
+    uint8_t severity;  /* enum ncg_severity: WARN => print only, whatever NCCLGUARD_ACTION says */
+    uint64_t comm_id;
+    uint32_t nranks;
+    int64_t slot;        /* -1 when not applicable */
+    int64_t last_agreed; /* highest slot proven equal everywhere, -1 when none */
+    uint32_t ncalls;
+    struct ncg_vcall calls[NCG_WIRE_MAX_CALLS];
+    char subject[NCG_WIRE_STR]; /* compact comm ranks the verdict is about */
+    char detail[NCG_WIRE_STR];
+    int64_t *counts;   /* [nranks]: collective calls issued per comm rank, -1 unknown */
+    int32_t *members;  /* [nranks]: global rank of each comm rank, -1 unknown */
+};
+
+/* Allocates a zeroed verdict with counts/members arrays for nranks (counts and members set to
+ * -1). Returns NULL when out of memory or nranks > NCG_WIRE_MAX_RANKS. Any thread; allocates. */
+struct ncg_verdict *ncg_verdict_new(uint32_t nranks);
+void ncg_verdict_free(struct ncg_verdict *v);
+
+/* Names for printing and for the report. Pure, never NULL. */
+const char *ncg_verdict_name(unsigned kind);  /* "MISMATCH", "P2P MISMATCH", ... */
+const char *ncg_verdict_key(unsigned kind);   /* "MISMATCH", "P2P_MISMATCH", ... (JSON) */
+const char *ncg_func_name(unsigned func);     /* "AllReduce", ... "?" */
+const char *ncg_dtype_name(unsigned dtype);   /* "float32", ... "?" */
+const char *ncg_redop_name(unsigned redop);   /* "sum", ..., "user", "" for none */
+
+/* 1 when two calls would match in NCCL: same function, count, datatype, op class, root/peer. */
+int ncg_call_same(const struct ncg_call *a, const struct ncg_call *b);
+
+/* "AllReduce(count=1, float32, sum)", "Broadcast(count=8, int8, root=0)". Returns buf. */
+char *ncg_call_format(const struct ncg_call *c, char *buf, size_t cap);
+
+/* Writes the sorted, deduplicated ranks in compact form ("0-2,4-15"); ends with ",..." when
+ * it does not fit. ranks is reordered (sorted in place). Returns buf. Pure, no allocation. */
+char *ncg_ranks_compact(int32_t *ranks, size_t n, char *buf, size_t cap);
+
+/* Per-rank counts grouped: "1235 on 0-2,4-15; 1234 on 3" (-1 printed as "?"). Allocates a
+ * temporary index array; returns buf. */
+char *ncg_counts_compact(const int64_t *counts, uint32_t n, char *buf, size_t cap);
+
+/* Groups n members' calls (valid[i] == 0: no call known for rank i) into v->calls, largest
+ * group first, and sets v->subject to the ranks outside the largest group. sites[i] may be
+ * NULL. Returns the number of distinct calls. Allocates a temporary array. */
+uint32_t ncg_group_calls(struct ncg_verdict *v, const struct ncg_call *calls, const uint8_t *valid,
+                         const char *const *sites, uint32_t n);
+
+/* The one-line summary (no "ncclguard:" prefix), e.g. "MISMATCH on comm 0123..: slot 1234:
+ * AllReduce(...) on rank 3 vs ReduceScatter(...) on ranks 0-2,4-15". Returns buf. */
+char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap);
+
+/* Verdict codec helpers used by wire.c: payload size, and encode/decode of the payload. */
+size_t ncg_verdict_wire_size(const struct ncg_verdict *v);
+long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap);
+struct ncg_verdict *ncg_verdict_decode(const uint8_t *p, size_t len);
+
+#endif

@@ -1,0 +1,292 @@
+/* Encoding and decoding of the checker's frames (wire.h). Pure: bounded cursors over byte
+ * buffers, big-endian integers, length-prefixed strings. The decoder trusts nothing: every
+ * count and string length is checked against its bound and the remaining bytes. */
+#include <errno.h>
+#include <string.h>
+#include "wire.h"
+#include "wire_io.h"
+#include "verdict.h"
+
+static void put_str(struct ncg_wbuf *w, const char *s, size_t bound)
+{
+    size_t n = strnlen(s, bound - 1);
+    ncg_put8(w, (uint8_t)(n > 255 ? 255 : n));
+    ncg_putb(w, s, n > 255 ? 255 : n);
+}
+
+static int get_str(struct ncg_rbuf *r, char *s, size_t bound)
+{
+    size_t n = ncg_get8(r);
+    if (n >= bound || n > ncg_rleft(r)) {
+        r->err = 1;
+        s[0] = 0;
+        return -1;
+    }
+    ncg_getb(r, s, n);
+    s[n] = 0;
+    if (memchr(s, 0, n)) /* embedded NUL: garbage */
+        r->err = 1;
+    return 0;
+}
+
+static void put_call(struct ncg_wbuf *w, const struct ncg_call *c)
+{
+    ncg_put64(w, c->seq);
+    ncg_put64(w, c->count);
+    ncg_put32(w, (uint32_t)c->root);
+    ncg_put8(w, c->func);
+    ncg_put8(w, c->dtype);
+    ncg_put8(w, c->redop);
+}
+
+static void get_call(struct ncg_rbuf *r, struct ncg_call *c)
+{
+    c->seq = ncg_get64(r);
+    c->count = ncg_get64(r);
+    c->root = (int32_t)ncg_get32(r);
+    c->func = ncg_get8(r);
+    c->dtype = ncg_get8(r);
+    c->redop = ncg_get8(r);
+}
+
+void ncg_wire_put_call(struct ncg_wbuf *w, const struct ncg_call *c) { put_call(w, c); }
+void ncg_wire_get_call(struct ncg_rbuf *r, struct ncg_call *c) { get_call(r, c); }
+void ncg_wire_put_str(struct ncg_wbuf *w, const char *s, size_t bound) { put_str(w, s, bound); }
+int ncg_wire_get_str(struct ncg_rbuf *r, char *s, size_t bound) { return get_str(r, s, bound); }
+
+long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap)
+{
+    if (cap < NCG_WIRE_HDR)
+        return -ENOSPC;
+    struct ncg_wbuf w = {buf + NCG_WIRE_HDR, cap - NCG_WIRE_HDR, 0, 0};
+    uint32_t i;
+    switch (m->type) {
+    case NCG_MSG_HELLO:
+        ncg_put64(&w, m->u.hello.token);
+        ncg_put32(&w, m->u.hello.pid);
+        ncg_put32(&w, (uint32_t)m->u.hello.global_rank);
+        put_str(&w, m->u.hello.host, sizeof m->u.hello.host);
+        break;
+    case NCG_MSG_WELCOME:
+        ncg_put32(&w, m->u.welcome.pid);
+        ncg_put32(&w, (uint32_t)m->u.welcome.global_rank);
+        ncg_put8(&w, m->u.welcome.embedded);
+        put_str(&w, m->u.welcome.host, sizeof m->u.welcome.host);
+        break;
+    case NCG_MSG_REPORT:
+        if (m->u.report.n > NCG_WIRE_MAX_COMMS)
+            return -EINVAL;
+        ncg_put16(&w, (uint16_t)m->u.report.n);
+        for (i = 0; i < m->u.report.n; i++) {
+            const struct ncg_report_entry *e = &m->u.report.e[i];
+            ncg_put64(&w, e->comm_id);
+            ncg_put32(&w, e->nranks);
+            ncg_put32(&w, e->rank);
+            ncg_put64(&w, e->count);
+            ncg_put32(&w, (uint32_t)e->global_rank);
+        }
+        break;
+    case NCG_MSG_QUERY:
+        if (m->u.query.n > NCG_WIRE_MAX_SLOTS)
+            return -EINVAL;
+        ncg_put64(&w, m->u.query.comm_id);
+        ncg_put32(&w, m->u.query.qid);
+        ncg_put8(&w, m->u.query.mode);
+        ncg_put16(&w, (uint16_t)m->u.query.n);
+        for (i = 0; i < m->u.query.n; i++)
+            ncg_put64(&w, m->u.query.slot[i]);
+        break;
+    case NCG_MSG_ANSWER:
+        if (m->u.answer.n > NCG_WIRE_MAX_SLOTS)
+            return -EINVAL;
+        ncg_put64(&w, m->u.answer.comm_id);
+        ncg_put32(&w, m->u.answer.qid);
+        ncg_put32(&w, m->u.answer.rank);
+        ncg_put16(&w, (uint16_t)m->u.answer.n);
+        for (i = 0; i < m->u.answer.n; i++) {
+            const struct ncg_answer *a = &m->u.answer.a[i];
+            ncg_put8(&w, a->status);
+            ncg_put64(&w, a->digest);
+            put_call(&w, &a->call);
+            put_str(&w, a->site, sizeof a->site);
+        }
+        break;
+    case NCG_MSG_P2P:
+        if (m->u.p2p.n > NCG_WIRE_MAX_P2P)
+            return -EINVAL;
+        ncg_put64(&w, m->u.p2p.comm_id);
+        ncg_put16(&w, (uint16_t)m->u.p2p.n);
+        for (i = 0; i < m->u.p2p.n; i++) {
+            const struct ncg_p2p_rec *r = &m->u.p2p.r[i];
+            ncg_put64(&w, r->seq);
+            ncg_put64(&w, r->count);
+            ncg_put32(&w, (uint32_t)r->peer);
+            ncg_put8(&w, r->func);
+            ncg_put8(&w, r->dtype);
+        }
+        break;
+    case NCG_MSG_GOODBYE:
+        if (m->u.goodbye.n > NCG_WIRE_MAX_COMMS)
+            return -EINVAL;
+        ncg_put8(&w, m->u.goodbye.flags);
+        ncg_put16(&w, (uint16_t)m->u.goodbye.n);
+        for (i = 0; i < m->u.goodbye.n; i++) {
+            ncg_put64(&w, m->u.goodbye.comm_id[i]);
+            ncg_put64(&w, m->u.goodbye.count[i]);
+        }
+        break;
+    case NCG_MSG_VERDICT: {
+        if (!m->u.verdict)
+            return -EINVAL;
+        long n = ncg_verdict_encode(m->u.verdict, w.p, w.cap);
+        if (n < 0)
+            return n;
+        w.len = (size_t)n;
+        break;
+    }
+    case NCG_MSG_PING:
+    case NCG_MSG_SHUTDOWN:
+        break;
+    default:
+        return -EINVAL;
+    }
+    if (w.err)
+        return -ENOSPC;
+    if (w.len > NCG_WIRE_MAX_PAYLOAD)
+        return -EMSGSIZE;
+    struct ncg_wbuf h = {buf, NCG_WIRE_HDR, 0, 0};
+    ncg_put32(&h, NCG_WIRE_MAGIC);
+    ncg_put8(&h, NCG_WIRE_VERSION);
+    ncg_put8(&h, m->type);
+    ncg_put16(&h, 0);
+    ncg_put32(&h, (uint32_t)w.len);
+    return (long)(NCG_WIRE_HDR + w.len);
+}
+
+long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m)
+{
+    /* Reject a bad magic as soon as its bytes are in, so garbage never waits for a length. */
+    static const uint8_t magic[4] = {'N', 'C', 'G', 'W'};
+    if (memcmp(buf, magic, len < 4 ? len : 4) != 0)
+        return -EBADMSG;
+    if (len < NCG_WIRE_HDR)
+        return 0;
+    struct ncg_rbuf h = {buf, NCG_WIRE_HDR, 0, 0};
+    (void)ncg_get32(&h);
+    uint8_t ver = ncg_get8(&h), type = ncg_get8(&h);
+    uint16_t flags = ncg_get16(&h);
+    uint32_t plen = ncg_get32(&h);
+    if (ver != NCG_WIRE_VERSION || flags != 0)
+        return -EPROTO;
+    if (type == 0 || type >= NCG_MSG_TYPE_MAX_)
+        return -EPROTO;
+    if (plen > NCG_WIRE_MAX_PAYLOAD)
+        return -EMSGSIZE;
+    if (len - NCG_WIRE_HDR < plen)
+        return 0;
+    struct ncg_rbuf r = {buf + NCG_WIRE_HDR, plen, 0, 0};
+    uint32_t i;
+    memset(m, 0, sizeof *m);
+    m->type = type;
+    switch (type) {
+    case NCG_MSG_HELLO:
+        m->u.hello.token = ncg_get64(&r);
+        m->u.hello.pid = ncg_get32(&r);
+        m->u.hello.global_rank = (int32_t)ncg_get32(&r);
+        get_str(&r, m->u.hello.host, sizeof m->u.hello.host);
+        break;
+    case NCG_MSG_WELCOME:
+        m->u.welcome.pid = ncg_get32(&r);
+        m->u.welcome.global_rank = (int32_t)ncg_get32(&r);
+        m->u.welcome.embedded = ncg_get8(&r);
+        get_str(&r, m->u.welcome.host, sizeof m->u.welcome.host);
+        break;
+    case NCG_MSG_REPORT:
+        m->u.report.n = ncg_get16(&r);
+        if (m->u.report.n > NCG_WIRE_MAX_COMMS)
+            return -EBADMSG;
+        for (i = 0; i < m->u.report.n; i++) {
+            struct ncg_report_entry *e = &m->u.report.e[i];
+            e->comm_id = ncg_get64(&r);
+            e->nranks = ncg_get32(&r);
+            e->rank = ncg_get32(&r);
+            e->count = ncg_get64(&r);
+            e->global_rank = (int32_t)ncg_get32(&r);
+            if (e->nranks == 0 || e->nranks > NCG_WIRE_MAX_RANKS || e->rank >= e->nranks)
+                return -EBADMSG;
+        }
+        break;
+    case NCG_MSG_QUERY:
+        m->u.query.comm_id = ncg_get64(&r);
+        m->u.query.qid = ncg_get32(&r);
+        m->u.query.mode = ncg_get8(&r);
+        m->u.query.n = ncg_get16(&r);
+        if (m->u.query.n > NCG_WIRE_MAX_SLOTS)
+            return -EBADMSG;
+        for (i = 0; i < m->u.query.n; i++)
+            m->u.query.slot[i] = ncg_get64(&r);
+        break;
+    case NCG_MSG_ANSWER:
+        m->u.answer.comm_id = ncg_get64(&r);
+        m->u.answer.qid = ncg_get32(&r);
+        m->u.answer.rank = ncg_get32(&r);
+        m->u.answer.n = ncg_get16(&r);
+        if (m->u.answer.n > NCG_WIRE_MAX_SLOTS)
+            return -EBADMSG;
+        for (i = 0; i < m->u.answer.n && !r.err; i++) {
+            struct ncg_answer *a = &m->u.answer.a[i];
+            a->status = ncg_get8(&r);
+            a->digest = ncg_get64(&r);
+            get_call(&r, &a->call);
+            get_str(&r, a->site, sizeof a->site);
+            if (a->status > NCG_ANS_NONE)
+                return -EBADMSG;
+        }
+        break;
+    case NCG_MSG_P2P:
+        m->u.p2p.comm_id = ncg_get64(&r);
+        m->u.p2p.n = ncg_get16(&r);
+        if (m->u.p2p.n > NCG_WIRE_MAX_P2P)
+            return -EBADMSG;
+        for (i = 0; i < m->u.p2p.n; i++) {
+            struct ncg_p2p_rec *p = &m->u.p2p.r[i];
+            p->seq = ncg_get64(&r);
+            p->count = ncg_get64(&r);
+            p->peer = (int32_t)ncg_get32(&r);
+            p->func = ncg_get8(&r);
+            p->dtype = ncg_get8(&r);
+        }
+        break;
+    case NCG_MSG_GOODBYE:
+        m->u.goodbye.flags = ncg_get8(&r);
+        m->u.goodbye.n = ncg_get16(&r);
+        if (m->u.goodbye.n > NCG_WIRE_MAX_COMMS)
+            return -EBADMSG;
+        for (i = 0; i < m->u.goodbye.n; i++) {
+            m->u.goodbye.comm_id[i] = ncg_get64(&r);
+            m->u.goodbye.count[i] = ncg_get64(&r);
+        }
+        break;
+    case NCG_MSG_VERDICT:
+        m->u.verdict = ncg_verdict_decode(r.p, r.cap);
+        if (!m->u.verdict)
+            return -EBADMSG;
+        r.pos = r.cap;
+        break;
+    default: /* PING, SHUTDOWN: empty */
+        break;
+    }
+    if (r.err || r.pos != r.cap) {
+        ncg_msg_release(m);
+        return -EBADMSG;
+    }
+    return (long)(NCG_WIRE_HDR + plen);
+}
+
+void ncg_msg_release(struct ncg_msg *m)
+{
+    if (m->type == NCG_MSG_VERDICT && m->u.verdict) {
+        ncg_verdict_free(m->u.verdict);
+        m->u.verdict = NULL;
+    }
+}

@@ -1,0 +1,146 @@
+/* The checker's side-channel protocol: message structs and their encoding into frames.
+ * A frame is a 12-byte header {magic "NCGW", version, type, flags, payload length}, all
+ * integers big-endian, followed by a bounded payload. Decoding is pure and total: any byte
+ * string yields either a message, "need more bytes", or an error (then the connection drops). */
+#ifndef NCG_WIRE_H
+#define NCG_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
+#define NCG_WIRE_VERSION 1u
+#define NCG_WIRE_HDR 12u
+#define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* verdicts carry per-rank arrays: 1 MiB bounds them */
+
+#define NCG_WIRE_MAX_COMMS 64u   /* comm entries per REPORT / GOODBYE */
+#define NCG_WIRE_MAX_SLOTS 32u   /* slots per QUERY / ANSWER (the narrowing fan-out K) */
+#define NCG_WIRE_MAX_P2P 64u     /* p2p records per P2P message */
+#define NCG_WIRE_MAX_CALLS 8u    /* distinct calls per VERDICT */
+#define NCG_WIRE_MAX_RANKS 65536u
+#define NCG_WIRE_STR 256u        /* bound of every string field, NUL included */
+#define NCG_WIRE_SITE 128u       /* bound of a call-site string, NUL included */
+
+enum ncg_msg_type {
+    NCG_MSG_HELLO = 1,    /* client -> coord: first frame, carries the token */
+    NCG_MSG_WELCOME = 2,  /* coord -> client: token accepted */
+    NCG_MSG_REPORT = 3,   /* client -> coord: per-comm counts; also the heartbeat */
+    NCG_MSG_QUERY = 4,    /* coord -> client: send digests / records at these slots */
+    NCG_MSG_ANSWER = 5,   /* client -> coord */
+    NCG_MSG_P2P = 6,      /* client -> coord: recent send/recv records */
+    NCG_MSG_GOODBYE = 7,  /* client -> coord: comms destroyed, or the process exits cleanly */
+    NCG_MSG_VERDICT = 8,  /* coord -> client */
+    NCG_MSG_PING = 9,     /* coord -> client: the coordinator is alive */
+    NCG_MSG_SHUTDOWN = 10,/* coord -> client: the coordinator's process exits cleanly */
+    NCG_MSG_TYPE_MAX_
+};
+
+struct ncg_msg_hello {
+    uint64_t token;
+    uint32_t pid;
+    int32_t global_rank;
+    char host[64];
+};
+
+struct ncg_msg_welcome {
+    uint32_t pid;
+    int32_t global_rank; /* of the coordinator's process, -1 when standalone */
+    uint8_t embedded;    /* 1: the coordinator runs inside a rank (its death is a rank's death) */
+    char host[64];
+};
+
+struct ncg_report_entry {
+    uint64_t comm_id;
+    uint32_t nranks;
+    uint32_t rank;
+    uint64_t count;   /* collective slots issued */
+    int32_t global_rank;
+};
+
+struct ncg_msg_report {
+    uint32_t n;
+    struct ncg_report_entry e[NCG_WIRE_MAX_COMMS];
+};
+
+#define NCG_QUERY_RECORDS 1u /* want full records and call sites, not only digests */
+struct ncg_msg_query {
+    uint64_t comm_id;
+    uint32_t qid;
+    uint8_t mode;
+    uint32_t n;
+    uint64_t slot[NCG_WIRE_MAX_SLOTS];
+};
+
+/* One call's comparable fields (the fingerprint) plus where it came from. */
+struct ncg_call {
+    uint64_t seq;      /* slot, or pair sequence for p2p */
+    uint64_t count;
+    int32_t root;      /* root or peer, -1 when none */
+    uint8_t func, dtype, redop;
+};
+
+enum ncg_answer_status { NCG_ANS_OK = 0, NCG_ANS_GONE = 1 /* overwritten in the ring */, NCG_ANS_NONE = 2 };
+struct ncg_answer {
+    uint8_t status;
+    uint64_t digest;
+    struct ncg_call call;
+    char site[NCG_WIRE_SITE];
+};
+
+struct ncg_msg_answer {
+    uint64_t comm_id;
+    uint32_t qid;
+    uint32_t rank; /* the answering comm rank (a process may hold several) */
+    uint32_t n;
+    struct ncg_answer a[NCG_WIRE_MAX_SLOTS];
+};
+
+struct ncg_p2p_rec {
+    uint64_t seq;   /* k: the k-th send to / recv from peer on this comm */
+    uint64_t count;
+    int32_t peer;
+    uint8_t func;   /* NCG_F_SEND / NCG_F_RECV */
+    uint8_t dtype;
+};
+
+struct ncg_msg_p2p {
+    uint64_t comm_id;
+    uint32_t n;
+    struct ncg_p2p_rec r[NCG_WIRE_MAX_P2P];
+};
+
+#define NCG_BYE_PROCESS 1u /* the whole process exits: every comm of this connection is gone */
+struct ncg_msg_goodbye {
+    uint8_t flags;
+    uint32_t n;
+    uint64_t comm_id[NCG_WIRE_MAX_COMMS];
+    uint64_t count[NCG_WIRE_MAX_COMMS];
+};
+
+struct ncg_msg {
+    uint8_t type; /* enum ncg_msg_type */
+    union {
+        struct ncg_msg_hello hello;
+        struct ncg_msg_welcome welcome;
+        struct ncg_msg_report report;
+        struct ncg_msg_query query;
+        struct ncg_msg_answer answer;
+        struct ncg_msg_p2p p2p;
+        struct ncg_msg_goodbye goodbye;
+        struct ncg_verdict *verdict; /* owned by the message: ncg_verdict_free */
+    } u;
+};
+
+/* Encodes m as one frame into buf (capacity cap). Returns the frame length, or -ENOSPC /
+ * -EINVAL. Any thread, no allocation. */
+long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap);
+
+/* Decodes the first frame of buf[0..len). Returns the frame length consumed (>0), 0 when more
+ * bytes are needed, or -EBADMSG / -EPROTO / -EMSGSIZE on a malformed frame. A VERDICT's
+ * struct is allocated (malloc): the caller frees it with ncg_verdict_free. Any thread. */
+long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m);
+
+/* Frees what a decoded message owns (a VERDICT's struct); safe on any message. */
+void ncg_msg_release(struct ncg_msg *m);
+
+#endif

@@ -1,0 +1,74 @@
+/* Bounded big-endian cursors for wire.c and verdict.c: a write past the capacity or a read
+ * past the end sets err and touches nothing, so codecs check once at the end. */
+#ifndef NCG_WIRE_IO_H
+#define NCG_WIRE_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+struct ncg_wbuf {
+    uint8_t *p;
+    size_t cap, len;
+    int err;
+};
+struct ncg_rbuf {
+    const uint8_t *p;
+    size_t cap, pos;
+    int err;
+};
+
+static inline void ncg_putb(struct ncg_wbuf *w, const void *b, size_t n)
+{
+    if (w->err || w->cap - w->len < n) {
+        w->err = 1;
+        return;
+    }
+    memcpy(w->p + w->len, b, n);
+    w->len += n;
+}
+static inline void ncg_putbe(struct ncg_wbuf *w, uint64_t v, unsigned bytes)
+{
+    uint8_t b[8];
+    for (unsigned i = 0; i < bytes; i++)
+        b[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
+    ncg_putb(w, b, bytes);
+}
+static inline void ncg_put8(struct ncg_wbuf *w, uint8_t v) { ncg_putbe(w, v, 1); }
+static inline void ncg_put16(struct ncg_wbuf *w, uint16_t v) { ncg_putbe(w, v, 2); }
+static inline void ncg_put32(struct ncg_wbuf *w, uint32_t v) { ncg_putbe(w, v, 4); }
+static inline void ncg_put64(struct ncg_wbuf *w, uint64_t v) { ncg_putbe(w, v, 8); }
+
+static inline size_t ncg_rleft(const struct ncg_rbuf *r) { return r->err ? 0 : r->cap - r->pos; }
+static inline void ncg_getb(struct ncg_rbuf *r, void *b, size_t n)
+{
+    if (r->err || r->cap - r->pos < n) {
+        r->err = 1;
+        memset(b, 0, n);
+        return;
+    }
+    memcpy(b, r->p + r->pos, n);
+    r->pos += n;
+}
+static inline uint64_t ncg_getbe(struct ncg_rbuf *r, unsigned bytes)
+{
+    uint8_t b[8];
+    uint64_t v = 0;
+    ncg_getb(r, b, bytes);
+    for (unsigned i = 0; i < bytes; i++)
+        v = (v << 8) | b[i];
+    return v;
+}
+static inline uint8_t ncg_get8(struct ncg_rbuf *r) { return (uint8_t)ncg_getbe(r, 1); }
+static inline uint16_t ncg_get16(struct ncg_rbuf *r) { return (uint16_t)ncg_getbe(r, 2); }
+static inline uint32_t ncg_get32(struct ncg_rbuf *r) { return (uint32_t)ncg_getbe(r, 4); }
+static inline uint64_t ncg_get64(struct ncg_rbuf *r) { return ncg_getbe(r, 8); }
+
+struct ncg_call;
+/* Shared field codecs (wire.c). Pure. */
+void ncg_wire_put_call(struct ncg_wbuf *w, const struct ncg_call *c);
+void ncg_wire_get_call(struct ncg_rbuf *r, struct ncg_call *c);
+void ncg_wire_put_str(struct ncg_wbuf *w, const char *s, size_t bound);
+int ncg_wire_get_str(struct ncg_rbuf *r, char *s, size_t bound);
+
+#endif
