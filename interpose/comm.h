@@ -1,5 +1,7 @@
 /* Per-communicator state kept by the shim (process-private), one per ncclComm_t the process
- * created. The fields below are the contract the checker reads; the shim may add more. */
+ * created. The fields below are the contract the checker reads; the shim may add more.
+ * Lifetime: a struct ncg_comm is never freed (handles the checker holds stay valid); after
+ * ncg_checker_on_comm_removed() its shm slot may be recycled for a later comm. */
 #ifndef NCG_COMM_H
 #define NCG_COMM_H
 
@@ -17,6 +19,18 @@ struct ncg_comm {
                                    shrink children: the ancestor's), with ncclguard's tail */
     struct ncg_shm_comm *shm;   /* its slot in the segment, or NULL when not recorded */
     volatile int failed;        /* set by the checker (soft action): calls on it return an error */
+
+    /* Shim-private below (comm.c); the checker should not need them. */
+    uint64_t seq_digest[2] __attribute__((aligned(16))); /* {next slot, digest of slots before it},
+                                                             advanced together by one 16-byte CAS */
+    uint64_t *p2p_send;         /* nranks counters: sends issued to each peer */
+    uint64_t *p2p_recv;         /* nranks counters: receives posted from each peer */
+    uint64_t split_count;       /* ncclCommSplit calls on this comm (NOCOLOR included) */
+    uint64_t shrink_count;      /* ncclCommShrink calls on this comm */
+    uint64_t created_ns;
+    int pending;                /* rank/nranks not known yet (nonblocking split/shrink child):
+                                   not recorded, not in the segment, checker not told, until ready */
+    int removed;                /* finalized/destroyed/aborted: the checker was told once */
 };
 
 #endif

@@ -1,0 +1,179 @@
+/* NCCLGUARD_* environment parsing (implements config.h). Pure: values come from a lookup
+ * callback and warnings go to a sink, so tests/shim/config_test.c covers every variable. An
+ * empty value counts as unset; every other bad value keeps the default and warns once. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ncg_config ncg_cfg = {
+    .enabled = 1, .check = 1, .action = NCG_ACTION_ABORT, .coord = "", .interval_ms = 100,
+    .heartbeat_timeout_s = 10.0, .lag_warn_s = 60.0, .lag_abort_s = 0.0, .report_dir = ".",
+    .shm = 1, .verbose = 0,
+};
+
+struct ncg_parse {
+    ncg_getenv_fn get;
+    ncg_warn_fn warn;
+    void *arg;
+};
+
+/* "ncclguard: NAME="value": why; using used" (value shown printable, truncated at 64 bytes). */
+static void ncg_bad(const struct ncg_parse *p, const char *name, const char *val, const char *why,
+                    const char *used)
+{
+    char shown[72];
+    size_t i = 0;
+    for (; val[i] && i < 64; i++)
+        shown[i] = (val[i] >= 0x20 && val[i] < 0x7f && val[i] != '"') ? val[i] : '?';
+    shown[i] = 0;
+    char line[384];
+    snprintf(line, sizeof line, "ncclguard: %s=\"%s%s\": %s; using %s", name, shown, val[i] ? "..." : "",
+             why, used);
+    if (p->warn)
+        p->warn(line, p->arg);
+}
+
+static const char *ncg_val(const struct ncg_parse *p, const char *name)
+{
+    const char *v = p->get ? p->get(name, p->arg) : NULL;
+    return (v && *v) ? v : NULL;
+}
+
+/* Boolean: 0/1, also off/on, false/true, no/yes. */
+static void ncg_parse_bool(const struct ncg_parse *p, const char *name, int *out)
+{
+    const char *v = ncg_val(p, name);
+    if (!v)
+        return;
+    static const char *const yes[] = {"1", "on", "true", "yes"}, *const no[] = {"0", "off", "false", "no"};
+    for (unsigned i = 0; i < 4; i++) {
+        if (!strcasecmp(v, yes[i])) {
+            *out = 1;
+            return;
+        }
+        if (!strcasecmp(v, no[i])) {
+            *out = 0;
+            return;
+        }
+    }
+    ncg_bad(p, name, v, "expected 0 or 1", *out ? "1" : "0");
+}
+
+static void ncg_parse_uint(const struct ncg_parse *p, const char *name, uint32_t lo, uint32_t hi,
+                           uint32_t *out)
+{
+    const char *v = ncg_val(p, name);
+    if (!v)
+        return;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    char used[32], why[96];
+    snprintf(used, sizeof used, "%u", *out);
+    if (*v == '-' || *v == '+' || errno || end == v || *end) {
+        ncg_bad(p, name, v, "not a whole number", used);
+    } else if (x < lo || x > hi) {
+        snprintf(why, sizeof why, "out of range %u..%u", lo, hi);
+        ncg_bad(p, name, v, why, used);
+    } else {
+        *out = (uint32_t)x;
+    }
+}
+
+static void ncg_parse_secs(const struct ncg_parse *p, const char *name, double lo, int lo_open,
+                           double *out)
+{
+    const char *v = ncg_val(p, name);
+    if (!v)
+        return;
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    char used[32], why[96];
+    snprintf(used, sizeof used, "%g", *out);
+    if (errno || end == v || *end || !isfinite(x)) {
+        ncg_bad(p, name, v, "not a number of seconds", used);
+    } else if (lo_open ? x <= lo : x < lo) {
+        snprintf(why, sizeof why, "must be %s %g", lo_open ? ">" : ">=", lo);
+        ncg_bad(p, name, v, why, used);
+    } else if (x > 7 * 86400.0) {
+        ncg_bad(p, name, v, "longer than a week", used);
+    } else {
+        *out = x;
+    }
+}
+
+/* host:port or [v6addr]:port with 1 <= port <= 65535; "off" disables the side channel. */
+static int ncg_coord_ok(const char *v, const char **why)
+{
+    const char *colon = strrchr(v, ':');
+    if (!colon || colon == v) {
+        *why = "expected host:port or off";
+        return 0;
+    }
+    if (v[0] == '[' && colon[-1] != ']') {
+        *why = "expected [ipv6]:port";
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (errno || end == colon + 1 || *end || port < 1 || port > 65535 || colon[1] == '-' ||
+        colon[1] == '+') {
+        *why = "port must be 1..65535";
+        return 0;
+    }
+    return 1;
+}
+
+void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn warn, void *arg)
+{
+    const struct ncg_parse p = {get, warn, arg};
+    const char *v;
+    *cfg = (struct ncg_config){
+        .enabled = 1, .check = 1, .action = NCG_ACTION_ABORT, .coord = "", .interval_ms = 100,
+        .heartbeat_timeout_s = 10.0, .lag_warn_s = 60.0, .lag_abort_s = 0.0, .report_dir = ".",
+        .shm = 1, .verbose = 0,
+    };
+
+    ncg_parse_bool(&p, "NCCLGUARD", &cfg->enabled);
+    if ((v = ncg_val(&p, "NCCLGUARD_COORD"))) {
+        const char *why = NULL;
+        if (!strcasecmp(v, "off"))
+            cfg->check = 0;
+        else if (strlen(v) >= sizeof cfg->coord)
+            ncg_bad(&p, "NCCLGUARD_COORD", v, "longer than 255 characters", "the id's coordinates");
+        else if (!ncg_coord_ok(v, &why))
+            ncg_bad(&p, "NCCLGUARD_COORD", v, why, "the id's coordinates");
+        else
+            strcpy(cfg->coord, v);
+    }
+    if ((v = ncg_val(&p, "NCCLGUARD_ACTION"))) {
+        if (!strcasecmp(v, "abort"))
+            cfg->action = NCG_ACTION_ABORT;
+        else if (!strcasecmp(v, "warn"))
+            cfg->action = NCG_ACTION_WARN;
+        else if (!strcasecmp(v, "fail"))
+            cfg->action = NCG_ACTION_FAIL;
+        else
+            ncg_bad(&p, "NCCLGUARD_ACTION", v, "expected abort, warn or fail", "abort");
+    }
+    ncg_parse_uint(&p, "NCCLGUARD_INTERVAL_MS", 1, 60000, &cfg->interval_ms);
+    ncg_parse_secs(&p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", 0.0, 1, &cfg->heartbeat_timeout_s);
+    ncg_parse_secs(&p, "NCCLGUARD_LAG_WARN_S", 0.0, 0, &cfg->lag_warn_s);
+    ncg_parse_secs(&p, "NCCLGUARD_LAG_ABORT_S", 0.0, 0, &cfg->lag_abort_s);
+    if ((v = ncg_val(&p, "NCCLGUARD_REPORT_DIR"))) {
+        if (strlen(v) >= sizeof cfg->report_dir)
+            ncg_bad(&p, "NCCLGUARD_REPORT_DIR", v, "longer than 255 characters", ".");
+        else
+            strcpy(cfg->report_dir, v);
+    }
+    ncg_parse_bool(&p, "NCCLGUARD_SHM", &cfg->shm);
+    uint32_t verbose = (uint32_t)cfg->verbose;
+    ncg_parse_uint(&p, "NCCLGUARD_VERBOSE", 0, 2, &verbose);
+    cfg->verbose = (int)verbose;
+}

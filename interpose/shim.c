@@ -1,0 +1,112 @@
+/* The shim's process lifecycle: configuration on the first NCCL call (quiet), activation at the
+ * first communicator (kept warnings, segment, fork and exit handlers), the fork child reset and
+ * the clean-exit handler. Nothing here runs in a process that never makes a communicator. */
+#define _GNU_SOURCE
+#include "shim.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "checker.h"
+#include "config.h"
+#include "log.h"
+#include "shm.h"
+
+__thread struct ncg_tls ncg_tls __attribute__((tls_model("initial-exec")));
+int ncg_state;
+pthread_mutex_t ncg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Config warnings are held until activation: a process that never makes a communicator prints
+ * nothing. One per variable at most, so a few slots suffice. */
+#define NCG_KEPT_MAX 12
+static char ncg_kept[NCG_KEPT_MAX][400];
+static int ncg_nkept;
+
+static const char *ncg_getenv(const char *name, void *arg)
+{
+    (void)arg;
+    return getenv(name);
+}
+
+static void ncg_keep_warning(const char *line, void *arg)
+{
+    (void)arg;
+    if (ncg_nkept < NCG_KEPT_MAX) {
+        strncpy(ncg_kept[ncg_nkept], line, sizeof ncg_kept[0] - 1);
+        ncg_nkept++;
+    }
+}
+
+static pthread_once_t ncg_once = PTHREAD_ONCE_INIT;
+
+static void ncg_configure(void)
+{
+    ncg_config_parse(&ncg_cfg, ncg_getenv, ncg_keep_warning, NULL);
+    __atomic_store_n(&ncg_state, ncg_cfg.enabled ? NCG_ST_DORMANT : NCG_ST_DISABLED, __ATOMIC_RELEASE);
+}
+
+int ncg_init_slow(void)
+{
+    pthread_once(&ncg_once, ncg_configure);
+    return __atomic_load_n(&ncg_state, __ATOMIC_ACQUIRE);
+}
+
+uint32_t ncg_tid(void)
+{
+    if (__builtin_expect(ncg_tls.tid == 0, 0))
+        ncg_tls.tid = (uint32_t)syscall(SYS_gettid);
+    return ncg_tls.tid;
+}
+
+static void ncg_atfork_prepare(void)
+{
+    pthread_mutex_lock(&ncg_lock); /* no comm is half-created across the fork */
+}
+
+static void ncg_atfork_parent(void)
+{
+    pthread_mutex_unlock(&ncg_lock);
+}
+
+/* The child: one thread, no comms, no segment (the parent's stays the parent's); it activates
+ * again, with its own segment, if it makes a communicator itself. */
+static void ncg_atfork_child(void)
+{
+    pthread_mutex_unlock(&ncg_lock);
+    ncg_tls.tid = 0;
+    ncg_tls.group = 0;
+    ncg_comm_fork_child();
+    ncg_shm_fork_child();
+    if (ncg_state == NCG_ST_ACTIVE)
+        ncg_state = NCG_ST_DORMANT;
+    ncg_checker_on_fork_child();
+}
+
+static void ncg_atexit(void)
+{
+    ncg_shm_exit();
+}
+
+int ncg_activate(void)
+{
+    static int handlers; /* survives fork: registrations are inherited */
+    if (ncg_state == NCG_ST_ACTIVE)
+        return 0;
+    for (int i = 0; i < ncg_nkept; i++)
+        ncg_log_line(ncg_kept[i]);
+    ncg_nkept = 0;
+    int rc = ncg_shm_create();
+    if (rc < 0) {
+        NCG_LOG_ONCE("cannot map memory for the call record (%s); running unguarded", strerror(-rc));
+        return rc;
+    }
+    if (!handlers) {
+        handlers = 1;
+        pthread_atfork(ncg_atfork_prepare, ncg_atfork_parent, ncg_atfork_child);
+        atexit(ncg_atexit);
+    }
+    __atomic_store_n(&ncg_state, NCG_ST_ACTIVE, __ATOMIC_RELEASE);
+    return 0;
+}

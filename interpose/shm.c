@@ -1,0 +1,236 @@
+/* Segment lifecycle for the writer side (see shm.h): shm_open + fallocate + mmap at the first
+ * communicator, header fields of the process (host, cmdline, ranks from the launcher's env,
+ * start time), slot allocation, EXITED + unlink at exit. */
+#define _GNU_SOURCE
+#include "shm.h"
+
+#include <ck_pr.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+
+struct ncg_shm_header *ncg_seg;
+static int ncg_seg_shared;         /* named under /dev/shm (vs private mapping) */
+static pid_t ncg_seg_owner;        /* the process that created it: only it unlinks */
+static char ncg_seg_name[64];
+
+uint64_t ncg_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Reads a small /proc file into buf (NUL-terminated); returns the length or -1. */
+static ssize_t ncg_read_small(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t n = 0;
+    while (n + 1 < cap) {
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = 0;
+    return (ssize_t)n;
+}
+
+/* Field 22 of /proc/self/stat (after the parenthesised comm, which may hold spaces). */
+static uint64_t ncg_start_ticks(void)
+{
+    char buf[1024];
+    if (ncg_read_small("/proc/self/stat", buf, sizeof buf) <= 0)
+        return 0;
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    p++;
+    for (int field = 2; field < 22 && *p; field++) { /* p is before field 3; skip to field 22 */
+        while (*p == ' ')
+            p++;
+        while (*p && *p != ' ')
+            p++;
+    }
+    return strtoull(p, NULL, 10);
+}
+
+static int32_t ncg_env_int(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return -1;
+    char *end;
+    long x = strtol(v, &end, 10);
+    return (*end || x < 0 || x > INT32_MAX) ? -1 : (int32_t)x;
+}
+
+static void ncg_fill_header(struct ncg_shm_header *h)
+{
+    h->layout_version = NCG_SHM_LAYOUT_VERSION;
+    h->header_size = NCG_SHM_HEADER_SIZE;
+    h->comm_size = sizeof(struct ncg_shm_comm);
+    h->max_comms = NCG_SHM_MAX_COMMS;
+    h->coll_ring = NCG_COLL_RING;
+    h->p2p_ring = NCG_P2P_RING;
+    h->pid = getpid();
+    h->state = NCG_PROC_ALIVE;
+    h->start_ticks = ncg_start_ticks();
+    h->global_rank = ncg_env_int("RANK");
+    h->local_rank = ncg_env_int("LOCAL_RANK");
+    h->world_size = ncg_env_int("WORLD_SIZE");
+    h->heartbeat_ns = ncg_now_ns();
+    gethostname(h->hostname, sizeof h->hostname - 1);
+    char cmd[sizeof h->cmdline];
+    ssize_t n = ncg_read_small("/proc/self/cmdline", cmd, sizeof cmd);
+    for (ssize_t i = 0; i < n; i++)
+        if (cmd[i] == 0)
+            cmd[i] = ' ';
+    while (n > 0 && cmd[n - 1] == ' ')
+        cmd[--n] = 0;
+    memcpy(h->cmdline, cmd, sizeof h->cmdline - 1);
+    /* Every field before the magic: a reader that sees the magic sees a complete header. */
+    ck_pr_fence_store();
+    ck_pr_store_64(&h->magic, NCG_SHM_MAGIC);
+}
+
+static void *ncg_map_shared(void)
+{
+    snprintf(ncg_seg_name, sizeof ncg_seg_name, "/%s%u.%d", NCG_SHM_PREFIX, (unsigned)getuid(), (int)getpid());
+    /* O_TRUNC: a stale segment of an earlier image of this pid (exec) is replaced. */
+    int fd = shm_open(ncg_seg_name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return NULL;
+    /* Reserve every page now: a sparse tmpfs page that cannot be allocated later would SIGBUS
+     * the writing application thread. */
+    int err = posix_fallocate(fd, 0, (off_t)NCG_SHM_SIZE);
+    void *p = MAP_FAILED;
+    if (err == 0)
+        p = mmap(NULL, NCG_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    else
+        errno = err;
+    int saved = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        shm_unlink(ncg_seg_name);
+        errno = saved;
+        return NULL;
+    }
+    return p;
+}
+
+int ncg_shm_create(void)
+{
+    if (ncg_seg)
+        return 0;
+    void *p = NULL;
+    int shared = 0;
+    if (ncg_cfg.shm) {
+        p = ncg_map_shared();
+        if (p)
+            shared = 1;
+        else
+            ncg_log("cannot create /dev/shm%s (%s); recording privately: `ncclguard status` will not see this process",
+                    ncg_seg_name, strerror(errno));
+    }
+    if (!p) {
+        p = mmap(NULL, NCG_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return -errno;
+    }
+    ncg_fill_header(p);
+    ncg_seg_shared = shared;
+    ncg_seg_owner = getpid();
+    ck_pr_store_ptr(&ncg_seg, p);
+    if (shared)
+        ncg_debug(1, "recording to /dev/shm%s", ncg_seg_name);
+    return 0;
+}
+
+struct ncg_shm_comm *ncg_shm_comm_alloc(void)
+{
+    struct ncg_shm_header *h = ncg_seg;
+    if (!h)
+        return NULL;
+    uint32_t n = ck_pr_load_32(&h->ncomms);
+    if (n < NCG_SHM_MAX_COMMS) {
+        struct ncg_shm_comm *s = ncg_shm_comm_at(h, n);
+        /* The slot is FREE (zero) until published; ncomms only bounds what readers scan. */
+        ck_pr_store_32(&h->ncomms, n + 1);
+        return s;
+    }
+    /* All used: recycle the destroyed slot whose comm is oldest. */
+    struct ncg_shm_comm *best = NULL;
+    for (uint32_t i = 0; i < NCG_SHM_MAX_COMMS; i++) {
+        struct ncg_shm_comm *s = ncg_shm_comm_at(h, i);
+        if (ck_pr_load_32(&s->state) == NCG_COMM_DESTROYED && (!best || s->created_ns < best->created_ns))
+            best = s;
+    }
+    if (!best) {
+        ck_pr_inc_32(&h->comms_dropped);
+        return NULL;
+    }
+    ck_pr_store_32(&best->state, NCG_COMM_FREE);
+    /* FREE before clearing: readers skip the slot instead of reading half-cleared rings. */
+    ck_pr_fence_store();
+    memset((char *)best + sizeof best->state, 0, sizeof *best - sizeof best->state);
+    return best;
+}
+
+void ncg_shm_comm_publish(struct ncg_shm_comm *s, uint64_t comm_id, uint64_t parent_id, uint32_t origin,
+                          int32_t rank, int32_t nranks)
+{
+    s->origin = origin;
+    s->comm_id = comm_id;
+    s->parent_id = parent_id;
+    s->rank = rank;
+    s->nranks = nranks;
+    s->created_ns = ncg_now_ns();
+    s->last_ns = s->created_ns;
+    /* Identity fields before ACTIVE: a reader that sees ACTIVE sees them. */
+    ck_pr_fence_store();
+    ck_pr_store_32(&s->state, NCG_COMM_ACTIVE);
+}
+
+void ncg_shm_comm_retire(struct ncg_shm_comm *s)
+{
+    /* Records written before the retirement stay readable; release orders them first. */
+    ck_pr_fence_store();
+    ck_pr_store_32(&s->state, NCG_COMM_DESTROYED);
+}
+
+void ncg_shm_exit(void)
+{
+    struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
+    if (!h || ncg_seg_owner != getpid())
+        return; /* dormant, or an inherited handler in a forked child: not ours to touch */
+    ck_pr_fence_store();
+    if (ck_pr_load_32(&h->state) == NCG_PROC_ALIVE)
+        ck_pr_store_32(&h->state, NCG_PROC_EXITED);
+    if (ncg_seg_shared)
+        shm_unlink(ncg_seg_name);
+}
+
+void ncg_shm_fork_child(void)
+{
+    struct ncg_shm_header *h = ncg_seg;
+    ncg_seg = NULL;
+    ncg_seg_shared = 0;
+    /* The parent's MAP_SHARED pages: a write from the child would corrupt the parent's rings. */
+    if (h)
+        munmap(h, NCG_SHM_SIZE);
+}

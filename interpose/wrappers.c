@@ -1,0 +1,111 @@
+/* Every exported nccl* function, generated from api.def: forward to the real pnccl* function,
+ * numbering and recording the application's collective and p2p calls on the way (depth 0
+ * only). Also the group hooks (per-thread nesting). No hand-written wrapper per collective. */
+#include <stddef.h>
+
+#include "ncclguard/nccl_abi.h"
+#include "shim.h"
+
+#define NCG_EXPORT __attribute__((visibility("default")))
+
+/* fp tuples of api.def, unpacked. */
+#define NCG_FP_COLL(func, count, dtype, op, root, comm) func, count, dtype, op, root, comm
+#define NCG_FP_P2P(func, count, dtype, peer, comm) func, count, dtype, peer, comm
+#define NCG_COMM_OF_COLL(func, count, dtype, op, root, comm) comm
+
+/* Collective: record (slot, fingerprint, digest) on the comm's collective ring, then forward.
+ * __builtin_return_address(0) here is the application's call site. */
+#define NCG_WRAP_REC_COLL(ret, name, params, args, fail, fp)                                       \
+    NCG_EXPORT ret name params                                                                     \
+    {                                                                                              \
+        ncg_fn_##name real = NCG_REAL(name);                                                       \
+        if (__builtin_expect(!real, 0))                                                            \
+            return fail;                                                                           \
+        if (ncg_tls.depth != 0 || __atomic_load_n(&ncg_state, __ATOMIC_RELAXED) != NCG_ST_ACTIVE) \
+            return real args;                                                                      \
+        if (ncg_record_coll(__builtin_return_address(0), NCG_FP_COLL fp) < 0)                      \
+            return ncclRemoteError;                                                                \
+        ncg_tls.depth++;                                                                           \
+        ret r_ = real args;                                                                        \
+        ncg_tls.depth--;                                                                           \
+        return r_;                                                                                 \
+    }
+
+#define NCG_WRAP_REC_P2P(ret, name, params, args, fail, fp)                                        \
+    NCG_EXPORT ret name params                                                                     \
+    {                                                                                              \
+        ncg_fn_##name real = NCG_REAL(name);                                                       \
+        if (__builtin_expect(!real, 0))                                                            \
+            return fail;                                                                           \
+        if (ncg_tls.depth != 0 || __atomic_load_n(&ncg_state, __ATOMIC_RELAXED) != NCG_ST_ACTIVE) \
+            return real args;                                                                      \
+        if (ncg_record_p2p(__builtin_return_address(0), NCG_FP_P2P fp) < 0)                        \
+            return ncclRemoteError;                                                                \
+        ncg_tls.depth++;                                                                           \
+        ret r_ = real args;                                                                        \
+        ncg_tls.depth--;                                                                           \
+        return r_;                                                                                 \
+    }
+
+/* Lifecycle, identity, groups: the hand-written hook runs for the application's calls. */
+#define NCG_WRAP_HOOK(ret, name, params, args, fail, fp)                                           \
+    NCG_EXPORT ret name params                                                                     \
+    {                                                                                              \
+        ncg_fn_##name real = NCG_REAL(name);                                                       \
+        if (__builtin_expect(!real, 0))                                                            \
+            return fail;                                                                           \
+        if (ncg_tls.depth != 0 || ncg_state_get() == NCG_ST_DISABLED)                              \
+            return real args;                                                                      \
+        ncg_tls.depth++;                                                                           \
+        ret r_ = ncg_hook_##name args;                                                             \
+        ncg_tls.depth--;                                                                           \
+        return r_;                                                                                 \
+    }
+
+#define NCG_WRAP_PASS(ret, name, params, args, fail, fp)                                           \
+    NCG_EXPORT ret name params                                                                     \
+    {                                                                                              \
+        ncg_fn_##name real = NCG_REAL(name);                                                       \
+        if (__builtin_expect(!real, 0))                                                            \
+            return fail;                                                                           \
+        return real args;                                                                          \
+    }
+
+#define NCG_WRAP_PASSVOID(ret, name, params, args, fail, fp)                                       \
+    NCG_EXPORT ret name params                                                                     \
+    {                                                                                              \
+        ncg_fn_##name real = NCG_REAL(name);                                                       \
+        if (real)                                                                                  \
+            real args;                                                                             \
+    }
+
+#define NCG_API(ret, name, params, args, cls, wrap, fail, fp) NCG_WRAP_##wrap(ret, name, params, args, fail, fp)
+#include "api.def"
+#undef NCG_API
+
+/* ---- groups: only the application's outermost End launches; nesting is per thread ---- */
+
+ncclResult_t ncg_hook_ncclGroupStart(void)
+{
+    ncclResult_t r = NCG_REAL(ncclGroupStart)();
+    if (r == ncclSuccess)
+        ncg_tls.group++;
+    return r;
+}
+
+/* NCCL leaves the group level on End whatever the outcome (errors included). */
+ncclResult_t ncg_hook_ncclGroupEnd(void)
+{
+    ncclResult_t r = NCG_REAL(ncclGroupEnd)();
+    if (ncg_tls.group > 0)
+        ncg_tls.group--;
+    return r;
+}
+
+ncclResult_t ncg_hook_ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
+{
+    ncclResult_t r = NCG_REAL(ncclGroupSimulateEnd)(simInfo);
+    if (ncg_tls.group > 0)
+        ncg_tls.group--;
+    return r;
+}
