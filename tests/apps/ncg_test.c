@@ -1,0 +1,71 @@
+/* ncg_test: rank/world from the launcher's environment and the unique-id exchange through
+ * $NCG_ID_FILE (see ncg_test.h). Plain files only: works across network namespaces. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ncg_test.h"
+
+static int env_int(const char *name, int dflt)
+{
+    const char *s = getenv(name);
+    return s && *s ? atoi(s) : dflt;
+}
+
+int ncg_test_rank(void) { return env_int("RANK", 0); }
+int ncg_test_world(void) { return env_int("WORLD_SIZE", 1); }
+
+void ncg_test_fail(const char *what, ncclResult_t r, const char *file, int line)
+{
+    fprintf(stderr, "%s:%d: rank %d: %s failed: %d (%s)\n", file, line, ncg_test_rank(), what,
+            (int)r, ncclGetErrorString(r));
+    exit(1);
+}
+
+int ncg_test_share_id_named(ncclUniqueId *id, const char *suffix)
+{
+    const char *base = getenv("NCG_ID_FILE");
+    char path[4096], tmp[4200];
+    if (!base || !*base) {
+        if (ncg_test_world() == 1)
+            return ncclGetUniqueId(id) == ncclSuccess ? 0 : -1;
+        fprintf(stderr, "ncg_test: NCG_ID_FILE is not set (run under ncg-launch)\n");
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s%s%s", base, suffix ? "." : "", suffix ? suffix : "");
+    if (ncg_test_rank() == 0) {
+        if (ncclGetUniqueId(id) != ncclSuccess) {
+            fprintf(stderr, "ncg_test: ncclGetUniqueId failed\n");
+            return -1;
+        }
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || write(fd, id, sizeof *id) != (ssize_t)sizeof *id || close(fd) != 0 ||
+            rename(tmp, path) != 0) {
+            fprintf(stderr, "ncg_test: cannot publish id to %s: %s\n", path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    int limit_ms = env_int("NCG_ID_TIMEOUT_S", 60) * 1000;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    for (int waited = 0; waited <= limit_ms; waited += 10) {
+        int fd = open(path, O_RDONLY);
+        if (fd >= 0) {
+            ssize_t n = read(fd, id, sizeof *id);
+            close(fd);
+            if (n == (ssize_t)sizeof *id)
+                return 0;
+        }
+        nanosleep(&ts, NULL);
+    }
+    fprintf(stderr, "ncg_test: rank %d: no id in %s after %d s\n", ncg_test_rank(), path,
+            limit_ms / 1000);
+    return -1;
+}
+
+int ncg_test_share_id(ncclUniqueId *id) { return ncg_test_share_id_named(id, NULL); }

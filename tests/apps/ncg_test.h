@@ -1,0 +1,41 @@
+/* ncg_test: the few helpers every test application needs to behave like a launched NCCL job.
+ * Rank and world size come from the launcher's environment (RANK, WORLD_SIZE; ncg-launch sets
+ * them), and the unique id travels through the file $NCG_ID_FILE: rank 0 creates it with
+ * ncclGetUniqueId and publishes it atomically, the others wait for it (10 ms sleeps, bounded).
+ * Include after nccl.h (NVIDIA's) or include/ncclguard/nccl_abi.h (ours). */
+#ifndef NCG_TEST_H
+#define NCG_TEST_H
+
+#if !defined(NCCL_H_) && !defined(NCG_NCCL_ABI_H)
+#include "ncclguard/nccl_abi.h"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* $RANK (default 0). Any thread; no allocation. */
+int ncg_test_rank(void);
+/* $WORLD_SIZE (default 1). Any thread; no allocation. */
+int ncg_test_world(void);
+/* Rank 0: ncclGetUniqueId, write $NCG_ID_FILE (tmp + rename). Others: wait up to
+ * $NCG_ID_TIMEOUT_S (default 60) seconds for the file, then read it. Blocking (sleeps);
+ * returns 0, or -1 after printing why. Name suffix: a second id in one job (e.g. "b"),
+ * NULL for the default file. */
+int ncg_test_share_id_named(ncclUniqueId *id, const char *suffix);
+/* ncg_test_share_id_named(id, NULL). */
+int ncg_test_share_id(ncclUniqueId *id);
+/* Print "<prog>: rank R: <call> failed: <error string>" and exit(1) when r != ncclSuccess. */
+#define NCG_CHECK(call)                                                                          \
+    do {                                                                                         \
+        ncclResult_t ncg_r_ = (call);                                                            \
+        if (ncg_r_ != ncclSuccess)                                                               \
+            ncg_test_fail(#call, ncg_r_, __FILE__, __LINE__);                                    \
+    } while (0)
+void ncg_test_fail(const char *what, ncclResult_t r, const char *file, int line)
+    __attribute__((noreturn));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

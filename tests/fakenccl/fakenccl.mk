@@ -1,0 +1,66 @@
+# fakenccl: a CPU libnccl.so.2 for tests (never installed), its test programs, and the shared
+# test-application infrastructure of tests/apps (launcher, id helper, incident, mixed).
+FN_DIR := tests/fakenccl
+FN_OUT := $(BUILD)/fakenccl
+FN_LIB := $(FN_OUT)/libnccl.so.2
+FN_SRCS := $(FN_DIR)/fn_api.c $(FN_DIR)/fn_engine.c $(FN_DIR)/fn_dtype.c $(FN_DIR)/fn_id.c
+FN_OBJS := $(patsubst $(FN_DIR)/%.c,$(FN_OUT)/obj/%.o,$(FN_SRCS))
+FN_APP_LIBS := -L$(FN_OUT) -l:libnccl.so.2
+FN_REAL_NCCL_H := $(wildcard /usr/local/cuda/include/nccl.h)
+
+ALL_TARGETS += $(FN_LIB) $(FN_OUT)/libnccl.so
+
+$(FN_OUT)/obj/%.o: $(FN_DIR)/%.c $(FN_DIR)/fn_internal.h include/ncclguard/nccl_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c $< -o $@
+
+$(FN_LIB): $(FN_OBJS) $(FN_DIR)/libnccl.map
+	$(CC) -shared -Wl,-soname,libnccl.so.2 -Wl,--version-script=$(FN_DIR)/libnccl.map \
+	  $(BASE_LDFLAGS) -o $@ $(FN_OBJS) -lm -lpthread
+
+$(FN_OUT)/libnccl.so: $(FN_LIB)
+	ln -sf libnccl.so.2 $@
+
+# --- tests/apps: launcher, id helper, applications written like NCCL programs ---
+APPS_DIR := tests/apps
+APPS_OUT := $(BUILD)/tests
+APP_CFLAGS = $(CFLAGS) $(filter-out -fvisibility=hidden,$(BASE_CFLAGS)) -I$(APPS_DIR)
+
+$(APPS_OUT)/ncg-launch: $(APPS_DIR)/launch.c
+	@mkdir -p $(dir $@)
+	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $<
+
+$(APPS_OUT)/obj/ncg_test.o: $(APPS_DIR)/ncg_test.c $(APPS_DIR)/ncg_test.h include/ncclguard/nccl_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(APP_CFLAGS) -c $< -o $@
+
+# An app (one .c) linked against the fake with the id helper.
+$(APPS_OUT)/%: $(APPS_DIR)/%.c $(APPS_OUT)/obj/ncg_test.o $(APPS_DIR)/ncg_test.h $(FN_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
+
+TEST_BINS += $(APPS_OUT)/ncg-launch $(APPS_OUT)/incident
+
+# The incident compiled against NVIDIA's own nccl.h (the drop-in acceptance point).
+ifneq ($(FN_REAL_NCCL_H),)
+$(APPS_OUT)/incident-realhdr: $(APPS_DIR)/incident.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -std=gnu11 -Wall $(SANFLAGS) -DNCG_REAL_NCCL_H -I/usr/local/cuda/include \
+	  -I$(APPS_DIR) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS)
+TEST_BINS += $(APPS_OUT)/incident-realhdr
+endif
+
+# --- tests/fakenccl/tests: C test programs ---
+FN_TOUT := $(BUILD)/tests/fakenccl
+$(FN_TOUT)/%: $(FN_DIR)/tests/%.c $(APPS_OUT)/obj/ncg_test.o $(APPS_DIR)/ncg_test.h $(FN_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(APP_CFLAGS) -I$(FN_DIR) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread -lm
+
+FN_TEST_PROGS := $(patsubst $(FN_DIR)/tests/%.c,$(FN_TOUT)/%,$(wildcard $(FN_DIR)/tests/*.c))
+TEST_BINS += $(FN_TEST_PROGS)
+
+# Tiny interposer: counts ncclBroadcast calls (proves pncclBcast goes through the PLT).
+$(FN_TOUT)/libbcastspy.so: $(FN_DIR)/tests/bcastspy.c.in
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(filter-out -fvisibility=hidden,$(BASE_CFLAGS)) -x c -shared -o $@ $< -ldl
+TEST_BINS += $(FN_TOUT)/libbcastspy.so

@@ -1,0 +1,164 @@
+/* fakenccl internals: the shared-memory layout of one communicator, the process-private comm
+ * object, pending operations and the progress engine that drives them. Private to
+ * tests/fakenccl; applications only see the NCCL API (include/ncclguard/nccl_abi.h). */
+#ifndef FN_INTERNAL_H
+#define FN_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ncclguard/nccl_abi.h"
+
+#define FN_API __attribute__((visibility("default")))
+/* pnccl##name is the strong definition, nccl##name a weak alias at the same address, as in
+ * the genuine library (PMPI style). */
+#define FN_ALIAS(name) \
+    extern __typeof(p##name) name __attribute__((weak, alias("p" #name), visibility("default")))
+
+#define FN_SEG_MAGIC 0x47455343434e4b46ull /* "FKNCCSEG" little-endian */
+#define FN_SEG_VERSION 1u
+#define FN_CACHELINE 64
+#define FN_MAX_USER_OPS 64
+
+/* Collective function codes carried in a round descriptor; equal codes must meet. */
+enum fn_fn {
+    FN_ALLREDUCE = 1,
+    FN_BROADCAST,
+    FN_REDUCE,
+    FN_ALLGATHER,
+    FN_REDUCESCATTER,
+    FN_ALLTOALL,
+    FN_GATHER,
+    FN_SCATTER,
+    FN_SPLIT, /* internal allgather of (color, key) for ncclCommSplit */
+};
+
+/* What a rank posts for one round; every member must post an identical one to complete it.
+ * op is the reduction class (built-in value, or ncclNumOps for any user op). */
+struct fn_desc {
+    uint32_t fn, dtype, op;
+    int32_t root;
+    uint64_t count, chunk;
+};
+
+/* One rank's control area, one cache line per hot word group. */
+struct fn_rank_area {
+    _Atomic uint32_t doorbell; /* bumped by anyone who may have unblocked this rank */
+    _Atomic uint32_t sleepers; /* threads of this rank in FUTEX_WAIT on doorbell */
+    _Atomic uint32_t joined;
+    int32_t pid;
+    _Atomic uint64_t posted; /* rounds posted: round k is posted once posted >= k + 1 */
+    uint64_t slot;           /* collective slot this rank is at (informational) */
+    char pad0[FN_CACHELINE - 32];
+    _Alignas(FN_CACHELINE) struct fn_desc desc[2]; /* by round parity */
+};
+
+/* One ordered (sender, receiver) channel: a byte ring plus message descriptors. */
+struct fn_pair {
+    _Atomic uint64_t msg_posted;   /* messages whose size the sender announced */
+    _Atomic uint64_t msg_accepted; /* messages the receiver matched (equal size) */
+    _Atomic uint64_t head;         /* bytes written by the sender, ever */
+    _Atomic uint64_t tail;         /* bytes consumed by the receiver, ever */
+    uint64_t msg_bytes;            /* size of message msg_posted - 1 */
+    char pad[FN_CACHELINE - 40];
+};
+
+struct fn_seg_hdr {
+    uint64_t magic;
+    uint32_t version, nranks;
+    uint64_t stage_bytes; /* per rank and parity */
+    uint64_t pair_bytes;  /* ring capacity per ordered pair */
+    uint64_t off_ranks, off_stage, off_pairs, off_pair_data, total;
+    _Atomic uint32_t ready; /* set by the creator once the header is valid */
+    _Atomic uint32_t joined_count;
+    _Atomic uint32_t unlink_count; /* ranks that saw the full join; the last unlinks the name */
+    char pad[FN_CACHELINE - 12];
+};
+
+struct fn_user_op {
+    int used;
+    ncclDataType_t dtype;
+    ncclScalarResidence_t residence;
+    unsigned char imm[8]; /* host-immediate scalar */
+    const void *ptr;      /* "device" (host memory here) scalar, read at reduction time */
+};
+
+struct ncclComm {
+    uint64_t magic;
+    uint64_t hash; /* identity, equal on every member */
+    char shm_name[96];
+    int nranks, rank, cudev;
+    int blocking;
+    struct fn_seg_hdr *hdr;
+    struct fn_rank_area *ranks;
+    unsigned char *stage;
+    struct fn_pair *pairs;
+    unsigned char *pair_data;
+    /* state of the thread driving this comm (one at a time, as in NCCL) */
+    uint64_t round;                  /* rounds completed */
+    uint64_t coll_issued, coll_done; /* collective slots */
+    uint64_t *send_issued, *send_done, *recv_issued, *recv_done; /* per peer */
+    uint64_t split_count, shrink_count;
+    int joined_seen;  /* saw every rank joined */
+    int init_pending; /* nonblocking init not yet observed complete */
+    int inprog_reported;
+    _Atomic int aborted, revoked;
+    _Atomic int busy; /* threads inside the progress engine on this comm */
+    _Atomic int async_err;
+    int finalized;
+    struct fn_user_op uops[FN_MAX_USER_OPS];
+};
+#define FN_COMM_MAGIC 0x4d4d4f434b414646ull
+
+enum fn_kind { FN_OP_COLL = 1, FN_OP_SEND, FN_OP_RECV, FN_OP_JOIN };
+
+/* One pending operation (a call, or one call of a group). */
+struct fn_op {
+    int kind;
+    struct ncclComm *comm;
+    int fn; /* enum fn_fn for collectives */
+    const void *sendbuff;
+    void *recvbuff;
+    size_t count;
+    ncclDataType_t dtype;
+    ncclRedOp_t op;
+    int root; /* root for collectives, peer for p2p */
+    uint64_t seq; /* collective slot, or message index on the (me, peer) channel */
+    /* progress state */
+    int state, done;
+    uint64_t chunk, nchunks, elems_per_chunk, blk;
+    uint64_t moved; /* p2p bytes moved */
+};
+
+/* --- fn_dtype.c: pure data functions (any thread, no blocking, no allocation) --- */
+size_t fn_dtype_size(ncclDataType_t dt);
+int fn_dtype_valid(int dt);
+double fn_load(const void *p, ncclDataType_t dt, size_t i);
+void fn_store(void *p, ncclDataType_t dt, size_t i, double v);
+/* dst[i] = srcs[0][i] op srcs[1][i] op ... in source order; avg divides by nranks. */
+void fn_reduce(void *dst, const void *const *srcs, int nsrc, size_t n, ncclDataType_t dt,
+               ncclRedOp_t op, int nranks);
+/* dst[i] = src[i] * scalar (scalar given as a value of dtype dt); dst may equal src. */
+void fn_premul(void *dst, const void *src, size_t n, ncclDataType_t dt, const void *scalar);
+
+/* --- fn_engine.c --- */
+/* Map or create the segment of comm->shm_name and mark this rank joined. Caller thread,
+ * may poll-sleep briefly while another rank creates the segment; allocates. 0 / -errno. */
+int fn_seg_attach(struct ncclComm *c);
+/* Unmap (and unlink if this rank never saw the full join). Any thread, non-blocking. */
+void fn_seg_detach(struct ncclComm *c);
+/* Ring rank r's doorbell of comm c. Any thread, non-blocking. */
+void fn_ring(struct ncclComm *c, int r);
+/* Try to complete the join without blocking: 1 when every rank joined. Calling thread. */
+int fn_join_poll(struct ncclComm *c);
+/* Drive ops until all are done (or error). Blocks (futex) while no progress is possible;
+ * honours abort/revoke and FAKENCCL_TIMEOUT_S. Calling thread; no allocation. */
+ncclResult_t fn_run(struct fn_op *ops, int nops);
+/* Name of an op's API function, for messages. */
+const char *fn_op_name(const struct fn_op *op);
+
+/* --- fn_api.c --- */
+void fn_set_last_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
