@@ -1,0 +1,188 @@
+/* Private header of the `ncclguard` command: the snapshot of every segment on this host (seg.c),
+ * the per-communicator analysis (view.c, pure), output helpers (out.c) and the subcommands.
+ * The CLI only ever reads segments (except `clean`), never writes into them, and needs nothing
+ * from the job: it works while every thread of the job is stuck. */
+#ifndef NCG_CLI_H
+#define NCG_CLI_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include "ncclguard/shm.h"
+
+#define NCG_CLI_TAIL 8 /* newest collective records kept per member for outside comparison */
+#define NCG_STATUS_FORMAT_VERSION 1
+#define NCG_ALERT_FORMAT_VERSION 1
+#define NCG_REPORT_MERGE_FORMAT_VERSION 1
+
+/* Exit statuses shared by the subcommands (documented in docs/cli.md). */
+#define NCG_CLI_OK 0
+#define NCG_CLI_ALERT 1 /* watch: at least one alert; report: a verdict was found */
+#define NCG_CLI_USAGE 2
+#define NCG_CLI_ERROR 3 /* could not do the work (unreadable directory, bind failure...) */
+
+/* What became of the process that owns a segment. */
+enum ncg_live {
+    NCG_LIVE_ALIVE = 0,   /* pid present with the recorded start time */
+    NCG_LIVE_EXITED = 1,  /* the shim marked a clean exit */
+    NCG_LIVE_DEAD = 2,    /* pid gone, zombie, or reused (start time differs) while not EXITED */
+    NCG_LIVE_VERDICT = 3, /* alive, and a verdict is recorded in the segment */
+};
+
+/* One communicator slot of one segment, copied out (records read with the seqlock protocol). */
+struct ncg_cli_member {
+    int proc;         /* index into ncg_snap.procs */
+    uint32_t slot;    /* comm slot index within the segment */
+    uint32_t state;   /* enum ncg_comm_state */
+    uint32_t origin;  /* enum ncg_comm_origin */
+    uint64_t comm_id, parent_id;
+    int32_t rank, nranks;
+    uint64_t coll_seq, p2p_seq, last_ns, created_ns;
+    uint64_t tail_first;                      /* slot number of tail[0] */
+    uint32_t ntail;                           /* tail[0..ntail) cover slots tail_first.. */
+    uint8_t tail_ok[NCG_CLI_TAIL];            /* 0: torn or overwritten, not usable */
+    struct ncg_shm_record tail[NCG_CLI_TAIL]; /* collective records, oldest first */
+    int p2p_ok;
+    struct ncg_shm_record last_p2p; /* newest p2p record when p2p_ok */
+};
+
+/* One readable segment (one guarded process). */
+struct ncg_cli_proc {
+    char path[PATH_MAX];
+    uid_t owner;
+    int32_t pid;
+    uint32_t state; /* enum ncg_proc_state as read */
+    uint64_t start_ticks;
+    int32_t global_rank, local_rank, world_size;
+    uint32_t ncomms, comms_dropped, verdict_kind;
+    uint64_t heartbeat_ns, verdict_comm;
+    char hostname[64], cmdline[192], verdict_text[256], report_path[256];
+    enum ncg_live live;
+    const char *live_why; /* static text: "pid gone", "pid reused", "zombie", "" */
+    uint64_t activity_ns; /* newest of created/heartbeat/last call times (CLOCK_MONOTONIC) */
+    int first_member, nmembers; /* range in ncg_snap.members */
+};
+
+/* A file that looks like a segment but could not be used. */
+struct ncg_cli_skip {
+    char path[PATH_MAX];
+    char why[96];
+    int32_t pid; /* from the file name, or 0 */
+};
+
+struct ncg_snap {
+    uint64_t now_ns;  /* CLOCK_MONOTONIC at the scan (same clock as the segments) */
+    double now_unix;
+    char dir[PATH_MAX];
+    struct ncg_cli_proc *procs;
+    int nprocs;
+    struct ncg_cli_member *members;
+    int nmembers;
+    struct ncg_cli_skip *skips;
+    int nskips;
+};
+
+/* Filters applied while scanning. */
+struct ncg_scan_opts {
+    const char *dir;   /* default /dev/shm */
+    const char *match; /* keep only processes whose cmdline contains this, or NULL */
+};
+
+/* Reads every ncclguard segment under opts->dir into *s. Any thread; blocks on file I/O only;
+ * allocates (free with ncg_snap_free). Returns 0, or -errno when the directory is unreadable. */
+int ncg_snap_take(struct ncg_snap *s, const struct ncg_scan_opts *opts);
+void ncg_snap_free(struct ncg_snap *s);
+
+/* Reads record `idx` of a ring with the seqlock protocol (retries a few times). Returns 0, or
+ * -EAGAIN (kept being rewritten) / -ENOENT (overwritten by a newer index or never written).
+ * Any thread, no allocation; `ring` points into a mapped segment. */
+int ncg_cli_read_record(const struct ncg_shm_record *ring, uint32_t ring_size, uint64_t idx,
+                        struct ncg_shm_record *out);
+
+/* Process liveness from /proc: pid present, not a zombie, start time equal (when known).
+ * Sets *why to a static string. Any thread, no allocation. */
+enum ncg_live ncg_cli_pid_live(int32_t pid, uint64_t start_ticks, const char **why);
+
+/* ---- per-communicator analysis (view.c): pure, plain data in and out ---- */
+
+#define NCG_VIEW_MAX_CALLS 4 /* distinct calls reported for one mismatching slot */
+
+struct ncg_view_call {
+    struct ncg_shm_record rec; /* the fingerprint fields of one distinct call */
+    int nmembers;
+    int members[64]; /* indices into the snapshot's members, first 64 */
+};
+
+struct ncg_view_comm {
+    uint64_t comm_id;
+    int32_t nranks;
+    int *members;   /* indices into snap->members, sorted by comm rank */
+    int nmembers;
+    int nactive;    /* members whose process is alive and comm is ACTIVE */
+    uint64_t min_seq, max_seq;  /* over active members; 0/0 when none */
+    uint64_t last_ns;           /* newest call time among active members */
+    int nbehind;                /* active members at min_seq while another is ahead */
+    /* Divergence visible from this host: two members issued different calls at one slot. */
+    int mismatch;               /* 1: fields differ at mismatch_slot; 2: chained digests differ */
+    uint64_t mismatch_slot;
+    int ncalls;
+    struct ncg_view_call calls[NCG_VIEW_MAX_CALLS];
+};
+
+struct ncg_view {
+    struct ncg_view_comm *comms;
+    int ncomms;
+};
+
+/* Groups the snapshot's members by communicator and computes who is behind and any mismatch.
+ * Pure apart from allocation (free with ncg_view_free). Returns 0 or -ENOMEM. */
+int ncg_view_build(const struct ncg_snap *s, struct ncg_view *v);
+void ncg_view_free(struct ncg_view *v);
+/* 1 when the member's process is alive (or alive with a verdict) and its comm is ACTIVE. */
+int ncg_view_member_active(const struct ncg_snap *s, int m);
+/* 1 when member m is behind in c (at min_seq while another active member is ahead). */
+int ncg_view_is_behind(const struct ncg_snap *s, const struct ncg_view_comm *c, int m);
+
+/* ---- names and formatting (out.c): pure, any thread ---- */
+const char *ncg_func_name(unsigned f);
+const char *ncg_dtype_name(unsigned d);
+const char *ncg_redop_name(unsigned r);
+const char *ncg_live_name(enum ncg_live l);
+const char *ncg_comm_state_name(unsigned st);
+const char *ncg_origin_name(unsigned o);
+/* "AllReduce(count=1, float32, sum)" into buf. */
+void ncg_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r);
+/* Writes s as a JSON string literal (quotes included). */
+void ncg_json_str(FILE *f, const char *s);
+/* Compact list "0-2,4-15" of sorted ints into buf. */
+void ncg_fmt_ranks(char *buf, size_t len, const int *v, int n);
+/* Parses a non-negative number of seconds ("2", "0.5"); returns 0 or -1. */
+int ncg_parse_secs(const char *s, double *out);
+uint64_t ncg_mono_ns(void);
+/* The newest record of member m (collective or p2p), or NULL. */
+const struct ncg_shm_record *ncg_member_last(const struct ncg_cli_member *m, int *is_p2p);
+
+/* ---- subcommands: each returns the process exit status ---- */
+int ncg_cmd_status(int argc, char **argv);
+int ncg_cmd_watch(int argc, char **argv);
+int ncg_cmd_clean(int argc, char **argv);
+int ncg_cmd_coord(int argc, char **argv);
+int ncg_cmd_report(int argc, char **argv);
+
+/* Removes the segments of processes that are gone. `grace_s`: keep those active within that
+ * many seconds; `implicit`: also keep any whose communicator still has a live member here
+ * (its record explains a hang). Prints one line per removal unless quiet. Returns the number
+ * removed (or would remove, with dry_run). Caller thread; blocks on file I/O. */
+int ncg_clean_dead(const struct ncg_snap *s, double grace_s, int dry_run, int implicit, int quiet);
+
+/* Matches argv[*i] against --name VALUE or --name=VALUE: returns 1 and sets *val (advancing *i
+ * past a separate value), 0 when argv[*i] is something else, -1 when the value is missing. */
+int ncg_opt(int argc, char **argv, int *i, const char *name, const char **val);
+/* 1 when argv[i] is -h or --help. */
+int ncg_is_help(const char *a);
+
+/* Usage error: prints "ncclguard: <msg>" and the usage text on stderr; returns NCG_CLI_USAGE. */
+int ncg_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,38 @@
+# The `ncclguard` command: $(BUILD)/ncclguard, linked statically from interpose/cli/*.c plus, for
+# `coord`, the checker's coordinator sources compiled here (the CLI never needs
+# libncclguard.so). Also: `make install`, and the CLI's test programs.
+
+CLI_SRCS := $(wildcard interpose/cli/*.c)
+CLI_OBJS := $(patsubst interpose/cli/%.c,$(BUILD)/cli/%.o,$(CLI_SRCS))
+# The coordinator (`ncclguard coord`) when the checker's sources are in the tree.
+CLI_COORD_SRCS := $(if $(wildcard interpose/channel.c),$(wildcard $(addprefix interpose/,channel.c coord.c wire.c verdict.c)))
+CLI_EXT_OBJS := $(patsubst interpose/%.c,$(BUILD)/cli/ext/%.o,$(CLI_COORD_SRCS))
+CLI_CFLAGS := $(if $(CLI_COORD_SRCS),-DNCG_CLI_HAVE_COORD)
+CLI_LIBS := -lpthread
+
+ALL_TARGETS += $(BUILD)/ncclguard
+
+$(BUILD)/cli/%.o: interpose/cli/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) $(CLI_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/cli/ext/%.o: interpose/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/ncclguard: $(CLI_OBJS) $(CLI_EXT_OBJS)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^ $(CLI_LIBS)
+
+# Synthetic segment writer for the CLI tests (no shim, no NCCL needed).
+TEST_BINS += $(BUILD)/tests/cli/fakeseg
+$(BUILD)/tests/cli/fakeseg: tests/cli/fakeseg.c include/ncclguard/shm.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -o $@ $< $(BASE_LDFLAGS)
+
+-include $(CLI_OBJS:.o=.d) $(CLI_EXT_OBJS:.o=.d)
+
+install: $(BUILD)/libncclguard.so $(BUILD)/ncclguard
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+	install -m 755 $(BUILD)/ncclguard $(DESTDIR)$(PREFIX)/bin/ncclguard
+	install -m 755 scripts/ncclguard-run $(DESTDIR)$(PREFIX)/bin/ncclguard-run
+	install -m 755 $(BUILD)/libncclguard.so $(DESTDIR)$(PREFIX)/lib/libncclguard.so

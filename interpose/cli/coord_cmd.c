@@ -1,0 +1,98 @@
+/* `ncclguard coord`: the checker's coordinator (interpose/coord.h, the same code that runs
+ * inside a job) as a standalone daemon, for jobs started with NCCLGUARD_COORD=host:port.
+ * SIGINT/SIGTERM stop it cleanly (clients are told SHUTDOWN). */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#ifdef NCG_CLI_HAVE_COORD
+#include "coord.h"
+#endif
+
+#define NCG_COORD_DEFAULT_PORT 29650
+
+static const char usage[] =
+    "usage: ncclguard coord [--listen [HOST]:PORT] [--token TOKEN]\n"
+    "  --listen HOST:PORT  address to listen on (default 0.0.0.0:29650; port 0 = any, printed)\n"
+    "  --token TOKEN       clients must present NCCLGUARD_TOKEN=TOKEN (default: $NCCLGUARD_TOKEN,\n"
+    "                      or none)\n"
+    "  the job's ranks run with NCCLGUARD_COORD=<this host>:PORT (and NCCLGUARD_TOKEN=TOKEN);\n"
+    "  NCCLGUARD_INTERVAL_MS, _HEARTBEAT_TIMEOUT_S, _LAG_WARN_S, _LAG_ABORT_S apply here too\n"
+    "exit status: 0 stopped by SIGINT/SIGTERM, 2 usage error, 3 cannot listen\n";
+
+#ifdef NCG_CLI_HAVE_COORD
+static volatile int stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+#endif
+
+/* "HOST:PORT", ":PORT", "PORT" or "[v6]:PORT" into host/port. */
+static int parse_listen(const char *s, char *host, size_t hlen, int *port)
+{
+    const char *colon = strrchr(s, ':');
+    const char *p = colon ? colon + 1 : s;
+    size_t n = colon ? (size_t)(colon - s) : 0;
+    if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+        s++;
+        n -= 2;
+    }
+    if (n >= hlen)
+        return -1;
+    memcpy(host, s, n);
+    host[n] = 0;
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (!*p || *end || v < 0 || v > 65535)
+        return -1;
+    *port = (int)v;
+    return 0;
+}
+
+int ncg_cmd_coord(int argc, char **argv)
+{
+    char host[256] = "";
+    int port = NCG_COORD_DEFAULT_PORT;
+    const char *token = getenv("NCCLGUARD_TOKEN");
+    for (int i = 1; i < argc; i++) {
+        const char *val;
+        int r;
+        if (ncg_is_help(argv[i])) {
+            fputs(usage, stdout);
+            return NCG_CLI_OK;
+        } else if ((r = ncg_opt(argc, argv, &i, "--listen", &val)) != 0) {
+            if (r < 0 || parse_listen(val, host, sizeof(host), &port) < 0)
+                return ncg_usage_error(usage, "coord: --listen needs [HOST]:PORT");
+        } else if ((r = ncg_opt(argc, argv, &i, "--token", &val)) != 0) {
+            if (r < 0 || !*val)
+                return ncg_usage_error(usage, "coord: --token needs a value");
+            token = val;
+        } else {
+            return ncg_usage_error(usage, "coord: unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (token && !*token)
+        token = NULL;
+#ifdef NCG_CLI_HAVE_COORD
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    char err[256] = "";
+    if (ncg_coord_serve(host[0] ? host : NULL, port, token, &stop_flag, err, sizeof(err)) < 0) {
+        fprintf(stderr, "ncclguard: coord: %s\n", err[0] ? err : "failed");
+        return NCG_CLI_ERROR;
+    }
+    return NCG_CLI_OK;
+#else
+    fprintf(stderr, "ncclguard: coord: this build has no coordinator (interpose/channel.c "
+                    "was missing when it was built)\n");
+    return NCG_CLI_ERROR;
+#endif
+}

@@ -1,0 +1,46 @@
+/* `ncclguard`: the outside view of guarded jobs. Dispatches to the subcommands (status, watch,
+ * clean, coord, report); each has its own --help. Usage errors exit 2 (docs/cli.md). */
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+
+static const char usage[] =
+    "usage: ncclguard COMMAND [OPTIONS]\n"
+    "commands:\n"
+    "  status   show every guarded process and communicator on this host (reads /dev/shm)\n"
+    "  watch    node-side watchdog: alert on dead ranks, stalls, mismatches and verdicts\n"
+    "  clean    remove the segments of processes that are gone\n"
+    "  coord    run the checker's coordinator as a daemon (for NCCLGUARD_COORD=host:port)\n"
+    "  report   merge the per-rank JSON reports of a job into one account\n"
+    "  help     this text; `ncclguard COMMAND --help` for each command\n"
+    "  version  print the version\n";
+
+#define NCG_CLI_VERSION "0.1.0"
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return ncg_usage_error(usage, "missing command");
+    const char *cmd = argv[1];
+    if (ncg_is_help(cmd) || strcmp(cmd, "help") == 0) {
+        fputs(usage, stdout);
+        return NCG_CLI_OK;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("ncclguard %s (segment layout %u, status format %d)\n", NCG_CLI_VERSION,
+               NCG_SHM_LAYOUT_VERSION, NCG_STATUS_FORMAT_VERSION);
+        return NCG_CLI_OK;
+    }
+    /* Subcommands see argv[0] = their own name. */
+    if (strcmp(cmd, "status") == 0)
+        return ncg_cmd_status(argc - 1, argv + 1);
+    if (strcmp(cmd, "watch") == 0)
+        return ncg_cmd_watch(argc - 1, argv + 1);
+    if (strcmp(cmd, "clean") == 0)
+        return ncg_cmd_clean(argc - 1, argv + 1);
+    if (strcmp(cmd, "coord") == 0)
+        return ncg_cmd_coord(argc - 1, argv + 1);
+    if (strcmp(cmd, "report") == 0)
+        return ncg_cmd_report(argc - 1, argv + 1);
+    return ncg_usage_error(usage, "unknown command '%s'", cmd);
+}

@@ -1,0 +1,192 @@
+/* Names and formatting shared by the subcommands: NCCL function/datatype/op names as users know
+ * them, one-line call descriptions, compact rank lists, JSON string escaping, usage errors. */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+const char *ncg_func_name(unsigned f)
+{
+    static const char *const n[] = {"none",      "AllReduce",     "Broadcast", "Reduce",
+                                    "AllGather", "ReduceScatter", "AlltoAll",  "Gather",
+                                    "Scatter",   "Send",          "Recv"};
+    return f < sizeof(n) / sizeof(n[0]) ? n[f] : "unknown";
+}
+
+const char *ncg_dtype_name(unsigned d)
+{
+    static const char *const n[] = {"int8",    "uint8",   "int32",    "uint32",
+                                    "int64",   "uint64",  "float16",  "float32",
+                                    "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
+    return d < sizeof(n) / sizeof(n[0]) ? n[d] : "unknown";
+}
+
+const char *ncg_redop_name(unsigned r)
+{
+    static const char *const n[] = {"sum", "prod", "max", "min", "avg"};
+    if (r == NCG_REDOP_NONE)
+        return "none";
+    if (r == NCG_REDOP_USER)
+        return "user";
+    return r < 5 ? n[r] : "unknown";
+}
+
+const char *ncg_live_name(enum ncg_live l)
+{
+    switch (l) {
+    case NCG_LIVE_ALIVE:
+        return "alive";
+    case NCG_LIVE_EXITED:
+        return "exited";
+    case NCG_LIVE_DEAD:
+        return "dead";
+    case NCG_LIVE_VERDICT:
+        return "verdict";
+    }
+    return "unknown";
+}
+
+const char *ncg_comm_state_name(unsigned st)
+{
+    switch (st) {
+    case NCG_COMM_ACTIVE:
+        return "active";
+    case NCG_COMM_DESTROYED:
+        return "destroyed";
+    case NCG_COMM_FAILED:
+        return "failed";
+    default:
+        return "unknown";
+    }
+}
+
+const char *ncg_origin_name(unsigned o)
+{
+    switch (o) {
+    case NCG_ORIGIN_ROOT:
+        return "root";
+    case NCG_ORIGIN_SPLIT:
+        return "split";
+    case NCG_ORIGIN_SHRINK:
+        return "shrink";
+    case NCG_ORIGIN_INITALL:
+        return "initall";
+    default:
+        return "unknown";
+    }
+}
+
+void ncg_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r)
+{
+    int n = snprintf(buf, len, "%s(count=%llu, %s", ncg_func_name(r->func),
+                     (unsigned long long)r->count, ncg_dtype_name(r->dtype));
+    if (n < 0 || (size_t)n >= len)
+        return;
+    if (r->redop != NCG_REDOP_NONE)
+        n += snprintf(buf + n, len - (size_t)n, ", %s", ncg_redop_name(r->redop));
+    if ((size_t)n < len && r->root_or_peer >= 0) {
+        const char *what = (r->func == NCG_F_SEND || r->func == NCG_F_RECV) ? "peer" : "root";
+        n += snprintf(buf + n, len - (size_t)n, ", %s=%d", what, (int)r->root_or_peer);
+    }
+    if ((size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, ")");
+}
+
+void ncg_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+void ncg_fmt_ranks(char *buf, size_t len, const int *v, int n)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && o < len;) {
+        int j = i;
+        while (j + 1 < n && v[j + 1] == v[j] + 1)
+            j++;
+        int w;
+        if (j > i)
+            w = snprintf(buf + o, len - o, "%s%d-%d", o ? "," : "", v[i], v[j]);
+        else
+            w = snprintf(buf + o, len - o, "%s%d", o ? "," : "", v[i]);
+        if (w < 0)
+            break;
+        o += (size_t)w;
+        i = j + 1;
+    }
+}
+
+int ncg_parse_secs(const char *s, double *out)
+{
+    if (!s || !*s || !(isdigit((unsigned char)s[0]) || s[0] == '.'))
+        return -1;
+    char *end;
+    double d = strtod(s, &end);
+    if (*end || d < 0 || d > 1e9)
+        return -1;
+    *out = d;
+    return 0;
+}
+
+const struct ncg_shm_record *ncg_member_last(const struct ncg_cli_member *m, int *is_p2p)
+{
+    const struct ncg_shm_record *c = NULL;
+    if (m->ntail && m->tail_ok[m->ntail - 1])
+        c = &m->tail[m->ntail - 1];
+    *is_p2p = 0;
+    if (m->p2p_ok && (!c || m->last_p2p.t_ns > c->t_ns)) {
+        *is_p2p = 1;
+        return &m->last_p2p;
+    }
+    return c;
+}
+
+int ncg_usage_error(const char *usage, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("ncclguard: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fputs(usage, stderr);
+    return NCG_CLI_USAGE;
+}
+
+int ncg_opt(int argc, char **argv, int *i, const char *name, const char **val)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return 0;
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return 1;
+    }
+    if (a[n] != 0)
+        return 0;
+    if (*i + 1 >= argc)
+        return -1;
+    *val = argv[++*i];
+    return 1;
+}
+
+int ncg_is_help(const char *a)
+{
+    return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0;
+}

@@ -1,0 +1,372 @@
+/* `ncclguard status`: one snapshot (or a refreshing view) of every guarded process and
+ * communicator on this host, as a table or as a versioned JSON document (docs/cli.md). Reads
+ * shared memory only, so it works while the job is hung. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli.h"
+
+static const char usage[] =
+    "usage: ncclguard status [--json] [--watch [SECS]] [--dir DIR] [--match TEXT] [--no-clean]\n"
+    "  --json          print a JSON document (format ncclguard-status, version 1)\n"
+    "  --watch [SECS]  refresh every SECS seconds (default 2) until interrupted\n"
+    "  --dir DIR       where the segments are (default /dev/shm)\n"
+    "  --match TEXT    only processes whose command line contains TEXT\n"
+    "  --no-clean      do not remove segments of processes gone for over an hour\n"
+    "exit status: 0 shown, 2 usage error, 3 segment directory unreadable\n";
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+static double age_s(const struct ncg_snap *s, uint64_t t_ns)
+{
+    if (!t_ns || t_ns > s->now_ns)
+        return 0;
+    return (double)(s->now_ns - t_ns) / 1e9;
+}
+
+static void fmt_age(char *buf, size_t len, double a)
+{
+    if (a < 100)
+        snprintf(buf, len, "%.1fs", a);
+    else if (a < 6000)
+        snprintf(buf, len, "%dm%02ds", (int)a / 60 % 1000, (int)a % 60);
+    else
+        snprintf(buf, len, "%.1fh", a / 3600);
+}
+
+static const char *member_state(const struct ncg_snap *s, const struct ncg_cli_member *m)
+{
+    const struct ncg_cli_proc *p = &s->procs[m->proc];
+    if (p->live == NCG_LIVE_DEAD || p->live == NCG_LIVE_EXITED)
+        return ncg_live_name(p->live);
+    if (m->state != NCG_COMM_ACTIVE)
+        return ncg_comm_state_name(m->state);
+    return ncg_live_name(p->live);
+}
+
+/* Comm ranks of the members listed in idx. */
+static void ranks_of(const struct ncg_snap *s, const int *idx, int n, char *buf, size_t len)
+{
+    int r[64];
+    int k = n < 64 ? n : 64;
+    for (int i = 0; i < k; i++)
+        r[i] = s->members[idx[i]].rank;
+    for (int i = 1; i < k; i++) /* insertion sort: tiny */
+        for (int j = i; j > 0 && r[j - 1] > r[j]; j--) {
+            int t = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = t;
+        }
+    ncg_fmt_ranks(buf, len, r, k);
+    if (n > k && strlen(buf) + 5 < len)
+        strcat(buf, ",...");
+}
+
+static void behind_list(const struct ncg_snap *s, const struct ncg_view_comm *c, char *buf,
+                        size_t len)
+{
+    int idx[64], n = 0;
+    for (int i = 0; i < c->nmembers && n < 64; i++)
+        if (ncg_view_is_behind(s, c, c->members[i]))
+            idx[n++] = c->members[i];
+    ranks_of(s, idx, n, buf, len);
+}
+
+static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view *v)
+{
+    char host[64] = "";
+    gethostname(host, sizeof(host) - 1);
+    time_t t = (time_t)s->now_unix;
+    struct tm tm;
+    char when[32];
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+    fprintf(f, "ncclguard: host %s, %d guarded process%s, %d communicator%s, %s\n", host,
+            s->nprocs, s->nprocs == 1 ? "" : "es", v->ncomms, v->ncomms == 1 ? "" : "s", when);
+    for (int k = 0; k < v->ncomms; k++) {
+        const struct ncg_view_comm *c = &v->comms[k];
+        const struct ncg_cli_member *m0 = &s->members[c->members[0]];
+        fprintf(f, "\ncomm %016llx  %s  size %d  here %d (active %d)", (unsigned long long)c->comm_id,
+                ncg_origin_name(m0->origin), (int)c->nranks, c->nmembers, c->nactive);
+        if (m0->parent_id)
+            fprintf(f, "  parent %016llx", (unsigned long long)m0->parent_id);
+        if (c->nactive)
+            fprintf(f, "  slots %llu..%llu", (unsigned long long)c->min_seq,
+                    (unsigned long long)c->max_seq);
+        if (c->nbehind) {
+            char b[256];
+            behind_list(s, c, b, sizeof(b));
+            fprintf(f, "  behind: rank %s", b);
+        }
+        fprintf(f, "\n  %5s %5s %5s %8s %8s %6s  %-46s %7s  %s\n", "RANK", "GRANK", "LRANK",
+                "PID", "SLOTS", "P2P", "LAST CALL", "AGE", "STATE");
+        for (int i = 0; i < c->nmembers; i++) {
+            const struct ncg_cli_member *m = &s->members[c->members[i]];
+            const struct ncg_cli_proc *p = &s->procs[m->proc];
+            int is_p2p;
+            const struct ncg_shm_record *r = ncg_member_last(m, &is_p2p);
+            char call[128] = "-", age[32] = "-";
+            if (r) {
+                ncg_fmt_call(call, sizeof(call), r);
+                fmt_age(age, sizeof(age), age_s(s, r->t_ns));
+            } else if (m->coll_seq || m->p2p_seq) {
+                snprintf(call, sizeof(call), "(record being written)");
+            }
+            fprintf(f, "  %5d %5d %5d %8d %8llu %6llu  %-46s %7s  %s", (int)m->rank,
+                    (int)p->global_rank, (int)p->local_rank, (int)p->pid,
+                    (unsigned long long)m->coll_seq, (unsigned long long)m->p2p_seq, call, age,
+                    member_state(s, m));
+            if (p->live == NCG_LIVE_DEAD)
+                fprintf(f, " (%s)", p->live_why);
+            if (ncg_view_is_behind(s, c, c->members[i]))
+                fputs("  <- behind", f);
+            fputc('\n', f);
+        }
+        if (c->mismatch) {
+            fprintf(f, "  MISMATCH at slot %llu%s:\n", (unsigned long long)c->mismatch_slot,
+                    c->mismatch == 2 ? " (chained digests differ: the calls diverged earlier)"
+                                     : "");
+            for (int j = 0; j < c->ncalls; j++) {
+                char call[128], rk[256];
+                ncg_fmt_call(call, sizeof(call), &c->calls[j].rec);
+                ranks_of(s, c->calls[j].members, c->calls[j].nmembers, rk, sizeof(rk));
+                fprintf(f, "    %-46s on rank%s %s\n", call, c->calls[j].nmembers > 1 ? "s" : "",
+                        rk);
+            }
+        }
+    }
+    for (int i = 0; i < s->nprocs; i++) {
+        const struct ncg_cli_proc *p = &s->procs[i];
+        if (p->state == NCG_PROC_VERDICT)
+            fprintf(f, "\nncclguard: pid %d (rank %d) verdict %u on comm %016llx: %s%s%s\n",
+                    (int)p->pid, (int)p->global_rank, p->verdict_kind,
+                    (unsigned long long)p->verdict_comm, p->verdict_text,
+                    p->report_path[0] ? "; report " : "", p->report_path);
+        if (p->nmembers == 0)
+            fprintf(f, "\nncclguard: pid %d (%s): no communicator recorded yet\n", (int)p->pid,
+                    ncg_live_name(p->live));
+        if (p->comms_dropped)
+            fprintf(f, "ncclguard: pid %d: %u communicators beyond %u not recorded\n", (int)p->pid,
+                    p->comms_dropped, NCG_SHM_MAX_COMMS);
+    }
+    for (int i = 0; i < s->nskips; i++)
+        fprintf(f, "ncclguard: skipped %s: %s\n", s->skips[i].path, s->skips[i].why);
+    if (s->nprocs == 0 && s->nskips == 0)
+        fprintf(f, "ncclguard: no guarded process on this host (looked in %s)\n", s->dir);
+}
+
+static void json_call(FILE *f, const struct ncg_snap *s, const struct ncg_shm_record *r, int p2p)
+{
+    fprintf(f, "{\"kind\":\"%s\",\"func\":\"%s\",\"count\":%llu,\"dtype\":\"%s\",\"redop\":\"%s\","
+               "\"root_or_peer\":%d,\"seq\":%llu,\"in_group\":%s,\"caller_pc\":\"0x%llx\","
+               "\"tid\":%u,\"age_s\":%.3f}",
+            p2p ? "p2p" : "coll", ncg_func_name(r->func), (unsigned long long)r->count,
+            ncg_dtype_name(r->dtype), ncg_redop_name(r->redop), (int)r->root_or_peer,
+            (unsigned long long)r->seq, (r->flags & NCG_REC_IN_GROUP) ? "true" : "false",
+            (unsigned long long)r->caller_pc, r->tid, age_s(s, r->t_ns));
+}
+
+static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view *v)
+{
+    char host[64] = "";
+    gethostname(host, sizeof(host) - 1);
+    fprintf(f, "{\"format\":\"ncclguard-status\",\"version\":%d,\"layout_version\":%u,\"host\":",
+            NCG_STATUS_FORMAT_VERSION, NCG_SHM_LAYOUT_VERSION);
+    ncg_json_str(f, host);
+    fputs(",\"dir\":", f);
+    ncg_json_str(f, s->dir);
+    fprintf(f, ",\"time_unix\":%.3f,\"processes\":[", s->now_unix);
+    for (int i = 0; i < s->nprocs; i++) {
+        const struct ncg_cli_proc *p = &s->procs[i];
+        fprintf(f, "%s{\"segment\":", i ? "," : "");
+        ncg_json_str(f, p->path);
+        fprintf(f, ",\"pid\":%d,\"uid\":%u,\"state\":\"%s\",\"state_detail\":", (int)p->pid,
+                (unsigned)p->owner, ncg_live_name(p->live));
+        ncg_json_str(f, p->live_why ? p->live_why : "");
+        fprintf(f, ",\"start_ticks\":%llu,\"global_rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
+                   "\"hostname\":",
+                (unsigned long long)p->start_ticks, (int)p->global_rank, (int)p->local_rank,
+                (int)p->world_size);
+        ncg_json_str(f, p->hostname);
+        fputs(",\"cmdline\":", f);
+        ncg_json_str(f, p->cmdline);
+        if (p->heartbeat_ns)
+            fprintf(f, ",\"heartbeat_age_s\":%.3f", age_s(s, p->heartbeat_ns));
+        else
+            fputs(",\"heartbeat_age_s\":null", f);
+        fprintf(f, ",\"activity_age_s\":%.3f,\"comms\":%d,\"comms_dropped\":%u,\"verdict\":",
+                age_s(s, p->activity_ns), p->nmembers, p->comms_dropped);
+        if (p->state == NCG_PROC_VERDICT) {
+            fprintf(f, "{\"kind\":%u,\"comm\":\"%016llx\",\"text\":", p->verdict_kind,
+                    (unsigned long long)p->verdict_comm);
+            ncg_json_str(f, p->verdict_text);
+            fputs(",\"report\":", f);
+            ncg_json_str(f, p->report_path);
+            fputc('}', f);
+        } else {
+            fputs("null", f);
+        }
+        fputc('}', f);
+    }
+    fputs("],\"communicators\":[", f);
+    for (int k = 0; k < v->ncomms; k++) {
+        const struct ncg_view_comm *c = &v->comms[k];
+        const struct ncg_cli_member *m0 = &s->members[c->members[0]];
+        fprintf(f, "%s{\"id\":\"%016llx\",\"parent\":", k ? "," : "",
+                (unsigned long long)c->comm_id);
+        if (m0->parent_id)
+            fprintf(f, "\"%016llx\"", (unsigned long long)m0->parent_id);
+        else
+            fputs("null", f);
+        fprintf(f, ",\"origin\":\"%s\",\"size\":%d,\"members_here\":%d,\"active_here\":%d,",
+                ncg_origin_name(m0->origin), (int)c->nranks, c->nmembers, c->nactive);
+        fprintf(f, "\"min_slots\":%llu,\"max_slots\":%llu,\"last_call_age_s\":",
+                (unsigned long long)c->min_seq, (unsigned long long)c->max_seq);
+        if (c->last_ns)
+            fprintf(f, "%.3f", age_s(s, c->last_ns));
+        else
+            fputs("null", f);
+        fputs(",\"behind\":[", f);
+        int nb = 0;
+        for (int i = 0; i < c->nmembers; i++)
+            if (ncg_view_is_behind(s, c, c->members[i]))
+                fprintf(f, "%s%d", nb++ ? "," : "", (int)s->members[c->members[i]].rank);
+        fputs("],\"mismatch\":", f);
+        if (c->mismatch) {
+            fprintf(f, "{\"slot\":%llu,\"by\":\"%s\",\"calls\":[",
+                    (unsigned long long)c->mismatch_slot, c->mismatch == 1 ? "fields" : "digest");
+            for (int j = 0; j < c->ncalls; j++) {
+                fprintf(f, "%s{\"call\":", j ? "," : "");
+                json_call(f, s, &c->calls[j].rec, 0);
+                fputs(",\"ranks\":[", f);
+                for (int q = 0; q < c->calls[j].nmembers && q < 64; q++)
+                    fprintf(f, "%s%d", q ? "," : "", (int)s->members[c->calls[j].members[q]].rank);
+                fputs("]}", f);
+            }
+            fputs("]}", f);
+        } else {
+            fputs("null", f);
+        }
+        fputs(",\"members\":[", f);
+        for (int i = 0; i < c->nmembers; i++) {
+            const struct ncg_cli_member *m = &s->members[c->members[i]];
+            const struct ncg_cli_proc *p = &s->procs[m->proc];
+            fprintf(f, "%s{\"rank\":%d,\"global_rank\":%d,\"local_rank\":%d,\"pid\":%d,\"segment\":",
+                    i ? "," : "", (int)m->rank, (int)p->global_rank, (int)p->local_rank,
+                    (int)p->pid);
+            ncg_json_str(f, p->path);
+            fprintf(f, ",\"comm_state\":\"%s\",\"state\":\"%s\",\"slots\":%llu,\"p2p\":%llu,"
+                       "\"behind\":%s,\"last_call\":",
+                    ncg_comm_state_name(m->state), member_state(s, m),
+                    (unsigned long long)m->coll_seq, (unsigned long long)m->p2p_seq,
+                    ncg_view_is_behind(s, c, c->members[i]) ? "true" : "false");
+            int is_p2p;
+            const struct ncg_shm_record *r = ncg_member_last(m, &is_p2p);
+            if (r)
+                json_call(f, s, r, is_p2p);
+            else
+                fputs("null", f);
+            fputc('}', f);
+        }
+        fputs("]}", f);
+    }
+    fputs("],\"skipped\":[", f);
+    for (int i = 0; i < s->nskips; i++) {
+        fprintf(f, "%s{\"segment\":", i ? "," : "");
+        ncg_json_str(f, s->skips[i].path);
+        fputs(",\"reason\":", f);
+        ncg_json_str(f, s->skips[i].why);
+        fputc('}', f);
+    }
+    fputs("]}\n", f);
+}
+
+int ncg_cmd_status(int argc, char **argv)
+{
+    struct ncg_scan_opts o = {NULL, NULL};
+    int json = 0, watch = 0, clean = 1;
+    double every = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *val;
+        int r;
+        if (ncg_is_help(argv[i])) {
+            fputs(usage, stdout);
+            return NCG_CLI_OK;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--no-clean") == 0) {
+            clean = 0;
+        } else if (strcmp(argv[i], "--watch") == 0) {
+            watch = 1;
+            if (i + 1 < argc && ncg_parse_secs(argv[i + 1], &every) == 0)
+                i++;
+        } else if (strncmp(argv[i], "--watch=", 8) == 0) {
+            watch = 1;
+            if (ncg_parse_secs(argv[i] + 8, &every) < 0)
+                return ncg_usage_error(usage, "status: bad --watch value '%s'", argv[i] + 8);
+        } else if ((r = ncg_opt(argc, argv, &i, "--dir", &val)) != 0) {
+            if (r < 0)
+                return ncg_usage_error(usage, "status: --dir needs a value");
+            o.dir = val;
+        } else if ((r = ncg_opt(argc, argv, &i, "--match", &val)) != 0) {
+            if (r < 0)
+                return ncg_usage_error(usage, "status: --match needs a value");
+            o.match = val;
+        } else {
+            return ncg_usage_error(usage, "status: unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (watch && every < 0.1)
+        every = 0.1;
+    if (watch) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+    }
+    int tty = isatty(STDOUT_FILENO);
+    do {
+        struct ncg_snap s;
+        struct ncg_view v;
+        int rc = ncg_snap_take(&s, &o);
+        if (rc < 0) {
+            fprintf(stderr, "ncclguard: cannot read %s: %s\n", o.dir ? o.dir : "/dev/shm",
+                    strerror(-rc));
+            return NCG_CLI_ERROR;
+        }
+        if (ncg_view_build(&s, &v) < 0) {
+            ncg_snap_free(&s);
+            fprintf(stderr, "ncclguard: out of memory\n");
+            return NCG_CLI_ERROR;
+        }
+        if (watch && tty && !json)
+            fputs("\033[H\033[2J", stdout); /* refresh in place on a terminal */
+        else if (watch && !json)
+            fputs("\n", stdout);
+        if (json)
+            print_json(stdout, &s, &v);
+        else
+            print_table(stdout, &s, &v);
+        fflush(stdout);
+        if (clean)
+            ncg_clean_dead(&s, 3600, 0, 1, 1);
+        ncg_view_free(&v);
+        ncg_snap_free(&s);
+        if (watch && !stop_flag) {
+            struct timespec ts = {(time_t)every, (long)((every - (double)(time_t)every) * 1e9)};
+            nanosleep(&ts, NULL); /* a signal cuts it short; the loop then ends */
+        }
+    } while (watch && !stop_flag);
+    return NCG_CLI_OK;
+}

@@ -1,0 +1,180 @@
+/* The per-communicator view of a snapshot: members grouped by communicator id, who is behind,
+ * and divergence visible from this host alone (two local members issued different calls at
+ * one slot, or their chained digests differ). Pure: plain data in, plain data out. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+int ncg_view_member_active(const struct ncg_snap *s, int m)
+{
+    const struct ncg_cli_member *mm = &s->members[m];
+    enum ncg_live l = s->procs[mm->proc].live;
+    return mm->state == NCG_COMM_ACTIVE && (l == NCG_LIVE_ALIVE || l == NCG_LIVE_VERDICT);
+}
+
+int ncg_view_is_behind(const struct ncg_snap *s, const struct ncg_view_comm *c, int m)
+{
+    return c->max_seq > c->min_seq && ncg_view_member_active(s, m) &&
+           s->members[m].coll_seq == c->min_seq;
+}
+
+static const struct ncg_snap *sort_snap; /* qsort has no context argument */
+
+static int by_rank(const void *a, const void *b)
+{
+    const struct ncg_cli_member *x = &sort_snap->members[*(const int *)a];
+    const struct ncg_cli_member *y = &sort_snap->members[*(const int *)b];
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->proc - y->proc;
+}
+
+static int same_call(const struct ncg_shm_record *a, const struct ncg_shm_record *b)
+{
+    return a->func == b->func && a->count == b->count && a->dtype == b->dtype &&
+           a->redop == b->redop && a->root_or_peer == b->root_or_peer;
+}
+
+/* Record of member m at slot `slot`, or NULL when not in its tail or unreadable. */
+static const struct ncg_shm_record *rec_at(const struct ncg_cli_member *m, uint64_t slot)
+{
+    if (slot < m->tail_first || slot >= m->tail_first + m->ntail)
+        return NULL;
+    uint64_t i = slot - m->tail_first;
+    return m->tail_ok[i] ? &m->tail[i] : NULL;
+}
+
+/* Groups the calls active members issued at `slot`; returns the number of distinct calls. */
+static int group_calls(const struct ncg_snap *s, struct ncg_view_comm *c, uint64_t slot)
+{
+    c->ncalls = 0;
+    int distinct = 0;
+    for (int i = 0; i < c->nmembers; i++) {
+        int m = c->members[i];
+        if (!ncg_view_member_active(s, m))
+            continue;
+        const struct ncg_shm_record *r = rec_at(&s->members[m], slot);
+        if (!r)
+            continue;
+        int k;
+        for (k = 0; k < c->ncalls; k++)
+            if (same_call(&c->calls[k].rec, r))
+                break;
+        if (k == c->ncalls) {
+            distinct++;
+            if (c->ncalls == NCG_VIEW_MAX_CALLS)
+                continue;
+            c->ncalls++;
+            memset(&c->calls[k], 0, sizeof(c->calls[k]));
+            c->calls[k].rec = *r;
+        }
+        struct ncg_view_call *vc = &c->calls[k];
+        if (vc->nmembers < (int)(sizeof(vc->members) / sizeof(vc->members[0])))
+            vc->members[vc->nmembers] = m;
+        vc->nmembers++;
+    }
+    return distinct;
+}
+
+static void analyse(const struct ncg_snap *s, struct ncg_view_comm *c)
+{
+    int first = 1;
+    uint64_t lo = 0; /* lowest slot present in every active member's tail */
+    for (int i = 0; i < c->nmembers; i++) {
+        int m = c->members[i];
+        const struct ncg_cli_member *mm = &s->members[m];
+        if (!ncg_view_member_active(s, m))
+            continue;
+        c->nactive++;
+        if (first || mm->coll_seq < c->min_seq)
+            c->min_seq = mm->coll_seq;
+        if (first || mm->coll_seq > c->max_seq)
+            c->max_seq = mm->coll_seq;
+        if (first || mm->tail_first > lo)
+            lo = mm->tail_first;
+        if (mm->last_ns > c->last_ns)
+            c->last_ns = mm->last_ns;
+        first = 0;
+    }
+    for (int i = 0; i < c->nmembers; i++)
+        if (ncg_view_is_behind(s, c, c->members[i]))
+            c->nbehind++;
+    if (c->nactive < 2 || c->min_seq == 0)
+        return;
+    /* Slots every active member issued and still has in its tail: fingerprints must agree. */
+    for (uint64_t slot = lo; slot < c->min_seq; slot++) {
+        if (group_calls(s, c, slot) > 1) {
+            c->mismatch = 1;
+            c->mismatch_slot = slot;
+            return;
+        }
+    }
+    /* Equal fields but different chained digests at the last common slot: the histories
+     * diverged earlier than the records we can see. */
+    uint64_t last = c->min_seq - 1;
+    uint64_t digest = 0;
+    int have = 0;
+    for (int i = 0; i < c->nmembers; i++) {
+        int m = c->members[i];
+        if (!ncg_view_member_active(s, m))
+            continue;
+        const struct ncg_shm_record *r = rec_at(&s->members[m], last);
+        if (!r || !r->digest)
+            continue;
+        if (have && r->digest != digest) {
+            c->mismatch = 2;
+            c->mismatch_slot = last;
+            group_calls(s, c, last);
+            return;
+        }
+        digest = r->digest;
+        have = 1;
+    }
+    c->ncalls = 0;
+}
+
+int ncg_view_build(const struct ncg_snap *s, struct ncg_view *v)
+{
+    memset(v, 0, sizeof(*v));
+    if (s->nmembers == 0)
+        return 0;
+    v->comms = calloc((size_t)s->nmembers, sizeof(*v->comms));
+    if (!v->comms)
+        return -ENOMEM;
+    for (int m = 0; m < s->nmembers; m++) {
+        const struct ncg_cli_member *mm = &s->members[m];
+        int k;
+        for (k = 0; k < v->ncomms; k++)
+            if (v->comms[k].comm_id == mm->comm_id)
+                break;
+        struct ncg_view_comm *c = &v->comms[k];
+        if (k == v->ncomms) {
+            v->ncomms++;
+            c->comm_id = mm->comm_id;
+            c->nranks = mm->nranks;
+            c->members = calloc((size_t)s->nmembers, sizeof(int));
+            if (!c->members) {
+                ncg_view_free(v);
+                return -ENOMEM;
+            }
+        }
+        c->members[c->nmembers++] = m;
+    }
+    sort_snap = s;
+    for (int k = 0; k < v->ncomms; k++) {
+        struct ncg_view_comm *c = &v->comms[k];
+        qsort(c->members, (size_t)c->nmembers, sizeof(int), by_rank);
+        analyse(s, c);
+    }
+    sort_snap = NULL;
+    return 0;
+}
+
+void ncg_view_free(struct ncg_view *v)
+{
+    for (int k = 0; k < v->ncomms; k++)
+        free(v->comms[k].members);
+    free(v->comms);
+    memset(v, 0, sizeof(*v));
+}
