@@ -60,7 +60,7 @@ static uint64_t ncg_start_ticks(void)
     if (!p)
         return 0;
     p++;
-    for (int field = 2; field < 22 && *p; field++) { /* p is before field 3; skip to field 22 */
+    for (int field = 3; field < 22 && *p; field++) { /* p is before field 3; skip fields 3..21 */
         while (*p == ' ')
             p++;
         while (*p && *p != ' ')
