@@ -36,3 +36,11 @@ install: $(BUILD)/libncclguard.so $(BUILD)/ncclguard
 	install -m 755 $(BUILD)/ncclguard $(DESTDIR)$(PREFIX)/bin/ncclguard
 	install -m 755 scripts/ncclguard-run $(DESTDIR)$(PREFIX)/bin/ncclguard-run
 	install -m 755 $(BUILD)/libncclguard.so $(DESTDIR)$(PREFIX)/lib/libncclguard.so
+
+# A small guarded job (healthy, or one rank that stops calling) on the CPU NCCL.
+ifneq ($(APP_CFLAGS),)
+TEST_BINS += $(BUILD)/tests/cli/cliapp
+$(BUILD)/tests/cli/cliapp: tests/cli/cliapp.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
+endif

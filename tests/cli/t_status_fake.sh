@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `ncclguard status` (table and JSON) on synthetic segments: ranks, slot counts, who is behind,
+# a dead rank, a half-written record never shown, a foreign file skipped, a mismatch at one
+# slot and a recorded verdict.
+. "$(dirname "$0")/lib.sh"
+need "$NCG" "$FAKESEG"
+A=$NCG_TMP/a; B=$NCG_TMP/b; mkdir -p "$A" "$B"
+start_fakeseg a --dir "$A" --ranks 4 --counts 12,12,11,12 --dead 1 --torn 0 --p2p 2:3 --junk --comm 1234abcd5678ef01
+APIDS=("${FS_PIDS[@]}")
+"$NCG" status --dir "$A" >"$NCG_TMP/t1" 2>&1 || fail "status exit $?"
+cat "$NCG_TMP/t1"
+contains "$NCG_TMP/t1" "comm 1234abcd5678ef01" "size 4" "here 4 (active 3)" "slots 11..12" "behind: rank 2" \
+  "dead (pid gone)" "(record being written)" "foreign file (bad magic)"
+grep -E "^ +2 +2 +2 +${APIDS[2]} +11 +3 +AllReduce\(count=1024, float32, sum\).*alive  <- behind" "$NCG_TMP/t1" >/dev/null || fail "rank 2 row"
+grep -E "^ +3 +3 +3 +${APIDS[3]} +12 +0 +AllReduce" "$NCG_TMP/t1" >/dev/null || fail "rank 3 row"
+lacks "$NCG_TMP/t1" "MISMATCH"
+"$NCG" status --json --dir "$A" >"$NCG_TMP/j1" || fail "status --json exit $?"
+jcheck "$NCG_TMP/j1" 'd["format"]=="ncclguard-status" and d["version"]==1 and len(d["processes"])==4'
+jcheck "$NCG_TMP/j1" 'len(d["communicators"])==1 and d["communicators"][0]["id"]=="1234abcd5678ef01"'
+jcheck "$NCG_TMP/j1" '[m["rank"] for m in d["communicators"][0]["members"]]==[0,1,2,3]'
+jcheck "$NCG_TMP/j1" '[m["slots"] for m in d["communicators"][0]["members"]]==[12,12,11,12]'
+jcheck "$NCG_TMP/j1" 'd["communicators"][0]["behind"]==[2] and d["communicators"][0]["mismatch"] is None'
+jcheck "$NCG_TMP/j1" '[m["state"] for m in d["communicators"][0]["members"]]==["alive","dead","alive","alive"]'
+jcheck "$NCG_TMP/j1" 'd["communicators"][0]["members"][0]["last_call"] is None'
+jcheck "$NCG_TMP/j1" 'd["communicators"][0]["members"][3]["last_call"]["func"]=="AllReduce" and d["communicators"][0]["members"][3]["last_call"]["count"]==1024'
+jcheck "$NCG_TMP/j1" 'd["communicators"][0]["members"][2]["p2p"]==3 and d["communicators"][0]["members"][1]["pid"]=='"${APIDS[1]}"
+jcheck "$NCG_TMP/j1" 'len(d["skipped"])==1 and "bad magic" in d["skipped"][0]["reason"]'
+
+start_fakeseg b --dir "$B" --ranks 3 --counts 5 --last 2:AllGather:64:9 --verdict 0 --comm 00000000000000b7 --tag mytag
+BPIDS=("${FS_PIDS[@]}")
+"$NCG" status --dir "$B" >"$NCG_TMP/t2" 2>&1 || fail "status exit $?"
+cat "$NCG_TMP/t2"
+contains "$NCG_TMP/t2" "MISMATCH at slot 4:" "AllGather(count=64, bfloat16)" "on rank 2" "on ranks 0-1" \
+  "pid ${BPIDS[0]} (rank 0) verdict 1 on comm 00000000000000b7: MISMATCH on comm 00000000000000b7: synthetic verdict"
+lacks "$NCG_TMP/t2" "behind"
+"$NCG" status --json --dir "$B" >"$NCG_TMP/j2"
+jcheck "$NCG_TMP/j2" 'd["communicators"][0]["mismatch"]["slot"]==4 and sorted(tuple(c["ranks"]) for c in d["communicators"][0]["mismatch"]["calls"])==[(0,1),(2,)]'
+jcheck "$NCG_TMP/j2" '[p["state"] for p in d["processes"]].count("verdict")==1 and [p for p in d["processes"] if p["verdict"]][0]["verdict"]["kind"]==1'
+# --match filters by command line
+"$NCG" status --json --dir "$B" --match "rank 1 mytag" >"$NCG_TMP/j3"
+jcheck "$NCG_TMP/j3" 'len(d["processes"])==1 and d["processes"][0]["global_rank"]==1'
+# an empty directory is not an error
+mkdir "$NCG_TMP/empty"
+"$NCG" status --dir "$NCG_TMP/empty" >"$NCG_TMP/t4" || fail "empty dir"
+contains "$NCG_TMP/t4" "no guarded process"
+# an unreadable directory is
+"$NCG" status --dir "$NCG_TMP/nonexistent" 2>"$NCG_TMP/e5"; [ $? -eq 3 ] || fail "missing dir: want exit 3"
+# --watch refreshes until interrupted
+timeout -s INT 3 "$NCG" status --watch 0.5 --dir "$A" >"$NCG_TMP/t6"; rc=$?
+[ "$(grep -c '^comm 1234abcd5678ef01' "$NCG_TMP/t6")" -ge 2 ] || fail "--watch did not refresh (rc $rc)"
+echo ok
