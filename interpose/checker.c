@@ -1,21 +1,47 @@
-/* Placeholder until the checker lands: the hooks of checker.h, doing nothing yet. */
+/* The checker's hooks (checker.h), called by the shim: rendezvous through the unique id's
+ * tail, and handing communicators to the checker thread (channel.c). Everything else of the
+ * checker lives in wire/verdict/coord (pure), channel (network), diag/action/symbol. */
+#include <stdint.h>
+#include <string.h>
+#include "client.h"
 #include "checker.h"
+#include "comm.h"
+#include "config.h"
+#include "ncclguard/shm.h"
+
+
 
 void ncg_checker_on_unique_id(ncclUniqueId *id)
 {
-    (void)id;
+    uint64_t magic;
+    unsigned char *u = (unsigned char *)id->internal;
+    if (!ncg_cfg.enabled || !ncg_cfg.check || ncg_cfg.coord[0])
+        return; /* off, or an explicit coordinator: the id stays NCCL's own */
+    memcpy(&magic, u, sizeof magic);
+    if (magic == NCG_NCCL_COMM_ID_MAGIC)
+        return; /* NCCL_COMM_ID: every rank builds it locally, a tail would differ */
+    for (int i = 40; i < NCCL_UNIQUE_ID_BYTES; i++)
+        if (u[i])
+            return; /* not the zeroed tail we know: leave it alone */
+    uint16_t port;
+    uint64_t token;
+    if (ncg_channel_listen(&port, &token) == 0)
+        ncg_channel_write_tail(u, port, token);
 }
 
 void ncg_checker_on_comm_added(struct ncg_comm *c)
 {
-    (void)c;
+    if (!ncg_cfg.enabled || !ncg_cfg.check || c->origin == NCG_ORIGIN_INITALL)
+        return; /* InitAll: every member is in this process; nothing to compare across */
+    ncg_channel_add(c);
 }
 
 void ncg_checker_on_comm_removed(struct ncg_comm *c)
 {
-    (void)c;
+    ncg_channel_remove(c);
 }
 
 void ncg_checker_on_fork_child(void)
 {
+    ncg_channel_fork_child();
 }

@@ -1,2 +1,46 @@
-# Checker sources linked into libncclguard.so (appended before interpose.mk builds it).
-SHIM_SRCS += interpose/checker.c
+# The checker (issue 4): sources linked into libncclguard.so (appended to SHIM_SRCS before
+# interpose.mk builds it), its unit and end-to-end test programs, the demo and its benchmark.
+CHECKER_PURE_SRCS := interpose/wire.c interpose/verdict.c interpose/coord.c interpose/diag.c
+SHIM_SRCS += interpose/checker.c interpose/client.c interpose/channel.c interpose/action.c \
+             interpose/symbol.c $(CHECKER_PURE_SRCS)
+
+CHK_OUT = $(BUILD)/tests/checker
+CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps
+
+# Unit tests of the pure parts (wire, verdicts, compact lists, coordinator state machine).
+$(CHK_OUT)/unit: tests/checker/unit.c $(CHECKER_PURE_SRCS) $(wildcard interpose/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/unit.c $(CHECKER_PURE_SRCS)
+
+# Wire decoder fuzzing: a standalone driver over random/mutated frames (always built), and a
+# libFuzzer target when clang is there (make fuzz-wire).
+$(CHK_OUT)/fuzz_wire: tests/checker/fuzz_wire.c interpose/wire.c interpose/verdict.c
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/fuzz_wire.c interpose/wire.c interpose/verdict.c
+
+.PHONY: fuzz-wire
+fuzz-wire:
+	@mkdir -p $(BUILD)/tests/checker
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -DNCG_LIBFUZZER -Iinclude -Iinterpose \
+	  -o $(BUILD)/tests/checker/fuzz_wire_lf tests/checker/fuzz_wire.c interpose/wire.c interpose/verdict.c
+	$(BUILD)/tests/checker/fuzz_wire_lf -max_total_time=60
+
+# Divergence scenarios as an NCCL program (uses the CPU NCCL and tests/apps/ncg_test.h).
+$(CHK_OUT)/scen: tests/checker/scen.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
+
+# A raw TCP client for the "garbage / wrong token" tests.
+$(CHK_OUT)/rawconn: tests/checker/rawconn.c interpose/wire.c interpose/verdict.c
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/wire.c interpose/verdict.c
+
+TEST_BINS += $(CHK_OUT)/unit $(CHK_OUT)/fuzz_wire $(CHK_OUT)/scen $(CHK_OUT)/rawconn
+
+demo: all
+	@scripts/demo.sh
+
+.PHONY: bench-detect
+bench-detect: all
+	@NCG_BUILD=$(BUILD) scripts/bench-detect.sh
+BENCH_TARGETS += bench-detect

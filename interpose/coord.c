@@ -268,11 +268,11 @@ static void query_send(struct ncg_coord *co, struct ccomm *c)
     memcpy(m.u.query.slot, c->qslot, sizeof(uint64_t) * c->qn);
     c->q_active = 1;
     co->st.queries++;
+    for (size_t k = 0; k < (size_t)c->nranks * c->qn; k++)
+        c->ans[k].status = NCG_ANS_NONE; /* members not asked count as "no answer" */
     for (uint32_t i = 0; i < c->nranks; i++) {
         c->m[i].waiting = 0;
         if (c->m[i].state == M_ACTIVE && conn_get(co, c->m[i].conn)) {
-            for (uint32_t k = 0; k < c->qn; k++)
-                c->ans[(size_t)i * c->qn + k].status = NCG_ANS_NONE;
             c->m[i].waiting = 1;
             co->ops.send(co->ops.arg, c->m[i].conn, &m);
         }

@@ -126,6 +126,7 @@ long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap)
         }
         break;
     case NCG_MSG_GOODBYE:
+    case NCG_MSG_SHUTDOWN: /* SHUTDOWN: the leaving process's final counts, same layout */
         if (m->u.goodbye.n > NCG_WIRE_MAX_COMMS)
             return -EINVAL;
         ncg_put8(&w, m->u.goodbye.flags);
@@ -145,7 +146,6 @@ long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap)
         break;
     }
     case NCG_MSG_PING:
-    case NCG_MSG_SHUTDOWN:
         break;
     default:
         return -EINVAL;
@@ -258,6 +258,7 @@ long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m)
         }
         break;
     case NCG_MSG_GOODBYE:
+    case NCG_MSG_SHUTDOWN:
         m->u.goodbye.flags = ncg_get8(&r);
         m->u.goodbye.n = ncg_get16(&r);
         if (m->u.goodbye.n > NCG_WIRE_MAX_COMMS)
@@ -273,7 +274,7 @@ long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m)
             return -EBADMSG;
         r.pos = r.cap;
         break;
-    default: /* PING, SHUTDOWN: empty */
+    default: /* PING: empty */
         break;
     }
     if (r.err || r.pos != r.cap) {

@@ -31,7 +31,7 @@ enum ncg_msg_type {
     NCG_MSG_GOODBYE = 7,  /* client -> coord: comms destroyed, or the process exits cleanly */
     NCG_MSG_VERDICT = 8,  /* coord -> client */
     NCG_MSG_PING = 9,     /* coord -> client: the coordinator is alive */
-    NCG_MSG_SHUTDOWN = 10,/* coord -> client: the coordinator's process exits cleanly */
+    NCG_MSG_SHUTDOWN = 10,/* coord -> client: its process exits cleanly (u.goodbye: its final counts) */
     NCG_MSG_TYPE_MAX_
 };
 

@@ -1,0 +1,105 @@
+/* Applying a verdict in this process (action.h): one write(2) of the whole diagnostic so ranks'
+ * lines do not interleave within a rank, the atomic JSON report, the segment's verdict fields
+ * for `ncclguard status/watch`, and the action of NCCLGUARD_ACTION. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <ck_pr.h>
+#include "action.h"
+#include "comm.h"
+#include "config.h"
+#include "ncclguard/shm.h"
+#include "resolve.h"
+#include "shm.h"
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void segment_mark(const struct ncg_verdict *v, const char *report)
+{
+    struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
+    if (!h)
+        return;
+    /* A warning never hides an earlier error verdict. */
+    if (ck_pr_load_32(&h->state) == NCG_PROC_VERDICT && v->severity == NCG_SEV_WARN)
+        return;
+    char line[256];
+    ncg_verdict_summary(v, line, sizeof line);
+    h->verdict_kind = v->kind;
+    h->verdict_comm = v->comm_id;
+    memcpy(h->verdict_text, line, sizeof h->verdict_text);
+    h->verdict_text[sizeof h->verdict_text - 1] = 0;
+    strncpy(h->report_path, report, sizeof h->report_path - 1);
+    /* The fields before the state: a reader that sees VERDICT sees them. */
+    ck_pr_fence_store();
+    ck_pr_store_32(&h->state, NCG_PROC_VERDICT);
+}
+
+int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct ncg_comm **comms, int n)
+{
+    enum ncg_action act = ncg_cfg.action;
+    static char path[4096];
+    if (v->severity == NCG_SEV_WARN) {
+        x->action = "none (warning)";
+        x->exit_status = -1;
+    } else if (act == NCG_ACTION_WARN) {
+        x->action = "warn (NCCLGUARD_ACTION=warn: the job continues)";
+        x->exit_status = -1;
+    } else if (act == NCG_ACTION_FAIL) {
+        x->action = "fail (communicator failed: its calls return ncclRemoteError)";
+        x->exit_status = -1;
+    } else {
+        x->action = "abort";
+        x->exit_status = NCG_EXIT_VERDICT;
+    }
+    ncg_diag_report_path(ncg_cfg.report_dir, x->host, x->pid, path, sizeof path);
+    x->report_path = path;
+    /* The report carries the short action word. */
+    struct ncg_diag_ctx jx = *x;
+    jx.action = v->severity == NCG_SEV_WARN ? "none" : act == NCG_ACTION_WARN ? "warn" : act == NCG_ACTION_FAIL ? "fail" : "abort";
+    if (ncg_diag_write_report(v, &jx, path) != 0)
+        x->report_path = "";
+    segment_mark(v, x->report_path);
+    size_t cap = 16384;
+    char *buf = malloc(cap);
+    if (buf) {
+        size_t len = ncg_diag_render(v, x, buf, cap);
+        write_all(2, buf, len);
+        free(buf);
+    }
+    if (v->severity == NCG_SEV_WARN || act == NCG_ACTION_WARN)
+        return 0;
+    if (act == NCG_ACTION_FAIL) {
+        for (int i = 0; i < n; i++) {
+            struct ncg_comm *c = comms[i];
+            if (!c)
+                continue;
+            __atomic_store_n(&c->failed, 1, __ATOMIC_RELEASE);
+            if (c->shm)
+                ck_pr_store_32(&c->shm->state, NCG_COMM_FAILED);
+            /* Revoke releases calls blocked on the comm (where the library has it); never
+             * ncclCommAbort here: it would free the comm under the application's feet. */
+            ncg_fn_ncclCommRevoke revoke = NCG_REAL(ncclCommRevoke);
+            if (revoke && c->handle)
+                revoke(c->handle, 0);
+        }
+        return 0;
+    }
+    return 1;
+}
+
+void ncg_action_exit(void)
+{
+    _exit(NCG_EXIT_VERDICT);
+}

@@ -1,0 +1,22 @@
+/* What a rank does with a verdict: print the diagnostic, write the report, mark the segment,
+ * then the configured action (abort: _exit(NCG_EXIT_VERDICT); warn; fail: mark the comms
+ * failed and revoke them). Runs on the checker thread. */
+#ifndef NCG_ACTION_H
+#define NCG_ACTION_H
+
+#include <stdint.h>
+#include "diag.h"
+#include "verdict.h"
+
+struct ncg_comm;
+
+/* Prints and records v for this process (x: local facts; x->action, exit_status and
+ * report_path are filled here), and for the fail action fails comms[0..n). Returns 1 when the
+ * process must now end (abort): the caller flushes what it must, then calls ncg_action_exit.
+ * Checker thread; allocates; file I/O; comms[] must stay valid during the call. */
+int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct ncg_comm **comms, int n);
+
+/* Ends the process with NCG_EXIT_VERDICT without running atexit handlers. Async-signal-safe. */
+__attribute__((noreturn)) void ncg_action_exit(void);
+
+#endif

@@ -1,0 +1,444 @@
+/* The side channel's sockets (channel.h): bounded non-blocking peers, the listener, and the
+ * server that drives a coordinator (coord.c) from poll() events; ncg_coord_serve runs one
+ * standalone (`ncclguard coord`). Free of shim state so the CLI links it alone; the
+ * checker thread that uses it inside a job is client.c. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "channel.h"
+#include "coord.h"
+#include "verdict.h"
+#include "wire.h"
+
+#define TX_CAP (8u << 20) /* a peer that lets this much pile up is dropped */
+
+/* ---------- buffered non-blocking peer ---------- */
+
+
+void ncg_peer_init(struct ncg_peer *p, int fd)
+{
+    memset(p, 0, sizeof *p);
+    p->fd = fd;
+}
+
+void ncg_peer_close(struct ncg_peer *p)
+{
+    if (p->fd >= 0)
+        close(p->fd);
+    free(p->rx);
+    free(p->tx);
+    ncg_peer_init(p, -1);
+}
+
+/* Queue one message; -1 when the peer's backlog is over TX_CAP (drop it). */
+int ncg_peer_send(struct ncg_peer *p, const struct ncg_msg *m)
+{
+    size_t need = m->type == NCG_MSG_VERDICT ? NCG_WIRE_HDR + ncg_verdict_wire_size(m->u.verdict) : 16384;
+    if (p->fd < 0)
+        return -1;
+    if (p->txcap - p->txlen < need) {
+        size_t cap = p->txcap ? p->txcap : 16384;
+        while (cap - p->txlen < need)
+            cap *= 2;
+        if (cap > TX_CAP + need)
+            return -1;
+        uint8_t *n = realloc(p->tx, cap);
+        if (!n)
+            return -1;
+        p->tx = n;
+        p->txcap = cap;
+    }
+    long n = ncg_wire_encode(m, p->tx + p->txlen, p->txcap - p->txlen);
+    if (n < 0)
+        return -1;
+    p->txlen += (size_t)n;
+    return 0;
+}
+
+/* Write what the socket takes now; -1 on a broken connection. */
+int ncg_peer_flush(struct ncg_peer *p)
+{
+    while (p->txlen) {
+        ssize_t w = send(p->fd, p->tx, p->txlen, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (w <= 0)
+            return -1;
+        memmove(p->tx, p->tx + w, p->txlen - (size_t)w);
+        p->txlen -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Read what is there; -1 on EOF or error. */
+int ncg_peer_fill(struct ncg_peer *p)
+{
+    for (;;) {
+        if (p->rxcap - p->rxlen < 4096) {
+            size_t cap = p->rxcap ? p->rxcap * 2 : 16384;
+            if (cap > NCG_WIRE_HDR + NCG_WIRE_MAX_PAYLOAD + 16384)
+                return p->rxcap - p->rxlen ? 0 : -1;
+            uint8_t *n = realloc(p->rx, cap);
+            if (!n)
+                return -1;
+            p->rx = n;
+            p->rxcap = cap;
+        }
+        ssize_t r = recv(p->fd, p->rx + p->rxlen, p->rxcap - p->rxlen, MSG_DONTWAIT);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (r <= 0)
+            return -1;
+        p->rxlen += (size_t)r;
+        if (p->rxlen < p->rxcap)
+            return 0;
+    }
+}
+
+/* Next decoded message: 1 with *m filled, 0 none yet, -1 malformed. */
+int ncg_peer_next(struct ncg_peer *p, struct ncg_msg *m)
+{
+    if (!p->rxlen)
+        return 0;
+    long n = ncg_wire_decode(p->rx, p->rxlen, m);
+    if (n < 0)
+        return -1;
+    if (n == 0)
+        return 0;
+    memmove(p->rx, p->rx + n, p->rxlen - (size_t)n);
+    p->rxlen -= (size_t)n;
+    return 1;
+}
+
+void ncg_set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL, 0);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+uint64_t ncg_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---------- server side: the coordinator behind a listener ---------- */
+
+
+void ncg_server_send(void *arg, int conn, const struct ncg_msg *m)
+{
+    struct ncg_server *s = arg;
+    if (conn < 0 || conn >= s->npc || s->pc[conn].fd < 0 || s->dead[conn])
+        return;
+    if (ncg_peer_send(&s->pc[conn], m) != 0)
+        s->dead[conn] = 2; /* backlog: closed as lost */
+}
+
+void ncg_server_drop(void *arg, int conn)
+{
+    struct ncg_server *s = arg;
+    if (conn >= 0 && conn < s->npc)
+        s->dead[conn] = 1;
+}
+
+int ncg_listen(uint16_t *port, const char *host, int want, char *err, size_t errlen)
+{
+    int fd = -1;
+    if (host && host[0]) {
+        struct addrinfo hints = {0}, *res = NULL;
+        char ps[16];
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_PASSIVE;
+        snprintf(ps, sizeof ps, "%d", want);
+        int rc = getaddrinfo(host, ps, &hints, &res);
+        if (rc != 0) {
+            snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(rc));
+            return -1;
+        }
+        for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+            fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (fd < 0)
+                continue;
+            int one = 1;
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
+                close(fd);
+                fd = -1;
+            }
+        }
+        freeaddrinfo(res);
+    } else {
+        struct sockaddr_in6 a6 = {0};
+        a6.sin6_family = AF_INET6;
+        a6.sin6_addr = in6addr_any;
+        a6.sin6_port = htons((uint16_t)want);
+        fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0) {
+            int zero = 0, one = 1;
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            if (bind(fd, (struct sockaddr *)&a6, sizeof a6) != 0) {
+                close(fd);
+                fd = -1;
+            }
+        }
+        if (fd < 0) { /* no IPv6: plain IPv4 */
+            struct sockaddr_in a4 = {0};
+            a4.sin_family = AF_INET;
+            a4.sin_addr.s_addr = htonl(INADDR_ANY);
+            a4.sin_port = htons((uint16_t)want);
+            fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            int one = 1;
+            if (fd >= 0)
+                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            if (fd >= 0 && bind(fd, (struct sockaddr *)&a4, sizeof a4) != 0) {
+                close(fd);
+                fd = -1;
+            }
+        }
+    }
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot bind port %d: %s", want, strerror(errno));
+        return -1;
+    }
+    if (listen(fd, 1024) != 0) {
+        snprintf(err, errlen, "listen: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                           : ((struct sockaddr_in *)&ss)->sin_port);
+    ncg_set_nonblock(fd);
+    return fd;
+}
+
+static void srv_accept(struct ncg_server *s, uint64_t now)
+{
+    for (;;) {
+        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return;
+        ncg_set_nonblock(fd);
+        int id;
+        for (id = 0; id < s->npc; id++)
+            if (s->pc[id].fd < 0 && !s->dead[id])
+                break;
+        if (id == s->npc) {
+            int n = s->npc ? s->npc * 2 : 32;
+            struct ncg_peer *np = realloc(s->pc, sizeof *np * (size_t)n);
+            if (np)
+                s->pc = np;
+            uint8_t *nd = np ? realloc(s->dead, (size_t)n) : NULL;
+            if (!np || !nd) {
+                close(fd);
+                return;
+            }
+            s->dead = nd;
+            for (int i = s->npc; i < n; i++) {
+                ncg_peer_init(&s->pc[i], -1);
+                s->dead[i] = 0;
+            }
+            s->npc = n;
+        }
+        ncg_peer_init(&s->pc[id], fd);
+        ncg_coord_connected(s->co, id, now);
+    }
+}
+
+/* Reads and dispatches what conn id has; closes it on EOF or garbage. */
+static void srv_read(struct ncg_server *s, int id, uint64_t now)
+{
+    struct ncg_peer *p = &s->pc[id];
+    static struct ncg_msg m;
+    int rc = ncg_peer_fill(p);
+    for (;;) {
+        int k = ncg_peer_next(p, &m);
+        if (k <= 0) {
+            if (k < 0)
+                rc = -1;
+            break;
+        }
+        ncg_coord_message(s->co, id, &m, now);
+        ncg_msg_release(&m);
+        if (s->dead[id])
+            return;
+    }
+    if (rc < 0) {
+        ncg_coord_closed(s->co, id, now);
+        ncg_peer_close(p);
+    }
+}
+
+/* Closes connections the coordinator dropped, and lost ones (backlog). */
+static void srv_reap(struct ncg_server *s, uint64_t now)
+{
+    for (int i = 0; i < s->npc; i++) {
+        if (!s->dead[i])
+            continue;
+        if (s->dead[i] == 2)
+            ncg_coord_closed(s->co, i, now);
+        s->dead[i] = 0;
+        ncg_peer_close(&s->pc[i]);
+    }
+}
+
+int ncg_server_pollfds(struct ncg_server *s, struct pollfd *pf, int *map, int max)
+{
+    int n = 0;
+    if (s->lfd >= 0 && n < max) {
+        pf[n] = (struct pollfd){s->lfd, POLLIN, 0};
+        map[n++] = -1;
+    }
+    for (int i = 0; i < s->npc && n < max; i++)
+        if (s->pc[i].fd >= 0) {
+            pf[n] = (struct pollfd){s->pc[i].fd, (short)(POLLIN | (s->pc[i].txlen ? POLLOUT : 0)), 0};
+            map[n++] = i;
+        }
+    return n;
+}
+
+void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n, uint64_t now)
+{
+    for (int k = 0; k < n; k++) {
+        if (!pf[k].revents)
+            continue;
+        if (map[k] < 0) {
+            srv_accept(s, now);
+            continue;
+        }
+        int id = map[k];
+        if (s->pc[id].fd < 0 || s->dead[id])
+            continue;
+        if (pf[k].revents & (POLLIN | POLLHUP | POLLERR))
+            srv_read(s, id, now);
+    }
+    if (now - s->last_tick_ns >= (uint64_t)s->interval_ms * 500000ull) {
+        s->last_tick_ns = now;
+        ncg_coord_tick(s->co, now);
+    }
+    for (int i = 0; i < s->npc; i++)
+        if (s->pc[i].fd >= 0 && !s->dead[i] && s->pc[i].txlen && ncg_peer_flush(&s->pc[i]) != 0)
+            s->dead[i] = 2;
+    srv_reap(s, now);
+}
+
+int ncg_server_pending_tx(const struct ncg_server *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->npc; i++)
+        n += s->pc[i].fd >= 0 && s->pc[i].txlen > 0;
+    return n;
+}
+
+int ncg_server_open_conns(const struct ncg_server *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->npc; i++)
+        n += s->pc[i].fd >= 0;
+    return n;
+}
+
+/* ---------- standalone coordinator ---------- */
+
+static const char *host_name(void)
+{
+    static char h[64];
+    if (!h[0] && gethostname(h, sizeof h - 1) != 0)
+        snprintf(h, sizeof h, "localhost");
+    return h;
+}
+
+static double env_d(const char *name, double def)
+{
+    const char *v = getenv(name);
+    char *e;
+    if (!v || !*v)
+        return def;
+    double d = strtod(v, &e);
+    return *e || d < 0 ? def : d;
+}
+
+int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null, volatile int *stop, char *err,
+                    size_t errlen)
+{
+    struct ncg_server s = {.lfd = -1};
+    uint16_t p = 0;
+    s.lfd = ncg_listen(&p, listen_host, port, err, errlen);
+    if (s.lfd < 0)
+        return -1;
+    struct ncg_coord_params cp = {.token = token_or_null ? ncg_token_hash(token_or_null) : 0,
+                                  .interval_ms = (uint32_t)env_d("NCCLGUARD_INTERVAL_MS", 100),
+                                  .heartbeat_timeout_s = env_d("NCCLGUARD_HEARTBEAT_TIMEOUT_S", 10),
+                                  .lag_warn_s = env_d("NCCLGUARD_LAG_WARN_S", 60),
+                                  .lag_abort_s = env_d("NCCLGUARD_LAG_ABORT_S", 0),
+                                  .embedded = 0, .global_rank = -1, .pid = (uint32_t)getpid()};
+    if (cp.interval_ms == 0)
+        cp.interval_ms = 100;
+    snprintf(cp.host, sizeof cp.host, "%s", host_name());
+    struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &s};
+    s.co = ncg_coord_new(&cp, &ops);
+    s.interval_ms = cp.interval_ms;
+    if (!s.co) {
+        snprintf(err, errlen, "out of memory");
+        close(s.lfd);
+        return -1;
+    }
+    fprintf(stderr, "ncclguard: checker listening on %s:%u%s\n", listen_host && *listen_host ? listen_host : "*", p,
+            token_or_null ? " (token required)" : "");
+    enum { MAXFD = 8192 };
+    struct pollfd *pf = calloc(MAXFD, sizeof *pf);
+    int *map = calloc(MAXFD, sizeof *map);
+    if (!pf || !map) {
+        snprintf(err, errlen, "out of memory");
+        free(pf);
+        free(map);
+        ncg_coord_free(s.co);
+        close(s.lfd);
+        return -1;
+    }
+    while (!*stop) {
+        int n = ncg_server_pollfds(&s, pf, map, MAXFD);
+        int rc = poll(pf, (nfds_t)n, (int)s.interval_ms / 2 + 1);
+        if (rc < 0 && errno != EINTR)
+            break;
+        ncg_server_handle(&s, pf, map, rc > 0 ? n : 0, ncg_mono_ns());
+    }
+    ncg_coord_shutdown(s.co);
+    for (int i = 0; i < s.npc; i++)
+        if (s.pc[i].fd >= 0) {
+            ncg_peer_flush(&s.pc[i]);
+            ncg_peer_close(&s.pc[i]);
+        }
+    free(s.pc);
+    free(s.dead);
+    free(pf);
+    free(map);
+    ncg_coord_free(s.co);
+    close(s.lfd);
+    return 0;
+}
+

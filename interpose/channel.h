@@ -1,0 +1,53 @@
+/* The side channel's sockets: bounded non-blocking peers (frames of wire.h in and out), the
+ * listener, and a server that drives a coordinator (coord.h) from poll() events. No threads
+ * and no shim state: the checker thread (client.c) and `ncclguard coord` both run it.
+ * Every function: the one thread that owns the peer/server; never blocks; allocates buffers. */
+#ifndef NCG_CHANNEL_H
+#define NCG_CHANNEL_H
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "wire.h"
+
+struct ncg_peer {
+    int fd;
+    uint8_t *rx, *tx;
+    size_t rxlen, rxcap, txlen, txcap;
+};
+
+void ncg_peer_init(struct ncg_peer *p, int fd);
+void ncg_peer_close(struct ncg_peer *p);                          /* closes fd, frees buffers */
+int ncg_peer_send(struct ncg_peer *p, const struct ncg_msg *m);   /* queue; -1: backlog over 8 MiB */
+int ncg_peer_flush(struct ncg_peer *p);                           /* write what fits; -1: broken */
+int ncg_peer_fill(struct ncg_peer *p);                            /* read what is there; -1: EOF/error */
+int ncg_peer_next(struct ncg_peer *p, struct ncg_msg *m);         /* 1 message, 0 none yet, -1 garbage */
+void ncg_set_nonblock(int fd);                                    /* O_NONBLOCK + TCP_NODELAY */
+uint64_t ncg_mono_ns(void);                                       /* CLOCK_MONOTONIC */
+
+/* A TCP listener on host:want (NULL/"" = all interfaces, IPv6 dual-stack else IPv4; want 0 =
+ * ephemeral); *port gets the bound port. Returns the fd, or -1 with err filled. */
+int ncg_listen(uint16_t *port, const char *host, int want, char *err, size_t errlen);
+
+struct ncg_coord;
+struct ncg_server {
+    int lfd;
+    struct ncg_coord *co;  /* created with ops {ncg_server_send, ncg_server_drop, &server} */
+    struct ncg_peer *pc;   /* indexed by the coordinator's conn id */
+    uint8_t *dead;         /* 1: dropped by the coordinator, 2: lost; closed at the end of a round */
+    int npc;
+    uint64_t last_tick_ns;
+    uint32_t interval_ms;
+};
+
+/* The coordinator's output callbacks (arg: the struct ncg_server). */
+void ncg_server_send(void *arg, int conn, const struct ncg_msg *m);
+void ncg_server_drop(void *arg, int conn);
+/* Fill pf/map with the listener and connections (map: -1 listener, else conn id); returns n. */
+int ncg_server_pollfds(struct ncg_server *s, struct pollfd *pf, int *map, int max);
+/* Handle poll results (n = 0 after a timeout), tick the coordinator, flush, reap. */
+void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n, uint64_t now);
+int ncg_server_pending_tx(const struct ncg_server *s); /* connections with unsent bytes */
+int ncg_server_open_conns(const struct ncg_server *s);
+
+#endif

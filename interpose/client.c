@@ -1,0 +1,886 @@
+/* The checker thread of a guarded process (client.h): client links to the coordinators of its
+ * communicators (HELLO, periodic REPORT and P2P, ANSWERs to queries, GOODBYEs, verdicts) and,
+ * in the process that called ncclGetUniqueId, the embedded coordinator (channel.c's server).
+ * One poll() loop; application threads only touch the comm list, under G.lk, off the hot path. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <ck_pr.h>
+
+#include "action.h"
+#include "channel.h"
+#include "client.h"
+#include "comm.h"
+#include "config.h"
+#include "coord.h"
+#include "diag.h"
+#include "log.h"
+#include "ring.h"
+#include "shm.h"
+#include "symbol.h"
+#include "verdict.h"
+#include "wire.h"
+
+#define MAX_LINKS 16
+#define TAIL_OFF 40 /* ncclguard's bytes in the id: after NCCL's 40 used bytes */
+#define TAIL_TAG "NCGD"
+#define TAIL_VERSION 1
+
+
+enum { L_FREE = 0, L_CONNECTING, L_HELLO, L_UP, L_DOWN };
+
+struct link {
+    int state;
+    struct ncg_peer io;
+    struct sockaddr_storage addr;
+    socklen_t alen;
+    char name[300];
+    uint64_t token;
+    uint64_t start_ns, last_rx_ns;
+    struct ncg_msg_welcome w;
+};
+
+struct lcomm {
+    struct ncg_comm *c;        /* NULL once removed */
+    struct ncg_shm_comm *shm;  /* NULL once removed (its slot may be reused) */
+    uint64_t id;
+    int32_t rank, nranks;
+    int link;                  /* -1 not resolved yet, -2 unguarded */
+    uint64_t p2p_next;
+    uint64_t final;
+    uint64_t peer_final;       /* the coordinator's process left this comm at this count */
+    uint8_t removed;
+    unsigned char uid[NCCL_UNIQUE_ID_BYTES];
+};
+
+static struct {
+    pthread_mutex_t lk;
+    pthread_cond_t cv;
+    int started;
+    pid_t pid;
+    pthread_t th;
+    int wake[2];
+    /* comms (under lk) */
+    struct lcomm *lc;
+    size_t nlc, caplc;
+    /* embedded coordinator (listener made under lk, then owned by the thread) */
+    struct ncg_server srv;
+    int have_srv;
+    uint16_t port;
+    uint64_t token;
+    /* exit handshake (under lk) */
+    int exiting, exit_done;
+    /* thread-owned */
+    struct link link[MAX_LINKS];
+    int nlink;
+    uint64_t last_report_ns;
+    uint64_t abort_at_ns; /* nonzero: _exit once verdicts are flushed, or at this time */
+    uint64_t tx_bytes;    /* client bytes sent (bench: side-channel traffic) */
+} G = {.lk = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .wake = {-1, -1},
+       .srv = {.lfd = -1}};
+
+static void wake_thread(void)
+{
+    if (G.wake[1] >= 0) {
+        char c = 1;
+        ssize_t r = write(G.wake[1], &c, 1);
+        (void)r;
+    }
+}
+
+static const char *host_name(void)
+{
+    static char h[64];
+    if (!h[0] && gethostname(h, sizeof h - 1) != 0)
+        snprintf(h, sizeof h, "localhost");
+    return h;
+}
+
+static int32_t global_rank(void)
+{
+    struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
+    if (h)
+        return h->global_rank;
+    const char *r = getenv("RANK");
+    return r ? atoi(r) : -1;
+}
+
+/* ---------- rendezvous ---------- */
+
+/* Coordinator address for an id: from NCCLGUARD_COORD, else from the id's tail. 0 / -1. */
+static int coord_for(const unsigned char *uid, struct sockaddr_storage *ss, socklen_t *sl, uint64_t *token,
+                     char *name, size_t namelen)
+{
+    memset(ss, 0, sizeof *ss);
+    if (ncg_cfg.coord[0]) {
+        char host[256];
+        const char *s = ncg_cfg.coord, *port;
+        const char *colon = strrchr(s, ':');
+        if (!colon)
+            return -1;
+        if (s[0] == '[') {
+            const char *e = strchr(s, ']');
+            if (!e || e > colon)
+                return -1;
+            snprintf(host, sizeof host, "%.*s", (int)(e - s - 1), s + 1);
+        } else {
+            snprintf(host, sizeof host, "%.*s", (int)(colon - s), s);
+        }
+        port = colon + 1;
+        struct addrinfo hints = {0}, *res = NULL;
+        hints.ai_socktype = SOCK_STREAM;
+        if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
+            return -1;
+        memcpy(ss, res->ai_addr, res->ai_addrlen);
+        *sl = res->ai_addrlen;
+        freeaddrinfo(res);
+        const char *t = getenv("NCCLGUARD_TOKEN");
+        *token = t && *t ? ncg_token_hash(t) : 0;
+        snprintf(name, namelen, "%s", ncg_cfg.coord);
+        return 0;
+    }
+    const unsigned char *t = uid + TAIL_OFF;
+    if (memcmp(t, TAIL_TAG, 4) != 0 || t[4] != TAIL_VERSION)
+        return -1;
+    uint16_t port = (uint16_t)(t[6] << 8 | t[7]);
+    uint64_t tok = 0;
+    for (int i = 0; i < 8; i++)
+        tok = tok << 8 | t[8 + i];
+    uint16_t fam;
+    memcpy(&fam, uid + 8, 2);
+    char ip[INET6_ADDRSTRLEN] = "127.0.0.1";
+    if (fam == AF_INET6) {
+        struct sockaddr_in6 a;
+        memcpy(&a, uid + 8, sizeof a);
+        a.sin6_port = htons(port);
+        if (IN6_IS_ADDR_UNSPECIFIED(&a.sin6_addr))
+            a.sin6_addr = in6addr_loopback;
+        memcpy(ss, &a, sizeof a);
+        *sl = sizeof a;
+        inet_ntop(AF_INET6, &a.sin6_addr, ip, sizeof ip);
+    } else {
+        struct sockaddr_in a;
+        memcpy(&a, uid + 8, sizeof a);
+        if (fam != AF_INET || a.sin_addr.s_addr == htonl(INADDR_ANY))
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        memcpy(ss, &a, sizeof a);
+        *sl = sizeof a;
+        inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
+    }
+    *token = tok;
+    snprintf(name, namelen, "%s:%u", ip, port);
+    return 0;
+}
+
+static void link_connect(struct link *l, uint64_t now)
+{
+    int fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    l->start_ns = l->last_rx_ns = now;
+    if (fd < 0) {
+        l->state = L_DOWN;
+        return;
+    }
+    ncg_set_nonblock(fd);
+    ncg_peer_init(&l->io, fd);
+    int rc = connect(fd, (struct sockaddr *)&l->addr, l->alen);
+    l->state = rc == 0 || errno == EINPROGRESS ? L_CONNECTING : L_DOWN;
+}
+
+static int link_for(const struct lcomm *c, uint64_t now)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = 0;
+    uint64_t tok = 0;
+    char name[300];
+    if (coord_for(c->uid, &ss, &sl, &tok, name, sizeof name) != 0) {
+        NCG_LOG_ONCE("communicator %016" PRIx64 " is not checked: its id carries no ncclguard coordinator "
+                     "(root process without ncclguard, or an NCCL_COMM_ID id); set NCCLGUARD_COORD=host:port",
+                     c->id);
+        return -2;
+    }
+    for (int i = 0; i < G.nlink; i++)
+        if (G.link[i].alen == sl && !memcmp(&G.link[i].addr, &ss, sl) && G.link[i].token == tok)
+            return G.link[i].state == L_DOWN ? -2 : i;
+    if (G.nlink == MAX_LINKS)
+        return -2;
+    struct link *l = &G.link[G.nlink];
+    memset(l, 0, sizeof *l);
+    l->addr = ss;
+    l->alen = sl;
+    l->token = tok;
+    snprintf(l->name, sizeof l->name, "%s", name);
+    link_connect(l, now);
+    if (l->state == L_DOWN) {
+        ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name, strerror(errno));
+        return -2;
+    }
+    return G.nlink++;
+}
+
+static void link_send(struct link *l, const struct ncg_msg *m)
+{
+    size_t before = l->io.txlen;
+    if (l->state != L_UP && !(l->state == L_HELLO && m->type == NCG_MSG_HELLO))
+        return;
+    if (ncg_peer_send(&l->io, m) == 0)
+        G.tx_bytes += l->io.txlen - before;
+}
+
+/* ---------- verdicts on this side ---------- */
+
+static void apply_verdict(struct ncg_verdict *v, uint64_t now)
+{
+    struct ncg_comm *fail[NCG_SHM_MAX_COMMS + 8];
+    int nf = 0;
+    char call[192] = "", site[NCG_WIRE_SITE] = "", mycall[256] = "";
+    struct ncg_diag_ctx x = {.rank = -1, .global_rank = global_rank(), .pid = (uint32_t)getpid(),
+                             .host = host_name(), .my_call = "", .my_site = "", .action = "", .exit_status = -1,
+                             .report_path = ""};
+    pthread_mutex_lock(&G.lk);
+    for (size_t i = 0; i < G.nlc; i++) {
+        struct lcomm *lc = &G.lc[i];
+        if (lc->id != v->comm_id || lc->removed)
+            continue;
+        if (x.rank < 0) {
+            x.rank = lc->rank;
+            struct ncg_shm_record rec;
+            uint64_t cnt = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
+            int64_t slot = v->kind == NCG_V_MISMATCH && v->slot >= 0 && (uint64_t)v->slot < cnt ? v->slot
+                                                                                                : (int64_t)cnt - 1;
+            if (lc->shm && slot >= 0 && ncg_ring_read(lc->shm, NCG_RING_COLL, (uint64_t)slot, &rec) == 0) {
+                struct ncg_call c = {.seq = rec.seq, .count = rec.count, .root = rec.root_or_peer, .func = rec.func,
+                                     .dtype = rec.dtype, .redop = rec.redop};
+                snprintf(mycall, sizeof mycall, "slot %" PRId64 " %s%s", slot, ncg_call_format(&c, call, sizeof call),
+                         (uint64_t)slot + 1 == cnt ? " (its latest call)" : "");
+                ncg_symbolize(rec.caller_pc, site, sizeof site);
+            }
+        }
+        if (lc->c && nf < (int)(sizeof fail / sizeof *fail))
+            fail[nf++] = lc->c;
+    }
+    x.my_call = mycall;
+    x.my_site = site;
+    int must_exit = ncg_action_apply(v, &x, fail, nf);
+    pthread_mutex_unlock(&G.lk);
+    if (must_exit && !G.abort_at_ns)
+        G.abort_at_ns = now + (G.have_srv ? 1000000000ull : 1); /* let our verdicts reach the others */
+}
+
+/* The coordinator's process vanished (connection lost, or silent): a rank died. */
+static void link_lost(int li, const char *why, uint64_t now)
+{
+    struct link *l = &G.link[li];
+    int was_up = l->state == L_UP;
+    ncg_peer_close(&l->io);
+    l->state = L_DOWN;
+    if (!was_up) {
+        ncg_log("cannot reach the checker at %s (%s); running unguarded", l->name, why);
+        return;
+    }
+    if (!l->w.embedded) {
+        ncg_log("lost the standalone checker at %s (%s); running unguarded", l->name, why);
+        return;
+    }
+    /* A local verdict per comm checked there (the coordinator can no longer send one). */
+    uint64_t ids[NCG_SHM_MAX_COMMS];
+    uint32_t nr[NCG_SHM_MAX_COMMS];
+    int n = 0;
+    pthread_mutex_lock(&G.lk);
+    for (size_t i = 0; i < G.nlc && n < (int)NCG_SHM_MAX_COMMS; i++)
+        if (G.lc[i].link == li && !G.lc[i].removed) {
+            int dup = 0;
+            for (int k = 0; k < n; k++)
+                dup |= ids[k] == G.lc[i].id;
+            if (!dup) {
+                ids[n] = G.lc[i].id;
+                nr[n++] = (uint32_t)G.lc[i].nranks;
+            }
+        }
+    pthread_mutex_unlock(&G.lk);
+    for (int k = 0; k < n; k++) {
+        struct ncg_verdict *v = ncg_verdict_new(nr[k]);
+        if (!v)
+            continue;
+        v->kind = NCG_V_RANK_DIED;
+        v->severity = NCG_SEV_ERROR;
+        v->comm_id = ids[k];
+        if (l->w.global_rank >= 0)
+            snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)", l->w.global_rank);
+        else
+            snprintf(v->subject, sizeof v->subject, "holding the checker");
+        snprintf(v->detail, sizeof v->detail, "pid %u on %s, %s", l->w.pid, l->w.host, why);
+        apply_verdict(v, now);
+        ncg_verdict_free(v);
+    }
+}
+
+/* ---------- client messages ---------- */
+
+static void answer_query(int li, const struct ncg_msg_query *q)
+{
+    static struct ncg_msg m;
+    pthread_mutex_lock(&G.lk);
+    for (size_t i = 0; i < G.nlc; i++) {
+        struct lcomm *lc = &G.lc[i];
+        if (lc->id != q->comm_id || lc->link != li || lc->removed || !lc->shm)
+            continue;
+        memset(&m, 0, sizeof m);
+        m.type = NCG_MSG_ANSWER;
+        m.u.answer.comm_id = q->comm_id;
+        m.u.answer.qid = q->qid;
+        m.u.answer.rank = (uint32_t)lc->rank;
+        m.u.answer.n = q->n;
+        for (uint32_t k = 0; k < q->n; k++) {
+            struct ncg_answer *a = &m.u.answer.a[k];
+            struct ncg_shm_record rec;
+            int rc = -EAGAIN;
+            for (int tries = 0; tries < 100 && rc == -EAGAIN; tries++) {
+                rc = ncg_ring_read(lc->shm, NCG_RING_COLL, q->slot[k], &rec);
+                if (rc == -EAGAIN && q->slot[k] >= ck_pr_load_64(&lc->shm->coll_seq))
+                    break; /* not issued: cannot happen for slots < min(count) */
+                if (rc == -EAGAIN)
+                    sched_yield(); /* a writer is mid-record: it finishes in nanoseconds */
+            }
+            a->call.seq = q->slot[k];
+            if (rc == 0) {
+                a->status = NCG_ANS_OK;
+                a->digest = rec.digest;
+                a->call.count = rec.count;
+                a->call.root = rec.root_or_peer;
+                a->call.func = rec.func;
+                a->call.dtype = rec.dtype;
+                a->call.redop = rec.redop;
+                if (q->mode & NCG_QUERY_RECORDS)
+                    ncg_symbolize(rec.caller_pc, a->site, sizeof a->site);
+            } else {
+                a->status = rc == -ENOENT ? NCG_ANS_GONE : NCG_ANS_NONE;
+            }
+        }
+        link_send(&G.link[li], &m);
+    }
+    pthread_mutex_unlock(&G.lk);
+}
+
+static void link_message(int li, struct ncg_msg *m, uint64_t now)
+{
+    struct link *l = &G.link[li];
+    l->last_rx_ns = now;
+    switch (m->type) {
+    case NCG_MSG_WELCOME:
+        if (l->state == L_HELLO) {
+            l->w = m->u.welcome;
+            l->state = L_UP;
+            G.last_report_ns = 0; /* report at once */
+        }
+        break;
+    case NCG_MSG_QUERY:
+        if (l->state == L_UP)
+            answer_query(li, &m->u.query);
+        break;
+    case NCG_MSG_VERDICT:
+        if (l->state == L_UP)
+            apply_verdict(m->u.verdict, now);
+        break;
+    case NCG_MSG_SHUTDOWN:
+        pthread_mutex_lock(&G.lk);
+        for (uint32_t k = 0; k < m->u.goodbye.n; k++)
+            for (size_t i = 0; i < G.nlc; i++)
+                if (G.lc[i].id == m->u.goodbye.comm_id[k] && G.lc[i].link == li)
+                    G.lc[i].peer_final = m->u.goodbye.count[k];
+        pthread_mutex_unlock(&G.lk);
+        ncg_debug(1, "the checker at %s shut down (its process exited cleanly)", l->name);
+        ncg_peer_close(&l->io);
+        l->state = L_DOWN;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Periodic: REPORT (heartbeat + counts), P2P records, GOODBYEs of removed comms; local RANK
+ * EXITED against a coordinator process that left. */
+static void client_report(uint64_t now)
+{
+    static struct ncg_msg rep[MAX_LINKS], p2p, bye[MAX_LINKS];
+    int32_t gr = global_rank();
+    for (int i = 0; i < G.nlink; i++) {
+        memset(&rep[i], 0, sizeof rep[i]);
+        rep[i].type = NCG_MSG_REPORT;
+        memset(&bye[i], 0, sizeof bye[i]);
+        bye[i].type = NCG_MSG_GOODBYE;
+    }
+    struct ncg_verdict *exited = NULL;
+    pthread_mutex_lock(&G.lk);
+    for (size_t i = 0; i < G.nlc;) {
+        struct lcomm *lc = &G.lc[i];
+        if (lc->link < 0) {
+            if (lc->removed) {
+                G.lc[i] = G.lc[--G.nlc];
+                continue;
+            }
+            i++;
+            continue;
+        }
+        struct link *l = &G.link[lc->link];
+        if (lc->removed) {
+            struct ncg_msg_goodbye *g = &bye[lc->link].u.goodbye;
+            if (l->state == L_UP && g->n < NCG_WIRE_MAX_COMMS) {
+                g->comm_id[g->n] = lc->id;
+                g->count[g->n++] = lc->final;
+            } else if (l->state == L_UP) {
+                i++; /* next round */
+                continue;
+            }
+            G.lc[i] = G.lc[--G.nlc];
+            continue;
+        }
+        uint64_t cnt = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
+        if (l->state != L_UP) {
+            if (!exited && cnt > lc->peer_final) {
+                exited = ncg_verdict_new((uint32_t)lc->nranks);
+                if (exited) {
+                    exited->kind = NCG_V_RANK_EXITED;
+                    exited->severity = NCG_SEV_ERROR;
+                    exited->comm_id = lc->id;
+                    exited->slot = (int64_t)lc->peer_final;
+                    snprintf(exited->subject, sizeof exited->subject, "holding the checker (global rank %d)",
+                             l->w.global_rank);
+                    snprintf(exited->detail, sizeof exited->detail,
+                             "left after %" PRIu64 " calls; this rank issued %" PRIu64, lc->peer_final, cnt);
+                    lc->peer_final = UINT64_MAX;
+                }
+            }
+            i++;
+            continue;
+        }
+        struct ncg_msg_report *r = &rep[lc->link].u.report;
+        if (r->n < NCG_WIRE_MAX_COMMS)
+            r->e[r->n++] = (struct ncg_report_entry){lc->id, (uint32_t)lc->nranks, (uint32_t)lc->rank, cnt, gr};
+        /* p2p records since the last report, at most NCG_WIRE_MAX_P2P per comm and interval */
+        uint64_t top = lc->shm ? ck_pr_load_64(&lc->shm->p2p_seq) : 0;
+        if (top > lc->p2p_next) {
+            uint64_t from = lc->p2p_next;
+            if (top - from > NCG_WIRE_MAX_P2P)
+                from = top - NCG_WIRE_MAX_P2P;
+            memset(&p2p, 0, sizeof p2p);
+            p2p.type = NCG_MSG_P2P;
+            p2p.u.p2p.comm_id = lc->id;
+            uint64_t k;
+            for (k = from; k < top; k++) {
+                struct ncg_shm_record rec;
+                int rc = ncg_ring_read(lc->shm, NCG_RING_P2P, k, &rec);
+                if (rc == -EAGAIN)
+                    break; /* still being written: next round */
+                if (rc != 0)
+                    continue;
+                p2p.u.p2p.r[p2p.u.p2p.n++] =
+                    (struct ncg_p2p_rec){rec.seq, rec.count, rec.root_or_peer, rec.func, rec.dtype};
+            }
+            lc->p2p_next = k;
+            if (p2p.u.p2p.n)
+                link_send(l, &p2p);
+        }
+        i++;
+    }
+    pthread_mutex_unlock(&G.lk);
+    for (int i = 0; i < G.nlink; i++) {
+        if (G.link[i].state != L_UP)
+            continue;
+        if (bye[i].u.goodbye.n)
+            link_send(&G.link[i], &bye[i]);
+        link_send(&G.link[i], &rep[i]);
+    }
+    if (exited) {
+        apply_verdict(exited, now);
+        ncg_verdict_free(exited);
+    }
+}
+
+/* At clean process exit: GOODBYE with final counts to every coordinator; SHUTDOWN (with this
+ * process's final counts) to every client of ours. */
+static void client_exit_messages(void)
+{
+    static struct ncg_msg bye[MAX_LINKS], sd;
+    memset(&sd, 0, sizeof sd);
+    sd.type = NCG_MSG_SHUTDOWN;
+    for (int i = 0; i < G.nlink; i++) {
+        memset(&bye[i], 0, sizeof bye[i]);
+        bye[i].type = NCG_MSG_GOODBYE;
+        bye[i].u.goodbye.flags = NCG_BYE_PROCESS;
+    }
+    pthread_mutex_lock(&G.lk);
+    for (size_t i = 0; i < G.nlc; i++) {
+        struct lcomm *lc = &G.lc[i];
+        uint64_t cnt = lc->removed ? lc->final : lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
+        if (lc->link >= 0) {
+            struct ncg_msg_goodbye *g = &bye[lc->link].u.goodbye;
+            if (g->n < NCG_WIRE_MAX_COMMS) {
+                g->comm_id[g->n] = lc->id;
+                g->count[g->n++] = cnt;
+            }
+        }
+        if (sd.u.goodbye.n < NCG_WIRE_MAX_COMMS) {
+            sd.u.goodbye.comm_id[sd.u.goodbye.n] = lc->id;
+            sd.u.goodbye.count[sd.u.goodbye.n++] = cnt;
+        }
+    }
+    pthread_mutex_unlock(&G.lk);
+    for (int i = 0; i < G.nlink; i++)
+        if (G.link[i].state == L_UP)
+            link_send(&G.link[i], &bye[i]);
+    if (G.have_srv)
+        for (int i = 0; i < G.srv.npc; i++)
+            if (G.srv.pc[i].fd >= 0)
+                ncg_peer_send(&G.srv.pc[i], &sd);
+}
+
+/* ---------- the thread ---------- */
+
+static void resolve_links(uint64_t now)
+{
+    pthread_mutex_lock(&G.lk);
+    for (size_t i = 0; i < G.nlc; i++)
+        if (G.lc[i].link == -1 && !G.lc[i].removed)
+            G.lc[i].link = link_for(&G.lc[i], now);
+    pthread_mutex_unlock(&G.lk);
+}
+
+static void link_io(int li, short rev, uint64_t now)
+{
+    struct link *l = &G.link[li];
+    static struct ncg_msg m;
+    if (l->state == L_CONNECTING) {
+        int err = 0;
+        socklen_t el = sizeof err;
+        if (getsockopt(l->io.fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err) {
+            ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name, strerror(err ? err : errno));
+            ncg_peer_close(&l->io);
+            l->state = L_DOWN;
+            return;
+        }
+        if (!(rev & POLLOUT))
+            return;
+        l->state = L_HELLO;
+        struct ncg_msg h = {.type = NCG_MSG_HELLO};
+        h.u.hello.token = l->token;
+        h.u.hello.pid = (uint32_t)getpid();
+        h.u.hello.global_rank = global_rank();
+        snprintf(h.u.hello.host, sizeof h.u.hello.host, "%s", host_name());
+        link_send(l, &h);
+    }
+    if (rev & (POLLIN | POLLHUP | POLLERR)) {
+        int rc = ncg_peer_fill(&l->io);
+        for (;;) {
+            int k = ncg_peer_next(&l->io, &m);
+            if (k < 0) {
+                rc = -1;
+                break;
+            }
+            if (k == 0)
+                break;
+            link_message(li, &m, now);
+            ncg_msg_release(&m);
+            if (l->state == L_DOWN)
+                return;
+        }
+        if (rc < 0) {
+            link_lost(li, "connection lost", now);
+            return;
+        }
+    }
+    if (l->io.txlen && ncg_peer_flush(&l->io) != 0)
+        link_lost(li, "connection lost", now);
+}
+
+static void *thread_main(void *arg)
+{
+    (void)arg;
+    enum { MAXFD = 4096 };
+    static struct pollfd pf[MAXFD];
+    static int map[MAXFD];
+    uint64_t interval = (uint64_t)(ncg_cfg.interval_ms ? ncg_cfg.interval_ms : 100) * 1000000ull;
+    uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
+    uint64_t exit_deadline = 0;
+    for (;;) {
+        uint64_t now = ncg_mono_ns();
+        pthread_mutex_lock(&G.lk);
+        int exiting = G.exiting;
+        pthread_mutex_unlock(&G.lk);
+        if (exiting && !exit_deadline) {
+            client_exit_messages();
+            exit_deadline = now + 300000000ull;
+        }
+        resolve_links(now);
+        if (!exiting && now - G.last_report_ns >= interval) {
+            G.last_report_ns = now;
+            client_report(now);
+            struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
+            if (h)
+                ck_pr_store_64(&h->heartbeat_ns, ncg_now_ns());
+        }
+        for (int i = 0; i < G.nlink; i++) {
+            struct link *l = &G.link[i];
+            if (l->state == L_CONNECTING && now - l->start_ns > 10000000000ull)
+                link_lost(i, "connect timed out", now);
+            else if ((l->state == L_UP || l->state == L_HELLO) && hb && now - l->last_rx_ns > hb && !exiting)
+                link_lost(i, "the checker went silent (frozen or unreachable)", now);
+        }
+        if (G.abort_at_ns) {
+            int pending = G.have_srv ? ncg_server_pending_tx(&G.srv) + ncg_server_open_conns(&G.srv) : 0;
+            /* Our own link to our own listener stays open: exit once only it is left. */
+            if (now >= G.abort_at_ns || pending <= 1)
+                ncg_action_exit();
+        }
+        if (exiting && (now >= exit_deadline || (!(G.have_srv && ncg_server_pending_tx(&G.srv)) &&
+                                                  ({
+                                                      int tx = 0;
+                                                      for (int i = 0; i < G.nlink; i++)
+                                                          tx += G.link[i].state == L_UP && G.link[i].io.txlen;
+                                                      tx == 0;
+                                                  })))) {
+            pthread_mutex_lock(&G.lk);
+            G.exit_done = 1;
+            pthread_cond_broadcast(&G.cv);
+            pthread_mutex_unlock(&G.lk);
+            return NULL;
+        }
+        int n = 0;
+        pf[n] = (struct pollfd){G.wake[0], POLLIN, 0};
+        map[n++] = -1000;
+        int srv_first = n, nsrv = 0;
+        if (G.have_srv) {
+            nsrv = ncg_server_pollfds(&G.srv, pf + n, map + n, MAXFD - n - MAX_LINKS);
+            n += nsrv;
+        }
+        int link_first = n;
+        for (int i = 0; i < G.nlink; i++)
+            if (G.link[i].state >= L_CONNECTING && G.link[i].state <= L_UP && G.link[i].io.fd >= 0) {
+                short ev = POLLIN;
+                if (G.link[i].state == L_CONNECTING || G.link[i].io.txlen)
+                    ev |= POLLOUT;
+                pf[n] = (struct pollfd){G.link[i].io.fd, ev, 0};
+                map[n++] = i;
+            }
+        uint64_t next = G.last_report_ns + interval;
+        int timeout = next > now ? (int)((next - now) / 1000000ull) + 1 : 0;
+        if (G.have_srv && timeout > (int)ncg_cfg.interval_ms / 2)
+            timeout = (int)ncg_cfg.interval_ms / 2 + 1;
+        if (G.abort_at_ns || exiting)
+            timeout = 10;
+        int rc = poll(pf, (nfds_t)n, timeout);
+        if (rc < 0 && errno != EINTR)
+            usleep(1000);
+        now = ncg_mono_ns();
+        if (rc > 0 && (pf[0].revents & POLLIN)) {
+            char drain[64];
+            while (read(G.wake[0], drain, sizeof drain) > 0) {
+            }
+        }
+        if (G.have_srv)
+            ncg_server_handle(&G.srv, pf + srv_first, map + srv_first, rc > 0 ? nsrv : 0, now);
+        for (int k = link_first; k < n; k++)
+            if (rc > 0 && pf[k].revents)
+                link_io(map[k], pf[k].revents, now);
+            else if (G.link[map[k]].io.txlen && G.link[map[k]].state >= L_HELLO)
+                link_io(map[k], 0, now);
+    }
+}
+
+static void at_exit(void)
+{
+    pthread_mutex_lock(&G.lk);
+    if (G.started && G.pid == getpid() && !G.exit_done) {
+        G.exiting = 1;
+        wake_thread();
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 500000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        while (!G.exit_done)
+            if (pthread_cond_timedwait(&G.cv, &G.lk, &ts) == ETIMEDOUT)
+                break;
+    }
+    pthread_mutex_unlock(&G.lk);
+}
+
+/* Caller holds G.lk. */
+static int start_thread_locked(void)
+{
+    if (G.started && G.pid == getpid())
+        return 0;
+    if (pipe2(G.wake, O_CLOEXEC | O_NONBLOCK) != 0)
+        return -errno;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the app's signals are not ours to take */
+    int rc = pthread_create(&G.th, NULL, thread_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        close(G.wake[0]);
+        close(G.wake[1]);
+        G.wake[0] = G.wake[1] = -1;
+        return -rc;
+    }
+    pthread_detach(G.th);
+    G.started = 1;
+    G.pid = getpid();
+    static int registered;
+    if (!registered) {
+        registered = 1;
+        atexit(at_exit);
+    }
+    return 0;
+}
+
+int ncg_channel_listen(uint16_t *port, uint64_t *token)
+{
+    int rc = 0;
+    pthread_mutex_lock(&G.lk);
+    if (!G.have_srv) {
+        char err[160];
+        uint16_t p = 0;
+        int fd = ncg_listen(&p, NULL, 0, err, sizeof err);
+        if (fd < 0) {
+            ncg_log("cannot start the checker: %s; this job runs unguarded", err);
+            rc = -EIO;
+            goto out;
+        }
+        uint64_t tok = 0;
+        while (tok == 0)
+            if (getrandom(&tok, sizeof tok, 0) != sizeof tok)
+                tok = (uint64_t)ncg_mono_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+        struct ncg_coord_params cp = {.token = tok, .interval_ms = ncg_cfg.interval_ms,
+                                      .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
+                                      .lag_warn_s = ncg_cfg.lag_warn_s, .lag_abort_s = ncg_cfg.lag_abort_s,
+                                      .embedded = 1, .global_rank = global_rank(), .pid = (uint32_t)getpid()};
+        snprintf(cp.host, sizeof cp.host, "%s", host_name());
+        struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &G.srv};
+        G.srv.co = ncg_coord_new(&cp, &ops);
+        if (!G.srv.co) {
+            close(fd);
+            rc = -ENOMEM;
+            goto out;
+        }
+        G.srv.lfd = fd;
+        G.srv.interval_ms = cp.interval_ms ? cp.interval_ms : 100;
+        G.port = p;
+        G.token = tok;
+        G.have_srv = 1;
+    }
+    rc = start_thread_locked();
+    *port = G.port;
+    *token = G.token;
+out:
+    pthread_mutex_unlock(&G.lk);
+    if (rc == 0)
+        wake_thread();
+    return rc;
+}
+
+/* Writes {tag, version, port, token} into the id's tail (called by checker.c). */
+
+void ncg_channel_write_tail(unsigned char *uid, uint16_t port, uint64_t token)
+{
+    unsigned char *t = uid + TAIL_OFF;
+    memcpy(t, TAIL_TAG, 4);
+    t[4] = TAIL_VERSION;
+    t[5] = 0;
+    t[6] = (unsigned char)(port >> 8);
+    t[7] = (unsigned char)port;
+    for (int i = 0; i < 8; i++)
+        t[8 + i] = (unsigned char)(token >> (56 - 8 * i));
+}
+
+void ncg_channel_add(struct ncg_comm *c)
+{
+    pthread_mutex_lock(&G.lk);
+    if (G.nlc == G.caplc) {
+        size_t n = G.caplc ? G.caplc * 2 : 16;
+        struct lcomm *nl = realloc(G.lc, sizeof *nl * n);
+        if (!nl)
+            goto out;
+        G.lc = nl;
+        G.caplc = n;
+    }
+    struct lcomm *lc = &G.lc[G.nlc++];
+    memset(lc, 0, sizeof *lc);
+    lc->c = c;
+    lc->shm = c->shm;
+    lc->id = c->id;
+    lc->rank = c->rank;
+    lc->nranks = c->nranks;
+    lc->link = c->shm ? -1 : -2; /* not recorded: nothing to compare */
+    lc->peer_final = UINT64_MAX;
+    memcpy(lc->uid, c->root_uid.internal, sizeof lc->uid);
+    if (start_thread_locked() != 0)
+        NCG_LOG_ONCE("cannot start the checker thread; running unguarded");
+out:
+    pthread_mutex_unlock(&G.lk);
+    wake_thread();
+}
+
+void ncg_channel_remove(struct ncg_comm *c)
+{
+    pthread_mutex_lock(&G.lk);
+    for (size_t i = 0; i < G.nlc; i++)
+        if (G.lc[i].c == c && !G.lc[i].removed) {
+            G.lc[i].final = c->shm ? ck_pr_load_64(&c->shm->coll_seq) : 0;
+            G.lc[i].removed = 1;
+            G.lc[i].c = NULL;
+            G.lc[i].shm = NULL;
+        }
+    pthread_mutex_unlock(&G.lk);
+}
+
+void ncg_channel_fork_child(void)
+{
+    /* The thread does not exist here; the sockets are the parent's: close our copies so the
+     * parent's death still reads as EOF at the coordinator. */
+    for (int i = 0; i < G.nlink; i++)
+        if (G.link[i].io.fd >= 0)
+            close(G.link[i].io.fd);
+    if (G.have_srv) {
+        if (G.srv.lfd >= 0)
+            close(G.srv.lfd);
+        for (int i = 0; i < G.srv.npc; i++)
+            if (G.srv.pc[i].fd >= 0)
+                close(G.srv.pc[i].fd);
+    }
+    if (G.wake[0] >= 0)
+        close(G.wake[0]);
+    if (G.wake[1] >= 0)
+        close(G.wake[1]);
+    /* Forget everything; the memory is the parent's copy, leaked on purpose (no locks here). */
+    memset(&G, 0, sizeof G);
+    G.lk = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    G.cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+    G.wake[0] = G.wake[1] = -1;
+    G.srv.lfd = -1;
+}
+
+/* Side-channel bytes this process's client links queued so far (bench). */
+
+uint64_t ncg_channel_tx_bytes(void)
+{
+    return G.tx_bytes;
+}

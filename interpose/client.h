@@ -1,0 +1,29 @@
+/* The checker thread of a guarded process: one per process, started at the first
+ * communicator (or ncclGetUniqueId), poll()-based. Application threads hand it work through
+ * these calls, under a private mutex never taken on the NCCL hot path. */
+#ifndef NCG_CLIENT_H
+#define NCG_CLIENT_H
+
+#include <stdint.h>
+
+struct ncg_comm;
+
+/* Start the embedded coordinator's listener (once per process) and the thread; returns the
+ * port and token for the id's tail. Application thread; binds a socket; 0 or -errno. */
+int ncg_channel_listen(uint16_t *port, uint64_t *token);
+
+/* Writes {"NCGD", version, port, token} into bytes 40..55 of a 128-byte unique id. Pure. */
+void ncg_channel_write_tail(unsigned char *uid, uint16_t port, uint64_t token);
+
+/* Track / forget a communicator. Application threads; brief private mutex; may start the
+ * thread; never wait on the network. */
+void ncg_channel_add(struct ncg_comm *c);
+void ncg_channel_remove(struct ncg_comm *c);
+
+/* fork() child: forget the thread and connections (closes inherited sockets; no locks). */
+void ncg_channel_fork_child(void);
+
+/* Side-channel bytes queued by this process's client links so far (benchmarks). Any thread. */
+uint64_t ncg_channel_tx_bytes(void);
+
+#endif

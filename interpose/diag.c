@@ -1,0 +1,256 @@
+/* Rendering of verdicts for people (stderr diagnostic) and for tools (JSON report v1, see
+ * docs/report-format.md), and the atomic report write. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include "diag.h"
+#include "ncclguard/shm.h"
+
+struct out {
+    char *b;
+    size_t cap, len; /* len may exceed cap: the size needed */
+};
+
+__attribute__((format(printf, 2, 3))) static void outf(struct out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t left = o->len < o->cap ? o->cap - o->len : 0;
+    int n = vsnprintf(left ? o->b + o->len : NULL, left, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len += (size_t)n;
+}
+
+static void members_text(const struct ncg_verdict *v, char *buf, size_t cap)
+{
+    int ident = 1, known = 0;
+    for (uint32_t i = 0; i < v->nranks; i++) {
+        ident &= v->members[i] == (int32_t)i;
+        known |= v->members[i] >= 0;
+    }
+    if (!known) {
+        snprintf(buf, cap, "global ranks unknown (RANK not set)");
+        return;
+    }
+    if (ident) {
+        snprintf(buf, cap, "global ranks 0-%u (same as comm ranks)", v->nranks - 1);
+        return;
+    }
+    size_t len = (size_t)snprintf(buf, cap, "global ranks by comm rank [");
+    for (uint32_t i = 0; i < v->nranks && len < cap; i++) {
+        if (len + 16 > cap) {
+            snprintf(buf + len, cap - len, "...");
+            return;
+        }
+        len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? "," : "", v->members[i]);
+    }
+    if (len < cap)
+        snprintf(buf + len, cap - len, "]");
+}
+
+size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf, size_t cap)
+{
+    struct out o = {buf, cap, 0};
+    char line[1024], call[192], tmp[1024];
+    const char *P = "ncclguard: ";
+    outf(&o, "%s%s %s\n", P, v->severity == NCG_SEV_WARN ? "WARNING:" : "VERDICT:",
+         ncg_verdict_summary(v, line, sizeof line));
+    members_text(v, tmp, sizeof tmp);
+    outf(&o, "%s  communicator %016" PRIx64 ", %u ranks, %s\n", P, v->comm_id, v->nranks, tmp);
+    if (v->kind == NCG_V_MISMATCH) {
+        outf(&o, "%s  slot %" PRId64 " (0-based) differs:\n", P, v->slot);
+        for (uint32_t i = 0; i < v->ncalls; i++)
+            outf(&o, "%s    %-48s on %s %s%s%s\n", P, ncg_call_format(&v->calls[i].call, call, sizeof call),
+                 strpbrk(v->calls[i].ranks, ",-") ? "ranks" : "rank", v->calls[i].ranks,
+                 v->calls[i].site[0] ? "  from " : "", v->calls[i].site);
+    } else if (v->kind == NCG_V_P2P_MISMATCH) {
+        outf(&o, "%s  %s, sizes differ:\n", P, v->detail);
+        for (uint32_t i = 0; i < v->ncalls; i++)
+            outf(&o, "%s    %-48s on rank %s (#%" PRIu64 " of the pair)\n", P,
+                 ncg_call_format(&v->calls[i].call, call, sizeof call), v->calls[i].ranks, v->calls[i].call.seq);
+    } else if (v->detail[0]) {
+        outf(&o, "%s  %s\n", P, v->detail);
+    }
+    if (v->kind != NCG_V_P2P_MISMATCH) {
+        if (v->last_agreed >= 0)
+            outf(&o, "%s  last slot all ranks agreed on: %" PRId64 "\n", P, v->last_agreed);
+        else
+            outf(&o, "%s  last slot all ranks agreed on: none verified yet\n", P);
+        outf(&o, "%s  collective calls issued per rank: %s\n", P, ncg_counts_compact(v->counts, v->nranks, tmp, sizeof tmp));
+    }
+    if (x->rank >= 0) {
+        char who[64];
+        if (x->global_rank >= 0)
+            snprintf(who, sizeof who, "comm rank %d, global rank %d", x->rank, x->global_rank);
+        else
+            snprintf(who, sizeof who, "comm rank %d", x->rank);
+        outf(&o, "%s  this process (%s, pid %u on %s): %s%s%s%s\n", P, who, x->pid, x->host,
+             x->my_call[0] ? x->my_call : "no call recorded", x->my_site[0] ? " called from " : "", x->my_site,
+             "");
+    }
+    if (x->exit_status >= 0)
+        outf(&o, "%s  action: %s (exit status %d)", P, x->action, x->exit_status);
+    else
+        outf(&o, "%s  action: %s", P, x->action);
+    if (x->report_path[0])
+        outf(&o, "; report: %s\n", x->report_path);
+    else
+        outf(&o, "; no report written\n");
+    if (o.len >= cap && cap) { /* truncated: still end with a newline */
+        buf[cap - 2 < cap ? cap - 2 : 0] = '\n';
+        buf[cap - 1] = 0;
+        return cap - 1;
+    }
+    return o.len;
+}
+
+static void json_str(struct out *o, const char *s)
+{
+    outf(o, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            outf(o, "\\%c", *p);
+        else if (*p < 0x20)
+            outf(o, "\\u%04x", *p);
+        else
+            outf(o, "%c", *p);
+    }
+    outf(o, "\"");
+}
+
+static const char *ranks_global(const struct ncg_verdict *v, const char *ranks, char *buf, size_t cap)
+{
+    /* Map a compact comm-rank list to global ranks; "" when any is unknown or it was cut. */
+    int32_t *g = malloc(sizeof *g * (v->nranks ? v->nranks : 1));
+    size_t n = 0;
+    buf[0] = 0;
+    if (!g || strstr(ranks, "...")) {
+        free(g);
+        return buf;
+    }
+    for (const char *p = ranks; *p;) {
+        char *e;
+        long a = strtol(p, &e, 10), b = a;
+        if (e == p)
+            break;
+        if (*e == '-')
+            b = strtol(e + 1, &e, 10);
+        for (long r = a; r <= b && n < v->nranks; r++) {
+            if (r < 0 || r >= (long)v->nranks || v->members[r] < 0) {
+                free(g);
+                return buf;
+            }
+            g[n++] = v->members[r];
+        }
+        p = *e == ',' ? e + 1 : e;
+        if (e == p)
+            break;
+    }
+    ncg_ranks_compact(g, n, buf, cap);
+    free(g);
+    return buf;
+}
+
+size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf, size_t cap)
+{
+    struct out o = {buf, cap, 0};
+    char tmp[1024];
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    outf(&o, "{\"format\":\"ncclguard-report\",\"version\":1,\"verdict\":\"%s\",\"severity\":\"%s\",\"action\":",
+         ncg_verdict_key(v->kind), v->severity == NCG_SEV_WARN ? "warning" : "error");
+    json_str(&o, x->action);
+    if (x->exit_status >= 0)
+        outf(&o, ",\"exit_status\":%d", x->exit_status);
+    else
+        outf(&o, ",\"exit_status\":null");
+    outf(&o, ",\"summary\":");
+    json_str(&o, ncg_verdict_summary(v, tmp, sizeof tmp));
+    outf(&o, ",\"time_unix\":%ld.%06ld,\"host\":", (long)tv.tv_sec, (long)tv.tv_usec);
+    json_str(&o, x->host);
+    outf(&o, ",\"pid\":%u,\"global_rank\":%d,\"comm\":{\"id\":\"%016" PRIx64 "\",\"size\":%u,\"members\":[", x->pid,
+         x->global_rank, v->comm_id, v->nranks);
+    for (uint32_t i = 0; i < v->nranks; i++)
+        outf(&o, "%s%d", i ? "," : "", v->members[i]);
+    outf(&o, "]},\"rank\":%d,\"slot\":%" PRId64 ",\"last_agreed_slot\":%" PRId64 ",\"counts\":[", x->rank, v->slot,
+         v->last_agreed);
+    for (uint32_t i = 0; i < v->nranks; i++)
+        outf(&o, "%s%" PRId64, i ? "," : "", v->counts[i]);
+    outf(&o, "],\"calls\":[");
+    for (uint32_t i = 0; i < v->ncalls; i++) {
+        const struct ncg_vcall *c = &v->calls[i];
+        outf(&o, "%s{\"func\":\"%s\",\"count\":%" PRIu64 ",\"dtype\":\"%s\",\"op\":", i ? "," : "",
+             ncg_func_name(c->call.func), c->call.count, ncg_dtype_name(c->call.dtype));
+        if (c->call.redop == NCG_REDOP_NONE)
+            outf(&o, "null");
+        else
+            outf(&o, "\"%s\"", ncg_redop_name(c->call.redop));
+        if (c->call.root >= 0)
+            outf(&o, ",\"root\":%d", c->call.root);
+        else
+            outf(&o, ",\"root\":null");
+        outf(&o, ",\"seq\":%" PRIu64 ",\"ranks\":", c->call.seq);
+        json_str(&o, c->ranks);
+        outf(&o, ",\"global_ranks\":");
+        json_str(&o, ranks_global(v, c->ranks, tmp, sizeof tmp));
+        outf(&o, ",\"call_site\":");
+        json_str(&o, c->site);
+        outf(&o, "}");
+    }
+    outf(&o, "],\"subject_ranks\":");
+    json_str(&o, v->subject);
+    outf(&o, ",\"call_site\":");
+    json_str(&o, x->my_site);
+    outf(&o, ",\"detail\":");
+    json_str(&o, v->detail);
+    outf(&o, "}\n");
+    return o.len;
+}
+
+void ncg_diag_report_path(const char *dir, const char *host, uint32_t pid, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/ncclguard-report.%s.%u.json", dir && dir[0] ? dir : ".", host[0] ? host : "host", pid);
+}
+
+int ncg_diag_write_report(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, const char *path)
+{
+    size_t need = ncg_diag_json(v, x, NULL, 0) + 1;
+    char *buf = malloc(need);
+    char tmp[4200];
+    int rc = 0;
+    if (!buf)
+        return -ENOMEM;
+    size_t len = ncg_diag_json(v, x, buf, need);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%u", path, x->pid);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        rc = -errno;
+        goto out;
+    }
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(fd, buf + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            rc = w < 0 ? -errno : -EIO;
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (close(fd) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc != 0)
+        unlink(tmp);
+out:
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,14 @@
+/* Call-site symbolization for diagnostics: a recorded return address into "function+0xoff
+ * (module+0xoff)". dladdr first; libunwind, loaded at run time when present, names functions
+ * that are not exported (static, no -rdynamic). glibc remains the only hard dependency. */
+#ifndef NCG_SYMBOL_H
+#define NCG_SYMBOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Writes the symbolized pc into buf ("" for pc 0). Checker thread (or any thread, serialized
+ * by the caller); may dlopen libunwind once; no allocation of its own. Returns buf. */
+char *ncg_symbolize(uint64_t pc, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,178 @@
+/* scen: divergence scenarios for the checker's end-to-end tests, written as an ordinary NCCL
+ * program (run under ncg-launch, with or without the shim). Usage: scen SCENARIO [ITERS]
+ *   healthy  several comms (world, a split, a second root comm driven by a second thread),
+ *            groups, a p2p ring, rank 0 pausing before a barrier: must exit 0, no verdict
+ *   count    rank 1 calls AllReduce with count+1 at iteration ITERS/2 (MISMATCH)
+ *   split    comm split by rank%2; rank 2 calls Broadcast instead of AllReduce in the even half
+ *   p2p      pipeline ring of send/recv; rank 2 sends one element more to rank 3 (P2P MISMATCH)
+ *   early    rank 1 returns from main at ITERS/2 (RANK EXITED)
+ *   kill     rank 1 SIGKILLs itself at ITERS/2 (RANK DIED)
+ *   stop     rank 2 SIGSTOPs itself at ITERS/2 (RANK DIED after the heartbeat timeout)
+ *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG)
+ * Before the diverging call, the diverging rank prints "scen: diverge at <unix time>".
+ * A failed NCCL call prints "scen: rank R: <call>: <error>" and exits 3. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "ncclguard/nccl_abi.h"
+#include "ncg_test.h"
+
+static int rank, world;
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        ncclResult_t r_ = (call);                                                                  \
+        if (r_ != ncclSuccess) {                                                                   \
+            fprintf(stderr, "scen: rank %d: %s: %s\n", rank, #call, ncclGetErrorString(r_));       \
+            exit(3);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static void mark(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    fprintf(stderr, "scen: diverge at %ld.%06ld\n", (long)tv.tv_sec, (long)tv.tv_usec);
+}
+
+static float buf_a[4096], buf_b[4096 * 16];
+
+static void allreduce(ncclComm_t c, size_t n)
+{
+    CK(ncclAllReduce(buf_a, buf_b, n, ncclFloat32, ncclSum, c, NULL));
+}
+
+struct second {
+    ncclComm_t comm;
+    int iters;
+};
+
+static void *second_thread(void *arg)
+{
+    struct second *s = arg;
+    static int32_t x[64], y[64 * 64];
+    for (int i = 0; i < s->iters; i++) {
+        CK(ncclAllGather(x, y, 16, ncclInt32, s->comm, NULL));
+        CK(ncclBroadcast(x, x, 8, ncclInt32, i % world, s->comm, NULL));
+    }
+    return NULL;
+}
+
+static void p2p_ring(ncclComm_t c, size_t n, size_t send_extra)
+{
+    int next = (rank + 1) % world, prev = (rank + world - 1) % world;
+    CK(ncclGroupStart());
+    CK(ncclSend(buf_a, n + send_extra, ncclFloat32, next, c, NULL));
+    CK(ncclRecv(buf_b, n, ncclFloat32, prev, c, NULL));
+    CK(ncclGroupEnd());
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: scen healthy|count|split|p2p|early|kill|stop|lag [ITERS]\n");
+        return 2;
+    }
+    const char *sc = argv[1];
+    int iters = argc > 2 ? atoi(argv[2]) : 200;
+    rank = ncg_test_rank();
+    world = ncg_test_world();
+    ncclUniqueId id;
+    if (ncg_test_share_id(&id) != 0)
+        return 1;
+    ncclComm_t comm;
+    CK(ncclCommInitRank(&comm, world, id, rank));
+    int half = iters / 2;
+
+    if (!strcmp(sc, "healthy")) {
+        ncclUniqueId id2;
+        if (ncg_test_share_id_named(&id2, "b") != 0)
+            return 1;
+        struct second s = {.iters = iters};
+        CK(ncclCommInitRank(&s.comm, world, id2, rank));
+        ncclComm_t sub;
+        CK(ncclCommSplit(comm, rank % 2, rank, &sub, NULL));
+        pthread_t th;
+        pthread_create(&th, NULL, second_thread, &s);
+        for (int i = 0; i < iters; i++) {
+            allreduce(comm, 16 + (size_t)(i % 7));
+            CK(ncclGroupStart());
+            CK(ncclReduceScatter(buf_a, buf_b, 4, ncclFloat32, ncclMax, comm, NULL));
+            CK(ncclAllGather(buf_a, buf_b, 4, ncclFloat32, comm, NULL));
+            CK(ncclGroupEnd());
+            p2p_ring(comm, 32 + (size_t)(i % 3), 0);
+            allreduce(sub, 8);
+            if (i == half && rank == 0)
+                usleep(1000000); /* several check intervals before the barrier below */
+            if (i == half)
+                allreduce(comm, 1);
+        }
+        pthread_join(th, NULL);
+        CK(ncclCommDestroy(sub));
+        CK(ncclCommDestroy(s.comm));
+        CK(ncclCommDestroy(comm));
+        if (rank == 0)
+            printf("scen: healthy done\n");
+        return 0;
+    }
+    if (!strcmp(sc, "split")) {
+        ncclComm_t sub;
+        allreduce(comm, 8);
+        CK(ncclCommSplit(comm, rank % 2, rank, &sub, NULL));
+        for (int i = 0; i < iters; i++) {
+            if (i == half && rank == 2) {
+                mark();
+                CK(ncclBroadcast(buf_a, buf_a, 8, ncclFloat32, 0, sub, NULL));
+            } else {
+                allreduce(sub, 8);
+            }
+        }
+        CK(ncclCommDestroy(sub));
+        CK(ncclCommDestroy(comm));
+        return 0;
+    }
+    for (int i = 0; i < iters; i++) {
+        if (i == half) {
+            if (!strcmp(sc, "count") && rank == 1) {
+                mark();
+                allreduce(comm, 9);
+                continue;
+            }
+            if (!strcmp(sc, "p2p") && rank == 2) {
+                mark();
+                p2p_ring(comm, 32, 1);
+                continue;
+            }
+            if (!strcmp(sc, "early") && rank == 1) {
+                mark();
+                return 0; /* leaves without destroying: atexit says goodbye */
+            }
+            if (!strcmp(sc, "kill") && rank == 1) {
+                mark();
+                kill(getpid(), SIGKILL);
+            }
+            if (!strcmp(sc, "stop") && rank == 2) {
+                mark();
+                raise(SIGSTOP);
+            }
+            if (!strcmp(sc, "lag") && rank == 1) {
+                const char *s = getenv("SCEN_LAG_S");
+                mark();
+                usleep((useconds_t)((s ? atof(s) : 3.0) * 1e6));
+            }
+        }
+        if (!strcmp(sc, "p2p"))
+            p2p_ring(comm, 32, 0);
+        else
+            allreduce(comm, 8);
+    }
+    CK(ncclCommDestroy(comm));
+    if (rank == 0)
+        printf("scen: %s done\n", sc);
+    return 0;
+}
