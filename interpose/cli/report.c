@@ -239,7 +239,10 @@ static void print_group_text(const struct group *g)
     printf("  reports from ranks %s", buf);
     if (size > 0 && size <= 4096) {
         missing_ranks(g, size, buf, sizeof(buf));
-        printf("; no report from %s", buf[0] ? buf : "none");
+        if (buf[0])
+            printf("; no report from ranks %s", buf);
+        else
+            printf(" (every rank)");
     }
     printf("\n");
     if (*ncg_json_s(f, "detail", ""))
