@@ -136,7 +136,7 @@ void ncg_set_nonblock(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-uint64_t ncg_mono_ns(void)
+uint64_t ncg_chan_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -425,7 +425,7 @@ int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null
         int rc = poll(pf, (nfds_t)n, (int)s.interval_ms / 2 + 1);
         if (rc < 0 && errno != EINTR)
             break;
-        ncg_server_handle(&s, pf, map, rc > 0 ? n : 0, ncg_mono_ns());
+        ncg_server_handle(&s, pf, map, rc > 0 ? n : 0, ncg_chan_now_ns());
     }
     ncg_coord_shutdown(s.co);
     for (int i = 0; i < s.npc; i++)

@@ -23,7 +23,7 @@ int ncg_peer_flush(struct ncg_peer *p);                           /* write what 
 int ncg_peer_fill(struct ncg_peer *p);                            /* read what is there; -1: EOF/error */
 int ncg_peer_next(struct ncg_peer *p, struct ncg_msg *m);         /* 1 message, 0 none yet, -1 garbage */
 void ncg_set_nonblock(int fd);                                    /* O_NONBLOCK + TCP_NODELAY */
-uint64_t ncg_mono_ns(void);                                       /* CLOCK_MONOTONIC */
+uint64_t ncg_chan_now_ns(void);                                       /* CLOCK_MONOTONIC */
 
 /* A TCP listener on host:want (NULL/"" = all interfaces, IPv6 dual-stack else IPv4; want 0 =
  * ephemeral); *port gets the bound port. Returns the fd, or -1 with err filled. */

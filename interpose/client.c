@@ -619,7 +619,7 @@ static void *thread_main(void *arg)
     uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
     uint64_t exit_deadline = 0;
     for (;;) {
-        uint64_t now = ncg_mono_ns();
+        uint64_t now = ncg_chan_now_ns();
         pthread_mutex_lock(&G.lk);
         int exiting = G.exiting;
         pthread_mutex_unlock(&G.lk);
@@ -687,7 +687,7 @@ static void *thread_main(void *arg)
         int rc = poll(pf, (nfds_t)n, timeout);
         if (rc < 0 && errno != EINTR)
             usleep(1000);
-        now = ncg_mono_ns();
+        now = ncg_chan_now_ns();
         if (rc > 0 && (pf[0].revents & POLLIN)) {
             char drain[64];
             while (read(G.wake[0], drain, sizeof drain) > 0) {
@@ -768,7 +768,7 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
         uint64_t tok = 0;
         while (tok == 0)
             if (getrandom(&tok, sizeof tok, 0) != sizeof tok)
-                tok = (uint64_t)ncg_mono_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+                tok = (uint64_t)ncg_chan_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
         struct ncg_coord_params cp = {.token = tok, .interval_ms = ncg_cfg.interval_ms,
                                       .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
                                       .lag_warn_s = ncg_cfg.lag_warn_s, .lag_abort_s = ncg_cfg.lag_abort_s,

@@ -187,11 +187,11 @@ size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, 
     for (uint32_t i = 0; i < v->ncalls; i++) {
         const struct ncg_vcall *c = &v->calls[i];
         outf(&o, "%s{\"func\":\"%s\",\"count\":%" PRIu64 ",\"dtype\":\"%s\",\"op\":", i ? "," : "",
-             ncg_func_name(c->call.func), c->call.count, ncg_dtype_name(c->call.dtype));
+             ncg_v_func_name(c->call.func), c->call.count, ncg_v_dtype_name(c->call.dtype));
         if (c->call.redop == NCG_REDOP_NONE)
             outf(&o, "null");
         else
-            outf(&o, "\"%s\"", ncg_redop_name(c->call.redop));
+            outf(&o, "\"%s\"", ncg_v_redop_name(c->call.redop));
         if (c->call.root >= 0)
             outf(&o, ",\"root\":%d", c->call.root);
         else

@@ -53,21 +53,21 @@ const char *ncg_verdict_key(unsigned kind)
     return kind < NCG_V_KIND_MAX_ ? n[kind] : "?";
 }
 
-const char *ncg_func_name(unsigned func)
+const char *ncg_v_func_name(unsigned func)
 {
     static const char *n[] = {"?", "AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter",
                               "AlltoAll", "Gather", "Scatter", "Send", "Recv"};
     return func < NCG_F_COUNT_ ? n[func] : "?";
 }
 
-const char *ncg_dtype_name(unsigned dtype)
+const char *ncg_v_dtype_name(unsigned dtype)
 {
     static const char *n[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
                               "float16", "float32", "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
     return dtype < 12 ? n[dtype] : "?";
 }
 
-const char *ncg_redop_name(unsigned redop)
+const char *ncg_v_redop_name(unsigned redop)
 {
     static const char *n[] = {"sum", "prod", "max", "min", "avg"};
     if (redop < 5)
@@ -88,12 +88,12 @@ static int rooted(unsigned func)
 
 char *ncg_call_format(const struct ncg_call *c, char *buf, size_t cap)
 {
-    int n = snprintf(buf, cap, "%s(count=%" PRIu64 ", %s", ncg_func_name(c->func), c->count,
-                     ncg_dtype_name(c->dtype));
+    int n = snprintf(buf, cap, "%s(count=%" PRIu64 ", %s", ncg_v_func_name(c->func), c->count,
+                     ncg_v_dtype_name(c->dtype));
     if (n < 0 || (size_t)n >= cap)
         return buf;
     if (c->redop != NCG_REDOP_NONE)
-        n += snprintf(buf + n, cap - (size_t)n, ", %s", ncg_redop_name(c->redop));
+        n += snprintf(buf + n, cap - (size_t)n, ", %s", ncg_v_redop_name(c->redop));
     if ((size_t)n >= cap)
         return buf;
     if (c->func == NCG_F_SEND || c->func == NCG_F_RECV)

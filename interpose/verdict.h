@@ -50,9 +50,9 @@ void ncg_verdict_free(struct ncg_verdict *v);
 /* Names for printing and for the report. Pure, never NULL. */
 const char *ncg_verdict_name(unsigned kind);  /* "MISMATCH", "P2P MISMATCH", ... */
 const char *ncg_verdict_key(unsigned kind);   /* "MISMATCH", "P2P_MISMATCH", ... (JSON) */
-const char *ncg_func_name(unsigned func);     /* "AllReduce", ... "?" */
-const char *ncg_dtype_name(unsigned dtype);   /* "float32", ... "?" */
-const char *ncg_redop_name(unsigned redop);   /* "sum", ..., "user", "" for none */
+const char *ncg_v_func_name(unsigned func);     /* "AllReduce", ... "?" */
+const char *ncg_v_dtype_name(unsigned dtype);   /* "float32", ... "?" */
+const char *ncg_v_redop_name(unsigned redop);   /* "sum", ..., "user", "" for none */
 
 /* 1 when two calls would match in NCCL: same function, count, datatype, op class, root/peer. */
 int ncg_call_same(const struct ncg_call *a, const struct ncg_call *b);
