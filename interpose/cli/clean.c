@@ -92,7 +92,7 @@ static int clean_impl(const struct ncg_snap *s, double grace_s, int dry_run, int
     return n;
 }
 
-int ncg_clean_dead(const struct ncg_snap *s, double grace_s, int dry_run, int implicit, int quiet)
+int ncg_cli_clean_dead(const struct ncg_snap *s, double grace_s, int dry_run, int implicit, int quiet)
 {
     int failed = 0;
     return clean_impl(s, grace_s, dry_run, implicit, quiet, &failed);
@@ -106,26 +106,26 @@ int ncg_cmd_clean(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *val;
         int r;
-        if (ncg_is_help(argv[i])) {
+        if (ncg_cli_is_help(argv[i])) {
             fputs(usage, stdout);
             return NCG_CLI_OK;
         } else if (strcmp(argv[i], "--dry-run") == 0 || strcmp(argv[i], "-n") == 0) {
             dry = 1;
         } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
             quiet = 1;
-        } else if ((r = ncg_opt(argc, argv, &i, "--grace", &val)) != 0) {
-            if (r < 0 || ncg_parse_secs(val, &grace) < 0)
-                return ncg_usage_error(usage, "clean: --grace needs a number of seconds");
-        } else if ((r = ncg_opt(argc, argv, &i, "--dir", &val)) != 0) {
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--grace", &val)) != 0) {
+            if (r < 0 || ncg_cli_parse_secs(val, &grace) < 0)
+                return ncg_cli_usage_error(usage, "clean: --grace needs a number of seconds");
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--dir", &val)) != 0) {
             if (r < 0)
-                return ncg_usage_error(usage, "clean: --dir needs a value");
+                return ncg_cli_usage_error(usage, "clean: --dir needs a value");
             o.dir = val;
-        } else if ((r = ncg_opt(argc, argv, &i, "--match", &val)) != 0) {
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--match", &val)) != 0) {
             if (r < 0)
-                return ncg_usage_error(usage, "clean: --match needs a value");
+                return ncg_cli_usage_error(usage, "clean: --match needs a value");
             o.match = val;
         } else {
-            return ncg_usage_error(usage, "clean: unexpected argument '%s'", argv[i]);
+            return ncg_cli_usage_error(usage, "clean: unexpected argument '%s'", argv[i]);
         }
     }
     struct ncg_snap s;

@@ -145,23 +145,23 @@ int ncg_view_member_active(const struct ncg_snap *s, int m);
 int ncg_view_is_behind(const struct ncg_snap *s, const struct ncg_view_comm *c, int m);
 
 /* ---- names and formatting (out.c): pure, any thread ---- */
-const char *ncg_func_name(unsigned f);
-const char *ncg_dtype_name(unsigned d);
-const char *ncg_redop_name(unsigned r);
-const char *ncg_live_name(enum ncg_live l);
-const char *ncg_comm_state_name(unsigned st);
-const char *ncg_origin_name(unsigned o);
+const char *ncg_cli_func_name(unsigned f);
+const char *ncg_cli_dtype_name(unsigned d);
+const char *ncg_cli_redop_name(unsigned r);
+const char *ncg_cli_live_name(enum ncg_live l);
+const char *ncg_cli_comm_state_name(unsigned st);
+const char *ncg_cli_origin_name(unsigned o);
 /* "AllReduce(count=1, float32, sum)" into buf. */
-void ncg_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r);
+void ncg_cli_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r);
 /* Writes s as a JSON string literal (quotes included). */
-void ncg_json_str(FILE *f, const char *s);
+void ncg_cli_json_str(FILE *f, const char *s);
 /* Compact list "0-2,4-15" of sorted ints into buf. */
-void ncg_fmt_ranks(char *buf, size_t len, const int *v, int n);
+void ncg_cli_fmt_ranks(char *buf, size_t len, const int *v, int n);
 /* Parses a non-negative number of seconds ("2", "0.5"); returns 0 or -1. */
-int ncg_parse_secs(const char *s, double *out);
-uint64_t ncg_mono_ns(void);
+int ncg_cli_parse_secs(const char *s, double *out);
+uint64_t ncg_cli_mono_ns(void);
 /* The newest record of member m (collective or p2p), or NULL. */
-const struct ncg_shm_record *ncg_member_last(const struct ncg_cli_member *m, int *is_p2p);
+const struct ncg_shm_record *ncg_cli_member_last(const struct ncg_cli_member *m, int *is_p2p);
 
 /* ---- subcommands: each returns the process exit status ---- */
 int ncg_cmd_status(int argc, char **argv);
@@ -174,15 +174,15 @@ int ncg_cmd_report(int argc, char **argv);
  * many seconds; `implicit`: also keep any whose communicator still has a live member here
  * (its record explains a hang). Prints one line per removal unless quiet. Returns the number
  * removed (or would remove, with dry_run). Caller thread; blocks on file I/O. */
-int ncg_clean_dead(const struct ncg_snap *s, double grace_s, int dry_run, int implicit, int quiet);
+int ncg_cli_clean_dead(const struct ncg_snap *s, double grace_s, int dry_run, int implicit, int quiet);
 
 /* Matches argv[*i] against --name VALUE or --name=VALUE: returns 1 and sets *val (advancing *i
  * past a separate value), 0 when argv[*i] is something else, -1 when the value is missing. */
-int ncg_opt(int argc, char **argv, int *i, const char *name, const char **val);
+int ncg_cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
 /* 1 when argv[i] is -h or --help. */
-int ncg_is_help(const char *a);
+int ncg_cli_is_help(const char *a);
 
 /* Usage error: prints "ncclguard: <msg>" and the usage text on stderr; returns NCG_CLI_USAGE. */
-int ncg_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int ncg_cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -61,18 +61,18 @@ int ncg_cmd_coord(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *val;
         int r;
-        if (ncg_is_help(argv[i])) {
+        if (ncg_cli_is_help(argv[i])) {
             fputs(usage, stdout);
             return NCG_CLI_OK;
-        } else if ((r = ncg_opt(argc, argv, &i, "--listen", &val)) != 0) {
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--listen", &val)) != 0) {
             if (r < 0 || parse_listen(val, host, sizeof(host), &port) < 0)
-                return ncg_usage_error(usage, "coord: --listen needs [HOST]:PORT");
-        } else if ((r = ncg_opt(argc, argv, &i, "--token", &val)) != 0) {
+                return ncg_cli_usage_error(usage, "coord: --listen needs [HOST]:PORT");
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--token", &val)) != 0) {
             if (r < 0 || !*val)
-                return ncg_usage_error(usage, "coord: --token needs a value");
+                return ncg_cli_usage_error(usage, "coord: --token needs a value");
             token = val;
         } else {
-            return ncg_usage_error(usage, "coord: unexpected argument '%s'", argv[i]);
+            return ncg_cli_usage_error(usage, "coord: unexpected argument '%s'", argv[i]);
         }
     }
     if (token && !*token)

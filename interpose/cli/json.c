@@ -159,7 +159,7 @@ static struct ncg_json *parse_container(struct parser *ps, int obj)
         struct ncg_json *kid = parse_val(ps);
         if (!kid || append(v, kid, key) < 0) {
             free(key);
-            ncg_json_free(kid);
+            ncg_cli_json_free(kid);
             goto bad;
         }
         ws(ps);
@@ -174,7 +174,7 @@ static struct ncg_json *parse_container(struct parser *ps, int obj)
         goto bad;
     }
 bad:
-    ncg_json_free(v);
+    ncg_cli_json_free(v);
     return NULL;
 }
 
@@ -223,13 +223,13 @@ static struct ncg_json *parse_val(struct parser *ps)
     return v;
 }
 
-struct ncg_json *ncg_json_parse(const char *text, size_t len, size_t *err_at)
+struct ncg_json *ncg_cli_json_parse(const char *text, size_t len, size_t *err_at)
 {
     struct parser ps = {text, text + len, 0};
     struct ncg_json *v = parse_val(&ps);
     ws(&ps);
     if (v && ps.p != ps.end) {
-        ncg_json_free(v);
+        ncg_cli_json_free(v);
         v = NULL;
     }
     if (!v && err_at)
@@ -237,12 +237,12 @@ struct ncg_json *ncg_json_parse(const char *text, size_t len, size_t *err_at)
     return v;
 }
 
-void ncg_json_free(struct ncg_json *v)
+void ncg_cli_json_free(struct ncg_json *v)
 {
     if (!v)
         return;
     for (size_t i = 0; i < v->n; i++) {
-        ncg_json_free(v->kids[i]);
+        ncg_cli_json_free(v->kids[i]);
         if (v->keys)
             free(v->keys[i]);
     }
@@ -252,7 +252,7 @@ void ncg_json_free(struct ncg_json *v)
     free(v);
 }
 
-const struct ncg_json *ncg_json_get(const struct ncg_json *o, const char *key)
+const struct ncg_json *ncg_cli_json_get(const struct ncg_json *o, const char *key)
 {
     if (!o || o->type != NCG_JSON_OBJECT)
         return NULL;
@@ -262,14 +262,14 @@ const struct ncg_json *ncg_json_get(const struct ncg_json *o, const char *key)
     return NULL;
 }
 
-const char *ncg_json_s(const struct ncg_json *o, const char *key, const char *dflt)
+const char *ncg_cli_json_s(const struct ncg_json *o, const char *key, const char *dflt)
 {
-    const struct ncg_json *v = ncg_json_get(o, key);
+    const struct ncg_json *v = ncg_cli_json_get(o, key);
     return v && v->type == NCG_JSON_STRING ? v->str : dflt;
 }
 
-double ncg_json_n(const struct ncg_json *o, const char *key, double dflt)
+double ncg_cli_json_n(const struct ncg_json *o, const char *key, double dflt)
 {
-    const struct ncg_json *v = ncg_json_get(o, key);
+    const struct ncg_json *v = ncg_cli_json_get(o, key);
     return v && v->type == NCG_JSON_NUMBER ? v->num : dflt;
 }

@@ -23,12 +23,12 @@ struct ncg_json {
 };
 
 /* Parses exactly one JSON value filling text[0..len). Returns NULL on malformed input (and the
- * offset near the error in *err_at). Any thread; allocates (free with ncg_json_free). */
-struct ncg_json *ncg_json_parse(const char *text, size_t len, size_t *err_at);
-void ncg_json_free(struct ncg_json *v);
+ * offset near the error in *err_at). Any thread; allocates (free with ncg_cli_json_free). */
+struct ncg_json *ncg_cli_json_parse(const char *text, size_t len, size_t *err_at);
+void ncg_cli_json_free(struct ncg_json *v);
 /* Getters: NULL / dflt when absent or of another type. Pure. */
-const struct ncg_json *ncg_json_get(const struct ncg_json *o, const char *key);
-const char *ncg_json_s(const struct ncg_json *o, const char *key, const char *dflt);
-double ncg_json_n(const struct ncg_json *o, const char *key, double dflt);
+const struct ncg_json *ncg_cli_json_get(const struct ncg_json *o, const char *key);
+const char *ncg_cli_json_s(const struct ncg_json *o, const char *key, const char *dflt);
+double ncg_cli_json_n(const struct ncg_json *o, const char *key, double dflt);
 
 #endif

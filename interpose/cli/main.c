@@ -20,9 +20,9 @@ static const char usage[] =
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return ncg_usage_error(usage, "missing command");
+        return ncg_cli_usage_error(usage, "missing command");
     const char *cmd = argv[1];
-    if (ncg_is_help(cmd) || strcmp(cmd, "help") == 0) {
+    if (ncg_cli_is_help(cmd) || strcmp(cmd, "help") == 0) {
         fputs(usage, stdout);
         return NCG_CLI_OK;
     }
@@ -42,5 +42,5 @@ int main(int argc, char **argv)
         return ncg_cmd_coord(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0)
         return ncg_cmd_report(argc - 1, argv + 1);
-    return ncg_usage_error(usage, "unknown command '%s'", cmd);
+    return ncg_cli_usage_error(usage, "unknown command '%s'", cmd);
 }

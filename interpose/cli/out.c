@@ -6,7 +6,7 @@
 #include <string.h>
 #include "cli.h"
 
-const char *ncg_func_name(unsigned f)
+const char *ncg_cli_func_name(unsigned f)
 {
     static const char *const n[] = {"none",      "AllReduce",     "Broadcast", "Reduce",
                                     "AllGather", "ReduceScatter", "AlltoAll",  "Gather",
@@ -14,7 +14,7 @@ const char *ncg_func_name(unsigned f)
     return f < sizeof(n) / sizeof(n[0]) ? n[f] : "unknown";
 }
 
-const char *ncg_dtype_name(unsigned d)
+const char *ncg_cli_dtype_name(unsigned d)
 {
     static const char *const n[] = {"int8",    "uint8",   "int32",    "uint32",
                                     "int64",   "uint64",  "float16",  "float32",
@@ -22,7 +22,7 @@ const char *ncg_dtype_name(unsigned d)
     return d < sizeof(n) / sizeof(n[0]) ? n[d] : "unknown";
 }
 
-const char *ncg_redop_name(unsigned r)
+const char *ncg_cli_redop_name(unsigned r)
 {
     static const char *const n[] = {"sum", "prod", "max", "min", "avg"};
     if (r == NCG_REDOP_NONE)
@@ -32,7 +32,7 @@ const char *ncg_redop_name(unsigned r)
     return r < 5 ? n[r] : "unknown";
 }
 
-const char *ncg_live_name(enum ncg_live l)
+const char *ncg_cli_live_name(enum ncg_live l)
 {
     switch (l) {
     case NCG_LIVE_ALIVE:
@@ -47,7 +47,7 @@ const char *ncg_live_name(enum ncg_live l)
     return "unknown";
 }
 
-const char *ncg_comm_state_name(unsigned st)
+const char *ncg_cli_comm_state_name(unsigned st)
 {
     switch (st) {
     case NCG_COMM_ACTIVE:
@@ -61,7 +61,7 @@ const char *ncg_comm_state_name(unsigned st)
     }
 }
 
-const char *ncg_origin_name(unsigned o)
+const char *ncg_cli_origin_name(unsigned o)
 {
     switch (o) {
     case NCG_ORIGIN_ROOT:
@@ -77,14 +77,14 @@ const char *ncg_origin_name(unsigned o)
     }
 }
 
-void ncg_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r)
+void ncg_cli_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r)
 {
-    int n = snprintf(buf, len, "%s(count=%llu, %s", ncg_func_name(r->func),
-                     (unsigned long long)r->count, ncg_dtype_name(r->dtype));
+    int n = snprintf(buf, len, "%s(count=%llu, %s", ncg_cli_func_name(r->func),
+                     (unsigned long long)r->count, ncg_cli_dtype_name(r->dtype));
     if (n < 0 || (size_t)n >= len)
         return;
     if (r->redop != NCG_REDOP_NONE)
-        n += snprintf(buf + n, len - (size_t)n, ", %s", ncg_redop_name(r->redop));
+        n += snprintf(buf + n, len - (size_t)n, ", %s", ncg_cli_redop_name(r->redop));
     if ((size_t)n < len && r->root_or_peer >= 0) {
         const char *what = (r->func == NCG_F_SEND || r->func == NCG_F_RECV) ? "peer" : "root";
         n += snprintf(buf + n, len - (size_t)n, ", %s=%d", what, (int)r->root_or_peer);
@@ -93,7 +93,7 @@ void ncg_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r)
         snprintf(buf + n, len - (size_t)n, ")");
 }
 
-void ncg_json_str(FILE *f, const char *s)
+void ncg_cli_json_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -111,7 +111,7 @@ void ncg_json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-void ncg_fmt_ranks(char *buf, size_t len, const int *v, int n)
+void ncg_cli_fmt_ranks(char *buf, size_t len, const int *v, int n)
 {
     size_t o = 0;
     buf[0] = 0;
@@ -131,7 +131,7 @@ void ncg_fmt_ranks(char *buf, size_t len, const int *v, int n)
     }
 }
 
-int ncg_parse_secs(const char *s, double *out)
+int ncg_cli_parse_secs(const char *s, double *out)
 {
     if (!s || !*s || !(isdigit((unsigned char)s[0]) || s[0] == '.'))
         return -1;
@@ -143,7 +143,7 @@ int ncg_parse_secs(const char *s, double *out)
     return 0;
 }
 
-const struct ncg_shm_record *ncg_member_last(const struct ncg_cli_member *m, int *is_p2p)
+const struct ncg_shm_record *ncg_cli_member_last(const struct ncg_cli_member *m, int *is_p2p)
 {
     const struct ncg_shm_record *c = NULL;
     if (m->ntail && m->tail_ok[m->ntail - 1])
@@ -156,7 +156,7 @@ const struct ncg_shm_record *ncg_member_last(const struct ncg_cli_member *m, int
     return c;
 }
 
-int ncg_usage_error(const char *usage, const char *fmt, ...)
+int ncg_cli_usage_error(const char *usage, const char *fmt, ...)
 {
     va_list ap;
     fputs("ncclguard: ", stderr);
@@ -168,7 +168,7 @@ int ncg_usage_error(const char *usage, const char *fmt, ...)
     return NCG_CLI_USAGE;
 }
 
-int ncg_opt(int argc, char **argv, int *i, const char *name, const char **val)
+int ncg_cli_opt(int argc, char **argv, int *i, const char *name, const char **val)
 {
     const char *a = argv[*i];
     size_t n = strlen(name);
@@ -186,7 +186,7 @@ int ncg_opt(int argc, char **argv, int *i, const char *name, const char **val)
     return 1;
 }
 
-int ncg_is_help(const char *a)
+int ncg_cli_is_help(const char *a)
 {
     return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0;
 }

@@ -53,17 +53,17 @@ static char *slurp(const char *path, size_t *len)
 
 static int ival(const struct ncg_json *o, const char *k, int dflt)
 {
-    return (int)ncg_json_n(o, k, dflt);
+    return (int)ncg_cli_json_n(o, k, dflt);
 }
 
 /* "AllReduce(count=1, float32, sum, root=0)" from a report's call object. */
 static void fmt_jcall(char *buf, size_t len, const struct ncg_json *c)
 {
-    const struct ncg_json *op = ncg_json_get(c, "op");
-    const struct ncg_json *root = ncg_json_get(c, "root");
-    const char *func = ncg_json_s(c, "func", "?");
-    int n = snprintf(buf, len, "%s(count=%.0f, %s", func, ncg_json_n(c, "count", -1),
-                     ncg_json_s(c, "dtype", "?"));
+    const struct ncg_json *op = ncg_cli_json_get(c, "op");
+    const struct ncg_json *root = ncg_cli_json_get(c, "root");
+    const char *func = ncg_cli_json_s(c, "func", "?");
+    int n = snprintf(buf, len, "%s(count=%.0f, %s", func, ncg_cli_json_n(c, "count", -1),
+                     ncg_cli_json_s(c, "dtype", "?"));
     if (n >= 0 && (size_t)n < len && op && op->type == NCG_JSON_STRING)
         n += snprintf(buf + n, len - (size_t)n, ", %s", op->str);
     if (n >= 0 && (size_t)n < len && root && root->type == NCG_JSON_NUMBER)
@@ -98,13 +98,13 @@ static void ranks_with(const struct group *g, const char *key, const char *val, 
 {
     int v[4096], n = 0;
     for (int i = 0; i < g->n && n < 4096; i++) {
-        const char *s = ncg_json_s(g->reps[i]->j, key, "");
+        const char *s = ncg_cli_json_s(g->reps[i]->j, key, "");
         if (!used[i] && strcmp(s, val) == 0) {
             v[n++] = g->reps[i]->rank;
             used[i] = 1;
         }
     }
-    ncg_fmt_ranks(buf, len, v, n);
+    ncg_cli_fmt_ranks(buf, len, v, n);
 }
 
 /* Merged counts: each rank's own report knows its count best; otherwise the largest seen. */
@@ -112,7 +112,7 @@ static long long merged_count(const struct group *g, int idx)
 {
     long long best = -1;
     for (int i = 0; i < g->n; i++) {
-        const struct ncg_json *c = ncg_json_get(g->reps[i]->j, "counts");
+        const struct ncg_json *c = ncg_cli_json_get(g->reps[i]->j, "counts");
         if (!c || c->type != NCG_JSON_ARRAY || (size_t)idx >= c->n ||
             c->kids[idx]->type != NCG_JSON_NUMBER)
             continue;
@@ -135,30 +135,30 @@ static void missing_ranks(const struct group *g, int size, char *buf, size_t len
         if (!have)
             v[n++] = r;
     }
-    ncg_fmt_ranks(buf, len, v, n);
+    ncg_cli_fmt_ranks(buf, len, v, n);
 }
 
 static void print_group_text(const struct group *g)
 {
     const struct ncg_json *f = g->first;
-    const struct ncg_json *comm = ncg_json_get(f, "comm");
+    const struct ncg_json *comm = ncg_cli_json_get(f, "comm");
     int size = ival(comm, "size", 0);
     char buf[512];
     int sev_error = 0;
     for (int i = 0; i < g->n; i++)
-        sev_error |= strcmp(ncg_json_s(g->reps[i]->j, "severity", ""), "error") == 0;
-    printf("\nncclguard: %s (%s) on comm %s (size %d)", ncg_json_s(f, "verdict", "?"),
-           sev_error ? "error" : "warning", ncg_json_s(comm, "id", "?"), size);
+        sev_error |= strcmp(ncg_cli_json_s(g->reps[i]->j, "severity", ""), "error") == 0;
+    printf("\nncclguard: %s (%s) on comm %s (size %d)", ncg_cli_json_s(f, "verdict", "?"),
+           sev_error ? "error" : "warning", ncg_cli_json_s(comm, "id", "?"), size);
     if (ival(f, "slot", -1) >= 0)
         printf(" at slot %d", ival(f, "slot", -1));
     if (ival(f, "last_agreed_slot", -1) >= 0)
         printf(", last agreed slot %d", ival(f, "last_agreed_slot", -1));
-    printf("\n  summary: %s\n", ncg_json_s(f, "summary", ""));
-    if (*ncg_json_s(f, "subject_ranks", ""))
-        printf("  about ranks: %s\n", ncg_json_s(f, "subject_ranks", ""));
-    const struct ncg_json *calls = ncg_json_get(f, "calls");
+    printf("\n  summary: %s\n", ncg_cli_json_s(f, "summary", ""));
+    if (*ncg_cli_json_s(f, "subject_ranks", ""))
+        printf("  about ranks: %s\n", ncg_cli_json_s(f, "subject_ranks", ""));
+    const struct ncg_json *calls = ncg_cli_json_get(f, "calls");
     for (int i = 0; i < g->n; i++) { /* the report with the most calls describes them best */
-        const struct ncg_json *c = ncg_json_get(g->reps[i]->j, "calls");
+        const struct ncg_json *c = ncg_cli_json_get(g->reps[i]->j, "calls");
         if (c && c->type == NCG_JSON_ARRAY && (!calls || c->n > calls->n))
             calls = c;
     }
@@ -167,12 +167,12 @@ static void print_group_text(const struct group *g)
         for (size_t k = 0; k < calls->n; k++) {
             const struct ncg_json *c = calls->kids[k];
             fmt_jcall(buf, sizeof(buf), c);
-            printf("    %-48s on ranks %s", buf, ncg_json_s(c, "ranks", "?"));
-            const char *gr = ncg_json_s(c, "global_ranks", "");
-            if (*gr && strcmp(gr, ncg_json_s(c, "ranks", "")) != 0)
+            printf("    %-48s on ranks %s", buf, ncg_cli_json_s(c, "ranks", "?"));
+            const char *gr = ncg_cli_json_s(c, "global_ranks", "");
+            if (*gr && strcmp(gr, ncg_cli_json_s(c, "ranks", "")) != 0)
                 printf(" (global %s)", gr);
-            if (*ncg_json_s(c, "call_site", ""))
-                printf("  at %s", ncg_json_s(c, "call_site", ""));
+            if (*ncg_cli_json_s(c, "call_site", ""))
+                printf("  at %s", ncg_cli_json_s(c, "call_site", ""));
             printf("\n");
         }
     }
@@ -195,7 +195,7 @@ static void print_group_text(const struct group *g)
                         v[n++] = q;
                         done[q] = 1;
                     }
-                ncg_fmt_ranks(buf, sizeof(buf), v, n);
+                ncg_cli_fmt_ranks(buf, sizeof(buf), v, n);
                 if (cnt[r] >= 0)
                     printf("%s%lld on rank%s %s", sep, cnt[r], n > 1 ? "s" : "", buf);
                 else
@@ -214,7 +214,7 @@ static void print_group_text(const struct group *g)
         for (int i = 0; i < g->n; i++) {
             if (used[i])
                 continue;
-            const char *site = ncg_json_s(g->reps[i]->j, "call_site", "");
+            const char *site = ncg_cli_json_s(g->reps[i]->j, "call_site", "");
             ranks_with(g, "call_site", site, buf, sizeof(buf), used);
             printf("    %-48s ranks %s\n", *site ? site : "(unknown)", buf);
         }
@@ -224,7 +224,7 @@ static void print_group_text(const struct group *g)
         for (int i = 0; i < g->n; i++) {
             if (used[i])
                 continue;
-            const char *act = ncg_json_s(g->reps[i]->j, "action", "?");
+            const char *act = ncg_cli_json_s(g->reps[i]->j, "action", "?");
             ranks_with(g, "action", act, buf, sizeof(buf), used);
             printf("%s%s on ranks %s", sep, act, buf);
             sep = "; ";
@@ -235,7 +235,7 @@ static void print_group_text(const struct group *g)
     int v[4096], n = 0;
     for (int i = 0; i < g->n && n < 4096; i++)
         v[n++] = g->reps[i]->rank;
-    ncg_fmt_ranks(buf, sizeof(buf), v, n);
+    ncg_cli_fmt_ranks(buf, sizeof(buf), v, n);
     printf("  reports from ranks %s", buf);
     if (size > 0 && size <= 4096) {
         missing_ranks(g, size, buf, sizeof(buf));
@@ -245,22 +245,22 @@ static void print_group_text(const struct group *g)
             printf(" (every rank)");
     }
     printf("\n");
-    if (*ncg_json_s(f, "detail", ""))
-        printf("  detail: %s\n", ncg_json_s(f, "detail", ""));
+    if (*ncg_cli_json_s(f, "detail", ""))
+        printf("  detail: %s\n", ncg_cli_json_s(f, "detail", ""));
 }
 
 static void json_str_or_null(const struct ncg_json *o, const char *k)
 {
-    const struct ncg_json *v = ncg_json_get(o, k);
+    const struct ncg_json *v = ncg_cli_json_get(o, k);
     if (v && v->type == NCG_JSON_STRING)
-        ncg_json_str(stdout, v->str);
+        ncg_cli_json_str(stdout, v->str);
     else
         fputs("null", stdout);
 }
 
 static void json_num_or_null(const struct ncg_json *o, const char *k)
 {
-    const struct ncg_json *v = ncg_json_get(o, k);
+    const struct ncg_json *v = ncg_cli_json_get(o, k);
     if (v && v->type == NCG_JSON_NUMBER)
         printf("%.17g", v->num);
     else
@@ -270,11 +270,11 @@ static void json_num_or_null(const struct ncg_json *o, const char *k)
 static void print_group_json(const struct group *g)
 {
     const struct ncg_json *f = g->first;
-    const struct ncg_json *comm = ncg_json_get(f, "comm");
+    const struct ncg_json *comm = ncg_cli_json_get(f, "comm");
     int size = ival(comm, "size", 0);
     int sev_error = 0;
     for (int i = 0; i < g->n; i++)
-        sev_error |= strcmp(ncg_json_s(g->reps[i]->j, "severity", ""), "error") == 0;
+        sev_error |= strcmp(ncg_cli_json_s(g->reps[i]->j, "severity", ""), "error") == 0;
     fputs("{\"verdict\":", stdout);
     json_str_or_null(f, "verdict");
     printf(",\"severity\":\"%s\",\"comm\":{\"id\":", sev_error ? "error" : "warning");
@@ -285,9 +285,9 @@ static void print_group_json(const struct group *g)
     fputs(",\"subject_ranks\":", stdout);
     json_str_or_null(f, "subject_ranks");
     fputs(",\"calls\":[", stdout);
-    const struct ncg_json *calls = ncg_json_get(f, "calls");
+    const struct ncg_json *calls = ncg_cli_json_get(f, "calls");
     for (int i = 0; i < g->n; i++) {
-        const struct ncg_json *c = ncg_json_get(g->reps[i]->j, "calls");
+        const struct ncg_json *c = ncg_cli_json_get(g->reps[i]->j, "calls");
         if (c && c->type == NCG_JSON_ARRAY && (!calls || c->n > calls->n))
             calls = c;
     }
@@ -296,7 +296,7 @@ static void print_group_json(const struct group *g)
         char buf[256];
         fmt_jcall(buf, sizeof(buf), c);
         printf("%s{\"call\":", k ? "," : "");
-        ncg_json_str(stdout, buf);
+        ncg_cli_json_str(stdout, buf);
         fputs(",\"func\":", stdout);
         json_str_or_null(c, "func");
         fputs(",\"count\":", stdout);
@@ -335,14 +335,14 @@ static void print_group_json(const struct group *g)
         fputs(",\"time_unix\":", stdout);
         json_num_or_null(j, "time_unix");
         fputs(",\"file\":", stdout);
-        ncg_json_str(stdout, g->reps[i]->file);
+        ncg_cli_json_str(stdout, g->reps[i]->file);
         fputc('}', stdout);
     }
     char buf[512] = "";
     if (size > 0 && size <= 4096)
         missing_ranks(g, size, buf, sizeof(buf));
     fputs("],\"missing_ranks\":", stdout);
-    ncg_json_str(stdout, buf);
+    ncg_cli_json_str(stdout, buf);
     fputs(",\"detail\":", stdout);
     json_str_or_null(f, "detail");
     fputc('}', stdout);
@@ -365,21 +365,21 @@ int ncg_cmd_report(int argc, char **argv)
     const char *dir = NULL;
     int json = 0;
     for (int i = 1; i < argc; i++) {
-        if (ncg_is_help(argv[i])) {
+        if (ncg_cli_is_help(argv[i])) {
             fputs(usage, stdout);
             return NCG_CLI_OK;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            return ncg_usage_error(usage, "report: unknown option '%s'", argv[i]);
+            return ncg_cli_usage_error(usage, "report: unknown option '%s'", argv[i]);
         } else if (!dir) {
             dir = argv[i];
         } else {
-            return ncg_usage_error(usage, "report: unexpected argument '%s'", argv[i]);
+            return ncg_cli_usage_error(usage, "report: unexpected argument '%s'", argv[i]);
         }
     }
     if (!dir)
-        return ncg_usage_error(usage, "report: missing DIR");
+        return ncg_cli_usage_error(usage, "report: missing DIR");
     struct dirent **names;
     int nn = scandir(dir, &names, is_report_name, by_name);
     if (nn < 0) {
@@ -399,28 +399,28 @@ int ncg_cmd_report(int argc, char **argv)
         free(names[i]);
         size_t len = 0, at = 0;
         char *text = slurp(r->file, &len);
-        r->j = text ? ncg_json_parse(text, len, &at) : NULL;
+        r->j = text ? ncg_cli_json_parse(text, len, &at) : NULL;
         free(text);
         const char *why = NULL;
         if (!text && !r->j)
             why = "unreadable or too large";
         else if (!r->j)
             why = "malformed JSON";
-        else if (strcmp(ncg_json_s(r->j, "format", ""), "ncclguard-report") != 0)
+        else if (strcmp(ncg_cli_json_s(r->j, "format", ""), "ncclguard-report") != 0)
             why = "not an ncclguard report";
-        else if (ncg_json_n(r->j, "version", 0) != 1)
+        else if (ncg_cli_json_n(r->j, "version", 0) != 1)
             why = "report format version not 1";
         if (why) {
             fprintf(stderr, "ncclguard: report: skipped %s: %s\n", r->file, why);
-            ncg_json_free(r->j);
+            ncg_cli_json_free(r->j);
             nbad++;
             continue;
         }
         r->rank = ival(r->j, "rank", -1);
-        const struct ncg_json *comm = ncg_json_get(r->j, "comm");
+        const struct ncg_json *comm = ncg_cli_json_get(r->j, "comm");
         char key[256];
-        snprintf(key, sizeof(key), "%s|%s|%d", ncg_json_s(r->j, "verdict", ""),
-                 ncg_json_s(comm, "id", ""), ival(r->j, "slot", -1));
+        snprintf(key, sizeof(key), "%s|%s|%d", ncg_cli_json_s(r->j, "verdict", ""),
+                 ncg_cli_json_s(comm, "id", ""), ival(r->j, "slot", -1));
         int g;
         for (g = 0; g < ngroups; g++)
             if (strcmp(groups[g].key, key) == 0)
@@ -439,7 +439,7 @@ int ncg_cmd_report(int argc, char **argv)
     if (json) {
         printf("{\"format\":\"ncclguard-job-report\",\"version\":%d,\"dir\":",
                NCG_REPORT_MERGE_FORMAT_VERSION);
-        ncg_json_str(stdout, dir);
+        ncg_cli_json_str(stdout, dir);
         printf(",\"reports\":%d,\"skipped\":%d,\"verdicts\":[", nreps, nbad);
         for (int g = 0; g < ngroups; g++) {
             if (g)
@@ -459,7 +459,7 @@ int ncg_cmd_report(int argc, char **argv)
     for (int g = 0; g < ngroups; g++)
         free(groups[g].reps);
     for (int i = 0; i < nreps; i++)
-        ncg_json_free(reps[i].j);
+        ncg_cli_json_free(reps[i].j);
     free(groups);
     free(reps);
     return NCG_CLI_OK;

@@ -16,7 +16,7 @@
 
 #define READ_TRIES 16
 
-uint64_t ncg_mono_ns(void)
+uint64_t ncg_cli_mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -335,7 +335,7 @@ int ncg_snap_take(struct ncg_snap *s, const struct ncg_scan_opts *o)
         free(order);
         free(copy);
     }
-    s->now_ns = ncg_mono_ns();
+    s->now_ns = ncg_cli_mono_ns();
     return 0;
 }
 

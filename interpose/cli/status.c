@@ -48,10 +48,10 @@ static const char *member_state(const struct ncg_snap *s, const struct ncg_cli_m
 {
     const struct ncg_cli_proc *p = &s->procs[m->proc];
     if (p->live == NCG_LIVE_DEAD || p->live == NCG_LIVE_EXITED)
-        return ncg_live_name(p->live);
+        return ncg_cli_live_name(p->live);
     if (m->state != NCG_COMM_ACTIVE)
-        return ncg_comm_state_name(m->state);
-    return ncg_live_name(p->live);
+        return ncg_cli_comm_state_name(m->state);
+    return ncg_cli_live_name(p->live);
 }
 
 /* Comm ranks of the members listed in idx. */
@@ -67,7 +67,7 @@ static void ranks_of(const struct ncg_snap *s, const int *idx, int n, char *buf,
             r[j] = r[j - 1];
             r[j - 1] = t;
         }
-    ncg_fmt_ranks(buf, len, r, k);
+    ncg_cli_fmt_ranks(buf, len, r, k);
     if (n > k && strlen(buf) + 5 < len)
         strcat(buf, ",...");
 }
@@ -97,7 +97,7 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
         const struct ncg_view_comm *c = &v->comms[k];
         const struct ncg_cli_member *m0 = &s->members[c->members[0]];
         fprintf(f, "\ncomm %016llx  %s  size %d  here %d (active %d)", (unsigned long long)c->comm_id,
-                ncg_origin_name(m0->origin), (int)c->nranks, c->nmembers, c->nactive);
+                ncg_cli_origin_name(m0->origin), (int)c->nranks, c->nmembers, c->nactive);
         if (m0->parent_id)
             fprintf(f, "  parent %016llx", (unsigned long long)m0->parent_id);
         if (c->nactive)
@@ -114,10 +114,10 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
             const struct ncg_cli_member *m = &s->members[c->members[i]];
             const struct ncg_cli_proc *p = &s->procs[m->proc];
             int is_p2p;
-            const struct ncg_shm_record *r = ncg_member_last(m, &is_p2p);
+            const struct ncg_shm_record *r = ncg_cli_member_last(m, &is_p2p);
             char call[128] = "-", age[32] = "-";
             if (r) {
-                ncg_fmt_call(call, sizeof(call), r);
+                ncg_cli_fmt_call(call, sizeof(call), r);
                 fmt_age(age, sizeof(age), age_s(s, r->t_ns));
             } else if (m->coll_seq || m->p2p_seq) {
                 snprintf(call, sizeof(call), "(record being written)");
@@ -138,7 +138,7 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
                                      : "");
             for (int j = 0; j < c->ncalls; j++) {
                 char call[128], rk[256];
-                ncg_fmt_call(call, sizeof(call), &c->calls[j].rec);
+                ncg_cli_fmt_call(call, sizeof(call), &c->calls[j].rec);
                 ranks_of(s, c->calls[j].members, c->calls[j].nmembers, rk, sizeof(rk));
                 fprintf(f, "    %-46s on rank%s %s\n", call, c->calls[j].nmembers > 1 ? "s" : "",
                         rk);
@@ -154,7 +154,7 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
                     p->report_path[0] ? "; report " : "", p->report_path);
         if (p->nmembers == 0)
             fprintf(f, "\nncclguard: pid %d (%s): no communicator recorded yet\n", (int)p->pid,
-                    ncg_live_name(p->live));
+                    ncg_cli_live_name(p->live));
         if (p->comms_dropped)
             fprintf(f, "ncclguard: pid %d: %u communicators beyond %u not recorded\n", (int)p->pid,
                     p->comms_dropped, NCG_SHM_MAX_COMMS);
@@ -170,8 +170,8 @@ static void json_call(FILE *f, const struct ncg_snap *s, const struct ncg_shm_re
     fprintf(f, "{\"kind\":\"%s\",\"func\":\"%s\",\"count\":%llu,\"dtype\":\"%s\",\"redop\":\"%s\","
                "\"root_or_peer\":%d,\"seq\":%llu,\"in_group\":%s,\"caller_pc\":\"0x%llx\","
                "\"tid\":%u,\"age_s\":%.3f}",
-            p2p ? "p2p" : "coll", ncg_func_name(r->func), (unsigned long long)r->count,
-            ncg_dtype_name(r->dtype), ncg_redop_name(r->redop), (int)r->root_or_peer,
+            p2p ? "p2p" : "coll", ncg_cli_func_name(r->func), (unsigned long long)r->count,
+            ncg_cli_dtype_name(r->dtype), ncg_cli_redop_name(r->redop), (int)r->root_or_peer,
             (unsigned long long)r->seq, (r->flags & NCG_REC_IN_GROUP) ? "true" : "false",
             (unsigned long long)r->caller_pc, r->tid, age_s(s, r->t_ns));
 }
@@ -182,24 +182,24 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
     gethostname(host, sizeof(host) - 1);
     fprintf(f, "{\"format\":\"ncclguard-status\",\"version\":%d,\"layout_version\":%u,\"host\":",
             NCG_STATUS_FORMAT_VERSION, NCG_SHM_LAYOUT_VERSION);
-    ncg_json_str(f, host);
+    ncg_cli_json_str(f, host);
     fputs(",\"dir\":", f);
-    ncg_json_str(f, s->dir);
+    ncg_cli_json_str(f, s->dir);
     fprintf(f, ",\"time_unix\":%.3f,\"processes\":[", s->now_unix);
     for (int i = 0; i < s->nprocs; i++) {
         const struct ncg_cli_proc *p = &s->procs[i];
         fprintf(f, "%s{\"segment\":", i ? "," : "");
-        ncg_json_str(f, p->path);
+        ncg_cli_json_str(f, p->path);
         fprintf(f, ",\"pid\":%d,\"uid\":%u,\"state\":\"%s\",\"state_detail\":", (int)p->pid,
-                (unsigned)p->owner, ncg_live_name(p->live));
-        ncg_json_str(f, p->live_why ? p->live_why : "");
+                (unsigned)p->owner, ncg_cli_live_name(p->live));
+        ncg_cli_json_str(f, p->live_why ? p->live_why : "");
         fprintf(f, ",\"start_ticks\":%llu,\"global_rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
                    "\"hostname\":",
                 (unsigned long long)p->start_ticks, (int)p->global_rank, (int)p->local_rank,
                 (int)p->world_size);
-        ncg_json_str(f, p->hostname);
+        ncg_cli_json_str(f, p->hostname);
         fputs(",\"cmdline\":", f);
-        ncg_json_str(f, p->cmdline);
+        ncg_cli_json_str(f, p->cmdline);
         if (p->heartbeat_ns)
             fprintf(f, ",\"heartbeat_age_s\":%.3f", age_s(s, p->heartbeat_ns));
         else
@@ -209,9 +209,9 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
         if (p->state == NCG_PROC_VERDICT) {
             fprintf(f, "{\"kind\":%u,\"comm\":\"%016llx\",\"text\":", p->verdict_kind,
                     (unsigned long long)p->verdict_comm);
-            ncg_json_str(f, p->verdict_text);
+            ncg_cli_json_str(f, p->verdict_text);
             fputs(",\"report\":", f);
-            ncg_json_str(f, p->report_path);
+            ncg_cli_json_str(f, p->report_path);
             fputc('}', f);
         } else {
             fputs("null", f);
@@ -229,7 +229,7 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
         else
             fputs("null", f);
         fprintf(f, ",\"origin\":\"%s\",\"size\":%d,\"members_here\":%d,\"active_here\":%d,",
-                ncg_origin_name(m0->origin), (int)c->nranks, c->nmembers, c->nactive);
+                ncg_cli_origin_name(m0->origin), (int)c->nranks, c->nmembers, c->nactive);
         fprintf(f, "\"min_slots\":%llu,\"max_slots\":%llu,\"last_call_age_s\":",
                 (unsigned long long)c->min_seq, (unsigned long long)c->max_seq);
         if (c->last_ns)
@@ -264,14 +264,14 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
             fprintf(f, "%s{\"rank\":%d,\"global_rank\":%d,\"local_rank\":%d,\"pid\":%d,\"segment\":",
                     i ? "," : "", (int)m->rank, (int)p->global_rank, (int)p->local_rank,
                     (int)p->pid);
-            ncg_json_str(f, p->path);
+            ncg_cli_json_str(f, p->path);
             fprintf(f, ",\"comm_state\":\"%s\",\"state\":\"%s\",\"slots\":%llu,\"p2p\":%llu,"
                        "\"behind\":%s,\"last_call\":",
-                    ncg_comm_state_name(m->state), member_state(s, m),
+                    ncg_cli_comm_state_name(m->state), member_state(s, m),
                     (unsigned long long)m->coll_seq, (unsigned long long)m->p2p_seq,
                     ncg_view_is_behind(s, c, c->members[i]) ? "true" : "false");
             int is_p2p;
-            const struct ncg_shm_record *r = ncg_member_last(m, &is_p2p);
+            const struct ncg_shm_record *r = ncg_cli_member_last(m, &is_p2p);
             if (r)
                 json_call(f, s, r, is_p2p);
             else
@@ -283,9 +283,9 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
     fputs("],\"skipped\":[", f);
     for (int i = 0; i < s->nskips; i++) {
         fprintf(f, "%s{\"segment\":", i ? "," : "");
-        ncg_json_str(f, s->skips[i].path);
+        ncg_cli_json_str(f, s->skips[i].path);
         fputs(",\"reason\":", f);
-        ncg_json_str(f, s->skips[i].why);
+        ncg_cli_json_str(f, s->skips[i].why);
         fputc('}', f);
     }
     fputs("]}\n", f);
@@ -299,7 +299,7 @@ int ncg_cmd_status(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *val;
         int r;
-        if (ncg_is_help(argv[i])) {
+        if (ncg_cli_is_help(argv[i])) {
             fputs(usage, stdout);
             return NCG_CLI_OK;
         } else if (strcmp(argv[i], "--json") == 0) {
@@ -308,22 +308,22 @@ int ncg_cmd_status(int argc, char **argv)
             clean = 0;
         } else if (strcmp(argv[i], "--watch") == 0) {
             watch = 1;
-            if (i + 1 < argc && ncg_parse_secs(argv[i + 1], &every) == 0)
+            if (i + 1 < argc && ncg_cli_parse_secs(argv[i + 1], &every) == 0)
                 i++;
         } else if (strncmp(argv[i], "--watch=", 8) == 0) {
             watch = 1;
-            if (ncg_parse_secs(argv[i] + 8, &every) < 0)
-                return ncg_usage_error(usage, "status: bad --watch value '%s'", argv[i] + 8);
-        } else if ((r = ncg_opt(argc, argv, &i, "--dir", &val)) != 0) {
+            if (ncg_cli_parse_secs(argv[i] + 8, &every) < 0)
+                return ncg_cli_usage_error(usage, "status: bad --watch value '%s'", argv[i] + 8);
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--dir", &val)) != 0) {
             if (r < 0)
-                return ncg_usage_error(usage, "status: --dir needs a value");
+                return ncg_cli_usage_error(usage, "status: --dir needs a value");
             o.dir = val;
-        } else if ((r = ncg_opt(argc, argv, &i, "--match", &val)) != 0) {
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--match", &val)) != 0) {
             if (r < 0)
-                return ncg_usage_error(usage, "status: --match needs a value");
+                return ncg_cli_usage_error(usage, "status: --match needs a value");
             o.match = val;
         } else {
-            return ncg_usage_error(usage, "status: unexpected argument '%s'", argv[i]);
+            return ncg_cli_usage_error(usage, "status: unexpected argument '%s'", argv[i]);
         }
     }
     if (watch && every < 0.1)
@@ -360,7 +360,7 @@ int ncg_cmd_status(int argc, char **argv)
             print_table(stdout, &s, &v);
         fflush(stdout);
         if (clean)
-            ncg_clean_dead(&s, 3600, 0, 1, 1);
+            ncg_cli_clean_dead(&s, 3600, 0, 1, 1);
         ncg_view_free(&v);
         ncg_snap_free(&s);
         if (watch && !stop_flag) {

@@ -122,7 +122,7 @@ static void emit(struct watch *w, const struct alert *a)
         fprintf(jf, "{\"format\":\"ncclguard-alert\",\"version\":%d,\"kind\":\"%s\",\"time_unix\":%.3f,"
                     "\"host\":",
                 NCG_ALERT_FORMAT_VERSION, a->kind, (double)rt.tv_sec + rt.tv_nsec / 1e9);
-        ncg_json_str(jf, w->host);
+        ncg_cli_json_str(jf, w->host);
         fprintf(jf, ",\"pid\":%d,\"rank\":%d,\"comm_rank\":%d,\"comm\":", (int)a->pid,
                 (int)a->rank, (int)a->comm_rank);
         if (a->have_comm)
@@ -134,9 +134,9 @@ static void emit(struct watch *w, const struct alert *a)
         else
             fputs(",\"slot\":null", jf);
         fputs(",\"segment\":", jf);
-        ncg_json_str(jf, a->segment ? a->segment : "");
+        ncg_cli_json_str(jf, a->segment ? a->segment : "");
         fputs(",\"detail\":", jf);
-        ncg_json_str(jf, a->detail);
+        ncg_cli_json_str(jf, a->detail);
         fputc('}', jf);
         fclose(jf);
     }
@@ -269,8 +269,8 @@ static void scan_comms(struct watch *w, const struct ncg_snap *s, const struct n
                             r[y] = r[y - 1];
                             r[y - 1] = t;
                         }
-                    ncg_fmt_ranks(rk, sizeof(rk), r, n);
-                    ncg_fmt_call(call, sizeof(call), &c->calls[j].rec);
+                    ncg_cli_fmt_ranks(rk, sizeof(rk), r, n);
+                    ncg_cli_fmt_call(call, sizeof(call), &c->calls[j].rec);
                     o += (size_t)snprintf(a.detail + o, sizeof(a.detail) - o, "%s %s on rank%s %s",
                                           j ? ";" : "", call, n > 1 ? "s" : "", rk);
                 }
@@ -290,7 +290,7 @@ static void scan_comms(struct watch *w, const struct ncg_snap *s, const struct n
                         n++;
                     }
                 char rk[128];
-                ncg_fmt_ranks(rk, sizeof(rk), ranks, n);
+                ncg_cli_fmt_ranks(rk, sizeof(rk), ranks, n);
                 const struct ncg_cli_proc *p = &s->procs[s->members[idx[0]].proc];
                 a.kind = "stall";
                 a.pid = p->pid;
@@ -332,7 +332,7 @@ int ncg_cmd_watch(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *val;
         int r;
-        if (ncg_is_help(argv[i])) {
+        if (ncg_cli_is_help(argv[i])) {
             fputs(usage, stdout);
             return NCG_CLI_OK;
         } else if (strcmp(argv[i], "--json") == 0) {
@@ -343,26 +343,26 @@ int ncg_cmd_watch(int argc, char **argv)
             exit_on_alert = 1;
         } else if (strcmp(argv[i], "--no-clean") == 0) {
             clean = 0;
-        } else if ((r = ncg_opt(argc, argv, &i, "--stall", &val)) != 0) {
-            if (r < 0 || ncg_parse_secs(val, &w.stall_s) < 0)
-                return ncg_usage_error(usage, "watch: --stall needs a number of seconds");
-        } else if ((r = ncg_opt(argc, argv, &i, "--interval", &val)) != 0) {
-            if (r < 0 || ncg_parse_secs(val, &interval) < 0 || interval < 0.05)
-                return ncg_usage_error(usage, "watch: --interval needs seconds >= 0.05");
-        } else if ((r = ncg_opt(argc, argv, &i, "--exec", &val)) != 0) {
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--stall", &val)) != 0) {
+            if (r < 0 || ncg_cli_parse_secs(val, &w.stall_s) < 0)
+                return ncg_cli_usage_error(usage, "watch: --stall needs a number of seconds");
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--interval", &val)) != 0) {
+            if (r < 0 || ncg_cli_parse_secs(val, &interval) < 0 || interval < 0.05)
+                return ncg_cli_usage_error(usage, "watch: --interval needs seconds >= 0.05");
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--exec", &val)) != 0) {
             if (r < 0 || !*val)
-                return ncg_usage_error(usage, "watch: --exec needs a command");
+                return ncg_cli_usage_error(usage, "watch: --exec needs a command");
             w.exec = val;
-        } else if ((r = ncg_opt(argc, argv, &i, "--dir", &val)) != 0) {
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--dir", &val)) != 0) {
             if (r < 0)
-                return ncg_usage_error(usage, "watch: --dir needs a value");
+                return ncg_cli_usage_error(usage, "watch: --dir needs a value");
             o.dir = val;
-        } else if ((r = ncg_opt(argc, argv, &i, "--match", &val)) != 0) {
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--match", &val)) != 0) {
             if (r < 0)
-                return ncg_usage_error(usage, "watch: --match needs a value");
+                return ncg_cli_usage_error(usage, "watch: --match needs a value");
             o.match = val;
         } else {
-            return ncg_usage_error(usage, "watch: unexpected argument '%s'", argv[i]);
+            return ncg_cli_usage_error(usage, "watch: unexpected argument '%s'", argv[i]);
         }
     }
     gethostname(w.host, sizeof(w.host) - 1);
@@ -388,7 +388,7 @@ int ncg_cmd_watch(int argc, char **argv)
             ncg_view_free(&v);
         }
         if (clean)
-            ncg_clean_dead(&s, 3600, 0, 1, 1);
+            ncg_cli_clean_dead(&s, 3600, 0, 1, 1);
         ncg_snap_free(&s);
         reap_hooks(&w, 0);
         if (once || (exit_on_alert && w.alerts))
