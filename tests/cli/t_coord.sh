@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `ncclguard coord` serves jobs end to end through NCCLGUARD_COORD: a healthy job completes with
+# no verdict; the incident (16 ranks) is caught: every rank exits 86 with the diagnostic naming
+# AllReduce on rank 3 against ReduceScatter on the others. SIGTERM stops the daemon cleanly.
+. "$(dirname "$0")/lib.sh"
+need "$NCG" "$CLIAPP" "$LAUNCH" "$NCG_BUILD/tests/incident" "$NCG_BUILD/libncclguard.so"
+"$NCG" coord --help | grep -q "usage: ncclguard coord" || fail "coord --help"
+"$NCG" coord --listen 127.0.0.1:0 --token s3cret >"$NCG_TMP/coord.out" 2>&1 &
+C=$!; BG_PIDS+=($C)
+wait_until 20 grep -qE "listening on [^ ]*:[0-9]+" "$NCG_TMP/coord.out"
+cat "$NCG_TMP/coord.out"
+grep -q "this build has no coordinator" "$NCG_TMP/coord.out" && skip "ncclguard built without the coordinator"
+PORT=$(grep -oE "listening on [^ ]*:[0-9]+" "$NCG_TMP/coord.out" | head -n 1 | sed 's/.*://')
+export NCCLGUARD_COORD=127.0.0.1:$PORT NCCLGUARD_TOKEN=s3cret
+# a healthy job: completes, no verdict
+LD_PRELOAD=$NCG_PRELOAD timeout 120 "$LAUNCH" -n 4 -t 100 -- "$CLIAPP" --calls 200 >"$NCG_TMP/ok.out" 2>&1
+rc=$?; cat "$NCG_TMP/ok.out"
+[ $rc -eq 0 ] || fail "healthy job through coord: exit $rc"
+lacks "$NCG_TMP/ok.out" "VERDICT"
+# the incident: every rank ends with 86 and the diagnostic
+LD_PRELOAD=$NCG_PRELOAD NCCLGUARD_REPORT_DIR=$NCG_TMP timeout 120 "$LAUNCH" -n 16 -t 60 -- "$NCG_BUILD/tests/incident" >"$NCG_TMP/inc.out" 2>&1
+rc=$?; grep -v "^incident:" "$NCG_TMP/inc.out" | head -n 30
+[ $rc -eq 86 ] || fail "incident through coord: launcher exit $rc, want 86"
+contains "$NCG_TMP/inc.out" "MISMATCH" "AllReduce(count=1, float32, sum)" "ReduceScatter(count=64, bfloat16, sum)" "on ranks 0-2,4-15"
+[ "$(grep -c "exited with status 86" "$NCG_TMP/inc.out")" -eq 16 ] || fail "not every rank exited 86"
+# the daemon is still serving, and stops cleanly on SIGTERM
+kill -0 $C || fail "coord died"
+kill -TERM $C; wait $C; rc=$?
+[ $rc -eq 0 ] || fail "coord after SIGTERM: exit $rc"
+cat "$NCG_TMP/coord.out"; echo ok

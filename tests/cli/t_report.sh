@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `ncclguard report DIR` merges per-rank reports into one account: first on hand-written reports
+# (docs/report-format.md v1) with a missing rank, a malformed and a foreign file; then on the
+# reports of a real diverged job (the incident, 16 ranks, zero-config checker, abort).
+. "$(dirname "$0")/lib.sh"
+need "$NCG"
+R=$NCG_TMP/rep; mkdir -p "$R"
+mk() { # rank count call_site action
+  cat >"$R/ncclguard-report.hostA.$((1000 + $1)).json" <<J
+{"format":"ncclguard-report","version":1,"verdict":"MISMATCH","severity":"error","action":"$4","exit_status":86,"summary":"MISMATCH on comm 00000000000000ab (4 ranks): slot 7: AllReduce on rank 3 vs ReduceScatter on ranks 0-2","time_unix":1795930000.5,"host":"hostA","pid":$((1000 + $1)),"global_rank":$((10 + $1)),"comm":{"id":"00000000000000ab","size":4,"members":[10,11,12,13]},"rank":$1,"slot":7,"last_agreed_slot":6,"counts":[8,8,-1,$2],"calls":[{"func":"ReduceScatter","count":4096,"dtype":"bfloat16","op":"sum","root":null,"seq":7,"ranks":"0-2","global_ranks":"10-12","call_site":"train_step+0x1a"},{"func":"AllReduce","count":1,"dtype":"float32","op":"sum","root":null,"seq":7,"ranks":"3","global_ranks":"13","call_site":"barrier+0x2"}],"subject_ranks":"3","call_site":"$3","detail":"","future_key":{"x":[1,2,{"y":null}]}}
+J
+}
+mk 0 8 "train_step+0x1a" abort
+mk 1 8 "train_step+0x1a" abort
+mk 3 8 "barrier+0x2" abort
+echo '{"format":"ncclguard-report","version":1,"verdict":' >"$R/ncclguard-report.hostA.2000.json"
+echo '{"format":"something-else","version":1}' >"$R/ncclguard-report.hostA.2001.json"
+echo 'partial' >"$R/ncclguard-report.hostA.2002.json.tmp.55"
+"$NCG" report "$R" >"$NCG_TMP/o1" 2>"$NCG_TMP/e1" || fail "report exit $?"
+cat "$NCG_TMP/o1" "$NCG_TMP/e1"
+contains "$NCG_TMP/o1" "3 rank reports, 1 verdict, 2 files skipped" \
+  "MISMATCH (error) on comm 00000000000000ab (size 4) at slot 7, last agreed slot 6" \
+  "ReduceScatter(count=4096, bfloat16, sum)" "on ranks 0-2 (global 10-12)" \
+  "AllReduce(count=1, float32, sum)" "on ranks 3 (global 13)" \
+  "slot counts: 8 on ranks 0-1,3; unknown on rank 2" \
+  "actions: abort on ranks 0-1,3" "reports from ranks 0-1,3; no report from ranks 2"
+grep -E "train_step\+0x1a +ranks 0-1" "$NCG_TMP/o1" >/dev/null || fail "call sites of ranks 0-1"
+grep -E "barrier\+0x2 +ranks 3" "$NCG_TMP/o1" >/dev/null || fail "call site of rank 3"
+contains "$NCG_TMP/e1" "malformed JSON" "not an ncclguard report"
+"$NCG" report "$R" --json >"$NCG_TMP/j1" 2>/dev/null || fail "report --json"
+jcheck "$NCG_TMP/j1" 'd["format"]=="ncclguard-job-report" and d["version"]==1 and d["reports"]==3 and d["skipped"]==2'
+jcheck "$NCG_TMP/j1" 'len(d["verdicts"])==1 and d["verdicts"][0]["counts"]==[8,8,-1,8] and d["verdicts"][0]["missing_ranks"]=="2"'
+jcheck "$NCG_TMP/j1" '[r["rank"] for r in d["verdicts"][0]["ranks"]]==[0,1,3] and d["verdicts"][0]["ranks"][2]["call_site"]=="barrier+0x2"'
+jcheck "$NCG_TMP/j1" 'sorted(c["func"] for c in d["verdicts"][0]["calls"])==["AllReduce","ReduceScatter"]'
+mkdir "$NCG_TMP/none"
+"$NCG" report "$NCG_TMP/none" >"$NCG_TMP/o2" || fail "empty dir"
+contains "$NCG_TMP/o2" "0 rank reports, 0 verdicts"
+"$NCG" report "$NCG_TMP/missing" 2>/dev/null; [ $? -eq 3 ] || fail "missing dir: want 3"
+
+# the reports of a real diverged job
+[ -x "$NCG_BUILD/tests/incident" ] && [ -x "$LAUNCH" ] || skip "incident or launcher not built"
+J=$NCG_TMP/job; mkdir -p "$J"
+LD_PRELOAD=$NCG_PRELOAD NCCLGUARD_REPORT_DIR=$J timeout 120 "$LAUNCH" -n 16 -t 60 -- "$NCG_BUILD/tests/incident" >"$NCG_TMP/inc.out" 2>&1
+rc=$?
+[ $rc -eq 86 ] || { tail -n 20 "$NCG_TMP/inc.out"; fail "incident: launcher exit $rc, want 86"; }
+"$NCG" report "$J" >"$NCG_TMP/o3" || fail "report on job"
+cat "$NCG_TMP/o3"
+contains "$NCG_TMP/o3" "16 rank reports, 1 verdict" "MISMATCH (error)" "(size 16) at slot 48" \
+  "AllReduce(count=1, float32, sum)" "on ranks 3" "ReduceScatter(count=64, bfloat16, sum)" "on ranks 0-2,4-15" \
+  "actions: abort on ranks 0-15" "reports from ranks 0-15 (every rank)"
+"$NCG" report "$J" --json >"$NCG_TMP/j3"
+jcheck "$NCG_TMP/j3" 'd["reports"]==16 and d["verdicts"][0]["verdict"]=="MISMATCH" and d["verdicts"][0]["slot"]==48'
+jcheck "$NCG_TMP/j3" 'all(r["call_site"] for r in d["verdicts"][0]["ranks"]) and all(r["exit_status"]==86 for r in d["verdicts"][0]["ranks"])'
+echo ok
