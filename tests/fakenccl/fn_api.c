@@ -205,8 +205,13 @@ static ncclResult_t comm_create(struct ncclComm **out, int nranks, int rank, uin
     c->rank = rank;
     c->cudev = cudev;
     c->blocking = blocking;
-    snprintf(c->shm_name, sizeof c->shm_name, "/fakenccl-%u-%016llx-%d", (unsigned)getuid(),
-             (unsigned long long)hash, nranks);
+    /* FAKENCCL_SHM_TAG (inherited by every rank) lets a test find its own segments. */
+    char tag[24] = "";
+    const char *t = getenv("FAKENCCL_SHM_TAG");
+    for (int i = 0; t && t[i] && i < 16; i++)
+        tag[i] = (char)((t[i] >= 'a' && t[i] <= 'z') || (t[i] >= '0' && t[i] <= '9') ? t[i] : '_');
+    snprintf(c->shm_name, sizeof c->shm_name, "/fakenccl-%u-%s%s%016llx-%d", (unsigned)getuid(),
+             tag, tag[0] ? "-" : "", (unsigned long long)hash, nranks);
     c->send_issued = calloc((size_t)nranks * 4, sizeof(uint64_t));
     if (!c->send_issued) {
         free(c);

@@ -1,0 +1,23 @@
+# The fake exports exactly the genuine libnccl.so.2's host API (nccl.h): every ncclX weak and
+# every pncclX strong at the same address. Skipped when the genuine library is absent.
+. "$NCG_ROOT/tests/fakenccl/lib.sh"
+real=/usr/local/cuda/lib64/libnccl.so.2
+hdr=/usr/local/cuda/include/nccl.h
+fake=$NCG_BUILD/fakenccl/libnccl.so.2
+command -v nm >/dev/null || { echo "nm not installed"; exit 77; }
+[ -f "$real" ] && [ -f "$hdr" ] || { echo "no genuine NCCL under /usr/local/cuda"; exit 77; }
+syms() { nm -D --defined-only "$1" | awk '$3 ~ /^p?nccl/ {print $2, $3}' | sort -k2; }
+# the host API = functions nccl.h declares (the device API lives in nccl_device/)
+api=$(grep -oE '\bp?nccl[A-Za-z]+[[:space:]]*\(' "$hdr" | tr -d ' (' | sort -u)
+want=$(syms "$real" | awk 'NR==FNR {a[$1]=1; next} ($2 in a)' <(echo "$api") -)
+got=$(syms "$fake")
+[ -n "$want" ] || fail "no API symbols found in $real"
+if [ "$want" != "$got" ]; then
+  diff <(echo "$want") <(echo "$got")
+  fail "export list differs from the genuine library's host API (< genuine, > fake)"
+fi
+# weak ncclX and strong pncclX at the same address
+nm -D --defined-only "$fake" | awk '$3 ~ /^nccl/ {w[$3]=$1} $3 ~ /^pnccl/ {s[substr($3,2)]=$1}
+  END {for (k in w) if (w[k] != s[k]) {print "address differs: " k; bad=1} exit bad}' ||
+  fail "ncclX and pncclX at different addresses"
+echo "ok: $(echo "$got" | wc -l) symbols match"
