@@ -39,7 +39,7 @@ $(APPS_OUT)/%: $(APPS_DIR)/%.c $(APPS_OUT)/obj/ncg_test.o $(APPS_DIR)/ncg_test.h
 	@mkdir -p $(dir $@)
 	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
 
-TEST_BINS += $(APPS_OUT)/ncg-launch $(APPS_OUT)/incident
+TEST_BINS += $(APPS_OUT)/ncg-launch $(APPS_OUT)/incident $(APPS_OUT)/mixed
 
 # The incident compiled against NVIDIA's own nccl.h (the drop-in acceptance point).
 ifneq ($(FN_REAL_NCCL_H),)

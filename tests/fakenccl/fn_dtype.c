@@ -195,7 +195,9 @@ void fn_premul(void *dst, const void *src, size_t n, ncclDataType_t dt, const vo
     case ncclInt64: case ncclUint64: FN_INT_PREMUL(uint64_t); break;
 #undef FN_INT_PREMUL
     default: {
-        double k = fn_load(scalar, dt, 0);
+        _Alignas(8) unsigned char kb[8]; /* the scalar may sit at any address */
+        memcpy(kb, scalar, fn_dtype_size(dt));
+        double k = fn_load(kb, dt, 0);
         for (size_t i = 0; i < n; i++)
             fn_store(dst, dt, i, fn_load(src, dt, i) * k);
         break;

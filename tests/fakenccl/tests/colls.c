@@ -202,7 +202,7 @@ static void run_one(ncclComm_t comm, int c, int dt, int op, int inplace, size_t 
     }
     ncclRedOp_t rop = (ncclRedOp_t)op;
     g_pm = pm;
-    unsigned char scal[8];
+    _Alignas(8) unsigned char scal[8];
     if (pm) {
         put(scal, dt, 0, 1 + me % 4);
         NCG_CHECK(ncclRedOpCreatePreMulSum(&rop, scal, (ncclDataType_t)dt,
