@@ -64,3 +64,9 @@ $(FN_TOUT)/libbcastspy.so: $(FN_DIR)/tests/bcastspy.c.in
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(filter-out -fvisibility=hidden,$(BASE_CFLAGS)) -x c -shared -o $@ $< -ldl
 TEST_BINS += $(FN_TOUT)/libbcastspy.so
+
+# make bench: fakenccl's own speed (see tests/fakenccl/bench.sh)
+.PHONY: fakenccl-bench
+fakenccl-bench: $(APPS_OUT)/ncg-launch $(APPS_OUT)/mixed $(FN_LIB)
+	@tests/fakenccl/bench.sh $(BUILD)
+BENCH_TARGETS += fakenccl-bench

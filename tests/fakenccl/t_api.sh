@@ -10,5 +10,9 @@ case "${NCG_SANITIZER:-}" in *address*) pre="$(${CC:-cc} -print-file-name=libasa
 out=$(LD_PRELOAD="${pre}$FN_T/libbcastspy.so" "$FN_T/api" bcast 3 2>&1) || fail "bcast: $out"
 echo "$out" | grep -q "bcastspy: ncclBroadcast calls: 3$" ||
   fail "ncclBcast did not reach the interposed ncclBroadcast: $out"
+# NCCL_COMM_ID=host:port: ranks build the id locally (fixed magic) and still meet
+NCCL_COMM_ID=127.0.0.1:$((20000 + $$ % 30000)) launch -n 4 -t 60 "$FN_T/api" commid
+[ $rc -eq 0 ] || fail "NCCL_COMM_ID job: exit $rc: $out"
+echo "$out" | grep -q "api: NCCL_COMM_ID job of 4 ranks ok" || fail "NCCL_COMM_ID job: $out"
 no_leftover_segments
 echo "ok"

@@ -3,6 +3,7 @@
  * errors, groups (unmatched end, GroupSimulateEnd), memory, registration, windows,
  * ncclCommInitAll and a group of ncclCommInitRank driving several ranks from one thread.
  * `api bcast N`: N ncclBcast calls on a 1-rank comm (for the PLT interposition test).
+ * `api commid` (under ncg-launch, NCCL_COMM_ID set): each rank builds its own id, one AllReduce.
  * Prints what it checked; exit 0 when everything matched. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -184,6 +185,22 @@ int main(int argc, char **argv)
         NCG_CHECK(ncclCommDestroy(c));
         printf("api: %d ncclBcast calls done\n", n);
         return v == 5 ? 0 : 1;
+    }
+    if (!strcmp(mode, "commid")) {
+        /* NCCL_COMM_ID: every rank builds the id itself; nothing is exchanged */
+        int me = ncg_test_rank(), n = ncg_test_world();
+        ncclUniqueId id;
+        ncclComm_t c;
+        NCG_CHECK(ncclGetUniqueId(&id));
+        NCG_CHECK(ncclCommInitRank(&c, n, id, me));
+        int64_t v = me, s = -1;
+        NCG_CHECK(ncclAllReduce(&v, &s, 1, ncclInt64, ncclSum, c, NULL));
+        NCG_CHECK(ncclCommDestroy(c));
+        if (s != (int64_t)n * (n - 1) / 2)
+            return 1;
+        if (me == 0)
+            printf("api: NCCL_COMM_ID job of %d ranks ok\n", n);
+        return 0;
     }
     basics();
     if (g_fail)
