@@ -436,15 +436,14 @@ int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, in
     if (!s)
         return 0;
     uint64_t now = ncg_clock_ns();
-    struct ncg_shm_record r = {
-        .seq = slot, .count = count, .digest = next[1], .caller_pc = (uint64_t)(uintptr_t)pc, .t_ns = now,
-        .tid = ncg_tid(), .root_or_peer = root, .func = (uint8_t)func, .dtype = (uint8_t)dtype,
-        .redop = (uint8_t)redop, .flags = ncg_tls.group > 0 ? NCG_REC_IN_GROUP : 0,
-    };
-    ncg_ring_put(&s->coll[slot & (NCG_COLL_RING - 1)], slot, &r);
-    /* The record before the count that announces it (locked add: also a full barrier on x86). */
+    ncg_ring_put_fields(&s->coll[slot & (NCG_COLL_RING - 1)], slot, slot, count, next[1], (uint64_t)(uintptr_t)pc,
+                        now, ncg_tid(), root, func, (uint32_t)dtype, redop,
+                        ncg_tls.group > 0 ? NCG_REC_IN_GROUP : 0);
+    /* The record before the count that announces it. A plain store, not an atomic add: NCCL
+     * forbids concurrent calls on one comm, so calls on a comm are ordered and slot + 1 is the
+     * count; racing misuse can only make the count lag until the comm's next call. */
     ck_pr_fence_store();
-    ck_pr_inc_64(&s->coll_seq);
+    ck_pr_store_64(&s->coll_seq, slot + 1);
     ck_pr_store_64(&s->last_ns, now);
     return 0;
 }
@@ -463,14 +462,11 @@ int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, n
     if (!s)
         return 0;
     uint64_t now = ncg_clock_ns();
-    struct ncg_shm_record r = {
-        .seq = k, .count = count, .digest = ncg_fingerprint(func, count, (uint32_t)dtype, NCG_REDOP_NONE, peer),
-        .caller_pc = (uint64_t)(uintptr_t)pc, .t_ns = now, .tid = ncg_tid(), .root_or_peer = peer,
-        .func = (uint8_t)func, .dtype = (uint8_t)dtype, .redop = NCG_REDOP_NONE,
-        .flags = ncg_tls.group > 0 ? NCG_REC_IN_GROUP : 0,
-    };
     uint64_t idx = ck_pr_faa_64(&s->p2p_seq, 1);
-    ncg_ring_put(&s->p2p[idx & (NCG_P2P_RING - 1)], idx, &r);
+    ncg_ring_put_fields(&s->p2p[idx & (NCG_P2P_RING - 1)], idx, k, count,
+                        ncg_fingerprint(func, count, (uint32_t)dtype, NCG_REDOP_NONE, peer), (uint64_t)(uintptr_t)pc,
+                        now, ncg_tid(), peer, func, (uint32_t)dtype, NCG_REDOP_NONE,
+                        ncg_tls.group > 0 ? NCG_REC_IN_GROUP : 0);
     ck_pr_store_64(&s->last_ns, now);
     return 0;
 }

@@ -26,4 +26,70 @@ $(BUILD)/libncg_pure.a: $(SHIM_PURE_OBJS)
 
 ALL_TARGETS += $(BUILD)/libncclguard.so $(BUILD)/libncg_pure.a
 
--include $(wildcard $(BUILD)/obj/interpose/*.d)
+
+# ---- tests: C programs built into $(BUILD)/tests/shim (tests/shim/t_*.sh, tests/abi/t_*.sh) ----
+SHIM_TEST_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) -MMD -MP
+SHIM_FAKE := $(BUILD)/fakenccl/libnccl.so.2
+SHIM_TEST_BINS := $(BUILD)/tests/shim/config_test $(BUILD)/tests/shim/api_names \
+                  $(BUILD)/tests/shim/ring_test $(BUILD)/tests/shim/shmread $(BUILD)/tests/shim/calls \
+                  $(BUILD)/tests/shim/realnccl $(BUILD)/tests/shim/dlopen_local \
+                  $(BUILD)/tests/shim/libuses_nccl.so $(BUILD)/bench/null/libnccl.so.2 \
+                  $(BUILD)/bench/null-norevoke/libnccl.so.2 $(BUILD)/bench/percall
+TEST_BINS += $(SHIM_TEST_BINS)
+
+$(BUILD)/tests/shim/config_test: tests/shim/config_test.c $(BUILD)/libncg_pure.a
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BUILD)/libncg_pure.a $(BASE_LDFLAGS)
+
+$(BUILD)/tests/shim/api_names: tests/shim/api_names.c interpose/api.def
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BASE_LDFLAGS)
+
+$(BUILD)/tests/shim/ring_test: tests/shim/ring_test.c $(BUILD)/libncg_pure.a
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BUILD)/libncg_pure.a $(BASE_LDFLAGS) -lpthread
+
+$(BUILD)/tests/shim/shmread: tests/shim/shmread.c tests/shim/segdump.h $(BUILD)/libncg_pure.a
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BUILD)/libncg_pure.a $(BASE_LDFLAGS)
+
+# Written like an application of the CPU NCCL (tests/apps' id helper), rpath to the fake.
+$(BUILD)/tests/shim/calls: tests/shim/calls.c tests/shim/segdump.h $(BUILD)/tests/obj/ncg_test.o \
+                           $(SHIM_FAKE) $(BUILD)/libncg_pure.a
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -Itests/apps -o $@ $< $(BUILD)/tests/obj/ncg_test.o $(BUILD)/libncg_pure.a \
+	    $(BASE_LDFLAGS) -L$(BUILD)/fakenccl -l:libnccl.so.2 -Wl,-rpath,'$$ORIGIN/../../fakenccl' -lpthread
+
+$(BUILD)/tests/shim/realnccl: tests/shim/realnccl.c
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BASE_LDFLAGS) -ldl
+
+$(BUILD)/tests/shim/libuses_nccl.so: tests/shim/uses_nccl.c $(SHIM_FAKE)
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -shared -o $@ $< $(BASE_LDFLAGS) -L$(BUILD)/fakenccl -l:libnccl.so.2 \
+	    -Wl,-rpath,'$$ORIGIN/../../fakenccl'
+
+$(BUILD)/tests/shim/dlopen_local: tests/shim/dlopen_local.c tests/shim/segdump.h $(BUILD)/libncg_pure.a
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BUILD)/libncg_pure.a $(BASE_LDFLAGS) -ldl
+
+# ---- bench: a NCCL whose calls do nothing, and the per-call cost driver (make bench) ----
+$(BUILD)/bench/null/libnccl.so.2: tests/bench/nullnccl.c interpose/api.def
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -shared -Wl,-soname,libnccl.so.2 -o $@ $< $(BASE_LDFLAGS)
+
+$(BUILD)/bench/null-norevoke/libnccl.so.2: tests/bench/nullnccl.c interpose/api.def
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -DNULL_OMIT_REVOKE -shared -Wl,-soname,libnccl.so.2 -o $@ $< $(BASE_LDFLAGS)
+
+$(BUILD)/bench/percall: tests/bench/percall.c $(BUILD)/bench/null/libnccl.so.2
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BASE_LDFLAGS) -L$(BUILD)/bench/null -l:libnccl.so.2 \
+	    -Wl,-rpath,'$$ORIGIN/null' -lpthread
+
+BENCH_TARGETS += bench-percall
+.PHONY: bench-percall
+bench-percall: $(BUILD)/libncclguard.so $(BUILD)/bench/percall
+	tests/bench/percall.sh $(BUILD)
+
+-include $(wildcard $(BUILD)/obj/interpose/*.d $(BUILD)/tests/shim/*.d $(BUILD)/bench/*.d)

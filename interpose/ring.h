@@ -5,6 +5,7 @@
 #define NCG_RING_H
 
 #include <ck_pr.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -27,6 +28,40 @@ static inline void ncg_ring_put(struct ncg_shm_record *slot, uint64_t idx, const
     for (unsigned i = 1; i < NCG_REC_WORDS; i++)
         ck_pr_store_64(&dst[i], w[i]);
     /* Fields before the even stamp: a reader that sees 2*idx+2 sees the whole record. */
+    ck_pr_fence_store();
+    ck_pr_store_64(&slot->stamp, 2 * idx + 2);
+}
+
+/* The same as ncg_ring_put, from the fields in registers (the hot path: a record assembled on
+ * the stack from narrow fields and re-read as words costs store-forwarding stalls). Any thread,
+ * lock-free, no syscall. Field packing follows struct ncg_shm_record (little-endian). */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "ncg_ring_put_fields packs little-endian words"
+#endif
+_Static_assert(offsetof(struct ncg_shm_record, tid) == 48 && offsetof(struct ncg_shm_record, root_or_peer) == 52 &&
+                   offsetof(struct ncg_shm_record, dtype) == 57 && offsetof(struct ncg_shm_record, redop) == 58 &&
+                   offsetof(struct ncg_shm_record, flags) == 59,
+               "record word packing");
+static inline void ncg_ring_put_fields(struct ncg_shm_record *slot, uint64_t idx, uint64_t seq, uint64_t count,
+                                       uint64_t digest, uint64_t caller_pc, uint64_t t_ns, uint32_t tid,
+                                       int32_t root_or_peer, uint32_t func, uint32_t dtype, uint32_t redop,
+                                       uint32_t flags)
+{
+    uint64_t *dst = (uint64_t *)slot;
+    uint64_t w6 = (uint64_t)tid | (uint64_t)(uint32_t)root_or_peer << 32;
+    uint64_t w7 = (uint64_t)(func & 0xff) | (uint64_t)(dtype & 0xff) << 8 | (uint64_t)(redop & 0xff) << 16 |
+                  (uint64_t)(flags & 0xff) << 24;
+    ck_pr_store_64(&slot->stamp, 2 * idx + 1);
+    /* Odd stamp before any field (as in ncg_ring_put). */
+    ck_pr_fence_store();
+    ck_pr_store_64(&dst[1], seq);
+    ck_pr_store_64(&dst[2], count);
+    ck_pr_store_64(&dst[3], digest);
+    ck_pr_store_64(&dst[4], caller_pc);
+    ck_pr_store_64(&dst[5], t_ns);
+    ck_pr_store_64(&dst[6], w6);
+    ck_pr_store_64(&dst[7], w7);
+    /* Fields before the even stamp. */
     ck_pr_fence_store();
     ck_pr_store_64(&slot->stamp, 2 * idx + 2);
 }

@@ -53,10 +53,9 @@ int ncg_init_slow(void)
     return __atomic_load_n(&ncg_state, __ATOMIC_ACQUIRE);
 }
 
-uint32_t ncg_tid(void)
+uint32_t ncg_tid_slow(void)
 {
-    if (__builtin_expect(ncg_tls.tid == 0, 0))
-        ncg_tls.tid = (uint32_t)syscall(SYS_gettid);
+    ncg_tls.tid = (uint32_t)syscall(SYS_gettid);
     return ncg_tls.tid;
 }
 

@@ -38,8 +38,13 @@ static inline int ncg_state_get(void)
  * Caller holds ncg_lock. Returns 0, or -errno when the segment could not be mapped at all. */
 int ncg_activate(void);
 
-/* The calling thread's id (cached). Any thread; one syscall on a thread's first call. */
-uint32_t ncg_tid(void);
+/* The calling thread's id, cached in TLS. Any thread; one syscall on a thread's first call. */
+uint32_t ncg_tid_slow(void);
+static inline uint32_t ncg_tid(void)
+{
+    uint32_t t = ncg_tls.tid;
+    return __builtin_expect(t != 0, 1) ? t : ncg_tid_slow();
+}
 
 #endif
 

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# make bench: cost per NCCL call added by libncclguard.so over a NCCL whose calls do nothing,
+# 1 and 8 threads (distinct comms), without the shim, with it, and with NCCLGUARD=0, in one run.
+# Prints median / p99 ns per call and the added cost; see BENCHMARKS.md "Per-call cost".
+set -eu
+B=${1:-build}
+N=${NCG_BENCH_BATCHES:-100000}
+bin=$B/bench/percall
+shim=$(cd "$B" && pwd)/libncclguard.so
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for t in 1 8; do
+  "$bin" "$t" "$N" none >>"$out"
+  LD_PRELOAD=$shim NCCLGUARD_COORD=off "$bin" "$t" "$N" shim >>"$out"
+  LD_PRELOAD=$shim NCCLGUARD=0 "$bin" "$t" "$N" disabled >>"$out"
+done
+cat "$out"
+awk '
+  { split($2,a,"="); t=a[2]; split($3,m,"="); split($4,p,"="); med[$1,t]=m[2]; p99[$1,t]=p[2] }
+  END {
+    for (t = 1; t <= 8; t += 7) {
+      printf("threads=%d: shim adds median %.1f ns (target <= 50), p99 %.1f ns (target <= 500); NCCLGUARD=0 adds median %.1f ns (target <= 5)\n",
+             t, med["shim",t]-med["none",t], p99["shim",t]-p99["none",t], med["disabled",t]-med["none",t])
+    }
+    a1 = med["shim",1]-med["none",1]; a8 = med["shim",8]-med["none",8]
+    printf("8 threads vs 1: added median ratio %.2f (target <= 2), shim/none median ratio 1t %.2f 8t %.2f\n",
+           (a1 > 0 ? a8/a1 : 0), med["shim",1]/med["none",1], med["shim",8]/med["none",8])
+  }' "$out"

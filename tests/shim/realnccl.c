@@ -1,0 +1,58 @@
+/* Calls NCCL through the global symbol scope, as an application bound to libnccl does, with
+ * or without the shim in front. `realnccl lib` dlopen()s libnccl.so.2 RTLD_GLOBAL (the genuine
+ * one from LD_LIBRARY_PATH, or any), prints the version, ncclGetUniqueId's result, and the
+ * result of a 2-rank ncclCommInitRank that cannot complete (no GPU / no peer: NCCL fails it
+ * with its own code). `realnccl none` loads no libnccl: the shim's ncclGetVersion then has
+ * nothing to forward to. Each line is compared between runs by t_realnccl.sh. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ncclguard/nccl_abi.h"
+
+typedef ncclResult_t (*ver_fn)(int *);
+typedef ncclResult_t (*uid_fn)(ncclUniqueId *);
+typedef ncclResult_t (*init_fn)(ncclComm_t *, int, ncclUniqueId, int);
+
+static const char *owner(void *fn)
+{
+    Dl_info di;
+    if (!fn || !dladdr(fn, &di) || !di.dli_fname)
+        return "?";
+    return basename((char *)di.dli_fname);
+}
+
+int main(int argc, char **argv)
+{
+    int load = argc > 1 && !strcmp(argv[1], "lib");
+    if (load && !dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL)) {
+        printf("nolib %s\n", dlerror());
+        return 3;
+    }
+    ver_fn ver = (ver_fn)dlsym(RTLD_DEFAULT, "ncclGetVersion");
+    printf("ncclGetVersion from %s\n", owner((void *)ver));
+    if (!ver) {
+        printf("absent\n");
+        return 0;
+    }
+    int v = -1;
+    ncclResult_t r = ver(&v);
+    printf("version rc=%d v=%d\n", r, v);
+    if (!load)
+        return 0;
+    uid_fn uid = (uid_fn)dlsym(RTLD_DEFAULT, "ncclGetUniqueId");
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    r = uid(&id);
+    int nz = 0;
+    for (int i = 0; i < NCG_NCCL_ID_USED_BYTES; i++)
+        nz += id.internal[i] != 0;
+    printf("uniqueid rc=%d nonzero=%d\n", r, nz > 0);
+    init_fn init = (init_fn)dlsym(RTLD_DEFAULT, "ncclCommInitRank");
+    ncclComm_t c = NULL;
+    r = init(&c, 2, id, 1);
+    printf("initrank rc=%d\n", r);
+    return 0;
+}
