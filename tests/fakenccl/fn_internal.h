@@ -155,10 +155,11 @@ int fn_join_poll(struct ncclComm *c);
 /* Drive ops until all are done (or error). Blocks (futex) while no progress is possible;
  * honours abort/revoke and FAKENCCL_TIMEOUT_S. Calling thread; no allocation. */
 ncclResult_t fn_run(struct fn_op *ops, int nops);
-/* Name of an op's API function, for messages. */
+/* Name of an op's API function, for messages. Any thread; no blocking, no allocation. */
 const char *fn_op_name(const struct fn_op *op);
 
 /* --- fn_api.c --- */
+/* Set the calling thread's ncclGetLastError text. Any thread; no blocking, no allocation. */
 void fn_set_last_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif
