@@ -3,12 +3,17 @@
  * one from LD_LIBRARY_PATH, or any), prints the version, ncclGetUniqueId's result, and the
  * result of a 2-rank ncclCommInitRank that cannot complete (no GPU / no peer: NCCL fails it
  * with its own code). `realnccl none` loads no libnccl: the shim's ncclGetVersion then has
- * nothing to forward to. Each line is compared between runs by t_realnccl.sh. */
+ * nothing to forward to. `realnccl version` only asks the version and reports whether this
+ * process got a segment (it must not: no communicator). `realnccl revoke` calls
+ * ncclCommRevoke twice (a library without it: the shim returns ncclInvalidUsage, warns once).
+ * Each line is compared between runs by the t_*.sh scripts. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ncclguard/nccl_abi.h"
 
@@ -26,7 +31,8 @@ static const char *owner(void *fn)
 
 int main(int argc, char **argv)
 {
-    int load = argc > 1 && !strcmp(argv[1], "lib");
+    const char *mode = argc > 1 ? argv[1] : "none";
+    int load = strcmp(mode, "none") != 0;
     if (load && !dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL)) {
         printf("nolib %s\n", dlerror());
         return 3;
@@ -40,6 +46,24 @@ int main(int argc, char **argv)
     int v = -1;
     ncclResult_t r = ver(&v);
     printf("version rc=%d v=%d\n", r, v);
+    if (!strcmp(mode, "version")) {
+        char path[128];
+        struct stat st;
+        snprintf(path, sizeof path, "/dev/shm/ncclguard.%u.%d", (unsigned)getuid(), (int)getpid());
+        printf("segment=%d\n", stat(path, &st) == 0);
+        return 0;
+    }
+    if (!strcmp(mode, "revoke")) {
+        typedef ncclResult_t (*revoke_fn)(ncclComm_t, int);
+        revoke_fn rv = (revoke_fn)dlsym(RTLD_DEFAULT, "ncclCommRevoke");
+        if (!rv) {
+            printf("revoke absent\n");
+            return 0;
+        }
+        ncclResult_t r1 = rv(NULL, 0), r2 = rv(NULL, 0);
+        printf("revoke rc=%d rc=%d\n", r1, r2);
+        return 0;
+    }
     if (!load)
         return 0;
     uid_fn uid = (uid_fn)dlsym(RTLD_DEFAULT, "ncclGetUniqueId");
