@@ -1,0 +1,22 @@
+# The shim in front of the genuine libnccl.so.2 (no GPU needed): the version and a unique id
+# pass through, and ncclCommInitRank's failure on a machine without a usable GPU comes back
+# with NCCL's own code, the same as without the shim.
+. "$NCG_ROOT/tests/shim/lib.sh"
+real=/usr/local/cuda/lib64/libnccl.so.2
+[ -e "$real" ] || { echo "no genuine NCCL at $real"; exit 77; }
+need "$SHIMLIB" "$NCG_BUILD/tests/shim/realnccl"
+R=$NCG_BUILD/tests/shim/realnccl
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64 NCCL_DEBUG=WARN
+timeout 120 "$R" lib >"$NCG_TMP/plain" 2>"$NCG_TMP/plain.err" || { cat "$NCG_TMP/plain.err"; fail "without the shim"; }
+LD_PRELOAD="$NCG_PRELOAD" timeout 120 "$R" lib >"$NCG_TMP/shim" 2>"$NCG_TMP/shim.err" \
+  || { cat "$NCG_TMP/shim.err"; fail "with the shim"; }
+cat "$NCG_TMP/plain" "$NCG_TMP/shim"
+grep -q "from libnccl.so.2" "$NCG_TMP/plain" || fail "plain run did not bind to libnccl"
+grep -q "from libncclguard.so" "$NCG_TMP/shim" || fail "the shim was not in front"
+ours() { grep -E '^(version|uniqueid|initrank) ' "$1"; } # NCCL's own WARN lines carry pids and times
+diff <(ours "$NCG_TMP/plain") <(ours "$NCG_TMP/shim") \
+  || fail "results differ with the shim"
+grep -q "^version rc=0 v=2" "$NCG_TMP/shim" || fail "version"
+grep -qx "uniqueid rc=0 nonzero=1" "$NCG_TMP/shim" || fail "unique id"
+grep -q "^initrank rc=[1-9]" "$NCG_TMP/shim" || fail "ncclCommInitRank should fail without a usable GPU"
+echo "realnccl ok"
