@@ -1,9 +1,8 @@
 /* Calls NCCL through the global symbol scope, as an application bound to libnccl does, with
  * or without the shim in front. `realnccl lib` dlopen()s libnccl.so.2 RTLD_GLOBAL (the genuine
  * one from LD_LIBRARY_PATH, or any), prints the version, ncclGetUniqueId's result, and the
- * result of a 2-rank ncclCommInitRank that cannot complete (no GPU / no peer: NCCL fails it
- * with its own code). `realnccl none` loads no libnccl: the shim's ncclGetVersion then has
- * nothing to forward to. `realnccl version` only asks the version and reports whether this
+ * result of a 1-rank ncclCommInitRank (without a usable GPU NCCL fails it with its own code).
+ * `realnccl none` loads no libnccl: the shim's ncclGetVersion has nothing to forward to. `realnccl version` only asks the version and reports whether this
  * process got a segment (it must not: no communicator). `realnccl revoke` calls
  * ncclCommRevoke twice (a library without it: the shim returns ncclInvalidUsage, warns once).
  * Each line is compared between runs by the t_*.sh scripts. */
@@ -76,7 +75,7 @@ int main(int argc, char **argv)
     printf("uniqueid rc=%d nonzero=%d\n", r, nz > 0);
     init_fn init = (init_fn)dlsym(RTLD_DEFAULT, "ncclCommInitRank");
     ncclComm_t c = NULL;
-    r = init(&c, 2, id, 1);
+    r = init(&c, 1, id, 0); /* one rank: fails without a usable GPU, never waits for peers */
     printf("initrank rc=%d\n", r);
     return 0;
 }

@@ -18,5 +18,7 @@ diff <(ours "$NCG_TMP/plain") <(ours "$NCG_TMP/shim") \
   || fail "results differ with the shim"
 grep -q "^version rc=0 v=2" "$NCG_TMP/shim" || fail "version"
 grep -qx "uniqueid rc=0 nonzero=1" "$NCG_TMP/shim" || fail "unique id"
-grep -q "^initrank rc=[1-9]" "$NCG_TMP/shim" || fail "ncclCommInitRank should fail without a usable GPU"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  grep -q "^initrank rc=[1-9]" "$NCG_TMP/shim" || fail "ncclCommInitRank should fail without a usable GPU"
+fi
 echo "realnccl ok"
