@@ -501,10 +501,10 @@ static void watchdog_line(const struct fn_op *op, double waited)
     else
         snprintf(what, sizeof what, "%s slot %llu", fn_op_name(op), (unsigned long long)op->seq);
     fprintf(stderr,
-            "fakenccl: watchdog: rank %d comm %016llx (nranks %d): %s blocked for %.0f s, "
+            "fakenccl: watchdog: rank %d comm %016llx (nranks %d): %s blocked for %g s, "
             "returning ncclSystemError\n",
             op->comm->rank, (unsigned long long)op->comm->hash, op->comm->nranks, what, waited);
-    fn_set_last_error("%s blocked for %.0f s (FAKENCCL_TIMEOUT_S)", fn_op_name(op), waited);
+    fn_set_last_error("%s blocked for %g s (FAKENCCL_TIMEOUT_S)", fn_op_name(op), waited);
 }
 
 static int op_progress(struct fn_op *op)
@@ -563,7 +563,7 @@ ncclResult_t fn_run(struct fn_op *ops, int nops)
                 continue;
         }
         if (limit > 0 && t - last >= limit) {
-            watchdog_line(first, t - last);
+            watchdog_line(first, limit); /* the configured limit: a stable message */
             atomic_store(&first->comm->async_err, ncclSystemError);
             res = ncclSystemError;
             goto out;
