@@ -38,7 +38,7 @@ contains "$NCG_TMP/o2" "0 rank reports, 0 verdicts"
 "$NCG" report "$NCG_TMP/missing" 2>/dev/null; [ $? -eq 3 ] || fail "missing dir: want 3"
 
 # the reports of a real diverged job
-[ -x "$NCG_BUILD/tests/incident" ] && [ -x "$LAUNCH" ] || skip "incident or launcher not built"
+need "$NCG_BUILD/tests/incident" "$LAUNCH" "$NCG_BUILD/libncclguard.so"
 J=$NCG_TMP/job; mkdir -p "$J"
 LD_PRELOAD=$NCG_PRELOAD NCCLGUARD_REPORT_DIR=$J timeout 120 "$LAUNCH" -n 16 -t 60 -- "$NCG_BUILD/tests/incident" >"$NCG_TMP/inc.out" 2>&1
 rc=$?
