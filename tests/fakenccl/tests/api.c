@@ -35,6 +35,55 @@ static int tail_zero(const ncclUniqueId *id)
     return 1;
 }
 
+/* a op b over a two-rank InitAll pair, for one element given by its bit pattern */
+static unsigned pair_reduce(ncclComm_t *cs, ncclDataType_t dt, unsigned a, unsigned b,
+                            ncclRedOp_t op)
+{
+    unsigned in[2] = {a, b}, out[2] = {0, 0};
+    NCG_CHECK(ncclGroupStart());
+    for (int i = 0; i < 2; i++)
+        NCG_CHECK(ncclAllReduce(&in[i], &out[i], 1, dt, op, cs[i], NULL));
+    NCG_CHECK(ncclGroupEnd());
+    EXPECT(out[0] == out[1], "ranks disagree: %#x %#x", out[0], out[1]);
+    return out[0];
+}
+
+/* Small-float rounding: ties to even, overflow to inf (e4m3: saturate at 448). */
+static void rounding(void)
+{
+    ncclComm_t cs[2];
+    NCG_CHECK(ncclCommInitAll(cs, 2, NULL));
+    static const struct {
+        ncclDataType_t dt;
+        unsigned a, b, want;
+        const char *what;
+    } cases[] = {
+        {ncclFloat16, 0x3C00, 0x1000, 0x3C00, "half 1 + 2^-11 ties to even (down)"},
+        {ncclFloat16, 0x3C01, 0x1000, 0x3C02, "half (1 + 2^-10) + 2^-11 ties to even (up)"},
+        {ncclFloat16, 0x7BFF, 0x7BFF, 0x7C00, "half 65504 + 65504 = inf"},
+        {ncclBfloat16, 0x3F80, 0x3B80, 0x3F80, "bf16 1 + 2^-8 ties to even"},
+        {ncclFloat8e4m3, 0x38, 0x18, 0x38, "e4m3 1 + 1/16 ties to even"},
+        {ncclFloat8e4m3, 0x39, 0x18, 0x3A, "e4m3 1.125 + 1/16 ties to even (up)"},
+        {ncclFloat8e4m3, 0x7C, 0x7C, 0x7E, "e4m3 384 + 384 saturates at 448"},
+        {ncclFloat8e5m2, 0x3C, 0x30, 0x3C, "e5m2 1 + 1/8 ties to even"},
+        {ncclFloat8e5m2, 0x7B, 0x7B, 0x7C, "e5m2 57344 + 57344 = inf"},
+        {ncclFloat8e4m3, 0xB8, 0x38, 0x00, "e4m3 -1 + 1 = 0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        unsigned got = pair_reduce(cs, cases[i].dt, cases[i].a, cases[i].b, ncclSum);
+        EXPECT(got == cases[i].want, "%s: got %#x want %#x", cases[i].what, got, cases[i].want);
+    }
+    /* int avg is integer division of the (wrapped) sum, as NCCL: (7 + 8) / 2 = 7 */
+    EXPECT(pair_reduce(cs, ncclInt32, 7, 8, ncclAvg) == 7, "int32 avg");
+    /* signed max/min compare as signed */
+    EXPECT(pair_reduce(cs, ncclInt8, 0xFF, 0x01, ncclMax) == 0x01, "int8 max(-1, 1)");
+    EXPECT(pair_reduce(cs, ncclUint8, 0xFF, 0x01, ncclMax) == 0xFF, "uint8 max(255, 1)");
+    /* integer sums wrap */
+    EXPECT(pair_reduce(cs, ncclUint8, 0xFF, 0x02, ncclSum) == 0x01, "uint8 255 + 2 wraps");
+    for (int i = 0; i < 2; i++)
+        NCG_CHECK(ncclCommDestroy(cs[i]));
+}
+
 static void basics(void)
 {
     int v = 0;
@@ -203,6 +252,7 @@ int main(int argc, char **argv)
         return 0;
     }
     basics();
+    rounding();
     if (g_fail)
         return 1;
     printf("api: basics ok\n");
