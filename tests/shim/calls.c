@@ -353,10 +353,50 @@ static void scenario_stress(int t, const char *stop)
     printf("stress ok\n");
 }
 
+/* More communicators than the segment has slots: destroyed comms' slots are recycled; beyond
+ * 64 live ones the extras are counted (comms_dropped), forwarded and not recorded. */
+static void scenario_many(void)
+{
+    enum { MANY = NCG_SHM_MAX_COMMS + 6 };
+    static ncclComm_t cs[MANY];
+    static float a[MANY + 1], b[MANY + 1];
+    for (int i = 0; i < MANY; i++) { /* one at a time: every slot reused when they run out */
+        ncclUniqueId id;
+        NCG_CHECK(ncclGetUniqueId(&id));
+        NCG_CHECK(ncclCommInitRank(&cs[i], 1, id, 0));
+        NCG_CHECK(ncclAllReduce(a, b, 1 + (size_t)i, ncclFloat, ncclSum, cs[i], NULL));
+        NCG_CHECK(ncclCommDestroy(cs[i]));
+    }
+    struct ncg_shm_header *h = segdump_map(getpid());
+    if (!h || h->ncomms != NCG_SHM_MAX_COMMS || h->comms_dropped != 0)
+        DIE("sequential comms: ncomms %u dropped %u", h ? h->ncomms : 0, h ? h->comms_dropped : 0);
+    int found_last = 0;
+    for (uint32_t i = 0; i < NCG_SHM_MAX_COMMS; i++) {
+        const struct ncg_shm_comm *c = ncg_shm_comm_at(h, i);
+        struct ncg_shm_record r;
+        if (c->state != NCG_COMM_DESTROYED || c->coll_seq != 1 || ncg_ring_read(c, NCG_RING_COLL, 0, &r))
+            DIE("slot %u: state %u coll_seq %llu", i, c->state, (unsigned long long)c->coll_seq);
+        found_last += r.count == MANY;
+    }
+    if (!found_last)
+        DIE("the last comm was not recorded in a recycled slot");
+    for (int i = 0; i < MANY; i++) { /* all alive at once: 6 beyond the segment */
+        ncclUniqueId id;
+        NCG_CHECK(ncclGetUniqueId(&id));
+        NCG_CHECK(ncclCommInitRank(&cs[i], 1, id, 0));
+        NCG_CHECK(ncclAllReduce(a, b, 1, ncclFloat, ncclSum, cs[i], NULL));
+    }
+    if (h->comms_dropped != MANY - NCG_SHM_MAX_COMMS)
+        DIE("live comms: dropped %u", h->comms_dropped);
+    for (int i = 0; i < MANY; i++)
+        NCG_CHECK(ncclCommDestroy(cs[i]));
+    printf("many ok\n");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        DIE("usage: calls colls OUT | groups | bcast | split | threads T M | wrap N | fork | stress T STOPFILE");
+        DIE("usage: calls colls OUT | groups | bcast | split | threads T M | wrap N | fork | many | stress T STOPFILE");
     rank = ncg_test_rank();
     world = ncg_test_world();
     const char *s = argv[1];
@@ -374,6 +414,8 @@ int main(int argc, char **argv)
         scenario_wrap(atoi(argv[2]));
     else if (!strcmp(s, "fork"))
         scenario_fork();
+    else if (!strcmp(s, "many"))
+        scenario_many();
     else if (!strcmp(s, "stress") && argc > 3)
         scenario_stress(atoi(argv[2]), argv[3]);
     else

@@ -18,4 +18,12 @@ NCCLGUARD_ACTION=explode LD_LIBRARY_PATH=$NCG_BUILD/bench/null LD_PRELOAD="$NCG_
   "$NCG_BUILD/tests/shim/realnccl" version >"$NCG_TMP/out2" 2>"$NCG_TMP/err2" || fail "realnccl version"
 [ ! -s "$NCG_TMP/err2" ] || { cat "$NCG_TMP/err2"; fail "output from a process without a communicator"; }
 grep -q "segment=0" "$NCG_TMP/out2" || fail "segment created without a communicator"
-echo "config ok"
+
+
+# NCCLGUARD_SHM=0: recorded privately, nothing under /dev/shm, no warning.
+NCCLGUARD_SHM=0 NCG_DUMP=$NCG_TMP/dump LD_PRELOAD="$NCG_PRELOAD" "$LAUNCH" -n 1 -t 60 -- "$CALLS" bcast \
+  >"$NCG_TMP/out" 2>"$NCG_TMP/err" || { cat "$NCG_TMP/err"; fail "NCCLGUARD_SHM=0"; }
+grep -q "bcast ok" "$NCG_TMP/out" || fail "NCCLGUARD_SHM=0: bcast"
+grep -qx noseg "$NCG_TMP/dump.bcast.0" || fail "NCCLGUARD_SHM=0 still made a shared segment"
+! grep -q '^ncclguard:' "$NCG_TMP/err" || { cat "$NCG_TMP/err"; fail "NCCLGUARD_SHM=0 warned"; }
+echo "shm=0 ok"
