@@ -159,9 +159,12 @@ static void ncg_comm_complete(struct ncg_comm *c)
 static struct ncg_comm *ncg_comm_add(ncclComm_t h, uint64_t id, uint64_t parent_id, uint32_t origin,
                                      int32_t rank, int32_t nranks, const ncclUniqueId *root_uid)
 {
-    struct ncg_comm *c = calloc(1, sizeof *c);
+    /* Own cache lines: threads on different comms never share a line they write. */
+    size_t size = (sizeof(struct ncg_comm) + 63) & ~(size_t)63;
+    struct ncg_comm *c = aligned_alloc(64, size);
     if (!c)
         return NULL;
+    memset(c, 0, size);
     c->handle = h;
     c->id = id;
     c->parent_id = parent_id;
