@@ -47,8 +47,8 @@ int main(void)
     NCG_CHECK(ncclCommInitRank(&comm, n, id, me));
     int right = (me + 1) % n, left = (me + n - 1) % n;
 
-    /* 1. ring shift both directions, small and large (4 MiB, beyond the p2p ring) */
-    size_t sizes[] = {0, 1, 1000, (size_t)1 << 20};
+    /* 1. ring shift both directions, small and large (1 MiB, beyond the 256 KiB p2p ring) */
+    size_t sizes[] = {0, 1, 1000, ((size_t)1 << 18) + 3};
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
         size_t cnt = sizes[s];
         int32_t *sr = malloc(cnt * 4 + 4), *sl = malloc(cnt * 4 + 4);
