@@ -393,10 +393,71 @@ static void scenario_many(void)
     printf("many ok\n");
 }
 
+/* ncclCommInitAll: all members in this process (NCCL's internal ncclGetUniqueId not seen as
+ * the application's); one grouped AllReduce over them. */
+static void scenario_initall(void)
+{
+    enum { ND = 3 };
+    ncclComm_t cs[ND];
+    float a[ND][4], b[ND][4];
+    memset(a, 0, sizeof a);
+    NCG_CHECK(ncclCommInitAll(cs, ND, NULL));
+    NCG_CHECK(ncclGroupStart());
+    for (int i = 0; i < ND; i++)
+        NCG_CHECK(ncclAllReduce(a[i], b[i], 4, ncclFloat, ncclSum, cs[i], NULL));
+    NCG_CHECK(ncclGroupEnd());
+    dump("initall");
+    for (int i = 0; i < ND; i++)
+        NCG_CHECK(ncclCommDestroy(cs[i]));
+    printf("initall ok\n");
+}
+
+/* Waits (bounded, sleeping) until a nonblocking comm is ready. */
+static void wait_ready(ncclComm_t c)
+{
+    ncclResult_t st = ncclInProgress;
+    for (int i = 0; i < 10000 && st == ncclInProgress; i++) {
+        NCG_CHECK(ncclCommGetAsyncError(c, &st));
+        if (st == ncclInProgress)
+            usleep(1000);
+    }
+    if (st != ncclSuccess)
+        DIE("nonblocking comm not ready: %d", st);
+}
+
+/* Nonblocking root comm (ncclInProgress: recorded from the init arguments) and a nonblocking
+ * split child (rank and size learnt from NCCL once ready). */
+static void scenario_nonblocking(void)
+{
+    ncclUniqueId id;
+    if (ncg_test_share_id(&id))
+        exit(1);
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    ncclComm_t comm, child;
+    ncclResult_t r = ncclCommInitRankConfig(&comm, world, id, rank, &cfg);
+    if (r != ncclSuccess && r != ncclInProgress)
+        DIE("nonblocking init: %d", r);
+    wait_ready(comm);
+    r = ncclCommSplit(comm, 0, world - rank, &child, &cfg); /* reversed ranks */
+    if (r != ncclSuccess && r != ncclInProgress)
+        DIE("nonblocking split: %d", r);
+    wait_ready(child);
+    float a[4] = {0}, b[4];
+    NCG_CHECK(ncclAllReduce(a, b, 4, ncclFloat, ncclSum, comm, NULL));
+    NCG_CHECK(ncclAllReduce(a, b, 2, ncclFloat, ncclSum, child, NULL));
+    ncclResult_t st;
+    NCG_CHECK(ncclCommGetAsyncError(child, &st));
+    dump("nonblocking");
+    NCG_CHECK(ncclCommDestroy(child));
+    NCG_CHECK(ncclCommDestroy(comm));
+    printf("nonblocking ok\n");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        DIE("usage: calls colls OUT | groups | bcast | split | threads T M | wrap N | fork | many | stress T STOPFILE");
+        DIE("usage: calls colls OUT | groups | bcast | split | threads T M | wrap N | fork | many | initall | nonblocking | stress T STOPFILE");
     rank = ncg_test_rank();
     world = ncg_test_world();
     const char *s = argv[1];
@@ -414,6 +475,10 @@ int main(int argc, char **argv)
         scenario_wrap(atoi(argv[2]));
     else if (!strcmp(s, "fork"))
         scenario_fork();
+    else if (!strcmp(s, "initall"))
+        scenario_initall();
+    else if (!strcmp(s, "nonblocking"))
+        scenario_nonblocking();
     else if (!strcmp(s, "many"))
         scenario_many();
     else if (!strcmp(s, "stress") && argc > 3)

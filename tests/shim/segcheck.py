@@ -9,7 +9,7 @@ def _kv(line):
 
 def load(path):
     seg = {"proc": None, "comms": [], "errors": []}
-    byid = {}
+    cur = None
     with open(path) as f:
         for line in f:
             kind = line.split(" ", 1)[0]
@@ -23,7 +23,7 @@ def load(path):
                 for k in ("rank", "nranks", "coll_seq", "p2p_seq", "origin", "state", "slot"):
                     c[k] = int(c[k])
                 seg["comms"].append(c)
-                byid.setdefault(c["id"], c)
+                cur = c  # records follow their comm line (ids may repeat: InitAll)
             elif kind in ("coll", "p2p"):
                 if "err" in kv:
                     seg["errors"].append(line.strip())
@@ -31,7 +31,7 @@ def load(path):
                 for k in list(kv):
                     if k not in ("id", "digest"):
                         kv[k] = int(kv[k])
-                byid[kv["id"]]["colls" if kind == "coll" else "p2ps"].append(kv)
+                cur["colls" if kind == "coll" else "p2ps"].append(kv)
     return seg
 
 
