@@ -149,6 +149,7 @@ const char *ncg_cli_func_name(unsigned f);
 const char *ncg_cli_dtype_name(unsigned d);
 const char *ncg_cli_redop_name(unsigned r);
 const char *ncg_cli_live_name(enum ncg_live l);
+const char *ncg_cli_verdict_name(unsigned kind);
 const char *ncg_cli_comm_state_name(unsigned st);
 const char *ncg_cli_origin_name(unsigned o);
 /* "AllReduce(count=1, float32, sum)" into buf. */

@@ -32,6 +32,14 @@ const char *ncg_cli_redop_name(unsigned r)
     return r < 5 ? n[r] : "unknown";
 }
 
+const char *ncg_cli_verdict_name(unsigned k)
+{
+    /* mirrors enum ncg_verdict_kind of interpose/verdict.h (also the segment's verdict_kind) */
+    static const char *const n[] = {"none", "MISMATCH", "P2P MISMATCH", "RANK DIED",
+                                    "RANK EXITED", "LAG"};
+    return k < sizeof(n) / sizeof(n[0]) ? n[k] : "UNKNOWN";
+}
+
 const char *ncg_cli_live_name(enum ncg_live l)
 {
     switch (l) {

@@ -148,8 +148,8 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
     for (int i = 0; i < s->nprocs; i++) {
         const struct ncg_cli_proc *p = &s->procs[i];
         if (p->state == NCG_PROC_VERDICT)
-            fprintf(f, "\nncclguard: pid %d (rank %d) verdict %u on comm %016llx: %s%s%s\n",
-                    (int)p->pid, (int)p->global_rank, p->verdict_kind,
+            fprintf(f, "\nncclguard: pid %d (rank %d) verdict %s on comm %016llx: %s%s%s\n",
+                    (int)p->pid, (int)p->global_rank, ncg_cli_verdict_name(p->verdict_kind),
                     (unsigned long long)p->verdict_comm, p->verdict_text,
                     p->report_path[0] ? "; report " : "", p->report_path);
         if (p->nmembers == 0)
@@ -207,7 +207,8 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
         fprintf(f, ",\"activity_age_s\":%.3f,\"comms\":%d,\"comms_dropped\":%u,\"verdict\":",
                 age_s(s, p->activity_ns), p->nmembers, p->comms_dropped);
         if (p->state == NCG_PROC_VERDICT) {
-            fprintf(f, "{\"kind\":%u,\"comm\":\"%016llx\",\"text\":", p->verdict_kind,
+            fprintf(f, "{\"kind\":%u,\"name\":\"%s\",\"comm\":\"%016llx\",\"text\":", p->verdict_kind,
+                    ncg_cli_verdict_name(p->verdict_kind),
                     (unsigned long long)p->verdict_comm);
             ncg_cli_json_str(f, p->verdict_text);
             fputs(",\"report\":", f);

@@ -213,7 +213,7 @@ static void scan_procs(struct watch *w, const struct ncg_snap *s)
             a.comm = p->verdict_comm;
             a.slot = -1;
             a.comm_rank = -1;
-            snprintf(a.detail, sizeof(a.detail), "verdict %u: %s%s%s", p->verdict_kind,
+            snprintf(a.detail, sizeof(a.detail), "verdict %s: %s%s%s", ncg_cli_verdict_name(p->verdict_kind),
                      p->verdict_text, p->report_path[0] ? "; report " : "", p->report_path);
             emit(w, &a);
         }

@@ -42,7 +42,7 @@ verdicts() { "$NCG" status --json --no-clean --match "$NCG_TMP/warn/" >"$NCG_TMP
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if [p["state"] for p in d["processes"]].count("verdict")==16 else 1)' "$NCG_TMP/poll2"; }
 wait_until 60 verdicts
 "$NCG" status --match "$NCG_TMP/warn/" >"$NCG_TMP/s2"; cat "$NCG_TMP/s2"
-[ "$(grep -c ") verdict 1 on comm .*MISMATCH.*slot 48.*; report $NCG_TMP/ncclguard-report" "$NCG_TMP/s2")" -eq 16 ] || fail "16 verdict lines expected"
+[ "$(grep -c ") verdict MISMATCH on comm .*MISMATCH.*slot 48.*; report $NCG_TMP/ncclguard-report" "$NCG_TMP/s2")" -eq 16 ] || fail "16 verdict lines expected"
 "$NCG" watch --once --match "$NCG_TMP/warn/" --json >"$NCG_TMP/w2"
 [ "$(grep -c '"kind":"verdict"' "$NCG_TMP/w2")" -eq 16 ] || fail "16 verdict alerts expected"
 endjob warn

@@ -31,7 +31,7 @@ BPIDS=("${FS_PIDS[@]}")
 "$NCG" status --dir "$B" >"$NCG_TMP/t2" 2>&1 || fail "status exit $?"
 cat "$NCG_TMP/t2"
 contains "$NCG_TMP/t2" "MISMATCH at slot 4:" "AllGather(count=64, bfloat16)" "on rank 2" "on ranks 0-1" \
-  "pid ${BPIDS[0]} (rank 0) verdict 1 on comm 00000000000000b7: MISMATCH on comm 00000000000000b7: synthetic verdict"
+  "pid ${BPIDS[0]} (rank 0) verdict MISMATCH on comm 00000000000000b7: MISMATCH on comm 00000000000000b7: synthetic verdict"
 lacks "$NCG_TMP/t2" "behind"
 "$NCG" status --json --dir "$B" >"$NCG_TMP/j2"
 jcheck "$NCG_TMP/j2" 'd["communicators"][0]["mismatch"]["slot"]==4 and sorted(tuple(c["ranks"]) for c in d["communicators"][0]["mismatch"]["calls"])==[(0,1),(2,)]'
