@@ -31,9 +31,9 @@ $(CHK_OUT)/scen: tests/checker/scen.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
 	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
 
 # A raw TCP client for the "garbage / wrong token" tests.
-$(CHK_OUT)/rawconn: tests/checker/rawconn.c interpose/wire.c interpose/verdict.c
+$(CHK_OUT)/rawconn: tests/checker/rawconn.c interpose/wire.c interpose/verdict.c interpose/coord.c
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/wire.c interpose/verdict.c
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/wire.c interpose/verdict.c interpose/coord.c
 
 TEST_BINS += $(CHK_OUT)/unit $(CHK_OUT)/fuzz_wire $(CHK_OUT)/scen $(CHK_OUT)/rawconn
 

@@ -287,11 +287,14 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
 static void link_lost(int li, const char *why, uint64_t now)
 {
     struct link *l = &G.link[li];
-    int was_up = l->state == L_UP;
+    int was_up = l->state == L_UP, was_hello = l->state == L_HELLO;
     ncg_peer_close(&l->io);
     l->state = L_DOWN;
     if (!was_up) {
-        ncg_log("cannot reach the checker at %s (%s); running unguarded", l->name, why);
+        if (was_hello)
+            ncg_log("the checker at %s refused this process (wrong NCCLGUARD_TOKEN?); running unguarded", l->name);
+        else
+            ncg_log("cannot reach the checker at %s (%s); running unguarded", l->name, why);
         return;
     }
     if (!l->w.embedded) {

@@ -134,6 +134,7 @@ int main(int argc, char **argv)
         }
         CK(ncclCommDestroy(sub));
         CK(ncclCommDestroy(comm));
+        fprintf(stderr, "scen: rank %d done\n", rank);
         return 0;
     }
     for (int i = 0; i < iters; i++) {
@@ -174,5 +175,6 @@ int main(int argc, char **argv)
     CK(ncclCommDestroy(comm));
     if (rank == 0)
         printf("scen: %s done\n", sc);
+    fprintf(stderr, "scen: rank %d done\n", rank);
     return 0;
 }

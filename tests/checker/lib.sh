@@ -1,0 +1,26 @@
+# Shared by tests/checker/t_*.sh (sourced): paths, the guarded launch, assertions.
+set -u
+B=$NCG_BUILD
+export LD_LIBRARY_PATH=$B/fakenccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+LAUNCH=$B/tests/ncg-launch
+SCEN=$B/tests/checker/scen
+REPORTS=$NCG_TMP/reports
+mkdir -p "$REPORTS"
+for f in "$LAUNCH" "$SCEN" "$B/libncclguard.so" "$B/fakenccl/libnccl.so.2"; do
+  [ -e "$f" ] || { echo "missing $f (run make first)"; exit 77; }
+done
+fail() { echo "FAIL: $*"; [ -n "${OUT:-}" ] && [ -f "$OUT" ] && sed 's/^/  | /' "$OUT" | tail -n 40; exit 1; }
+# guarded OUT ARGS...: run ARGS under the shim, output (both streams) to OUT; sets RC.
+guarded() {
+  OUT=$1; shift
+  env LD_PRELOAD="$NCG_PRELOAD" NCCLGUARD_REPORT_DIR="$REPORTS" timeout -k 5 120 "$@" >"$OUT" 2>&1
+  RC=$?
+}
+# nlines PATTERN: lines of $OUT matching the extended regex.
+nlines() { grep -cE -- "$1" "$OUT"; }
+# exited STATUS: ranks the launcher saw exit with STATUS.
+exited() { grep -cE "^ncg-launch: rank [0-9]+ exited with status $1\$" "$OUT"; }
+# printers: distinct global ranks that printed a diagnostic ("this process (comm rank R, global rank G").
+printers() { grep -oE "this process \(comm rank [0-9]+, global rank [0-9]+" "$OUT" | sed 's/.*global rank //' | sort -n | uniq | tr '\n' ' '; }
+expect() { [ "$1" = "$2" ] || fail "$3: got '$1', want '$2'"; }
+no_verdict() { ! grep -qE "^ncclguard: (VERDICT|WARNING):" "$OUT" || fail "unexpected verdict"; }

@@ -1,0 +1,18 @@
+# NCCLGUARD_ACTION=warn (diagnostic and report, the job is left as it is: blocked in NCCL here)
+# and =fail (the comm is failed and revoked: the blocked calls return ncclRemoteError, the app
+# handles its own error). Also NCCLGUARD_COORD=off: no side channel, no verdict.
+. "$NCG_ROOT/tests/checker/lib.sh"
+NCCLGUARD_ACTION=warn guarded "$NCG_TMP/out" "$LAUNCH" -n 4 -t 6 "$SCEN" count
+expect "$RC" 124 "warn: the diverged job stays blocked"
+expect "$(nlines '^ncclguard: VERDICT: MISMATCH')" 4 "warn: diagnostic"
+expect "$(nlines 'action: warn')" 4 "warn: action line"
+expect "$(grep -l '"action":"warn"' "$REPORTS"/*.json | wc -l)" 4 "warn: reports"
+
+NCCLGUARD_ACTION=fail guarded "$NCG_TMP/out2" "$LAUNCH" -n 4 -t 60 "$SCEN" count
+expect "$RC" 3 "fail: the app's own error path"
+expect "$(nlines '^scen: rank [0-3]: ncclAllReduce.*: remote process exited or there was a network error$')" 4 "fail: ncclRemoteError"
+expect "$(nlines 'action: fail')" 4 "fail: action line"
+
+NCCLGUARD_COORD=off guarded "$NCG_TMP/out3" "$LAUNCH" -n 4 -t 5 "$SCEN" count
+expect "$RC" 124 "off: plain hang"
+no_verdict

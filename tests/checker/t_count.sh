@@ -1,0 +1,26 @@
+# A count mismatch on one rank (AllReduce 9 vs 8 elements), zero-config rendezvous and with an
+# explicit NCCLGUARD_COORD served by `ncclguard coord` (token required).
+. "$NCG_ROOT/tests/checker/lib.sh"
+guarded "$NCG_TMP/out" "$LAUNCH" -n 4 -t 60 "$SCEN" count
+expect "$RC" 86 "launcher status"
+expect "$(exited 86)" 4 "ranks that exited 86"
+expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*: slot 100: AllReduce\(count=9, float32, sum\) on rank 1 vs AllReduce\(count=8, float32, sum\) on ranks 0,2-3$')" 4 "headline"
+expect "$(nlines '^ncclguard:   last slot all ranks agreed on: 99$')" 4 "last agreed slot"
+expect "$(printers)" "0 1 2 3 " "ranks that printed"
+
+CLI=$B/ncclguard
+[ -x "$CLI" ] || { echo "ncclguard CLI not built: NCCLGUARD_COORD part skipped"; exit 0; }
+"$CLI" coord --listen 127.0.0.1:0 --token t0ken >"$NCG_TMP/coord.log" 2>&1 &
+CP=$!
+trap 'kill $CP 2>/dev/null' EXIT
+for _ in $(seq 50); do grep -q 'listening on' "$NCG_TMP/coord.log" && break; sleep 0.1; done
+PORT=$(grep -oE 'listening on [^ ]+' "$NCG_TMP/coord.log" | sed 's/.*://')
+[ -n "$PORT" ] || fail "coordinator did not start: $(cat "$NCG_TMP/coord.log")"
+NCCLGUARD_COORD=127.0.0.1:$PORT NCCLGUARD_TOKEN=t0ken guarded "$NCG_TMP/out2" "$LAUNCH" -n 4 -t 60 "$SCEN" count
+expect "$RC" 86 "launcher status (COORD)"
+expect "$(exited 86)" 4 "ranks that exited 86 (COORD)"
+expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*AllReduce\(count=9, float32, sum\) on rank 1 vs')" 4 "headline (COORD)"
+# the same job, healthy, completes through the standalone coordinator
+NCCLGUARD_COORD=127.0.0.1:$PORT NCCLGUARD_TOKEN=t0ken guarded "$NCG_TMP/out3" "$LAUNCH" -n 4 -t 60 "$SCEN" healthy 100
+expect "$RC" 0 "healthy job through COORD"
+no_verdict

@@ -1,0 +1,17 @@
+# The incident (16 ranks on the CPU NCCL): rank 3 enters the epoch-end AllReduce while the
+# others are in a ReduceScatter at the same slot. Default action abort: every rank prints the
+# diagnostic, writes its report and exits 86; the fixed program completes under the shim.
+. "$NCG_ROOT/tests/checker/lib.sh"
+[ -x "$B/tests/incident" ] || { echo "missing incident app"; exit 77; }
+guarded "$NCG_TMP/out" "$LAUNCH" -n 16 -t 60 "$B/tests/incident"
+expect "$RC" 86 "launcher status"
+expect "$(exited 86)" 16 "ranks that exited 86"
+expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*slot [0-9]+: AllReduce\(count=1, float32, sum\) on rank 3 vs ReduceScatter\(count=64, bfloat16, sum\) on ranks 0-2,4-15$')" 16 "diagnostic headline"
+expect "$(nlines '^ncclguard:   action: abort \(exit status 86\); report: ')" 16 "action lines"
+expect "$(ls "$REPORTS" | grep -c '^ncclguard-report\..*\.json$')" 16 "report files"
+grep -q '"verdict":"MISMATCH"' "$REPORTS"/ncclguard-report.*.json || fail "report content"
+# every stderr line of ncclguard starts with the prefix (no stray lines)
+! grep -v -E '^(ncclguard: |incident: |ncg-launch: )' "$OUT" | grep -q . || fail "unprefixed output"
+guarded "$NCG_TMP/out2" "$LAUNCH" -n 16 -t 60 "$B/tests/incident" --fix
+expect "$RC" 0 "fixed incident"
+no_verdict

@@ -1,0 +1,20 @@
+# RANK DIED (SIGKILL: connection lost; SIGSTOP: silent past NCCLGUARD_HEARTBEAT_TIMEOUT_S) and
+# RANK EXITED (a rank returns from main while the others go on).
+. "$NCG_ROOT/tests/checker/lib.sh"
+guarded "$NCG_TMP/kill" "$LAUNCH" -n 4 -t 60 "$SCEN" kill
+expect "$RC" 137 "launcher status (first rank: killed)"
+expect "$(exited 86)" 3 "survivors that exited 86"
+expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(4 ranks\): rank 1 died: pid [0-9]+ on .*connection lost without goodbye$')" 3 "SIGKILL headline"
+
+rm -f "$REPORTS"/*
+NCCLGUARD_HEARTBEAT_TIMEOUT_S=2 guarded "$NCG_TMP/stop" "$LAUNCH" -n 4 -t 12 "$SCEN" stop
+expect "$RC" 124 "launcher status (stopped rank never ends)"
+expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(4 ranks\): rank 2 died: .*silent for')" 3 "SIGSTOP headline"
+expect "$(grep -l '"exit_status":86' "$REPORTS"/*.json | wc -l)" 3 "reports of ranks that aborted"
+expect "$(printers)" "0 1 3 " "ranks that printed"
+
+guarded "$NCG_TMP/early" "$LAUNCH" -n 4 -t 60 "$SCEN" early
+expect "$(exited 86)" 3 "ranks left behind that exited 86"
+expect "$(nlines '^ncclguard: VERDICT: RANK EXITED on comm [0-9a-f]+ \(4 ranks\): rank 1 exited while others issued calls it will never match$')" 3 "RANK EXITED headline"
+grep -qE '^ncg-launch: rank 1 exited' "$OUT" && fail "the early rank itself exited non-zero"
+exit 0

@@ -1,0 +1,7 @@
+# A p2p size mismatch in a pipeline ring: rank 2 sends 33 elements to rank 3, which receives 32.
+. "$NCG_ROOT/tests/checker/lib.sh"
+guarded "$NCG_TMP/out" "$LAUNCH" -n 4 -t 60 "$SCEN" p2p
+expect "$RC" 86 "launcher status"
+expect "$(exited 86)" 4 "ranks that exited 86"
+expect "$(nlines '^ncclguard: VERDICT: P2P MISMATCH on comm [0-9a-f]+ \(4 ranks\): Send\(count=33, float32, peer=3\) on rank 2 vs Recv\(count=32, float32, peer=2\) on rank 3$')" 4 "headline"
+grep -q '"verdict":"P2P_MISMATCH"' "$REPORTS"/*.json || fail "report"

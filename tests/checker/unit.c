@@ -1,0 +1,540 @@
+/* Unit tests of the checker's pure parts: wire encode/decode (round trips, every truncation,
+ * corrupted frames), compact rank lists, call grouping, verdict codec, the diagnostic and
+ * report rendering, and the coordinator state machine driven by simulated members (MISMATCH
+ * found by narrowing over more than K slots, P2P MISMATCH, RANK DIED, RANK EXITED, LAG,
+ * unauthenticated connections, no verdict while streams agree). Prints "ok N" lines; exit 0. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord.h"
+#include "diag.h"
+#include "hash.h"
+#include "ncclguard/shm.h"
+#include "verdict.h"
+#include "wire.h"
+
+static int fails, checks;
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        checks++;                                                                                  \
+        if (!(cond)) {                                                                             \
+            fails++;                                                                               \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                        \
+        }                                                                                          \
+    } while (0)
+
+static uint8_t buf[NCG_WIRE_HDR + NCG_WIRE_MAX_PAYLOAD];
+static struct ncg_msg m1, m2;
+
+static void roundtrip(const struct ncg_msg *m)
+{
+    long n = ncg_wire_encode(m, buf, sizeof buf);
+    EXPECT(n >= (long)NCG_WIRE_HDR);
+    if (n < 0)
+        return;
+    /* every proper prefix: "need more", never a message or a crash */
+    for (long k = 0; k < n; k++) {
+        long r = ncg_wire_decode(buf, (size_t)k, &m2);
+        EXPECT(r == 0);
+        if (r > 0)
+            ncg_msg_release(&m2);
+    }
+    long r = ncg_wire_decode(buf, (size_t)n, &m2);
+    EXPECT(r == n);
+    EXPECT(m2.type == m->type);
+    /* re-encoding the decoded message gives the same bytes */
+    static uint8_t b2[sizeof buf];
+    long n2 = ncg_wire_encode(&m2, b2, sizeof b2);
+    EXPECT(n2 == n && memcmp(buf, b2, (size_t)n) == 0);
+    ncg_msg_release(&m2);
+}
+
+static void test_wire(void)
+{
+    memset(&m1, 0, sizeof m1);
+    m1.type = NCG_MSG_HELLO;
+    m1.u.hello.token = 0x1122334455667788ull;
+    m1.u.hello.pid = 42;
+    m1.u.hello.global_rank = -1;
+    strcpy(m1.u.hello.host, "node-a");
+    roundtrip(&m1);
+
+    memset(&m1, 0, sizeof m1);
+    m1.type = NCG_MSG_REPORT;
+    m1.u.report.n = 3;
+    for (int i = 0; i < 3; i++)
+        m1.u.report.e[i] = (struct ncg_report_entry){0xabc + (uint64_t)i, 16, (uint32_t)i, 1000 + (uint64_t)i, i};
+    roundtrip(&m1);
+
+    memset(&m1, 0, sizeof m1);
+    m1.type = NCG_MSG_QUERY;
+    m1.u.query.comm_id = 7;
+    m1.u.query.qid = 9;
+    m1.u.query.mode = NCG_QUERY_RECORDS;
+    m1.u.query.n = NCG_WIRE_MAX_SLOTS;
+    for (uint32_t i = 0; i < m1.u.query.n; i++)
+        m1.u.query.slot[i] = 100 + i;
+    roundtrip(&m1);
+
+    memset(&m1, 0, sizeof m1);
+    m1.type = NCG_MSG_ANSWER;
+    m1.u.answer.comm_id = 7;
+    m1.u.answer.n = 2;
+    m1.u.answer.a[0] = (struct ncg_answer){NCG_ANS_OK, 0xdead, {5, 64, -1, NCG_F_ALLREDUCE, 7, 0}, "main+0x10"};
+    m1.u.answer.a[1] = (struct ncg_answer){NCG_ANS_GONE, 0, {6, 0, 0, 0, 0, 0}, ""};
+    roundtrip(&m1);
+
+    memset(&m1, 0, sizeof m1);
+    m1.type = NCG_MSG_P2P;
+    m1.u.p2p.n = 2;
+    m1.u.p2p.r[0] = (struct ncg_p2p_rec){3, 32, 1, NCG_F_SEND, 7};
+    m1.u.p2p.r[1] = (struct ncg_p2p_rec){3, 32, 0, NCG_F_RECV, 7};
+    roundtrip(&m1);
+
+    memset(&m1, 0, sizeof m1);
+    m1.type = NCG_MSG_GOODBYE;
+    m1.u.goodbye.flags = NCG_BYE_PROCESS;
+    m1.u.goodbye.n = 1;
+    m1.u.goodbye.comm_id[0] = 5;
+    m1.u.goodbye.count[0] = 77;
+    roundtrip(&m1);
+    m1.type = NCG_MSG_SHUTDOWN;
+    roundtrip(&m1);
+
+    memset(&m1, 0, sizeof m1);
+    m1.type = NCG_MSG_PING;
+    roundtrip(&m1);
+
+    struct ncg_verdict *v = ncg_verdict_new(16);
+    v->kind = NCG_V_MISMATCH;
+    v->severity = NCG_SEV_ERROR;
+    v->comm_id = 0xfeed;
+    v->slot = 48;
+    v->last_agreed = 47;
+    v->ncalls = 2;
+    v->calls[0].call = (struct ncg_call){48, 64, -1, NCG_F_REDUCESCATTER, 9, 0};
+    strcpy(v->calls[0].ranks, "0-2,4-15");
+    v->calls[1].call = (struct ncg_call){48, 1, -1, NCG_F_ALLREDUCE, 7, 0};
+    strcpy(v->calls[1].ranks, "3");
+    for (int i = 0; i < 16; i++) {
+        v->counts[i] = 49;
+        v->members[i] = i;
+    }
+    memset(&m1, 0, sizeof m1);
+    m1.type = NCG_MSG_VERDICT;
+    m1.u.verdict = v;
+    roundtrip(&m1);
+    ncg_verdict_free(v);
+
+    /* malformed frames */
+    memset(&m1, 0, sizeof m1);
+    m1.type = NCG_MSG_REPORT;
+    m1.u.report.n = 1;
+    m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1};
+    long n = ncg_wire_encode(&m1, buf, sizeof buf);
+    EXPECT(ncg_wire_decode((const uint8_t *)"GARBAGE!", 8, &m2) < 0);
+    EXPECT(ncg_wire_decode((const uint8_t *)"NCGX", 4, &m2) < 0);
+    EXPECT(ncg_wire_decode((const uint8_t *)"NC", 2, &m2) == 0);
+    buf[4] = 9; /* version */
+    EXPECT(ncg_wire_decode(buf, (size_t)n, &m2) < 0);
+    buf[4] = NCG_WIRE_VERSION;
+    buf[5] = 0; /* type 0 */
+    EXPECT(ncg_wire_decode(buf, (size_t)n, &m2) < 0);
+    buf[5] = NCG_MSG_REPORT;
+    buf[8] = 0x7f; /* length over the bound */
+    EXPECT(ncg_wire_decode(buf, (size_t)n, &m2) < 0);
+    n = ncg_wire_encode(&m1, buf, sizeof buf);
+    buf[11]--; /* payload shorter than its content */
+    EXPECT(ncg_wire_decode(buf, (size_t)n, &m2) < 0);
+    n = ncg_wire_encode(&m1, buf, sizeof buf);
+    buf[NCG_WIRE_HDR + 2 + 8 + 4 + 3] = 9; /* rank 9 of 4 */
+    EXPECT(ncg_wire_decode(buf, (size_t)n, &m2) < 0);
+    /* random bit flips never crash; a decoded frame re-encodes */
+    srand(1);
+    for (int it = 0; it < 20000; it++) {
+        n = ncg_wire_encode(&m1, buf, sizeof buf);
+        int flips = 1 + rand() % 4;
+        for (int f = 0; f < flips; f++)
+            buf[rand() % n] ^= (uint8_t)(1u << (rand() % 8));
+        long r = ncg_wire_decode(buf, (size_t)n, &m2);
+        if (r > 0)
+            ncg_msg_release(&m2);
+    }
+    EXPECT(ncg_wire_encode(&m1, buf, 5) < 0); /* too small a buffer */
+}
+
+static void test_ranks(void)
+{
+    char b[256];
+    int32_t r1[] = {15, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+    EXPECT(!strcmp(ncg_ranks_compact(r1, 15, b, sizeof b), "0-2,4-15"));
+    int32_t r2[] = {3};
+    EXPECT(!strcmp(ncg_ranks_compact(r2, 1, b, sizeof b), "3"));
+    int32_t r3[] = {1, 3, 5, 5, 6};
+    EXPECT(!strcmp(ncg_ranks_compact(r3, 5, b, sizeof b), "1,3,5-6"));
+    EXPECT(!strcmp(ncg_ranks_compact(r3, 0, b, sizeof b), ""));
+    int32_t many[200];
+    for (int i = 0; i < 200; i++)
+        many[i] = 2 * i;
+    ncg_ranks_compact(many, 200, b, 40);
+    EXPECT(strlen(b) < 40 && strstr(b, ",...") != NULL);
+    int64_t c[] = {49, 49, 49, 48, 49, -1};
+    EXPECT(!strcmp(ncg_counts_compact(c, 6, b, sizeof b), "49 on 0-2,4; 48 on 3; ? on 5"));
+}
+
+static void test_group_and_render(void)
+{
+    struct ncg_call calls[16];
+    uint8_t valid[16];
+    const char *sites[16];
+    for (int i = 0; i < 16; i++) {
+        calls[i] = (struct ncg_call){48, 64, -1, NCG_F_REDUCESCATTER, 9, 0};
+        valid[i] = 1;
+        sites[i] = "step+0x20";
+    }
+    calls[3] = (struct ncg_call){48, 1, -1, NCG_F_ALLREDUCE, 7, 0};
+    sites[3] = "barrier+0x8";
+    struct ncg_verdict *v = ncg_verdict_new(16);
+    v->kind = NCG_V_MISMATCH;
+    v->comm_id = 0x1234;
+    v->slot = 48;
+    v->last_agreed = 47;
+    for (int i = 0; i < 16; i++) {
+        v->counts[i] = 49;
+        v->members[i] = i;
+    }
+    EXPECT(ncg_group_calls(v, calls, valid, sites, 16) == 2);
+    EXPECT(!strcmp(v->calls[0].ranks, "0-2,4-15"));
+    EXPECT(!strcmp(v->calls[1].ranks, "3"));
+    EXPECT(!strcmp(v->subject, "3"));
+    EXPECT(!strcmp(v->calls[1].site, "barrier+0x8"));
+    char s[1024];
+    ncg_verdict_summary(v, s, sizeof s);
+    EXPECT(strstr(s, "AllReduce(count=1, float32, sum) on rank 3 vs ReduceScatter(count=64, bfloat16, sum) on ranks 0-2,4-15"));
+    struct ncg_diag_ctx x = {3, 3, 99, "host", "slot 48 AllReduce(...)", "barrier+0x8", "abort", 86, "/tmp/r.json"};
+    static char d[16384];
+    ncg_diag_render(v, &x, d, sizeof d);
+    /* every line starts with the prefix */
+    int lines = 0;
+    for (char *p = d; *p; lines++) {
+        EXPECT(!strncmp(p, "ncclguard: ", 11));
+        char *e = strchr(p, '\n');
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    EXPECT(lines >= 7);
+    EXPECT(strstr(d, "last slot all ranks agreed on: 47"));
+    EXPECT(strstr(d, "collective calls issued per rank: 49 on 0-15"));
+    EXPECT(strstr(d, "action: abort (exit status 86); report: /tmp/r.json"));
+    size_t need = ncg_diag_json(v, &x, NULL, 0);
+    char *j = malloc(need + 1);
+    EXPECT(ncg_diag_json(v, &x, j, need + 1) == need);
+    EXPECT(strstr(j, "\"verdict\":\"MISMATCH\""));
+    EXPECT(strstr(j, "\"global_ranks\":\"0-2,4-15\""));
+    EXPECT(j[need - 1] == '\n');
+    free(j);
+    /* a call that differs only by root / op class is another call */
+    struct ncg_call a = {1, 8, 0, NCG_F_BROADCAST, 7, NCG_REDOP_NONE}, b2 = a;
+    b2.root = 1;
+    EXPECT(!ncg_call_same(&a, &b2));
+    ncg_verdict_free(v);
+}
+
+/* ---- coordinator simulation ---- */
+
+#define MAXC 16
+struct sim {
+    struct ncg_coord *co;
+    int nconn;
+    struct ncg_msg_query q[MAXC]; /* last query per conn */
+    int has_q[MAXC];
+    int verdicts[MAXC];
+    int drops[MAXC];
+    uint8_t vkind[MAXC];
+    uint8_t vsev[MAXC];
+    char vsum[MAXC][512];
+    uint64_t now;
+    /* member streams: calls per conn (one comm, rank = conn) */
+    struct ncg_call calls[MAXC][4096];
+    uint64_t count[MAXC];
+};
+
+static struct sim S;
+
+static void sim_send(void *arg, int conn, const struct ncg_msg *m)
+{
+    (void)arg;
+    if (m->type == NCG_MSG_QUERY) {
+        S.q[conn] = m->u.query;
+        S.has_q[conn] = 1;
+    } else if (m->type == NCG_MSG_VERDICT) {
+        S.verdicts[conn]++;
+        S.vkind[conn] = m->u.verdict->kind;
+        S.vsev[conn] = m->u.verdict->severity;
+        ncg_verdict_summary(m->u.verdict, S.vsum[conn], sizeof S.vsum[conn]);
+    }
+}
+
+static void sim_drop(void *arg, int conn)
+{
+    (void)arg;
+    S.drops[conn]++;
+}
+
+static void sim_init(int n, uint64_t token, double lag_warn, double lag_abort)
+{
+    memset(&S, 0, sizeof S);
+    struct ncg_coord_params p = {.token = token, .interval_ms = 100, .heartbeat_timeout_s = 5,
+                                 .lag_warn_s = lag_warn, .lag_abort_s = lag_abort};
+    struct ncg_coord_ops ops = {sim_send, sim_drop, NULL};
+    S.co = ncg_coord_new(&p, &ops);
+    S.nconn = n;
+    S.now = 1000000000ull;
+    for (int i = 0; i < n; i++) {
+        ncg_coord_connected(S.co, i, S.now);
+        struct ncg_msg h = {.type = NCG_MSG_HELLO};
+        h.u.hello.token = token;
+        h.u.hello.pid = 100 + (uint32_t)i;
+        h.u.hello.global_rank = i;
+        strcpy(h.u.hello.host, "h");
+        ncg_coord_message(S.co, i, &h, S.now);
+    }
+}
+
+static uint64_t digest_at(int r, uint64_t slot)
+{
+    uint64_t d = 0;
+    for (uint64_t s = 0; s <= slot; s++) {
+        const struct ncg_call *c = &S.calls[r][s];
+        d = ncg_digest_next(d, ncg_fingerprint(c->func, c->count, c->dtype, c->redop, c->root));
+    }
+    return d;
+}
+
+static void sim_issue(int r, struct ncg_call c)
+{
+    c.seq = S.count[r];
+    S.calls[r][S.count[r]++] = c;
+}
+
+/* One interval: every live member reports, answers its pending query, then a tick. */
+static void sim_round(int alive_mask)
+{
+    S.now += 100000000ull;
+    for (int r = 0; r < S.nconn; r++) {
+        if (!(alive_mask & (1 << r)))
+            continue;
+        struct ncg_msg m = {.type = NCG_MSG_REPORT};
+        m.u.report.n = 1;
+        m.u.report.e[0] = (struct ncg_report_entry){0xc0, (uint32_t)S.nconn, (uint32_t)r, S.count[r], r};
+        ncg_coord_message(S.co, r, &m, S.now);
+    }
+    for (int loop = 0; loop < 8; loop++) {
+        int any = 0;
+        for (int r = 0; r < S.nconn; r++) {
+            if (!(alive_mask & (1 << r)) || !S.has_q[r])
+                continue;
+            S.has_q[r] = 0;
+            any = 1;
+            static struct ncg_msg a;
+            memset(&a, 0, sizeof a);
+            a.type = NCG_MSG_ANSWER;
+            a.u.answer.comm_id = S.q[r].comm_id;
+            a.u.answer.qid = S.q[r].qid;
+            a.u.answer.rank = (uint32_t)r;
+            a.u.answer.n = S.q[r].n;
+            for (uint32_t k = 0; k < S.q[r].n; k++) {
+                uint64_t s = S.q[r].slot[k];
+                struct ncg_answer *x = &a.u.answer.a[k];
+                x->call.seq = s;
+                if (s >= S.count[r]) {
+                    x->status = NCG_ANS_NONE;
+                    continue;
+                }
+                x->status = NCG_ANS_OK;
+                x->digest = digest_at(r, s);
+                x->call = S.calls[r][s];
+                snprintf(x->site, sizeof x->site, "rank%d", r);
+            }
+            ncg_coord_message(S.co, r, &a, S.now);
+        }
+        if (!any)
+            break;
+    }
+    ncg_coord_tick(S.co, S.now);
+}
+
+static int total_verdicts(void)
+{
+    int n = 0;
+    for (int i = 0; i < S.nconn; i++)
+        n += S.verdicts[i];
+    return n;
+}
+
+static const struct ncg_call AR = {0, 8, -1, NCG_F_ALLREDUCE, 7, 0};
+
+static void test_coord_mismatch(void)
+{
+    sim_init(4, 77, 60, 0);
+    /* 300 agreeing calls over several rounds: no verdict */
+    for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < 50; i++)
+            for (int r = 0; r < 4; r++)
+                sim_issue(r, AR);
+        sim_round(0xf);
+    }
+    sim_round(0xf);
+    EXPECT(total_verdicts() == 0);
+    /* then 200 more calls in one burst with a count mismatch on rank 2 at slot 300+137:
+     * found by narrowing over more than K slots */
+    for (int i = 0; i < 200; i++)
+        for (int r = 0; r < 4; r++) {
+            struct ncg_call c = AR;
+            if (r == 2 && i == 137)
+                c.count = 9;
+            sim_issue(r, c);
+        }
+    for (int k = 0; k < 6; k++)
+        sim_round(0xf);
+    EXPECT(total_verdicts() == 4);
+    EXPECT(S.vkind[0] == NCG_V_MISMATCH);
+    EXPECT(strstr(S.vsum[0], "slot 437") != NULL);
+    EXPECT(strstr(S.vsum[0], "AllReduce(count=9, float32, sum) on rank 2 vs AllReduce(count=8, float32, sum) on ranks 0-1,3"));
+    ncg_coord_free(S.co);
+}
+
+static void test_coord_auth(void)
+{
+    sim_init(2, 77, 60, 0);
+    /* conn 5: wrong token; conn 6: garbage type before HELLO; both dropped, state unchanged */
+    ncg_coord_connected(S.co, 5, S.now);
+    struct ncg_msg h = {.type = NCG_MSG_HELLO};
+    h.u.hello.token = 78;
+    ncg_coord_message(S.co, 5, &h, S.now);
+    EXPECT(S.drops[5] == 1);
+    ncg_coord_connected(S.co, 6, S.now);
+    struct ncg_msg r = {.type = NCG_MSG_REPORT};
+    r.u.report.n = 1;
+    r.u.report.e[0] = (struct ncg_report_entry){0xc0, 2, 0, 999, 0};
+    ncg_coord_message(S.co, 6, &r, S.now);
+    EXPECT(S.drops[6] == 1);
+    ncg_coord_closed(S.co, 6, S.now); /* no effect after the drop */
+    for (int i = 0; i < 3; i++) {
+        sim_issue(0, AR);
+        sim_issue(1, AR);
+        sim_round(0x3);
+    }
+    EXPECT(total_verdicts() == 0);
+    ncg_coord_free(S.co);
+}
+
+static void test_coord_p2p(void)
+{
+    sim_init(2, 0, 60, 0);
+    sim_round(0x3);
+    struct ncg_msg p = {.type = NCG_MSG_P2P};
+    p.u.p2p.comm_id = 0xc0;
+    p.u.p2p.n = 2;
+    p.u.p2p.r[0] = (struct ncg_p2p_rec){0, 32, 1, NCG_F_SEND, 7};
+    p.u.p2p.r[1] = (struct ncg_p2p_rec){1, 33, 1, NCG_F_SEND, 7};
+    ncg_coord_message(S.co, 0, &p, S.now);
+    p.u.p2p.r[0] = (struct ncg_p2p_rec){0, 32, 0, NCG_F_RECV, 7};
+    p.u.p2p.r[1] = (struct ncg_p2p_rec){1, 32, 0, NCG_F_RECV, 7};
+    ncg_coord_message(S.co, 1, &p, S.now);
+    EXPECT(S.verdicts[0] == 1 && S.verdicts[1] == 1);
+    EXPECT(S.vkind[1] == NCG_V_P2P_MISMATCH);
+    EXPECT(strstr(S.vsum[1], "Send(count=33, float32, peer=1) on rank 0 vs Recv(count=32, float32, peer=0) on rank 1"));
+    ncg_coord_free(S.co);
+}
+
+static void test_coord_liveness(void)
+{
+    /* connection lost without goodbye: RANK DIED to the others */
+    sim_init(3, 0, 60, 0);
+    sim_round(0x7);
+    ncg_coord_closed(S.co, 1, S.now);
+    EXPECT(S.verdicts[0] == 1 && S.verdicts[2] == 1 && S.vkind[0] == NCG_V_RANK_DIED);
+    EXPECT(strstr(S.vsum[0], "rank 1 died"));
+    ncg_coord_free(S.co);
+
+    /* silent past the heartbeat timeout (5 s) */
+    sim_init(3, 0, 60, 0);
+    sim_round(0x7);
+    for (int i = 0; i < 60; i++)
+        sim_round(0x5);
+    EXPECT(S.vkind[0] == NCG_V_RANK_DIED && S.drops[1] == 1);
+    EXPECT(strstr(S.vsum[0], "silent"));
+    ncg_coord_free(S.co);
+
+    /* clean goodbye at equal counts: nothing; then others go on: RANK EXITED */
+    sim_init(3, 0, 60, 0);
+    for (int r = 0; r < 3; r++)
+        sim_issue(r, AR);
+    sim_round(0x7);
+    struct ncg_msg g = {.type = NCG_MSG_GOODBYE};
+    g.u.goodbye.flags = NCG_BYE_PROCESS;
+    g.u.goodbye.n = 1;
+    g.u.goodbye.comm_id[0] = 0xc0;
+    g.u.goodbye.count[0] = 1;
+    ncg_coord_message(S.co, 1, &g, S.now);
+    ncg_coord_closed(S.co, 1, S.now);
+    sim_round(0x5);
+    EXPECT(total_verdicts() == 0);
+    sim_issue(0, AR);
+    sim_round(0x5);
+    EXPECT(S.verdicts[0] == 1 && S.vkind[0] == NCG_V_RANK_EXITED);
+    ncg_coord_free(S.co);
+}
+
+static void test_coord_lag(void)
+{
+    /* equal counts for a long time (a checkpoint pause): no verdict */
+    sim_init(2, 0, 1.0, 3.0);
+    sim_issue(0, AR);
+    sim_issue(1, AR);
+    for (int i = 0; i < 50; i++)
+        sim_round(0x3);
+    EXPECT(total_verdicts() == 0);
+    /* counts differ but someone progresses every round: no verdict */
+    for (int i = 0; i < 50; i++) {
+        sim_issue(0, AR);
+        sim_round(0x3);
+    }
+    EXPECT(total_verdicts() == 0);
+    /* nobody progresses: a warning after 1 s, an error after 3 s */
+    for (int i = 0; i < 15; i++)
+        sim_round(0x3);
+    EXPECT(S.vkind[0] == NCG_V_LAG && S.vsev[0] == NCG_SEV_WARN);
+    for (int i = 0; i < 25; i++)
+        sim_round(0x3);
+    EXPECT(S.vkind[0] == NCG_V_LAG && S.vsev[0] == NCG_SEV_ERROR);
+    EXPECT(strstr(S.vsum[0], "rank 1 behind"));
+    ncg_coord_free(S.co);
+}
+
+int main(void)
+{
+    test_wire();
+    printf("ok wire\n");
+    test_ranks();
+    printf("ok ranks\n");
+    test_group_and_render();
+    printf("ok group/render\n");
+    test_coord_mismatch();
+    printf("ok coord mismatch\n");
+    test_coord_auth();
+    printf("ok coord auth\n");
+    test_coord_p2p();
+    printf("ok coord p2p\n");
+    test_coord_liveness();
+    printf("ok coord liveness\n");
+    test_coord_lag();
+    printf("ok coord lag\n");
+    printf("%d checks, %d failed\n", checks, fails);
+    return fails ? 1 : 0;
+}
