@@ -1,6 +1,7 @@
-/* Segment lifecycle for the writer side (see shm.h): shm_open + fallocate + mmap at the first
- * communicator, header fields of the process (host, cmdline, ranks from the launcher's env,
- * start time), slot allocation, EXITED + unlink at exit. */
+/* Segment lifecycle for the writer side (see shm.h): shm_open (never over another live
+ * process's segment) + fallocate + mmap at the first communicator, header fields of the process
+ * (host, cmdline, ranks from the launcher's env, start time), slot allocation, EXITED + unlink
+ * at exit. */
 #define _GNU_SOURCE
 #include "shm.h"
 
@@ -79,7 +80,7 @@ static int32_t ncg_env_int(const char *name)
     return (*end || x < 0 || x > INT32_MAX) ? -1 : (int32_t)x;
 }
 
-static void ncg_fill_header(struct ncg_shm_header *h)
+static void ncg_fill_header(struct ncg_shm_header *h, uint64_t ticks)
 {
     h->layout_version = NCG_SHM_LAYOUT_VERSION;
     h->header_size = NCG_SHM_HEADER_SIZE;
@@ -89,7 +90,7 @@ static void ncg_fill_header(struct ncg_shm_header *h)
     h->p2p_ring = NCG_P2P_RING;
     h->pid = getpid();
     h->state = NCG_PROC_ALIVE;
-    h->start_ticks = ncg_start_ticks();
+    h->start_ticks = ticks;
     h->global_rank = ncg_env_int("RANK");
     h->local_rank = ncg_env_int("LOCAL_RANK");
     h->world_size = ncg_env_int("WORLD_SIZE");
@@ -108,11 +109,36 @@ static void ncg_fill_header(struct ncg_shm_header *h)
     ck_pr_store_64(&h->magic, NCG_SHM_MAGIC);
 }
 
-static void *ncg_map_shared(void)
+/* An existing segment under our name may be replaced when it is ours from before an exec
+ * (same start time) or says its process exited cleanly. Anything else may belong to a live
+ * process with our pid in another pid namespace sharing /dev/shm, or to a crashed one whose
+ * pid we reused: never clobbered (`ncclguard clean` reclaims the dead). */
+static int ncg_may_replace(int fd, uint64_t my_ticks)
+{
+    struct ncg_shm_header h;
+    ssize_t n = pread(fd, &h, sizeof h, 0);
+    if (n != (ssize_t)sizeof h || h.magic != NCG_SHM_MAGIC)
+        return 1; /* not (yet) a segment: a creator that died before publishing its magic */
+    return h.start_ticks == my_ticks || h.state == NCG_PROC_EXITED;
+}
+
+static void *ncg_map_shared(uint64_t my_ticks, int *busy)
 {
     snprintf(ncg_seg_name, sizeof ncg_seg_name, "/%s%u.%d", NCG_SHM_PREFIX, (unsigned)getuid(), (int)getpid());
-    /* O_TRUNC: a stale segment of an earlier image of this pid (exec) is replaced. */
-    int fd = shm_open(ncg_seg_name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = shm_open(ncg_seg_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST) {
+        int old = shm_open(ncg_seg_name, O_RDONLY | O_CLOEXEC, 0);
+        int replace = old >= 0 && ncg_may_replace(old, my_ticks);
+        if (old >= 0)
+            close(old);
+        if (!replace) {
+            *busy = 1;
+            errno = EEXIST;
+            return NULL;
+        }
+        shm_unlink(ncg_seg_name);
+        fd = shm_open(ncg_seg_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    }
     if (fd < 0)
         return NULL;
     /* Reserve every page now: a sparse tmpfs page that cannot be allocated later would SIGBUS
@@ -138,11 +164,16 @@ int ncg_shm_create(void)
     if (ncg_seg)
         return 0;
     void *p = NULL;
-    int shared = 0;
+    int shared = 0, busy = 0;
+    uint64_t ticks = ncg_start_ticks();
     if (ncg_cfg.shm) {
-        p = ncg_map_shared();
+        p = ncg_map_shared(ticks, &busy);
         if (p)
             shared = 1;
+        else if (busy)
+            ncg_log("/dev/shm%s belongs to another process (same pid in another pid namespace, or a crashed one: "
+                    "`ncclguard clean` removes those); recording privately: `ncclguard status` will not see this process",
+                    ncg_seg_name);
         else
             ncg_log("cannot create /dev/shm%s (%s); recording privately: `ncclguard status` will not see this process",
                     ncg_seg_name, strerror(errno));
@@ -152,7 +183,7 @@ int ncg_shm_create(void)
         if (p == MAP_FAILED)
             return -errno;
     }
-    ncg_fill_header(p);
+    ncg_fill_header(p, ticks);
     ncg_seg_shared = shared;
     ncg_seg_owner = getpid();
     ck_pr_store_ptr(&ncg_seg, p);
