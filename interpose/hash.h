@@ -38,7 +38,8 @@ static inline uint64_t ncg_fingerprint(uint32_t func, uint64_t count, uint32_t d
 }
 
 /* Chained digest of a comm's collective stream: digest(-1) = 0,
- * digest(n) = ncg_hash2(digest(n-1), fp(n)). Equal digests at slot n => equal streams 0..n. */
+ * digest(n) = ncg_hash2(digest(n-1), fp(n)). Equal digests at slot n => equal streams 0..n.
+ * Any thread, no allocation. */
 static inline uint64_t ncg_digest_next(uint64_t prev, uint64_t fp)
 {
     return ncg_hash2(prev, fp);

@@ -28,6 +28,7 @@ extern pthread_mutex_t ncg_lock; /* creation/removal/activation; never on the ho
  * Any thread; calls getenv, no output (warnings are kept until activation). */
 int ncg_init_slow(void);
 
+/* The lifecycle state, reading the configuration on first use. Any thread; lock-free after. */
 static inline int ncg_state_get(void)
 {
     int s = __atomic_load_n(&ncg_state, __ATOMIC_ACQUIRE);
@@ -38,7 +39,8 @@ static inline int ncg_state_get(void)
  * Caller holds ncg_lock. Returns 0, or -errno when the segment could not be mapped at all. */
 int ncg_activate(void);
 
-/* The calling thread's id, cached in TLS. Any thread; one syscall on a thread's first call. */
+/* The calling thread's id, cached in TLS. Any thread; one syscall on a thread's first call
+ * (ncg_tid_slow fills the cache). */
 uint32_t ncg_tid_slow(void);
 static inline uint32_t ncg_tid(void)
 {
