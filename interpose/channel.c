@@ -81,6 +81,7 @@ int ncg_peer_flush(struct ncg_peer *p)
             return -1;
         memmove(p->tx, p->tx + w, p->txlen - (size_t)w);
         p->txlen -= (size_t)w;
+        p->ntx += (uint64_t)w;
     }
     return 0;
 }
@@ -107,6 +108,7 @@ int ncg_peer_fill(struct ncg_peer *p)
         if (r <= 0)
             return -1;
         p->rxlen += (size_t)r;
+        p->nrx += (uint64_t)r;
         if (p->rxlen < p->rxcap)
             return 0;
     }

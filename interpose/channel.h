@@ -14,6 +14,7 @@ struct ncg_peer {
     int fd;
     uint8_t *rx, *tx;
     size_t rxlen, rxcap, txlen, txcap;
+    uint64_t nrx, ntx; /* bytes received / sent on the socket so far */
 };
 
 void ncg_peer_init(struct ncg_peer *p, int fd);

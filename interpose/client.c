@@ -45,6 +45,7 @@
 enum { L_FREE = 0, L_CONNECTING, L_HELLO, L_UP, L_DOWN };
 
 struct link {
+    uint64_t nrx, ntx, up_ns; /* traffic of closed connections, time it came up */
     int state;
     struct ncg_peer io;
     struct sockaddr_storage addr;
@@ -90,7 +91,7 @@ static struct {
     int nlink;
     uint64_t last_report_ns;
     uint64_t abort_at_ns; /* nonzero: _exit once verdicts are flushed, or at this time */
-    uint64_t tx_bytes;    /* client bytes sent (bench: side-channel traffic) */
+    uint64_t tx_bytes;    /* client bytes queued (ncg_channel_tx_bytes) */
 } G = {.lk = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .wake = {-1, -1},
        .srv = {.lfd = -1}};
 
@@ -189,6 +190,13 @@ static int coord_for(const unsigned char *uid, struct sockaddr_storage *ss, sock
     return 0;
 }
 
+static void link_close(struct link *l)
+{
+    l->nrx += l->io.nrx;
+    l->ntx += l->io.ntx;
+    ncg_peer_close(&l->io);
+}
+
 static void link_connect(struct link *l, uint64_t now)
 {
     int fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -252,7 +260,7 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     char call[192] = "", site[NCG_WIRE_SITE] = "", mycall[256] = "";
     struct ncg_diag_ctx x = {.rank = -1, .global_rank = global_rank(), .pid = (uint32_t)getpid(),
                              .host = host_name(), .my_call = "", .my_site = "", .action = "", .exit_status = -1,
-                             .report_path = ""};
+                             .report_path = "", .call_time_unix = -1};
     pthread_mutex_lock(&G.lk);
     for (size_t i = 0; i < G.nlc; i++) {
         struct lcomm *lc = &G.lc[i];
@@ -270,6 +278,11 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
                 snprintf(mycall, sizeof mycall, "slot %" PRId64 " %s%s", slot, ncg_call_format(&c, call, sizeof call),
                          (uint64_t)slot + 1 == cnt ? " (its latest call)" : "");
                 ncg_symbolize(rec.caller_pc, site, sizeof site);
+                struct timespec wt, mt;
+                clock_gettime(CLOCK_REALTIME, &wt);
+                clock_gettime(CLOCK_MONOTONIC, &mt);
+                double mono = (double)mt.tv_sec + (double)mt.tv_nsec * 1e-9;
+                x.call_time_unix = (double)wt.tv_sec + (double)wt.tv_nsec * 1e-9 - (mono - (double)rec.t_ns * 1e-9);
             }
         }
         if (lc->c && nf < (int)(sizeof fail / sizeof *fail))
@@ -288,7 +301,7 @@ static void link_lost(int li, const char *why, uint64_t now)
 {
     struct link *l = &G.link[li];
     int was_up = l->state == L_UP, was_hello = l->state == L_HELLO;
-    ncg_peer_close(&l->io);
+    link_close(l);
     l->state = L_DOWN;
     if (!was_up) {
         if (was_hello)
@@ -390,6 +403,7 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
         if (l->state == L_HELLO) {
             l->w = m->u.welcome;
             l->state = L_UP;
+            l->up_ns = now;
             G.last_report_ns = 0; /* report at once */
         }
         break;
@@ -409,7 +423,7 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
                     G.lc[i].peer_final = m->u.goodbye.count[k];
         pthread_mutex_unlock(&G.lk);
         ncg_debug(1, "the checker at %s shut down (its process exited cleanly)", l->name);
-        ncg_peer_close(&l->io);
+        link_close(l);
         l->state = L_DOWN;
         break;
     default:
@@ -574,7 +588,7 @@ static void link_io(int li, short rev, uint64_t now)
         socklen_t el = sizeof err;
         if (getsockopt(l->io.fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err) {
             ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name, strerror(err ? err : errno));
-            ncg_peer_close(&l->io);
+            link_close(l);
             l->state = L_DOWN;
             return;
         }
@@ -658,6 +672,12 @@ static void *thread_main(void *arg)
                                                           tx += G.link[i].state == L_UP && G.link[i].io.txlen;
                                                       tx == 0;
                                                   })))) {
+            for (int i = 0; i < G.nlink; i++) {
+                struct link *l = &G.link[i];
+                if (l->up_ns)
+                    ncg_debug(1, "side channel to %s: sent %" PRIu64 " B, received %" PRIu64 " B in %.2f s", l->name,
+                              l->ntx + l->io.ntx, l->nrx + l->io.nrx, (double)(now - l->up_ns) / 1e9);
+            }
             pthread_mutex_lock(&G.lk);
             G.exit_done = 1;
             pthread_cond_broadcast(&G.cv);

@@ -208,6 +208,10 @@ size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, 
     json_str(&o, v->subject);
     outf(&o, ",\"call_site\":");
     json_str(&o, x->my_site);
+    if (x->call_time_unix >= 0)
+        outf(&o, ",\"call_time_unix\":%.6f", x->call_time_unix);
+    else
+        outf(&o, ",\"call_time_unix\":null");
     outf(&o, ",\"detail\":");
     json_str(&o, v->detail);
     outf(&o, "}\n");

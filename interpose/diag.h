@@ -19,6 +19,7 @@ struct ncg_diag_ctx {
     const char *action;    /* "abort", "warn", "fail", or "none" for a warning verdict */
     int exit_status;       /* NCG_EXIT_VERDICT for abort, else -1 */
     const char *report_path; /* "" when the report could not be written */
+    double call_time_unix; /* wall-clock time this rank issued my_call, < 0 unknown */
 };
 
 /* Renders the diagnostic into buf (NUL-terminated, truncated to cap). Pure; returns length. */

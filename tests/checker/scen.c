@@ -9,6 +9,7 @@
  *   kill     rank 1 SIGKILLs itself at ITERS/2 (RANK DIED)
  *   stop     rank 2 SIGSTOPs itself at ITERS/2 (RANK DIED after the heartbeat timeout)
  *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG)
+ *   steady   AllReduce(8 floats) in a loop for ITERS seconds (side-channel traffic benchmark)
  * Before the diverging call, the diverging rank prints "scen: diverge at <unix time>".
  * A failed NCCL call prints "scen: rank R: <call>: <error>" and exits 3. */
 #include <pthread.h>
@@ -118,6 +119,25 @@ int main(int argc, char **argv)
         CK(ncclCommDestroy(comm));
         if (rank == 0)
             printf("scen: healthy done\n");
+        return 0;
+    }
+    if (!strcmp(sc, "steady")) {
+        struct timeval t0, t;
+        gettimeofday(&t0, NULL);
+        long n = 0;
+        int stop = 0;
+        while (!stop) {
+            for (int k = 0; k < 100; k++, n++)
+                allreduce(comm, 8);
+            gettimeofday(&t, NULL);
+            /* everyone must agree on when to stop: rank 0 decides, the others follow */
+            float s0 = (float)(rank == 0 && t.tv_sec - t0.tv_sec >= iters), s1 = 0;
+            CK(ncclAllReduce(&s0, &s1, 1, ncclFloat32, ncclMax, comm, NULL));
+            stop = s1 > 0;
+        }
+        CK(ncclCommDestroy(comm));
+        if (rank == 0)
+            printf("scen: steady: %ld calls per rank\n", n);
         return 0;
     }
     if (!strcmp(sc, "split")) {

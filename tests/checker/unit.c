@@ -214,7 +214,7 @@ static void test_group_and_render(void)
     char s[1024];
     ncg_verdict_summary(v, s, sizeof s);
     EXPECT(strstr(s, "AllReduce(count=1, float32, sum) on rank 3 vs ReduceScatter(count=64, bfloat16, sum) on ranks 0-2,4-15"));
-    struct ncg_diag_ctx x = {3, 3, 99, "host", "slot 48 AllReduce(...)", "barrier+0x8", "abort", 86, "/tmp/r.json"};
+    struct ncg_diag_ctx x = {3, 3, 99, "host", "slot 48 AllReduce(...)", "barrier+0x8", "abort", 86, "/tmp/r.json", -1};
     static char d[16384];
     ncg_diag_render(v, &x, d, sizeof d);
     /* every line starts with the prefix */

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# `make bench-detect`: the checker's detection latency and side-channel traffic on the CPU NCCL.
+#  1. MISMATCH: the 16-rank incident, from the later of the two mismatching calls (the reports'
+#     call_time_unix) to every rank exited (the launcher returning), BENCH_RUNS times.
+#  2. RANK DIED: 16 ranks, one SIGKILLs itself; from its kill to every rank exited.
+#  3. Steady-state traffic: 16 ranks, AllReduce loop for BENCH_STEADY_S seconds, bytes per rank
+#     per second on the side channel (from NCCLGUARD_VERBOSE=1's per-link totals), and the same
+#     for a mixed workload with a p2p ring (4 ranks, scen healthy).
+# Prints median and worst of each; no pass/fail (see BENCHMARKS.md for targets).
+set -u
+cd "$(dirname "$0")/.." || exit 2
+B=${NCG_BUILD:-build}
+case "$B" in /*) ;; *) B=$PWD/$B ;; esac
+RUNS=${BENCH_RUNS:-7}
+N=${BENCH_RANKS:-16}
+STEADY=${BENCH_STEADY_S:-10}
+export LD_LIBRARY_PATH=$B/fakenccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+L=$B/tests/ncg-launch S=$B/tests/checker/scen I=$B/tests/incident
+T=$(mktemp -d /tmp/ncclguard-bench.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+now() { date +%s.%N; }
+stats() { sort -g | awk '{v[NR]=$1} END{ if (!NR) {print "no data"; exit} m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "median %.3f s, worst %.3f s, best %.3f s (%d runs)\n", m, v[NR], v[1], NR}'; }
+
+echo "bench-detect: $N ranks on $(nproc) CPUs, interval ${NCCLGUARD_INTERVAL_MS:-100} ms"
+: >"$T/mm"
+for r in $(seq "$RUNS"); do
+  rm -rf "$T/rep" && mkdir -p "$T/rep"
+  LD_PRELOAD=$B/libncclguard.so NCCLGUARD_REPORT_DIR=$T/rep "$L" -n "$N" -t 60 "$I" >"$T/log" 2>&1
+  rc=$?
+  te=$(now)
+  td=$(grep -ho '"call_time_unix":[0-9.]*' "$T"/rep/*.json | cut -d: -f2 | sort -g | tail -n 1)
+  [ $rc -eq 86 ] && [ -n "$td" ] && awk -v a="$td" -v b="$te" 'BEGIN{printf "%.3f\n", b-a}' >>"$T/mm"
+done
+printf "MISMATCH (incident), later mismatching call -> all ranks exited: "; stats <"$T/mm"
+
+: >"$T/kill"
+for r in $(seq "$RUNS"); do
+  LD_PRELOAD=$B/libncclguard.so NCCLGUARD_REPORT_DIR=$T "$L" -n "$N" -t 60 "$S" kill 100 >"$T/log" 2>&1
+  te=$(now)
+  td=$(grep -o 'scen: diverge at [0-9.]*' "$T/log" | awk '{print $4}')
+  n86=$(grep -cE 'exited with status 86$' "$T/log")
+  [ -n "$td" ] && [ "$n86" -eq $((N - 1)) ] && awk -v a="$td" -v b="$te" 'BEGIN{printf "%.3f\n", b-a}' >>"$T/kill"
+done
+printf "RANK DIED (SIGKILL of rank 1), kill -> all ranks exited:       "; stats <"$T/kill"
+
+traffic() { # label ranks scen-args...
+  local label=$1 n=$2; shift 2
+  NCCLGUARD_VERBOSE=1 LD_PRELOAD=$B/libncclguard.so "$L" -n "$n" -t 120 "$S" "$@" >"$T/log" 2>&1
+  grep -oE 'side channel to [^ ]+: sent [0-9]+ B, received [0-9]+ B in [0-9.]+ s' "$T/log" |
+    awk -v label="$label" -v calls="$(grep -oE 'steady: [0-9]+' "$T/log" | awk '{print $2}')" '
+      {tx=$6; rx=$9; s=$12; if (s>0) {r=tx/s; q=rx/s; t+=r; u+=q; n++; if (r>w) w=r}}
+      END{ if (!n) {print label ": no data"; exit}
+           printf "%s: sent %.0f B/s per rank (worst %.0f), received %.0f B/s per rank, %d ranks", label, t/n, w, u/n, n;
+           if (calls) printf ", %s calls per rank", calls; printf "\n" }'
+}
+traffic "steady AllReduce loop, $N ranks, ${STEADY} s" "$N" steady "$STEADY"
+traffic "mixed (3 comms, groups, p2p ring), 4 ranks" 4 healthy 3000
