@@ -55,9 +55,11 @@ static int clean_impl(const struct ncg_snap *s, double grace_s, int dry_run, int
             continue;
         /* Re-check now: the snapshot may be seconds old (status --watch). */
         const char *why;
-        if (p->live == NCG_LIVE_DEAD && ncg_cli_pid_live(p->pid, p->start_ticks, &why) != NCG_LIVE_DEAD)
+        if (p->live == NCG_LIVE_DEAD &&
+            ncg_cli_pid_live(p->pid, p->start_ticks, &why) != NCG_LIVE_DEAD)
             continue;
-        if (p->live == NCG_LIVE_EXITED && ncg_cli_pid_live(p->pid, p->start_ticks, &why) != NCG_LIVE_DEAD)
+        if (p->live == NCG_LIVE_EXITED &&
+            ncg_cli_pid_live(p->pid, p->start_ticks, &why) != NCG_LIVE_DEAD)
             continue; /* exited cleanly, its atexit is about to unlink it */
         double idle = p->activity_ns && p->activity_ns < s->now_ns
                           ? (double)(s->now_ns - p->activity_ns) / 1e9
@@ -92,7 +94,8 @@ static int clean_impl(const struct ncg_snap *s, double grace_s, int dry_run, int
     return n;
 }
 
-int ncg_cli_clean_dead(const struct ncg_snap *s, double grace_s, int dry_run, int implicit, int quiet)
+int ncg_cli_clean_dead(const struct ncg_snap *s, double grace_s, int dry_run, int implicit,
+                       int quiet)
 {
     int failed = 0;
     return clean_impl(s, grace_s, dry_run, implicit, quiet, &failed);

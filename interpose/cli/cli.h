@@ -32,10 +32,10 @@ enum ncg_live {
 
 /* One communicator slot of one segment, copied out (records read with the seqlock protocol). */
 struct ncg_cli_member {
-    int proc;         /* index into ncg_snap.procs */
-    uint32_t slot;    /* comm slot index within the segment */
-    uint32_t state;   /* enum ncg_comm_state */
-    uint32_t origin;  /* enum ncg_comm_origin */
+    int proc;        /* index into ncg_snap.procs */
+    uint32_t slot;   /* comm slot index within the segment */
+    uint32_t state;  /* enum ncg_comm_state */
+    uint32_t origin; /* enum ncg_comm_origin */
     uint64_t comm_id, parent_id;
     int32_t rank, nranks;
     uint64_t coll_seq, p2p_seq, last_ns, created_ns;
@@ -59,8 +59,8 @@ struct ncg_cli_proc {
     uint64_t heartbeat_ns, verdict_comm;
     char hostname[64], cmdline[192], verdict_text[256], report_path[256];
     enum ncg_live live;
-    const char *live_why; /* static text: "pid gone", "pid reused", "zombie", "" */
-    uint64_t activity_ns; /* newest of created/heartbeat/last call times (CLOCK_MONOTONIC) */
+    const char *live_why;       /* static text: "pid gone", "pid reused", "zombie", "" */
+    uint64_t activity_ns;       /* newest of created/heartbeat/last call times (CLOCK_MONOTONIC) */
     int first_member, nmembers; /* range in ncg_snap.members */
 };
 
@@ -72,7 +72,7 @@ struct ncg_cli_skip {
 };
 
 struct ncg_snap {
-    uint64_t now_ns;  /* CLOCK_MONOTONIC at the scan (same clock as the segments) */
+    uint64_t now_ns; /* CLOCK_MONOTONIC at the scan (same clock as the segments) */
     double now_unix;
     char dir[PATH_MAX];
     struct ncg_cli_proc *procs;
@@ -117,14 +117,14 @@ struct ncg_view_call {
 struct ncg_view_comm {
     uint64_t comm_id;
     int32_t nranks;
-    int *members;   /* indices into snap->members, sorted by comm rank */
+    int *members; /* indices into snap->members, sorted by comm rank */
     int nmembers;
-    int nactive;    /* members whose process is alive and comm is ACTIVE */
-    uint64_t min_seq, max_seq;  /* over active members; 0/0 when none */
-    uint64_t last_ns;           /* newest call time among active members */
-    int nbehind;                /* active members at min_seq while another is ahead */
+    int nactive;               /* members whose process is alive and comm is ACTIVE */
+    uint64_t min_seq, max_seq; /* over active members; 0/0 when none */
+    uint64_t last_ns;          /* newest call time among active members */
+    int nbehind;               /* active members at min_seq while another is ahead */
     /* Divergence visible from this host: two members issued different calls at one slot. */
-    int mismatch;               /* 1: fields differ at mismatch_slot; 2: chained digests differ */
+    int mismatch; /* 1: fields differ at mismatch_slot; 2: chained digests differ */
     uint64_t mismatch_slot;
     int ncalls;
     struct ncg_view_call calls[NCG_VIEW_MAX_CALLS];
@@ -144,7 +144,8 @@ int ncg_view_member_active(const struct ncg_snap *s, int m);
 /* 1 when member m is behind in c (at min_seq while another active member is ahead). */
 int ncg_view_is_behind(const struct ncg_snap *s, const struct ncg_view_comm *c, int m);
 
-/* ---- names and formatting (out.c): pure, any thread ---- */
+/* ---- names and formatting (out.c): pure; any thread, never block, no allocation (the
+ * FILE writers block only on their stream) ---- */
 const char *ncg_cli_func_name(unsigned f);
 const char *ncg_cli_dtype_name(unsigned d);
 const char *ncg_cli_redop_name(unsigned r);
@@ -164,7 +165,8 @@ uint64_t ncg_cli_mono_ns(void);
 /* The newest record of member m (collective or p2p), or NULL. */
 const struct ncg_shm_record *ncg_cli_member_last(const struct ncg_cli_member *m, int *is_p2p);
 
-/* ---- subcommands: each returns the process exit status ---- */
+/* ---- subcommands: main thread only; they block (sleep, file I/O, poll), allocate, and
+ * return the process exit status ---- */
 int ncg_cmd_status(int argc, char **argv);
 int ncg_cmd_watch(int argc, char **argv);
 int ncg_cmd_clean(int argc, char **argv);
@@ -175,7 +177,8 @@ int ncg_cmd_report(int argc, char **argv);
  * many seconds; `implicit`: also keep any whose communicator still has a live member here
  * (its record explains a hang). Prints one line per removal unless quiet. Returns the number
  * removed (or would remove, with dry_run). Caller thread; blocks on file I/O. */
-int ncg_cli_clean_dead(const struct ncg_snap *s, double grace_s, int dry_run, int implicit, int quiet);
+int ncg_cli_clean_dead(const struct ncg_snap *s, double grace_s, int dry_run, int implicit,
+                       int quiet);
 
 /* Matches argv[*i] against --name VALUE or --name=VALUE: returns 1 and sets *val (advancing *i
  * past a separate value), 0 when argv[*i] is something else, -1 when the value is missing. */
@@ -184,6 +187,7 @@ int ncg_cli_opt(int argc, char **argv, int *i, const char *name, const char **va
 int ncg_cli_is_help(const char *a);
 
 /* Usage error: prints "ncclguard: <msg>" and the usage text on stderr; returns NCG_CLI_USAGE. */
-int ncg_cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int ncg_cli_usage_error(const char *usage, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -71,12 +71,26 @@ static char *parse_str(struct parser *ps)
             goto bad;
         c = (unsigned char)*ps->p++;
         switch (c) {
-        case '"': case '\\': case '/': out[o++] = (char)c; break;
-        case 'n': out[o++] = '\n'; break;
-        case 't': out[o++] = '\t'; break;
-        case 'r': out[o++] = '\r'; break;
-        case 'b': out[o++] = '\b'; break;
-        case 'f': out[o++] = '\f'; break;
+        case '"':
+        case '\\':
+        case '/':
+            out[o++] = (char)c;
+            break;
+        case 'n':
+            out[o++] = '\n';
+            break;
+        case 't':
+            out[o++] = '\t';
+            break;
+        case 'r':
+            out[o++] = '\r';
+            break;
+        case 'b':
+            out[o++] = '\b';
+            break;
+        case 'f':
+            out[o++] = '\f';
+            break;
         case 'u': {
             if (ps->end - ps->p < 4)
                 goto bad;
@@ -84,10 +98,14 @@ static char *parse_str(struct parser *ps)
             for (int i = 0; i < 4; i++) {
                 char h = *ps->p++;
                 cp <<= 4;
-                if (h >= '0' && h <= '9') cp |= (unsigned)(h - '0');
-                else if (h >= 'a' && h <= 'f') cp |= (unsigned)(h - 'a' + 10);
-                else if (h >= 'A' && h <= 'F') cp |= (unsigned)(h - 'A' + 10);
-                else goto bad;
+                if (h >= '0' && h <= '9')
+                    cp |= (unsigned)(h - '0');
+                else if (h >= 'a' && h <= 'f')
+                    cp |= (unsigned)(h - 'a' + 10);
+                else if (h >= 'A' && h <= 'F')
+                    cp |= (unsigned)(h - 'A' + 10);
+                else
+                    goto bad;
             }
             put_utf8(out, &o, cp ? cp : '?'); /* surrogates pass through as-is: display only */
             break;
@@ -206,8 +224,7 @@ static struct ncg_json *parse_val(struct parser *ps)
     } else if (c == '-' || (c >= '0' && c <= '9')) {
         char buf[64];
         size_t n = 0;
-        while (ps->p + n < ps->end && n < sizeof(buf) - 1 &&
-               strchr("+-0123456789.eE", ps->p[n]))
+        while (ps->p + n < ps->end && n < sizeof(buf) - 1 && strchr("+-0123456789.eE", ps->p[n]))
             n++;
         memcpy(buf, ps->p, n);
         buf[n] = 0;

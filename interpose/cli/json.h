@@ -15,8 +15,8 @@ enum ncg_json_type {
 
 struct ncg_json {
     enum ncg_json_type type;
-    double num;   /* NUMBER, BOOL (0/1) */
-    char *str;    /* STRING */
+    double num; /* NUMBER, BOOL (0/1) */
+    char *str;  /* STRING */
     size_t n, cap;
     struct ncg_json **kids; /* ARRAY elements / OBJECT values */
     char **keys;            /* OBJECT keys, parallel to kids */

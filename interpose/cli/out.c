@@ -16,8 +16,8 @@ const char *ncg_cli_func_name(unsigned f)
 
 const char *ncg_cli_dtype_name(unsigned d)
 {
-    static const char *const n[] = {"int8",    "uint8",   "int32",    "uint32",
-                                    "int64",   "uint64",  "float16",  "float32",
+    static const char *const n[] = {"int8",    "uint8",    "int32",   "uint32",
+                                    "int64",   "uint64",   "float16", "float32",
                                     "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
     return d < sizeof(n) / sizeof(n[0]) ? n[d] : "unknown";
 }
@@ -35,8 +35,8 @@ const char *ncg_cli_redop_name(unsigned r)
 const char *ncg_cli_verdict_name(unsigned k)
 {
     /* mirrors enum ncg_verdict_kind of interpose/verdict.h (also the segment's verdict_kind) */
-    static const char *const n[] = {"none", "MISMATCH", "P2P MISMATCH", "RANK DIED",
-                                    "RANK EXITED", "LAG"};
+    static const char *const n[] = {"none",      "MISMATCH",    "P2P MISMATCH",
+                                    "RANK DIED", "RANK EXITED", "LAG"};
     return k < sizeof(n) / sizeof(n[0]) ? n[k] : "UNKNOWN";
 }
 

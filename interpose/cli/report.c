@@ -67,8 +67,9 @@ static void fmt_jcall(char *buf, size_t len, const struct ncg_json *c)
     if (n >= 0 && (size_t)n < len && op && op->type == NCG_JSON_STRING)
         n += snprintf(buf + n, len - (size_t)n, ", %s", op->str);
     if (n >= 0 && (size_t)n < len && root && root->type == NCG_JSON_NUMBER)
-        n += snprintf(buf + n, len - (size_t)n, ", %s=%.0f",
-                      (!strcmp(func, "Send") || !strcmp(func, "Recv")) ? "peer" : "root", root->num);
+        n +=
+            snprintf(buf + n, len - (size_t)n, ", %s=%.0f",
+                     (!strcmp(func, "Send") || !strcmp(func, "Recv")) ? "peer" : "root", root->num);
     if (n >= 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, ")");
 }

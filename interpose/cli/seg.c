@@ -165,9 +165,10 @@ static int read_comm(const struct ncg_shm_comm *c, uint32_t coll_ring, uint32_t 
     m->tail_first = n > NCG_CLI_TAIL ? n - NCG_CLI_TAIL : 0;
     m->ntail = (uint32_t)(n - m->tail_first);
     for (uint32_t i = 0; i < m->ntail; i++)
-        m->tail_ok[i] = ncg_cli_read_record(c->coll, coll_ring, m->tail_first + i, &m->tail[i]) == 0;
-    m->p2p_ok = m->p2p_seq > 0 &&
-                ncg_cli_read_record(c->p2p, p2p_ring, m->p2p_seq - 1, &m->last_p2p) == 0;
+        m->tail_ok[i] =
+            ncg_cli_read_record(c->coll, coll_ring, m->tail_first + i, &m->tail[i]) == 0;
+    m->p2p_ok =
+        m->p2p_seq > 0 && ncg_cli_read_record(c->p2p, p2p_ring, m->p2p_seq - 1, &m->last_p2p) == 0;
     return 0;
 }
 
@@ -207,11 +208,11 @@ static void read_segment(struct ncg_snap *s, struct caps *cp, const struct ncg_s
     else if (magic != NCG_SHM_MAGIC)
         snprintf(why, sizeof(why), "foreign file (bad magic)");
     else if (h->layout_version != NCG_SHM_LAYOUT_VERSION)
-        snprintf(why, sizeof(why), "layout version %u, this ncclguard reads %u",
-                 h->layout_version, NCG_SHM_LAYOUT_VERSION);
+        snprintf(why, sizeof(why), "layout version %u, this ncclguard reads %u", h->layout_version,
+                 NCG_SHM_LAYOUT_VERSION);
     else if (h->header_size != NCG_SHM_HEADER_SIZE || h->comm_size != sizeof(struct ncg_shm_comm) ||
-             h->coll_ring != NCG_COLL_RING || h->p2p_ring != NCG_P2P_RING ||
-             h->max_comms == 0 || h->max_comms > 65536)
+             h->coll_ring != NCG_COLL_RING || h->p2p_ring != NCG_P2P_RING || h->max_comms == 0 ||
+             h->max_comms > 65536)
         snprintf(why, sizeof(why), "unexpected sizes in header");
     else if (size < (size_t)h->header_size + (size_t)h->max_comms * h->comm_size)
         snprintf(why, sizeof(why), "truncated (%zu bytes)", size);

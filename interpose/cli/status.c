@@ -91,13 +91,14 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
     char when[32];
     gmtime_r(&t, &tm);
     strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-    fprintf(f, "ncclguard: host %s, %d guarded process%s, %d communicator%s, %s\n", host,
-            s->nprocs, s->nprocs == 1 ? "" : "es", v->ncomms, v->ncomms == 1 ? "" : "s", when);
+    fprintf(f, "ncclguard: host %s, %d guarded process%s, %d communicator%s, %s\n", host, s->nprocs,
+            s->nprocs == 1 ? "" : "es", v->ncomms, v->ncomms == 1 ? "" : "s", when);
     for (int k = 0; k < v->ncomms; k++) {
         const struct ncg_view_comm *c = &v->comms[k];
         const struct ncg_cli_member *m0 = &s->members[c->members[0]];
-        fprintf(f, "\ncomm %016llx  %s  size %d  here %d (active %d)", (unsigned long long)c->comm_id,
-                ncg_cli_origin_name(m0->origin), (int)c->nranks, c->nmembers, c->nactive);
+        fprintf(f, "\ncomm %016llx  %s  size %d  here %d (active %d)",
+                (unsigned long long)c->comm_id, ncg_cli_origin_name(m0->origin), (int)c->nranks,
+                c->nmembers, c->nactive);
         if (m0->parent_id)
             fprintf(f, "  parent %016llx", (unsigned long long)m0->parent_id);
         if (c->nactive)
@@ -108,8 +109,8 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
             behind_list(s, c, b, sizeof(b));
             fprintf(f, "  behind: rank %s", b);
         }
-        fprintf(f, "\n  %5s %5s %5s %8s %8s %6s  %-46s %7s  %s\n", "RANK", "GRANK", "LRANK",
-                "PID", "SLOTS", "P2P", "LAST CALL", "AGE", "STATE");
+        fprintf(f, "\n  %5s %5s %5s %8s %8s %6s  %-46s %7s  %s\n", "RANK", "GRANK", "LRANK", "PID",
+                "SLOTS", "P2P", "LAST CALL", "AGE", "STATE");
         for (int i = 0; i < c->nmembers; i++) {
             const struct ncg_cli_member *m = &s->members[c->members[i]];
             const struct ncg_cli_proc *p = &s->procs[m->proc];
@@ -167,9 +168,10 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
 
 static void json_call(FILE *f, const struct ncg_snap *s, const struct ncg_shm_record *r, int p2p)
 {
-    fprintf(f, "{\"kind\":\"%s\",\"func\":\"%s\",\"count\":%llu,\"dtype\":\"%s\",\"redop\":\"%s\","
-               "\"root_or_peer\":%d,\"seq\":%llu,\"in_group\":%s,\"caller_pc\":\"0x%llx\","
-               "\"tid\":%u,\"age_s\":%.3f}",
+    fprintf(f,
+            "{\"kind\":\"%s\",\"func\":\"%s\",\"count\":%llu,\"dtype\":\"%s\",\"redop\":\"%s\","
+            "\"root_or_peer\":%d,\"seq\":%llu,\"in_group\":%s,\"caller_pc\":\"0x%llx\","
+            "\"tid\":%u,\"age_s\":%.3f}",
             p2p ? "p2p" : "coll", ncg_cli_func_name(r->func), (unsigned long long)r->count,
             ncg_cli_dtype_name(r->dtype), ncg_cli_redop_name(r->redop), (int)r->root_or_peer,
             (unsigned long long)r->seq, (r->flags & NCG_REC_IN_GROUP) ? "true" : "false",
@@ -193,8 +195,9 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
         fprintf(f, ",\"pid\":%d,\"uid\":%u,\"state\":\"%s\",\"state_detail\":", (int)p->pid,
                 (unsigned)p->owner, ncg_cli_live_name(p->live));
         ncg_cli_json_str(f, p->live_why ? p->live_why : "");
-        fprintf(f, ",\"start_ticks\":%llu,\"global_rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
-                   "\"hostname\":",
+        fprintf(f,
+                ",\"start_ticks\":%llu,\"global_rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
+                "\"hostname\":",
                 (unsigned long long)p->start_ticks, (int)p->global_rank, (int)p->local_rank,
                 (int)p->world_size);
         ncg_cli_json_str(f, p->hostname);
@@ -207,9 +210,9 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
         fprintf(f, ",\"activity_age_s\":%.3f,\"comms\":%d,\"comms_dropped\":%u,\"verdict\":",
                 age_s(s, p->activity_ns), p->nmembers, p->comms_dropped);
         if (p->state == NCG_PROC_VERDICT) {
-            fprintf(f, "{\"kind\":%u,\"name\":\"%s\",\"comm\":\"%016llx\",\"text\":", p->verdict_kind,
-                    ncg_cli_verdict_name(p->verdict_kind),
-                    (unsigned long long)p->verdict_comm);
+            fprintf(f,
+                    "{\"kind\":%u,\"name\":\"%s\",\"comm\":\"%016llx\",\"text\":", p->verdict_kind,
+                    ncg_cli_verdict_name(p->verdict_kind), (unsigned long long)p->verdict_comm);
             ncg_cli_json_str(f, p->verdict_text);
             fputs(",\"report\":", f);
             ncg_cli_json_str(f, p->report_path);
@@ -262,12 +265,13 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
         for (int i = 0; i < c->nmembers; i++) {
             const struct ncg_cli_member *m = &s->members[c->members[i]];
             const struct ncg_cli_proc *p = &s->procs[m->proc];
-            fprintf(f, "%s{\"rank\":%d,\"global_rank\":%d,\"local_rank\":%d,\"pid\":%d,\"segment\":",
-                    i ? "," : "", (int)m->rank, (int)p->global_rank, (int)p->local_rank,
-                    (int)p->pid);
+            fprintf(
+                f, "%s{\"rank\":%d,\"global_rank\":%d,\"local_rank\":%d,\"pid\":%d,\"segment\":",
+                i ? "," : "", (int)m->rank, (int)p->global_rank, (int)p->local_rank, (int)p->pid);
             ncg_cli_json_str(f, p->path);
-            fprintf(f, ",\"comm_state\":\"%s\",\"state\":\"%s\",\"slots\":%llu,\"p2p\":%llu,"
-                       "\"behind\":%s,\"last_call\":",
+            fprintf(f,
+                    ",\"comm_state\":\"%s\",\"state\":\"%s\",\"slots\":%llu,\"p2p\":%llu,"
+                    "\"behind\":%s,\"last_call\":",
                     ncg_cli_comm_state_name(m->state), member_state(s, m),
                     (unsigned long long)m->coll_seq, (unsigned long long)m->p2p_seq,
                     ncg_view_is_behind(s, c, c->members[i]) ? "true" : "false");

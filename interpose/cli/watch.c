@@ -119,12 +119,13 @@ static void emit(struct watch *w, const struct alert *a)
     if (jf) {
         struct timespec rt;
         clock_gettime(CLOCK_REALTIME, &rt);
-        fprintf(jf, "{\"format\":\"ncclguard-alert\",\"version\":%d,\"kind\":\"%s\",\"time_unix\":%.3f,"
-                    "\"host\":",
+        fprintf(jf,
+                "{\"format\":\"ncclguard-alert\",\"version\":%d,\"kind\":\"%s\",\"time_unix\":%.3f,"
+                "\"host\":",
                 NCG_ALERT_FORMAT_VERSION, a->kind, (double)rt.tv_sec + rt.tv_nsec / 1e9);
         ncg_cli_json_str(jf, w->host);
-        fprintf(jf, ",\"pid\":%d,\"rank\":%d,\"comm_rank\":%d,\"comm\":", (int)a->pid,
-                (int)a->rank, (int)a->comm_rank);
+        fprintf(jf, ",\"pid\":%d,\"rank\":%d,\"comm_rank\":%d,\"comm\":", (int)a->pid, (int)a->rank,
+                (int)a->comm_rank);
         if (a->have_comm)
             fprintf(jf, "\"%016llx\"", (unsigned long long)a->comm);
         else
@@ -213,8 +214,9 @@ static void scan_procs(struct watch *w, const struct ncg_snap *s)
             a.comm = p->verdict_comm;
             a.slot = -1;
             a.comm_rank = -1;
-            snprintf(a.detail, sizeof(a.detail), "verdict %s: %s%s%s", ncg_cli_verdict_name(p->verdict_kind),
-                     p->verdict_text, p->report_path[0] ? "; report " : "", p->report_path);
+            snprintf(a.detail, sizeof(a.detail), "verdict %s: %s%s%s",
+                     ncg_cli_verdict_name(p->verdict_kind), p->verdict_text,
+                     p->report_path[0] ? "; report " : "", p->report_path);
             emit(w, &a);
         }
     }
@@ -255,9 +257,9 @@ static void scan_comms(struct watch *w, const struct ncg_snap *s, const struct n
                 a.comm_rank = s->members[m].rank;
                 a.slot = (long long)c->mismatch_slot;
                 a.segment = p->path;
-                size_t o = (size_t)snprintf(a.detail, sizeof(a.detail),
-                                            "different calls at one slot%s:",
-                                            c->mismatch == 2 ? " (digests differ)" : "");
+                size_t o = (size_t)snprintf(
+                    a.detail, sizeof(a.detail),
+                    "different calls at one slot%s:", c->mismatch == 2 ? " (digests differ)" : "");
                 for (int j = 0; j < c->ncalls && o < sizeof(a.detail); j++) {
                     char call[128], rk[128];
                     int r[64], n = 0;
@@ -298,10 +300,11 @@ static void scan_comms(struct watch *w, const struct ncg_snap *s, const struct n
                 a.comm_rank = s->members[idx[0]].rank;
                 a.slot = (long long)c->min_seq;
                 a.segment = p->path;
-                snprintf(a.detail, sizeof(a.detail),
-                         "no call for %.0fs while slot counts disagree (%llu..%llu); behind: rank%s %s",
-                         (double)(s->now_ns - c->last_ns) / 1e9, (unsigned long long)c->min_seq,
-                         (unsigned long long)c->max_seq, n > 1 ? "s" : "", rk);
+                snprintf(
+                    a.detail, sizeof(a.detail),
+                    "no call for %.0fs while slot counts disagree (%llu..%llu); behind: rank%s %s",
+                    (double)(s->now_ns - c->last_ns) / 1e9, (unsigned long long)c->min_seq,
+                    (unsigned long long)c->max_seq, n > 1 ? "s" : "", rk);
                 emit(w, &a);
             }
         }

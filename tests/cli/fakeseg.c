@@ -80,8 +80,9 @@ static void put(struct ncg_shm_record *ring, uint32_t size, uint64_t idx,
 
 static int func_code(const char *s)
 {
-    static const char *n[] = {"none", "AllReduce", "Broadcast", "Reduce", "AllGather",
-                              "ReduceScatter", "AlltoAll", "Gather", "Scatter", "Send", "Recv"};
+    static const char *n[] = {"none",      "AllReduce",     "Broadcast", "Reduce",
+                              "AllGather", "ReduceScatter", "AlltoAll",  "Gather",
+                              "Scatter",   "Send",          "Recv"};
     for (int i = 0; i < 11; i++)
         if (strcmp(s, n[i]) == 0)
             return i;
@@ -92,7 +93,8 @@ static void write_rank(const struct opts *o, int r)
 {
     char path[4096];
     pid_t pid = getpid();
-    snprintf(path, sizeof(path), "%s/%s%u.%d", o->dir, NCG_SHM_PREFIX, (unsigned)getuid(), (int)pid);
+    snprintf(path, sizeof(path), "%s/%s%u.%d", o->dir, NCG_SHM_PREFIX, (unsigned)getuid(),
+             (int)pid);
     int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
     if (fd < 0 || ftruncate(fd, (off_t)NCG_SHM_SIZE) < 0) {
         perror("fakeseg: segment");
@@ -147,7 +149,8 @@ static void write_rank(const struct opts *o, int r)
             if (rec.func == 4 || rec.func == 2 || rec.func == 6)
                 rec.redop = NCG_REDOP_NONE;
         }
-        uint64_t fp = rec.func | rec.count << 8 | (uint64_t)rec.dtype << 48 | (uint64_t)rec.redop << 56;
+        uint64_t fp =
+            rec.func | rec.count << 8 | (uint64_t)rec.dtype << 48 | (uint64_t)rec.redop << 56;
         digest = (digest ^ fp) * 1099511628211ull;
         rec.digest = digest;
         rec.caller_pc = 0x401000 + i;
@@ -177,7 +180,8 @@ static void write_rank(const struct opts *o, int r)
         h->verdict_comm = o->comm;
         snprintf(h->verdict_text, sizeof(h->verdict_text),
                  "MISMATCH on comm %016llx: synthetic verdict", (unsigned long long)o->comm);
-        snprintf(h->report_path, sizeof(h->report_path), "/tmp/ncclguard-report.fake.%d.json", (int)pid);
+        snprintf(h->report_path, sizeof(h->report_path), "/tmp/ncclguard-report.fake.%d.json",
+                 (int)pid);
         __atomic_store_n(&h->state, NCG_PROC_VERDICT, __ATOMIC_RELEASE);
     }
     if (o->exited[r])
@@ -341,7 +345,8 @@ int main(int argc, char **argv)
         kill(pids[r], SIGKILL);
         waitpid(pids[r], NULL, 0);
         char p[4096];
-        snprintf(p, sizeof(p), "%s/%s%u.%d", o.dir, NCG_SHM_PREFIX, (unsigned)getuid(), (int)pids[r]);
+        snprintf(p, sizeof(p), "%s/%s%u.%d", o.dir, NCG_SHM_PREFIX, (unsigned)getuid(),
+                 (int)pids[r]);
         unlink(p);
     }
     return 0;
