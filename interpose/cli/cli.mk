@@ -44,3 +44,9 @@ $(BUILD)/tests/cli/cliapp: tests/cli/cliapp.c $(APPS_OUT)/obj/ncg_test.o $(FN_LI
 	@mkdir -p $(@D)
 	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
 endif
+
+# Unit tests of the CLI's pure parts, linked with its objects (all but main).
+TEST_BINS += $(BUILD)/tests/cli/unit
+$(BUILD)/tests/cli/unit: tests/cli/unit.c $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJS)) $(CLI_EXT_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Iinterpose/cli -o $@ $^ $(BASE_LDFLAGS) $(CLI_LIBS)

@@ -1,0 +1,192 @@
+/* Unit tests of the CLI's pure parts: the seqlock record reader (complete, in-progress,
+ * overwritten and wrapped records), the per-communicator analysis (who is behind, mismatches by
+ * fields and by digest, dead members left out), compact rank lists, and the JSON reader on
+ * every truncation of a valid report and on hostile input (must fail cleanly, never crash). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "json.h"
+
+static int failures;
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);                           \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static void test_read_record(void)
+{
+    static struct ncg_shm_record ring[8];
+    struct ncg_shm_record r, out;
+    memset(&r, 0, sizeof(r));
+    r.func = NCG_F_ALLREDUCE;
+    r.count = 5;
+    CHECK(ncg_cli_read_record(ring, 8, 0, &out) == -ENOENT); /* never written */
+    ring[0] = r;
+    ring[0].stamp = 1; /* being written */
+    CHECK(ncg_cli_read_record(ring, 8, 0, &out) == -EAGAIN);
+    ring[0].stamp = 2;
+    CHECK(ncg_cli_read_record(ring, 8, 0, &out) == 0 && out.count == 5);
+    ring[3] = r;
+    ring[3].stamp = 2 * 11 + 2; /* index 11 lives at position 3 */
+    CHECK(ncg_cli_read_record(ring, 8, 3, &out) == -ENOENT);  /* overwritten by 11 */
+    CHECK(ncg_cli_read_record(ring, 8, 11, &out) == 0);
+    CHECK(ncg_cli_read_record(ring, 8, 19, &out) == -ENOENT); /* not written yet */
+}
+
+/* A snapshot of n members of one comm, each in its own live process. */
+static void snap_init(struct ncg_snap *s, int n, const uint64_t *seq)
+{
+    memset(s, 0, sizeof(*s));
+    s->procs = calloc((size_t)n, sizeof(*s->procs));
+    s->members = calloc((size_t)n, sizeof(*s->members));
+    s->nprocs = s->nmembers = n;
+    s->now_ns = 1000000000000ull;
+    for (int i = 0; i < n; i++) {
+        s->procs[i].live = NCG_LIVE_ALIVE;
+        s->procs[i].first_member = i;
+        s->procs[i].nmembers = 1;
+        struct ncg_cli_member *m = &s->members[n - 1 - i]; /* unsorted on purpose */
+        m->proc = i;
+        m->state = NCG_COMM_ACTIVE;
+        m->comm_id = 42;
+        m->rank = i;
+        m->nranks = n;
+        m->coll_seq = seq[i];
+        m->last_ns = s->now_ns - 1000;
+        m->tail_first = seq[i] > NCG_CLI_TAIL ? seq[i] - NCG_CLI_TAIL : 0;
+        m->ntail = (uint32_t)(seq[i] - m->tail_first);
+        for (uint32_t k = 0; k < m->ntail; k++) {
+            m->tail_ok[k] = 1;
+            m->tail[k].seq = m->tail_first + k;
+            m->tail[k].func = NCG_F_ALLREDUCE;
+            m->tail[k].count = 8;
+            m->tail[k].dtype = 7;
+            m->tail[k].root_or_peer = -1;
+            m->tail[k].digest = 100 + m->tail_first + k;
+        }
+    }
+}
+
+static struct ncg_cli_member *by_rank(struct ncg_snap *s, int r)
+{
+    for (int i = 0; i < s->nmembers; i++)
+        if (s->members[i].rank == r)
+            return &s->members[i];
+    return NULL;
+}
+
+static void test_view(void)
+{
+    struct ncg_snap s;
+    struct ncg_view v;
+    uint64_t seq[4] = {20, 20, 19, 20};
+    snap_init(&s, 4, seq);
+    CHECK(ncg_view_build(&s, &v) == 0);
+    CHECK(v.ncomms == 1 && v.comms[0].nmembers == 4 && v.comms[0].nactive == 4);
+    CHECK(v.comms[0].min_seq == 19 && v.comms[0].max_seq == 20 && v.comms[0].nbehind == 1);
+    CHECK(s.members[v.comms[0].members[0]].rank == 0 && s.members[v.comms[0].members[3]].rank == 3);
+    CHECK(ncg_view_is_behind(&s, &v.comms[0], v.comms[0].members[2]));
+    CHECK(!v.comms[0].mismatch);
+    ncg_view_free(&v);
+
+    /* a dead member is not active: it is neither behind nor compared */
+    s.procs[by_rank(&s, 2)->proc].live = NCG_LIVE_DEAD;
+    CHECK(ncg_view_build(&s, &v) == 0);
+    CHECK(v.comms[0].nactive == 3 && v.comms[0].nbehind == 0 && v.comms[0].min_seq == 20);
+    ncg_view_free(&v);
+    s.procs[by_rank(&s, 2)->proc].live = NCG_LIVE_ALIVE;
+
+    /* rank 1 issued a different count at slot 18 (a common slot) */
+    struct ncg_cli_member *m1 = by_rank(&s, 1);
+    m1->tail[18 - m1->tail_first].count = 9;
+    CHECK(ncg_view_build(&s, &v) == 0);
+    CHECK(v.comms[0].mismatch == 1 && v.comms[0].mismatch_slot == 18 && v.comms[0].ncalls == 2);
+    CHECK(v.comms[0].calls[0].nmembers + v.comms[0].calls[1].nmembers == 4);
+    ncg_view_free(&v);
+    m1->tail[18 - m1->tail_first].count = 8;
+
+    /* same fields, different chained digest at the last common slot: earlier divergence */
+    m1->tail[18 - m1->tail_first].digest = 7;
+    CHECK(ncg_view_build(&s, &v) == 0);
+    CHECK(v.comms[0].mismatch == 2 && v.comms[0].mismatch_slot == 18);
+    ncg_view_free(&v);
+    m1->tail[18 - m1->tail_first].digest = 100 + 18;
+
+    /* an unreadable record is never compared */
+    m1->tail[18 - m1->tail_first].count = 9;
+    m1->tail_ok[18 - m1->tail_first] = 0;
+    CHECK(ncg_view_build(&s, &v) == 0);
+    CHECK(!v.comms[0].mismatch);
+    ncg_view_free(&v);
+    ncg_snap_free(&s);
+}
+
+static void test_ranks(void)
+{
+    char b[64];
+    int v[] = {0, 1, 2, 4, 5, 6, 7, 9};
+    ncg_cli_fmt_ranks(b, sizeof(b), v, 8);
+    CHECK(strcmp(b, "0-2,4-7,9") == 0);
+    ncg_cli_fmt_ranks(b, sizeof(b), v, 0);
+    CHECK(strcmp(b, "") == 0);
+    ncg_cli_fmt_ranks(b, 4, v, 8); /* truncated, still terminated */
+    CHECK(strlen(b) < 4);
+}
+
+static void test_json(void)
+{
+    const char *doc = "{\"format\":\"ncclguard-report\",\"version\":1,\"a\":[1,-2.5e3,true,false,null,"
+                      "{\"s\":\"q\\\"\\u00e9\\n\"}],\"comm\":{\"id\":\"ab\",\"size\":4}}";
+    size_t len = strlen(doc), at;
+    struct ncg_json *j = ncg_cli_json_parse(doc, len, &at);
+    CHECK(j != NULL);
+    CHECK(strcmp(ncg_cli_json_s(j, "format", ""), "ncclguard-report") == 0);
+    CHECK(ncg_cli_json_n(j, "version", 0) == 1);
+    CHECK(ncg_cli_json_n(ncg_cli_json_get(j, "comm"), "size", 0) == 4);
+    const struct ncg_json *a = ncg_cli_json_get(j, "a");
+    CHECK(a && a->n == 6 && a->kids[1]->num == -2500 && a->kids[2]->type == NCG_JSON_BOOL);
+    CHECK(a && strcmp(ncg_cli_json_s(a->kids[5], "s", ""), "q\"\xc3\xa9\n") == 0);
+    ncg_cli_json_free(j);
+    /* every strict prefix is malformed and must be rejected cleanly */
+    for (size_t n = 0; n < len; n++) {
+        char *p = malloc(n + 1); /* exact size: ASan catches any over-read */
+        memcpy(p, doc, n);
+        p[n] = 0;
+        j = ncg_cli_json_parse(p, n, &at);
+        CHECK(j == NULL);
+        ncg_cli_json_free(j);
+        free(p);
+    }
+    const char *bad[] = {"", "{", "[1,]", "{\"a\"}", "{\"a\":1,}", "\"\\x\"", "01x", "[1 2]",
+                         "{\"a\":1} x", "\"\\u12\"", "nul", "\"a\nb\""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        j = ncg_cli_json_parse(bad[i], strlen(bad[i]), &at);
+        CHECK(j == NULL);
+        ncg_cli_json_free(j);
+    }
+    /* deep nesting is bounded, not a stack overflow */
+    size_t deep = 100000;
+    char *d = malloc(deep);
+    memset(d, '[', deep);
+    CHECK(ncg_cli_json_parse(d, deep, &at) == NULL);
+    free(d);
+}
+
+int main(void)
+{
+    test_read_record();
+    test_view();
+    test_ranks();
+    test_json();
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("cli unit: all checks passed\n");
+    return 0;
+}
