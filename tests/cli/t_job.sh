@@ -28,6 +28,10 @@ wait_until 60 nprocs running
 "$NCG" status --match "$TAG" >"$NCG_TMP/s1"; cat "$NCG_TMP/s1"
 contains "$NCG_TMP/s1" "size 4  here 4 (active 4)" "AllReduce(count=256, float32, sum)"
 [ "$(grep -c '  alive' "$NCG_TMP/s1")" -eq 4 ] || fail "4 live ranks expected"
+lacks "$NCG_TMP/s1" "MISMATCH" "dead"
+# no false alarm on a healthy job
+"$NCG" watch --once --stall 5 --match "$TAG" >"$NCG_TMP/w0"; rc=$?
+[ $rc -eq 0 ] || { cat "$NCG_TMP/w0"; fail "watch on a healthy job: exit $rc, want 0"; }
 "$NCG" status --json --match "$TAG" >"$NCG_TMP/j1"
 jcheck "$NCG_TMP/j1" 'sorted(m["rank"] for m in d["communicators"][0]["members"])==[0,1,2,3] and d["communicators"][0]["size"]==4'
 jcheck "$NCG_TMP/j1" 'all(m["last_call"]["func"]=="AllReduce" and m["last_call"]["count"]==256 and m["last_call"]["dtype"]=="float32" for m in d["communicators"][0]["members"])'
