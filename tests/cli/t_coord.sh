@@ -11,6 +11,10 @@ wait_until 20 grep -qE "listening on [^ ]*:[0-9]+" "$NCG_TMP/coord.out"
 cat "$NCG_TMP/coord.out"
 grep -q "this build has no coordinator" "$NCG_TMP/coord.out" && skip "ncclguard built without the coordinator"
 PORT=$(grep -oE "listening on [^ ]*:[0-9]+" "$NCG_TMP/coord.out" | head -n 1 | sed 's/.*://')
+# a second daemon on the same address cannot listen: exit 3 with the reason
+timeout 20 "$NCG" coord --listen 127.0.0.1:$PORT >"$NCG_TMP/coord2.out" 2>&1; rc=$?
+[ $rc -eq 3 ] || { cat "$NCG_TMP/coord2.out"; fail "second coord on port $PORT: exit $rc, want 3"; }
+contains "$NCG_TMP/coord2.out" "ncclguard: coord: "
 export NCCLGUARD_COORD=127.0.0.1:$PORT NCCLGUARD_TOKEN=s3cret
 # a healthy job: completes, no verdict
 LD_PRELOAD=$NCG_PRELOAD timeout 120 "$LAUNCH" -n 4 -t 100 -- "$CLIAPP" --calls 200 >"$NCG_TMP/ok.out" 2>&1
