@@ -1,7 +1,7 @@
 /* Segment lifecycle for the writer side (see shm.h): shm_open (never over another live
- * process's segment) + fallocate + mmap at the first communicator, header fields of the process
- * (host, cmdline, ranks from the launcher's env, start time), slot allocation, EXITED + unlink
- * at exit. */
+ * process's segment; liveness = a held flock) + fallocate + mmap at the first communicator,
+ * header fields of the process (host, cmdline, ranks from the launcher's env, start time), slot
+ * allocation, EXITED + unlink at exit. */
 #define _GNU_SOURCE
 #include "shm.h"
 
@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -109,38 +110,35 @@ static void ncg_fill_header(struct ncg_shm_header *h, uint64_t ticks)
     ck_pr_store_64(&h->magic, NCG_SHM_MAGIC);
 }
 
-/* An existing segment under our name may be replaced when it is ours from before an exec
- * (same start time) or says its process exited cleanly. Anything else may belong to a live
- * process with our pid in another pid namespace sharing /dev/shm, or to a crashed one whose
- * pid we reused: never clobbered (`ncclguard clean` reclaims the dead). */
-static int ncg_may_replace(int fd, uint64_t my_ticks)
-{
-    struct ncg_shm_header h;
-    ssize_t n = pread(fd, &h, sizeof h, 0);
-    if (n != (ssize_t)sizeof h || h.magic != NCG_SHM_MAGIC)
-        return 1; /* not (yet) a segment: a creator that died before publishing its magic */
-    return h.start_ticks == my_ticks || h.state == NCG_PROC_EXITED;
-}
+/* Liveness of a segment is a shared flock(2) on it, held by its process for as long as it lives
+ * (the descriptor stays open, close-on-exec): the kernel drops it when the process dies or
+ * execs, across pid namespaces too. An existing segment under our name that nobody holds is
+ * stale (a crashed process whose pid we reuse, or our own image before an exec) and replaced;
+ * one that is held belongs to a live process with our pid in another pid namespace sharing
+ * /dev/shm, and is never touched. A reader can test liveness the same way (LOCK_EX|LOCK_NB). */
+static int ncg_seg_fd = -1;
 
-static void *ncg_map_shared(uint64_t my_ticks, int *busy)
+static void *ncg_map_shared(int *busy)
 {
     snprintf(ncg_seg_name, sizeof ncg_seg_name, "/%s%u.%d", NCG_SHM_PREFIX, (unsigned)getuid(), (int)getpid());
     int fd = shm_open(ncg_seg_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST) {
         int old = shm_open(ncg_seg_name, O_RDONLY | O_CLOEXEC, 0);
-        int replace = old >= 0 && ncg_may_replace(old, my_ticks);
+        int stale = old >= 0 && flock(old, LOCK_EX | LOCK_NB) == 0;
+        if (stale)
+            shm_unlink(ncg_seg_name); /* while we hold it: no live process can be using it */
         if (old >= 0)
             close(old);
-        if (!replace) {
+        if (!stale) {
             *busy = 1;
             errno = EEXIST;
             return NULL;
         }
-        shm_unlink(ncg_seg_name);
         fd = shm_open(ncg_seg_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     }
     if (fd < 0)
         return NULL;
+    flock(fd, LOCK_SH); /* alive: first thing, so a concurrent opener sees it held */
     /* Reserve every page now: a sparse tmpfs page that cannot be allocated later would SIGBUS
      * the writing application thread. */
     int err = posix_fallocate(fd, 0, (off_t)NCG_SHM_SIZE);
@@ -149,13 +147,14 @@ static void *ncg_map_shared(uint64_t my_ticks, int *busy)
         p = mmap(NULL, NCG_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     else
         errno = err;
-    int saved = errno;
-    close(fd);
     if (p == MAP_FAILED) {
+        int saved = errno;
         shm_unlink(ncg_seg_name);
+        close(fd);
         errno = saved;
         return NULL;
     }
+    ncg_seg_fd = fd;
     return p;
 }
 
@@ -167,12 +166,12 @@ int ncg_shm_create(void)
     int shared = 0, busy = 0;
     uint64_t ticks = ncg_start_ticks();
     if (ncg_cfg.shm) {
-        p = ncg_map_shared(ticks, &busy);
+        p = ncg_map_shared(&busy);
         if (p)
             shared = 1;
         else if (busy)
-            ncg_log("/dev/shm%s belongs to another process (same pid in another pid namespace, or a crashed one: "
-                    "`ncclguard clean` removes those); recording privately: `ncclguard status` will not see this process",
+            ncg_log("/dev/shm%s belongs to a live process with the same pid in another pid namespace; "
+                    "recording privately: `ncclguard status` will not see this process",
                     ncg_seg_name);
         else
             ncg_log("cannot create /dev/shm%s (%s); recording privately: `ncclguard status` will not see this process",
@@ -264,4 +263,8 @@ void ncg_shm_fork_child(void)
     /* The parent's MAP_SHARED pages: a write from the child would corrupt the parent's rings. */
     if (h)
         munmap(h, NCG_SHM_SIZE);
+    /* Our copy of the parent's descriptor: the parent alone keeps its segment alive. */
+    if (ncg_seg_fd >= 0)
+        close(ncg_seg_fd);
+    ncg_seg_fd = -1;
 }
