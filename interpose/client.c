@@ -490,6 +490,23 @@ static void client_report(uint64_t now)
         struct ncg_msg_report *r = &rep[lc->link].u.report;
         if (r->n < NCG_WIRE_MAX_COMMS)
             r->e[r->n++] = (struct ncg_report_entry){lc->id, (uint32_t)lc->nranks, (uint32_t)lc->rank, cnt, gr};
+        i++;
+    }
+    pthread_mutex_unlock(&G.lk);
+    for (int i = 0; i < G.nlink; i++) {
+        if (G.link[i].state != L_UP)
+            continue;
+        if (bye[i].u.goodbye.n)
+            link_send(&G.link[i], &bye[i]);
+        link_send(&G.link[i], &rep[i]);
+    }
+    /* p2p after the reports: the coordinator matches records only from registered members */
+    pthread_mutex_lock(&G.lk);
+    for (size_t i = 0; i < G.nlc; i++) {
+        struct lcomm *lc = &G.lc[i];
+        if (lc->link < 0 || lc->removed || G.link[lc->link].state != L_UP)
+            continue;
+        struct link *l = &G.link[lc->link];
         /* p2p records since the last report, at most NCG_WIRE_MAX_P2P per comm and interval */
         uint64_t top = lc->shm ? ck_pr_load_64(&lc->shm->p2p_seq) : 0;
         if (top > lc->p2p_next) {
@@ -514,16 +531,8 @@ static void client_report(uint64_t now)
             if (p2p.u.p2p.n)
                 link_send(l, &p2p);
         }
-        i++;
     }
     pthread_mutex_unlock(&G.lk);
-    for (int i = 0; i < G.nlink; i++) {
-        if (G.link[i].state != L_UP)
-            continue;
-        if (bye[i].u.goodbye.n)
-            link_send(&G.link[i], &bye[i]);
-        link_send(&G.link[i], &rep[i]);
-    }
     if (exited) {
         apply_verdict(exited, now);
         ncg_verdict_free(exited);

@@ -39,6 +39,7 @@ struct ccomm {
     struct cmember *m;
     uint64_t vc;           /* slots < vc are verified equal on every member that answered */
     uint8_t done;          /* an error verdict was issued: no more checking */
+    struct ncg_verdict *last; /* that verdict, for members that register later */
     uint8_t lag_warned;
     uint64_t progress_ns;  /* last time any member's count grew */
     /* comparison round */
@@ -110,6 +111,7 @@ static void p2p_clear(struct ccomm *c)
 static void comm_free(struct ccomm *c)
 {
     p2p_clear(c);
+    ncg_verdict_free(c->last);
     free(c->ans);
     free(c->m);
     free(c);
@@ -245,6 +247,9 @@ static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verd
     if (v->severity == NCG_SEV_ERROR) {
         c->done = 1;
         c->q_active = 0;
+        ncg_verdict_free(c->last);
+        c->last = v;
+        return;
     }
     ncg_verdict_free(v);
 }
@@ -507,6 +512,11 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
             mb->grank = e->global_rank >= 0 ? e->global_rank : cc->grank;
             mb->count = e->count;
             c->progress_ns = now_ns;
+            if (c->done && c->last) { /* too late for the verdict: it still concerns this rank */
+                struct ncg_msg m = {.type = NCG_MSG_VERDICT};
+                m.u.verdict = c->last;
+                co->ops.send(co->ops.arg, conn, &m);
+            }
             continue;
         }
         if (mb->conn != conn || mb->state != M_ACTIVE)
