@@ -8,7 +8,7 @@ need "$NCG" "$LAUNCH" "$NCG_BUILD/tests/incident" "$NCG_BUILD/libncclguard.so"
 run_incident() { # TAG ENV...: the incident under the shim, argv[0] made unique for --match
   local tag=$1; shift
   mkdir -p "$NCG_TMP/$tag"; ln -s "$NCG_BUILD/tests/incident" "$NCG_TMP/$tag/incident"
-  env "$@" LD_PRELOAD="$NCG_PRELOAD" timeout 120 "$LAUNCH" -n 16 -t 90 -- "$NCG_TMP/$tag/incident" >"$NCG_TMP/$tag.out" 2>&1 &
+  env "$@" LD_PRELOAD="$NCG_PRELOAD" timeout 90 "$LAUNCH" -n 16 -t 75 -- "$NCG_TMP/$tag/incident" >"$NCG_TMP/$tag.out" 2>&1 &
   JOB_PID=$!; BG_PIDS+=($JOB_PID)
 }
 hung() { # TAG: 16 processes, every one at 49 slots
@@ -23,7 +23,8 @@ endjob() { # TAG: kill the ranks, clean their segments
 }
 
 run_incident off NCCLGUARD_COORD=off
-wait_until 90 hung off
+echo "step: waiting for the hang (side channel off)"
+wait_until 60 hung off
 "$NCG" status --match "$NCG_TMP/off/" >"$NCG_TMP/s1"; cat "$NCG_TMP/s1"
 contains "$NCG_TMP/s1" "size 16  here 16 (active 16)  slots 49..49" "MISMATCH at slot 48:" \
   "AllReduce(count=1, float32, sum)               on rank 3" \
@@ -37,10 +38,12 @@ contains "$NCG_TMP/w1" "ALERT mismatch" "rank=3" "slot=48"
 endjob off
 
 run_incident warn NCCLGUARD_ACTION=warn NCCLGUARD_REPORT_DIR=$NCG_TMP
-wait_until 90 hung warn
+echo "step: waiting for the hang (warn)"
+wait_until 60 hung warn
 verdicts() { "$NCG" status --json --no-clean --match "$NCG_TMP/warn/" >"$NCG_TMP/poll2" &&
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if [p["state"] for p in d["processes"]].count("verdict")==16 else 1)' "$NCG_TMP/poll2"; }
-wait_until 60 verdicts
+echo "step: waiting for 16 verdicts"
+wait_until 45 verdicts
 "$NCG" status --match "$NCG_TMP/warn/" >"$NCG_TMP/s2"; cat "$NCG_TMP/s2"
 [ "$(grep -c ") verdict MISMATCH on comm .*MISMATCH.*slot 48.*; report $NCG_TMP/ncclguard-report" "$NCG_TMP/s2")" -eq 16 ] || fail "16 verdict lines expected"
 "$NCG" watch --once --match "$NCG_TMP/warn/" --json >"$NCG_TMP/w2"
