@@ -21,8 +21,10 @@ LD_PRELOAD=$NCG_PRELOAD timeout 120 "$LAUNCH" -n 4 -t 100 -- "$CLIAPP" --calls 2
 rc=$?; cat "$NCG_TMP/ok.out"
 [ $rc -eq 0 ] || fail "healthy job through coord: exit $rc"
 lacks "$NCG_TMP/ok.out" "VERDICT"
+# (run through a link in $NCG_TMP so that cleanup finds the segments the abort leaves)
+INCIDENT=$NCG_TMP/incident; ln -s "$NCG_BUILD/tests/incident" "$INCIDENT"
 # the incident: every rank ends with 86 and the diagnostic
-LD_PRELOAD=$NCG_PRELOAD NCCLGUARD_REPORT_DIR=$NCG_TMP timeout 120 "$LAUNCH" -n 16 -t 60 -- "$NCG_BUILD/tests/incident" >"$NCG_TMP/inc.out" 2>&1
+LD_PRELOAD=$NCG_PRELOAD NCCLGUARD_REPORT_DIR=$NCG_TMP timeout 120 "$LAUNCH" -n 16 -t 60 -- "$INCIDENT" >"$NCG_TMP/inc.out" 2>&1
 rc=$?; grep -v "^incident:" "$NCG_TMP/inc.out" | head -n 30
 [ $rc -eq 86 ] || fail "incident through coord: launcher exit $rc, want 86"
 contains "$NCG_TMP/inc.out" "MISMATCH" "AllReduce(count=1, float32, sum)" "ReduceScatter(count=64, bfloat16, sum)" "on ranks 0-2,4-15"

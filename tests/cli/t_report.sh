@@ -39,8 +39,9 @@ contains "$NCG_TMP/o2" "0 rank reports, 0 verdicts"
 
 # the reports of a real diverged job
 need "$NCG_BUILD/tests/incident" "$LAUNCH" "$NCG_BUILD/libncclguard.so"
+INCIDENT=$NCG_TMP/incident; ln -s "$NCG_BUILD/tests/incident" "$INCIDENT"
 J=$NCG_TMP/job; mkdir -p "$J"
-LD_PRELOAD=$NCG_PRELOAD NCCLGUARD_REPORT_DIR=$J timeout 120 "$LAUNCH" -n 16 -t 60 -- "$NCG_BUILD/tests/incident" >"$NCG_TMP/inc.out" 2>&1
+LD_PRELOAD=$NCG_PRELOAD NCCLGUARD_REPORT_DIR=$J timeout 120 "$LAUNCH" -n 16 -t 60 -- "$INCIDENT" >"$NCG_TMP/inc.out" 2>&1
 rc=$?
 [ $rc -eq 86 ] || { tail -n 20 "$NCG_TMP/inc.out"; fail "incident: launcher exit $rc, want 86"; }
 "$NCG" report "$J" >"$NCG_TMP/o3" || fail "report on job"
