@@ -635,6 +635,15 @@ static void link_io(int li, short rev, uint64_t now)
         link_lost(li, "connection lost", now);
 }
 
+/* Bytes still queued on any live connection of ours. */
+static int tx_pending(void)
+{
+    int n = G.have_srv ? ncg_server_pending_tx(&G.srv) : 0;
+    for (int i = 0; i < G.nlink; i++)
+        n += G.link[i].state == L_UP && G.link[i].io.txlen > 0;
+    return n;
+}
+
 static void *thread_main(void *arg)
 {
     (void)arg;
@@ -644,14 +653,24 @@ static void *thread_main(void *arg)
     uint64_t interval = (uint64_t)(ncg_cfg.interval_ms ? ncg_cfg.interval_ms : 100) * 1000000ull;
     uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
     uint64_t exit_deadline = 0;
+    int exit_sent = 0;
     for (;;) {
         uint64_t now = ncg_chan_now_ns();
         pthread_mutex_lock(&G.lk);
         int exiting = G.exiting;
         pthread_mutex_unlock(&G.lk);
-        if (exiting && !exit_deadline) {
-            client_exit_messages();
-            exit_deadline = now + 300000000ull;
+        if (exiting && !exit_deadline)
+            exit_deadline = now + 600000000ull;
+        if (exiting && !exit_sent) {
+            /* A link still connecting gets a moment to come up: a goodbye needs a registration. */
+            int connecting = 0;
+            for (int i = 0; i < G.nlink; i++)
+                connecting += G.link[i].state == L_CONNECTING || G.link[i].state == L_HELLO;
+            if (!connecting || now + 200000000ull >= exit_deadline) {
+                client_report(now); /* registers comms not reported yet, so the goodbye counts */
+                client_exit_messages();
+                exit_sent = 1;
+            }
         }
         resolve_links(now);
         if (!exiting && now - G.last_report_ns >= interval) {
@@ -674,13 +693,7 @@ static void *thread_main(void *arg)
             if (now >= G.abort_at_ns || pending <= 1)
                 ncg_action_exit();
         }
-        if (exiting && (now >= exit_deadline || (!(G.have_srv && ncg_server_pending_tx(&G.srv)) &&
-                                                  ({
-                                                      int tx = 0;
-                                                      for (int i = 0; i < G.nlink; i++)
-                                                          tx += G.link[i].state == L_UP && G.link[i].io.txlen;
-                                                      tx == 0;
-                                                  })))) {
+        if (exiting && (now >= exit_deadline || (exit_sent && !tx_pending()))) {
             for (int i = 0; i < G.nlink; i++) {
                 struct link *l = &G.link[i];
                 if (l->up_ns)
@@ -743,7 +756,7 @@ static void at_exit(void)
         wake_thread();
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 500000000;
+        ts.tv_nsec += 800000000; /* the thread gives up at 600 ms */
         if (ts.tv_nsec >= 1000000000) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000;
