@@ -10,6 +10,8 @@
  *   stop     rank 2 SIGSTOPs itself at ITERS/2 (RANK DIED after the heartbeat timeout)
  *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG)
  *   steady   AllReduce(8 floats) in a loop for ITERS seconds (side-channel traffic benchmark)
+ * $SCEN_VICTIM overrides the rank that kills/stops itself or leaves early.
+ * healthy also forks a child (a data-loader worker) that exits through exit() meanwhile.
  * Before the diverging call, the diverging rank prints "scen: diverge at <unix time>".
  * A failed NCCL call prints "scen: rank R: <call>: <error>" and exits 3. */
 #include <pthread.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ncclguard/nccl_abi.h"
@@ -89,6 +92,8 @@ int main(int argc, char **argv)
     ncclComm_t comm;
     CK(ncclCommInitRank(&comm, world, id, rank));
     int half = iters / 2;
+    const char *vs = getenv("SCEN_VICTIM");
+    int victim = vs ? atoi(vs) : -1;
 
     if (!strcmp(sc, "healthy")) {
         ncclUniqueId id2;
@@ -98,6 +103,11 @@ int main(int argc, char **argv)
         CK(ncclCommInitRank(&s.comm, world, id2, rank));
         ncclComm_t sub;
         CK(ncclCommSplit(comm, rank % 2, rank, &sub, NULL));
+        pid_t worker = fork(); /* a data-loader worker: inherits everything, uses nothing */
+        if (worker == 0) {
+            usleep(200000);
+            exit(0);
+        }
         pthread_t th;
         pthread_create(&th, NULL, second_thread, &s);
         for (int i = 0; i < iters; i++) {
@@ -114,6 +124,11 @@ int main(int argc, char **argv)
                 allreduce(comm, 1);
         }
         pthread_join(th, NULL);
+        int st = 0;
+        if (worker > 0 && (waitpid(worker, &st, 0) != worker || !WIFEXITED(st) || WEXITSTATUS(st) != 0)) {
+            fprintf(stderr, "scen: rank %d: worker exited badly (%d)\n", rank, st);
+            return 4;
+        }
         CK(ncclCommDestroy(sub));
         CK(ncclCommDestroy(s.comm));
         CK(ncclCommDestroy(comm));
@@ -169,15 +184,15 @@ int main(int argc, char **argv)
                 p2p_ring(comm, 32, 1);
                 continue;
             }
-            if (!strcmp(sc, "early") && rank == 1) {
+            if (!strcmp(sc, "early") && rank == (victim >= 0 ? victim : 1)) {
                 mark();
                 return 0; /* leaves without destroying: atexit says goodbye */
             }
-            if (!strcmp(sc, "kill") && rank == 1) {
+            if (!strcmp(sc, "kill") && rank == (victim >= 0 ? victim : 1)) {
                 mark();
                 kill(getpid(), SIGKILL);
             }
-            if (!strcmp(sc, "stop") && rank == 2) {
+            if (!strcmp(sc, "stop") && rank == (victim >= 0 ? victim : 2)) {
                 mark();
                 raise(SIGSTOP);
             }

@@ -6,6 +6,11 @@ expect "$RC" 137 "launcher status (first rank: killed)"
 expect "$(exited 86)" 3 "survivors that exited 86"
 expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(4 ranks\): rank 1 died: pid [0-9]+ on .*connection lost without goodbye$')" 3 "SIGKILL headline"
 
+# the rank whose process hosts the checker (zero-config: rank 0) dies: the others still act
+SCEN_VICTIM=0 guarded "$NCG_TMP/kill0" "$LAUNCH" -n 4 -t 60 "$SCEN" kill
+expect "$(exited 86)" 3 "survivors of rank 0 that exited 86"
+expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(4 ranks\): rank holding the checker \(global rank 0\) died: ')" 3 "checker host died headline"
+
 rm -f "$REPORTS"/*
 NCCLGUARD_HEARTBEAT_TIMEOUT_S=2 guarded "$NCG_TMP/stop" "$LAUNCH" -n 4 -t 12 "$SCEN" stop
 expect "$RC" 124 "launcher status (stopped rank never ends)"
