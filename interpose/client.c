@@ -654,8 +654,13 @@ static void *thread_main(void *arg)
     uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
     uint64_t exit_deadline = 0;
     int exit_sent = 0;
+    uint64_t last_loop = 0;
     for (;;) {
         uint64_t now = ncg_chan_now_ns();
+        if (last_loop && hb && now - last_loop > hb / 2)
+            for (int i = 0; i < G.nlink; i++) /* we were suspended, not the checker: restart its clock */
+                G.link[i].last_rx_ns = now;
+        last_loop = now;
         pthread_mutex_lock(&G.lk);
         int exiting = G.exiting;
         pthread_mutex_unlock(&G.lk);

@@ -69,7 +69,7 @@ struct ncg_coord {
     struct ccomm **comm;
     size_t ncomm, capcomm;
     uint32_t next_qid;
-    uint64_t last_ping_ns, last_sweep_ns;
+    uint64_t last_ping_ns, last_sweep_ns, last_tick_ns;
     struct ncg_coord_stats st;
 };
 
@@ -800,6 +800,14 @@ static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
 void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
 {
     uint64_t hb = (uint64_t)(co->p.heartbeat_timeout_s * 1e9);
+    /* We were not running ourselves (the whole job suspended, a VM paused): everyone's silence
+     * is ours, not theirs. Restart the clocks instead of declaring every rank dead. */
+    if (co->last_tick_ns && hb && now_ns - co->last_tick_ns > hb / 2)
+        for (int i = 0; i < co->nconn; i++) {
+            co->conn[i].last_rx_ns = now_ns;
+            co->conn[i].since_ns = now_ns;
+        }
+    co->last_tick_ns = now_ns;
     for (int i = 0; i < co->nconn; i++) {
         struct cconn *cc = &co->conn[i];
         if (!cc->used)

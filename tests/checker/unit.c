@@ -471,6 +471,15 @@ static void test_coord_liveness(void)
     EXPECT(strstr(S.vsum[0], "silent"));
     ncg_coord_free(S.co);
 
+    /* the coordinator itself was suspended for 20 s: nobody is declared dead */
+    sim_init(3, 0, 60, 0);
+    sim_round(0x7);
+    S.now += 20000000000ull;
+    ncg_coord_tick(S.co, S.now);
+    sim_round(0x7);
+    EXPECT(total_verdicts() == 0);
+    ncg_coord_free(S.co);
+
     /* clean goodbye at equal counts: nothing; then others go on: RANK EXITED */
     sim_init(3, 0, 60, 0);
     for (int r = 0; r < 3; r++)
