@@ -19,11 +19,12 @@ $(CHK_OUT)/fuzz_wire: tests/checker/fuzz_wire.c interpose/wire.c interpose/verdi
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/fuzz_wire.c interpose/wire.c interpose/verdict.c
 
 .PHONY: fuzz-wire
+FUZZ_SECONDS ?= 60
 fuzz-wire:
 	@mkdir -p $(BUILD)/tests/checker
 	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -DNCG_LIBFUZZER -Iinclude -Iinterpose \
 	  -o $(BUILD)/tests/checker/fuzz_wire_lf tests/checker/fuzz_wire.c interpose/wire.c interpose/verdict.c
-	$(BUILD)/tests/checker/fuzz_wire_lf -max_total_time=60
+	$(BUILD)/tests/checker/fuzz_wire_lf -max_total_time=$(FUZZ_SECONDS)
 
 # Divergence scenarios as an NCCL program (uses the CPU NCCL and tests/apps/ncg_test.h).
 $(CHK_OUT)/scen: tests/checker/scen.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)

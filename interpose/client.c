@@ -315,8 +315,9 @@ static void link_lost(int li, const char *why, uint64_t now)
         return;
     }
     /* A local verdict per comm checked there (the coordinator can no longer send one). */
-    uint64_t ids[NCG_SHM_MAX_COMMS];
+    uint64_t ids[NCG_SHM_MAX_COMMS], cnt[NCG_SHM_MAX_COMMS];
     uint32_t nr[NCG_SHM_MAX_COMMS];
+    int32_t me[NCG_SHM_MAX_COMMS];
     int n = 0;
     pthread_mutex_lock(&G.lk);
     for (size_t i = 0; i < G.nlc && n < (int)NCG_SHM_MAX_COMMS; i++)
@@ -326,6 +327,8 @@ static void link_lost(int li, const char *why, uint64_t now)
                 dup |= ids[k] == G.lc[i].id;
             if (!dup) {
                 ids[n] = G.lc[i].id;
+                me[n] = G.lc[i].rank;
+                cnt[n] = G.lc[i].shm ? ck_pr_load_64(&G.lc[i].shm->coll_seq) : 0;
                 nr[n++] = (uint32_t)G.lc[i].nranks;
             }
         }
@@ -337,6 +340,10 @@ static void link_lost(int li, const char *why, uint64_t now)
         v->kind = NCG_V_RANK_DIED;
         v->severity = NCG_SEV_ERROR;
         v->comm_id = ids[k];
+        if (me[k] >= 0 && (uint32_t)me[k] < nr[k]) { /* what this side knows: its own rank */
+            v->members[me[k]] = global_rank();
+            v->counts[me[k]] = (int64_t)cnt[k];
+        }
         if (l->w.global_rank >= 0)
             snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)", l->w.global_rank);
         else
