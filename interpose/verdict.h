@@ -54,10 +54,12 @@ const char *ncg_v_func_name(unsigned func);     /* "AllReduce", ... "?" */
 const char *ncg_v_dtype_name(unsigned dtype);   /* "float32", ... "?" */
 const char *ncg_v_redop_name(unsigned redop);   /* "sum", ..., "user", "" for none */
 
-/* 1 when two calls would match in NCCL: same function, count, datatype, op class, root/peer. */
+/* 1 when two calls would match in NCCL: same function, count, datatype, op class, root/peer.
+ * Pure; any thread; no allocation. */
 int ncg_call_same(const struct ncg_call *a, const struct ncg_call *b);
 
-/* "AllReduce(count=1, float32, sum)", "Broadcast(count=8, int8, root=0)". Returns buf. */
+/* "AllReduce(count=1, float32, sum)", "Broadcast(count=8, int8, root=0)". Returns buf.
+ * Pure; any thread; no allocation. */
 char *ncg_call_format(const struct ncg_call *c, char *buf, size_t cap);
 
 /* Writes the sorted, deduplicated ranks in compact form ("0-2,4-15"); ends with ",..." when
@@ -75,10 +77,12 @@ uint32_t ncg_group_calls(struct ncg_verdict *v, const struct ncg_call *calls, co
                          const char *const *sites, uint32_t n);
 
 /* The one-line summary (no "ncclguard:" prefix), e.g. "MISMATCH on comm 0123..: slot 1234:
- * AllReduce(...) on rank 3 vs ReduceScatter(...) on ranks 0-2,4-15". Returns buf. */
+ * AllReduce(...) on rank 3 vs ReduceScatter(...) on ranks 0-2,4-15". Returns buf. Pure; any
+ * thread; no allocation. */
 char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap);
 
-/* Verdict codec helpers used by wire.c: payload size, and encode/decode of the payload. */
+/* Verdict codec helpers used by wire.c: an upper bound of the payload size, and encode/decode
+ * of the payload (-ENOSPC / NULL on error). Any thread; decode allocates the verdict. */
 size_t ncg_verdict_wire_size(const struct ncg_verdict *v);
 long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap);
 struct ncg_verdict *ncg_verdict_decode(const uint8_t *p, size_t len);
