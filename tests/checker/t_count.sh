@@ -1,5 +1,6 @@
 # A count mismatch on one rank (AllReduce 9 vs 8 elements), zero-config rendezvous and with an
-# explicit NCCLGUARD_COORD served by `ncclguard coord` (token required).
+# explicit NCCLGUARD_COORD served by `ncclguard coord` (token required); through the standalone
+# checker also a p2p mismatch and a SIGKILLed rank.
 . "$NCG_ROOT/tests/checker/lib.sh"
 guarded "$NCG_TMP/out" "$LAUNCH" -n 4 -t 60 "$SCEN" count
 expect "$RC" 86 "launcher status"
@@ -24,3 +25,10 @@ expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*AllReduce\(count=9, float32, s
 NCCLGUARD_COORD=127.0.0.1:$PORT NCCLGUARD_TOKEN=t0ken guarded "$NCG_TMP/out3" "$LAUNCH" -n 4 -t 60 "$SCEN" healthy 100
 expect "$RC" 0 "healthy job through COORD"
 no_verdict
+NCCLGUARD_COORD=127.0.0.1:$PORT NCCLGUARD_TOKEN=t0ken guarded "$NCG_TMP/out4" "$LAUNCH" -n 4 -t 60 "$SCEN" p2p
+expect "$RC" 86 "p2p through COORD"
+expect "$(nlines '^ncclguard: VERDICT: P2P MISMATCH .*Send\(count=33, float32, peer=3\) on rank 2 vs Recv\(count=32, float32, peer=2\) on rank 3$')" 4 "p2p headline (COORD)"
+NCCLGUARD_COORD=127.0.0.1:$PORT NCCLGUARD_TOKEN=t0ken SCEN_VICTIM=0 guarded "$NCG_TMP/out5" "$LAUNCH" -n 4 -t 60 "$SCEN" kill
+expect "$(exited 86)" 3 "survivors of a SIGKILLed rank 0 (COORD)"
+expect "$(nlines '^ncclguard: VERDICT: RANK DIED .*: rank 0 died: .*connection lost without goodbye$')" 3 "RANK DIED headline (COORD)"
+kill -0 $CP || fail "the standalone checker died"
