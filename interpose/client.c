@@ -333,7 +333,7 @@ static void link_lost(int li, const char *why, uint64_t now)
             }
         }
     pthread_mutex_unlock(&G.lk);
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n && !G.abort_at_ns; k++) {
         struct ncg_verdict *v = ncg_verdict_new(nr[k]);
         if (!v)
             continue;
@@ -419,7 +419,7 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             answer_query(li, &m->u.query);
         break;
     case NCG_MSG_VERDICT:
-        if (l->state == L_UP)
+        if (l->state == L_UP && !G.abort_at_ns) /* ending already: one diagnostic is enough */
             apply_verdict(m->u.verdict, now);
         break;
     case NCG_MSG_SHUTDOWN:
@@ -541,7 +541,8 @@ static void client_report(uint64_t now)
     }
     pthread_mutex_unlock(&G.lk);
     if (exited) {
-        apply_verdict(exited, now);
+        if (!G.abort_at_ns)
+            apply_verdict(exited, now);
         ncg_verdict_free(exited);
     }
 }

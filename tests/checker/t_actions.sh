@@ -16,3 +16,9 @@ expect "$(nlines 'action: fail')" 4 "fail: action line"
 NCCLGUARD_COORD=off guarded "$NCG_TMP/out3" "$LAUNCH" -n 4 -t 5 "$SCEN" count
 expect "$RC" 124 "off: plain hang"
 no_verdict
+
+# an unreachable checker: one line per rank, the job runs on unguarded and completes
+NCCLGUARD_COORD=127.0.0.1:1 guarded "$NCG_TMP/out4" "$LAUNCH" -n 4 -t 60 "$SCEN" healthy 50
+expect "$RC" 0 "unreachable checker: the job still completes"
+expect "$(nlines '^ncclguard: cannot reach the checker at 127.0.0.1:1: .*; running unguarded$')" 4 "one warning per rank"
+expect "$(nlines '^ncclguard:')" 4 "nothing else printed"
