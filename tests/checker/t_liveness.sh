@@ -22,4 +22,9 @@ guarded "$NCG_TMP/early" "$LAUNCH" -n 4 -t 60 "$SCEN" early
 expect "$(exited 86)" 3 "ranks left behind that exited 86"
 expect "$(nlines '^ncclguard: VERDICT: RANK EXITED on comm [0-9a-f]+ \(4 ranks\): rank 1 exited while others issued calls it will never match$')" 3 "RANK EXITED headline"
 grep -qE '^ncg-launch: rank 1 exited' "$OUT" && fail "the early rank itself exited non-zero"
+# the rank hosting the checker leaves early: its SHUTDOWN carries its final counts, and the
+# others raise RANK EXITED themselves when they go beyond them
+SCEN_VICTIM=0 guarded "$NCG_TMP/early0" "$LAUNCH" -n 4 -t 60 "$SCEN" early
+expect "$(exited 86)" 3 "ranks left behind by the checker host that exited 86"
+expect "$(nlines '^ncclguard: VERDICT: RANK EXITED .*: rank holding the checker \(global rank 0\) exited')" 3 "RANK EXITED (checker host)"
 exit 0
