@@ -30,7 +30,8 @@ rc=$?
 t1=$(now)
 grep '^incident: rank 0 step' "$T/plain.log" | tail -n 1
 if [ $rc -eq 124 ]; then
-  echo "HUNG: no error, no output for $(secs "$t0" "$t1") s until the launcher killed all $N ranks (exit 124)."
+  echo "HUNG: no error, no progress; after $(secs "$t0" "$t1") s the launcher killed all $N ranks (exit 124)."
+  echo "(a real job waits for the watchdog: 10 minutes in PyTorch, three hours in the incident)"
 else
   echo "unexpected: the plain run ended with status $rc"; tail -n 5 "$T/plain.log"
 fi
