@@ -664,6 +664,7 @@ static void *thread_main(void *arg)
     int exit_sent = 0;
     uint64_t last_loop = 0;
     for (;;) {
+        (void)__atomic_load_n(&G.have_srv, __ATOMIC_ACQUIRE); /* pairs with ncg_channel_listen */
         uint64_t now = ncg_chan_now_ns();
         if (last_loop && hb && now - last_loop > hb / 2)
             for (int i = 0; i < G.nlink; i++) /* we were suspended, not the checker: restart its clock */
@@ -843,7 +844,8 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
         G.srv.interval_ms = cp.interval_ms ? cp.interval_ms : 100;
         G.port = p;
         G.token = tok;
-        G.have_srv = 1;
+        /* Publish after the fields above: the thread reads have_srv without the lock. */
+        __atomic_store_n(&G.have_srv, 1, __ATOMIC_RELEASE);
     }
     rc = start_thread_locked();
     *port = G.port;
