@@ -95,6 +95,12 @@ static struct {
 } G = {.lk = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .wake = {-1, -1},
        .srv = {.lfd = -1}};
 
+/* The embedded coordinator is ready (acquire: pairs with ncg_channel_listen's release). */
+static int srv_up(void)
+{
+    return __atomic_load_n(&G.have_srv, __ATOMIC_ACQUIRE);
+}
+
 static void wake_thread(void)
 {
     if (G.wake[1] >= 0) {
@@ -293,7 +299,7 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     int must_exit = ncg_action_apply(v, &x, fail, nf);
     pthread_mutex_unlock(&G.lk);
     if (must_exit && !G.abort_at_ns)
-        G.abort_at_ns = now + (G.have_srv ? 1000000000ull : 1); /* let our verdicts reach the others */
+        G.abort_at_ns = now + (srv_up() ? 1000000000ull : 1); /* let our verdicts reach the others */
 }
 
 /* The coordinator's process vanished (connection lost, or silent): a rank died. */
@@ -579,7 +585,7 @@ static void client_exit_messages(void)
     for (int i = 0; i < G.nlink; i++)
         if (G.link[i].state == L_UP)
             link_send(&G.link[i], &bye[i]);
-    if (G.have_srv)
+    if (srv_up())
         for (int i = 0; i < G.srv.npc; i++)
             if (G.srv.pc[i].fd >= 0)
                 ncg_peer_send(&G.srv.pc[i], &sd);
@@ -646,7 +652,7 @@ static void link_io(int li, short rev, uint64_t now)
 /* Bytes still queued on any live connection of ours. */
 static int tx_pending(void)
 {
-    int n = G.have_srv ? ncg_server_pending_tx(&G.srv) : 0;
+    int n = srv_up() ? ncg_server_pending_tx(&G.srv) : 0;
     for (int i = 0; i < G.nlink; i++)
         n += G.link[i].state == L_UP && G.link[i].io.txlen > 0;
     return n;
@@ -664,7 +670,6 @@ static void *thread_main(void *arg)
     int exit_sent = 0;
     uint64_t last_loop = 0;
     for (;;) {
-        (void)__atomic_load_n(&G.have_srv, __ATOMIC_ACQUIRE); /* pairs with ncg_channel_listen */
         uint64_t now = ncg_chan_now_ns();
         if (last_loop && hb && now - last_loop > hb / 2)
             for (int i = 0; i < G.nlink; i++) /* we were suspended, not the checker: restart its clock */
@@ -702,7 +707,7 @@ static void *thread_main(void *arg)
                 link_lost(i, "the checker went silent (frozen or unreachable)", now);
         }
         if (G.abort_at_ns) {
-            int pending = G.have_srv ? ncg_server_pending_tx(&G.srv) + ncg_server_open_conns(&G.srv) : 0;
+            int pending = srv_up() ? ncg_server_pending_tx(&G.srv) + ncg_server_open_conns(&G.srv) : 0;
             /* Our own link to our own listener stays open: exit once only it is left. */
             if (now >= G.abort_at_ns || pending <= 1)
                 ncg_action_exit();
@@ -724,7 +729,7 @@ static void *thread_main(void *arg)
         pf[n] = (struct pollfd){G.wake[0], POLLIN, 0};
         map[n++] = -1000;
         int srv_first = n, nsrv = 0;
-        if (G.have_srv) {
+        if (srv_up()) {
             nsrv = ncg_server_pollfds(&G.srv, pf + n, map + n, MAXFD - n - MAX_LINKS);
             n += nsrv;
         }
@@ -739,7 +744,7 @@ static void *thread_main(void *arg)
             }
         uint64_t next = G.last_report_ns + interval;
         int timeout = next > now ? (int)((next - now) / 1000000ull) + 1 : 0;
-        if (G.have_srv && timeout > (int)ncg_cfg.interval_ms / 2)
+        if (srv_up() && timeout > (int)ncg_cfg.interval_ms / 2)
             timeout = (int)ncg_cfg.interval_ms / 2 + 1;
         if (G.abort_at_ns || exiting)
             timeout = 10;
@@ -752,7 +757,7 @@ static void *thread_main(void *arg)
             while (read(G.wake[0], drain, sizeof drain) > 0) {
             }
         }
-        if (G.have_srv)
+        if (srv_up())
             ncg_server_handle(&G.srv, pf + srv_first, map + srv_first, rc > 0 ? nsrv : 0, now);
         for (int k = link_first; k < n; k++)
             if (rc > 0 && pf[k].revents)
