@@ -31,9 +31,11 @@ static void segment_mark(const struct ncg_verdict *v, const char *report)
     struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
     if (!h)
         return;
-    /* A warning never hides an earlier error verdict. */
-    if (ck_pr_load_32(&h->state) == NCG_PROC_VERDICT && v->severity == NCG_SEV_WARN)
+    /* The first error stays; a warning never hides an error (checker thread only). */
+    static int have_error;
+    if (have_error || (ck_pr_load_32(&h->state) == NCG_PROC_VERDICT && v->severity == NCG_SEV_WARN))
         return;
+    have_error = v->severity == NCG_SEV_ERROR;
     char line[256];
     ncg_verdict_summary(v, line, sizeof line);
     h->verdict_kind = v->kind;
