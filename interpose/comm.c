@@ -382,7 +382,8 @@ ncclResult_t ncg_hook_ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async
     if (c && r == ncclSuccess && asyncError) {
         if (ck_pr_load_int(&c->pending) && *asyncError == ncclSuccess)
             ncg_comm_try_ready(c);
-        if (c->failed) /* soft action: the framework sees a remote error and raises its own */
+        /* soft action: the framework sees a remote error and raises its own */
+        if (__atomic_load_n(&c->failed, __ATOMIC_RELAXED))
             *asyncError = ncclRemoteError;
     }
     return r;
@@ -410,7 +411,7 @@ static inline struct ncg_comm *ncg_comm_for_call(ncclComm_t comm, int *failed)
     struct ncg_comm *c = ncg_comm_lookup(comm);
     if (!c)
         return NULL;
-    if (__builtin_expect(c->failed, 0)) {
+    if (__builtin_expect(__atomic_load_n(&c->failed, __ATOMIC_RELAXED), 0)) {
         *failed = 1;
         return NULL;
     }
