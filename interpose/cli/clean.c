@@ -106,6 +106,7 @@ int ncg_cmd_clean(int argc, char **argv)
     struct ncg_scan_opts o = {NULL, NULL};
     int dry = 0, quiet = 0;
     double grace = 5;
+    int err = 0;
     for (int i = 1; i < argc; i++) {
         const char *val;
         int r;
@@ -119,14 +120,9 @@ int ncg_cmd_clean(int argc, char **argv)
         } else if ((r = ncg_cli_opt(argc, argv, &i, "--grace", &val)) != 0) {
             if (r < 0 || ncg_cli_parse_secs(val, &grace) < 0)
                 return ncg_cli_usage_error(usage, "clean: --grace needs a number of seconds");
-        } else if ((r = ncg_cli_opt(argc, argv, &i, "--dir", &val)) != 0) {
-            if (r < 0)
-                return ncg_cli_usage_error(usage, "clean: --dir needs a value");
-            o.dir = val;
-        } else if ((r = ncg_cli_opt(argc, argv, &i, "--match", &val)) != 0) {
-            if (r < 0)
-                return ncg_cli_usage_error(usage, "clean: --match needs a value");
-            o.match = val;
+        } else if (ncg_cli_scan_opt(argc, argv, &i, &o, "clean", usage, &err)) {
+            if (err)
+                return err;
         } else {
             return ncg_cli_usage_error(usage, "clean: unexpected argument '%s'", argv[i]);
         }

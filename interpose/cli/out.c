@@ -194,6 +194,28 @@ int ncg_cli_opt(int argc, char **argv, int *i, const char *name, const char **va
     return 1;
 }
 
+int ncg_cli_scan_opt(int argc, char **argv, int *i, struct ncg_scan_opts *o, const char *cmd,
+                     const char *usage, int *err)
+{
+    const char *val;
+    int r;
+    if ((r = ncg_cli_opt(argc, argv, i, "--dir", &val)) != 0) {
+        if (r < 0)
+            *err = ncg_cli_usage_error(usage, "%s: --dir needs a value", cmd);
+        else
+            o->dir = val;
+        return 1;
+    }
+    if ((r = ncg_cli_opt(argc, argv, i, "--match", &val)) != 0) {
+        if (r < 0)
+            *err = ncg_cli_usage_error(usage, "%s: --match needs a value", cmd);
+        else
+            o->match = val;
+        return 1;
+    }
+    return 0;
+}
+
 int ncg_cli_is_help(const char *a)
 {
     return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0;

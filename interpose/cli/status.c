@@ -301,9 +301,8 @@ int ncg_cmd_status(int argc, char **argv)
     struct ncg_scan_opts o = {NULL, NULL};
     int json = 0, watch = 0, clean = 1;
     double every = 2;
+    int err = 0;
     for (int i = 1; i < argc; i++) {
-        const char *val;
-        int r;
         if (ncg_cli_is_help(argv[i])) {
             fputs(usage, stdout);
             return NCG_CLI_OK;
@@ -319,14 +318,9 @@ int ncg_cmd_status(int argc, char **argv)
             watch = 1;
             if (ncg_cli_parse_secs(argv[i] + 8, &every) < 0)
                 return ncg_cli_usage_error(usage, "status: bad --watch value '%s'", argv[i] + 8);
-        } else if ((r = ncg_cli_opt(argc, argv, &i, "--dir", &val)) != 0) {
-            if (r < 0)
-                return ncg_cli_usage_error(usage, "status: --dir needs a value");
-            o.dir = val;
-        } else if ((r = ncg_cli_opt(argc, argv, &i, "--match", &val)) != 0) {
-            if (r < 0)
-                return ncg_cli_usage_error(usage, "status: --match needs a value");
-            o.match = val;
+        } else if (ncg_cli_scan_opt(argc, argv, &i, &o, "status", usage, &err)) {
+            if (err)
+                return err;
         } else {
             return ncg_cli_usage_error(usage, "status: unexpected argument '%s'", argv[i]);
         }

@@ -332,6 +332,7 @@ int ncg_cmd_watch(int argc, char **argv)
     w.stall_s = 60;
     double interval = 1;
     int once = 0, exit_on_alert = 0, clean = 1;
+    int err = 0;
     for (int i = 1; i < argc; i++) {
         const char *val;
         int r;
@@ -356,14 +357,9 @@ int ncg_cmd_watch(int argc, char **argv)
             if (r < 0 || !*val)
                 return ncg_cli_usage_error(usage, "watch: --exec needs a command");
             w.exec = val;
-        } else if ((r = ncg_cli_opt(argc, argv, &i, "--dir", &val)) != 0) {
-            if (r < 0)
-                return ncg_cli_usage_error(usage, "watch: --dir needs a value");
-            o.dir = val;
-        } else if ((r = ncg_cli_opt(argc, argv, &i, "--match", &val)) != 0) {
-            if (r < 0)
-                return ncg_cli_usage_error(usage, "watch: --match needs a value");
-            o.match = val;
+        } else if (ncg_cli_scan_opt(argc, argv, &i, &o, "watch", usage, &err)) {
+            if (err)
+                return err;
         } else {
             return ncg_cli_usage_error(usage, "watch: unexpected argument '%s'", argv[i]);
         }
