@@ -73,6 +73,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < NCG_NCCL_ID_USED_BYTES; i++)
         nz += id.internal[i] != 0;
     printf("uniqueid rc=%d nonzero=%d\n", r, nz > 0);
+    /* What lies past the bytes NCCL uses: zero from NCCL itself, the checker's tail
+     * ("NCGD", version, port, token) when the shim stamped the id. */
+    int tailnz = 0;
+    for (int i = NCG_NCCL_ID_USED_BYTES; i < NCCL_UNIQUE_ID_BYTES; i++)
+        tailnz += id.internal[i] != 0;
+    printf("idtail nonzero=%d tag=%d\n", tailnz,
+           memcmp(id.internal + NCG_NCCL_ID_USED_BYTES, "NCGD", 4) == 0);
     init_fn init = (init_fn)dlsym(RTLD_DEFAULT, "ncclCommInitRank");
     ncclComm_t c = NULL;
     r = init(&c, 1, id, 0); /* one rank: fails without a usable GPU, never waits for peers */
