@@ -27,7 +27,7 @@ ALL_TARGETS :=
 TEST_BINS :=
 BENCH_TARGETS :=
 
-.PHONY: all test bench demo install clean deps
+.PHONY: all test bench demo install clean deps format format-check
 all: deps-check
 
 # Order matters: checker.mk appends to SHIM_SRCS before interpose.mk uses it in rules.
@@ -46,6 +46,13 @@ test: all
 	@NCG_BUILD=$(BUILD) NCG_SANITIZER=$(SANITIZER) tests/run.sh
 
 bench: all $(BENCH_TARGETS)
+
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+format:
+	clang-format -i $(FORMAT_FILES)
+
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format: ok"
 
 clean:
 	rm -rf build build-*

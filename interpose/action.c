@@ -48,7 +48,8 @@ static void segment_mark(const struct ncg_verdict *v, const char *report)
     ck_pr_store_32(&h->state, NCG_PROC_VERDICT);
 }
 
-int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct ncg_comm **comms, int n)
+int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct ncg_comm **comms,
+                     int n)
 {
     enum ncg_action act = ncg_cfg.action;
     static char path[4096];
@@ -69,7 +70,10 @@ int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct
     x->report_path = path;
     /* The report carries the short action word. */
     struct ncg_diag_ctx jx = *x;
-    jx.action = v->severity == NCG_SEV_WARN ? "none" : act == NCG_ACTION_WARN ? "warn" : act == NCG_ACTION_FAIL ? "fail" : "abort";
+    jx.action = v->severity == NCG_SEV_WARN ? "none"
+                : act == NCG_ACTION_WARN    ? "warn"
+                : act == NCG_ACTION_FAIL    ? "fail"
+                                            : "abort";
     if (ncg_diag_write_report(v, &jx, path) != 0)
         x->report_path = "";
     segment_mark(v, x->report_path);

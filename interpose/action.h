@@ -14,7 +14,8 @@ struct ncg_comm;
  * report_path are filled here), and for the fail action fails comms[0..n). Returns 1 when the
  * process must now end (abort): the caller flushes what it must, then calls ncg_action_exit.
  * Checker thread; allocates; file I/O; comms[] must stay valid during the call. */
-int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct ncg_comm **comms, int n);
+int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct ncg_comm **comms,
+                     int n);
 
 /* Ends the process with NCG_EXIT_VERDICT without running atexit handlers. Async-signal-safe. */
 __attribute__((noreturn)) void ncg_action_exit(void);

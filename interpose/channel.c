@@ -27,7 +27,6 @@
 
 /* ---------- buffered non-blocking peer ---------- */
 
-
 void ncg_peer_init(struct ncg_peer *p, int fd)
 {
     memset(p, 0, sizeof *p);
@@ -46,7 +45,8 @@ void ncg_peer_close(struct ncg_peer *p)
 /* Queue one message; -1 when the peer's backlog is over TX_CAP (drop it). */
 int ncg_peer_send(struct ncg_peer *p, const struct ncg_msg *m)
 {
-    size_t need = m->type == NCG_MSG_VERDICT ? NCG_WIRE_HDR + ncg_verdict_wire_size(m->u.verdict) : 16384;
+    size_t need =
+        m->type == NCG_MSG_VERDICT ? NCG_WIRE_HDR + ncg_verdict_wire_size(m->u.verdict) : 16384;
     if (p->fd < 0)
         return -1;
     if (p->txcap - p->txlen < need) {
@@ -146,7 +146,6 @@ uint64_t ncg_chan_now_ns(void)
 }
 
 /* ---------- server side: the coordinator behind a listener ---------- */
-
 
 void ncg_server_send(void *arg, int conn, const struct ncg_msg *m)
 {
@@ -317,7 +316,8 @@ int ncg_server_pollfds(struct ncg_server *s, struct pollfd *pf, int *map, int ma
     }
     for (int i = 0; i < s->npc && n < max; i++)
         if (s->pc[i].fd >= 0) {
-            pf[n] = (struct pollfd){s->pc[i].fd, (short)(POLLIN | (s->pc[i].txlen ? POLLOUT : 0)), 0};
+            pf[n] =
+                (struct pollfd){s->pc[i].fd, (short)(POLLIN | (s->pc[i].txlen ? POLLOUT : 0)), 0};
             map[n++] = i;
         }
     return n;
@@ -384,8 +384,8 @@ static double env_d(const char *name, double def)
     return *e || d < 0 ? def : d;
 }
 
-int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null, volatile int *stop, char *err,
-                    size_t errlen)
+int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null,
+                    volatile int *stop, char *err, size_t errlen)
 {
     struct ncg_server s = {.lfd = -1};
     uint16_t p = 0;
@@ -397,7 +397,9 @@ int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null
                                   .heartbeat_timeout_s = env_d("NCCLGUARD_HEARTBEAT_TIMEOUT_S", 10),
                                   .lag_warn_s = env_d("NCCLGUARD_LAG_WARN_S", 60),
                                   .lag_abort_s = env_d("NCCLGUARD_LAG_ABORT_S", 0),
-                                  .embedded = 0, .global_rank = -1, .pid = (uint32_t)getpid()};
+                                  .embedded = 0,
+                                  .global_rank = -1,
+                                  .pid = (uint32_t)getpid()};
     if (cp.interval_ms == 0)
         cp.interval_ms = 100;
     snprintf(cp.host, sizeof cp.host, "%s", host_name());
@@ -409,7 +411,8 @@ int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null
         close(s.lfd);
         return -1;
     }
-    fprintf(stderr, "ncclguard: checker listening on %s:%u%s\n", listen_host && *listen_host ? listen_host : "*", p,
+    fprintf(stderr, "ncclguard: checker listening on %s:%u%s\n",
+            listen_host && *listen_host ? listen_host : "*", p,
             token_or_null ? " (token required)" : "");
     enum { MAXFD = 8192 };
     struct pollfd *pf = calloc(MAXFD, sizeof *pf);
@@ -443,4 +446,3 @@ int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null
     close(s.lfd);
     return 0;
 }
-

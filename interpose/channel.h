@@ -18,13 +18,13 @@ struct ncg_peer {
 };
 
 void ncg_peer_init(struct ncg_peer *p, int fd);
-void ncg_peer_close(struct ncg_peer *p);                          /* closes fd, frees buffers */
-int ncg_peer_send(struct ncg_peer *p, const struct ncg_msg *m);   /* queue; -1: backlog over 8 MiB */
-int ncg_peer_flush(struct ncg_peer *p);                           /* write what fits; -1: broken */
-int ncg_peer_fill(struct ncg_peer *p);                            /* read what is there; -1: EOF/error */
-int ncg_peer_next(struct ncg_peer *p, struct ncg_msg *m);         /* 1 message, 0 none yet, -1 garbage */
-void ncg_set_nonblock(int fd);                                    /* O_NONBLOCK + TCP_NODELAY */
-uint64_t ncg_chan_now_ns(void);                                       /* CLOCK_MONOTONIC */
+void ncg_peer_close(struct ncg_peer *p);                        /* closes fd, frees buffers */
+int ncg_peer_send(struct ncg_peer *p, const struct ncg_msg *m); /* queue; -1: backlog over 8 MiB */
+int ncg_peer_flush(struct ncg_peer *p);                         /* write what fits; -1: broken */
+int ncg_peer_fill(struct ncg_peer *p);                    /* read what is there; -1: EOF/error */
+int ncg_peer_next(struct ncg_peer *p, struct ncg_msg *m); /* 1 message, 0 none yet, -1 garbage */
+void ncg_set_nonblock(int fd);                            /* O_NONBLOCK + TCP_NODELAY */
+uint64_t ncg_chan_now_ns(void);                           /* CLOCK_MONOTONIC */
 
 /* A TCP listener on host:want (NULL/"" = all interfaces, IPv6 dual-stack else IPv4; want 0 =
  * ephemeral); *port gets the bound port. Returns the fd, or -1 with err filled. */
@@ -33,9 +33,9 @@ int ncg_listen(uint16_t *port, const char *host, int want, char *err, size_t err
 struct ncg_coord;
 struct ncg_server {
     int lfd;
-    struct ncg_coord *co;  /* created with ops {ncg_server_send, ncg_server_drop, &server} */
-    struct ncg_peer *pc;   /* indexed by the coordinator's conn id */
-    uint8_t *dead;         /* 1: dropped by the coordinator, 2: lost; closed at the end of a round */
+    struct ncg_coord *co; /* created with ops {ncg_server_send, ncg_server_drop, &server} */
+    struct ncg_peer *pc;  /* indexed by the coordinator's conn id */
+    uint8_t *dead;        /* 1: dropped by the coordinator, 2: lost; closed at the end of a round */
     int npc;
     uint64_t last_tick_ns;
     uint32_t interval_ms;

@@ -9,8 +9,6 @@
 #include "config.h"
 #include "ncclguard/shm.h"
 
-
-
 void ncg_checker_on_unique_id(ncclUniqueId *id)
 {
     uint64_t magic;

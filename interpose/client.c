@@ -41,7 +41,6 @@
 #define TAIL_TAG "NCGD"
 #define TAIL_VERSION 1
 
-
 enum { L_FREE = 0, L_CONNECTING, L_HELLO, L_UP, L_DOWN };
 
 struct link {
@@ -57,14 +56,14 @@ struct link {
 };
 
 struct lcomm {
-    struct ncg_comm *c;        /* NULL once removed */
-    struct ncg_shm_comm *shm;  /* NULL once removed (its slot may be reused) */
+    struct ncg_comm *c;       /* NULL once removed */
+    struct ncg_shm_comm *shm; /* NULL once removed (its slot may be reused) */
     uint64_t id;
     int32_t rank, nranks;
-    int link;                  /* -1 not resolved yet, -2 unguarded */
+    int link; /* -1 not resolved yet, -2 unguarded */
     uint64_t p2p_next;
     uint64_t final;
-    uint64_t peer_final;       /* the coordinator's process left this comm at this count */
+    uint64_t peer_final; /* the coordinator's process left this comm at this count */
     uint8_t removed;
     unsigned char uid[NCCL_UNIQUE_ID_BYTES];
 };
@@ -92,7 +91,9 @@ static struct {
     uint64_t last_report_ns;
     uint64_t abort_at_ns; /* nonzero: _exit once verdicts are flushed, or at this time */
     uint64_t tx_bytes;    /* client bytes queued (ncg_channel_tx_bytes) */
-} G = {.lk = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .wake = {-1, -1},
+} G = {.lk = PTHREAD_MUTEX_INITIALIZER,
+       .cv = PTHREAD_COND_INITIALIZER,
+       .wake = {-1, -1},
        .srv = {.lfd = -1}};
 
 /* The embedded coordinator is ready (acquire: pairs with ncg_channel_listen's release). */
@@ -130,8 +131,8 @@ static int32_t global_rank(void)
 /* ---------- rendezvous ---------- */
 
 /* Coordinator address for an id: from NCCLGUARD_COORD, else from the id's tail. 0 / -1. */
-static int coord_for(const unsigned char *uid, struct sockaddr_storage *ss, socklen_t *sl, uint64_t *token,
-                     char *name, size_t namelen)
+static int coord_for(const unsigned char *uid, struct sockaddr_storage *ss, socklen_t *sl,
+                     uint64_t *token, char *name, size_t namelen)
 {
     memset(ss, 0, sizeof *ss);
     if (ncg_cfg.coord[0]) {
@@ -224,8 +225,10 @@ static int link_for(const struct lcomm *c, uint64_t now)
     uint64_t tok = 0;
     char name[300];
     if (coord_for(c->uid, &ss, &sl, &tok, name, sizeof name) != 0) {
-        NCG_LOG_ONCE("communicator %016" PRIx64 " is not checked: its id carries no ncclguard coordinator "
-                     "(root process without ncclguard, or an NCCL_COMM_ID id); set NCCLGUARD_COORD=host:port",
+        NCG_LOG_ONCE("communicator %016" PRIx64
+                     " is not checked: its id carries no ncclguard coordinator "
+                     "(root process without ncclguard, or an NCCL_COMM_ID id); set "
+                     "NCCLGUARD_COORD=host:port",
                      c->id);
         return -2;
     }
@@ -264,9 +267,16 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     struct ncg_comm *fail[NCG_SHM_MAX_COMMS + 8];
     int nf = 0;
     char call[192] = "", site[NCG_WIRE_SITE] = "", mycall[256] = "";
-    struct ncg_diag_ctx x = {.rank = -1, .global_rank = global_rank(), .pid = (uint32_t)getpid(),
-                             .host = host_name(), .my_call = "", .my_site = "", .action = "", .exit_status = -1,
-                             .report_path = "", .call_time_unix = -1};
+    struct ncg_diag_ctx x = {.rank = -1,
+                             .global_rank = global_rank(),
+                             .pid = (uint32_t)getpid(),
+                             .host = host_name(),
+                             .my_call = "",
+                             .my_site = "",
+                             .action = "",
+                             .exit_status = -1,
+                             .report_path = "",
+                             .call_time_unix = -1};
     pthread_mutex_lock(&G.lk);
     for (size_t i = 0; i < G.nlc; i++) {
         struct lcomm *lc = &G.lc[i];
@@ -276,19 +286,27 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
             x.rank = lc->rank;
             struct ncg_shm_record rec;
             uint64_t cnt = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
-            int64_t slot = v->kind == NCG_V_MISMATCH && v->slot >= 0 && (uint64_t)v->slot < cnt ? v->slot
-                                                                                                : (int64_t)cnt - 1;
-            if (lc->shm && slot >= 0 && ncg_ring_read(lc->shm, NCG_RING_COLL, (uint64_t)slot, &rec) == 0) {
-                struct ncg_call c = {.seq = rec.seq, .count = rec.count, .root = rec.root_or_peer, .func = rec.func,
-                                     .dtype = rec.dtype, .redop = rec.redop};
-                snprintf(mycall, sizeof mycall, "slot %" PRId64 " %s%s", slot, ncg_call_format(&c, call, sizeof call),
+            int64_t slot = v->kind == NCG_V_MISMATCH && v->slot >= 0 && (uint64_t)v->slot < cnt
+                               ? v->slot
+                               : (int64_t)cnt - 1;
+            if (lc->shm && slot >= 0 &&
+                ncg_ring_read(lc->shm, NCG_RING_COLL, (uint64_t)slot, &rec) == 0) {
+                struct ncg_call c = {.seq = rec.seq,
+                                     .count = rec.count,
+                                     .root = rec.root_or_peer,
+                                     .func = rec.func,
+                                     .dtype = rec.dtype,
+                                     .redop = rec.redop};
+                snprintf(mycall, sizeof mycall, "slot %" PRId64 " %s%s", slot,
+                         ncg_call_format(&c, call, sizeof call),
                          (uint64_t)slot + 1 == cnt ? " (its latest call)" : "");
                 ncg_symbolize(rec.caller_pc, site, sizeof site);
                 struct timespec wt, mt;
                 clock_gettime(CLOCK_REALTIME, &wt);
                 clock_gettime(CLOCK_MONOTONIC, &mt);
                 double mono = (double)mt.tv_sec + (double)mt.tv_nsec * 1e-9;
-                x.call_time_unix = (double)wt.tv_sec + (double)wt.tv_nsec * 1e-9 - (mono - (double)rec.t_ns * 1e-9);
+                x.call_time_unix = (double)wt.tv_sec + (double)wt.tv_nsec * 1e-9 -
+                                   (mono - (double)rec.t_ns * 1e-9);
             }
         }
         if (lc->c && nf < (int)(sizeof fail / sizeof *fail))
@@ -299,7 +317,8 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     int must_exit = ncg_action_apply(v, &x, fail, nf);
     pthread_mutex_unlock(&G.lk);
     if (must_exit && !G.abort_at_ns)
-        G.abort_at_ns = now + (srv_up() ? 1000000000ull : 1); /* let our verdicts reach the others */
+        G.abort_at_ns =
+            now + (srv_up() ? 1000000000ull : 1); /* let our verdicts reach the others */
 }
 
 /* The coordinator's process vanished (connection lost, or silent): a rank died. */
@@ -311,7 +330,9 @@ static void link_lost(int li, const char *why, uint64_t now)
     l->state = L_DOWN;
     if (!was_up) {
         if (was_hello)
-            ncg_log("the checker at %s refused this process (wrong NCCLGUARD_TOKEN?); running unguarded", l->name);
+            ncg_log("the checker at %s refused this process (wrong NCCLGUARD_TOKEN?); running "
+                    "unguarded",
+                    l->name);
         else
             ncg_log("cannot reach the checker at %s (%s); running unguarded", l->name, why);
         return;
@@ -351,7 +372,8 @@ static void link_lost(int li, const char *why, uint64_t now)
             v->counts[me[k]] = (int64_t)cnt[k];
         }
         if (l->w.global_rank >= 0)
-            snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)", l->w.global_rank);
+            snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)",
+                     l->w.global_rank);
         else
             snprintf(v->subject, sizeof v->subject, "holding the checker");
         snprintf(v->detail, sizeof v->detail, "pid %u on %s, %s", l->w.pid, l->w.host, why);
@@ -490,10 +512,11 @@ static void client_report(uint64_t now)
                     exited->severity = NCG_SEV_ERROR;
                     exited->comm_id = lc->id;
                     exited->slot = (int64_t)lc->peer_final;
-                    snprintf(exited->subject, sizeof exited->subject, "holding the checker (global rank %d)",
-                             l->w.global_rank);
+                    snprintf(exited->subject, sizeof exited->subject,
+                             "holding the checker (global rank %d)", l->w.global_rank);
                     snprintf(exited->detail, sizeof exited->detail,
-                             "left after %" PRIu64 " calls; this rank issued %" PRIu64, lc->peer_final, cnt);
+                             "left after %" PRIu64 " calls; this rank issued %" PRIu64,
+                             lc->peer_final, cnt);
                     lc->peer_final = UINT64_MAX;
                 }
             }
@@ -502,7 +525,8 @@ static void client_report(uint64_t now)
         }
         struct ncg_msg_report *r = &rep[lc->link].u.report;
         if (r->n < NCG_WIRE_MAX_COMMS)
-            r->e[r->n++] = (struct ncg_report_entry){lc->id, (uint32_t)lc->nranks, (uint32_t)lc->rank, cnt, gr};
+            r->e[r->n++] = (struct ncg_report_entry){lc->id, (uint32_t)lc->nranks,
+                                                     (uint32_t)lc->rank, cnt, gr};
         i++;
     }
     pthread_mutex_unlock(&G.lk);
@@ -610,7 +634,8 @@ static void link_io(int li, short rev, uint64_t now)
         int err = 0;
         socklen_t el = sizeof err;
         if (getsockopt(l->io.fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err) {
-            ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name, strerror(err ? err : errno));
+            ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name,
+                    strerror(err ? err : errno));
             link_close(l);
             l->state = L_DOWN;
             return;
@@ -672,7 +697,8 @@ static void *thread_main(void *arg)
     for (;;) {
         uint64_t now = ncg_chan_now_ns();
         if (last_loop && hb && now - last_loop > hb / 2)
-            for (int i = 0; i < G.nlink; i++) /* we were suspended, not the checker: restart its clock */
+            for (int i = 0; i < G.nlink;
+                 i++) /* we were suspended, not the checker: restart its clock */
                 G.link[i].last_rx_ns = now;
         last_loop = now;
         pthread_mutex_lock(&G.lk);
@@ -703,11 +729,13 @@ static void *thread_main(void *arg)
             struct link *l = &G.link[i];
             if (l->state == L_CONNECTING && now - l->start_ns > 10000000000ull)
                 link_lost(i, "connect timed out", now);
-            else if ((l->state == L_UP || l->state == L_HELLO) && hb && now - l->last_rx_ns > hb && !exiting)
+            else if ((l->state == L_UP || l->state == L_HELLO) && hb && now - l->last_rx_ns > hb &&
+                     !exiting)
                 link_lost(i, "the checker went silent (frozen or unreachable)", now);
         }
         if (G.abort_at_ns) {
-            int pending = srv_up() ? ncg_server_pending_tx(&G.srv) + ncg_server_open_conns(&G.srv) : 0;
+            int pending =
+                srv_up() ? ncg_server_pending_tx(&G.srv) + ncg_server_open_conns(&G.srv) : 0;
             /* Our own link to our own listener stays open: exit once only it is left. */
             if (now >= G.abort_at_ns || pending <= 1)
                 ncg_action_exit();
@@ -716,8 +744,11 @@ static void *thread_main(void *arg)
             for (int i = 0; i < G.nlink; i++) {
                 struct link *l = &G.link[i];
                 if (l->up_ns)
-                    ncg_debug(1, "side channel to %s: sent %" PRIu64 " B, received %" PRIu64 " B in %.2f s", l->name,
-                              l->ntx + l->io.ntx, l->nrx + l->io.nrx, (double)(now - l->up_ns) / 1e9);
+                    ncg_debug(1,
+                              "side channel to %s: sent %" PRIu64 " B, received %" PRIu64
+                              " B in %.2f s",
+                              l->name, l->ntx + l->io.ntx, l->nrx + l->io.nrx,
+                              (double)(now - l->up_ns) / 1e9);
             }
             pthread_mutex_lock(&G.lk);
             G.exit_done = 1;
@@ -735,7 +766,8 @@ static void *thread_main(void *arg)
         }
         int link_first = n;
         for (int i = 0; i < G.nlink; i++)
-            if (G.link[i].state >= L_CONNECTING && G.link[i].state <= L_UP && G.link[i].io.fd >= 0) {
+            if (G.link[i].state >= L_CONNECTING && G.link[i].state <= L_UP &&
+                G.link[i].io.fd >= 0) {
                 short ev = POLLIN;
                 if (G.link[i].state == L_CONNECTING || G.link[i].io.txlen)
                     ev |= POLLOUT;
@@ -833,10 +865,14 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
         while (tok == 0)
             if (getrandom(&tok, sizeof tok, 0) != sizeof tok)
                 tok = (uint64_t)ncg_chan_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-        struct ncg_coord_params cp = {.token = tok, .interval_ms = ncg_cfg.interval_ms,
+        struct ncg_coord_params cp = {.token = tok,
+                                      .interval_ms = ncg_cfg.interval_ms,
                                       .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
-                                      .lag_warn_s = ncg_cfg.lag_warn_s, .lag_abort_s = ncg_cfg.lag_abort_s,
-                                      .embedded = 1, .global_rank = global_rank(), .pid = (uint32_t)getpid()};
+                                      .lag_warn_s = ncg_cfg.lag_warn_s,
+                                      .lag_abort_s = ncg_cfg.lag_abort_s,
+                                      .embedded = 1,
+                                      .global_rank = global_rank(),
+                                      .pid = (uint32_t)getpid()};
         snprintf(cp.host, sizeof cp.host, "%s", host_name());
         struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &G.srv};
         G.srv.co = ncg_coord_new(&cp, &ops);

@@ -188,8 +188,8 @@ static struct ncg_comm *ncg_comm_add(ncclComm_t h, uint64_t id, uint64_t parent_
     pthread_mutex_unlock(&ncg_lock);
     if (ready)
         ncg_checker_on_comm_added(c);
-    ncg_debug(2, "comm %p id %016llx origin %u rank %d/%d%s", (void *)h, (unsigned long long)id, origin, rank,
-              nranks, ready ? "" : " (rank known once ready)");
+    ncg_debug(2, "comm %p id %016llx origin %u rank %d/%d%s", (void *)h, (unsigned long long)id,
+              origin, rank, nranks, ready ? "" : " (rank known once ready)");
     return c;
 }
 
@@ -211,8 +211,8 @@ static int ncg_comm_try_ready(struct ncg_comm *c)
     } else {
         ncclResult_t st = ncclSuccess;
         if ((!aerr || (aerr(c->handle, &st) == ncclSuccess && st == ncclSuccess)) &&
-            count(c->handle, &n) == ncclSuccess && urank(c->handle, &r) == ncclSuccess && n > 0 && r >= 0 &&
-            r < n) {
+            count(c->handle, &n) == ncclSuccess && urank(c->handle, &r) == ncclSuccess && n > 0 &&
+            r >= 0 && r < n) {
             c->rank = r;
             c->nranks = n;
             ncg_comm_complete(c);
@@ -278,8 +278,8 @@ ncclResult_t ncg_hook_ncclGetUniqueId(ncclUniqueId *uniqueId)
     return r;
 }
 
-ncclResult_t ncg_hook_ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
-                                             ncclConfig_t *config)
+ncclResult_t ncg_hook_ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
+                                             int rank, ncclConfig_t *config)
 {
     ncclResult_t r = NCG_REAL(ncclCommInitRankConfig)(comm, nranks, commId, rank, config);
     if (ncg_made(r) && comm && *comm) /* ncclInProgress: rank and size are the arguments */
@@ -298,7 +298,8 @@ ncclResult_t ncg_hook_ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueI
 ncclResult_t ncg_hook_ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
                                                ncclUniqueId *commIds, ncclConfig_t *config)
 {
-    ncclResult_t r = NCG_REAL(ncclCommInitRankScalable)(newcomm, nranks, myrank, nId, commIds, config);
+    ncclResult_t r =
+        NCG_REAL(ncclCommInitRankScalable)(newcomm, nranks, myrank, nId, commIds, config);
     if (ncg_made(r) && newcomm && *newcomm && commIds && nId > 0)
         ncg_add_root(*newcomm, commIds, nId, myrank, nranks);
     return r;
@@ -311,7 +312,8 @@ ncclResult_t ncg_hook_ncclCommInitAll(ncclComm_t *comm, int ndev, const int *dev
         return r;
     /* Every member lives in this process: a local identity, unique per call. */
     static uint64_t calls;
-    uint64_t id = ncg_hash2(ncg_hash2((uint64_t)getpid(), ncg_now_ns()), __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED));
+    uint64_t id = ncg_hash2(ncg_hash2((uint64_t)getpid(), ncg_now_ns()),
+                            __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED));
     for (int i = 0; i < ndev; i++)
         if (comm[i])
             ncg_comm_add(comm[i], id, 0, NCG_ORIGIN_INITALL, i, ndev, NULL);
@@ -344,8 +346,8 @@ ncclResult_t ncg_hook_ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int
     struct ncg_comm *p = ncg_comm_lookup(comm);
     uint64_t k = p ? __atomic_fetch_add(&p->shrink_count, 1, __ATOMIC_RELAXED) : 0;
     uint64_t id = p ? ncg_shrink_id(p->id, k, excludeRanksList, excludeRanksCount) : 0;
-    ncclResult_t r =
-        NCG_REAL(ncclCommShrink)(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+    ncclResult_t r = NCG_REAL(ncclCommShrink)(comm, excludeRanksList, excludeRanksCount, newcomm,
+                                              config, shrinkFlags);
     if (p && ncg_made(r) && newcomm && *newcomm)
         ncg_add_child(*newcomm, p, id, NCG_ORIGIN_SHRINK);
     return r;
@@ -420,7 +422,8 @@ static inline struct ncg_comm *ncg_comm_for_call(ncclComm_t comm, int *failed)
     return c;
 }
 
-int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, int root, ncclComm_t comm)
+int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, int root,
+                    ncclComm_t comm)
 {
     int failed = 0;
     struct ncg_comm *c = ncg_comm_for_call(comm, &failed);
@@ -440,8 +443,8 @@ int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, in
     if (!s)
         return 0;
     uint64_t now = ncg_clock_ns();
-    ncg_ring_put_fields(&s->coll[slot & (NCG_COLL_RING - 1)], slot, slot, count, next[1], (uint64_t)(uintptr_t)pc,
-                        now, ncg_tid(), root, func, (uint32_t)dtype, redop,
+    ncg_ring_put_fields(&s->coll[slot & (NCG_COLL_RING - 1)], slot, slot, count, next[1],
+                        (uint64_t)(uintptr_t)pc, now, ncg_tid(), root, func, (uint32_t)dtype, redop,
                         ncg_tls.group > 0 ? NCG_REC_IN_GROUP : 0);
     /* The record before the count that announces it. A plain store, not an atomic add: NCCL
      * forbids concurrent calls on one comm, so calls on a comm are ordered and slot + 1 is the
@@ -468,9 +471,9 @@ int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, n
     uint64_t now = ncg_clock_ns();
     uint64_t idx = ck_pr_faa_64(&s->p2p_seq, 1);
     ncg_ring_put_fields(&s->p2p[idx & (NCG_P2P_RING - 1)], idx, k, count,
-                        ncg_fingerprint(func, count, (uint32_t)dtype, NCG_REDOP_NONE, peer), (uint64_t)(uintptr_t)pc,
-                        now, ncg_tid(), peer, func, (uint32_t)dtype, NCG_REDOP_NONE,
-                        ncg_tls.group > 0 ? NCG_REC_IN_GROUP : 0);
+                        ncg_fingerprint(func, count, (uint32_t)dtype, NCG_REDOP_NONE, peer),
+                        (uint64_t)(uintptr_t)pc, now, ncg_tid(), peer, func, (uint32_t)dtype,
+                        NCG_REDOP_NONE, ncg_tls.group > 0 ? NCG_REC_IN_GROUP : 0);
     ck_pr_store_64(&s->last_ns, now);
     return 0;
 }

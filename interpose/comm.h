@@ -10,27 +10,27 @@
 #include "ncclguard/shm.h"
 
 struct ncg_comm {
-    ncclComm_t handle;          /* the real communicator */
-    uint64_t id;                /* identity, equal on every member */
-    uint64_t parent_id;         /* 0 for root comms */
+    ncclComm_t handle;  /* the real communicator */
+    uint64_t id;        /* identity, equal on every member */
+    uint64_t parent_id; /* 0 for root comms */
     int32_t rank, nranks;
-    uint32_t origin;            /* enum ncg_comm_origin */
-    ncclUniqueId root_uid;      /* the id of the root comm this one descends from (for split and
-                                   shrink children: the ancestor's), with ncclguard's tail */
-    struct ncg_shm_comm *shm;   /* its slot in the segment, or NULL when not recorded */
-    volatile int failed;        /* set by the checker (soft action): calls on it return an error */
+    uint32_t origin;          /* enum ncg_comm_origin */
+    ncclUniqueId root_uid;    /* the id of the root comm this one descends from (for split and
+                                 shrink children: the ancestor's), with ncclguard's tail */
+    struct ncg_shm_comm *shm; /* its slot in the segment, or NULL when not recorded */
+    volatile int failed;      /* set by the checker (soft action): calls on it return an error */
 
     /* Shim-private below (comm.c); the checker should not need them. */
     uint64_t seq_digest[2] __attribute__((aligned(16))); /* {next slot, digest of slots before it},
                                                              advanced together by one 16-byte CAS */
-    uint64_t *p2p_send;         /* nranks counters: sends issued to each peer */
-    uint64_t *p2p_recv;         /* nranks counters: receives posted from each peer */
-    uint64_t split_count;       /* ncclCommSplit calls on this comm (NOCOLOR included) */
-    uint64_t shrink_count;      /* ncclCommShrink calls on this comm */
+    uint64_t *p2p_send;    /* nranks counters: sends issued to each peer */
+    uint64_t *p2p_recv;    /* nranks counters: receives posted from each peer */
+    uint64_t split_count;  /* ncclCommSplit calls on this comm (NOCOLOR included) */
+    uint64_t shrink_count; /* ncclCommShrink calls on this comm */
     uint64_t created_ns;
-    int pending;                /* rank/nranks not known yet (nonblocking split/shrink child):
-                                   not recorded, not in the segment, checker not told, until ready */
-    int removed;                /* finalized/destroyed/aborted: the checker was told once */
+    int pending; /* rank/nranks not known yet (nonblocking split/shrink child):
+                    not recorded, not in the segment, checker not told, until ready */
+    int removed; /* finalized/destroyed/aborted: the checker was told once */
 };
 
 #endif

@@ -10,9 +10,17 @@
 #include <string.h>
 
 struct ncg_config ncg_cfg = {
-    .enabled = 1, .check = 1, .action = NCG_ACTION_ABORT, .coord = "", .interval_ms = 100,
-    .heartbeat_timeout_s = 10.0, .lag_warn_s = 60.0, .lag_abort_s = 0.0, .report_dir = ".",
-    .shm = 1, .verbose = 0,
+    .enabled = 1,
+    .check = 1,
+    .action = NCG_ACTION_ABORT,
+    .coord = "",
+    .interval_ms = 100,
+    .heartbeat_timeout_s = 10.0,
+    .lag_warn_s = 60.0,
+    .lag_abort_s = 0.0,
+    .report_dir = ".",
+    .shm = 1,
+    .verbose = 0,
 };
 
 struct ncg_parse {
@@ -31,8 +39,8 @@ static void ncg_bad(const struct ncg_parse *p, const char *name, const char *val
         shown[i] = (val[i] >= 0x20 && val[i] < 0x7f && val[i] != '"') ? val[i] : '?';
     shown[i] = 0;
     char line[384];
-    snprintf(line, sizeof line, "ncclguard: %s=\"%s%s\": %s; using %s", name, shown, val[i] ? "..." : "",
-             why, used);
+    snprintf(line, sizeof line, "ncclguard: %s=\"%s%s\": %s; using %s", name, shown,
+             val[i] ? "..." : "", why, used);
     if (p->warn)
         p->warn(line, p->arg);
 }
@@ -49,7 +57,8 @@ static void ncg_parse_bool(const struct ncg_parse *p, const char *name, int *out
     const char *v = ncg_val(p, name);
     if (!v)
         return;
-    static const char *const yes[] = {"1", "on", "true", "yes"}, *const no[] = {"0", "off", "false", "no"};
+    static const char *const yes[] = {"1", "on", "true", "yes"}, *const no[] = {"0", "off", "false",
+                                                                                "no"};
     for (unsigned i = 0; i < 4; i++) {
         if (!strcasecmp(v, yes[i])) {
             *out = 1;
@@ -135,9 +144,17 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
     const struct ncg_parse p = {get, warn, arg};
     const char *v;
     *cfg = (struct ncg_config){
-        .enabled = 1, .check = 1, .action = NCG_ACTION_ABORT, .coord = "", .interval_ms = 100,
-        .heartbeat_timeout_s = 10.0, .lag_warn_s = 60.0, .lag_abort_s = 0.0, .report_dir = ".",
-        .shm = 1, .verbose = 0,
+        .enabled = 1,
+        .check = 1,
+        .action = NCG_ACTION_ABORT,
+        .coord = "",
+        .interval_ms = 100,
+        .heartbeat_timeout_s = 10.0,
+        .lag_warn_s = 60.0,
+        .lag_abort_s = 0.0,
+        .report_dir = ".",
+        .shm = 1,
+        .verbose = 0,
     };
 
     ncg_parse_bool(&p, "NCCLGUARD", &cfg->enabled);

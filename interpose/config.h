@@ -16,17 +16,17 @@ enum ncg_action {
 #define NCG_EXIT_VERDICT 86
 
 struct ncg_config {
-    int enabled;                 /* NCCLGUARD (default 1; 0 = pure pass-through) */
-    int check;                   /* 0 when NCCLGUARD_COORD=off: record only, no side channel */
-    enum ncg_action action;      /* NCCLGUARD_ACTION=abort|warn|fail */
-    char coord[256];             /* NCCLGUARD_COORD=host:port ("" = zero-config from the id) */
-    uint32_t interval_ms;        /* NCCLGUARD_INTERVAL_MS: check/report period (default 100) */
-    double heartbeat_timeout_s;  /* NCCLGUARD_HEARTBEAT_TIMEOUT_S (default 10) */
-    double lag_warn_s;           /* NCCLGUARD_LAG_WARN_S (default 60) */
-    double lag_abort_s;          /* NCCLGUARD_LAG_ABORT_S (default 0 = never act on lag) */
-    char report_dir[256];        /* NCCLGUARD_REPORT_DIR (default "." ) */
-    int shm;                     /* NCCLGUARD_SHM=0: private mapping, invisible to the CLI (default 1) */
-    int verbose;                 /* NCCLGUARD_VERBOSE=0|1|2 */
+    int enabled;                /* NCCLGUARD (default 1; 0 = pure pass-through) */
+    int check;                  /* 0 when NCCLGUARD_COORD=off: record only, no side channel */
+    enum ncg_action action;     /* NCCLGUARD_ACTION=abort|warn|fail */
+    char coord[256];            /* NCCLGUARD_COORD=host:port ("" = zero-config from the id) */
+    uint32_t interval_ms;       /* NCCLGUARD_INTERVAL_MS: check/report period (default 100) */
+    double heartbeat_timeout_s; /* NCCLGUARD_HEARTBEAT_TIMEOUT_S (default 10) */
+    double lag_warn_s;          /* NCCLGUARD_LAG_WARN_S (default 60) */
+    double lag_abort_s;         /* NCCLGUARD_LAG_ABORT_S (default 0 = never act on lag) */
+    char report_dir[256];       /* NCCLGUARD_REPORT_DIR (default "." ) */
+    int shm;     /* NCCLGUARD_SHM=0: private mapping, invisible to the CLI (default 1) */
+    int verbose; /* NCCLGUARD_VERBOSE=0|1|2 */
 };
 
 /* Looks a variable up; returns NULL when unset. */

@@ -14,9 +14,9 @@
 enum { M_UNKNOWN = 0, M_ACTIVE = 1, M_GONE = 2, M_DEAD = 3 };
 
 struct cmember {
-    int conn;          /* -1 until registered */
+    int conn; /* -1 until registered */
     uint8_t state;
-    uint8_t waiting;   /* an answer to the current query is outstanding */
+    uint8_t waiting; /* an answer to the current query is outstanding */
     int32_t grank;
     uint64_t count;
 };
@@ -29,7 +29,7 @@ struct p2p_ent {
     int32_t src, dst;
     uint64_t k;
     struct ncg_p2p_rec rec;
-    int32_t from;      /* comm rank that reported it */
+    int32_t from; /* comm rank that reported it */
     uint64_t t_ns;
 };
 
@@ -37,16 +37,16 @@ struct ccomm {
     uint64_t id;
     uint32_t nranks;
     struct cmember *m;
-    uint64_t vc;           /* slots < vc are verified equal on every member that answered */
-    uint8_t done;          /* an error verdict was issued: no more checking */
+    uint64_t vc;              /* slots < vc are verified equal on every member that answered */
+    uint8_t done;             /* an error verdict was issued: no more checking */
     struct ncg_verdict *last; /* that verdict, for members that register later */
     uint8_t lag_warned;
-    uint64_t progress_ns;  /* last time any member's count grew */
+    uint64_t progress_ns; /* last time any member's count grew */
     /* comparison round */
     uint8_t q_active, q_mode, q_narrow;
     uint32_t qid, qn;
     uint64_t qslot[NCG_WIRE_MAX_SLOTS];
-    uint64_t lo, hi;       /* narrowing range [lo, hi] */
+    uint64_t lo, hi;        /* narrowing range [lo, hi] */
     struct ncg_answer *ans; /* [nranks * qn] */
     /* p2p */
     struct p2p_ent **bucket;
@@ -346,7 +346,8 @@ static void mismatch_verdict(struct ncg_coord *co, struct ccomm *c, uint32_t k)
     ncg_group_calls(v, calls, valid, sites, c->nranks);
     if (v->ncalls < 2)
         snprintf(v->detail, sizeof v->detail,
-                 "the calls at slot %" PRIu64 " look alike: the first difference lies in slots no longer kept",
+                 "the calls at slot %" PRIu64
+                 " look alike: the first difference lies in slots no longer kept",
                  c->qslot[k]);
     verdict_issue(co, c, v);
 out:
@@ -451,8 +452,8 @@ static void member_lost(struct ncg_coord *co, int conn, uint8_t kind, const char
             if (v) {
                 ncg_ranks_compact(lost, nl, v->subject, sizeof v->subject);
                 if (cc)
-                    snprintf(v->detail, sizeof v->detail, "pid %u on %s%s%s", cc->pid, cc->host, why[0] ? ", " : "",
-                             why);
+                    snprintf(v->detail, sizeof v->detail, "pid %u on %s%s%s", cc->pid, cc->host,
+                             why[0] ? ", " : "", why);
                 verdict_issue(co, c, v);
             }
         }
@@ -497,7 +498,8 @@ void ncg_coord_closed(struct ncg_coord *co, int conn, uint64_t now_ns)
     forget_conn(co, conn);
 }
 
-static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_report *r, uint64_t now_ns)
+static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_report *r,
+                      uint64_t now_ns)
 {
     struct cconn *cc = &co->conn[conn];
     for (uint32_t k = 0; k < r->n; k++) {
@@ -549,13 +551,13 @@ static void on_answer(struct ncg_coord *co, int conn, const struct ncg_msg_answe
 
 static uint32_t p2p_hash(int32_t s, int32_t d, uint64_t k)
 {
-    uint64_t h = ((uint64_t)(uint32_t)s * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)(uint32_t)d * 0xc2b2ae3d27d4eb4full) ^
-                 (k * 0x165667b19e3779f9ull);
+    uint64_t h = ((uint64_t)(uint32_t)s * 0x9e3779b97f4a7c15ull) ^
+                 ((uint64_t)(uint32_t)d * 0xc2b2ae3d27d4eb4full) ^ (k * 0x165667b19e3779f9ull);
     return (uint32_t)(h >> 40) % P2P_BUCKETS;
 }
 
-static void p2p_verdict(struct ncg_coord *co, struct ccomm *c, const struct ncg_p2p_rec *snd, int32_t src,
-                        const struct ncg_p2p_rec *rcv, int32_t dst)
+static void p2p_verdict(struct ncg_coord *co, struct ccomm *c, const struct ncg_p2p_rec *snd,
+                        int32_t src, const struct ncg_p2p_rec *rcv, int32_t dst)
 {
     struct ncg_verdict *v = verdict_for(c, NCG_V_P2P_MISMATCH);
     if (!v)
@@ -575,7 +577,8 @@ static void p2p_verdict(struct ncg_coord *co, struct ccomm *c, const struct ncg_
     }
     v->slot = (int64_t)snd->seq;
     snprintf(v->subject, sizeof v->subject, "%d,%d", src < dst ? src : dst, src < dst ? dst : src);
-    snprintf(v->detail, sizeof v->detail, "send #%" PRIu64 " from rank %d to rank %d", snd->seq, src, dst);
+    snprintf(v->detail, sizeof v->detail, "send #%" PRIu64 " from rank %d to rank %d", snd->seq,
+             src, dst);
     verdict_issue(co, c, v);
 }
 
@@ -596,7 +599,8 @@ static void on_p2p(struct ncg_coord *co, int conn, const struct ncg_msg_p2p *p, 
         return;
     for (uint32_t k = 0; k < p->n && !c->done; k++) {
         const struct ncg_p2p_rec *r = &p->r[k];
-        if (r->peer < 0 || (uint32_t)r->peer >= c->nranks || (r->func != NCG_F_SEND && r->func != NCG_F_RECV))
+        if (r->peer < 0 || (uint32_t)r->peer >= c->nranks ||
+            (r->func != NCG_F_SEND && r->func != NCG_F_RECV))
             continue;
         int send = r->func == NCG_F_SEND;
         int32_t src = send ? me : r->peer, dst = send ? r->peer : me;
@@ -751,7 +755,8 @@ static void check_exited(struct ncg_coord *co, struct ccomm *c)
         if (v) {
             ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
             v->slot = (int64_t)fin;
-            snprintf(v->detail, sizeof v->detail, "left after %" PRIu64 " calls; others issued up to %" PRIu64, fin, mx);
+            snprintf(v->detail, sizeof v->detail,
+                     "left after %" PRIu64 " calls; others issued up to %" PRIu64, fin, mx);
             verdict_issue(co, c, v);
         }
     }
@@ -792,7 +797,8 @@ static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
     free(who);
     v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
     v->slot = (int64_t)mn;
-    snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle, mn, mx);
+    snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle,
+             mn, mx);
     c->lag_warned = 1;
     verdict_issue(co, c, v);
 }
@@ -818,7 +824,8 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
         }
         if (cc->authed && hb && now_ns - cc->last_rx_ns > hb) {
             char why[96];
-            snprintf(why, sizeof why, "silent for %.1f s (frozen or unreachable)", (double)(now_ns - cc->last_rx_ns) / 1e9);
+            snprintf(why, sizeof why, "silent for %.1f s (frozen or unreachable)",
+                     (double)(now_ns - cc->last_rx_ns) / 1e9);
             if (!cc->bye)
                 member_lost(co, i, NCG_V_RANK_DIED, why);
             drop(co, i);

@@ -10,12 +10,12 @@
 #include "wire.h"
 
 struct ncg_coord_params {
-    uint64_t token;          /* 0: no token required (explicit NCCLGUARD_COORD without NCCLGUARD_TOKEN) */
-    uint32_t interval_ms;    /* clients' report period; paces pings and queries */
+    uint64_t token; /* 0: no token required (explicit NCCLGUARD_COORD without NCCLGUARD_TOKEN) */
+    uint32_t interval_ms; /* clients' report period; paces pings and queries */
     double heartbeat_timeout_s;
     double lag_warn_s;
-    double lag_abort_s;      /* 0: LAG stays a warning */
-    uint8_t embedded;        /* the coordinator runs inside a rank's process */
+    double lag_abort_s; /* 0: LAG stays a warning */
+    uint8_t embedded;   /* the coordinator runs inside a rank's process */
     int32_t global_rank;
     uint32_t pid;
     char host[64];
@@ -30,9 +30,9 @@ struct ncg_coord_ops {
 };
 
 struct ncg_coord_stats {
-    uint64_t verdicts;  /* verdicts issued (each comm counts once per verdict) */
-    uint64_t queries;   /* QUERY rounds started */
-    uint64_t dropped;   /* connections dropped for bad token, protocol misuse or silence */
+    uint64_t verdicts; /* verdicts issued (each comm counts once per verdict) */
+    uint64_t queries;  /* QUERY rounds started */
+    uint64_t dropped;  /* connections dropped for bad token, protocol misuse or silence */
 };
 
 struct ncg_coord;
@@ -58,8 +58,8 @@ void ncg_coord_get_stats(const struct ncg_coord *co, struct ncg_coord_stats *st)
  * ephemeral, printed), token_or_null as NCCLGUARD_TOKEN (hashed; NULL = no token). Reads
  * NCCLGUARD_INTERVAL_MS, _HEARTBEAT_TIMEOUT_S, _LAG_WARN_S, _LAG_ABORT_S from the environment.
  * Blocks (poll); returns 0, or -1 with err filled. Implemented in channel.c. */
-int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null, volatile int *stop, char *err,
-                    size_t errlen);
+int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null,
+                    volatile int *stop, char *err, size_t errlen);
 
 /* The 64-bit token for a NCCLGUARD_TOKEN string (FNV-1a; never 0). Pure. */
 uint64_t ncg_token_hash(const char *s);

@@ -55,7 +55,8 @@ static void members_text(const struct ncg_verdict *v, char *buf, size_t cap)
         snprintf(buf + len, cap - len, "]");
 }
 
-size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf, size_t cap)
+size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
+                       size_t cap)
 {
     struct out o = {buf, cap, 0};
     char line[1024], call[192], tmp[1024];
@@ -67,14 +68,16 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
     if (v->kind == NCG_V_MISMATCH) {
         outf(&o, "%s  slot %" PRId64 " (0-based) differs:\n", P, v->slot);
         for (uint32_t i = 0; i < v->ncalls; i++)
-            outf(&o, "%s    %-48s on %s %s%s%s\n", P, ncg_call_format(&v->calls[i].call, call, sizeof call),
+            outf(&o, "%s    %-48s on %s %s%s%s\n", P,
+                 ncg_call_format(&v->calls[i].call, call, sizeof call),
                  strpbrk(v->calls[i].ranks, ",-") ? "ranks" : "rank", v->calls[i].ranks,
                  v->calls[i].site[0] ? "  from " : "", v->calls[i].site);
     } else if (v->kind == NCG_V_P2P_MISMATCH) {
         outf(&o, "%s  %s, sizes differ:\n", P, v->detail);
         for (uint32_t i = 0; i < v->ncalls; i++)
             outf(&o, "%s    %-48s on rank %s (#%" PRIu64 " of the pair)\n", P,
-                 ncg_call_format(&v->calls[i].call, call, sizeof call), v->calls[i].ranks, v->calls[i].call.seq);
+                 ncg_call_format(&v->calls[i].call, call, sizeof call), v->calls[i].ranks,
+                 v->calls[i].call.seq);
     } else if (v->detail[0]) {
         outf(&o, "%s  %s\n", P, v->detail);
     }
@@ -83,7 +86,8 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
             outf(&o, "%s  last slot all ranks agreed on: %" PRId64 "\n", P, v->last_agreed);
         else
             outf(&o, "%s  last slot all ranks agreed on: none verified yet\n", P);
-        outf(&o, "%s  collective calls issued per rank: %s\n", P, ncg_counts_compact(v->counts, v->nranks, tmp, sizeof tmp));
+        outf(&o, "%s  collective calls issued per rank: %s\n", P,
+             ncg_counts_compact(v->counts, v->nranks, tmp, sizeof tmp));
     }
     if (x->rank >= 0) {
         char who[64];
@@ -92,8 +96,8 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
         else
             snprintf(who, sizeof who, "comm rank %d", x->rank);
         outf(&o, "%s  this process (%s, pid %u on %s): %s%s%s%s\n", P, who, x->pid, x->host,
-             x->my_call[0] ? x->my_call : "no call recorded", x->my_site[0] ? " called from " : "", x->my_site,
-             "");
+             x->my_call[0] ? x->my_call : "no call recorded", x->my_site[0] ? " called from " : "",
+             x->my_site, "");
     }
     if (x->exit_status >= 0)
         outf(&o, "%s  action: %s (exit status %d)", P, x->action, x->exit_status);
@@ -125,7 +129,8 @@ static void json_str(struct out *o, const char *s)
     outf(o, "\"");
 }
 
-static const char *ranks_global(const struct ncg_verdict *v, const char *ranks, char *buf, size_t cap)
+static const char *ranks_global(const struct ncg_verdict *v, const char *ranks, char *buf,
+                                size_t cap)
 {
     /* Map a compact comm-rank list to global ranks; "" when any is unknown or it was cut. */
     int32_t *g = malloc(sizeof *g * (v->nranks ? v->nranks : 1));
@@ -158,13 +163,16 @@ static const char *ranks_global(const struct ncg_verdict *v, const char *ranks, 
     return buf;
 }
 
-size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf, size_t cap)
+size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
+                     size_t cap)
 {
     struct out o = {buf, cap, 0};
     char tmp[1024];
     struct timeval tv;
     gettimeofday(&tv, NULL);
-    outf(&o, "{\"format\":\"ncclguard-report\",\"version\":1,\"verdict\":\"%s\",\"severity\":\"%s\",\"action\":",
+    outf(&o,
+         "{\"format\":\"ncclguard-report\",\"version\":1,\"verdict\":\"%s\",\"severity\":\"%s\","
+         "\"action\":",
          ncg_verdict_key(v->kind), v->severity == NCG_SEV_WARN ? "warning" : "error");
     json_str(&o, x->action);
     if (x->exit_status >= 0)
@@ -175,12 +183,14 @@ size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, 
     json_str(&o, ncg_verdict_summary(v, tmp, sizeof tmp));
     outf(&o, ",\"time_unix\":%ld.%06ld,\"host\":", (long)tv.tv_sec, (long)tv.tv_usec);
     json_str(&o, x->host);
-    outf(&o, ",\"pid\":%u,\"global_rank\":%d,\"comm\":{\"id\":\"%016" PRIx64 "\",\"size\":%u,\"members\":[", x->pid,
-         x->global_rank, v->comm_id, v->nranks);
+    outf(&o,
+         ",\"pid\":%u,\"global_rank\":%d,\"comm\":{\"id\":\"%016" PRIx64
+         "\",\"size\":%u,\"members\":[",
+         x->pid, x->global_rank, v->comm_id, v->nranks);
     for (uint32_t i = 0; i < v->nranks; i++)
         outf(&o, "%s%d", i ? "," : "", v->members[i]);
-    outf(&o, "]},\"rank\":%d,\"slot\":%" PRId64 ",\"last_agreed_slot\":%" PRId64 ",\"counts\":[", x->rank, v->slot,
-         v->last_agreed);
+    outf(&o, "]},\"rank\":%d,\"slot\":%" PRId64 ",\"last_agreed_slot\":%" PRId64 ",\"counts\":[",
+         x->rank, v->slot, v->last_agreed);
     for (uint32_t i = 0; i < v->nranks; i++)
         outf(&o, "%s%" PRId64, i ? "," : "", v->counts[i]);
     outf(&o, "],\"calls\":[");
@@ -220,10 +230,12 @@ size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, 
 
 void ncg_diag_report_path(const char *dir, const char *host, uint32_t pid, char *path, size_t cap)
 {
-    snprintf(path, cap, "%s/ncclguard-report.%s.%u.json", dir && dir[0] ? dir : ".", host[0] ? host : "host", pid);
+    snprintf(path, cap, "%s/ncclguard-report.%s.%u.json", dir && dir[0] ? dir : ".",
+             host[0] ? host : "host", pid);
 }
 
-int ncg_diag_write_report(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, const char *path)
+int ncg_diag_write_report(const struct ncg_verdict *v, const struct ncg_diag_ctx *x,
+                          const char *path)
 {
     size_t need = ncg_diag_json(v, x, NULL, 0) + 1;
     char *buf = malloc(need);

@@ -10,30 +10,33 @@
 
 /* What this rank adds to the coordinator's verdict. */
 struct ncg_diag_ctx {
-    int32_t rank;          /* this process's rank in the verdict's comm, -1 if none */
-    int32_t global_rank;   /* $RANK or -1 */
+    int32_t rank;        /* this process's rank in the verdict's comm, -1 if none */
+    int32_t global_rank; /* $RANK or -1 */
     uint32_t pid;
     const char *host;
-    const char *my_call;   /* this rank's call at the slot (or its latest), formatted; "" */
-    const char *my_site;   /* where it was called from, symbolized; "" */
-    const char *action;    /* "abort", "warn", "fail", or "none" for a warning verdict */
-    int exit_status;       /* NCG_EXIT_VERDICT for abort, else -1 */
+    const char *my_call;     /* this rank's call at the slot (or its latest), formatted; "" */
+    const char *my_site;     /* where it was called from, symbolized; "" */
+    const char *action;      /* "abort", "warn", "fail", or "none" for a warning verdict */
+    int exit_status;         /* NCG_EXIT_VERDICT for abort, else -1 */
     const char *report_path; /* "" when the report could not be written */
-    double call_time_unix; /* wall-clock time this rank issued my_call, < 0 unknown */
+    double call_time_unix;   /* wall-clock time this rank issued my_call, < 0 unknown */
 };
 
 /* Renders the diagnostic into buf (NUL-terminated, truncated to cap). Pure; returns length. */
-size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf, size_t cap);
+size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
+                       size_t cap);
 
 /* Renders the JSON report (one line + newline) into buf. Pure; returns the length, or the
  * length it would need (>= cap) when buf is too small. */
-size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf, size_t cap);
+size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
+                     size_t cap);
 
 /* "<dir>/ncclguard-report.<host>.<pid>.json" into path. Pure. */
 void ncg_diag_report_path(const char *dir, const char *host, uint32_t pid, char *path, size_t cap);
 
 /* Writes the report to path atomically (path.tmp.<pid>, fsync-free, rename). Checker thread;
  * allocates the JSON buffer; blocks on file I/O. 0 or -errno. */
-int ncg_diag_write_report(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, const char *path);
+int ncg_diag_write_report(const struct ncg_verdict *v, const struct ncg_diag_ctx *x,
+                          const char *path);
 
 #endif

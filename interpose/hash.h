@@ -29,11 +29,11 @@ static inline uint64_t ncg_hash2(uint64_t a, uint64_t b)
 
 /* Fingerprint of one call: fp = H(func | dtype<<8 | redop<<16 | (uint32)root_or_peer<<32, count).
  * Two calls match iff their fingerprints match (up to 2^-64). Any thread, no allocation. */
-static inline uint64_t ncg_fingerprint(uint32_t func, uint64_t count, uint32_t dtype, uint32_t redop,
-                                       int32_t root_or_peer)
+static inline uint64_t ncg_fingerprint(uint32_t func, uint64_t count, uint32_t dtype,
+                                       uint32_t redop, int32_t root_or_peer)
 {
-    uint64_t w = (uint64_t)(func & 0xff) | (uint64_t)(dtype & 0xff) << 8 | (uint64_t)(redop & 0xff) << 16 |
-                 (uint64_t)(uint32_t)root_or_peer << 32;
+    uint64_t w = (uint64_t)(func & 0xff) | (uint64_t)(dtype & 0xff) << 8 |
+                 (uint64_t)(redop & 0xff) << 16 | (uint64_t)(uint32_t)root_or_peer << 32;
     return ncg_hash2(w, count);
 }
 

@@ -37,7 +37,7 @@ static long ncg_log_admit(void)
     uint64_t sec = (uint64_t)ts.tv_sec;
     uint64_t win = __atomic_load_n(&ncg_log_window, __ATOMIC_RELAXED);
     if (win != sec && __atomic_compare_exchange_n(&ncg_log_window, &win, sec, 0, __ATOMIC_RELAXED,
-                                                   __ATOMIC_RELAXED))
+                                                  __ATOMIC_RELAXED))
         __atomic_store_n(&ncg_log_used, 0, __ATOMIC_RELAXED);
     if (__atomic_add_fetch(&ncg_log_used, 1, __ATOMIC_RELAXED) > NCG_LOG_BURST) {
         __atomic_add_fetch(&ncg_log_dropped, 1, __ATOMIC_RELAXED);

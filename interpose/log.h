@@ -17,11 +17,11 @@ void ncg_log_line(const char *line);
 void ncg_debug(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Print once per call site for the life of the process (racing threads: exactly one prints). */
-#define NCG_LOG_ONCE(...)                                                  \
-    do {                                                                   \
-        static int ncg_once_;                                              \
-        if (!__atomic_exchange_n(&ncg_once_, 1, __ATOMIC_RELAXED))         \
-            ncg_log(__VA_ARGS__);                                          \
+#define NCG_LOG_ONCE(...)                                                                          \
+    do {                                                                                           \
+        static int ncg_once_;                                                                      \
+        if (!__atomic_exchange_n(&ncg_once_, 1, __ATOMIC_RELAXED))                                 \
+            ncg_log(__VA_ARGS__);                                                                  \
     } while (0)
 
 #endif

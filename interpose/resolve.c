@@ -29,7 +29,8 @@ static void *ncg_local_handle(void)
     cur = dlopen("libnccl.so.2", RTLD_NOLOAD | RTLD_LAZY);
     if (cur) {
         void *expected = NULL;
-        if (!__atomic_compare_exchange_n(&h, &expected, cur, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        if (!__atomic_compare_exchange_n(&h, &expected, cur, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
             dlclose(cur); /* another thread won; drop our extra reference */
             cur = expected;
         }
@@ -57,7 +58,8 @@ void *ncg_resolve_slow(int idx)
     }
     __atomic_store_n(&ncg_real[idx], p ? p : NCG_RESOLVE_MISSING, __ATOMIC_RELEASE);
     if (!p && !__atomic_exchange_n(&ncg_warned[idx], 1, __ATOMIC_RELAXED))
-        ncg_log("%s not found in the loaded NCCL library (or no libnccl.so.2 is loaded); %s returns an error",
+        ncg_log("%s not found in the loaded NCCL library (or no libnccl.so.2 is loaded); %s "
+                "returns an error",
                 sym, ncg_api_names[idx]);
     return p;
 }

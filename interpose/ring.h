@@ -17,7 +17,8 @@ enum ncg_ring_kind { NCG_RING_COLL = 0, NCG_RING_P2P = 1 };
 
 /* Store *r as record idx (a ring position that only this writer reserved). Any thread,
  * lock-free, no syscall. The stamp is 2*idx+1 while writing and 2*idx+2 once complete. */
-static inline void ncg_ring_put(struct ncg_shm_record *slot, uint64_t idx, const struct ncg_shm_record *r)
+static inline void ncg_ring_put(struct ncg_shm_record *slot, uint64_t idx,
+                                const struct ncg_shm_record *r)
 {
     uint64_t w[NCG_REC_WORDS];
     memcpy(w, r, sizeof w);
@@ -38,19 +39,22 @@ static inline void ncg_ring_put(struct ncg_shm_record *slot, uint64_t idx, const
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ncg_ring_put_fields packs little-endian words"
 #endif
-_Static_assert(offsetof(struct ncg_shm_record, tid) == 48 && offsetof(struct ncg_shm_record, root_or_peer) == 52 &&
-                   offsetof(struct ncg_shm_record, dtype) == 57 && offsetof(struct ncg_shm_record, redop) == 58 &&
+_Static_assert(offsetof(struct ncg_shm_record, tid) == 48 &&
+                   offsetof(struct ncg_shm_record, root_or_peer) == 52 &&
+                   offsetof(struct ncg_shm_record, dtype) == 57 &&
+                   offsetof(struct ncg_shm_record, redop) == 58 &&
                    offsetof(struct ncg_shm_record, flags) == 59,
                "record word packing");
-static inline void ncg_ring_put_fields(struct ncg_shm_record *slot, uint64_t idx, uint64_t seq, uint64_t count,
-                                       uint64_t digest, uint64_t caller_pc, uint64_t t_ns, uint32_t tid,
-                                       int32_t root_or_peer, uint32_t func, uint32_t dtype, uint32_t redop,
+static inline void ncg_ring_put_fields(struct ncg_shm_record *slot, uint64_t idx, uint64_t seq,
+                                       uint64_t count, uint64_t digest, uint64_t caller_pc,
+                                       uint64_t t_ns, uint32_t tid, int32_t root_or_peer,
+                                       uint32_t func, uint32_t dtype, uint32_t redop,
                                        uint32_t flags)
 {
     uint64_t *dst = (uint64_t *)slot;
     uint64_t w6 = (uint64_t)tid | (uint64_t)(uint32_t)root_or_peer << 32;
-    uint64_t w7 = (uint64_t)(func & 0xff) | (uint64_t)(dtype & 0xff) << 8 | (uint64_t)(redop & 0xff) << 16 |
-                  (uint64_t)(flags & 0xff) << 24;
+    uint64_t w7 = (uint64_t)(func & 0xff) | (uint64_t)(dtype & 0xff) << 8 |
+                  (uint64_t)(redop & 0xff) << 16 | (uint64_t)(flags & 0xff) << 24;
     ck_pr_store_64(&slot->stamp, 2 * idx + 1);
     /* Odd stamp before any field (as in ncg_ring_put). */
     ck_pr_fence_store();

@@ -44,7 +44,8 @@ static pthread_once_t ncg_once = PTHREAD_ONCE_INIT;
 static void ncg_configure(void)
 {
     ncg_config_parse(&ncg_cfg, ncg_getenv, ncg_keep_warning, NULL);
-    __atomic_store_n(&ncg_state, ncg_cfg.enabled ? NCG_ST_DORMANT : NCG_ST_DISABLED, __ATOMIC_RELEASE);
+    __atomic_store_n(&ncg_state, ncg_cfg.enabled ? NCG_ST_DORMANT : NCG_ST_DISABLED,
+                     __ATOMIC_RELEASE);
 }
 
 int ncg_init_slow(void)
@@ -98,7 +99,8 @@ int ncg_activate(void)
     ncg_nkept = 0;
     int rc = ncg_shm_create();
     if (rc < 0) {
-        NCG_LOG_ONCE("cannot map memory for the call record (%s); running unguarded", strerror(-rc));
+        NCG_LOG_ONCE("cannot map memory for the call record (%s); running unguarded",
+                     strerror(-rc));
         return rc;
     }
     if (!handlers) {

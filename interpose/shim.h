@@ -69,7 +69,8 @@ static inline uint32_t ncg_tid(void)
 /* The application's collective / p2p call about to be forwarded: number and record it.
  * Returns 0 to forward, -1 when the checker failed the comm (return ncclRemoteError).
  * Hot path: lock-free, no syscall (vDSO clock), no allocation, no output. */
-int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, int root, ncclComm_t comm);
+int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, int root,
+                    ncclComm_t comm);
 int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, ncclComm_t comm);
 
 /* Forget every communicator (fork child; single-threaded, no locks, no free). */

@@ -21,8 +21,8 @@
 #include "log.h"
 
 struct ncg_shm_header *ncg_seg;
-static int ncg_seg_shared;         /* named under /dev/shm (vs private mapping) */
-static pid_t ncg_seg_owner;        /* the process that created it: only it unlinks */
+static int ncg_seg_shared;  /* named under /dev/shm (vs private mapping) */
+static pid_t ncg_seg_owner; /* the process that created it: only it unlinks */
 static char ncg_seg_name[64];
 
 uint64_t ncg_now_ns(void)
@@ -120,7 +120,8 @@ static int ncg_seg_fd = -1;
 
 static void *ncg_map_shared(int *busy)
 {
-    snprintf(ncg_seg_name, sizeof ncg_seg_name, "/%s%u.%d", NCG_SHM_PREFIX, (unsigned)getuid(), (int)getpid());
+    snprintf(ncg_seg_name, sizeof ncg_seg_name, "/%s%u.%d", NCG_SHM_PREFIX, (unsigned)getuid(),
+             (int)getpid());
     int fd = shm_open(ncg_seg_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST) {
         int old = shm_open(ncg_seg_name, O_RDONLY | O_CLOEXEC, 0);
@@ -170,11 +171,13 @@ int ncg_shm_create(void)
         if (p)
             shared = 1;
         else if (busy)
-            ncg_log("/dev/shm%s belongs to a live process with the same pid in another pid namespace; "
-                    "recording privately: `ncclguard status` will not see this process",
-                    ncg_seg_name);
+            ncg_log(
+                "/dev/shm%s belongs to a live process with the same pid in another pid namespace; "
+                "recording privately: `ncclguard status` will not see this process",
+                ncg_seg_name);
         else
-            ncg_log("cannot create /dev/shm%s (%s); recording privately: `ncclguard status` will not see this process",
+            ncg_log("cannot create /dev/shm%s (%s); recording privately: `ncclguard status` will "
+                    "not see this process",
                     ncg_seg_name, strerror(errno));
     }
     if (!p) {
@@ -207,7 +210,8 @@ struct ncg_shm_comm *ncg_shm_comm_alloc(void)
     struct ncg_shm_comm *best = NULL;
     for (uint32_t i = 0; i < NCG_SHM_MAX_COMMS; i++) {
         struct ncg_shm_comm *s = ncg_shm_comm_at(h, i);
-        if (ck_pr_load_32(&s->state) == NCG_COMM_DESTROYED && (!best || s->created_ns < best->created_ns))
+        if (ck_pr_load_32(&s->state) == NCG_COMM_DESTROYED &&
+            (!best || s->created_ns < best->created_ns))
             best = s;
     }
     if (!best) {
@@ -221,8 +225,8 @@ struct ncg_shm_comm *ncg_shm_comm_alloc(void)
     return best;
 }
 
-void ncg_shm_comm_publish(struct ncg_shm_comm *s, uint64_t comm_id, uint64_t parent_id, uint32_t origin,
-                          int32_t rank, int32_t nranks)
+void ncg_shm_comm_publish(struct ncg_shm_comm *s, uint64_t comm_id, uint64_t parent_id,
+                          uint32_t origin, int32_t rank, int32_t nranks)
 {
     s->origin = origin;
     s->comm_id = comm_id;

@@ -21,8 +21,8 @@ int ncg_shm_create(void);
 struct ncg_shm_comm *ncg_shm_comm_alloc(void);
 
 /* Fill a slot's identity and publish it (state ACTIVE, release). Creation lock held. */
-void ncg_shm_comm_publish(struct ncg_shm_comm *s, uint64_t comm_id, uint64_t parent_id, uint32_t origin,
-                          int32_t rank, int32_t nranks);
+void ncg_shm_comm_publish(struct ncg_shm_comm *s, uint64_t comm_id, uint64_t parent_id,
+                          uint32_t origin, int32_t rank, int32_t nranks);
 
 /* Mark a slot DESTROYED (release). Any application thread. */
 void ncg_shm_comm_retire(struct ncg_shm_comm *s);

@@ -10,7 +10,9 @@
 #include "symbol.h"
 
 /* Opaque libunwind objects, sized generously (x86_64: cursor 127 words, context a ucontext). */
-typedef struct { _Alignas(16) unsigned char b[4096]; } ncg_unw_buf;
+typedef struct {
+    _Alignas(16) unsigned char b[4096];
+} ncg_unw_buf;
 typedef int (*unw_getcontext_fn)(void *ctx);
 typedef int (*unw_init_local_fn)(void *cur, void *ctx);
 typedef int (*unw_set_reg_fn)(void *cur, int reg, uint64_t val);

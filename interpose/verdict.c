@@ -43,26 +43,29 @@ void ncg_verdict_free(struct ncg_verdict *v)
 
 const char *ncg_verdict_name(unsigned kind)
 {
-    static const char *n[] = {"NONE", "MISMATCH", "P2P MISMATCH", "RANK DIED", "RANK EXITED", "LAG"};
+    static const char *n[] = {"NONE",      "MISMATCH",    "P2P MISMATCH",
+                              "RANK DIED", "RANK EXITED", "LAG"};
     return kind < NCG_V_KIND_MAX_ ? n[kind] : "?";
 }
 
 const char *ncg_verdict_key(unsigned kind)
 {
-    static const char *n[] = {"NONE", "MISMATCH", "P2P_MISMATCH", "RANK_DIED", "RANK_EXITED", "LAG"};
+    static const char *n[] = {"NONE",      "MISMATCH",    "P2P_MISMATCH",
+                              "RANK_DIED", "RANK_EXITED", "LAG"};
     return kind < NCG_V_KIND_MAX_ ? n[kind] : "?";
 }
 
 const char *ncg_v_func_name(unsigned func)
 {
-    static const char *n[] = {"?", "AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter",
-                              "AlltoAll", "Gather", "Scatter", "Send", "Recv"};
+    static const char *n[] = {"?",         "AllReduce",     "Broadcast", "Reduce",
+                              "AllGather", "ReduceScatter", "AlltoAll",  "Gather",
+                              "Scatter",   "Send",          "Recv"};
     return func < NCG_F_COUNT_ ? n[func] : "?";
 }
 
 const char *ncg_v_dtype_name(unsigned dtype)
 {
-    static const char *n[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+    static const char *n[] = {"int8",    "uint8",   "int32",   "uint32",   "int64",   "uint64",
                               "float16", "float32", "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
     return dtype < 12 ? n[dtype] : "?";
 }
@@ -77,13 +80,14 @@ const char *ncg_v_redop_name(unsigned redop)
 
 int ncg_call_same(const struct ncg_call *a, const struct ncg_call *b)
 {
-    return a->func == b->func && a->count == b->count && a->dtype == b->dtype && a->redop == b->redop &&
-           a->root == b->root;
+    return a->func == b->func && a->count == b->count && a->dtype == b->dtype &&
+           a->redop == b->redop && a->root == b->root;
 }
 
 static int rooted(unsigned func)
 {
-    return func == NCG_F_BROADCAST || func == NCG_F_REDUCE || func == NCG_F_GATHER || func == NCG_F_SCATTER;
+    return func == NCG_F_BROADCAST || func == NCG_F_REDUCE || func == NCG_F_GATHER ||
+           func == NCG_F_SCATTER;
 }
 
 char *ncg_call_format(const struct ncg_call *c, char *buf, size_t cap)
@@ -249,8 +253,8 @@ static const char *plural(const char *list)
 char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
 {
     char a[160], b[160];
-    int n = snprintf(buf, cap, "%s on comm %016" PRIx64 " (%u ranks)", ncg_verdict_name(v->kind), v->comm_id,
-                     v->nranks);
+    int n = snprintf(buf, cap, "%s on comm %016" PRIx64 " (%u ranks)", ncg_verdict_name(v->kind),
+                     v->comm_id, v->nranks);
     if (n < 0 || (size_t)n >= cap)
         return buf;
     size_t len = (size_t)n, left = cap - len;
@@ -258,28 +262,30 @@ char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
     case NCG_V_MISMATCH:
         if (v->ncalls >= 2)
             snprintf(buf + len, left, ": slot %" PRId64 ": %s on %s %s vs %s on %s %s", v->slot,
-                     ncg_call_format(&v->calls[v->ncalls - 1].call, a, sizeof a), plural(v->calls[v->ncalls - 1].ranks),
-                     v->calls[v->ncalls - 1].ranks, ncg_call_format(&v->calls[0].call, b, sizeof b),
-                     plural(v->calls[0].ranks), v->calls[0].ranks);
+                     ncg_call_format(&v->calls[v->ncalls - 1].call, a, sizeof a),
+                     plural(v->calls[v->ncalls - 1].ranks), v->calls[v->ncalls - 1].ranks,
+                     ncg_call_format(&v->calls[0].call, b, sizeof b), plural(v->calls[0].ranks),
+                     v->calls[0].ranks);
         else
             snprintf(buf + len, left, ": slot %" PRId64, v->slot);
         break;
     case NCG_V_P2P_MISMATCH:
         if (v->ncalls >= 2)
-            snprintf(buf + len, left, ": %s on rank %s vs %s on rank %s", ncg_call_format(&v->calls[0].call, a, sizeof a),
-                     v->calls[0].ranks, ncg_call_format(&v->calls[1].call, b, sizeof b), v->calls[1].ranks);
+            snprintf(buf + len, left, ": %s on rank %s vs %s on rank %s",
+                     ncg_call_format(&v->calls[0].call, a, sizeof a), v->calls[0].ranks,
+                     ncg_call_format(&v->calls[1].call, b, sizeof b), v->calls[1].ranks);
         break;
     case NCG_V_RANK_DIED:
-        snprintf(buf + len, left, ": %s %s died%s%s", plural(v->subject), v->subject, v->detail[0] ? ": " : "",
-                 v->detail);
+        snprintf(buf + len, left, ": %s %s died%s%s", plural(v->subject), v->subject,
+                 v->detail[0] ? ": " : "", v->detail);
         break;
     case NCG_V_RANK_EXITED:
-        snprintf(buf + len, left, ": %s %s exited while others issued calls it will never match", plural(v->subject),
-                 v->subject);
+        snprintf(buf + len, left, ": %s %s exited while others issued calls it will never match",
+                 plural(v->subject), v->subject);
         break;
     case NCG_V_LAG:
-        snprintf(buf + len, left, ": %s %s behind, nobody progressed%s%s", plural(v->subject), v->subject,
-                 v->detail[0] ? ": " : "", v->detail);
+        snprintf(buf + len, left, ": %s %s behind, nobody progressed%s%s", plural(v->subject),
+                 v->subject, v->detail[0] ? ": " : "", v->detail);
         break;
     default:
         break;
@@ -289,7 +295,8 @@ char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
 
 size_t ncg_verdict_wire_size(const struct ncg_verdict *v)
 {
-    return 64 + (size_t)v->ncalls * (40 + NCG_WIRE_STR + NCG_WIRE_SITE) + 2 * NCG_WIRE_STR + (size_t)v->nranks * 12;
+    return 64 + (size_t)v->ncalls * (40 + NCG_WIRE_STR + NCG_WIRE_SITE) + 2 * NCG_WIRE_STR +
+           (size_t)v->nranks * 12;
 }
 
 long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap)
@@ -324,8 +331,8 @@ struct ncg_verdict *ncg_verdict_decode(const uint8_t *p, size_t len)
     uint8_t kind = ncg_get8(&r), sev = ncg_get8(&r);
     uint64_t comm = ncg_get64(&r);
     uint32_t nranks = ncg_get32(&r);
-    if (r.err || kind == 0 || kind >= NCG_V_KIND_MAX_ || sev > NCG_SEV_ERROR || nranks > NCG_WIRE_MAX_RANKS ||
-        (size_t)nranks * 12 > len)
+    if (r.err || kind == 0 || kind >= NCG_V_KIND_MAX_ || sev > NCG_SEV_ERROR ||
+        nranks > NCG_WIRE_MAX_RANKS || (size_t)nranks * 12 > len)
         return NULL;
     struct ncg_verdict *v = ncg_verdict_new(nranks);
     if (!v)

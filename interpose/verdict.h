@@ -28,8 +28,8 @@ struct ncg_vcall {
 };
 
 struct ncg_verdict {
-    uint8_t kind;      /* enum ncg_verdict_kind */
-    uint8_t severity;  /* enum ncg_severity: WARN => print only, whatever NCCLGUARD_ACTION says */
+    uint8_t kind;     /* enum ncg_verdict_kind */
+    uint8_t severity; /* enum ncg_severity: WARN => print only, whatever NCCLGUARD_ACTION says */
     uint64_t comm_id;
     uint32_t nranks;
     int64_t slot;        /* -1 when not applicable */
@@ -38,8 +38,8 @@ struct ncg_verdict {
     struct ncg_vcall calls[NCG_WIRE_MAX_CALLS];
     char subject[NCG_WIRE_STR]; /* compact comm ranks the verdict is about */
     char detail[NCG_WIRE_STR];
-    int64_t *counts;   /* [nranks]: collective calls issued per comm rank, -1 unknown */
-    int32_t *members;  /* [nranks]: global rank of each comm rank, -1 unknown */
+    int64_t *counts;  /* [nranks]: collective calls issued per comm rank, -1 unknown */
+    int32_t *members; /* [nranks]: global rank of each comm rank, -1 unknown */
 };
 
 /* Allocates a zeroed verdict with counts/members arrays for nranks (counts and members set to
@@ -50,9 +50,9 @@ void ncg_verdict_free(struct ncg_verdict *v);
 /* Names for printing and for the report. Pure, never NULL. */
 const char *ncg_verdict_name(unsigned kind);  /* "MISMATCH", "P2P MISMATCH", ... */
 const char *ncg_verdict_key(unsigned kind);   /* "MISMATCH", "P2P_MISMATCH", ... (JSON) */
-const char *ncg_v_func_name(unsigned func);     /* "AllReduce", ... "?" */
-const char *ncg_v_dtype_name(unsigned dtype);   /* "float32", ... "?" */
-const char *ncg_v_redop_name(unsigned redop);   /* "sum", ..., "user", "" for none */
+const char *ncg_v_func_name(unsigned func);   /* "AllReduce", ... "?" */
+const char *ncg_v_dtype_name(unsigned dtype); /* "float32", ... "?" */
+const char *ncg_v_redop_name(unsigned redop); /* "sum", ..., "user", "" for none */
 
 /* 1 when two calls would match in NCCL: same function, count, datatype, op class, root/peer.
  * Pure; any thread; no allocation. */

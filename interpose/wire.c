@@ -49,10 +49,22 @@ static void get_call(struct ncg_rbuf *r, struct ncg_call *c)
     c->redop = ncg_get8(r);
 }
 
-void ncg_wire_put_call(struct ncg_wbuf *w, const struct ncg_call *c) { put_call(w, c); }
-void ncg_wire_get_call(struct ncg_rbuf *r, struct ncg_call *c) { get_call(r, c); }
-void ncg_wire_put_str(struct ncg_wbuf *w, const char *s, size_t bound) { put_str(w, s, bound); }
-int ncg_wire_get_str(struct ncg_rbuf *r, char *s, size_t bound) { return get_str(r, s, bound); }
+void ncg_wire_put_call(struct ncg_wbuf *w, const struct ncg_call *c)
+{
+    put_call(w, c);
+}
+void ncg_wire_get_call(struct ncg_rbuf *r, struct ncg_call *c)
+{
+    get_call(r, c);
+}
+void ncg_wire_put_str(struct ncg_wbuf *w, const char *s, size_t bound)
+{
+    put_str(w, s, bound);
+}
+int ncg_wire_get_str(struct ncg_rbuf *r, char *s, size_t bound)
+{
+    return get_str(r, s, bound);
+}
 
 long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap)
 {

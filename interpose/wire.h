@@ -13,25 +13,26 @@
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* verdicts carry per-rank arrays: 1 MiB bounds them */
 
-#define NCG_WIRE_MAX_COMMS 64u   /* comm entries per REPORT / GOODBYE */
-#define NCG_WIRE_MAX_SLOTS 32u   /* slots per QUERY / ANSWER (the narrowing fan-out K) */
-#define NCG_WIRE_MAX_P2P 64u     /* p2p records per P2P message */
-#define NCG_WIRE_MAX_CALLS 8u    /* distinct calls per VERDICT */
+#define NCG_WIRE_MAX_COMMS 64u /* comm entries per REPORT / GOODBYE */
+#define NCG_WIRE_MAX_SLOTS 32u /* slots per QUERY / ANSWER (the narrowing fan-out K) */
+#define NCG_WIRE_MAX_P2P 64u   /* p2p records per P2P message */
+#define NCG_WIRE_MAX_CALLS 8u  /* distinct calls per VERDICT */
 #define NCG_WIRE_MAX_RANKS 65536u
-#define NCG_WIRE_STR 256u        /* bound of every string field, NUL included */
-#define NCG_WIRE_SITE 128u       /* bound of a call-site string, NUL included */
+#define NCG_WIRE_STR 256u  /* bound of every string field, NUL included */
+#define NCG_WIRE_SITE 128u /* bound of a call-site string, NUL included */
 
 enum ncg_msg_type {
-    NCG_MSG_HELLO = 1,    /* client -> coord: first frame, carries the token */
-    NCG_MSG_WELCOME = 2,  /* coord -> client: token accepted */
-    NCG_MSG_REPORT = 3,   /* client -> coord: per-comm counts; also the heartbeat */
-    NCG_MSG_QUERY = 4,    /* coord -> client: send digests / records at these slots */
-    NCG_MSG_ANSWER = 5,   /* client -> coord */
-    NCG_MSG_P2P = 6,      /* client -> coord: recent send/recv records */
-    NCG_MSG_GOODBYE = 7,  /* client -> coord: comms destroyed, or the process exits cleanly */
-    NCG_MSG_VERDICT = 8,  /* coord -> client */
-    NCG_MSG_PING = 9,     /* coord -> client: the coordinator is alive */
-    NCG_MSG_SHUTDOWN = 10,/* coord -> client: its process exits cleanly (u.goodbye: its final counts) */
+    NCG_MSG_HELLO = 1,   /* client -> coord: first frame, carries the token */
+    NCG_MSG_WELCOME = 2, /* coord -> client: token accepted */
+    NCG_MSG_REPORT = 3,  /* client -> coord: per-comm counts; also the heartbeat */
+    NCG_MSG_QUERY = 4,   /* coord -> client: send digests / records at these slots */
+    NCG_MSG_ANSWER = 5,  /* client -> coord */
+    NCG_MSG_P2P = 6,     /* client -> coord: recent send/recv records */
+    NCG_MSG_GOODBYE = 7, /* client -> coord: comms destroyed, or the process exits cleanly */
+    NCG_MSG_VERDICT = 8, /* coord -> client */
+    NCG_MSG_PING = 9,    /* coord -> client: the coordinator is alive */
+    NCG_MSG_SHUTDOWN =
+        10, /* coord -> client: its process exits cleanly (u.goodbye: its final counts) */
     NCG_MSG_TYPE_MAX_
 };
 
@@ -53,7 +54,7 @@ struct ncg_report_entry {
     uint64_t comm_id;
     uint32_t nranks;
     uint32_t rank;
-    uint64_t count;   /* collective slots issued */
+    uint64_t count; /* collective slots issued */
     int32_t global_rank;
 };
 
@@ -73,13 +74,17 @@ struct ncg_msg_query {
 
 /* One call's comparable fields (the fingerprint) plus where it came from. */
 struct ncg_call {
-    uint64_t seq;      /* slot, or pair sequence for p2p */
+    uint64_t seq; /* slot, or pair sequence for p2p */
     uint64_t count;
-    int32_t root;      /* root or peer, -1 when none */
+    int32_t root; /* root or peer, -1 when none */
     uint8_t func, dtype, redop;
 };
 
-enum ncg_answer_status { NCG_ANS_OK = 0, NCG_ANS_GONE = 1 /* overwritten in the ring */, NCG_ANS_NONE = 2 };
+enum ncg_answer_status {
+    NCG_ANS_OK = 0,
+    NCG_ANS_GONE = 1 /* overwritten in the ring */,
+    NCG_ANS_NONE = 2
+};
 struct ncg_answer {
     uint8_t status;
     uint64_t digest;
@@ -96,10 +101,10 @@ struct ncg_msg_answer {
 };
 
 struct ncg_p2p_rec {
-    uint64_t seq;   /* k: the k-th send to / recv from peer on this comm */
+    uint64_t seq; /* k: the k-th send to / recv from peer on this comm */
     uint64_t count;
     int32_t peer;
-    uint8_t func;   /* NCG_F_SEND / NCG_F_RECV */
+    uint8_t func; /* NCG_F_SEND / NCG_F_RECV */
     uint8_t dtype;
 };
 

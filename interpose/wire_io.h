@@ -34,12 +34,27 @@ static inline void ncg_putbe(struct ncg_wbuf *w, uint64_t v, unsigned bytes)
         b[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
     ncg_putb(w, b, bytes);
 }
-static inline void ncg_put8(struct ncg_wbuf *w, uint8_t v) { ncg_putbe(w, v, 1); }
-static inline void ncg_put16(struct ncg_wbuf *w, uint16_t v) { ncg_putbe(w, v, 2); }
-static inline void ncg_put32(struct ncg_wbuf *w, uint32_t v) { ncg_putbe(w, v, 4); }
-static inline void ncg_put64(struct ncg_wbuf *w, uint64_t v) { ncg_putbe(w, v, 8); }
+static inline void ncg_put8(struct ncg_wbuf *w, uint8_t v)
+{
+    ncg_putbe(w, v, 1);
+}
+static inline void ncg_put16(struct ncg_wbuf *w, uint16_t v)
+{
+    ncg_putbe(w, v, 2);
+}
+static inline void ncg_put32(struct ncg_wbuf *w, uint32_t v)
+{
+    ncg_putbe(w, v, 4);
+}
+static inline void ncg_put64(struct ncg_wbuf *w, uint64_t v)
+{
+    ncg_putbe(w, v, 8);
+}
 
-static inline size_t ncg_rleft(const struct ncg_rbuf *r) { return r->err ? 0 : r->cap - r->pos; }
+static inline size_t ncg_rleft(const struct ncg_rbuf *r)
+{
+    return r->err ? 0 : r->cap - r->pos;
+}
 static inline void ncg_getb(struct ncg_rbuf *r, void *b, size_t n)
 {
     if (r->err || r->cap - r->pos < n) {
@@ -59,10 +74,22 @@ static inline uint64_t ncg_getbe(struct ncg_rbuf *r, unsigned bytes)
         v = (v << 8) | b[i];
     return v;
 }
-static inline uint8_t ncg_get8(struct ncg_rbuf *r) { return (uint8_t)ncg_getbe(r, 1); }
-static inline uint16_t ncg_get16(struct ncg_rbuf *r) { return (uint16_t)ncg_getbe(r, 2); }
-static inline uint32_t ncg_get32(struct ncg_rbuf *r) { return (uint32_t)ncg_getbe(r, 4); }
-static inline uint64_t ncg_get64(struct ncg_rbuf *r) { return ncg_getbe(r, 8); }
+static inline uint8_t ncg_get8(struct ncg_rbuf *r)
+{
+    return (uint8_t)ncg_getbe(r, 1);
+}
+static inline uint16_t ncg_get16(struct ncg_rbuf *r)
+{
+    return (uint16_t)ncg_getbe(r, 2);
+}
+static inline uint32_t ncg_get32(struct ncg_rbuf *r)
+{
+    return (uint32_t)ncg_getbe(r, 4);
+}
+static inline uint64_t ncg_get64(struct ncg_rbuf *r)
+{
+    return ncg_getbe(r, 8);
+}
 
 struct ncg_call;
 /* Shared field codecs (wire.c). Pure. */

@@ -21,7 +21,7 @@
         ncg_fn_##name real = NCG_REAL(name);                                                       \
         if (__builtin_expect(!real, 0))                                                            \
             return fail;                                                                           \
-        if (ncg_tls.depth != 0 || __atomic_load_n(&ncg_state, __ATOMIC_RELAXED) != NCG_ST_ACTIVE) \
+        if (ncg_tls.depth != 0 || __atomic_load_n(&ncg_state, __ATOMIC_RELAXED) != NCG_ST_ACTIVE)  \
             return real args;                                                                      \
         if (ncg_record_coll(__builtin_return_address(0), NCG_FP_COLL fp) < 0)                      \
             return ncclRemoteError;                                                                \
@@ -37,7 +37,7 @@
         ncg_fn_##name real = NCG_REAL(name);                                                       \
         if (__builtin_expect(!real, 0))                                                            \
             return fail;                                                                           \
-        if (ncg_tls.depth != 0 || __atomic_load_n(&ncg_state, __ATOMIC_RELAXED) != NCG_ST_ACTIVE) \
+        if (ncg_tls.depth != 0 || __atomic_load_n(&ncg_state, __ATOMIC_RELAXED) != NCG_ST_ACTIVE)  \
             return real args;                                                                      \
         if (ncg_record_p2p(__builtin_return_address(0), NCG_FP_P2P fp) < 0)                        \
             return ncclRemoteError;                                                                \
@@ -79,7 +79,8 @@
             real args;                                                                             \
     }
 
-#define NCG_API(ret, name, params, args, cls, wrap, fail, fp) NCG_WRAP_##wrap(ret, name, params, args, fail, fp)
+#define NCG_API(ret, name, params, args, cls, wrap, fail, fp)                                      \
+    NCG_WRAP_##wrap(ret, name, params, args, fail, fp)
 #include "api.def"
 #undef NCG_API
 

@@ -10,6 +10,7 @@ have_hdr ck_pr.h || need+=(libck-dev)
 have_hdr libunwind.h || need+=(libunwind-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v clang >/dev/null 2>&1 || need+=(clang)
+command -v clang-format >/dev/null 2>&1 || need+=(clang-format)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 [ ${#need[@]} -eq 0 ] && exit 0
 echo "ncclguard: installing build dependencies: ${need[*]}" >&2

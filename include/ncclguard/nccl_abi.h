@@ -16,8 +16,8 @@ extern "C" {
 #define NCG_NCCL_ABI_MINOR 28
 #define NCG_NCCL_ABI_PATCH 9
 /* NCCL's version code for X.Y.Z with Y > 8: X*10000 + Y*100 + Z. */
-#define NCG_NCCL_VERSION_CODE(x, y, z) \
-    (((x) <= 2 && (y) <= 8) ? (x) * 1000 + (y) * 100 + (z) : (x) * 10000 + (y) * 100 + (z))
+#define NCG_NCCL_VERSION_CODE(x, y, z)                                                             \
+    (((x) <= 2 && (y) <= 8) ? (x)*1000 + (y)*100 + (z) : (x)*10000 + (y)*100 + (z))
 
 typedef struct ncclComm *ncclComm_t;
 typedef struct ncclWindow_vidmem *ncclWindow_t;
@@ -71,15 +71,15 @@ typedef struct ncclConfig_v22800 {
 } ncclConfig_t;
 
 #define NCG_NCCL_CONFIG_MAGIC 0xcafebeefu
-#define NCCL_CONFIG_INITIALIZER                                                                  \
-    {                                                                                            \
-        sizeof(ncclConfig_t), NCG_NCCL_CONFIG_MAGIC,                                             \
-            NCG_NCCL_VERSION_CODE(NCG_NCCL_ABI_MAJOR, NCG_NCCL_ABI_MINOR, NCG_NCCL_ABI_PATCH),   \
-            NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                 \
-            NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,                 \
-            NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,                 \
-            NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                 \
-            NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT                                         \
+#define NCCL_CONFIG_INITIALIZER                                                                    \
+    {                                                                                              \
+        sizeof(ncclConfig_t), NCG_NCCL_CONFIG_MAGIC,                                               \
+            NCG_NCCL_VERSION_CODE(NCG_NCCL_ABI_MAJOR, NCG_NCCL_ABI_MINOR, NCG_NCCL_ABI_PATCH),     \
+            NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                   \
+            NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,                   \
+            NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,                   \
+            NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                   \
+            NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT                                           \
     }
 
 typedef struct ncclSimInfo_v22200 {
@@ -129,8 +129,8 @@ typedef struct CUstream_st *cudaStream_t;
 #endif
 
 /* The host API, in nccl.h's order. Each has a strong pnccl twin in the real library. */
-#define NCG_DECLARE_BOTH(ret, name, params) \
-    ret name params;                        \
+#define NCG_DECLARE_BOTH(ret, name, params)                                                        \
+    ret name params;                                                                               \
     ret p##name params;
 
 NCG_DECLARE_BOTH(ncclResult_t, ncclMemAlloc, (void **ptr, size_t size))
@@ -138,7 +138,8 @@ NCG_DECLARE_BOTH(ncclResult_t, ncclMemFree, (void *ptr))
 NCG_DECLARE_BOTH(ncclResult_t, ncclGetVersion, (int *version))
 NCG_DECLARE_BOTH(ncclResult_t, ncclGetUniqueId, (ncclUniqueId * uniqueId))
 NCG_DECLARE_BOTH(ncclResult_t, ncclCommInitRankConfig,
-                 (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config))
+                 (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank,
+                  ncclConfig_t *config))
 NCG_DECLARE_BOTH(ncclResult_t, ncclCommInitRank,
                  (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank))
 NCG_DECLARE_BOTH(ncclResult_t, ncclCommInitAll, (ncclComm_t * comm, int ndev, const int *devlist))
@@ -149,8 +150,8 @@ NCG_DECLARE_BOTH(ncclResult_t, ncclCommRevoke, (ncclComm_t comm, int revokeFlags
 NCG_DECLARE_BOTH(ncclResult_t, ncclCommSplit,
                  (ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config))
 NCG_DECLARE_BOTH(ncclResult_t, ncclCommShrink,
-                 (ncclComm_t comm, int *excludeRanksList, int excludeRanksCount, ncclComm_t *newcomm,
-                  ncclConfig_t *config, int shrinkFlags))
+                 (ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
+                  ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags))
 NCG_DECLARE_BOTH(ncclResult_t, ncclCommInitRankScalable,
                  (ncclComm_t * newcomm, int nranks, int myrank, int nId, ncclUniqueId *commIds,
                   ncclConfig_t *config))

@@ -13,9 +13,11 @@
 #define NCG_SHM_MAGIC 0x314452415547434eull /* "NCGUARD1" little-endian */
 #define NCG_SHM_LAYOUT_VERSION 1u
 
-#define NCG_SHM_MAX_COMMS 64u    /* communicators tracked per process; more are counted, not recorded */
-#define NCG_COLL_RING 1024u      /* collective records kept per communicator (power of two) */
-#define NCG_P2P_RING 256u        /* send/recv records kept per communicator (power of two) */
+/* Communicators tracked per process (more are counted, not recorded), and the records kept per
+ * communicator in its collective and send/recv rings (powers of two). */
+#define NCG_SHM_MAX_COMMS 64u
+#define NCG_COLL_RING 1024u
+#define NCG_P2P_RING 256u
 
 /* Process state (ncg_shm_header.state). */
 enum ncg_proc_state {
@@ -52,17 +54,17 @@ enum ncg_func {
  * same even stamp before and after (acquire) and the stamp names the index it wanted. */
 struct ncg_shm_record {
     uint64_t stamp;
-    uint64_t seq;        /* collective slot on this comm (coll ring) or pair sequence (p2p ring) */
-    uint64_t count;      /* elements (recvcount for ReduceScatter, sendcount for AllGather) */
-    uint64_t digest;     /* coll ring: chained digest of fingerprints of slots 0..seq */
-    uint64_t caller_pc;  /* return address of the application's call */
-    uint64_t t_ns;       /* CLOCK_MONOTONIC when the call was issued */
-    uint32_t tid;        /* issuing thread */
-    int32_t root_or_peer;/* root (rooted collectives), peer (send/recv), -1 otherwise */
-    uint8_t func;        /* enum ncg_func */
-    uint8_t dtype;       /* ncclDataType_t */
-    uint8_t redop;       /* 0..4 or NCG_REDOP_NONE / NCG_REDOP_USER */
-    uint8_t flags;       /* NCG_REC_* */
+    uint64_t seq;         /* collective slot on this comm (coll ring) or pair sequence (p2p ring) */
+    uint64_t count;       /* elements (recvcount for ReduceScatter, sendcount for AllGather) */
+    uint64_t digest;      /* coll ring: chained digest of fingerprints of slots 0..seq */
+    uint64_t caller_pc;   /* return address of the application's call */
+    uint64_t t_ns;        /* CLOCK_MONOTONIC when the call was issued */
+    uint32_t tid;         /* issuing thread */
+    int32_t root_or_peer; /* root (rooted collectives), peer (send/recv), -1 otherwise */
+    uint8_t func;         /* enum ncg_func */
+    uint8_t dtype;        /* ncclDataType_t */
+    uint8_t redop;        /* 0..4 or NCG_REDOP_NONE / NCG_REDOP_USER */
+    uint8_t flags;        /* NCG_REC_* */
     uint32_t reserved;
 };
 _Static_assert(sizeof(struct ncg_shm_record) == 64, "record layout");
@@ -77,15 +79,20 @@ enum ncg_comm_state {
 };
 
 /* Comm origin (ncg_shm_comm.origin). */
-enum ncg_comm_origin { NCG_ORIGIN_ROOT = 1, NCG_ORIGIN_SPLIT = 2, NCG_ORIGIN_SHRINK = 3, NCG_ORIGIN_INITALL = 4 };
+enum ncg_comm_origin {
+    NCG_ORIGIN_ROOT = 1,
+    NCG_ORIGIN_SPLIT = 2,
+    NCG_ORIGIN_SHRINK = 3,
+    NCG_ORIGIN_INITALL = 4
+};
 
 /* One communicator. Header fields are written once at creation (before state is published
  * with a release store) except the counters, which the issuing thread updates. */
 struct ncg_shm_comm {
-    uint32_t state;      /* enum ncg_comm_state; FREE until the fields below are valid */
-    uint32_t origin;     /* enum ncg_comm_origin */
-    uint64_t comm_id;    /* identity, equal on every member (DESIGN.md rules) */
-    uint64_t parent_id;  /* 0 for root comms */
+    uint32_t state;     /* enum ncg_comm_state; FREE until the fields below are valid */
+    uint32_t origin;    /* enum ncg_comm_origin */
+    uint64_t comm_id;   /* identity, equal on every member (DESIGN.md rules) */
+    uint64_t parent_id; /* 0 for root comms */
     int32_t rank;
     int32_t nranks;
     uint64_t coll_seq;   /* collective slots issued so far (next slot number) */
@@ -102,30 +109,31 @@ _Static_assert(offsetof(struct ncg_shm_comm, coll) == 64, "comm layout");
 struct ncg_shm_header {
     uint64_t magic;
     uint32_t layout_version;
-    uint32_t header_size;    /* NCG_SHM_HEADER_SIZE */
-    uint32_t comm_size;      /* sizeof(struct ncg_shm_comm) */
-    uint32_t max_comms;      /* NCG_SHM_MAX_COMMS */
-    uint32_t coll_ring;      /* NCG_COLL_RING */
-    uint32_t p2p_ring;       /* NCG_P2P_RING */
+    uint32_t header_size; /* NCG_SHM_HEADER_SIZE */
+    uint32_t comm_size;   /* sizeof(struct ncg_shm_comm) */
+    uint32_t max_comms;   /* NCG_SHM_MAX_COMMS */
+    uint32_t coll_ring;   /* NCG_COLL_RING */
+    uint32_t p2p_ring;    /* NCG_P2P_RING */
     int32_t pid;
-    uint32_t state;          /* enum ncg_proc_state */
-    uint64_t start_ticks;    /* /proc/<pid>/stat starttime: tells a reused pid apart */
-    int32_t global_rank;     /* $RANK, or -1 */
-    int32_t local_rank;      /* $LOCAL_RANK, or -1 */
-    int32_t world_size;      /* $WORLD_SIZE, or -1 */
-    uint32_t ncomms;         /* comm slots in use (published with release) */
-    uint32_t comms_dropped;  /* communicators beyond max_comms, not recorded */
-    uint32_t verdict_kind;   /* 0 or a verdict code (interpose/verdict.h), valid in VERDICT state */
-    uint64_t heartbeat_ns;   /* CLOCK_MONOTONIC, bumped by the checker thread */
-    uint64_t verdict_comm;   /* comm_id the verdict is about */
+    uint32_t state;         /* enum ncg_proc_state */
+    uint64_t start_ticks;   /* /proc/<pid>/stat starttime: tells a reused pid apart */
+    int32_t global_rank;    /* $RANK, or -1 */
+    int32_t local_rank;     /* $LOCAL_RANK, or -1 */
+    int32_t world_size;     /* $WORLD_SIZE, or -1 */
+    uint32_t ncomms;        /* comm slots in use (published with release) */
+    uint32_t comms_dropped; /* communicators beyond max_comms, not recorded */
+    uint32_t verdict_kind;  /* 0 or a verdict code (interpose/verdict.h), valid in VERDICT state */
+    uint64_t heartbeat_ns;  /* CLOCK_MONOTONIC, bumped by the checker thread */
+    uint64_t verdict_comm;  /* comm_id the verdict is about */
     char hostname[64];
-    char cmdline[192];       /* argv joined by spaces, truncated */
-    char verdict_text[256];  /* one-line summary of the verdict */
-    char report_path[256];   /* the JSON report, when written */
+    char cmdline[192];      /* argv joined by spaces, truncated */
+    char verdict_text[256]; /* one-line summary of the verdict */
+    char report_path[256];  /* the JSON report, when written */
 };
 _Static_assert(sizeof(struct ncg_shm_header) <= NCG_SHM_HEADER_SIZE, "header fits");
 
-#define NCG_SHM_SIZE ((size_t)NCG_SHM_HEADER_SIZE + (size_t)NCG_SHM_MAX_COMMS * sizeof(struct ncg_shm_comm))
+#define NCG_SHM_SIZE                                                                               \
+    ((size_t)NCG_SHM_HEADER_SIZE + (size_t)NCG_SHM_MAX_COMMS * sizeof(struct ncg_shm_comm))
 
 static inline struct ncg_shm_comm *ncg_shm_comm_at(struct ncg_shm_header *h, uint32_t i)
 {

@@ -55,19 +55,48 @@ int main(void)
     VAL(NCCL_REVOKE_DEFAULT);
     VAL(NCCL_WIN_DEFAULT);
     VAL(NCCL_WIN_COLL_SYMMETRIC);
-    VAL(ncclSuccess); VAL(ncclUnhandledCudaError); VAL(ncclSystemError); VAL(ncclInternalError);
-    VAL(ncclInvalidArgument); VAL(ncclInvalidUsage); VAL(ncclRemoteError); VAL(ncclInProgress);
+    VAL(ncclSuccess);
+    VAL(ncclUnhandledCudaError);
+    VAL(ncclSystemError);
+    VAL(ncclInternalError);
+    VAL(ncclInvalidArgument);
+    VAL(ncclInvalidUsage);
+    VAL(ncclRemoteError);
+    VAL(ncclInProgress);
     VAL(ncclNumResults);
-    VAL(ncclSum); VAL(ncclProd); VAL(ncclMax); VAL(ncclMin); VAL(ncclAvg); VAL(ncclNumOps); VAL(ncclMaxRedOp);
-    VAL(ncclInt8); VAL(ncclChar); VAL(ncclUint8); VAL(ncclInt32); VAL(ncclInt); VAL(ncclUint32);
-    VAL(ncclInt64); VAL(ncclUint64); VAL(ncclFloat16); VAL(ncclHalf); VAL(ncclFloat32); VAL(ncclFloat);
-    VAL(ncclFloat64); VAL(ncclDouble); VAL(ncclBfloat16); VAL(ncclFloat8e4m3); VAL(ncclFloat8e5m2);
+    VAL(ncclSum);
+    VAL(ncclProd);
+    VAL(ncclMax);
+    VAL(ncclMin);
+    VAL(ncclAvg);
+    VAL(ncclNumOps);
+    VAL(ncclMaxRedOp);
+    VAL(ncclInt8);
+    VAL(ncclChar);
+    VAL(ncclUint8);
+    VAL(ncclInt32);
+    VAL(ncclInt);
+    VAL(ncclUint32);
+    VAL(ncclInt64);
+    VAL(ncclUint64);
+    VAL(ncclFloat16);
+    VAL(ncclHalf);
+    VAL(ncclFloat32);
+    VAL(ncclFloat);
+    VAL(ncclFloat64);
+    VAL(ncclDouble);
+    VAL(ncclBfloat16);
+    VAL(ncclFloat8e4m3);
+    VAL(ncclFloat8e5m2);
     VAL(ncclNumTypes);
-    VAL(ncclScalarDevice); VAL(ncclScalarHostImmediate);
+    VAL(ncclScalarDevice);
+    VAL(ncclScalarHostImmediate);
     ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
-    printf("initializer size=%zu magic=%#x version=%u blocking=%d cga=%d minCTAs=%d maxCTAs=%d net=%p split=%d tc=%d name=%p collnet=%d policy=%d shrink=%d nvls=%d perpeer=%d nvlink=%d\n",
-           c.size, c.magic, c.version, c.blocking, c.cgaClusterSize, c.minCTAs, c.maxCTAs, (void *)c.netName,
-           c.splitShare, c.trafficClass, (void *)c.commName, c.collnetEnable, c.CTAPolicy, c.shrinkShare,
-           c.nvlsCTAs, c.nChannelsPerNetPeer, c.nvlinkCentricSched);
+    printf(
+        "initializer size=%zu magic=%#x version=%u blocking=%d cga=%d minCTAs=%d maxCTAs=%d net=%p "
+        "split=%d tc=%d name=%p collnet=%d policy=%d shrink=%d nvls=%d perpeer=%d nvlink=%d\n",
+        c.size, c.magic, c.version, c.blocking, c.cgaClusterSize, c.minCTAs, c.maxCTAs,
+        (void *)c.netName, c.splitShare, c.trafficClass, (void *)c.commName, c.collnetEnable,
+        c.CTAPolicy, c.shrinkShare, c.nvlsCTAs, c.nChannelsPerNetPeer, c.nvlinkCentricSched);
     return 0;
 }

@@ -3,8 +3,8 @@
  * its pnccl twin is redeclared after the real header, and C rejects conflicting types. */
 #include <nccl.h>
 
-#define NCG_API(ret, name, params, args, cls, wrap, fail, fp) \
-    ret name params;                                          \
+#define NCG_API(ret, name, params, args, cls, wrap, fail, fp)                                      \
+    ret name params;                                                                               \
     ret p##name params;
 #include "api.def"
 #undef NCG_API

@@ -4,7 +4,8 @@
  * Children inherit stdout/stderr. It waits for all of them, prints one line per rank that did
  * not exit 0 ("ncg-launch: rank R exited with status S" / "killed by signal SIG"), and exits
  * with the first non-zero status of any rank (128+SIG for a signal), 0 if all
- * exited 0 ("first" in time), or 124 after SIGKILLing every rank still running when TIMEOUT_S passes. */
+ * exited 0 ("first" in time), or 124 after SIGKILLing every rank still running when TIMEOUT_S
+ * passes. */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -112,7 +113,8 @@ int main(int argc, char **argv)
         pids[r] = p;
     }
     if (timeout > 0) {
-        struct itimerval it = {{0, 0}, {(time_t)timeout, (suseconds_t)((timeout - (double)(time_t)timeout) * 1e6)}};
+        struct itimerval it = {
+            {0, 0}, {(time_t)timeout, (suseconds_t)((timeout - (double)(time_t)timeout) * 1e6)}};
         setitimer(ITIMER_REAL, &it, NULL);
     }
     int left = n, timed_out = 0, rc = 0;

@@ -16,8 +16,14 @@ static int env_int(const char *name, int dflt)
     return s && *s ? atoi(s) : dflt;
 }
 
-int ncg_test_rank(void) { return env_int("RANK", 0); }
-int ncg_test_world(void) { return env_int("WORLD_SIZE", 1); }
+int ncg_test_rank(void)
+{
+    return env_int("RANK", 0);
+}
+int ncg_test_world(void)
+{
+    return env_int("WORLD_SIZE", 1);
+}
 
 void ncg_test_fail(const char *what, ncclResult_t r, const char *file, int line)
 {
@@ -68,4 +74,7 @@ int ncg_test_share_id_named(ncclUniqueId *id, const char *suffix)
     return -1;
 }
 
-int ncg_test_share_id(ncclUniqueId *id) { return ncg_test_share_id_named(id, NULL); }
+int ncg_test_share_id(ncclUniqueId *id)
+{
+    return ncg_test_share_id_named(id, NULL);
+}

@@ -26,11 +26,11 @@ int ncg_test_share_id_named(ncclUniqueId *id, const char *suffix);
 /* ncg_test_share_id_named(id, NULL). */
 int ncg_test_share_id(ncclUniqueId *id);
 /* Print "<prog>: rank R: <call> failed: <error string>" and exit(1) when r != ncclSuccess. */
-#define NCG_CHECK(call)                                                                          \
-    do {                                                                                         \
-        ncclResult_t ncg_r_ = (call);                                                            \
-        if (ncg_r_ != ncclSuccess)                                                               \
-            ncg_test_fail(#call, ncg_r_, __FILE__, __LINE__);                                    \
+#define NCG_CHECK(call)                                                                            \
+    do {                                                                                           \
+        ncclResult_t ncg_r_ = (call);                                                              \
+        if (ncg_r_ != ncclSuccess)                                                                 \
+            ncg_test_fail(#call, ncg_r_, __FILE__, __LINE__);                                      \
     } while (0)
 void ncg_test_fail(const char *what, ncclResult_t r, const char *file, int line)
     __attribute__((noreturn));

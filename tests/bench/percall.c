@@ -74,7 +74,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < nt; i++)
         memcpy(all + (size_t)i * nbatches, ts[i].ns, (size_t)nbatches * sizeof(double));
     qsort(all, n, sizeof *all, cmp);
-    printf("%-10s threads=%d median_ns=%.1f p99_ns=%.1f\n", label, nt, all[n / 2], all[(size_t)(n * 0.99)]);
+    printf("%-10s threads=%d median_ns=%.1f p99_ns=%.1f\n", label, nt, all[n / 2],
+           all[(size_t)(n * 0.99)]);
     for (int i = 0; i < nt; i++)
         ncclCommDestroy(ts[i].comm);
     return 0;

@@ -31,7 +31,9 @@ static int dial(const char *host, const char *port)
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: rawconn HOST PORT garbage|truncated|badtoken|silent|tokenhello [N|TOKEN]\n");
+        fprintf(
+            stderr,
+            "usage: rawconn HOST PORT garbage|truncated|badtoken|silent|tokenhello [N|TOKEN]\n");
         return 2;
     }
     const char *mode = argv[3];

@@ -125,7 +125,8 @@ int main(int argc, char **argv)
         }
         pthread_join(th, NULL);
         int st = 0;
-        if (worker > 0 && (waitpid(worker, &st, 0) != worker || !WIFEXITED(st) || WEXITSTATUS(st) != 0)) {
+        if (worker > 0 &&
+            (waitpid(worker, &st, 0) != worker || !WIFEXITED(st) || WEXITSTATUS(st) != 0)) {
             fprintf(stderr, "scen: rank %d: worker exited badly (%d)\n", rank, st);
             return 4;
         }

@@ -66,7 +66,8 @@ static void test_wire(void)
     m1.type = NCG_MSG_REPORT;
     m1.u.report.n = 3;
     for (int i = 0; i < 3; i++)
-        m1.u.report.e[i] = (struct ncg_report_entry){0xabc + (uint64_t)i, 16, (uint32_t)i, 1000 + (uint64_t)i, i};
+        m1.u.report.e[i] =
+            (struct ncg_report_entry){0xabc + (uint64_t)i, 16, (uint32_t)i, 1000 + (uint64_t)i, i};
     roundtrip(&m1);
 
     memset(&m1, 0, sizeof m1);
@@ -83,7 +84,8 @@ static void test_wire(void)
     m1.type = NCG_MSG_ANSWER;
     m1.u.answer.comm_id = 7;
     m1.u.answer.n = 2;
-    m1.u.answer.a[0] = (struct ncg_answer){NCG_ANS_OK, 0xdead, {5, 64, -1, NCG_F_ALLREDUCE, 7, 0}, "main+0x10"};
+    m1.u.answer.a[0] =
+        (struct ncg_answer){NCG_ANS_OK, 0xdead, {5, 64, -1, NCG_F_ALLREDUCE, 7, 0}, "main+0x10"};
     m1.u.answer.a[1] = (struct ncg_answer){NCG_ANS_GONE, 0, {6, 0, 0, 0, 0, 0}, ""};
     roundtrip(&m1);
 
@@ -213,8 +215,10 @@ static void test_group_and_render(void)
     EXPECT(!strcmp(v->calls[1].site, "barrier+0x8"));
     char s[1024];
     ncg_verdict_summary(v, s, sizeof s);
-    EXPECT(strstr(s, "AllReduce(count=1, float32, sum) on rank 3 vs ReduceScatter(count=64, bfloat16, sum) on ranks 0-2,4-15"));
-    struct ncg_diag_ctx x = {3, 3, 99, "host", "slot 48 AllReduce(...)", "barrier+0x8", "abort", 86, "/tmp/r.json", -1};
+    EXPECT(strstr(s, "AllReduce(count=1, float32, sum) on rank 3 vs ReduceScatter(count=64, "
+                     "bfloat16, sum) on ranks 0-2,4-15"));
+    struct ncg_diag_ctx x = {
+        3, 3, 99, "host", "slot 48 AllReduce(...)", "barrier+0x8", "abort", 86, "/tmp/r.json", -1};
     static char d[16384];
     ncg_diag_render(v, &x, d, sizeof d);
     /* every line starts with the prefix */
@@ -288,8 +292,11 @@ static void sim_drop(void *arg, int conn)
 static void sim_init(int n, uint64_t token, double lag_warn, double lag_abort)
 {
     memset(&S, 0, sizeof S);
-    struct ncg_coord_params p = {.token = token, .interval_ms = 100, .heartbeat_timeout_s = 5,
-                                 .lag_warn_s = lag_warn, .lag_abort_s = lag_abort};
+    struct ncg_coord_params p = {.token = token,
+                                 .interval_ms = 100,
+                                 .heartbeat_timeout_s = 5,
+                                 .lag_warn_s = lag_warn,
+                                 .lag_abort_s = lag_abort};
     struct ncg_coord_ops ops = {sim_send, sim_drop, NULL};
     S.co = ncg_coord_new(&p, &ops);
     S.nconn = n;
@@ -330,7 +337,8 @@ static void sim_round(int alive_mask)
             continue;
         struct ncg_msg m = {.type = NCG_MSG_REPORT};
         m.u.report.n = 1;
-        m.u.report.e[0] = (struct ncg_report_entry){0xc0, (uint32_t)S.nconn, (uint32_t)r, S.count[r], r};
+        m.u.report.e[0] =
+            (struct ncg_report_entry){0xc0, (uint32_t)S.nconn, (uint32_t)r, S.count[r], r};
         ncg_coord_message(S.co, r, &m, S.now);
     }
     for (int loop = 0; loop < 8; loop++) {
@@ -404,7 +412,8 @@ static void test_coord_mismatch(void)
     EXPECT(total_verdicts() == 4);
     EXPECT(S.vkind[0] == NCG_V_MISMATCH);
     EXPECT(strstr(S.vsum[0], "slot 437") != NULL);
-    EXPECT(strstr(S.vsum[0], "AllReduce(count=9, float32, sum) on rank 2 vs AllReduce(count=8, float32, sum) on ranks 0-1,3"));
+    EXPECT(strstr(S.vsum[0], "AllReduce(count=9, float32, sum) on rank 2 vs AllReduce(count=8, "
+                             "float32, sum) on ranks 0-1,3"));
     ncg_coord_free(S.co);
 }
 
@@ -448,7 +457,9 @@ static void test_coord_p2p(void)
     ncg_coord_message(S.co, 1, &p, S.now);
     EXPECT(S.verdicts[0] == 1 && S.verdicts[1] == 1);
     EXPECT(S.vkind[1] == NCG_V_P2P_MISMATCH);
-    EXPECT(strstr(S.vsum[1], "Send(count=33, float32, peer=1) on rank 0 vs Recv(count=32, float32, peer=0) on rank 1"));
+    EXPECT(strstr(
+        S.vsum[1],
+        "Send(count=33, float32, peer=1) on rank 0 vs Recv(count=32, float32, peer=0) on rank 1"));
     ncg_coord_free(S.co);
 }
 

@@ -32,8 +32,8 @@ static void test_read_record(void)
     ring[0].stamp = 2;
     CHECK(ncg_cli_read_record(ring, 8, 0, &out) == 0 && out.count == 5);
     ring[3] = r;
-    ring[3].stamp = 2 * 11 + 2; /* index 11 lives at position 3 */
-    CHECK(ncg_cli_read_record(ring, 8, 3, &out) == -ENOENT);  /* overwritten by 11 */
+    ring[3].stamp = 2 * 11 + 2;                              /* index 11 lives at position 3 */
+    CHECK(ncg_cli_read_record(ring, 8, 3, &out) == -ENOENT); /* overwritten by 11 */
     CHECK(ncg_cli_read_record(ring, 8, 11, &out) == 0);
     CHECK(ncg_cli_read_record(ring, 8, 19, &out) == -ENOENT); /* not written yet */
 }
@@ -140,8 +140,9 @@ static void test_ranks(void)
 
 static void test_json(void)
 {
-    const char *doc = "{\"format\":\"ncclguard-report\",\"version\":1,\"a\":[1,-2.5e3,true,false,null,"
-                      "{\"s\":\"q\\\"\\u00e9\\n\"}],\"comm\":{\"id\":\"ab\",\"size\":4}}";
+    const char *doc =
+        "{\"format\":\"ncclguard-report\",\"version\":1,\"a\":[1,-2.5e3,true,false,null,"
+        "{\"s\":\"q\\\"\\u00e9\\n\"}],\"comm\":{\"id\":\"ab\",\"size\":4}}";
     size_t len = strlen(doc), at;
     struct ncg_json *j = ncg_cli_json_parse(doc, len, &at);
     CHECK(j != NULL);
@@ -162,8 +163,8 @@ static void test_json(void)
         ncg_cli_json_free(j);
         free(p);
     }
-    const char *bad[] = {"", "{", "[1,]", "{\"a\"}", "{\"a\":1,}", "\"\\x\"", "01x", "[1 2]",
-                         "{\"a\":1} x", "\"\\u12\"", "nul", "\"a\nb\""};
+    const char *bad[] = {"",    "{",     "[1,]",        "{\"a\"}",   "{\"a\":1,}", "\"\\x\"",
+                         "01x", "[1 2]", "{\"a\":1} x", "\"\\u12\"", "nul",        "\"a\nb\""};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         j = ncg_cli_json_parse(bad[i], strlen(bad[i]), &at);
         CHECK(j == NULL);

@@ -50,7 +50,7 @@ static struct gen_ent {
     uint64_t idh;
     int rank;
     uint64_t count;
-} *g_gen;
+} * g_gen;
 static size_t g_gen_n, g_gen_cap;
 
 static uint64_t next_generation(uint64_t idh, int rank)
@@ -157,7 +157,10 @@ FN_ALIAS(ncclGroupSimulateEnd);
 
 /* ---- communicators ---- */
 
-static int comm_ok(const struct ncclComm *c) { return c && c->magic == FN_COMM_MAGIC; }
+static int comm_ok(const struct ncclComm *c)
+{
+    return c && c->magic == FN_COMM_MAGIC;
+}
 
 /* Checks shared by calls that use a communicator. */
 static ncclResult_t comm_usable(struct ncclComm *c)
@@ -263,8 +266,8 @@ static ncclResult_t init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *
     uint64_t idh = id_hash(id);
     uint64_t hash = mix64(mix64(idh, next_generation(idh, rank)), 0x524f4f54 /* ROOT */);
     struct ncclComm *c;
-    ncclResult_t r = comm_create(&c, nranks, rank, hash, config_blocking(config, 1),
-                                 env_int("LOCAL_RANK", 0));
+    ncclResult_t r =
+        comm_create(&c, nranks, rank, hash, config_blocking(config, 1), env_int("LOCAL_RANK", 0));
     if (r != ncclSuccess)
         return r;
     *comm = c;
@@ -368,9 +371,16 @@ FN_API ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm
     }
     /* Split is collective over the parent: an internal allgather of (color, key). It runs
      * now even inside a group (documented limit). */
-    struct fn_op op = {.kind = FN_OP_COLL, .comm = comm, .fn = FN_SPLIT, .sendbuff = mine,
-                       .recvbuff = all, .count = 2, .dtype = ncclInt32, .op = ncclSum,
-                       .root = 0, .seq = comm->coll_issued++};
+    struct fn_op op = {.kind = FN_OP_COLL,
+                       .comm = comm,
+                       .fn = FN_SPLIT,
+                       .sendbuff = mine,
+                       .recvbuff = all,
+                       .count = 2,
+                       .dtype = ncclInt32,
+                       .op = ncclSum,
+                       .root = 0,
+                       .seq = comm->coll_issued++};
     r = fn_run(&op, 1);
     uint64_t ctr = comm->split_count++;
     if (r == ncclSuccess && color != NCCL_SPLIT_NOCOLOR) {
@@ -613,9 +623,16 @@ static ncclResult_t coll(int fn, const void *sendbuff, void *recvbuff, size_t co
         fn_set_last_error("NULL buffer");
         return ncclInvalidArgument;
     }
-    struct fn_op o = {.kind = FN_OP_COLL, .comm = comm, .fn = fn, .sendbuff = sendbuff,
-                      .recvbuff = recvbuff, .count = count, .dtype = dt, .op = op,
-                      .root = rooted(fn) ? root : 0, .seq = comm->coll_issued++};
+    struct fn_op o = {.kind = FN_OP_COLL,
+                      .comm = comm,
+                      .fn = fn,
+                      .sendbuff = sendbuff,
+                      .recvbuff = recvbuff,
+                      .count = count,
+                      .dtype = dt,
+                      .op = op,
+                      .root = rooted(fn) ? root : 0,
+                      .seq = comm->coll_issued++};
     return submit(&o);
 }
 
@@ -710,8 +727,14 @@ static ncclResult_t p2p(int kind, const void *sendbuff, void *recvbuff, size_t c
     if (count > 0 && !(kind == FN_OP_SEND ? sendbuff : recvbuff))
         return ncclInvalidArgument;
     uint64_t *issued = kind == FN_OP_SEND ? comm->send_issued : comm->recv_issued;
-    struct fn_op o = {.kind = kind, .comm = comm, .sendbuff = sendbuff, .recvbuff = recvbuff,
-                      .count = count, .dtype = dt, .root = peer, .seq = issued[peer]++};
+    struct fn_op o = {.kind = kind,
+                      .comm = comm,
+                      .sendbuff = sendbuff,
+                      .recvbuff = recvbuff,
+                      .count = count,
+                      .dtype = dt,
+                      .root = peer,
+                      .seq = issued[peer]++};
     return submit(&o);
 }
 
@@ -836,15 +859,24 @@ FN_ALIAS(ncclGetVersion);
 FN_API const char *pncclGetErrorString(ncclResult_t code)
 {
     switch (code) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unknown result code";
+    case ncclSuccess:
+        return "no error";
+    case ncclUnhandledCudaError:
+        return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError:
+        return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError:
+        return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument:
+        return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+        return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError:
+        return "remote process exited or there was a network error";
+    case ncclInProgress:
+        return "NCCL operation in progress";
+    default:
+        return "unknown result code";
     }
 }
 FN_ALIAS(ncclGetErrorString);
@@ -856,5 +888,7 @@ FN_API const char *pncclGetLastError(ncclComm_t comm)
 }
 FN_ALIAS(ncclGetLastError);
 
-FN_API void pncclResetDebugInit(void) {}
+FN_API void pncclResetDebugInit(void)
+{
+}
 FN_ALIAS(ncclResetDebugInit);

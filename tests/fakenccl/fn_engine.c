@@ -19,7 +19,10 @@
 #define FN_DEFAULT_STAGE (1u << 20)
 #define FN_DEFAULT_PAIR (256u << 10)
 
-static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+static size_t align_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
 
 static size_t env_bytes(const char *name, size_t dflt, size_t min)
 {
@@ -56,7 +59,10 @@ static void futex_wait(_Atomic uint32_t *w, uint32_t val, double timeout_s)
     syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, val, tp, NULL, 0);
 }
 
-static void futex_wake(_Atomic uint32_t *w) { syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0); }
+static void futex_wake(_Atomic uint32_t *w)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+}
 
 void fn_ring(struct ncclComm *c, int r)
 {
@@ -194,8 +200,12 @@ static unsigned char *stage_of(struct ncclComm *c, int r, uint64_t round)
 static uint64_t deposit_blocks(const struct fn_op *op, int n)
 {
     switch (op->fn) {
-    case FN_REDUCESCATTER: case FN_ALLTOALL: case FN_SCATTER: return (uint64_t)n;
-    default: return 1;
+    case FN_REDUCESCATTER:
+    case FN_ALLTOALL:
+    case FN_SCATTER:
+        return (uint64_t)n;
+    default:
+        return 1;
     }
 }
 
@@ -215,10 +225,11 @@ static void deposit_copy(struct fn_op *op, void *dst, const void *src, size_t le
 {
     size_t es = fn_dtype_size(op->dtype);
     struct ncclComm *c = op->comm;
-    if (op->op >= ncclNumOps && (op->fn == FN_ALLREDUCE || op->fn == FN_REDUCE ||
-                                 op->fn == FN_REDUCESCATTER)) {
+    if (op->op >= ncclNumOps &&
+        (op->fn == FN_ALLREDUCE || op->fn == FN_REDUCE || op->fn == FN_REDUCESCATTER)) {
         struct fn_user_op *u = &c->uops[op->op - ncclNumOps];
-        fn_premul(dst, src, len, op->dtype, u->residence == ncclScalarHostImmediate ? u->imm : u->ptr);
+        fn_premul(dst, src, len, op->dtype,
+                  u->residence == ncclScalarHostImmediate ? u->imm : u->ptr);
     } else if (len) {
         memcpy(dst, src, len * es);
     }
@@ -365,7 +376,10 @@ static int coll_progress(struct fn_op *op)
 
 /* ---- point to point ---- */
 
-static struct fn_pair *pair_of(struct ncclComm *c, int s, int r) { return &c->pairs[(size_t)s * c->nranks + r]; }
+static struct fn_pair *pair_of(struct ncclComm *c, int s, int r)
+{
+    return &c->pairs[(size_t)s * c->nranks + r];
+}
 static unsigned char *pair_buf(struct ncclComm *c, int s, int r)
 {
     return c->pair_data + ((size_t)s * c->nranks + r) * c->hdr->pair_bytes;
@@ -469,17 +483,25 @@ static int recv_progress(struct fn_op *op)
 const char *fn_op_name(const struct fn_op *op)
 {
     static const char *const coll[] = {
-        [FN_ALLREDUCE] = "ncclAllReduce",   [FN_BROADCAST] = "ncclBroadcast",
-        [FN_REDUCE] = "ncclReduce",         [FN_ALLGATHER] = "ncclAllGather",
-        [FN_REDUCESCATTER] = "ncclReduceScatter", [FN_ALLTOALL] = "ncclAlltoAll",
-        [FN_GATHER] = "ncclGather",         [FN_SCATTER] = "ncclScatter",
+        [FN_ALLREDUCE] = "ncclAllReduce",
+        [FN_BROADCAST] = "ncclBroadcast",
+        [FN_REDUCE] = "ncclReduce",
+        [FN_ALLGATHER] = "ncclAllGather",
+        [FN_REDUCESCATTER] = "ncclReduceScatter",
+        [FN_ALLTOALL] = "ncclAlltoAll",
+        [FN_GATHER] = "ncclGather",
+        [FN_SCATTER] = "ncclScatter",
         [FN_SPLIT] = "ncclCommSplit",
     };
     switch (op->kind) {
-    case FN_OP_SEND: return "ncclSend";
-    case FN_OP_RECV: return "ncclRecv";
-    case FN_OP_JOIN: return "ncclCommInitRank";
-    default: return op->fn > 0 && op->fn <= FN_SPLIT ? coll[op->fn] : "?";
+    case FN_OP_SEND:
+        return "ncclSend";
+    case FN_OP_RECV:
+        return "ncclRecv";
+    case FN_OP_JOIN:
+        return "ncclCommInitRank";
+    default:
+        return op->fn > 0 && op->fn <= FN_SPLIT ? coll[op->fn] : "?";
     }
 }
 
@@ -512,10 +534,15 @@ static int op_progress(struct fn_op *op)
     if (!fn_join_poll(op->comm))
         return 0;
     switch (op->kind) {
-    case FN_OP_COLL: return coll_progress(op);
-    case FN_OP_SEND: return send_progress(op);
-    case FN_OP_RECV: return recv_progress(op);
-    default: op->done = 1; return 1;
+    case FN_OP_COLL:
+        return coll_progress(op);
+    case FN_OP_SEND:
+        return send_progress(op);
+    case FN_OP_RECV:
+        return recv_progress(op);
+    default:
+        op->done = 1;
+        return 1;
     }
 }
 

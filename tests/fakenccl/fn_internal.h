@@ -13,7 +13,7 @@
 #define FN_API __attribute__((visibility("default")))
 /* pnccl##name is the strong definition, nccl##name a weak alias at the same address, as in
  * the genuine library (PMPI style). */
-#define FN_ALIAS(name) \
+#define FN_ALIAS(name)                                                                             \
     extern __typeof(p##name) name __attribute__((weak, alias("p" #name), visibility("default")))
 
 #define FN_SEG_MAGIC 0x47455343434e4b46ull /* "FKNCCSEG" little-endian */
@@ -96,8 +96,8 @@ struct ncclComm {
     struct fn_pair *pairs;
     unsigned char *pair_data;
     /* state of the thread driving this comm (one at a time, as in NCCL) */
-    uint64_t round;                  /* rounds completed */
-    uint64_t coll_issued, coll_done; /* collective slots */
+    uint64_t round;                                              /* rounds completed */
+    uint64_t coll_issued, coll_done;                             /* collective slots */
     uint64_t *send_issued, *send_done, *recv_issued, *recv_done; /* per peer */
     uint64_t split_count, shrink_count;
     int joined_seen;  /* saw every rank joined */
@@ -123,7 +123,7 @@ struct fn_op {
     size_t count;
     ncclDataType_t dtype;
     ncclRedOp_t op;
-    int root; /* root for collectives, peer for p2p */
+    int root;     /* root for collectives, peer for p2p */
     uint64_t seq; /* collective slot, or message index on the (me, peer) channel */
     /* progress state */
     int state, done;

@@ -17,12 +17,12 @@
 
 static int rank, world;
 
-#define DIE(...)                                                                                 \
-    do {                                                                                         \
-        fprintf(stderr, "calls: rank %d: ", rank);                                              \
-        fprintf(stderr, __VA_ARGS__);                                                           \
-        fprintf(stderr, "\n");                                                                  \
-        exit(1);                                                                                 \
+#define DIE(...)                                                                                   \
+    do {                                                                                           \
+        fprintf(stderr, "calls: rank %d: ", rank);                                                 \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fprintf(stderr, "\n");                                                                     \
+        exit(1);                                                                                   \
     } while (0)
 
 static ncclComm_t init_world(const char *suffix)
@@ -120,7 +120,8 @@ static void scenario_colls(const char *out)
     /* A user reduction op (PreMulSum): recorded as the class "user op". */
     ncclRedOp_t pms;
     float scalar = 2.0f;
-    if (ncclRedOpCreatePreMulSum(&pms, &scalar, ncclFloat, ncclScalarHostImmediate, comm) == ncclSuccess) {
+    if (ncclRedOpCreatePreMulSum(&pms, &scalar, ncclFloat, ncclScalarHostImmediate, comm) ==
+        ncclSuccess) {
         memset(r, 0, big * sizeof *r);
         NCG_CHECK(ncclAllReduce(s, r, N, ncclFloat, pms, comm, NULL));
         EMIT(r, N);
@@ -257,9 +258,10 @@ static void scenario_wrap(int n)
     int rcfirst = ncg_ring_read(c, NCG_RING_COLL, (uint64_t)n - NCG_COLL_RING, &r);
     uint64_t firstseq = r.seq;
     int rclast = ncg_ring_read(c, NCG_RING_COLL, (uint64_t)n - 1, &r);
-    printf("wrap: read(0)=%d read(n-ring-1)=%d read(n)=%d read(n-ring)=%d seq=%llu read(n-1)=%d seq=%llu count=%llu\n",
-           rc0, rcold, rcnext, rcfirst, (unsigned long long)firstseq, rclast, (unsigned long long)r.seq,
-           (unsigned long long)r.count);
+    printf("wrap: read(0)=%d read(n-ring-1)=%d read(n)=%d read(n-ring)=%d seq=%llu read(n-1)=%d "
+           "seq=%llu count=%llu\n",
+           rc0, rcold, rcnext, rcfirst, (unsigned long long)firstseq, rclast,
+           (unsigned long long)r.seq, (unsigned long long)r.count);
     if (rc0 != -ENOENT || rcold != -ENOENT || rcnext != -EAGAIN || rcfirst != 0 || rclast != 0 ||
         r.seq != (uint64_t)n - 1 || r.count != 1 + (uint64_t)((n - 1) % 3) ||
         firstseq != (uint64_t)n - NCG_COLL_RING)
@@ -326,7 +328,8 @@ static void *stress_main(void *arg)
     for (uint64_t i = 0;; i++) {
         if ((i & 255) == 0 && stat(stop_file, &st) == 0)
             break;
-        NCG_CHECK(ncclAllReduce(a, b, i % 16 + 1, (ncclDataType_t)((i / 16) % 8), ncclSum, c, NULL));
+        NCG_CHECK(
+            ncclAllReduce(a, b, i % 16 + 1, (ncclDataType_t)((i / 16) % 8), ncclSum, c, NULL));
     }
     return NULL;
 }
@@ -374,7 +377,8 @@ static void scenario_many(void)
     for (uint32_t i = 0; i < NCG_SHM_MAX_COMMS; i++) {
         const struct ncg_shm_comm *c = ncg_shm_comm_at(h, i);
         struct ncg_shm_record r;
-        if (c->state != NCG_COMM_DESTROYED || c->coll_seq != 1 || ncg_ring_read(c, NCG_RING_COLL, 0, &r))
+        if (c->state != NCG_COMM_DESTROYED || c->coll_seq != 1 ||
+            ncg_ring_read(c, NCG_RING_COLL, 0, &r))
             DIE("slot %u: state %u coll_seq %llu", i, c->state, (unsigned long long)c->coll_seq);
         found_last += r.count == MANY;
     }
@@ -457,7 +461,8 @@ static void scenario_nonblocking(void)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        DIE("usage: calls colls OUT | groups | bcast | split | threads T M | wrap N | fork | many | initall | nonblocking | stress T STOPFILE");
+        DIE("usage: calls colls OUT | groups | bcast | split | threads T M | wrap N | fork | many "
+            "| initall | nonblocking | stress T STOPFILE");
     rank = ncg_test_rank();
     world = ncg_test_world();
     const char *s = argv[1];

@@ -28,12 +28,12 @@ static void warn(const char *line, void *arg)
 }
 
 static int fails;
-#define EXPECT(cond)                                                                             \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            fprintf(stderr, "config_test:%d: expected %s\n", __LINE__, #cond);                   \
-            fails++;                                                                             \
-        }                                                                                        \
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "config_test:%d: expected %s\n", __LINE__, #cond);                     \
+            fails++;                                                                               \
+        }                                                                                          \
     } while (0)
 
 static struct ncg_config parse1(struct env *e)
@@ -60,7 +60,8 @@ int main(void)
     struct ncg_config c = parse1(&e);
     EXPECT(e.nwarn == 0);
     EXPECT(c.enabled == 1 && c.check == 1 && c.action == NCG_ACTION_ABORT && c.coord[0] == 0);
-    EXPECT(c.interval_ms == 100 && c.heartbeat_timeout_s == 10.0 && c.lag_warn_s == 60.0 && c.lag_abort_s == 0.0);
+    EXPECT(c.interval_ms == 100 && c.heartbeat_timeout_s == 10.0 && c.lag_warn_s == 60.0 &&
+           c.lag_abort_s == 0.0);
     EXPECT(!strcmp(c.report_dir, ".") && c.shm == 1 && c.verbose == 0);
 
     c = one(&e, "NCCLGUARD", "0");
@@ -81,8 +82,8 @@ int main(void)
     EXPECT(!strcmp(c.coord, "[::1]:7") && e.nwarn == 0);
     c = one(&e, "NCCLGUARD_COORD", "host:99999");
     EXPECT(c.coord[0] == 0 && e.nwarn == 1);
-    EXPECT(!strcmp(e.warnings[0],
-                   "ncclguard: NCCLGUARD_COORD=\"host:99999\": port must be 1..65535; using the id's coordinates"));
+    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_COORD=\"host:99999\": port must be "
+                                  "1..65535; using the id's coordinates"));
     c = one(&e, "NCCLGUARD_COORD", "justahost");
     EXPECT(c.coord[0] == 0 && e.nwarn == 1);
 
@@ -92,16 +93,20 @@ int main(void)
     EXPECT(c.action == NCG_ACTION_FAIL && e.nwarn == 0);
     c = one(&e, "NCCLGUARD_ACTION", "explode");
     EXPECT(c.action == NCG_ACTION_ABORT && e.nwarn == 1);
-    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_ACTION=\"explode\": expected abort, warn or fail; using abort"));
+    EXPECT(!strcmp(
+        e.warnings[0],
+        "ncclguard: NCCLGUARD_ACTION=\"explode\": expected abort, warn or fail; using abort"));
 
     c = one(&e, "NCCLGUARD_INTERVAL_MS", "250");
     EXPECT(c.interval_ms == 250 && e.nwarn == 0);
     c = one(&e, "NCCLGUARD_INTERVAL_MS", "0");
     EXPECT(c.interval_ms == 100 && e.nwarn == 1);
-    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_INTERVAL_MS=\"0\": out of range 1..60000; using 100"));
+    EXPECT(!strcmp(e.warnings[0],
+                   "ncclguard: NCCLGUARD_INTERVAL_MS=\"0\": out of range 1..60000; using 100"));
     c = one(&e, "NCCLGUARD_INTERVAL_MS", "12ms");
     EXPECT(c.interval_ms == 100 && e.nwarn == 1);
-    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_INTERVAL_MS=\"12ms\": not a whole number; using 100"));
+    EXPECT(!strcmp(e.warnings[0],
+                   "ncclguard: NCCLGUARD_INTERVAL_MS=\"12ms\": not a whole number; using 100"));
     c = one(&e, "NCCLGUARD_INTERVAL_MS", "-5");
     EXPECT(c.interval_ms == 100 && e.nwarn == 1);
 
@@ -109,14 +114,16 @@ int main(void)
     EXPECT(c.heartbeat_timeout_s == 2.5 && e.nwarn == 0);
     c = one(&e, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", "0");
     EXPECT(c.heartbeat_timeout_s == 10.0 && e.nwarn == 1);
-    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_HEARTBEAT_TIMEOUT_S=\"0\": must be > 0; using 10"));
+    EXPECT(!strcmp(e.warnings[0],
+                   "ncclguard: NCCLGUARD_HEARTBEAT_TIMEOUT_S=\"0\": must be > 0; using 10"));
     c = one(&e, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", "nan");
     EXPECT(c.heartbeat_timeout_s == 10.0 && e.nwarn == 1);
     c = one(&e, "NCCLGUARD_LAG_WARN_S", "0");
     EXPECT(c.lag_warn_s == 0.0 && e.nwarn == 0);
     c = one(&e, "NCCLGUARD_LAG_WARN_S", "soon");
     EXPECT(c.lag_warn_s == 60.0 && e.nwarn == 1);
-    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_LAG_WARN_S=\"soon\": not a number of seconds; using 60"));
+    EXPECT(!strcmp(e.warnings[0],
+                   "ncclguard: NCCLGUARD_LAG_WARN_S=\"soon\": not a number of seconds; using 60"));
     c = one(&e, "NCCLGUARD_LAG_ABORT_S", "300");
     EXPECT(c.lag_abort_s == 300.0 && e.nwarn == 0);
     c = one(&e, "NCCLGUARD_LAG_ABORT_S", "-1");
@@ -138,7 +145,8 @@ int main(void)
     EXPECT(c.verbose == 2 && e.nwarn == 0);
     c = one(&e, "NCCLGUARD_VERBOSE", "3");
     EXPECT(c.verbose == 0 && e.nwarn == 1);
-    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_VERBOSE=\"3\": out of range 0..2; using 0"));
+    EXPECT(
+        !strcmp(e.warnings[0], "ncclguard: NCCLGUARD_VERBOSE=\"3\": out of range 0..2; using 0"));
 
     /* Unprintable bytes are shown as '?', never echoed raw. */
     c = one(&e, "NCCLGUARD_ACTION", "a\x1b[2Jb");

@@ -2,10 +2,11 @@
  * or without the shim in front. `realnccl lib` dlopen()s libnccl.so.2 RTLD_GLOBAL (the genuine
  * one from LD_LIBRARY_PATH, or any), prints the version, ncclGetUniqueId's result, and the
  * result of a 1-rank ncclCommInitRank (without a usable GPU NCCL fails it with its own code).
- * `realnccl none` loads no libnccl: the shim's ncclGetVersion has nothing to forward to. `realnccl version` only asks the version and reports whether this
- * process got a segment (it must not: no communicator). `realnccl revoke` calls
- * ncclCommRevoke twice (a library without it: the shim returns ncclInvalidUsage, warns once).
- * Each line is compared between runs by the t_*.sh scripts. */
+ * `realnccl none` loads no libnccl: the shim's ncclGetVersion has nothing to forward to. `realnccl
+ * version` only asks the version and reports whether this process got a segment (it must not: no
+ * communicator). `realnccl revoke` calls ncclCommRevoke twice (a library without it: the shim
+ * returns ncclInvalidUsage, warns once). Each line is compared between runs by the t_*.sh scripts.
+ */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <libgen.h>

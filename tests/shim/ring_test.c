@@ -12,35 +12,45 @@
 #include "ring.h"
 
 static int fails;
-#define EXPECT(cond)                                                                             \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            fprintf(stderr, "ring_test:%d: expected %s\n", __LINE__, #cond);                     \
-            fails++;                                                                             \
-        }                                                                                        \
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "ring_test:%d: expected %s\n", __LINE__, #cond);                       \
+            fails++;                                                                               \
+        }                                                                                          \
     } while (0)
 
 static struct ncg_shm_comm *slot, *slots;
 
 static void put_in(struct ncg_shm_comm *c, uint64_t idx)
 {
-    struct ncg_shm_record r = {.seq = idx, .count = idx * 3 + 1, .digest = ~idx, .t_ns = idx ^ 0x5555,
-                               .tid = (uint32_t)idx, .root_or_peer = -1, .func = 1};
+    struct ncg_shm_record r = {.seq = idx,
+                               .count = idx * 3 + 1,
+                               .digest = ~idx,
+                               .t_ns = idx ^ 0x5555,
+                               .tid = (uint32_t)idx,
+                               .root_or_peer = -1,
+                               .func = 1};
     ncg_ring_put(&c->coll[idx & (NCG_COLL_RING - 1)], idx, &r);
     ck_pr_store_64(&c->coll_seq, idx + 1);
 }
 
 static void put(uint64_t idx)
 {
-    struct ncg_shm_record r = {.seq = idx, .count = idx * 3 + 1, .digest = ~idx, .t_ns = idx ^ 0x5555,
-                               .tid = (uint32_t)idx, .root_or_peer = -1, .func = 1};
+    struct ncg_shm_record r = {.seq = idx,
+                               .count = idx * 3 + 1,
+                               .digest = ~idx,
+                               .t_ns = idx ^ 0x5555,
+                               .tid = (uint32_t)idx,
+                               .root_or_peer = -1,
+                               .func = 1};
     ncg_ring_put(&slot->coll[idx & (NCG_COLL_RING - 1)], idx, &r);
 }
 
 static int whole(const struct ncg_shm_record *r, uint64_t idx)
 {
-    return r->seq == idx && r->count == idx * 3 + 1 && r->digest == ~idx && r->t_ns == (idx ^ 0x5555) &&
-           r->tid == (uint32_t)idx && r->func == 1;
+    return r->seq == idx && r->count == idx * 3 + 1 && r->digest == ~idx &&
+           r->t_ns == (idx ^ 0x5555) && r->tid == (uint32_t)idx && r->func == 1;
 }
 
 enum { PRODUCERS = 8, SHARED_PER = 110, OWN_PER = 20000 };
@@ -120,7 +130,8 @@ int main(void)
     /* p2p ring: same protocol, its own positions. */
     struct ncg_shm_record p = {.seq = 4, .func = 9, .root_or_peer = 2};
     ncg_ring_put(&slot->p2p[3], 3, &p);
-    EXPECT(ncg_ring_read(slot, NCG_RING_P2P, 3, &r) == 0 && r.seq == 4 && r.func == 9 && r.root_or_peer == 2);
+    EXPECT(ncg_ring_read(slot, NCG_RING_P2P, 3, &r) == 0 && r.seq == 4 && r.func == 9 &&
+           r.root_or_peer == 2);
 
     memset(slot, 0, sizeof *slot);
     slots = calloc(PRODUCERS, sizeof *slots);
@@ -148,7 +159,8 @@ int main(void)
     }
     free(slots);
     EXPECT(reader_bad == 0);
-    printf("ring_test: reader accepted %llu records while writers ran, %llu torn\n", reader_ok, reader_bad);
+    printf("ring_test: reader accepted %llu records while writers ran, %llu torn\n", reader_ok,
+           reader_bad);
     free(slot);
     if (fails)
         return 1;

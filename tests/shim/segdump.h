@@ -28,18 +28,22 @@ static inline struct ncg_shm_header *segdump_map(int pid)
 
 static inline void segdump(FILE *f, struct ncg_shm_header *h)
 {
-    fprintf(f, "proc magic=%d version=%u pid=%d state=%u ncomms=%u dropped=%u rank=%d local=%d world=%d host=%s ticks=%llu cmd=%s\n",
-            h->magic == NCG_SHM_MAGIC, h->layout_version, h->pid, h->state, h->ncomms, h->comms_dropped,
-            h->global_rank, h->local_rank, h->world_size, h->hostname, (unsigned long long)h->start_ticks,
-            h->cmdline);
+    fprintf(f,
+            "proc magic=%d version=%u pid=%d state=%u ncomms=%u dropped=%u rank=%d local=%d "
+            "world=%d host=%s ticks=%llu cmd=%s\n",
+            h->magic == NCG_SHM_MAGIC, h->layout_version, h->pid, h->state, h->ncomms,
+            h->comms_dropped, h->global_rank, h->local_rank, h->world_size, h->hostname,
+            (unsigned long long)h->start_ticks, h->cmdline);
     for (uint32_t i = 0; i < h->ncomms && i < NCG_SHM_MAX_COMMS; i++) {
         const struct ncg_shm_comm *c = ncg_shm_comm_at(h, i);
         if (c->state == NCG_COMM_FREE)
             continue;
         uint64_t n = c->coll_seq, np = c->p2p_seq;
-        fprintf(f, "comm slot=%u id=%016llx parent=%016llx origin=%u rank=%d nranks=%d state=%u coll_seq=%llu p2p_seq=%llu\n",
-                i, (unsigned long long)c->comm_id, (unsigned long long)c->parent_id, c->origin, c->rank,
-                c->nranks, c->state, (unsigned long long)n, (unsigned long long)np);
+        fprintf(f,
+                "comm slot=%u id=%016llx parent=%016llx origin=%u rank=%d nranks=%d state=%u "
+                "coll_seq=%llu p2p_seq=%llu\n",
+                i, (unsigned long long)c->comm_id, (unsigned long long)c->parent_id, c->origin,
+                c->rank, c->nranks, c->state, (unsigned long long)n, (unsigned long long)np);
         for (uint64_t k = n > NCG_COLL_RING ? n - NCG_COLL_RING : 0; k < n; k++) {
             struct ncg_shm_record r;
             int rc = ncg_ring_read(c, NCG_RING_COLL, k, &r);
@@ -47,7 +51,9 @@ static inline void segdump(FILE *f, struct ncg_shm_header *h)
                 fprintf(f, "coll id=%016llx idx=%llu err=%d\n", (unsigned long long)c->comm_id,
                         (unsigned long long)k, rc);
             else
-                fprintf(f, "coll id=%016llx seq=%llu func=%u count=%llu dtype=%u redop=%u root=%d flags=%u digest=%016llx tid=%u pc=%d\n",
+                fprintf(f,
+                        "coll id=%016llx seq=%llu func=%u count=%llu dtype=%u redop=%u root=%d "
+                        "flags=%u digest=%016llx tid=%u pc=%d\n",
                         (unsigned long long)c->comm_id, (unsigned long long)r.seq, r.func,
                         (unsigned long long)r.count, r.dtype, r.redop, r.root_or_peer, r.flags,
                         (unsigned long long)r.digest, r.tid, r.caller_pc != 0);
@@ -59,9 +65,12 @@ static inline void segdump(FILE *f, struct ncg_shm_header *h)
                 fprintf(f, "p2p id=%016llx idx=%llu err=%d\n", (unsigned long long)c->comm_id,
                         (unsigned long long)k, rc);
             else
-                fprintf(f, "p2p id=%016llx idx=%llu seq=%llu func=%u count=%llu dtype=%u peer=%d flags=%u\n",
-                        (unsigned long long)c->comm_id, (unsigned long long)k, (unsigned long long)r.seq,
-                        r.func, (unsigned long long)r.count, r.dtype, r.root_or_peer, r.flags);
+                fprintf(f,
+                        "p2p id=%016llx idx=%llu seq=%llu func=%u count=%llu dtype=%u peer=%d "
+                        "flags=%u\n",
+                        (unsigned long long)c->comm_id, (unsigned long long)k,
+                        (unsigned long long)r.seq, r.func, (unsigned long long)r.count, r.dtype,
+                        r.root_or_peer, r.flags);
         }
     }
 }

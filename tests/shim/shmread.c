@@ -33,7 +33,8 @@ static int watch(struct ncg_shm_header *h, double secs)
             uint64_t from = n > NCG_COLL_RING ? n - NCG_COLL_RING : 0;
             int have_prev = 0;
             struct ncg_shm_record prev = {0};
-            for (uint64_t k = from; k < n + 2; k++) { /* past the count: must never be accepted early */
+            for (uint64_t k = from; k < n + 2;
+                 k++) { /* past the count: must never be accepted early */
                 struct ncg_shm_record r;
                 int rc = ncg_ring_read(c, NCG_RING_COLL, k, &r);
                 if (rc == -EAGAIN) {
@@ -47,17 +48,21 @@ static int watch(struct ncg_shm_header *h, double secs)
                     continue;
                 }
                 ok++;
-                uint64_t fp = ncg_fingerprint(NCG_F_ALLREDUCE, r.count, r.dtype, r.redop, r.root_or_peer);
-                if (r.seq != k || r.count != k % 16 + 1 || r.dtype != (k / 16) % 8 || r.func != NCG_F_ALLREDUCE ||
-                    r.redop != 0 || r.root_or_peer != -1) {
+                uint64_t fp =
+                    ncg_fingerprint(NCG_F_ALLREDUCE, r.count, r.dtype, r.redop, r.root_or_peer);
+                if (r.seq != k || r.count != k % 16 + 1 || r.dtype != (k / 16) % 8 ||
+                    r.func != NCG_F_ALLREDUCE || r.redop != 0 || r.root_or_peer != -1) {
                     if (bad++ < 5)
-                        fprintf(stderr, "shmread: torn record at %llu: seq=%llu count=%llu dtype=%u func=%u\n",
-                                (unsigned long long)k, (unsigned long long)r.seq, (unsigned long long)r.count,
-                                r.dtype, r.func);
+                        fprintf(
+                            stderr,
+                            "shmread: torn record at %llu: seq=%llu count=%llu dtype=%u func=%u\n",
+                            (unsigned long long)k, (unsigned long long)r.seq,
+                            (unsigned long long)r.count, r.dtype, r.func);
                 } else if (have_prev && prev.seq + 1 == r.seq) {
                     chained++;
                     if (ncg_digest_next(prev.digest, fp) != r.digest && bad++ < 5)
-                        fprintf(stderr, "shmread: digest chain broken at %llu\n", (unsigned long long)k);
+                        fprintf(stderr, "shmread: digest chain broken at %llu\n",
+                                (unsigned long long)k);
                 }
                 prev = r;
                 have_prev = 1;
@@ -65,8 +70,8 @@ static int watch(struct ncg_shm_header *h, double secs)
         }
         usleep(1000); /* a reader that polls, not one that spins */
     }
-    printf("shmread: accepted %llu (chained %llu), in progress %llu, overwritten %llu, bad %llu\n", ok, chained,
-           again, gone, bad);
+    printf("shmread: accepted %llu (chained %llu), in progress %llu, overwritten %llu, bad %llu\n",
+           ok, chained, again, gone, bad);
     return bad == 0 && ok > 0 && chained > 0 ? 0 : 1;
 }
 

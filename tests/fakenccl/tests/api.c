@@ -17,14 +17,14 @@
 #include "ncg_test.h"
 
 static int g_fail;
-#define EXPECT(cond, ...)                                                                        \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            g_fail++;                                                                            \
-            fprintf(stderr, "api: line %d: ", __LINE__);                                         \
-            fprintf(stderr, __VA_ARGS__);                                                        \
-            fputc('\n', stderr);                                                                 \
-        }                                                                                        \
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            g_fail++;                                                                              \
+            fprintf(stderr, "api: line %d: ", __LINE__);                                           \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
     } while (0)
 
 static int tail_zero(const ncclUniqueId *id)

@@ -41,23 +41,34 @@ static double get(const void *p, int dt, size_t i)
 {
     const unsigned char *b = p;
     switch (dt) {
-    case ncclInt8: return (int8_t)b[i];
-    case ncclUint8: return b[i];
-    case ncclInt32: return ((const int32_t *)p)[i];
-    case ncclUint32: return ((const uint32_t *)p)[i];
-    case ncclInt64: return (double)((const int64_t *)p)[i];
-    case ncclUint64: return (double)((const uint64_t *)p)[i];
-    case ncclFloat16: return dec_small(((const uint16_t *)p)[i], 5, 10, 15, 0);
-    case ncclFloat32: return ((const float *)p)[i];
-    case ncclFloat64: return ((const double *)p)[i];
+    case ncclInt8:
+        return (int8_t)b[i];
+    case ncclUint8:
+        return b[i];
+    case ncclInt32:
+        return ((const int32_t *)p)[i];
+    case ncclUint32:
+        return ((const uint32_t *)p)[i];
+    case ncclInt64:
+        return (double)((const int64_t *)p)[i];
+    case ncclUint64:
+        return (double)((const uint64_t *)p)[i];
+    case ncclFloat16:
+        return dec_small(((const uint16_t *)p)[i], 5, 10, 15, 0);
+    case ncclFloat32:
+        return ((const float *)p)[i];
+    case ncclFloat64:
+        return ((const double *)p)[i];
     case ncclBfloat16: {
         uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
         float f;
         memcpy(&f, &u, 4);
         return f;
     }
-    case ncclFloat8e4m3: return dec_small(b[i], 4, 3, 7, 1);
-    default: return dec_small(b[i], 5, 2, 15, 0);
+    case ncclFloat8e4m3:
+        return dec_small(b[i], 4, 3, 7, 1);
+    default:
+        return dec_small(b[i], 5, 2, 15, 0);
     }
 }
 
@@ -66,14 +77,30 @@ static void put(void *p, int dt, size_t i, double v)
 {
     unsigned char *b = p;
     switch (dt) {
-    case ncclInt8: case ncclUint8: b[i] = (unsigned char)(int)v; return;
-    case ncclInt32: ((int32_t *)p)[i] = (int32_t)v; return;
-    case ncclUint32: ((uint32_t *)p)[i] = (uint32_t)v; return;
-    case ncclInt64: ((int64_t *)p)[i] = (int64_t)v; return;
-    case ncclUint64: ((uint64_t *)p)[i] = (uint64_t)v; return;
-    case ncclFloat32: ((float *)p)[i] = (float)v; return;
-    case ncclFloat64: ((double *)p)[i] = v; return;
-    default: break;
+    case ncclInt8:
+    case ncclUint8:
+        b[i] = (unsigned char)(int)v;
+        return;
+    case ncclInt32:
+        ((int32_t *)p)[i] = (int32_t)v;
+        return;
+    case ncclUint32:
+        ((uint32_t *)p)[i] = (uint32_t)v;
+        return;
+    case ncclInt64:
+        ((int64_t *)p)[i] = (int64_t)v;
+        return;
+    case ncclUint64:
+        ((uint64_t *)p)[i] = (uint64_t)v;
+        return;
+    case ncclFloat32:
+        ((float *)p)[i] = (float)v;
+        return;
+    case ncclFloat64:
+        ((double *)p)[i] = v;
+        return;
+    default:
+        break;
     }
     static int cache[ncclNumTypes][64]; /* encoding + 1 of small integers */
     int small = v >= 0 && v < 64 && v == floor(v);
@@ -97,19 +124,32 @@ static void put(void *p, int dt, size_t i, double v)
     exit(2);
 }
 
-static int is_int(int dt) { return dt <= ncclUint64; }
-static int is_signed(int dt) { return dt == ncclInt8 || dt == ncclInt32 || dt == ncclInt64; }
+static int is_int(int dt)
+{
+    return dt <= ncclUint64;
+}
+static int is_signed(int dt)
+{
+    return dt == ncclInt8 || dt == ncclInt32 || dt == ncclInt64;
+}
 
 static double tol(int dt)
 {
     switch (dt) {
-    case ncclFloat16: return 1.0 / 1024;
-    case ncclBfloat16: return 1.0 / 128;
-    case ncclFloat8e4m3: return 1.0 / 16;
-    case ncclFloat8e5m2: return 1.0 / 8;
-    case ncclFloat32: return 1e-6;
-    case ncclFloat64: return 1e-12;
-    default: return 0;
+    case ncclFloat16:
+        return 1.0 / 1024;
+    case ncclBfloat16:
+        return 1.0 / 128;
+    case ncclFloat8e4m3:
+        return 1.0 / 16;
+    case ncclFloat8e5m2:
+        return 1.0 / 8;
+    case ncclFloat32:
+        return 1e-6;
+    case ncclFloat64:
+        return 1e-12;
+    default:
+        return 0;
     }
 }
 
@@ -173,10 +213,20 @@ static void check(const char *what, int dt, int op, int inplace, const void *buf
     }
 }
 
-enum { C_ALLREDUCE, C_REDUCE, C_REDUCESCATTER, C_BROADCAST, C_BCAST, C_ALLGATHER, C_ALLTOALL,
-       C_GATHER, C_SCATTER, C_NUM };
-static const char *const cname[] = {"AllReduce", "Reduce",  "ReduceScatter", "Broadcast", "Bcast",
-                                    "AllGather", "AlltoAll", "Gather",       "Scatter"};
+enum {
+    C_ALLREDUCE,
+    C_REDUCE,
+    C_REDUCESCATTER,
+    C_BROADCAST,
+    C_BCAST,
+    C_ALLGATHER,
+    C_ALLTOALL,
+    C_GATHER,
+    C_SCATTER,
+    C_NUM
+};
+static const char *const cname[] = {"AllReduce", "Reduce",   "ReduceScatter", "Broadcast", "Bcast",
+                                    "AllGather", "AlltoAll", "Gather",        "Scatter"};
 
 static void run_one(ncclComm_t comm, int c, int dt, int op, int inplace, size_t count, int root,
                     unsigned char *sb, unsigned char *rb, int pm)
@@ -191,9 +241,19 @@ static void run_one(ncclComm_t comm, int c, int dt, int op, int inplace, size_t 
     unsigned char *send = sb, *recv = rb;
     if (inplace) {
         switch (c) {
-        case C_ALLGATHER: case C_GATHER: send = rb + (size_t)me * count * es; recv = rb; break;
-        case C_REDUCESCATTER: case C_SCATTER: send = rb; recv = rb + (size_t)me * count * es; break;
-        default: send = recv = rb; break;
+        case C_ALLGATHER:
+        case C_GATHER:
+            send = rb + (size_t)me * count * es;
+            recv = rb;
+            break;
+        case C_REDUCESCATTER:
+        case C_SCATTER:
+            send = rb;
+            recv = rb + (size_t)me * count * es;
+            break;
+        default:
+            send = recv = rb;
+            break;
         }
     }
     for (size_t i = 0; i < nin; i++) {
@@ -213,19 +273,35 @@ static void run_one(ncclComm_t comm, int c, int dt, int op, int inplace, size_t 
     }
     ncclDataType_t t = (ncclDataType_t)dt;
     switch (c) {
-    case C_ALLREDUCE: NCG_CHECK(ncclAllReduce(send, recv, count, t, rop, comm, NULL)); break;
-    case C_REDUCE: NCG_CHECK(ncclReduce(send, recv, count, t, rop, root, comm, NULL)); break;
-    case C_REDUCESCATTER: NCG_CHECK(ncclReduceScatter(send, recv, count, t, rop, comm, NULL)); break;
-    case C_BROADCAST: NCG_CHECK(ncclBroadcast(send, recv, count, t, root, comm, NULL)); break;
+    case C_ALLREDUCE:
+        NCG_CHECK(ncclAllReduce(send, recv, count, t, rop, comm, NULL));
+        break;
+    case C_REDUCE:
+        NCG_CHECK(ncclReduce(send, recv, count, t, rop, root, comm, NULL));
+        break;
+    case C_REDUCESCATTER:
+        NCG_CHECK(ncclReduceScatter(send, recv, count, t, rop, comm, NULL));
+        break;
+    case C_BROADCAST:
+        NCG_CHECK(ncclBroadcast(send, recv, count, t, root, comm, NULL));
+        break;
     case C_BCAST:
         if (!inplace)
             memcpy(recv, send, count * es);
         NCG_CHECK(ncclBcast(recv, count, t, root, comm, NULL));
         break;
-    case C_ALLGATHER: NCG_CHECK(ncclAllGather(send, recv, count, t, comm, NULL)); break;
-    case C_ALLTOALL: NCG_CHECK(ncclAlltoAll(send, recv, count, t, comm, NULL)); break;
-    case C_GATHER: NCG_CHECK(ncclGather(send, recv, count, t, root, comm, NULL)); break;
-    case C_SCATTER: NCG_CHECK(ncclScatter(send, recv, count, t, root, comm, NULL)); break;
+    case C_ALLGATHER:
+        NCG_CHECK(ncclAllGather(send, recv, count, t, comm, NULL));
+        break;
+    case C_ALLTOALL:
+        NCG_CHECK(ncclAlltoAll(send, recv, count, t, comm, NULL));
+        break;
+    case C_GATHER:
+        NCG_CHECK(ncclGather(send, recv, count, t, root, comm, NULL));
+        break;
+    case C_SCATTER:
+        NCG_CHECK(ncclScatter(send, recv, count, t, root, comm, NULL));
+        break;
     }
     if (pm)
         NCG_CHECK(ncclRedOpDestroy(rop, comm));
@@ -243,7 +319,8 @@ static void run_one(ncclComm_t comm, int c, int dt, int op, int inplace, size_t 
         case C_REDUCESCATTER:
             check(w, dt, rop_i, inplace, recv, k, ref_reduce(op, dt, (size_t)me * count + k, pm));
             break;
-        case C_BROADCAST: case C_BCAST:
+        case C_BROADCAST:
+        case C_BCAST:
             check(w, dt, rop_i, inplace, recv, k, val(root, k, op));
             break;
         case C_ALLGATHER:
@@ -294,7 +371,8 @@ int main(int argc, char **argv)
             /* PreMulSum: scalar 1 + rank % 4, host-immediate and by pointer */
             if (reduces)
                 for (int pm = 1; pm <= 2; pm++) {
-                    run_one(comm, c, dt, ncclSum, pm - 1, count, (int)(calls % g_world), sb, rb, pm);
+                    run_one(comm, c, dt, ncclSum, pm - 1, count, (int)(calls % g_world), sb, rb,
+                            pm);
                     calls++;
                 }
         }

@@ -14,14 +14,14 @@
 
 static int g_rank, g_world, g_fail;
 
-#define EXPECT(cond, ...)                                                                        \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            g_fail++;                                                                            \
-            fprintf(stderr, "comms: rank %d: ", g_rank);                                         \
-            fprintf(stderr, __VA_ARGS__);                                                        \
-            fputc('\n', stderr);                                                                 \
-        }                                                                                        \
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            g_fail++;                                                                              \
+            fprintf(stderr, "comms: rank %d: ", g_rank);                                           \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
     } while (0)
 
 static int64_t sum_of(ncclComm_t c, int64_t v)
@@ -151,7 +151,8 @@ int main(void)
         if (st == ncclInProgress)
             inprog++;
     } while (st == ncclInProgress && polls < 10000000);
-    EXPECT(st == ncclSuccess && inprog >= 1, "nonblocking init: state %d after %d polls", st, polls);
+    EXPECT(st == ncclSuccess && inprog >= 1, "nonblocking init: state %d after %d polls", st,
+           polls);
     EXPECT(sum_of(nb, 2) == 2 * n, "nonblocking comm sum");
     NCG_CHECK(ncclCommFinalize(nb));
     NCG_CHECK(ncclCommDestroy(nb));

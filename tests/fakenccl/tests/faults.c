@@ -63,7 +63,8 @@ int main(int argc, char **argv)
     int odd = me == 1;
     ncclResult_t r;
     char done[4200];
-    snprintf(done, sizeof done, "%s.done", getenv("NCG_ID_FILE") ? getenv("NCG_ID_FILE") : "/tmp/x");
+    snprintf(done, sizeof done, "%s.done",
+             getenv("NCG_ID_FILE") ? getenv("NCG_ID_FILE") : "/tmp/x");
 
     if (!strcmp(mode, "count") || !strcmp(mode, "dtype") || !strcmp(mode, "op") ||
         !strcmp(mode, "root") || !strcmp(mode, "func")) {
@@ -92,7 +93,8 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "dead")) {
         if (odd)
             _exit(0); /* no goodbye: the others wait on a call it will never make */
-        return report(me, "ncclAllReduce", ncclAllReduce(a, b, 1, ncclFloat32, ncclSum, g_comm, NULL));
+        return report(me, "ncclAllReduce",
+                      ncclAllReduce(a, b, 1, ncclFloat32, ncclSum, g_comm, NULL));
     }
     if (!strcmp(mode, "abort") || !strcmp(mode, "revoke")) {
         g_revoke = !strcmp(mode, "revoke");

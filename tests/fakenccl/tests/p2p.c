@@ -80,8 +80,10 @@ int main(void)
     for (int m = 0; m < 3; m++)
         for (int k = 0; k < n; k++) {
             int p = (me + k) % n; /* every rank in a different order */
-            NCG_CHECK(ncclRecv(rb + ((size_t)p * 3 + (size_t)m) * cnt, cnt, ncclInt32, p, comm, NULL));
-            NCG_CHECK(ncclSend(sb + ((size_t)p * 3 + (size_t)m) * cnt, cnt, ncclInt32, p, comm, NULL));
+            NCG_CHECK(
+                ncclRecv(rb + ((size_t)p * 3 + (size_t)m) * cnt, cnt, ncclInt32, p, comm, NULL));
+            NCG_CHECK(
+                ncclSend(sb + ((size_t)p * 3 + (size_t)m) * cnt, cnt, ncclInt32, p, comm, NULL));
         }
     NCG_CHECK(ncclGroupEnd());
     for (int p = 0; p < n; p++)
