@@ -332,7 +332,12 @@ ncclResult_t ncg_hook_ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
                                     ncclConfig_t *config)
 {
     struct ncg_comm *p = ncg_comm_lookup(comm);
-    /* Every member calls split in the same order, NOCOLOR ones too: the counter agrees. */
+    /* Every member calls split in the same order, NOCOLOR ones too: the counter agrees. For the
+     * same reason the split takes the next slot on the parent (colors differ by design, so only
+     * the function is compared): a rank splitting while its peers are in a collective is a
+     * MISMATCH, not a silent hang. */
+    if (p && ncg_record_coll(ncg_tls.pc, NCG_F_COMMSPLIT, 0, 0, NCG_NO_OP, -1, comm) < 0)
+        return ncclRemoteError; /* the parent was failed by a verdict (soft action) */
     uint64_t k = p ? __atomic_fetch_add(&p->split_count, 1, __ATOMIC_RELAXED) : 0;
     ncclResult_t r = NCG_REAL(ncclCommSplit)(comm, color, key, newcomm, config);
     if (p && ncg_made(r) && color != NCCL_SPLIT_NOCOLOR && newcomm && *newcomm)

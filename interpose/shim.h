@@ -18,6 +18,7 @@ struct ncg_tls {
     int depth;    /* >0 while inside a real NCCL call: NCCL's calls into its own API pass through */
     int group;    /* ncclGroupStart nesting of the application on this thread */
     uint32_t tid; /* cached gettid(), 0 = not yet */
+    void *pc;     /* the application's call site of the lifecycle hook now running */
 };
 
 extern __thread struct ncg_tls ncg_tls __attribute__((tls_model("initial-exec")));

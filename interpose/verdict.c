@@ -59,7 +59,7 @@ const char *ncg_v_func_name(unsigned func)
 {
     static const char *n[] = {"?",         "AllReduce",     "Broadcast", "Reduce",
                               "AllGather", "ReduceScatter", "AlltoAll",  "Gather",
-                              "Scatter",   "Send",          "Recv"};
+                              "Scatter",   "Send",          "Recv",      "CommSplit"};
     return func < NCG_F_COUNT_ ? n[func] : "?";
 }
 
@@ -92,6 +92,10 @@ static int rooted(unsigned func)
 
 char *ncg_call_format(const struct ncg_call *c, char *buf, size_t cap)
 {
+    if (c->func == NCG_F_COMMSPLIT) { /* only the function is compared */
+        snprintf(buf, cap, "%s()", ncg_v_func_name(c->func));
+        return buf;
+    }
     int n = snprintf(buf, cap, "%s(count=%" PRIu64 ", %s", ncg_v_func_name(c->func), c->count,
                      ncg_v_dtype_name(c->dtype));
     if (n < 0 || (size_t)n >= cap)

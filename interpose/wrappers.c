@@ -56,6 +56,7 @@
             return fail;                                                                           \
         if (ncg_tls.depth != 0 || ncg_state_get() == NCG_ST_DISABLED)                              \
             return real args;                                                                      \
+        ncg_tls.pc = __builtin_return_address(0);                                                  \
         ncg_tls.depth++;                                                                           \
         ret r_ = ncg_hook_##name args;                                                             \
         ncg_tls.depth--;                                                                           \

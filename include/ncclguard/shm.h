@@ -39,6 +39,7 @@ enum ncg_func {
     NCG_F_SCATTER = 8,
     NCG_F_SEND = 9,
     NCG_F_RECV = 10,
+    NCG_F_COMMSPLIT = 11, /* ncclCommSplit: every member calls it in order, so it takes a slot */
     NCG_F_COUNT_
 };
 

@@ -10,7 +10,7 @@ const char *ncg_cli_func_name(unsigned f)
 {
     static const char *const n[] = {"none",      "AllReduce",     "Broadcast", "Reduce",
                                     "AllGather", "ReduceScatter", "AlltoAll",  "Gather",
-                                    "Scatter",   "Send",          "Recv"};
+                                    "Scatter",   "Send",          "Recv",      "CommSplit"};
     return f < sizeof(n) / sizeof(n[0]) ? n[f] : "unknown";
 }
 
@@ -87,6 +87,10 @@ const char *ncg_cli_origin_name(unsigned o)
 
 void ncg_cli_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r)
 {
+    if (r->func == NCG_F_COMMSPLIT) { /* only the function is compared */
+        snprintf(buf, len, "%s()", ncg_cli_func_name(r->func));
+        return;
+    }
     int n = snprintf(buf, len, "%s(count=%llu, %s", ncg_cli_func_name(r->func),
                      (unsigned long long)r->count, ncg_cli_dtype_name(r->dtype));
     if (n < 0 || (size_t)n >= len)

@@ -3,6 +3,8 @@
  *   healthy  several comms (world, a split, a second root comm driven by a second thread),
  *            groups, a p2p ring, rank 0 pausing before a barrier: must exit 0, no verdict
  *   count    rank 1 calls AllReduce with count+1 at iteration ITERS/2 (MISMATCH)
+ *   newgroup rank 1 splits the world comm (a new process group) at ITERS/2 while the others
+ *            call AllReduce on it (MISMATCH: CommSplit vs AllReduce)
  *   split    comm split by rank%2; rank 2 calls Broadcast instead of AllReduce in the even half
  *   p2p      pipeline ring of send/recv; rank 2 sends one element more to rank 3 (P2P MISMATCH)
  *   early    rank 1 returns from main at ITERS/2 (RANK EXITED)
@@ -178,6 +180,12 @@ int main(int argc, char **argv)
             if (!strcmp(sc, "count") && rank == 1) {
                 mark();
                 allreduce(comm, 9);
+                continue;
+            }
+            if (!strcmp(sc, "newgroup") && rank == 1) {
+                ncclComm_t sub; /* blocks: its peers are in an AllReduce on comm */
+                mark();
+                CK(ncclCommSplit(comm, 0, rank, &sub, NULL));
                 continue;
             }
             if (!strcmp(sc, "p2p") && rank == 2) {

@@ -1,4 +1,5 @@
-# A count mismatch on one rank (AllReduce 9 vs 8 elements), zero-config rendezvous and with an
+# A count mismatch on one rank (AllReduce 9 vs 8 elements), a rank splitting the communicator
+# while the others are in an AllReduce, zero-config rendezvous and with an
 # explicit NCCLGUARD_COORD served by `ncclguard coord` (token required); through the standalone
 # checker also a p2p mismatch and a SIGKILLed rank.
 . "$NCG_ROOT/tests/checker/lib.sh"
@@ -8,6 +9,11 @@ expect "$(exited 86)" 4 "ranks that exited 86"
 expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*: slot 100: AllReduce\(count=9, float32, sum\) on rank 1 vs AllReduce\(count=8, float32, sum\) on ranks 0,2-3$')" 4 "headline"
 expect "$(nlines '^ncclguard:   last slot all ranks agreed on: 99$')" 4 "last agreed slot"
 expect "$(printers)" "0 1 2 3 " "ranks that printed"
+# a rank creating a new group (ncclCommSplit) while its peers are in a collective
+guarded "$NCG_TMP/outsplit" "$LAUNCH" -n 4 -t 60 "$SCEN" newgroup
+expect "$RC" 86 "launcher status (split vs collective)"
+expect "$(exited 86)" 4 "ranks that exited 86 (split vs collective)"
+expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*: slot 100: CommSplit\(\) on rank 1 vs AllReduce\(count=8, float32, sum\) on ranks 0,2-3$')" 4 "split headline"
 
 CLI=$B/ncclguard
 [ -x "$CLI" ] || { echo "ncclguard CLI not built: NCCLGUARD_COORD part skipped"; exit 0; }

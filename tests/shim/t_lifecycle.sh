@@ -22,7 +22,8 @@ segs = [load("%s.nonblocking.%d" % (base, r)) for r in range(3)]
 for r, s in enumerate(segs):
     check(len(s["comms"]) == 2, "rank %d: %d comms" % (r, len(s["comms"])))
     root, child = s["comms"]
-    check(root["rank"] == r and root["nranks"] == 3 and root["origin"] == 1 and root["coll_seq"] == 1, "root %s" % root)
+    check(root["rank"] == r and root["nranks"] == 3 and root["origin"] == 1 and root["coll_seq"] == 2, "root %s" % root)
+    check([c["func"] for c in root["colls"]] == [11, 1], "split, then AllReduce on the root: %s" % root)
     check(child["origin"] == 2 and child["parent"] == root["id"], "child %s" % child)
     check(child["nranks"] == 3 and child["rank"] == 2 - r, "child rank/size from NCCL: %s" % child)
     check(child["coll_seq"] == 1 and child["colls"][0]["count"] == 2, "child call recorded")

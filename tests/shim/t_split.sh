@@ -1,6 +1,7 @@
 # Split and shrink children on 4 ranks: members of one child agree on its identity (no
 # communication), different colors differ, NCCL_SPLIT_NOCOLOR members get no child but keep
-# the parent's split counter in step, rank/size come from NCCL once the child is ready.
+# the parent's split counter in step, rank/size come from NCCL once the child is ready; each
+# split takes a slot on the parent (CommSplit), whatever the color.
 . "$NCG_ROOT/tests/shim/lib.sh"
 need "$CALLS" "$LAUNCH" "$SHIMLIB"
 export NCG_ID_TIMEOUT_S=60
@@ -20,7 +21,11 @@ for r, s in enumerate(segs):
         check(c["coll_seq"] == 1, "rank %d: child with %d calls" % (r, c["coll_seq"]))
         by_count[c["colls"][0]["count"]] = c
     s["half"], s["most"], s["shrunk"] = by_count.get(2), by_count.get(3), by_count.get(4)
-    check(world[r]["coll_seq"] == 1 and world[r]["colls"][0]["count"] == 1, "rank %d: world comm calls" % r)
+    # both splits take a slot on the parent (NOCOLOR rank too), the shrink does not
+    wc = world[r]["colls"]
+    check(world[r]["coll_seq"] == 3 and [c["func"] for c in wc] == [11, 11, 1] and wc[2]["count"] == 1,
+          "rank %d: world comm calls %s" % (r, wc))
+check(len({w["colls"][1]["digest"] for w in world}) == 1, "split slots digest alike on every rank")
 for r, s in enumerate(segs):
     h = s["half"]
     check(h is not None and h["origin"] == 2 and h["nranks"] == 2 and h["rank"] == r // 2, "rank %d half %s" % (r, h))
