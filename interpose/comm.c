@@ -144,11 +144,8 @@ static void ncg_comm_complete(struct ncg_comm *c)
         c->p2p_recv = calloc((size_t)c->nranks, sizeof *c->p2p_recv);
     }
     c->shm = ncg_shm_comm_alloc();
-    if (c->shm)
+    if (c->shm) /* else ncg_shm_comm_alloc said why, once */
         ncg_shm_comm_publish(c->shm, c->id, c->parent_id, c->origin, c->rank, c->nranks);
-    else
-        NCG_LOG_ONCE("more than %u communicators live in this process; later ones are not recorded",
-                     NCG_SHM_MAX_COMMS);
     /* Counters and slot before pending clears: the hot path reads them after seeing 0. */
     ck_pr_fence_store();
     ck_pr_store_int(&c->pending, 0);

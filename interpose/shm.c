@@ -140,9 +140,12 @@ static void *ncg_map_shared(int *busy)
     if (fd < 0)
         return NULL;
     flock(fd, LOCK_SH); /* alive: first thing, so a concurrent opener sees it held */
-    /* Reserve every page now: a sparse tmpfs page that cannot be allocated later would SIGBUS
-     * the writing application thread. */
-    int err = posix_fallocate(fd, 0, (off_t)NCG_SHM_SIZE);
+    /* Sized in full but sparse; pages are reserved (fallocate) before anything writes them: the
+     * header now, each communicator's slot when it is handed out. A sparse tmpfs page that
+     * cannot be allocated on first write would SIGBUS the writing application thread. */
+    int err = ftruncate(fd, (off_t)NCG_SHM_SIZE) == 0 ? 0 : errno;
+    if (err == 0)
+        err = posix_fallocate(fd, 0, (off_t)NCG_SHM_HEADER_SIZE);
     void *p = MAP_FAILED;
     if (err == 0)
         p = mmap(NULL, NCG_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -202,6 +205,18 @@ struct ncg_shm_comm *ncg_shm_comm_alloc(void)
     uint32_t n = ck_pr_load_32(&h->ncomms);
     if (n < NCG_SHM_MAX_COMMS) {
         struct ncg_shm_comm *s = ncg_shm_comm_at(h, n);
+        /* First use of this slot: reserve its pages (see ncg_map_shared). A full /dev/shm costs
+         * this communicator its record, never a SIGBUS in the application. */
+        if (ncg_seg_shared && ncg_seg_fd >= 0) {
+            int err = posix_fallocate(ncg_seg_fd, (off_t)((char *)s - (char *)h), sizeof *s);
+            if (err) {
+                ck_pr_inc_32(&h->comms_dropped);
+                NCG_LOG_ONCE("cannot reserve %zu KiB in /dev/shm%s for a communicator (%s); "
+                             "communicators that do not fit are not recorded",
+                             sizeof *s / 1024, ncg_seg_name, strerror(err));
+                return NULL;
+            }
+        }
         /* The slot is FREE (zero) until published; ncomms only bounds what readers scan. */
         ck_pr_store_32(&h->ncomms, n + 1);
         return s;
@@ -216,6 +231,8 @@ struct ncg_shm_comm *ncg_shm_comm_alloc(void)
     }
     if (!best) {
         ck_pr_inc_32(&h->comms_dropped);
+        NCG_LOG_ONCE("more than %u communicators live in this process; later ones are not recorded",
+                     NCG_SHM_MAX_COMMS);
         return NULL;
     }
     ck_pr_store_32(&best->state, NCG_COMM_FREE);
