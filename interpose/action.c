@@ -107,8 +107,8 @@ int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct
 
 void ncg_action_exit(void)
 {
-    /* The segment keeps its VERDICT state for readers that have it open, but its name goes:
-     * an aborted rank must not leave ~5 MB of /dev/shm behind (unlink is async-signal-safe). */
-    ncg_shm_exit();
+    /* The segment stays, in VERDICT state: `ncclguard status` / `watch` show what each rank was
+     * doing after the job is gone (it costs the header and the slots in use; `ncclguard clean`
+     * reclaims it). */
     _exit(NCG_EXIT_VERDICT);
 }
