@@ -2,7 +2,8 @@
 # `make demo`: the incident of shared/INCIDENT.md on the CPU NCCL, 16 ranks, three times:
 # (1) without ncclguard: it hangs, ended by the launcher after a bounded wait; (2) with
 # LD_PRELOAD=libncclguard.so: the diagnostic and the seconds from the divergence to every rank
-# exited; (3) with the evenfix (--fix): it completes. About 20-25 seconds in all.
+# exited, then the outside view `ncclguard status` gives of the ended job; (3) with the evenfix
+# (--fix): it completes. About 20-25 seconds in all.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 B=${NCG_BUILD:-build}
@@ -14,7 +15,9 @@ for f in "$B/tests/ncg-launch" "$B/tests/incident" "$B/libncclguard.so" "$B/fake
 done
 export LD_LIBRARY_PATH=$B/fakenccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 T=$(mktemp -d /tmp/ncclguard-demo.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+# Step 2 runs the incident as $T/incident: its command line names this run (status --match).
+ln -s "$B/tests/incident" "$T/incident"
+trap '[ -x "$B/ncclguard" ] && "$B/ncclguard" clean --grace 0 --quiet --match "$T/" >/dev/null 2>&1; rm -rf "$T"' EXIT
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
 bar() { printf '\n== %s\n' "$*"; }
@@ -41,7 +44,7 @@ R=$B/demo-reports
 rm -rf "$R" && mkdir -p "$R"
 t0=$(now)
 LD_PRELOAD=$B/libncclguard.so NCCLGUARD_REPORT_DIR=$R \
-  "$B/tests/ncg-launch" -n "$N" -t 60 "$B/tests/incident" >"$T/guard.log" 2>&1
+  "$B/tests/ncg-launch" -n "$N" -t 60 "$T/incident" >"$T/guard.log" 2>&1
 rc=$?
 t_end=$(now)
 # Rank 0's copy of the diagnostic: the block that ends with its "action:" line.
@@ -57,6 +60,14 @@ else
   echo "launcher status $rc; $n86 ranks exited 86"
 fi
 echo "reports: $(ls "$R" | wc -l) JSON files in $R (one per rank); merged view: $(basename "$B")/ncclguard report $R"
+
+if [ -x "$B/ncclguard" ]; then
+  bar "the outside view after the job ended: $(basename "$B")/ncclguard status"
+  echo "(each aborted rank left its small segment in /dev/shm, in VERDICT state)"
+  "$B/ncclguard" status --match "$T/" --no-clean
+  "$B/ncclguard" clean --grace 0 --quiet --match "$T/"
+  echo "(ncclguard clean removed those segments)"
+fi
 
 bar "3/3  with the evenfix (--fix: every rank trains on the global minimum of blocks), under ncclguard"
 t0=$(now)

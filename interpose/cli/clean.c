@@ -75,7 +75,9 @@ static int clean_impl(const struct ncg_snap *s, double grace_s, int dry_run, int
         }
         char reason[96];
         snprintf(reason, sizeof(reason), "pid %d %s", (int)p->pid,
-                 p->live == NCG_LIVE_EXITED ? "exited" : p->live_why);
+                 p->live == NCG_LIVE_EXITED    ? "exited"
+                 : ncg_cli_ended_by_verdict(p) ? "ended after a verdict"
+                                               : p->live_why);
         n += remove_one(p->path, reason, dry_run, quiet, failed);
     }
     if (implicit)

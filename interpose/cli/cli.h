@@ -144,6 +144,40 @@ int ncg_view_member_active(const struct ncg_snap *s, int m);
 /* 1 when member m is behind in c (at min_seq while another active member is ahead). */
 int ncg_view_is_behind(const struct ncg_snap *s, const struct ncg_view_comm *c, int m);
 
+/* 1 when process p recorded a verdict and its pid is gone: ended by ncclguard's action (abort,
+ * exit status 86), or killed later when the action let it go on; not a crash. Pure. */
+static inline int ncg_cli_ended_by_verdict(const struct ncg_cli_proc *p)
+{
+    return p->state == NCG_PROC_VERDICT && p->live == NCG_LIVE_DEAD;
+}
+
+/* The processes of a snapshot that recorded one verdict (view.c). */
+struct ncg_vgroup {
+    uint64_t comm; /* verdict_comm */
+    uint32_t kind; /* verdict_kind */
+    int *procs;    /* indices into snap->procs: lowest global rank first (then comm rank, pid) */
+    int nprocs;
+    int nended; /* of those, ended by the verdict (ncg_cli_ended_by_verdict) */
+};
+
+/* Groups the processes in VERDICT state by (verdict_comm, verdict_kind), and by verdict_text
+ * too with by_text; groups in order of their first process. Pure apart from allocation: sets
+ * *out (free with ncg_vgroups_free) and returns the number of groups, or -ENOMEM. */
+int ncg_vgroups_build(const struct ncg_snap *s, int by_text, struct ncg_vgroup **out);
+void ncg_vgroups_free(struct ncg_vgroup *g, int n);
+/* Comm rank of process pi in communicator comm, or -1 when it has no record of it. Pure. */
+int ncg_cli_proc_comm_rank(const struct ncg_snap *s, int pi, uint64_t comm);
+/* The known ranks of g's processes, sorted, into out[g->nprocs]: global ranks, or with comm
+ * set their ranks in the verdict's communicator. Returns how many are known. Pure. */
+int ncg_vgroup_ranks(const struct ncg_snap *s, const struct ncg_vgroup *g, int comm, int *out);
+/* Where g's reports are: the one report's path for a single process, else the directories of
+ * the report paths ("DIR" or "DIR1, DIR2"); "" when none was written. Pure. */
+void ncg_vgroup_reports(const struct ncg_snap *s, const struct ncg_vgroup *g, char *buf,
+                        size_t len);
+/* One line for g: "verdict on ranks 0-15 (16 processes on this host): <verdict text>; reports
+ * in DIR" ("ranks 8-15 (comm ranks 0-7; 8 processes ...)" when they differ). Pure. */
+void ncg_vgroup_fmt(char *buf, size_t len, const struct ncg_snap *s, const struct ncg_vgroup *g);
+
 /* ---- names and formatting (out.c): pure; any thread, never block, no allocation (the
  * FILE writers block only on their stream) ---- */
 const char *ncg_cli_func_name(unsigned f);

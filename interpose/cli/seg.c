@@ -244,21 +244,26 @@ static void read_segment(struct ncg_snap *s, struct caps *cp, const struct ncg_s
     p->heartbeat_ns = __atomic_load_n(&h->heartbeat_ns, __ATOMIC_RELAXED);
     copy_str(p->hostname, h->hostname, sizeof(p->hostname));
     copy_str(p->cmdline, h->cmdline, sizeof(p->cmdline));
+    if (p->ncomms > h->max_comms)
+        p->ncomms = h->max_comms;
+    if (p->state != NCG_PROC_EXITED) {
+        p->live = ncg_cli_pid_live(p->pid, p->start_ticks, &p->live_why);
+        /* A process that recorded a verdict (abort) or its clean exit and ended between our
+         * read of the state and the pid check is not a crash: read the state again. */
+        if (p->live == NCG_LIVE_DEAD)
+            p->state = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
+        if (p->live == NCG_LIVE_ALIVE && p->state == NCG_PROC_VERDICT)
+            p->live = NCG_LIVE_VERDICT;
+    }
+    if (p->state == NCG_PROC_EXITED) {
+        p->live = NCG_LIVE_EXITED;
+        p->live_why = "clean exit";
+    }
     if (p->state == NCG_PROC_VERDICT) {
         p->verdict_kind = h->verdict_kind;
         p->verdict_comm = h->verdict_comm;
         copy_str(p->verdict_text, h->verdict_text, sizeof(p->verdict_text));
         copy_str(p->report_path, h->report_path, sizeof(p->report_path));
-    }
-    if (p->ncomms > h->max_comms)
-        p->ncomms = h->max_comms;
-    if (p->state == NCG_PROC_EXITED) {
-        p->live = NCG_LIVE_EXITED;
-        p->live_why = "clean exit";
-    } else {
-        p->live = ncg_cli_pid_live(p->pid, p->start_ticks, &p->live_why);
-        if (p->live == NCG_LIVE_ALIVE && p->state == NCG_PROC_VERDICT)
-            p->live = NCG_LIVE_VERDICT;
     }
     p->activity_ns = p->heartbeat_ns;
     p->first_member = s->nmembers;

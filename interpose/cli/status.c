@@ -44,9 +44,11 @@ static void fmt_age(char *buf, size_t len, double a)
         snprintf(buf, len, "%.1fh", a / 3600);
 }
 
-static const char *member_state(const struct ncg_snap *s, const struct ncg_cli_member *m)
+static const char *member_state(const struct ncg_snap *s, const struct ncg_cli_member *m, int json)
 {
     const struct ncg_cli_proc *p = &s->procs[m->proc];
+    if (ncg_cli_ended_by_verdict(p))
+        return json ? "dead" : "ended (verdict)"; /* JSON: "ended_by_verdict" says it */
     if (p->live == NCG_LIVE_DEAD || p->live == NCG_LIVE_EXITED)
         return ncg_cli_live_name(p->live);
     if (m->state != NCG_COMM_ACTIVE)
@@ -82,7 +84,8 @@ static void behind_list(const struct ncg_snap *s, const struct ncg_view_comm *c,
     ranks_of(s, idx, n, buf, len);
 }
 
-static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view *v)
+static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view *v,
+                        const struct ncg_vgroup *g, int ng)
 {
     char host[64] = "";
     gethostname(host, sizeof(host) - 1);
@@ -126,8 +129,8 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
             fprintf(f, "  %5d %5d %5d %8d %8llu %6llu  %-46s %7s  %s", (int)m->rank,
                     (int)p->global_rank, (int)p->local_rank, (int)p->pid,
                     (unsigned long long)m->coll_seq, (unsigned long long)m->p2p_seq, call, age,
-                    member_state(s, m));
-            if (p->live == NCG_LIVE_DEAD)
+                    member_state(s, m, 0));
+            if (p->live == NCG_LIVE_DEAD && !ncg_cli_ended_by_verdict(p))
                 fprintf(f, " (%s)", p->live_why);
             if (ncg_view_is_behind(s, c, c->members[i]))
                 fputs("  <- behind", f);
@@ -146,13 +149,14 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
             }
         }
     }
+    /* One line per verdict, however many processes here recorded it. */
+    for (int k = 0; k < ng; k++) {
+        char line[1600];
+        ncg_vgroup_fmt(line, sizeof(line), s, &g[k]);
+        fprintf(f, "%sncclguard: %s\n", k ? "" : "\n", line);
+    }
     for (int i = 0; i < s->nprocs; i++) {
         const struct ncg_cli_proc *p = &s->procs[i];
-        if (p->state == NCG_PROC_VERDICT)
-            fprintf(f, "\nncclguard: pid %d (rank %d) verdict %s on comm %016llx: %s%s%s\n",
-                    (int)p->pid, (int)p->global_rank, ncg_cli_verdict_name(p->verdict_kind),
-                    (unsigned long long)p->verdict_comm, p->verdict_text,
-                    p->report_path[0] ? "; report " : "", p->report_path);
         if (p->nmembers == 0)
             fprintf(f, "\nncclguard: pid %d (%s): no communicator recorded yet\n", (int)p->pid,
                     ncg_cli_live_name(p->live));
@@ -178,7 +182,43 @@ static void json_call(FILE *f, const struct ncg_snap *s, const struct ncg_shm_re
             (unsigned long long)r->caller_pc, r->tid, age_s(s, r->t_ns));
 }
 
-static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view *v)
+/* JSON array of ints. */
+static void json_ints(FILE *f, const int *v, int n)
+{
+    fputc('[', f);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%d", i ? "," : "", v[i]);
+    fputc(']', f);
+}
+
+static void json_vgroups(FILE *f, const struct ncg_snap *s, const struct ncg_vgroup *g, int ng)
+{
+    fputs(",\"verdicts\":[", f);
+    for (int k = 0; k < ng; k++) {
+        const struct ncg_cli_proc *p0 = &s->procs[g[k].procs[0]];
+        int *r = calloc((size_t)g[k].nprocs + 1, sizeof(int));
+        fprintf(f, "%s{\"kind\":%u,\"name\":\"%s\",\"comm\":\"%016llx\",\"text\":", k ? "," : "",
+                g[k].kind, ncg_cli_verdict_name(g[k].kind), (unsigned long long)g[k].comm);
+        ncg_cli_json_str(f, p0->verdict_text);
+        fprintf(f, ",\"processes\":%d,\"ended\":%d,\"ranks\":", g[k].nprocs, g[k].nended);
+        json_ints(f, r, r ? ncg_vgroup_ranks(s, &g[k], 0, r) : 0);
+        fputs(",\"comm_ranks\":", f);
+        json_ints(f, r, r ? ncg_vgroup_ranks(s, &g[k], 1, r) : 0);
+        fputs(",\"pids\":[", f);
+        for (int i = 0; i < g[k].nprocs; i++)
+            fprintf(f, "%s%d", i ? "," : "", (int)s->procs[g[k].procs[i]].pid);
+        fputs("],\"reports\":", f);
+        char where[512];
+        ncg_vgroup_reports(s, &g[k], where, sizeof(where));
+        ncg_cli_json_str(f, where);
+        fputc('}', f);
+        free(r);
+    }
+    fputc(']', f);
+}
+
+static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view *v,
+                       const struct ncg_vgroup *g, int ng)
 {
     char host[64] = "";
     gethostname(host, sizeof(host) - 1);
@@ -195,6 +235,7 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
         fprintf(f, ",\"pid\":%d,\"uid\":%u,\"state\":\"%s\",\"state_detail\":", (int)p->pid,
                 (unsigned)p->owner, ncg_cli_live_name(p->live));
         ncg_cli_json_str(f, p->live_why ? p->live_why : "");
+        fprintf(f, ",\"ended_by_verdict\":%s", ncg_cli_ended_by_verdict(p) ? "true" : "false");
         fprintf(f,
                 ",\"start_ticks\":%llu,\"global_rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
                 "\"hostname\":",
@@ -271,10 +312,12 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
             ncg_cli_json_str(f, p->path);
             fprintf(f,
                     ",\"comm_state\":\"%s\",\"state\":\"%s\",\"slots\":%llu,\"p2p\":%llu,"
-                    "\"behind\":%s,\"last_call\":",
-                    ncg_cli_comm_state_name(m->state), member_state(s, m),
+                    "\"behind\":%s",
+                    ncg_cli_comm_state_name(m->state), member_state(s, m, 1),
                     (unsigned long long)m->coll_seq, (unsigned long long)m->p2p_seq,
                     ncg_view_is_behind(s, c, c->members[i]) ? "true" : "false");
+            fprintf(f, ",\"ended_by_verdict\":%s,\"last_call\":",
+                    ncg_cli_ended_by_verdict(p) ? "true" : "false");
             int is_p2p;
             const struct ncg_shm_record *r = ncg_cli_member_last(m, &is_p2p);
             if (r)
@@ -285,7 +328,9 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
         }
         fputs("]}", f);
     }
-    fputs("],\"skipped\":[", f);
+    fputc(']', f);
+    json_vgroups(f, s, g, ng);
+    fputs(",\"skipped\":[", f);
     for (int i = 0; i < s->nskips; i++) {
         fprintf(f, "%s{\"segment\":", i ? "," : "");
         ncg_cli_json_str(f, s->skips[i].path);
@@ -353,10 +398,19 @@ int ncg_cmd_status(int argc, char **argv)
             fputs("\033[H\033[2J", stdout); /* refresh in place on a terminal */
         else if (watch && !json)
             fputs("\n", stdout);
+        struct ncg_vgroup *g;
+        int ng = ncg_vgroups_build(&s, 1, &g);
+        if (ng < 0) {
+            ncg_view_free(&v);
+            ncg_snap_free(&s);
+            fprintf(stderr, "ncclguard: out of memory\n");
+            return NCG_CLI_ERROR;
+        }
         if (json)
-            print_json(stdout, &s, &v);
+            print_json(stdout, &s, &v, g, ng);
         else
-            print_table(stdout, &s, &v);
+            print_table(stdout, &s, &v, g, ng);
+        ncg_vgroups_free(g, ng);
         fflush(stdout);
         if (clean)
             ncg_cli_clean_dead(&s, 3600, 0, 1, 1);

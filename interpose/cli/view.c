@@ -1,6 +1,7 @@
 /* The per-communicator view of a snapshot: members grouped by communicator id, who is behind,
  * and divergence visible from this host alone (two local members issued different calls at
- * one slot, or their chained digests differ). Pure: plain data in, plain data out. */
+ * one slot, or their chained digests differ), and the processes grouped by the verdict they
+ * recorded. Pure: plain data in, plain data out. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,4 +178,162 @@ void ncg_view_free(struct ncg_view *v)
         free(v->comms[k].members);
     free(v->comms);
     memset(v, 0, sizeof(*v));
+}
+
+/* ---- verdicts recorded by several processes: one group per verdict ---- */
+
+int ncg_cli_proc_comm_rank(const struct ncg_snap *s, int pi, uint64_t comm)
+{
+    const struct ncg_cli_proc *p = &s->procs[pi];
+    for (int k = 0; k < p->nmembers; k++)
+        if (s->members[p->first_member + k].comm_id == comm)
+            return s->members[p->first_member + k].rank;
+    return -1;
+}
+
+/* Order within a group: global rank (unknown last), then comm rank, then pid. */
+static int proc_before(const struct ncg_snap *s, int a, int b, uint64_t comm)
+{
+    const struct ncg_cli_proc *x = &s->procs[a], *y = &s->procs[b];
+    int gx = x->global_rank < 0 ? INT32_MAX : x->global_rank;
+    int gy = y->global_rank < 0 ? INT32_MAX : y->global_rank;
+    if (gx != gy)
+        return gx < gy;
+    int cx = ncg_cli_proc_comm_rank(s, a, comm), cy = ncg_cli_proc_comm_rank(s, b, comm);
+    cx = cx < 0 ? INT32_MAX : cx;
+    cy = cy < 0 ? INT32_MAX : cy;
+    if (cx != cy)
+        return cx < cy;
+    return x->pid < y->pid;
+}
+
+int ncg_vgroups_build(const struct ncg_snap *s, int by_text, struct ncg_vgroup **out)
+{
+    struct ncg_vgroup *g = NULL;
+    int n = 0;
+    *out = NULL;
+    for (int i = 0; i < s->nprocs; i++) {
+        const struct ncg_cli_proc *p = &s->procs[i];
+        if (p->state != NCG_PROC_VERDICT)
+            continue;
+        int k;
+        for (k = 0; k < n; k++)
+            if (g[k].comm == p->verdict_comm && g[k].kind == p->verdict_kind &&
+                (!by_text || strcmp(s->procs[g[k].procs[0]].verdict_text, p->verdict_text) == 0))
+                break;
+        if (k == n) {
+            if (!g && !(g = calloc((size_t)s->nprocs, sizeof(*g))))
+                return -ENOMEM;
+            g[n].comm = p->verdict_comm;
+            g[n].kind = p->verdict_kind;
+            g[n].procs = calloc((size_t)s->nprocs, sizeof(int));
+            if (!g[n].procs) {
+                ncg_vgroups_free(g, n);
+                return -ENOMEM;
+            }
+            n++;
+        }
+        struct ncg_vgroup *v = &g[k];
+        int j = v->nprocs++; /* insertion: groups are small */
+        while (j > 0 && proc_before(s, i, v->procs[j - 1], v->comm)) {
+            v->procs[j] = v->procs[j - 1];
+            j--;
+        }
+        v->procs[j] = i;
+        if (ncg_cli_ended_by_verdict(p))
+            v->nended++;
+    }
+    *out = g;
+    return n;
+}
+
+void ncg_vgroups_free(struct ncg_vgroup *g, int n)
+{
+    for (int k = 0; k < n; k++)
+        free(g[k].procs);
+    free(g);
+}
+
+int ncg_vgroup_ranks(const struct ncg_snap *s, const struct ncg_vgroup *g, int comm, int *out)
+{
+    int n = 0;
+    for (int i = 0; i < g->nprocs; i++) {
+        int r = comm ? ncg_cli_proc_comm_rank(s, g->procs[i], g->comm)
+                     : s->procs[g->procs[i]].global_rank;
+        if (r < 0)
+            continue;
+        int j = n++;
+        while (j > 0 && out[j - 1] > r) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = r;
+    }
+    return n;
+}
+
+/* Length of the directory part of a path ("." when it has none: returned as 0). */
+static size_t dir_len(const char *path)
+{
+    const char *sl = strrchr(path, '/');
+    if (!sl)
+        return 0;
+    return sl == path ? 1 : (size_t)(sl - path);
+}
+
+void ncg_vgroup_reports(const struct ncg_snap *s, const struct ncg_vgroup *g, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < g->nprocs && o < len; i++) {
+        const char *path = s->procs[g->procs[i]].report_path;
+        if (!path[0])
+            continue;
+        if (g->nprocs == 1) {
+            snprintf(buf, len, "%s", path);
+            return;
+        }
+        size_t dl = dir_len(path);
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) {
+            const char *q = s->procs[g->procs[j]].report_path;
+            seen = q[0] && dir_len(q) == dl && strncmp(q, path, dl) == 0;
+        }
+        if (seen)
+            continue;
+        int w = dl ? snprintf(buf + o, len - o, "%s%.*s", o ? ", " : "", (int)dl, path)
+                   : snprintf(buf + o, len - o, "%s.", o ? ", " : "");
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+}
+
+void ncg_vgroup_fmt(char *buf, size_t len, const struct ncg_snap *s, const struct ncg_vgroup *g)
+{
+    int *gr = calloc((size_t)g->nprocs + 1, sizeof(int));
+    int *cr = calloc((size_t)g->nprocs + 1, sizeof(int));
+    int ng = gr ? ncg_vgroup_ranks(s, g, 0, gr) : 0;
+    int nc = cr ? ncg_vgroup_ranks(s, g, 1, cr) : 0;
+    char grk[256] = "", crk[256] = "", who[600], where[512];
+    ncg_cli_fmt_ranks(grk, sizeof(grk), gr, ng);
+    ncg_cli_fmt_ranks(crk, sizeof(crk), cr, nc);
+    free(gr);
+    free(cr);
+    int np = g->nprocs;
+    const char *es = np == 1 ? "" : "es";
+    if (ng && ng == np && nc == np && strcmp(grk, crk) != 0)
+        snprintf(who, sizeof(who), "rank%s %s (comm rank%s %s; %d process%s on this host)",
+                 ng > 1 ? "s" : "", grk, nc > 1 ? "s" : "", crk, np, es);
+    else if (ng)
+        snprintf(who, sizeof(who), "rank%s %s (%d process%s on this host)", ng > 1 ? "s" : "", grk,
+                 np, es);
+    else if (nc)
+        snprintf(who, sizeof(who), "comm rank%s %s (%d process%s on this host)", nc > 1 ? "s" : "",
+                 crk, np, es);
+    else
+        snprintf(who, sizeof(who), "%d process%s on this host", np, es);
+    ncg_vgroup_reports(s, g, where, sizeof(where));
+    snprintf(buf, len, "verdict on %s: %s%s%s", who, s->procs[g->procs[0]].verdict_text,
+             where[0] ? (np == 1 ? "; report " : "; reports in ") : "", where);
 }

@@ -2,7 +2,9 @@
  * segments and raises an alert, once per event, when a guarded process died without a clean
  * exit, when local members of a communicator issued different calls at one slot, when they
  * stopped progressing with disagreeing slot counts for --stall seconds, or when a verdict was
- * recorded. Alerts: a line (or JSON object) on stdout, an optional --exec hook, the exit status. */
+ * recorded: one alert per verdict for all the processes here that recorded it (a process ended
+ * by the verdict's action is not also reported as died). Alerts: a line (or JSON object) on
+ * stdout, an optional --exec hook, the exit status. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -36,6 +38,34 @@ static void on_signal(int sig)
     stop_flag = 1;
 }
 
+#define ALERT_MAXR 256 /* ranks listed in one alert's JSON arrays */
+#define SETTLE_SCANS 5 /* a verdict alert waits at most this many scans for more ranks */
+#define SETTLE_S 0.2   /* time between scans while a verdict alert waits */
+
+struct alert {
+    const char *kind;
+    int32_t pid, rank, comm_rank;
+    int have_comm;
+    uint64_t comm;
+    long long slot; /* -1 when not about one slot */
+    char segment[PATH_MAX];
+    char detail[2048];
+    char ranks_txt[256]; /* compact global ranks ("0-15"), "" when unknown */
+    int group;           /* 1: a verdict alert for several processes (the fields below) */
+    int nprocs, nranks, ncomm_ranks;
+    int ranks[ALERT_MAXR], comm_ranks[ALERT_MAXR], pids[ALERT_MAXR];
+    char reports[512];
+};
+
+/* A verdict seen but not raised yet: it waits until no more processes record it. */
+struct pending {
+    char key[64];
+    int nprocs; /* processes that recorded it at the last scan */
+    int scans;
+    int present; /* seen in the current scan */
+    struct alert a;
+};
+
 struct watch {
     double stall_s;
     int json;
@@ -45,14 +75,23 @@ struct watch {
     int nseen, capseen;
     int alerts;
     int hooks_running;
+    struct pending *pending;
+    int npending, cappending;
 };
+
+static int was_seen(const struct watch *w, const char *key)
+{
+    for (int i = 0; i < w->nseen; i++)
+        if (strcmp(w->seen[i], key) == 0)
+            return 1;
+    return 0;
+}
 
 /* Returns 1 the first time `key` is seen. */
 static int first_time(struct watch *w, const char *key)
 {
-    for (int i = 0; i < w->nseen; i++)
-        if (strcmp(w->seen[i], key) == 0)
-            return 0;
+    if (was_seen(w, key))
+        return 0;
     if (w->nseen == w->capseen) {
         int nc = w->capseen ? w->capseen * 2 : 32;
         char **p = realloc(w->seen, sizeof(char *) * (size_t)nc);
@@ -66,16 +105,6 @@ static int first_time(struct watch *w, const char *key)
         w->seen[w->nseen++] = k;
     return 1;
 }
-
-struct alert {
-    const char *kind;
-    int32_t pid, rank, comm_rank;
-    int have_comm;
-    uint64_t comm;
-    long long slot; /* -1 when not about one slot */
-    const char *segment;
-    char detail[1024];
-};
 
 static void run_hook(struct watch *w, const struct alert *a, const char *json)
 {
@@ -94,6 +123,7 @@ static void run_hook(struct watch *w, const struct alert *a, const char *json)
     setenv("NCCLGUARD_ALERT_PID", buf, 1);
     snprintf(buf, sizeof(buf), "%d", (int)a->rank);
     setenv("NCCLGUARD_ALERT_RANK", buf, 1);
+    setenv("NCCLGUARD_ALERT_RANKS", a->ranks_txt, 1);
     snprintf(buf, sizeof(buf), "%d", (int)a->comm_rank);
     setenv("NCCLGUARD_ALERT_COMM_RANK", buf, 1);
     if (a->have_comm)
@@ -104,15 +134,29 @@ static void run_hook(struct watch *w, const struct alert *a, const char *json)
     snprintf(buf, sizeof(buf), "%lld", a->slot);
     setenv("NCCLGUARD_ALERT_SLOT", a->slot >= 0 ? buf : "", 1);
     setenv("NCCLGUARD_ALERT_HOST", w->host, 1);
-    setenv("NCCLGUARD_ALERT_SEGMENT", a->segment ? a->segment : "", 1);
+    setenv("NCCLGUARD_ALERT_SEGMENT", a->segment, 1);
+    setenv("NCCLGUARD_ALERT_REPORTS", a->reports, 1);
     setenv("NCCLGUARD_ALERT_DETAIL", a->detail, 1);
     setenv("NCCLGUARD_ALERT_JSON", json, 1);
     execl("/bin/sh", "sh", "-c", w->exec, (char *)NULL);
     _exit(127);
 }
 
-static void emit(struct watch *w, const struct alert *a)
+static void json_ints(FILE *f, const char *name, const int *v, int n)
 {
+    fprintf(f, ",\"%s\":[", name);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%d", i ? "," : "", v[i]);
+    fputc(']', f);
+}
+
+static void emit(struct watch *w, struct alert *a)
+{
+    if (!a->group && a->rank >= 0 && !a->ranks_txt[0]) {
+        snprintf(a->ranks_txt, sizeof(a->ranks_txt), "%d", (int)a->rank);
+        a->ranks[0] = a->rank;
+        a->nranks = 1;
+    }
     char *json = NULL;
     size_t jlen = 0;
     FILE *jf = open_memstream(&json, &jlen);
@@ -135,7 +179,15 @@ static void emit(struct watch *w, const struct alert *a)
         else
             fputs(",\"slot\":null", jf);
         fputs(",\"segment\":", jf);
-        ncg_cli_json_str(jf, a->segment ? a->segment : "");
+        ncg_cli_json_str(jf, a->segment);
+        json_ints(jf, "ranks", a->ranks, a->nranks);
+        if (a->group) {
+            fprintf(jf, ",\"processes\":%d", a->nprocs);
+            json_ints(jf, "comm_ranks", a->comm_ranks, a->ncomm_ranks);
+            json_ints(jf, "pids", a->pids, a->nprocs < ALERT_MAXR ? a->nprocs : ALERT_MAXR);
+            fputs(",\"reports\":", jf);
+            ncg_cli_json_str(jf, a->reports);
+        }
         fputs(",\"detail\":", jf);
         ncg_cli_json_str(jf, a->detail);
         fputc('}', jf);
@@ -177,49 +229,125 @@ static void scan_procs(struct watch *w, const struct ncg_snap *s)
     char key[PATH_MAX + 128];
     for (int i = 0; i < s->nprocs; i++) {
         const struct ncg_cli_proc *p = &s->procs[i];
+        /* A process that recorded a verdict and ended was (with the default action) ended by
+         * ncclguard: the verdict alert covers it. */
+        if (p->live != NCG_LIVE_DEAD || p->state == NCG_PROC_VERDICT)
+            continue;
+        snprintf(key, sizeof(key), "died %s %llu", p->path, (unsigned long long)p->start_ticks);
+        if (!first_time(w, key))
+            continue;
         struct alert a;
         memset(&a, 0, sizeof(a));
+        a.kind = "died";
         a.pid = p->pid;
         a.rank = p->global_rank;
         a.comm_rank = -1;
         a.slot = -1;
-        a.segment = p->path;
-        if (p->live == NCG_LIVE_DEAD) {
-            snprintf(key, sizeof(key), "died %s %llu", p->path, (unsigned long long)p->start_ticks);
-            if (!first_time(w, key))
-                continue;
-            a.kind = "died";
-            const struct ncg_cli_member *m = busiest(s, p);
-            if (m) {
-                a.have_comm = 1;
-                a.comm = m->comm_id;
-                a.comm_rank = m->rank;
-                a.slot = (long long)m->coll_seq;
-            }
-            snprintf(a.detail, sizeof(a.detail),
-                     "process ended without a clean exit (%s)%s%s; %d communicator%s, cmdline: %s",
-                     p->live_why, p->state == NCG_PROC_VERDICT ? " after a verdict: " : "",
-                     p->state == NCG_PROC_VERDICT ? p->verdict_text : "", p->nmembers,
-                     p->nmembers == 1 ? "" : "s", p->cmdline);
-            emit(w, &a);
-        }
-        if (p->state == NCG_PROC_VERDICT) {
-            snprintf(key, sizeof(key), "verdict %s %llu %u %llx", p->path,
-                     (unsigned long long)p->start_ticks, p->verdict_kind,
-                     (unsigned long long)p->verdict_comm);
-            if (!first_time(w, key))
-                continue;
-            a.kind = "verdict";
+        snprintf(a.segment, sizeof(a.segment), "%s", p->path);
+        const struct ncg_cli_member *m = busiest(s, p);
+        if (m) {
             a.have_comm = 1;
-            a.comm = p->verdict_comm;
-            a.slot = -1;
-            a.comm_rank = -1;
-            snprintf(a.detail, sizeof(a.detail), "verdict %s: %s%s%s",
-                     ncg_cli_verdict_name(p->verdict_kind), p->verdict_text,
-                     p->report_path[0] ? "; report " : "", p->report_path);
-            emit(w, &a);
+            a.comm = m->comm_id;
+            a.comm_rank = m->rank;
+            a.slot = (long long)m->coll_seq;
         }
+        snprintf(a.detail, sizeof(a.detail),
+                 "process ended without a clean exit (%s); %d communicator%s, cmdline: %s",
+                 p->live_why, p->nmembers, p->nmembers == 1 ? "" : "s", p->cmdline);
+        emit(w, &a);
     }
+}
+
+/* The alert for the processes of g (g->procs[0] has the lowest rank). */
+static void verdict_alert(struct alert *a, const struct ncg_snap *s, const struct ncg_vgroup *g)
+{
+    const struct ncg_cli_proc *p = &s->procs[g->procs[0]];
+    memset(a, 0, sizeof(*a));
+    a->kind = "verdict";
+    a->group = 1;
+    a->pid = p->pid;
+    a->rank = p->global_rank;
+    a->comm_rank = ncg_cli_proc_comm_rank(s, g->procs[0], g->comm);
+    a->have_comm = 1;
+    a->comm = g->comm;
+    a->slot = -1;
+    snprintf(a->segment, sizeof(a->segment), "%s", p->path);
+    a->nprocs = g->nprocs;
+    int *r = calloc((size_t)g->nprocs + 1, sizeof(int));
+    if (r) {
+        int n = ncg_vgroup_ranks(s, g, 0, r);
+        ncg_cli_fmt_ranks(a->ranks_txt, sizeof(a->ranks_txt), r, n);
+        a->nranks = n < ALERT_MAXR ? n : ALERT_MAXR;
+        memcpy(a->ranks, r, sizeof(int) * (size_t)a->nranks);
+        n = ncg_vgroup_ranks(s, g, 1, r);
+        a->ncomm_ranks = n < ALERT_MAXR ? n : ALERT_MAXR;
+        memcpy(a->comm_ranks, r, sizeof(int) * (size_t)a->ncomm_ranks);
+        free(r);
+    }
+    for (int i = 0; i < g->nprocs && i < ALERT_MAXR; i++)
+        a->pids[i] = s->procs[g->procs[i]].pid;
+    ncg_vgroup_reports(s, g, a->reports, sizeof(a->reports));
+    ncg_vgroup_fmt(a->detail, sizeof(a->detail), s, g);
+}
+
+static void raise_pending(struct watch *w, int i)
+{
+    first_time(w, w->pending[i].key);
+    emit(w, &w->pending[i].a);
+    w->npending--;
+    memmove(&w->pending[i], &w->pending[i + 1], sizeof(w->pending[0]) * (size_t)(w->npending - i));
+}
+
+/* One verdict alert per (communicator, kind) for all the processes here that recorded it.
+ * Raised once a scan finds no more of them than the scan before (the ranks of a job record a
+ * verdict within milliseconds of each other), or after SETTLE_SCANS scans. */
+static void scan_verdicts(struct watch *w, const struct ncg_snap *s)
+{
+    struct ncg_vgroup *g;
+    int ng = ncg_vgroups_build(s, 0, &g);
+    if (ng < 0)
+        return;
+    for (int i = 0; i < w->npending; i++)
+        w->pending[i].present = 0;
+    for (int k = 0; k < ng; k++) {
+        char key[64];
+        snprintf(key, sizeof(key), "verdict %016llx %u", (unsigned long long)g[k].comm, g[k].kind);
+        if (was_seen(w, key))
+            continue;
+        int i;
+        for (i = 0; i < w->npending; i++)
+            if (strcmp(w->pending[i].key, key) == 0)
+                break;
+        if (i == w->npending) {
+            if (w->npending == w->cappending) {
+                int nc = w->cappending ? w->cappending * 2 : 4;
+                struct pending *np = realloc(w->pending, sizeof(*np) * (size_t)nc);
+                if (!np)
+                    continue;
+                w->pending = np;
+                w->cappending = nc;
+            }
+            memset(&w->pending[i], 0, sizeof(w->pending[i]));
+            snprintf(w->pending[i].key, sizeof(w->pending[i].key), "%s", key);
+            w->pending[i].nprocs = -1;
+            w->npending++;
+        }
+        struct pending *pd = &w->pending[i];
+        int settled = g[k].nprocs == pd->nprocs;
+        pd->present = 1;
+        pd->nprocs = g[k].nprocs;
+        pd->scans++;
+        verdict_alert(&pd->a, s, &g[k]);
+        if (settled || pd->scans >= SETTLE_SCANS)
+            pd->present = -1; /* raise below */
+    }
+    ncg_vgroups_free(g, ng);
+    /* Raise the settled ones, and those whose processes are no longer seen (as last seen). */
+    for (int i = 0; i < w->npending;)
+        if (w->pending[i].present != 1)
+            raise_pending(w, i);
+        else
+            i++;
 }
 
 static int min_member(const struct ncg_snap *s, const struct ncg_view_call *c)
@@ -256,7 +384,7 @@ static void scan_comms(struct watch *w, const struct ncg_snap *s, const struct n
                 a.rank = p->global_rank;
                 a.comm_rank = s->members[m].rank;
                 a.slot = (long long)c->mismatch_slot;
-                a.segment = p->path;
+                snprintf(a.segment, sizeof(a.segment), "%s", p->path);
                 size_t o = (size_t)snprintf(
                     a.detail, sizeof(a.detail),
                     "different calls at one slot%s:", c->mismatch == 2 ? " (digests differ)" : "");
@@ -299,7 +427,7 @@ static void scan_comms(struct watch *w, const struct ncg_snap *s, const struct n
                 a.rank = p->global_rank;
                 a.comm_rank = s->members[idx[0]].rank;
                 a.slot = (long long)c->min_seq;
-                a.segment = p->path;
+                snprintf(a.segment, sizeof(a.segment), "%s", p->path);
                 snprintf(
                     a.detail, sizeof(a.detail),
                     "no call for %.0fs while slot counts disagree (%llu..%llu); behind: rank%s %s",
@@ -383,6 +511,7 @@ int ncg_cmd_watch(int argc, char **argv)
         }
         if (ncg_view_build(&s, &v) == 0) {
             scan_procs(&w, &s);
+            scan_verdicts(&w, &s);
             scan_comms(&w, &s, &v);
             ncg_view_free(&v);
         }
@@ -390,16 +519,20 @@ int ncg_cmd_watch(int argc, char **argv)
             ncg_cli_clean_dead(&s, 3600, 0, 1, 1);
         ncg_snap_free(&s);
         reap_hooks(&w, 0);
-        if (once || (exit_on_alert && w.alerts))
+        /* A verdict alert waiting for more ranks gets one more, quick, scan. */
+        if ((once || (exit_on_alert && w.alerts)) && !w.npending)
             break;
-        struct timespec ts = {(time_t)interval,
-                              (long)((interval - (double)(time_t)interval) * 1e9)};
+        double next = w.npending && interval > SETTLE_S ? SETTLE_S : interval;
+        struct timespec ts = {(time_t)next, (long)((next - (double)(time_t)next) * 1e9)};
         nanosleep(&ts, NULL);
     }
+    while (w.npending) /* interrupted while a verdict alert waited: raise it as it is */
+        raise_pending(&w, 0);
     reap_hooks(&w, 1); /* let the hooks of the last alerts finish before we report */
     for (int i = 0; i < w.nseen; i++)
         free(w.seen[i]);
     free(w.seen);
+    free(w.pending);
     if (rc != NCG_CLI_OK)
         return rc;
     return w.alerts ? NCG_CLI_ALERT : NCG_CLI_OK;

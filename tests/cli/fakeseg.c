@@ -2,8 +2,9 @@
  * each creating its own segment exactly as include/ncclguard/shm.h lays it out (header, one
  * communicator, seqlock-stamped records), without the shim or any NCCL. Ranks can be made
  * dead (exit without a clean exit), exited, torn (a record left half-written), stale, or
- * carrying a verdict. Prints "fakeseg: ready <pid of rank 0> <pid of rank 1> ..." and holds the
- * live ranks until stdin closes or SIGTERM; then kills them and removes their segments. */
+ * carrying a verdict (with --dead too: ended by the verdict, as an aborted rank). Prints "fakeseg:
+ * ready <pid of rank 0> <pid of rank 1> ..." and holds the live ranks until stdin closes or
+ * SIGTERM; then kills them and removes their segments. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,7 @@
 static const char usage[] =
     "usage: fakeseg --dir DIR [--ranks N] [--counts C0,C1,..] [--comm HEXID] [--age SECS]\n"
     "               [--last R:FUNC:COUNT:DTYPE] [--dead R] [--exited R] [--torn R]\n"
-    "               [--verdict R] [--p2p R:N] [--junk] [--tag TEXT]\n";
+    "               [--verdict R] [--p2p R:N] [--junk] [--tag TEXT] [--grank-base G]\n";
 
 struct opts {
     const char *dir;
@@ -35,6 +36,7 @@ struct opts {
     int dead[MAXR], exited[MAXR], torn[MAXR], verdict[MAXR];
     uint64_t p2p[MAXR];
     int junk;
+    int grank_base; /* global rank of comm rank r: grank_base + r */
     const char *tag;
 };
 
@@ -115,7 +117,7 @@ static void write_rank(const struct opts *o, int r)
     h->pid = pid;
     h->state = NCG_PROC_ALIVE;
     h->start_ticks = start_ticks_self();
-    h->global_rank = r;
+    h->global_rank = o->grank_base + r;
     h->local_rank = r;
     h->world_size = o->nranks;
     gethostname(h->hostname, sizeof(h->hostname) - 1);
@@ -229,6 +231,8 @@ int main(int argc, char **argv)
             o.age = atof(v);
         else if (strcmp(a, "--tag") == 0)
             o.tag = v;
+        else if (strcmp(a, "--grank-base") == 0)
+            o.grank_base = atoi(v);
         else if (strcmp(a, "--counts") == 0) {
             char *dup = strdup(v), *save = NULL;
             int k = 0;

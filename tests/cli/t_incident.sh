@@ -2,7 +2,9 @@
 # The incident (16 ranks) hung, seen from outside while it is stuck: with the side channel off,
 # status shows every rank at 49 slots and the mismatch at slot 48 (AllReduce on rank 3 against
 # ReduceScatter on 0-2,4-15), and watch raises it; with NCCLGUARD_ACTION=warn the checker's
-# verdict is in every segment and watch raises a verdict alert.
+# verdict is in every segment, status shows it on one line and watch raises one verdict alert;
+# with the default action (abort) the ended job's segments stay: every rank "ended (verdict)",
+# one verdict line, one verdict alert (one --exec run) and no died alert.
 . "$(dirname "$0")/lib.sh"
 need "$NCG" "$LAUNCH" "$NCG_BUILD/tests/incident" "$NCG_BUILD/libncclguard.so"
 run_incident() { # TAG ENV...: the incident under the shim, argv[0] made unique for --match
@@ -45,8 +47,37 @@ verdicts() { "$NCG" status --json --no-clean --match "$NCG_TMP/warn/" >"$NCG_TMP
 echo "step: waiting for 16 verdicts"
 wait_until 45 verdicts
 "$NCG" status --match "$NCG_TMP/warn/" >"$NCG_TMP/s2"; cat "$NCG_TMP/s2"
-[ "$(grep -c ") verdict MISMATCH on comm .*MISMATCH.*slot 48.*; report $NCG_TMP/ncclguard-report" "$NCG_TMP/s2")" -eq 16 ] || fail "16 verdict lines expected"
+[ "$(grep -c "verdict" "$NCG_TMP/s2")" -eq 17 ] || fail "16 rows in state verdict and one verdict line expected"
+grep -E "^ncclguard: verdict on ranks 0-15 \(16 processes on this host\): MISMATCH on comm [0-9a-f]{16} \(16 ranks\): slot 48: .*; reports in $NCG_TMP\$" "$NCG_TMP/s2" >/dev/null || fail "grouped verdict line"
 "$NCG" watch --once --match "$NCG_TMP/warn/" --json >"$NCG_TMP/w2"
-[ "$(grep -c '"kind":"verdict"' "$NCG_TMP/w2")" -eq 16 ] || fail "16 verdict alerts expected"
+grep '"kind":"verdict"' "$NCG_TMP/w2" >"$NCG_TMP/w2a"
+[ "$(wc -l <"$NCG_TMP/w2a")" -eq 1 ] || { cat "$NCG_TMP/w2"; fail "one verdict alert expected"; }
+jcheck "$NCG_TMP/w2a" 'd["ranks"]==list(range(16)) and d["rank"]==0 and d["processes"]==16'
 endjob warn
+
+# the default action: every rank exits 86 and leaves its segment in VERDICT state
+mkdir -p "$NCG_TMP/reports"
+run_incident abort NCCLGUARD_REPORT_DIR=$NCG_TMP/reports
+echo "step: waiting for the abort"
+wait "$JOB_PID"; rc=$?
+[ $rc -eq 86 ] || { tail -n 20 "$NCG_TMP/abort.out"; fail "aborted job: want exit 86, got $rc"; }
+"$NCG" status --no-clean --match "$NCG_TMP/abort/" >"$NCG_TMP/s3"; cat "$NCG_TMP/s3"
+[ "$(grep -c '  ended (verdict)$' "$NCG_TMP/s3")" -eq 16 ] || fail "16 ranks ended by the verdict expected"
+lacks "$NCG_TMP/s3" "dead" "alive"
+[ "$(grep -c '^ncclguard: verdict on' "$NCG_TMP/s3")" -eq 1 ] || fail "one verdict line expected"
+contains "$NCG_TMP/s3" "ncclguard: verdict on ranks 0-15 (16 processes on this host): MISMATCH on comm " \
+  "AllReduce(count=1, float32, sum) on rank 3 vs ReduceScatter(count=64, bfloat16, sum) on ranks 0-2,4-15; reports in $NCG_TMP/reports"
+"$NCG" status --json --no-clean --match "$NCG_TMP/abort/" >"$NCG_TMP/j3"
+jcheck "$NCG_TMP/j3" 'len(d["processes"])==16 and all(p["ended_by_verdict"] and p["state"]=="dead" for p in d["processes"])'
+jcheck "$NCG_TMP/j3" 'len(d["verdicts"])==1 and d["verdicts"][0]["ranks"]==list(range(16)) and d["verdicts"][0]["ended"]==16 and d["verdicts"][0]["reports"]=="'"$NCG_TMP/reports"'"'
+"$NCG" watch --once --no-clean --match "$NCG_TMP/abort/" \
+  --exec 'echo "$NCCLGUARD_ALERT_KIND rank=$NCCLGUARD_ALERT_RANK ranks=$NCCLGUARD_ALERT_RANKS" >>"$NCG_TMP/hooks"' >"$NCG_TMP/w3"
+rc=$?; cat "$NCG_TMP/w3"; cat "$NCG_TMP/hooks"
+[ $rc -eq 1 ] || fail "watch after the abort: want exit 1, got $rc"
+[ "$(grep -c 'ALERT verdict' "$NCG_TMP/w3")" -eq 1 ] || fail "one verdict alert expected"
+[ "$(grep -c ALERT "$NCG_TMP/w3")" -eq 1 ] || fail "no other alert (no died) expected"
+contains "$NCG_TMP/w3" " rank=0 " "verdict on ranks 0-15 (16 processes on this host)"
+[ "$(cat "$NCG_TMP/hooks")" = "verdict rank=0 ranks=0-15" ] || fail "--exec: one run for the verdict expected"
+"$NCG" clean --grace 0 --match "$NCG_TMP/abort/" >"$NCG_TMP/c3"; cat "$NCG_TMP/c3"
+contains "$NCG_TMP/c3" "removed 16 segments"
 echo ok

@@ -2,9 +2,10 @@
 # `ncclguard watch` on synthetic segments: a dead rank, a stall (raised only once its configured
 # time has passed), a mismatch and a verdict each raise one alert (line or JSON), the --exec
 # hook gets the details in its environment, and the exit status says whether anything alerted.
+# Ranks ended by a verdict raise one verdict alert for all of them (one --exec run), no died.
 . "$(dirname "$0")/lib.sh"
 need "$NCG" "$FAKESEG"
-A=$NCG_TMP/a; B=$NCG_TMP/b; E=$NCG_TMP/empty; mkdir -p "$A" "$B" "$E"
+A=$NCG_TMP/a; B=$NCG_TMP/b; C=$NCG_TMP/c; E=$NCG_TMP/empty; mkdir -p "$A" "$B" "$C" "$E"
 # nothing to report: exit 0, no output
 "$NCG" watch --once --dir "$E" >"$NCG_TMP/o0"; [ $? -eq 0 ] || fail "empty: want exit 0"
 [ ! -s "$NCG_TMP/o0" ] || fail "empty: unexpected output"
@@ -20,7 +21,7 @@ contains "$NCG_TMP/o1" "ncclguard: ALERT died" "pid=${APIDS[1]} rank=1 comm=0000
 lacks "$NCG_TMP/o1" "ALERT stall"
 [ "$(grep -c ALERT "$NCG_TMP/o1")" -eq 1 ] || fail "one alert expected"
 contains "$NCG_TMP/hook.died" "NCCLGUARD_ALERT_KIND=died" "NCCLGUARD_ALERT_PID=${APIDS[1]}" \
-  "NCCLGUARD_ALERT_RANK=1" "NCCLGUARD_ALERT_COMM=00000000000000aa" "NCCLGUARD_ALERT_DETAIL=process ended" \
+  "NCCLGUARD_ALERT_RANK=1" "NCCLGUARD_ALERT_RANKS=1" "NCCLGUARD_ALERT_COMM=00000000000000aa" "NCCLGUARD_ALERT_DETAIL=process ended" \
   "NCCLGUARD_ALERT_JSON={"
 # the stall: alerted once it lasted --stall seconds, naming the rank behind
 timeout 30 "$NCG" watch --stall 2 --interval 0.2 --json --dir "$A" >"$NCG_TMP/o3" & wp=$!
@@ -46,4 +47,26 @@ contains "$NCG_TMP/o5" "ALERT mismatch" "pid=${BPIDS[2]} rank=2 comm=00000000000
 # alerts are raised once per event, not on every scan
 timeout -s TERM 3 "$NCG" watch --interval 0.2 --dir "$B" >"$NCG_TMP/o6"
 [ "$(grep -c 'ALERT mismatch' "$NCG_TMP/o6")" -eq 1 ] || fail "mismatch alerted more than once"
+[ "$(grep -c 'ALERT verdict' "$NCG_TMP/o6")" -eq 1 ] || fail "verdict alerted more than once"
+
+# ranks 0-3 of a 5-rank comm (global ranks 8-12) recorded a verdict and ended (abort): one
+# verdict alert naming them all, the hook run once; rank 4 died on its own: a died alert
+start_fakeseg c --dir "$C" --ranks 5 --counts 7 --comm 00000000000000cc --grank-base 8 \
+  --verdict 0 --verdict 1 --verdict 2 --verdict 3 --dead 0 --dead 1 --dead 2 --dead 3 --dead 4
+CPIDS=("${FS_PIDS[@]}")
+"$NCG" watch --once --dir "$C" --exec 'echo "$NCCLGUARD_ALERT_KIND" >>"$NCG_TMP/hooks"; env | grep ^NCCLGUARD_ALERT_ | sort >"$NCG_TMP/hook2.$NCCLGUARD_ALERT_KIND"' >"$NCG_TMP/o7"
+rc=$?; cat "$NCG_TMP/o7"
+[ $rc -eq 1 ] || fail "verdict: want exit 1, got $rc"
+[ "$(grep -c 'ALERT verdict' "$NCG_TMP/o7")" -eq 1 ] || fail "one verdict alert expected"
+[ "$(grep -c 'ALERT died' "$NCG_TMP/o7")" -eq 1 ] || fail "one died alert expected (rank 4 only)"
+contains "$NCG_TMP/o7" "ALERT died host=$(hostname) pid=${CPIDS[4]} rank=12 " \
+  "ALERT verdict host=$(hostname) pid=${CPIDS[0]} rank=8 comm=00000000000000cc: verdict on ranks 8-11 (comm ranks 0-3; 4 processes on this host): MISMATCH on comm 00000000000000cc: synthetic verdict; reports in /tmp"
+[ "$(grep -c . "$NCG_TMP/hooks")" -eq 2 ] && [ "$(grep -c verdict "$NCG_TMP/hooks")" -eq 1 ] || { cat "$NCG_TMP/hooks"; fail "hook: one run per alert expected"; }
+contains "$NCG_TMP/hook2.verdict" "NCCLGUARD_ALERT_KIND=verdict" "NCCLGUARD_ALERT_PID=${CPIDS[0]}" \
+  "NCCLGUARD_ALERT_RANK=8" "NCCLGUARD_ALERT_RANKS=8-11" "NCCLGUARD_ALERT_COMM_RANK=0" \
+  "NCCLGUARD_ALERT_COMM=00000000000000cc" "NCCLGUARD_ALERT_REPORTS=/tmp" "NCCLGUARD_ALERT_DETAIL=verdict on ranks 8-11"
+"$NCG" watch --once --json --dir "$C" >"$NCG_TMP/o8"
+grep '"kind":"verdict"' "$NCG_TMP/o8" >"$NCG_TMP/o8a"
+[ "$(wc -l <"$NCG_TMP/o8a")" -eq 1 ] || fail "one JSON verdict alert expected"
+jcheck "$NCG_TMP/o8a" 'd["rank"]==8 and d["comm_rank"]==0 and d["ranks"]==[8,9,10,11] and d["comm_ranks"]==[0,1,2,3] and d["processes"]==4 and d["reports"]=="/tmp" and d["pids"]=='"[${CPIDS[0]},${CPIDS[1]},${CPIDS[2]},${CPIDS[3]}]"
 echo ok

@@ -1,6 +1,7 @@
 /* Unit tests of the CLI's pure parts: the seqlock record reader (complete, in-progress,
  * overwritten and wrapped records), the per-communicator analysis (who is behind, mismatches by
- * fields and by digest, dead members left out), compact rank lists, and the JSON reader on
+ * fields and by digest, dead members left out), compact rank lists, verdicts grouped into one
+ * line per verdict (ranks, comm ranks, report directories), and the JSON reader on
  * every truncation of a valid report and on hostile input (must fail cleanly, never crash). */
 #include <errno.h>
 #include <stdio.h>
@@ -178,11 +179,83 @@ static void test_json(void)
     free(d);
 }
 
+/* Processes in VERDICT state grouped by verdict, and their one-line summary. */
+static void test_vgroups(void)
+{
+    enum { N = 6 };
+    struct ncg_snap s;
+    memset(&s, 0, sizeof(s));
+    s.procs = calloc(N, sizeof(*s.procs));
+    s.members = calloc(N, sizeof(*s.members));
+    s.nprocs = s.nmembers = N;
+    /* procs in scrambled rank order; comm 7: comm rank r is global rank 8 + r */
+    static const int comm_rank[N] = {2, 0, 3, 1, 4, 5};
+    for (int i = 0; i < N; i++) {
+        struct ncg_cli_proc *p = &s.procs[i];
+        p->pid = 100 + i;
+        p->global_rank = 8 + comm_rank[i];
+        p->first_member = i;
+        p->nmembers = 1;
+        p->state = NCG_PROC_VERDICT;
+        p->live = NCG_LIVE_DEAD;
+        p->verdict_kind = 1;
+        p->verdict_comm = 7;
+        snprintf(p->verdict_text, sizeof(p->verdict_text), "MISMATCH on comm 7: x");
+        snprintf(p->report_path, sizeof(p->report_path), "/r/ncclguard-report.h.%d.json", 100 + i);
+        s.members[i].proc = i;
+        s.members[i].comm_id = 7;
+        s.members[i].rank = comm_rank[i];
+    }
+    s.procs[3].live = NCG_LIVE_VERDICT; /* still running (warn): same group, not ended */
+    s.procs[4].verdict_kind = 5;        /* another verdict on the same comm */
+    s.procs[5].state = NCG_PROC_ALIVE;  /* no verdict */
+    s.procs[5].live = NCG_LIVE_ALIVE;
+    CHECK(ncg_cli_ended_by_verdict(&s.procs[0]) && !ncg_cli_ended_by_verdict(&s.procs[3]) &&
+          !ncg_cli_ended_by_verdict(&s.procs[5]));
+    struct ncg_vgroup *g;
+    int ng = ncg_vgroups_build(&s, 1, &g);
+    CHECK(ng == 2);
+    if (ng == 2) {
+        CHECK(g[0].nprocs == 4 && g[0].nended == 3 && g[0].comm == 7 && g[0].kind == 1);
+        CHECK(g[0].procs[0] == 1 && g[0].procs[1] == 3 && g[0].procs[2] == 0 && g[0].procs[3] == 2);
+        int r[4];
+        CHECK(ncg_vgroup_ranks(&s, &g[0], 0, r) == 4 && r[0] == 8 && r[3] == 11);
+        CHECK(ncg_vgroup_ranks(&s, &g[0], 1, r) == 4 && r[0] == 0 && r[3] == 3);
+        char line[1024];
+        ncg_vgroup_fmt(line, sizeof(line), &s, &g[0]);
+        CHECK(strcmp(line, "verdict on ranks 8-11 (comm ranks 0-3; 4 processes on this host): "
+                           "MISMATCH on comm 7: x; reports in /r") == 0);
+        ncg_vgroup_fmt(line, sizeof(line), &s, &g[1]);
+        CHECK(strcmp(line, "verdict on rank 12 (comm rank 4; 1 process on this host): MISMATCH "
+                           "on comm 7: x; report /r/ncclguard-report.h.104.json") == 0);
+        /* reports in two directories, one process without a report; same global and comm ranks */
+        snprintf(s.procs[2].report_path, sizeof(s.procs[2].report_path), "/q/a.json");
+        s.procs[3].report_path[0] = 0;
+        for (int i = 0; i < N; i++)
+            s.procs[i].global_rank = comm_rank[i];
+        ncg_vgroup_fmt(line, sizeof(line), &s, &g[0]);
+        CHECK(strcmp(line, "verdict on ranks 0-3 (4 processes on this host): MISMATCH on comm 7: "
+                           "x; reports in /r, /q") == 0);
+    }
+    ncg_vgroups_free(g, ng > 0 ? ng : 0);
+    /* a different summary is another line, but the same alert (grouped without the text) */
+    snprintf(s.procs[0].verdict_text, sizeof(s.procs[0].verdict_text), "other");
+    ng = ncg_vgroups_build(&s, 1, &g);
+    CHECK(ng == 3);
+    ncg_vgroups_free(g, ng > 0 ? ng : 0);
+    ng = ncg_vgroups_build(&s, 0, &g);
+    CHECK(ng == 2);
+    ncg_vgroups_free(g, ng > 0 ? ng : 0);
+    free(s.procs);
+    free(s.members);
+}
+
 int main(void)
 {
     test_read_record();
     test_view();
     test_ranks();
+    test_vgroups();
     test_json();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
