@@ -40,9 +40,10 @@ for t in "${tests[@]}"; do
     sed 's/^/    | /' "$log" | tail -n 60
   fi
   rm -rf "$NCG_TMP"
-  # Ranks a test killed on purpose (SIGKILL) cannot remove their segments: reclaim them so a
-  # long run does not fill /dev/shm. Only segments of processes that are gone are touched.
-  [ -x "$NCG_BUILD/ncclguard" ] && "$NCG_BUILD/ncclguard" clean --grace 0 >/dev/null 2>&1
+  # Ranks a test killed on purpose (SIGKILL) or ended by a verdict leave their segments:
+  # reclaim them so a long run does not fill /dev/shm. Only segments of processes that are gone
+  # and ran a program of this build (their command line names $NCG_BUILD) are touched.
+  [ -x "$NCG_BUILD/ncclguard" ] && "$NCG_BUILD/ncclguard" clean --grace 0 --match "$NCG_BUILD/" >/dev/null 2>&1
 done
 [ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
 echo "$pass passed, $fail failed, $skip skipped"
