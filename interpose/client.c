@@ -32,6 +32,7 @@
 #include "log.h"
 #include "ring.h"
 #include "shm.h"
+#include "stack.h"
 #include "symbol.h"
 #include "verdict.h"
 #include "wire.h"
@@ -262,11 +263,61 @@ static void link_send(struct link *l, const struct ncg_msg *m)
 
 /* ---------- verdicts on this side ---------- */
 
+/* The thread to show for an error verdict: the issuer of this rank's latest call on the comm
+ * (collective or p2p, whichever is newer), and what it issued. 0 when there is none. */
+static uint32_t stuck_thread(const struct lcomm *lc, char *what, size_t cap)
+{
+    struct ncg_shm_record rc, rp;
+    char call[192];
+    uint64_t cc = ck_pr_load_64(&lc->shm->coll_seq), pc = ck_pr_load_64(&lc->shm->p2p_seq);
+    int hc = cc && ncg_ring_read(lc->shm, NCG_RING_COLL, cc - 1, &rc) == 0;
+    int hp = pc && ncg_ring_read(lc->shm, NCG_RING_P2P, pc - 1, &rp) == 0;
+    if (hp && (!hc || rp.t_ns > rc.t_ns)) {
+        struct ncg_call c = {rp.seq, rp.count, rp.root_or_peer, rp.func, rp.dtype, rp.redop};
+        snprintf(what, cap, "%s, #%" PRIu64 " of the pair", ncg_call_format(&c, call, sizeof call),
+                 rp.seq);
+        return rp.tid;
+    }
+    if (!hc)
+        return 0;
+    struct ncg_call c = {rc.seq, rc.count, rc.root_or_peer, rc.func, rc.dtype, rc.redop};
+    snprintf(what, cap, "slot %" PRIu64 " %s", cc - 1, ncg_call_format(&c, call, sizeof call));
+    return rc.tid;
+}
+
+/* Symbolized stack of thread tid into x (static storage: checker thread only). */
+static void capture_stack(uint32_t tid, const char *what, struct ncg_diag_ctx *x)
+{
+    enum { SHOW = 16 };
+    static char frame[SHOW][256];
+    static const char *fp[SHOW];
+    uint64_t pcs[NCG_STACK_MAX];
+    int n = ncg_stack_capture(tid, pcs, SHOW);
+    if (n <= 0) {
+        ncg_debug(1, "no stack of thread %u: %s", tid, ncg_stack_strerror(n));
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        fp[i] = ncg_symbolize(pcs[i], frame[i], sizeof frame[i]);
+    x->stack_tid = tid;
+    x->stack_what = what;
+    x->stack = fp;
+    x->nstack = n;
+}
+
+static int is_stuck_verdict(const struct ncg_verdict *v)
+{
+    return v->severity == NCG_SEV_ERROR &&
+           (v->kind == NCG_V_MISMATCH || v->kind == NCG_V_P2P_MISMATCH ||
+            v->kind == NCG_V_RANK_DIED || v->kind == NCG_V_RANK_EXITED);
+}
+
 static void apply_verdict(struct ncg_verdict *v, uint64_t now)
 {
     struct ncg_comm *fail[NCG_SHM_MAX_COMMS + 8];
     int nf = 0;
-    char call[192] = "", site[NCG_WIRE_SITE] = "", mycall[256] = "";
+    uint32_t tid = 0;
+    char call[192] = "", site[NCG_WIRE_SITE] = "", mycall[256] = "", what[256] = "";
     struct ncg_diag_ctx x = {.rank = -1,
                              .global_rank = global_rank(),
                              .pid = (uint32_t)getpid(),
@@ -308,12 +359,22 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
                 x.call_time_unix = (double)wt.tv_sec + (double)wt.tv_nsec * 1e-9 -
                                    (mono - (double)rec.t_ns * 1e-9);
             }
+            if (lc->shm && ncg_cfg.stacks && is_stuck_verdict(v))
+                tid = stuck_thread(lc, what, sizeof what);
         }
-        if (lc->c && nf < (int)(sizeof fail / sizeof *fail))
-            fail[nf++] = lc->c;
     }
+    pthread_mutex_unlock(&G.lk);
     x.my_call = mycall;
     x.my_site = site;
+    /* Without G.lk: the capture may take up to ~300 ms and app threads take G.lk at init. */
+    if (tid)
+        capture_stack(tid, what, &x);
+    pthread_mutex_lock(&G.lk);
+    for (size_t i = 0; i < G.nlc; i++) {
+        struct lcomm *lc = &G.lc[i];
+        if (lc->id == v->comm_id && !lc->removed && lc->c && nf < (int)(sizeof fail / sizeof *fail))
+            fail[nf++] = lc->c;
+    }
     int must_exit = ncg_action_apply(v, &x, fail, nf);
     pthread_mutex_unlock(&G.lk);
     if (must_exit && !G.abort_at_ns)

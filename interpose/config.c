@@ -21,6 +21,7 @@ struct ncg_config ncg_cfg = {
     .report_dir = ".",
     .shm = 1,
     .verbose = 0,
+    .stacks = 1,
 };
 
 struct ncg_parse {
@@ -155,6 +156,7 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
         .report_dir = ".",
         .shm = 1,
         .verbose = 0,
+        .stacks = 1,
     };
 
     ncg_parse_bool(&p, "NCCLGUARD", &cfg->enabled);
@@ -193,4 +195,5 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
     uint32_t verbose = (uint32_t)cfg->verbose;
     ncg_parse_uint(&p, "NCCLGUARD_VERBOSE", 0, 2, &verbose);
     cfg->verbose = (int)verbose;
+    ncg_parse_bool(&p, "NCCLGUARD_STACKS", &cfg->stacks);
 }

@@ -27,6 +27,7 @@ struct ncg_config {
     char report_dir[256];       /* NCCLGUARD_REPORT_DIR (default "." ) */
     int shm;     /* NCCLGUARD_SHM=0: private mapping, invisible to the CLI (default 1) */
     int verbose; /* NCCLGUARD_VERBOSE=0|1|2 */
+    int stacks;  /* NCCLGUARD_STACKS=0: no stack of the stuck thread in diagnostics (default 1) */
 };
 
 /* Looks a variable up; returns NULL when unset. */

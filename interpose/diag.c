@@ -98,6 +98,12 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
         outf(&o, "%s  this process (%s, pid %u on %s): %s%s%s%s\n", P, who, x->pid, x->host,
              x->my_call[0] ? x->my_call : "no call recorded", x->my_site[0] ? " called from " : "",
              x->my_site, "");
+        if (x->stack_tid && x->nstack > 0) {
+            outf(&o, "%s  stack of thread %u (issued %s), innermost first:\n", P, x->stack_tid,
+                 x->stack_what);
+            for (int i = 0; i < x->nstack; i++)
+                outf(&o, "%s    #%d %s\n", P, i, x->stack[i]);
+        }
     }
     if (x->exit_status >= 0)
         outf(&o, "%s  action: %s (exit status %d)", P, x->action, x->exit_status);
@@ -222,6 +228,15 @@ size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, 
         outf(&o, ",\"call_time_unix\":%.6f", x->call_time_unix);
     else
         outf(&o, ",\"call_time_unix\":null");
+    if (x->stack_tid && x->nstack > 0)
+        outf(&o, ",\"stack_tid\":%u,\"stack\":[", x->stack_tid);
+    else
+        outf(&o, ",\"stack_tid\":null,\"stack\":[");
+    for (int i = 0; x->stack_tid && i < x->nstack; i++) {
+        outf(&o, "%s", i ? "," : "");
+        json_str(&o, x->stack[i]);
+    }
+    outf(&o, "]");
     outf(&o, ",\"detail\":");
     json_str(&o, v->detail);
     outf(&o, "}\n");

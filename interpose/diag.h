@@ -20,6 +20,12 @@ struct ncg_diag_ctx {
     int exit_status;         /* NCG_EXIT_VERDICT for abort, else -1 */
     const char *report_path; /* "" when the report could not be written */
     double call_time_unix;   /* wall-clock time this rank issued my_call, < 0 unknown */
+    /* The stack of the thread that issued this rank's latest call, captured at verdict time
+     * (error verdicts, NCCLGUARD_STACKS=1): symbolized frames, innermost first. */
+    uint32_t stack_tid;       /* 0: no stack */
+    const char *stack_what;   /* what that thread issued, e.g. "slot 7 AllReduce(...)" */
+    const char *const *stack; /* nstack frames */
+    int nstack;
 };
 
 /* Renders the diagnostic into buf (NUL-terminated, truncated to cap). Pure; returns length. */

@@ -17,6 +17,7 @@ typedef int (*unw_getcontext_fn)(void *ctx);
 typedef int (*unw_init_local_fn)(void *cur, void *ctx);
 typedef int (*unw_set_reg_fn)(void *cur, int reg, uint64_t val);
 typedef int (*unw_get_proc_name_fn)(void *cur, char *buf, size_t len, uint64_t *off);
+typedef int (*unw_backtrace_fn)(void **pcs, int max);
 
 static struct {
     int tried;
@@ -24,6 +25,7 @@ static struct {
     unw_init_local_fn init_local;
     unw_set_reg_fn set_reg;
     unw_get_proc_name_fn get_proc_name;
+    unw_backtrace_fn backtrace;
 } unw;
 
 static void unw_load(void)
@@ -39,7 +41,15 @@ static void unw_load(void)
     unw.get_proc_name = (unw_get_proc_name_fn)dlsym(h, "_ULx86_64_get_proc_name");
     if (!unw.getcontext || !unw.init_local || !unw.set_reg || !unw.get_proc_name)
         unw.get_proc_name = NULL;
+    unw.backtrace = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
 #endif
+}
+
+int (*ncg_symbol_unw_backtrace(void))(void **pcs, int max)
+{
+    if (!unw.tried)
+        unw_load();
+    return unw.backtrace;
 }
 
 static int unw_name(uint64_t pc, char *name, size_t cap, uint64_t *off)

@@ -11,4 +11,8 @@
  * by the caller); may dlopen libunwind once; no allocation of its own. Returns buf. */
 char *ncg_symbolize(uint64_t pc, char *buf, size_t cap);
 
+/* libunwind's unw_backtrace (local unwinding, usable in a signal handler), or NULL when
+ * libunwind is not there. Checker thread; may dlopen libunwind once. */
+int (*ncg_symbol_unw_backtrace(void))(void **pcs, int max);
+
 #endif

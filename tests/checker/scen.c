@@ -13,6 +13,9 @@
  *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG)
  *   steady   AllReduce(8 floats) in a loop for ITERS seconds (side-channel traffic benchmark)
  * $SCEN_VICTIM overrides the rank that kills/stops itself or leaves early.
+ * $SCEN_RTSIG=handle installs the application's own handler on SIGRTMIN+7 (the signal ncclguard
+ * borrows to capture stacks), =block blocks that signal in the main thread; either way the
+ * checker must leave it alone. The handler, if it ever runs, prints "scen: own handler ran".
  * healthy also forks a child (a data-loader worker) that exits through exit() meanwhile.
  * Before the diverging call, the diverging rank prints "scen: diverge at <unix time>".
  * A failed NCCL call prints "scen: rank R: <call>: <error>" and exits 3. */
@@ -44,6 +47,30 @@ static void mark(void)
     struct timeval tv;
     gettimeofday(&tv, NULL);
     fprintf(stderr, "scen: diverge at %ld.%06ld\n", (long)tv.tv_sec, (long)tv.tv_usec);
+}
+
+static void own_handler(int sig)
+{
+    (void)sig;
+    static const char msg[] = "scen: own handler ran\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+}
+
+static void rtsig_setup(void)
+{
+    const char *m = getenv("SCEN_RTSIG");
+    if (m && !strcmp(m, "handle")) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = own_handler;
+        sigaction(SIGRTMIN + 7, &sa, NULL);
+    } else if (m && !strcmp(m, "block")) {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGRTMIN + 7);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+    }
 }
 
 static float buf_a[4096], buf_b[4096 * 16];
@@ -86,6 +113,7 @@ int main(int argc, char **argv)
     }
     const char *sc = argv[1];
     int iters = argc > 2 ? atoi(argv[2]) : 200;
+    rtsig_setup();
     rank = ncg_test_rank();
     world = ncg_test_world();
     ncclUniqueId id;

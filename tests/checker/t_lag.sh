@@ -5,6 +5,7 @@ NCCLGUARD_LAG_WARN_S=1 SCEN_LAG_S=3 guarded "$NCG_TMP/out" "$LAUNCH" -n 4 -t 60 
 expect "$RC" 0 "warning only: the job completes"
 expect "$(nlines '^ncclguard: WARNING: LAG on comm [0-9a-f]+ \(4 ranks\): rank 1 behind, nobody progressed')" 4 "warning"
 expect "$(nlines '^ncclguard: VERDICT:')" 0 "no error verdict"
+expect "$(nlines '^ncclguard:   stack of thread')" 0 "no stack capture for a warning"
 NCCLGUARD_LAG_WARN_S=1 NCCLGUARD_LAG_ABORT_S=2 SCEN_LAG_S=6 guarded "$NCG_TMP/out2" "$LAUNCH" -n 4 -t 60 "$SCEN" lag
 expect "$RC" 86 "lag abort"
 expect "$(exited 86)" 4 "ranks that exited 86"

@@ -217,8 +217,20 @@ static void test_group_and_render(void)
     ncg_verdict_summary(v, s, sizeof s);
     EXPECT(strstr(s, "AllReduce(count=1, float32, sum) on rank 3 vs ReduceScatter(count=64, "
                      "bfloat16, sum) on ranks 0-2,4-15"));
-    struct ncg_diag_ctx x = {
-        3, 3, 99, "host", "slot 48 AllReduce(...)", "barrier+0x8", "abort", 86, "/tmp/r.json", -1};
+    struct ncg_diag_ctx x = {3,
+                             3,
+                             99,
+                             "host",
+                             "slot 48 AllReduce(...)",
+                             "barrier+0x8",
+                             "abort",
+                             86,
+                             "/tmp/r.json",
+                             -1,
+                             0,
+                             "",
+                             NULL,
+                             0};
     static char d[16384];
     ncg_diag_render(v, &x, d, sizeof d);
     /* every line starts with the prefix */
@@ -240,6 +252,30 @@ static void test_group_and_render(void)
     EXPECT(strstr(j, "\"verdict\":\"MISMATCH\""));
     EXPECT(strstr(j, "\"global_ranks\":\"0-2,4-15\""));
     EXPECT(j[need - 1] == '\n');
+    EXPECT(strstr(j, "\"stack_tid\":null,\"stack\":[]"));
+    free(j);
+    EXPECT(!strstr(d, "stack of thread"));
+    /* with the stuck thread's stack: a header and one line per frame, and the JSON array */
+    static const char *const frames[] = {"fn_wait+0x10 (libnccl.so.2+0x1234)",
+                                         "ncclAllReduce+0x5c (libncclguard.so+0x88)",
+                                         "main+0x2a (\"app\"+0x1)"};
+    x.stack_tid = 4242;
+    x.stack_what = "slot 48 AllReduce(count=1, float32, sum)";
+    x.stack = frames;
+    x.nstack = 3;
+    ncg_diag_render(v, &x, d, sizeof d);
+    EXPECT(strstr(d, "ncclguard:   stack of thread 4242 (issued slot 48 AllReduce(count=1, "
+                     "float32, sum)), innermost first:\n"
+                     "ncclguard:     #0 fn_wait+0x10 (libnccl.so.2+0x1234)\n"
+                     "ncclguard:     #1 ncclAllReduce+0x5c (libncclguard.so+0x88)\n"));
+    EXPECT(strstr(d, "\nncclguard:     #2 main+0x2a"));
+    EXPECT(strstr(d, "(\"app\"+0x1)\nncclguard:   action: abort"));
+    need = ncg_diag_json(v, &x, NULL, 0);
+    j = malloc(need + 1);
+    EXPECT(ncg_diag_json(v, &x, j, need + 1) == need);
+    EXPECT(strstr(j, "\"stack_tid\":4242,\"stack\":[\"fn_wait+0x10 (libnccl.so.2+0x1234)\","
+                     "\"ncclAllReduce+0x5c (libncclguard.so+0x88)\",\"main+0x2a "
+                     "(\\\"app\\\"+0x1)\"]"));
     free(j);
     /* a call that differs only by root / op class is another call */
     struct ncg_call a = {1, 8, 0, NCG_F_BROADCAST, 7, NCG_REDOP_NONE}, b2 = a;

@@ -62,7 +62,7 @@ int main(void)
     EXPECT(c.enabled == 1 && c.check == 1 && c.action == NCG_ACTION_ABORT && c.coord[0] == 0);
     EXPECT(c.interval_ms == 100 && c.heartbeat_timeout_s == 10.0 && c.lag_warn_s == 60.0 &&
            c.lag_abort_s == 0.0);
-    EXPECT(!strcmp(c.report_dir, ".") && c.shm == 1 && c.verbose == 0);
+    EXPECT(!strcmp(c.report_dir, ".") && c.shm == 1 && c.verbose == 0 && c.stacks == 1);
 
     c = one(&e, "NCCLGUARD", "0");
     EXPECT(c.enabled == 0 && e.nwarn == 0);
@@ -147,6 +147,15 @@ int main(void)
     EXPECT(c.verbose == 0 && e.nwarn == 1);
     EXPECT(
         !strcmp(e.warnings[0], "ncclguard: NCCLGUARD_VERBOSE=\"3\": out of range 0..2; using 0"));
+
+    c = one(&e, "NCCLGUARD_STACKS", "0");
+    EXPECT(c.stacks == 0 && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_STACKS", "off");
+    EXPECT(c.stacks == 0 && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_STACKS", "maybe");
+    EXPECT(c.stacks == 1 && e.nwarn == 1);
+    EXPECT(
+        !strcmp(e.warnings[0], "ncclguard: NCCLGUARD_STACKS=\"maybe\": expected 0 or 1; using 1"));
 
     /* Unprintable bytes are shown as '?', never echoed raw. */
     c = one(&e, "NCCLGUARD_ACTION", "a\x1b[2Jb");

@@ -1,0 +1,47 @@
+# The stack of the stuck thread in error diagnostics (NCCLGUARD_STACKS): off prints none; a
+# RANK DIED verdict still shows the survivors' stacks and ends quickly; a thread stuck in a
+# p2p group shows ncclGroupEnd; a signal the application owns or blocks is left alone.
+. "$NCG_ROOT/tests/checker/lib.sh"
+hdr='^ncclguard:   stack of thread [0-9]+ \(issued '
+
+NCCLGUARD_STACKS=0 guarded "$NCG_TMP/off" "$LAUNCH" -n 4 -t 60 "$SCEN" count
+expect "$RC" 86 "NCCLGUARD_STACKS=0: launcher status"
+expect "$(nlines '^ncclguard: VERDICT: MISMATCH')" 4 "NCCLGUARD_STACKS=0: verdicts"
+expect "$(nlines "$hdr")" 0 "NCCLGUARD_STACKS=0: stacks"
+expect "$(grep -l '"stack_tid":null,"stack":\[\]' "$REPORTS"/*.json | wc -l)" 4 "NCCLGUARD_STACKS=0: reports without a stack"
+rm -f "$REPORTS"/*
+
+# SIGKILL: the survivors are blocked in an AllReduce; the capture works there too and costs
+# them little (the launcher sees them exit 86 within a few seconds of the kill)
+t0=$(date +%s.%N)
+guarded "$NCG_TMP/kill" "$LAUNCH" -n 4 -t 60 "$SCEN" kill
+secs=$(awk -v s="$t0" -v e="$(date +%s.%N)" 'BEGIN{printf "%d", e-s}')
+expect "$RC" 137 "kill: launcher status"
+expect "$(exited 86)" 3 "kill: survivors that exited 86"
+expect "$(nlines '^ncclguard: VERDICT: RANK DIED')" 3 "kill: verdicts"
+expect "$(nlines "${hdr}slot [0-9]+ AllReduce\(count=8, float32, sum\)\), innermost first:\$")" 3 "kill: stacks"
+expect "$(nlines '^ncclguard:     #[0-9]+ ncclAllReduce\+0x[0-9a-f]+ \(libncclguard\.so')" 3 "kill: ncclAllReduce frames"
+[ "$secs" -lt 20 ] || fail "kill scenario took ${secs}s"
+expect "$(grep -l '"stack":\["' "$REPORTS"/*.json | wc -l)" 3 "kill: reports with a stack"
+rm -f "$REPORTS"/*
+
+# P2P MISMATCH: the ranks wait in the ncclGroupEnd that launches the send/recv pair
+guarded "$NCG_TMP/p2p" "$LAUNCH" -n 4 -t 60 "$SCEN" p2p
+expect "$RC" 86 "p2p: launcher status"
+n=$(nlines '^ncclguard: VERDICT: P2P MISMATCH')
+[ "$n" -ge 1 ] || fail "p2p: no verdict"
+expect "$(nlines "${hdr}(Send|Recv)\(.*\), #[0-9]+ of the pair\), innermost first:\$")" "$n" "p2p: stacks"
+[ "$(nlines '^ncclguard:     #[0-9]+ ncclGroupEnd\+0x[0-9a-f]+ \(libncclguard\.so')" -ge 1 ] || fail "p2p: no ncclGroupEnd frame"
+rm -f "$REPORTS"/*
+
+# The application handles SIGRTMIN+7 itself, or blocks it: no capture, no signal sent, the
+# diagnostic as without stacks, and the process is not killed by a left-over signal
+for m in handle block; do
+  SCEN_RTSIG=$m guarded "$NCG_TMP/rt$m" "$LAUNCH" -n 4 -t 60 "$SCEN" count
+  expect "$RC" 86 "SCEN_RTSIG=$m: launcher status"
+  expect "$(exited 86)" 4 "SCEN_RTSIG=$m: ranks that exited 86"
+  expect "$(nlines '^ncclguard: VERDICT: MISMATCH')" 4 "SCEN_RTSIG=$m: verdicts"
+  expect "$(nlines "$hdr")" 0 "SCEN_RTSIG=$m: stacks"
+  expect "$(nlines '^scen: own handler ran')" 0 "SCEN_RTSIG=$m: the app's handler was not called"
+done
+exit 0
