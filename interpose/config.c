@@ -9,20 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct ncg_config ncg_cfg = {
-    .enabled = 1,
-    .check = 1,
-    .action = NCG_ACTION_ABORT,
-    .coord = "",
-    .interval_ms = 100,
-    .heartbeat_timeout_s = 10.0,
-    .lag_warn_s = 60.0,
-    .lag_abort_s = 0.0,
-    .report_dir = ".",
-    .shm = 1,
-    .verbose = 0,
-    .stacks = 1,
-};
+/* The defaults, once: the initial value of ncg_cfg and the start of every parse. */
+#define NCG_CONFIG_DEFAULTS                                                                        \
+    {                                                                                              \
+        .enabled = 1, .check = 1, .action = NCG_ACTION_ABORT, .coord = "", .interval_ms = 100,     \
+        .heartbeat_timeout_s = 10.0, .lag_warn_s = 60.0, .lag_abort_s = 0.0, .report_dir = ".",    \
+        .shm = 1, .verbose = 0, .stacks = 1,                                                       \
+    }
+
+struct ncg_config ncg_cfg = NCG_CONFIG_DEFAULTS;
 
 struct ncg_parse {
     ncg_getenv_fn get;
@@ -144,20 +139,7 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
 {
     const struct ncg_parse p = {get, warn, arg};
     const char *v;
-    *cfg = (struct ncg_config){
-        .enabled = 1,
-        .check = 1,
-        .action = NCG_ACTION_ABORT,
-        .coord = "",
-        .interval_ms = 100,
-        .heartbeat_timeout_s = 10.0,
-        .lag_warn_s = 60.0,
-        .lag_abort_s = 0.0,
-        .report_dir = ".",
-        .shm = 1,
-        .verbose = 0,
-        .stacks = 1,
-    };
+    *cfg = (struct ncg_config)NCG_CONFIG_DEFAULTS;
 
     ncg_parse_bool(&p, "NCCLGUARD", &cfg->enabled);
     if ((v = ncg_val(&p, "NCCLGUARD_COORD"))) {
