@@ -8,17 +8,18 @@ RUN=$NCG_ROOT/scripts/ncclguard-run
 LIB=$NCG_BUILD/libncclguard.so
 need "$NCG" "$RUN" "$LIB"
 "$RUN" --help | grep -q "usage: ncclguard-run" || fail "--help"
-for bad in "" "--action nope x" "--coord nohost x" "--lag-warn abc x" "--bogus x" "--report-dir"; do
+for bad in "" "--action nope x" "--coord nohost x" "--lag-warn abc x" "--bogus x" "--report-dir" "--stacks 2 x"; do
   "$RUN" $bad >"$NCG_TMP/o" 2>"$NCG_TMP/e"; rc=$?
   [ $rc -eq 2 ] || fail "ncclguard-run $bad: exit $rc, want 2"
   contains "$NCG_TMP/e" "usage: ncclguard-run"
 done
 "$RUN" --lib "$LIB" --print-env --action warn --coord=10.0.0.1:29650 --token t0k --report-dir /r \
-  --heartbeat-timeout 5 --lag-warn 30 --lag-abort 600 --interval-ms 50 --verbose 1 -- torchrun --nproc-per-node 8 train.py >"$NCG_TMP/p1"
+  --heartbeat-timeout 5 --lag-warn 30 --lag-abort 600 --interval-ms 50 --verbose 1 --stacks 0 -- torchrun --nproc-per-node 8 train.py >"$NCG_TMP/p1"
 cat "$NCG_TMP/p1"
 contains "$NCG_TMP/p1" "NCCLGUARD_ACTION=warn" "NCCLGUARD_COORD=10.0.0.1:29650" "NCCLGUARD_TOKEN=t0k" \
   "NCCLGUARD_REPORT_DIR=/r" "NCCLGUARD_HEARTBEAT_TIMEOUT_S=5" "NCCLGUARD_LAG_WARN_S=30" \
-  "NCCLGUARD_LAG_ABORT_S=600" "NCCLGUARD_INTERVAL_MS=50" "NCCLGUARD_VERBOSE=1" "LD_PRELOAD=$LIB" \
+  "NCCLGUARD_LAG_ABORT_S=600" "NCCLGUARD_INTERVAL_MS=50" "NCCLGUARD_VERBOSE=1" "NCCLGUARD_STACKS=0" \
+  "LD_PRELOAD=$LIB" \
   "torchrun --nproc-per-node 8 train.py"
 LD_PRELOAD="/x/libasan.so.8 /u/mine.so" "$RUN" --lib "$LIB" --print-env true 2>/dev/null >"$NCG_TMP/p2"
 contains "$NCG_TMP/p2" "LD_PRELOAD=/x/libasan.so.8 $LIB /u/mine.so"
