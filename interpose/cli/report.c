@@ -112,6 +112,52 @@ static void ranks_with(const struct group *g, const char *key, const char *val, 
     ncg_cli_fmt_ranks(buf, len, v, n);
 }
 
+/* The "stack" array of a report (frames, innermost first) or NULL when it has none. */
+static const struct ncg_json *stack_of(const struct ncg_json *j)
+{
+    const struct ncg_json *s = ncg_cli_json_get(j, "stack");
+    return s && s->type == NCG_JSON_ARRAY && s->n > 0 ? s : NULL;
+}
+
+static int same_stack(const struct ncg_json *a, const struct ncg_json *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (size_t k = 0; k < a->n; k++) {
+        const struct ncg_json *x = a->kids[k], *y = b->kids[k];
+        if (x->type != NCG_JSON_STRING || y->type != NCG_JSON_STRING || strcmp(x->str, y->str))
+            return 0;
+    }
+    return 1;
+}
+
+/* Each distinct stack once, with the ranks whose stuck thread showed it. */
+static void print_stacks(const struct group *g, int *used)
+{
+    char buf[512];
+    int header = 0;
+    for (int i = 0; i < g->n; i++) {
+        const struct ncg_json *s = stack_of(g->reps[i]->j);
+        if (used[i] || !s)
+            continue;
+        int v[4096], n = 0;
+        for (int k = i; k < g->n && n < 4096; k++) {
+            const struct ncg_json *t = stack_of(g->reps[k]->j);
+            if (!used[k] && t && same_stack(s, t)) {
+                v[n++] = g->reps[k]->rank;
+                used[k] = 1;
+            }
+        }
+        ncg_cli_fmt_ranks(buf, sizeof(buf), v, n);
+        if (!header++)
+            printf("  stacks of the stuck threads (innermost first):\n");
+        printf("    rank%s %s:\n", n > 1 ? "s" : "", buf);
+        for (size_t k = 0; k < s->n; k++)
+            printf("      #%zu %s\n", k,
+                   s->kids[k]->type == NCG_JSON_STRING ? s->kids[k]->str : "?");
+    }
+}
+
 /* Merged counts: each rank's own report knows its count best; otherwise the largest seen. */
 static long long merged_count(const struct group *g, int idx)
 {
@@ -223,6 +269,8 @@ static void print_group_text(const struct group *g)
             ranks_with(g, "call_site", site, buf, sizeof(buf), used);
             printf("    %-48s ranks %s\n", *site ? site : "(unknown)", buf);
         }
+        memset(used, 0, sizeof(int) * (size_t)g->n);
+        print_stacks(g, used);
         memset(used, 0, sizeof(int) * (size_t)g->n);
         printf("  actions:");
         const char *sep = " ";
@@ -337,6 +385,14 @@ static void print_group_json(const struct group *g)
         json_str_or_null(j, "severity");
         fputs(",\"call_site\":", stdout);
         json_str_or_null(j, "call_site");
+        fputs(",\"stack\":[", stdout);
+        const struct ncg_json *st = stack_of(j);
+        for (size_t k = 0; st && k < st->n; k++) {
+            if (k)
+                fputc(',', stdout);
+            ncg_cli_json_str(stdout, st->kids[k]->type == NCG_JSON_STRING ? st->kids[k]->str : "?");
+        }
+        fputc(']', stdout);
         fputs(",\"time_unix\":", stdout);
         json_num_or_null(j, "time_unix");
         fputs(",\"file\":", stdout);

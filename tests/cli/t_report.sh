@@ -52,4 +52,12 @@ contains "$NCG_TMP/o3" "16 rank reports, 1 verdict" "MISMATCH (error)" "(size 16
 "$NCG" report "$J" --json >"$NCG_TMP/j3"
 jcheck "$NCG_TMP/j3" 'd["reports"]==16 and d["verdicts"][0]["verdict"]=="MISMATCH" and d["verdicts"][0]["slot"]==48'
 jcheck "$NCG_TMP/j3" 'all(r["call_site"] for r in d["verdicts"][0]["ranks"]) and all(r["exit_status"]==86 for r in d["verdicts"][0]["ranks"])'
+# the stuck threads' stacks: two distinct ones (rank 3 in AllReduce, the others in
+# ReduceScatter), each once with its ranks; in JSON per rank
+if [ "${NCCLGUARD_STACKS:-1}" != 0 ]; then
+  contains "$NCG_TMP/o3" "stacks of the stuck threads (innermost first):" "    ranks 0-2,4-15:" "    rank 3:"
+  [ "$(grep -c '^      #[0-9]* ncclAllReduce+' "$NCG_TMP/o3")" -ge 1 ] || fail "rank 3's stack lacks ncclAllReduce"
+  [ "$(grep -c '^      #[0-9]* ncclReduceScatter+' "$NCG_TMP/o3")" -ge 1 ] || fail "the others' stack lacks ncclReduceScatter"
+  jcheck "$NCG_TMP/j3" 'all(r["stack"] for r in d["verdicts"][0]["ranks"]) and any("ncclAllReduce" in f for f in [r for r in d["verdicts"][0]["ranks"] if r["rank"]==3][0]["stack"])'
+fi
 echo ok
