@@ -305,11 +305,17 @@ static void capture_stack(uint32_t tid, const char *what, struct ncg_diag_ctx *x
     x->nstack = n;
 }
 
+/* Verdicts whose diagnostic shows the stuck thread's stack: the certain ones, and a LAG that
+ * became an error when the process is about to end anyway (abort): there the lagging rank's
+ * stack is the answer to "where is it?". A job that lives on is not interrupted for a LAG. */
 static int is_stuck_verdict(const struct ncg_verdict *v)
 {
-    return v->severity == NCG_SEV_ERROR &&
-           (v->kind == NCG_V_MISMATCH || v->kind == NCG_V_P2P_MISMATCH ||
-            v->kind == NCG_V_RANK_DIED || v->kind == NCG_V_RANK_EXITED);
+    if (v->severity != NCG_SEV_ERROR)
+        return 0;
+    if (v->kind == NCG_V_LAG)
+        return ncg_cfg.action == NCG_ACTION_ABORT;
+    return v->kind == NCG_V_MISMATCH || v->kind == NCG_V_P2P_MISMATCH ||
+           v->kind == NCG_V_RANK_DIED || v->kind == NCG_V_RANK_EXITED;
 }
 
 static void apply_verdict(struct ncg_verdict *v, uint64_t now)

@@ -1,5 +1,6 @@
 # LAG: rank 1 stops calling for 3 s while the others wait in a collective. A warning after
-# NCCLGUARD_LAG_WARN_S (the job then completes, exit 0); with NCCLGUARD_LAG_ABORT_S it acts.
+# NCCLGUARD_LAG_WARN_S (the job then completes, exit 0); with NCCLGUARD_LAG_ABORT_S it acts,
+# and the diagnostic shows where each rank's thread is (the lagging one: in its sleep).
 . "$NCG_ROOT/tests/checker/lib.sh"
 NCCLGUARD_LAG_WARN_S=1 SCEN_LAG_S=3 guarded "$NCG_TMP/out" "$LAUNCH" -n 4 -t 60 "$SCEN" lag
 expect "$RC" 0 "warning only: the job completes"
@@ -10,3 +11,6 @@ NCCLGUARD_LAG_WARN_S=1 NCCLGUARD_LAG_ABORT_S=2 SCEN_LAG_S=6 guarded "$NCG_TMP/ou
 expect "$RC" 86 "lag abort"
 expect "$(exited 86)" 4 "ranks that exited 86"
 expect "$(nlines '^ncclguard: VERDICT: LAG on comm')" 4 "lag verdict"
+# an error LAG under abort shows each rank's stuck thread: the lagging rank 1 is in its sleep
+expect "$(nlines '^ncclguard:   stack of thread')" 4 "stacks with the lag verdict"
+grep -qE '^ncclguard:     #[0-9]+ .*sleep' "$OUT" || fail "the lagging rank's stack does not show its sleep"
