@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -106,6 +107,21 @@ enum ncg_live ncg_cli_pid_live(int32_t pid, uint64_t start_ticks, const char **w
         return NCG_LIVE_DEAD;
     }
     return NCG_LIVE_ALIVE;
+}
+
+/* 1 when a process holds a lock on the segment file. The shim keeps a shared flock on its
+ * segment for its whole life and the kernel drops it when the process ends, whichever pid
+ * namespace either side is in: a segment whose pid /proc does not show (another pid namespace,
+ * a sidecar without a shared one) but is held belongs to a live process. Our test lock, if we
+ * get it, goes with the close. Only asked for processes /proc calls dead. */
+static int segment_held(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    int held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return held;
 }
 
 static int push(void **arr, int *n, int *cap, size_t elem)
@@ -252,6 +268,10 @@ static void read_segment(struct ncg_snap *s, struct caps *cp, const struct ncg_s
          * read of the state and the pid check is not a crash: read the state again. */
         if (p->live == NCG_LIVE_DEAD)
             p->state = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
+        if (p->live == NCG_LIVE_DEAD && p->state != NCG_PROC_EXITED && segment_held(path)) {
+            p->live = NCG_LIVE_ALIVE;
+            p->live_why = "holds its segment (pid not visible here)";
+        }
         if (p->live == NCG_LIVE_ALIVE && p->state == NCG_PROC_VERDICT)
             p->live = NCG_LIVE_VERDICT;
     }
