@@ -25,15 +25,16 @@ exec "$2" bcast'
 export NCG_ID_FILE=$NCG_TMP/id
 LD_PRELOAD="$NCG_PRELOAD" sh -c "$plant" held "$NCG_TMP/pid" "$CALLS" >"$NCG_TMP/out" 2>"$NCG_TMP/err"
 rc=$?
-kill "$(cat "$NCG_TMP/pid.holder")" 2>/dev/null
 pid=$(cat "$NCG_TMP/pid")
 seg=/dev/shm/ncclguard.$(id -u).$pid
-[ $rc -eq 0 ] || { cat "$NCG_TMP/err"; rm -f "$seg"; fail "run beside a live process's segment"; }
+# checked while the holder still holds it: a live process's segment must be intact
+[ $rc -eq 0 ] || { kill "$(cat "$NCG_TMP/pid.holder")"; cat "$NCG_TMP/err"; rm -f "$seg"; fail "run beside a live process's segment"; }
 cat "$NCG_TMP/err"
-grep -q "bcast ok" "$NCG_TMP/out" || fail "bcast"
-[ -e "$seg" ] || fail "a live process's segment was removed"
+grep -q "bcast ok" "$NCG_TMP/out" || { kill "$(cat "$NCG_TMP/pid.holder")"; fail "bcast"; }
+[ -e "$seg" ] || { kill "$(cat "$NCG_TMP/pid.holder")"; fail "a live process's segment was removed"; }
 python3 -c "import struct,sys; d=open(sys.argv[1],'rb').read(48); t=struct.unpack('<QIIIIIIiIQ', d); sys.exit(0 if t[3]==0 and t[9]==1 else 1)" "$seg" \
-  || { rm -f "$seg"; fail "a live process's segment was overwritten"; }
+  || { kill "$(cat "$NCG_TMP/pid.holder")"; rm -f "$seg"; fail "a live process's segment was overwritten"; }
+kill "$(cat "$NCG_TMP/pid.holder")" 2>/dev/null
 rm -f "$seg"
 [ "$(grep -c "^ncclguard: /dev/shm/ncclguard.$(id -u).$pid belongs to a live process" "$NCG_TMP/err")" = 1 ] || fail "no warning"
 
