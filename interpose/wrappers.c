@@ -11,41 +11,31 @@
 /* fp tuples of api.def, unpacked. */
 #define NCG_FP_COLL(func, count, dtype, op, root, comm) func, count, dtype, op, root, comm
 #define NCG_FP_P2P(func, count, dtype, peer, comm) func, count, dtype, peer, comm
-#define NCG_COMM_OF_COLL(func, count, dtype, op, root, comm) comm
 
-/* Collective: record (slot, fingerprint, digest) on the comm's collective ring, then forward.
- * __builtin_return_address(0) here is the application's call site. */
+/* Collective or p2p: `record` numbers the call (collective ring: slot, fingerprint, digest;
+ * p2p ring: pair sequence) before forwarding. It is expanded inside the wrapper, so
+ * __builtin_return_address(0) there is the application's call site. */
+#define NCG_WRAP_REC(ret, name, params, args, fail, record)                                        \
+    NCG_EXPORT ret name params                                                                     \
+    {                                                                                              \
+        ncg_fn_##name real = NCG_REAL(name);                                                       \
+        if (__builtin_expect(!real, 0))                                                            \
+            return fail;                                                                           \
+        if (ncg_tls.depth != 0 || __atomic_load_n(&ncg_state, __ATOMIC_RELAXED) != NCG_ST_ACTIVE)  \
+            return real args;                                                                      \
+        if (record < 0)                                                                            \
+            return ncclRemoteError;                                                                \
+        ncg_tls.depth++;                                                                           \
+        ret r_ = real args;                                                                        \
+        ncg_tls.depth--;                                                                           \
+        return r_;                                                                                 \
+    }
 #define NCG_WRAP_REC_COLL(ret, name, params, args, fail, fp)                                       \
-    NCG_EXPORT ret name params                                                                     \
-    {                                                                                              \
-        ncg_fn_##name real = NCG_REAL(name);                                                       \
-        if (__builtin_expect(!real, 0))                                                            \
-            return fail;                                                                           \
-        if (ncg_tls.depth != 0 || __atomic_load_n(&ncg_state, __ATOMIC_RELAXED) != NCG_ST_ACTIVE)  \
-            return real args;                                                                      \
-        if (ncg_record_coll(__builtin_return_address(0), NCG_FP_COLL fp) < 0)                      \
-            return ncclRemoteError;                                                                \
-        ncg_tls.depth++;                                                                           \
-        ret r_ = real args;                                                                        \
-        ncg_tls.depth--;                                                                           \
-        return r_;                                                                                 \
-    }
-
+    NCG_WRAP_REC(ret, name, params, args, fail,                                                    \
+                 ncg_record_coll(__builtin_return_address(0), NCG_FP_COLL fp))
 #define NCG_WRAP_REC_P2P(ret, name, params, args, fail, fp)                                        \
-    NCG_EXPORT ret name params                                                                     \
-    {                                                                                              \
-        ncg_fn_##name real = NCG_REAL(name);                                                       \
-        if (__builtin_expect(!real, 0))                                                            \
-            return fail;                                                                           \
-        if (ncg_tls.depth != 0 || __atomic_load_n(&ncg_state, __ATOMIC_RELAXED) != NCG_ST_ACTIVE)  \
-            return real args;                                                                      \
-        if (ncg_record_p2p(__builtin_return_address(0), NCG_FP_P2P fp) < 0)                        \
-            return ncclRemoteError;                                                                \
-        ncg_tls.depth++;                                                                           \
-        ret r_ = real args;                                                                        \
-        ncg_tls.depth--;                                                                           \
-        return r_;                                                                                 \
-    }
+    NCG_WRAP_REC(ret, name, params, args, fail,                                                    \
+                 ncg_record_p2p(__builtin_return_address(0), NCG_FP_P2P fp))
 
 /* Lifecycle, identity, groups: the hand-written hook runs for the application's calls. */
 #define NCG_WRAP_HOOK(ret, name, params, args, fail, fp)                                           \
