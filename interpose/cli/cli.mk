@@ -4,17 +4,16 @@
 
 CLI_SRCS := $(wildcard interpose/cli/*.c)
 CLI_OBJS := $(patsubst interpose/cli/%.c,$(BUILD)/cli/%.o,$(CLI_SRCS))
-# The coordinator (`ncclguard coord`) when the checker's sources are in the tree.
-CLI_COORD_SRCS := $(if $(wildcard interpose/channel.c),$(wildcard $(addprefix interpose/,channel.c coord.c wire.c verdict.c)))
+# The coordinator (`ncclguard coord`) and the checker's names and call formatting (verdict.c).
+CLI_COORD_SRCS := $(addprefix interpose/,channel.c coord.c wire.c verdict.c)
 CLI_EXT_OBJS := $(patsubst interpose/%.c,$(BUILD)/cli/ext/%.o,$(CLI_COORD_SRCS))
-CLI_CFLAGS := $(if $(CLI_COORD_SRCS),-DNCG_CLI_HAVE_COORD)
 CLI_LIBS := -lpthread
 
 ALL_TARGETS += $(BUILD)/ncclguard
 
 $(BUILD)/cli/%.o: interpose/cli/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(BASE_CFLAGS) $(CLI_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/cli/ext/%.o: interpose/%.c
 	@mkdir -p $(@D)

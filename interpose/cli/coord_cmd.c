@@ -6,9 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#ifdef NCG_CLI_HAVE_COORD
 #include "coord.h"
-#endif
 
 #define NCG_COORD_DEFAULT_PORT 29650
 
@@ -21,7 +19,6 @@ static const char usage[] =
     "  NCCLGUARD_INTERVAL_MS, _HEARTBEAT_TIMEOUT_S, _LAG_WARN_S, _LAG_ABORT_S apply here too\n"
     "exit status: 0 stopped by SIGINT/SIGTERM, 2 usage error, 3 cannot listen\n";
 
-#ifdef NCG_CLI_HAVE_COORD
 static volatile int stop_flag;
 
 static void on_signal(int sig)
@@ -29,7 +26,6 @@ static void on_signal(int sig)
     (void)sig;
     stop_flag = 1;
 }
-#endif
 
 /* "HOST:PORT", ":PORT", "PORT" or "[v6]:PORT" into host/port. */
 static int parse_listen(const char *s, char *host, size_t hlen, int *port)
@@ -77,7 +73,6 @@ int ncg_cmd_coord(int argc, char **argv)
     }
     if (token && !*token)
         token = NULL;
-#ifdef NCG_CLI_HAVE_COORD
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
@@ -90,9 +85,4 @@ int ncg_cmd_coord(int argc, char **argv)
         return NCG_CLI_ERROR;
     }
     return NCG_CLI_OK;
-#else
-    fprintf(stderr, "ncclguard: coord: this build has no coordinator (interpose/channel.c "
-                    "was missing when it was built)\n");
-    return NCG_CLI_ERROR;
-#endif
 }

@@ -5,39 +5,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "ncclguard/nccl_abi.h"
+#include "verdict.h"
 
+/* The checker's names (verdict.c), with the CLI's words for "none" and out-of-range values. */
 const char *ncg_cli_func_name(unsigned f)
 {
-    static const char *const n[] = {"none",      "AllReduce",     "Broadcast", "Reduce",
-                                    "AllGather", "ReduceScatter", "AlltoAll",  "Gather",
-                                    "Scatter",   "Send",          "Recv",      "CommSplit"};
-    return f < sizeof(n) / sizeof(n[0]) ? n[f] : "unknown";
+    return f == NCG_F_NONE ? "none" : f < NCG_F_COUNT_ ? ncg_v_func_name(f) : "unknown";
 }
 
 const char *ncg_cli_dtype_name(unsigned d)
 {
-    static const char *const n[] = {"int8",    "uint8",    "int32",   "uint32",
-                                    "int64",   "uint64",   "float16", "float32",
-                                    "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
-    return d < sizeof(n) / sizeof(n[0]) ? n[d] : "unknown";
+    return d < ncclNumTypes ? ncg_v_dtype_name(d) : "unknown";
 }
 
 const char *ncg_cli_redop_name(unsigned r)
 {
-    static const char *const n[] = {"sum", "prod", "max", "min", "avg"};
     if (r == NCG_REDOP_NONE)
         return "none";
-    if (r == NCG_REDOP_USER)
-        return "user";
-    return r < 5 ? n[r] : "unknown";
+    return r < ncclNumOps || r == NCG_REDOP_USER ? ncg_v_redop_name(r) : "unknown";
 }
 
 const char *ncg_cli_verdict_name(unsigned k)
 {
-    /* mirrors enum ncg_verdict_kind of interpose/verdict.h (also the segment's verdict_kind) */
-    static const char *const n[] = {"none",      "MISMATCH",    "P2P MISMATCH",
-                                    "RANK DIED", "RANK EXITED", "LAG"};
-    return k < sizeof(n) / sizeof(n[0]) ? n[k] : "UNKNOWN";
+    /* the segment's verdict_kind is enum ncg_verdict_kind */
+    return k == 0 ? "none" : k < NCG_V_KIND_MAX_ ? ncg_verdict_name(k) : "UNKNOWN";
 }
 
 const char *ncg_cli_live_name(enum ncg_live l)
@@ -87,22 +79,13 @@ const char *ncg_cli_origin_name(unsigned o)
 
 void ncg_cli_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r)
 {
-    if (r->func == NCG_F_COMMSPLIT) { /* only the function is compared */
-        snprintf(buf, len, "%s()", ncg_cli_func_name(r->func));
-        return;
-    }
-    int n = snprintf(buf, len, "%s(count=%llu, %s", ncg_cli_func_name(r->func),
-                     (unsigned long long)r->count, ncg_cli_dtype_name(r->dtype));
-    if (n < 0 || (size_t)n >= len)
-        return;
-    if (r->redop != NCG_REDOP_NONE)
-        n += snprintf(buf + n, len - (size_t)n, ", %s", ncg_cli_redop_name(r->redop));
-    if ((size_t)n < len && r->root_or_peer >= 0) {
-        const char *what = (r->func == NCG_F_SEND || r->func == NCG_F_RECV) ? "peer" : "root";
-        n += snprintf(buf + n, len - (size_t)n, ", %s=%d", what, (int)r->root_or_peer);
-    }
-    if ((size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, ")");
+    struct ncg_call c = {.seq = r->seq,
+                         .count = r->count,
+                         .root = r->root_or_peer,
+                         .func = r->func,
+                         .dtype = r->dtype,
+                         .redop = r->redop};
+    ncg_call_format(&c, buf, len);
 }
 
 void ncg_cli_json_str(FILE *f, const char *s)
