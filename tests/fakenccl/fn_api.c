@@ -89,6 +89,8 @@ static ncclResult_t submit(const struct fn_op *op)
 {
     if (t_depth == 0) {
         struct fn_op one = *op;
+        if (one.kind != FN_OP_JOIN && fn_async_on())
+            return fn_async_submit(&one, 1);
         return fn_run(&one, 1);
     }
     if (t_nops == t_cap) {
@@ -121,8 +123,22 @@ FN_API ncclResult_t pncclGroupEnd(void)
     if (--t_depth > 0)
         return ncclSuccess;
     ncclResult_t res = t_group_err;
-    if (res == ncclSuccess && t_nops > 0)
+    if (res == ncclSuccess && t_nops > 0 && fn_async_on()) {
+        /* Joins (inits inside the group) complete now, the rest goes on the streams. */
+        int k = 0;
+        for (int i = 0; i < t_nops; i++)
+            if (t_ops[i].kind == FN_OP_JOIN) {
+                struct fn_op tmp = t_ops[k];
+                t_ops[k++] = t_ops[i];
+                t_ops[i] = tmp;
+            }
+        if (k > 0)
+            res = fn_run(t_ops, k);
+        if (res == ncclSuccess && k < t_nops)
+            res = fn_async_submit(t_ops + k, t_nops - k);
+    } else if (res == ncclSuccess && t_nops > 0) {
         res = fn_run(t_ops, t_nops);
+    }
     t_nops = 0;
     t_group_err = ncclSuccess;
     return res;
@@ -187,6 +203,12 @@ static void comm_free(struct ncclComm *c)
     free(c);
 }
 
+void fn_comm_unref(struct ncclComm *c)
+{
+    if (atomic_fetch_sub(&c->refs, 1) == 1)
+        comm_free(c);
+}
+
 static int env_int(const char *name, int dflt)
 {
     const char *s = getenv(name);
@@ -203,6 +225,7 @@ static ncclResult_t comm_create(struct ncclComm **out, int nranks, int rank, uin
     if (!c)
         return ncclSystemError;
     c->magic = FN_COMM_MAGIC;
+    atomic_init(&c->refs, 1);
     c->hash = hash;
     c->nranks = nranks;
     c->rank = rank;
@@ -273,7 +296,7 @@ static ncclResult_t init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *
     *comm = c;
     r = comm_finish_init(c);
     if (r != ncclSuccess && r != ncclInProgress) {
-        comm_free(c);
+        fn_comm_unref(c);
         *comm = NULL;
     }
     return r;
@@ -326,7 +349,7 @@ FN_API ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const int *dev
         r = fn_run(joins, ndev);
     if (r != ncclSuccess)
         for (int i = 0; i < made; i++) {
-            comm_free(comms[i]);
+            fn_comm_unref(comms[i]);
             comms[i] = NULL;
         }
     free(joins);
@@ -381,6 +404,7 @@ FN_API ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm
                        .op = ncclSum,
                        .root = 0,
                        .seq = comm->coll_issued++};
+    fn_async_drain(comm); /* the parent's queued slots come first, in engine order */
     r = fn_run(&op, 1);
     uint64_t ctr = comm->split_count++;
     if (r == ncclSuccess && color != NCCL_SPLIT_NOCOLOR) {
@@ -400,7 +424,7 @@ FN_API ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm
             *newcomm = c;
             r = comm_finish_init(c);
             if (r != ncclSuccess && r != ncclInProgress) {
-                comm_free(c);
+                fn_comm_unref(c);
                 *newcomm = NULL;
             }
         }
@@ -456,7 +480,7 @@ FN_API ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksList, int 
     *newcomm = c;
     r = comm_finish_init(c);
     if (r != ncclSuccess && r != ncclInProgress) {
-        comm_free(c);
+        fn_comm_unref(c);
         *newcomm = NULL;
     }
     return r;
@@ -467,7 +491,8 @@ FN_API ncclResult_t pncclCommFinalize(ncclComm_t comm)
 {
     if (!comm_ok(comm))
         return ncclInvalidArgument;
-    /* Every call completed before it returned: nothing to flush. */
+    /* Synchronous mode: every call completed before it returned; asynchronous: flush. */
+    fn_async_drain(comm);
     comm->finalized = 1;
     return ncclSuccess;
 }
@@ -479,7 +504,8 @@ FN_API ncclResult_t pncclCommDestroy(ncclComm_t comm)
         return ncclSuccess;
     if (!comm_ok(comm))
         return ncclInvalidArgument;
-    comm_free(comm);
+    fn_async_drain(comm); /* as NCCL: the communicator's pending work completes first */
+    fn_comm_unref(comm);
     return ncclSuccess;
 }
 FN_ALIAS(ncclCommDestroy);
@@ -501,7 +527,7 @@ FN_API ncclResult_t pncclCommAbort(ncclComm_t comm)
     atomic_store(&comm->aborted, 1);
     fn_ring(comm, comm->rank);
     wait_idle(comm);
-    comm_free(comm);
+    fn_comm_unref(comm);
     return ncclSuccess;
 }
 FN_ALIAS(ncclCommAbort);
@@ -598,7 +624,8 @@ static int rooted(int fn)
 }
 
 static ncclResult_t coll(int fn, const void *sendbuff, void *recvbuff, size_t count,
-                         ncclDataType_t dt, ncclRedOp_t op, int root, ncclComm_t comm)
+                         ncclDataType_t dt, ncclRedOp_t op, int root, ncclComm_t comm,
+                         cudaStream_t stream)
 {
     ncclResult_t r = comm_usable(comm);
     if (r != ncclSuccess)
@@ -632,7 +659,8 @@ static ncclResult_t coll(int fn, const void *sendbuff, void *recvbuff, size_t co
                       .dtype = dt,
                       .op = op,
                       .root = rooted(fn) ? root : 0,
-                      .seq = comm->coll_issued++};
+                      .seq = comm->coll_issued++,
+                      .stream = stream};
     return submit(&o);
 }
 
@@ -640,8 +668,7 @@ FN_API ncclResult_t pncclAllReduce(const void *sendbuff, void *recvbuff, size_t 
                                    ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                    cudaStream_t stream)
 {
-    (void)stream; /* host buffers; the call completes before returning */
-    return coll(FN_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm);
+    return coll(FN_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream);
 }
 FN_ALIAS(ncclAllReduce);
 
@@ -649,8 +676,7 @@ FN_API ncclResult_t pncclBroadcast(const void *sendbuff, void *recvbuff, size_t 
                                    ncclDataType_t datatype, int root, ncclComm_t comm,
                                    cudaStream_t stream)
 {
-    (void)stream;
-    return coll(FN_BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root, comm);
+    return coll(FN_BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
 }
 FN_ALIAS(ncclBroadcast);
 
@@ -666,16 +692,14 @@ FN_API ncclResult_t pncclReduce(const void *sendbuff, void *recvbuff, size_t cou
                                 ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
                                 cudaStream_t stream)
 {
-    (void)stream;
-    return coll(FN_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm);
+    return coll(FN_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
 }
 FN_ALIAS(ncclReduce);
 
 FN_API ncclResult_t pncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                                    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
-    (void)stream;
-    return coll(FN_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm);
+    return coll(FN_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm, stream);
 }
 FN_ALIAS(ncclAllGather);
 
@@ -683,16 +707,14 @@ FN_API ncclResult_t pncclReduceScatter(const void *sendbuff, void *recvbuff, siz
                                        ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                        cudaStream_t stream)
 {
-    (void)stream;
-    return coll(FN_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm);
+    return coll(FN_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream);
 }
 FN_ALIAS(ncclReduceScatter);
 
 FN_API ncclResult_t pncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
                                   ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
-    (void)stream;
-    return coll(FN_ALLTOALL, sendbuff, recvbuff, count, datatype, ncclSum, 0, comm);
+    return coll(FN_ALLTOALL, sendbuff, recvbuff, count, datatype, ncclSum, 0, comm, stream);
 }
 FN_ALIAS(ncclAlltoAll);
 
@@ -700,8 +722,7 @@ FN_API ncclResult_t pncclGather(const void *sendbuff, void *recvbuff, size_t cou
                                 ncclDataType_t datatype, int root, ncclComm_t comm,
                                 cudaStream_t stream)
 {
-    (void)stream;
-    return coll(FN_GATHER, sendbuff, recvbuff, count, datatype, ncclSum, root, comm);
+    return coll(FN_GATHER, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
 }
 FN_ALIAS(ncclGather);
 
@@ -709,13 +730,12 @@ FN_API ncclResult_t pncclScatter(const void *sendbuff, void *recvbuff, size_t co
                                  ncclDataType_t datatype, int root, ncclComm_t comm,
                                  cudaStream_t stream)
 {
-    (void)stream;
-    return coll(FN_SCATTER, sendbuff, recvbuff, count, datatype, ncclSum, root, comm);
+    return coll(FN_SCATTER, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
 }
 FN_ALIAS(ncclScatter);
 
 static ncclResult_t p2p(int kind, const void *sendbuff, void *recvbuff, size_t count,
-                        ncclDataType_t dt, int peer, ncclComm_t comm)
+                        ncclDataType_t dt, int peer, ncclComm_t comm, cudaStream_t stream)
 {
     ncclResult_t r = comm_usable(comm);
     if (r != ncclSuccess)
@@ -734,23 +754,22 @@ static ncclResult_t p2p(int kind, const void *sendbuff, void *recvbuff, size_t c
                       .count = count,
                       .dtype = dt,
                       .root = peer,
-                      .seq = issued[peer]++};
+                      .seq = issued[peer]++,
+                      .stream = stream};
     return submit(&o);
 }
 
 FN_API ncclResult_t pncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
                               ncclComm_t comm, cudaStream_t stream)
 {
-    (void)stream;
-    return p2p(FN_OP_SEND, sendbuff, NULL, count, datatype, peer, comm);
+    return p2p(FN_OP_SEND, sendbuff, NULL, count, datatype, peer, comm, stream);
 }
 FN_ALIAS(ncclSend);
 
 FN_API ncclResult_t pncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                               ncclComm_t comm, cudaStream_t stream)
 {
-    (void)stream;
-    return p2p(FN_OP_RECV, NULL, recvbuff, count, datatype, peer, comm);
+    return p2p(FN_OP_RECV, NULL, recvbuff, count, datatype, peer, comm, stream);
 }
 FN_ALIAS(ncclRecv);
 

@@ -106,6 +106,9 @@ struct ncclComm {
     _Atomic int aborted, revoked;
     _Atomic int busy; /* threads inside the progress engine on this comm */
     _Atomic int async_err;
+    /* asynchronous mode: queued jobs hold references, the handle holds one */
+    _Atomic int refs;
+    _Atomic uint32_t pending; /* jobs enqueued on streams, not yet finished (futex word) */
     int finalized;
     struct fn_user_op uops[FN_MAX_USER_OPS];
 };
@@ -125,6 +128,7 @@ struct fn_op {
     ncclRedOp_t op;
     int root;     /* root for collectives, peer for p2p */
     uint64_t seq; /* collective slot, or message index on the (me, peer) channel */
+    cudaStream_t stream; /* where the work runs in asynchronous mode */
     /* progress state */
     int state, done;
     uint64_t chunk, nchunks, elems_per_chunk, blk;
@@ -158,7 +162,20 @@ ncclResult_t fn_run(struct fn_op *ops, int nops);
 /* Name of an op's API function, for messages. Any thread; no blocking, no allocation. */
 const char *fn_op_name(const struct fn_op *op);
 
+/* --- fn_async.c: FAKENCCL_ASYNC=1 --- */
+/* 1 when FAKENCCL_ASYNC=1 and a CUDA runtime that runs work is loaded (else one line, once).
+ * Any thread; resolves on first use. */
+int fn_async_on(void);
+/* Enqueue ops (a call, or a group's calls without joins) on ops[0].stream, joined with the
+ * other ops' streams by events; each op's comm gains a reference and a pending job until the
+ * work ran. Caller thread; allocates; never blocks on the work. */
+ncclResult_t fn_async_submit(const struct fn_op *ops, int nops);
+/* Wait until comm c has no pending job (destroy, finalize, split). Caller thread; blocks. */
+void fn_async_drain(struct ncclComm *c);
+
 /* --- fn_api.c --- */
+/* Drop one reference of c; the last frees it (segment detached). Any thread. */
+void fn_comm_unref(struct ncclComm *c);
 /* Set the calling thread's ncclGetLastError text. Any thread; no blocking, no allocation. */
 void fn_set_last_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

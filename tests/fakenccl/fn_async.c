@@ -1,0 +1,163 @@
+/* fakenccl asynchronous mode (FAKENCCL_ASYNC=1): collectives, p2p calls and a group's end
+ * enqueue their work on the caller's cudaStream_t through the process's CUDA runtime
+ * (cudaLaunchHostFunc; on this machine the CPU runtime of tests/fakecuda) and return at once,
+ * as NCCL does on a GPU. The work runs in stream order on the runtime's stream worker, through
+ * the same engine as the synchronous mode, so a mismatched call blocks its stream (not the
+ * host call) until an abort or revoke releases it. The runtime is found at run time, never
+ * linked: without one that can run work, the mode says so once and calls stay synchronous. */
+#include <dlfcn.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fn_internal.h"
+
+/* The few runtime entry points used, with CUDA's signatures (cudaError_t is an int enum,
+ * cudaEvent_t an opaque pointer). */
+typedef int (*launch_fn)(cudaStream_t, void (*)(void *), void *);
+typedef int (*evcreate_fn)(void **, unsigned int);
+typedef int (*evrecord_fn)(void *, cudaStream_t);
+typedef int (*waitev_fn)(cudaStream_t, void *, unsigned int);
+typedef int (*evdestroy_fn)(void *);
+typedef int (*devcount_fn)(int *);
+
+static struct {
+    launch_fn launch;
+    evcreate_fn ev_create;
+    evrecord_fn ev_record;
+    waitev_fn wait_event;
+    evdestroy_fn ev_destroy;
+} g_rt;
+static int g_on;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+#define CUDA_EVENT_DISABLE_TIMING 0x02u
+
+static void resolve(void)
+{
+    const char *s = getenv("FAKENCCL_ASYNC");
+    if (!s || strcmp(s, "1") != 0)
+        return;
+    g_rt.launch = (launch_fn)dlsym(RTLD_DEFAULT, "cudaLaunchHostFunc");
+    g_rt.ev_create = (evcreate_fn)dlsym(RTLD_DEFAULT, "cudaEventCreateWithFlags");
+    g_rt.ev_record = (evrecord_fn)dlsym(RTLD_DEFAULT, "cudaEventRecord");
+    g_rt.wait_event = (waitev_fn)dlsym(RTLD_DEFAULT, "cudaStreamWaitEvent");
+    g_rt.ev_destroy = (evdestroy_fn)dlsym(RTLD_DEFAULT, "cudaEventDestroy");
+    devcount_fn count = (devcount_fn)dlsym(RTLD_DEFAULT, "cudaGetDeviceCount");
+    int n = 0;
+    if (!g_rt.launch || !g_rt.ev_create || !g_rt.ev_record || !g_rt.wait_event ||
+        !g_rt.ev_destroy || !count) {
+        fprintf(stderr, "fakenccl: FAKENCCL_ASYNC=1 but no CUDA runtime is loaded in this "
+                        "process (cudaLaunchHostFunc not found): calls run synchronously\n");
+        return;
+    }
+    if (count(&n) != 0 || n < 1) {
+        fprintf(stderr, "fakenccl: FAKENCCL_ASYNC=1 but the loaded CUDA runtime has no usable "
+                        "device: calls run synchronously\n");
+        return;
+    }
+    g_on = 1;
+}
+
+int fn_async_on(void)
+{
+    pthread_once(&g_once, resolve);
+    return g_on;
+}
+
+struct fn_job {
+    int nops;
+    struct fn_op ops[];
+};
+
+static void futex_wake_all(_Atomic uint32_t *w)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+}
+
+/* Runs on the stream's worker thread, in stream order. */
+static void job_run(void *arg)
+{
+    struct fn_job *j = arg;
+    ncclResult_t r = fn_run(j->ops, j->nops);
+    for (int i = 0; i < j->nops; i++) {
+        struct ncclComm *c = j->ops[i].comm;
+        int ok = ncclSuccess;
+        /* The first error sticks: ncclCommGetAsyncError and later calls report it. */
+        if (r != ncclSuccess)
+            atomic_compare_exchange_strong(&c->async_err, &ok, (int)r);
+        if (atomic_fetch_sub(&c->pending, 1) == 1)
+            futex_wake_all(&c->pending);
+        fn_comm_unref(c);
+    }
+    free(j);
+}
+
+/* Order stream b after everything enqueued on stream a so far. 0 / -1. */
+static int stream_after(cudaStream_t b, cudaStream_t a)
+{
+    void *ev = NULL;
+    if (g_rt.ev_create(&ev, CUDA_EVENT_DISABLE_TIMING) != 0)
+        return -1;
+    int e = g_rt.ev_record(ev, a);
+    if (e == 0)
+        e = g_rt.wait_event(b, ev, 0);
+    g_rt.ev_destroy(ev); /* released by the runtime once recorded work completed */
+    return e == 0 ? 0 : -1;
+}
+
+static int seen_before(const struct fn_op *ops, int i)
+{
+    for (int k = 0; k < i; k++)
+        if (ops[k].stream == ops[i].stream)
+            return 1;
+    return 0;
+}
+
+ncclResult_t fn_async_submit(const struct fn_op *ops, int nops)
+{
+    struct fn_job *j = malloc(sizeof *j + (size_t)nops * sizeof *ops);
+    if (!j)
+        return ncclSystemError;
+    j->nops = nops;
+    memcpy(j->ops, ops, (size_t)nops * sizeof *ops);
+    cudaStream_t s0 = ops[0].stream;
+    /* A group spanning streams runs on the first one, after the others' earlier work and
+     * before their later work, as NCCL joins the streams of a group. */
+    for (int i = 1; i < nops; i++)
+        if (ops[i].stream != s0 && !seen_before(ops, i) && stream_after(s0, ops[i].stream) != 0)
+            goto cuda_error;
+    for (int i = 0; i < nops; i++) {
+        atomic_fetch_add(&ops[i].comm->refs, 1);
+        atomic_fetch_add(&ops[i].comm->pending, 1);
+    }
+    if (g_rt.launch(s0, job_run, j) != 0) {
+        for (int i = 0; i < nops; i++) {
+            atomic_fetch_sub(&ops[i].comm->pending, 1);
+            atomic_fetch_sub(&ops[i].comm->refs, 1);
+        }
+        goto cuda_error;
+    }
+    for (int i = 1; i < nops; i++)
+        if (ops[i].stream != s0 && !seen_before(ops, i))
+            stream_after(ops[i].stream, s0);
+    return ncclSuccess;
+cuda_error:
+    free(j);
+    fn_set_last_error("CUDA runtime refused to enqueue work on stream %p", (void *)s0);
+    return ncclUnhandledCudaError;
+}
+
+void fn_async_drain(struct ncclComm *c)
+{
+    for (;;) {
+        uint32_t p = atomic_load(&c->pending);
+        if (p == 0)
+            return;
+        syscall(SYS_futex, (uint32_t *)&c->pending, FUTEX_WAIT, p, NULL, NULL, 0);
+    }
+}
