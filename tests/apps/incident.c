@@ -72,44 +72,64 @@ int main(int argc, char **argv)
     if (fix) {
         /* evenfix: every rank trains on the global minimum, so all stop at the same step */
         int64_t mine = blocks;
-        NCG_CHECK(ncclAllReduce(&mine, &blocks, 1, ncclInt64, ncclMin, comm, NULL));
+        NCG_CHECK(ncclAllReduce(&mine, &blocks, 1, ncclInt64, ncclMin, comm, ncg_test_stream()));
+        NCG_CHECK(ncg_test_sync(comm));
     }
 
-    uint16_t *grads = malloc(sizeof(uint16_t) * SHARD * (size_t)world);
-    uint16_t *gshard = malloc(sizeof(uint16_t) * SHARD);
-    uint16_t *params = malloc(sizeof(uint16_t) * SHARD * (size_t)world);
+    /* Asynchronous mode (FAKENCCL_ASYNC=1): calls only enqueue on the rank's NCCL stream and
+     * the host runs up to WINDOW steps ahead, checking results at the synchronization that
+     * ends each window (the loss.item() of a training loop); each step of a window has its own
+     * buffers. Synchronous mode: the same code, every call complete when it returns. */
+    enum { WINDOW = 4 };
+    cudaStream_t st = ncg_test_stream();
+    size_t full = (size_t)SHARD * (size_t)world;
+    uint16_t *grads = malloc(sizeof(uint16_t) * full * WINDOW);
+    uint16_t *gshard = malloc(sizeof(uint16_t) * SHARD * WINDOW);
+    uint16_t *params = malloc(sizeof(uint16_t) * full * WINDOW);
     if (!grads || !gshard || !params)
         return 1;
     int step = 0;
     for (int64_t left = blocks; left > 0; left -= BLOCKS_PER_STEP, step++) {
+        int w = step % WINDOW;
+        uint16_t *gr = grads + (size_t)w * full, *gs = gshard + (size_t)w * SHARD;
+        uint16_t *pa = params + (size_t)w * full;
         float g = (float)(step % 4 + 1);
-        for (int i = 0; i < SHARD * world; i++)
-            grads[i] = to_bf16(g);
-        NCG_CHECK(ncclReduceScatter(grads, gshard, SHARD, ncclBfloat16, ncclSum, comm, NULL));
-        for (int i = 0; i < SHARD; i++)
-            if (from_bf16(gshard[i]) != g * (float)world) {
-                fprintf(stderr, "incident: rank %d step %d: wrong gradient %g (want %g)\n", rank,
-                        step, from_bf16(gshard[i]), g * (float)world);
-                return 1;
-            }
+        for (size_t i = 0; i < full; i++)
+            gr[i] = to_bf16(g);
+        NCG_CHECK(ncclReduceScatter(gr, gs, SHARD, ncclBfloat16, ncclSum, comm, st));
         /* this rank's updated parameter shard, gathered in place into the full parameters */
         for (int i = 0; i < SHARD; i++)
-            params[rank * SHARD + i] = to_bf16((float)(rank + step % 2));
-        NCG_CHECK(ncclAllGather(params + rank * SHARD, params, SHARD, ncclBfloat16, comm, NULL));
-        for (int r = 0; r < world; r++)
-            if (from_bf16(params[r * SHARD]) != (float)(r + step % 2)) {
-                fprintf(stderr, "incident: rank %d step %d: wrong parameter from rank %d\n", rank,
-                        step, r);
-                return 1;
-            }
-        if (rank == 0 && step % 8 == 0)
-            printf("incident: rank 0 step %d (%lld blocks left)\n", step, (long long)left);
+            pa[rank * SHARD + i] = to_bf16((float)(rank + step % 2));
+        NCG_CHECK(ncclAllGather(pa + rank * SHARD, pa, SHARD, ncclBfloat16, comm, st));
+        if (w != WINDOW - 1 && left > BLOCKS_PER_STEP)
+            continue;
+        NCG_CHECK(ncg_test_sync(comm));
+        for (int s = step - w; s <= step; s++) {
+            int k = s % WINDOW;
+            float gk = (float)(s % 4 + 1);
+            for (int i = 0; i < SHARD; i++)
+                if (from_bf16(gshard[(size_t)k * SHARD + i]) != gk * (float)world) {
+                    fprintf(stderr, "incident: rank %d step %d: wrong gradient %g (want %g)\n",
+                            rank, s, from_bf16(gshard[(size_t)k * SHARD + i]), gk * (float)world);
+                    return 1;
+                }
+            for (int r = 0; r < world; r++)
+                if (from_bf16(params[(size_t)k * full + (size_t)r * SHARD]) != (float)(r + s % 2)) {
+                    fprintf(stderr, "incident: rank %d step %d: wrong parameter from rank %d\n",
+                            rank, s, r);
+                    return 1;
+                }
+        }
+        if (rank == 0 && step % 8 == 7)
+            printf("incident: rank 0 step %d (%lld blocks left)\n", step,
+                   (long long)(left - BLOCKS_PER_STEP > 0 ? left - BLOCKS_PER_STEP : 0));
         fflush(stdout);
     }
 
     /* epoch end: dist.barrier() before save_checkpoint is an all_reduce */
     float one = 1.0f, sum = 0;
-    NCG_CHECK(ncclAllReduce(&one, &sum, 1, ncclFloat32, ncclSum, comm, NULL));
+    NCG_CHECK(ncclAllReduce(&one, &sum, 1, ncclFloat32, ncclSum, comm, st));
+    NCG_CHECK(ncg_test_sync(comm));
     if (sum != (float)world) {
         fprintf(stderr, "incident: rank %d: barrier sum %g (want %d)\n", rank, sum, world);
         return 1;

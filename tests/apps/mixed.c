@@ -6,6 +6,8 @@
  *   mixed [--iters N] [--mismatch ITER]
  * N iterations (default 200, about 12 calls each per rank). --mismatch ITER: at that iteration
  * the last rank passes a different count to the world AllReduce (a certain hang, for tests).
+ * Asynchronous mode (FAKENCCL_ASYNC=1): each thread enqueues on its own stream and synchronizes
+ * before it checks a result.
  * Exit 0 and "mixed: N ranks, M calls per rank ok" from rank 0 when all is right. */
 #include <pthread.h>
 #include <stdint.h>
@@ -35,23 +37,27 @@ static void *aux_thread(void *arg)
     int n = g_world, me = g_rank;
     int32_t *a2a_s = malloc(sizeof(int32_t) * CNT * (size_t)n);
     int32_t *a2a_r = malloc(sizeof(int32_t) * CNT * (size_t)n);
+    cudaStream_t st = ncg_test_stream(); /* this thread's own stream (asynchronous mode) */
     for (int it = 0; it < g_iters; it++) {
         double v = me + it, s = 0;
-        NCG_CHECK(ncclAllReduce(&v, &s, 1, ncclFloat64, ncclSum, g_aux, NULL));
+        NCG_CHECK(ncclAllReduce(&v, &s, 1, ncclFloat64, ncclSum, g_aux, st));
+        NCG_CHECK(ncg_test_sync(g_aux));
         if (s != (double)n * (n - 1) / 2 + (double)n * it)
             g_aux_bad++;
         for (int j = 0; j < n; j++)
             for (int k = 0; k < CNT; k++)
                 a2a_s[j * CNT + k] = me * 1000 + j * 10 + it % 10;
-        NCG_CHECK(ncclAlltoAll(a2a_s, a2a_r, CNT, ncclInt32, g_aux, NULL));
+        NCG_CHECK(ncclAlltoAll(a2a_s, a2a_r, CNT, ncclInt32, g_aux, st));
+        NCG_CHECK(ncg_test_sync(g_aux));
         for (int j = 0; j < n; j++)
             if (a2a_r[j * CNT] != j * 1000 + me * 10 + it % 10)
                 g_aux_bad++;
         int32_t out = me * 7 + it, in = -1;
         NCG_CHECK(ncclGroupStart());
-        NCG_CHECK(ncclSend(&out, 1, ncclInt32, (me + 1) % n, g_aux, NULL));
-        NCG_CHECK(ncclRecv(&in, 1, ncclInt32, (me + n - 1) % n, g_aux, NULL));
+        NCG_CHECK(ncclSend(&out, 1, ncclInt32, (me + 1) % n, g_aux, st));
+        NCG_CHECK(ncclRecv(&in, 1, ncclInt32, (me + n - 1) % n, g_aux, st));
         NCG_CHECK(ncclGroupEnd());
+        NCG_CHECK(ncg_test_sync(g_aux));
         if (in != ((me + n - 1) % n) * 7 + it)
             g_aux_bad++;
         g_aux_calls += 4;
@@ -90,6 +96,7 @@ int main(int argc, char **argv)
     pthread_t th;
     pthread_create(&th, NULL, aux_thread, NULL);
     long calls = 3; /* init + two splits */
+    cudaStream_t st = ncg_test_stream();
     float *buf = malloc(sizeof(float) * CNT * (size_t)n), *shard = malloc(sizeof(float) * CNT);
     int64_t *gat = malloc(sizeof(int64_t) * (size_t)n);
     for (int it = 0; it < g_iters; it++) {
@@ -97,32 +104,37 @@ int main(int argc, char **argv)
         for (int k = 0; k < CNT; k++)
             buf[k] = (float)(me + k);
         size_t cnt = (it == g_mismatch && me == n - 1) ? CNT + 1 : CNT;
-        NCG_CHECK(ncclAllReduce(buf, buf, cnt, ncclFloat32, ncclSum, world, NULL));
+        NCG_CHECK(ncclAllReduce(buf, buf, cnt, ncclFloat32, ncclSum, world, st));
+        NCG_CHECK(ncg_test_sync(world));
         if (buf[1] != (float)(n * (n - 1) / 2 + n))
             bad("world AllReduce", it);
         int root = it % n;
         int32_t b = me == root ? it : -1;
-        NCG_CHECK(ncclBcast(&b, 1, ncclInt32, root, world, NULL));
+        NCG_CHECK(ncclBcast(&b, 1, ncclInt32, root, world, st));
+        NCG_CHECK(ncg_test_sync(world));
         if (b != it)
             bad("world Bcast", it);
         int64_t mine = (int64_t)me * it;
-        NCG_CHECK(ncclAllGather(&mine, gat, 1, ncclInt64, world, NULL));
+        NCG_CHECK(ncclAllGather(&mine, gat, 1, ncclInt64, world, st));
+        NCG_CHECK(ncg_test_sync(world));
         for (int r = 0; r < n; r++)
             if (gat[r] != (int64_t)r * it)
                 bad("world AllGather", it);
         for (int k = 0; k < CNT * n; k++)
             buf[k] = 1.0f;
-        NCG_CHECK(ncclReduceScatter(buf, shard, CNT, ncclFloat32, ncclSum, world, NULL));
+        NCG_CHECK(ncclReduceScatter(buf, shard, CNT, ncclFloat32, ncclSum, world, st));
+        NCG_CHECK(ncg_test_sync(world));
         if (shard[0] != (float)n)
             bad("world ReduceScatter", it);
         /* dp: a group with two collectives and a p2p ring */
         int32_t x = dr, mx = -1, mn = -1, in = -1, out = dr + it;
         NCG_CHECK(ncclGroupStart());
-        NCG_CHECK(ncclAllReduce(&x, &mx, 1, ncclInt32, ncclMax, dp, NULL));
-        NCG_CHECK(ncclAllReduce(&x, &mn, 1, ncclInt32, ncclMin, dp, NULL));
-        NCG_CHECK(ncclSend(&out, 1, ncclInt32, (dr + 1) % dn, dp, NULL));
-        NCG_CHECK(ncclRecv(&in, 1, ncclInt32, (dr + dn - 1) % dn, dp, NULL));
+        NCG_CHECK(ncclAllReduce(&x, &mx, 1, ncclInt32, ncclMax, dp, st));
+        NCG_CHECK(ncclAllReduce(&x, &mn, 1, ncclInt32, ncclMin, dp, st));
+        NCG_CHECK(ncclSend(&out, 1, ncclInt32, (dr + 1) % dn, dp, st));
+        NCG_CHECK(ncclRecv(&in, 1, ncclInt32, (dr + dn - 1) % dn, dp, st));
         NCG_CHECK(ncclGroupEnd());
+        NCG_CHECK(ncg_test_sync(dp));
         if (mx != dn - 1 || mn != 0 || in != (dr + dn - 1) % dn + it)
             bad("dp group", it);
         calls += 8;

@@ -1,7 +1,9 @@
 /* ncg_test: rank/world from the launcher's environment and the unique-id exchange through
  * $NCG_ID_FILE (see ncg_test.h). Plain files only: works across network namespaces. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,77 @@ void ncg_test_fail(const char *what, ncclResult_t r, const char *file, int line)
     fprintf(stderr, "%s:%d: rank %d: %s failed: %d (%s)\n", file, line, ncg_test_rank(), what,
             (int)r, ncclGetErrorString(r));
     exit(1);
+}
+
+/* ---- streams (asynchronous mode) ---- */
+
+static struct {
+    int (*stream_create)(cudaStream_t *, unsigned int);
+    int (*stream_sync)(cudaStream_t);
+    const char *(*error_string)(int);
+    int on;
+} g_cuda;
+static pthread_once_t g_cuda_once = PTHREAD_ONCE_INIT;
+static __thread cudaStream_t t_stream;
+static __thread int t_stream_made;
+
+static void cuda_load(void)
+{
+    const char *a = getenv("FAKENCCL_ASYNC");
+    if (!a || strcmp(a, "1") != 0)
+        return;
+    void *h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
+    if (h) {
+        g_cuda.stream_create =
+            (int (*)(cudaStream_t *, unsigned int))dlsym(h, "cudaStreamCreateWithFlags");
+        g_cuda.stream_sync = (int (*)(cudaStream_t))dlsym(h, "cudaStreamSynchronize");
+        g_cuda.error_string = (const char *(*)(int))dlsym(h, "cudaGetErrorString");
+    }
+    if (!g_cuda.stream_create || !g_cuda.stream_sync || !g_cuda.error_string) {
+        fprintf(stderr,
+                "ncg_test: FAKENCCL_ASYNC=1 but libcudart.so.13 cannot be loaded (%s): "
+                "synchronous\n",
+                h ? "symbols missing" : dlerror());
+        return;
+    }
+    g_cuda.on = 1;
+}
+
+int ncg_test_async(void)
+{
+    pthread_once(&g_cuda_once, cuda_load);
+    return g_cuda.on;
+}
+
+cudaStream_t ncg_test_stream(void)
+{
+    if (!ncg_test_async())
+        return NULL;
+    if (!t_stream_made) {
+        int e = g_cuda.stream_create(&t_stream, 0x01 /* cudaStreamNonBlocking */);
+        if (e != 0) {
+            fprintf(stderr, "ncg_test: rank %d: cudaStreamCreateWithFlags: %s\n", ncg_test_rank(),
+                    g_cuda.error_string(e));
+            exit(1);
+        }
+        t_stream_made = 1;
+    }
+    return t_stream;
+}
+
+ncclResult_t ncg_test_sync(ncclComm_t comm)
+{
+    if (ncg_test_async()) {
+        int e = g_cuda.stream_sync(ncg_test_stream());
+        if (e != 0) {
+            fprintf(stderr, "ncg_test: rank %d: cudaStreamSynchronize: %s\n", ncg_test_rank(),
+                    g_cuda.error_string(e));
+            return ncclUnhandledCudaError;
+        }
+    }
+    ncclResult_t ae = ncclSuccess;
+    ncclResult_t r = ncclCommGetAsyncError(comm, &ae);
+    return r != ncclSuccess ? r : ae;
 }
 
 int ncg_test_share_id_named(ncclUniqueId *id, const char *suffix)

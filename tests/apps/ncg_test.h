@@ -25,6 +25,17 @@ int ncg_test_world(void);
 int ncg_test_share_id_named(ncclUniqueId *id, const char *suffix);
 /* ncg_test_share_id_named(id, NULL). */
 int ncg_test_share_id(ncclUniqueId *id);
+/* The stream an application thread passes to NCCL calls. Synchronous mode: NULL. Asynchronous
+ * mode (FAKENCCL_ASYNC=1): libcudart.so.13 (the CPU runtime of tests/fakecuda, found through
+ * LD_LIBRARY_PATH) is loaded at first use and each thread gets its own non-blocking stream, as
+ * a framework's per-process-group NCCL stream. Any thread; allocates on first use. */
+cudaStream_t ncg_test_stream(void);
+/* 1 when calls run asynchronously (FAKENCCL_ASYNC=1 and the runtime loaded). Any thread. */
+int ncg_test_async(void);
+/* The host's synchronization point (loss.item()): wait for the calling thread's stream, then
+ * return comm's asynchronous error (ncclCommGetAsyncError), so a failed or revoked
+ * communicator surfaces here as on a GPU. Synchronous mode: only the error query. Blocks. */
+ncclResult_t ncg_test_sync(ncclComm_t comm);
 /* Print "<prog>: rank R: <call> failed: <error string>" and exit(1) when r != ncclSuccess. */
 #define NCG_CHECK(call)                                                                            \
     do {                                                                                           \

@@ -2,6 +2,12 @@
 set -u
 B=$NCG_BUILD
 export LD_LIBRARY_PATH=$B/fakenccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# NCG_NCCL_MODE=async (tests/run.sh, for scripts marked "# ncg-modes: sync async"): the CPU
+# NCCL enqueues on streams of the CPU CUDA runtime and calls return at once, as on a GPU.
+if [ "${NCG_NCCL_MODE:-sync}" = async ]; then
+  [ -e "$B/fakecuda/libcudart.so.13" ] || { echo "no CPU CUDA runtime in $B/fakecuda"; exit 77; }
+  export FAKENCCL_ASYNC=1 LD_LIBRARY_PATH=$B/fakecuda:$LD_LIBRARY_PATH
+fi
 LAUNCH=$B/tests/ncg-launch
 SCEN=$B/tests/checker/scen
 REPORTS=$NCG_TMP/reports

@@ -18,6 +18,9 @@
  * checker must leave it alone. The handler, if it ever runs, prints "scen: own handler ran".
  * healthy also forks a child (a data-loader worker) that exits through exit() meanwhile.
  * Before the diverging call, the diverging rank prints "scen: diverge at <unix time>".
+ * Asynchronous mode (FAKENCCL_ASYNC=1): calls enqueue on the thread's stream; the host
+ * synchronizes (and checks the comm's async error) every 4 iterations, as a training step's
+ * loss.item() would, and before reading a result.
  * A failed NCCL call prints "scen: rank R: <call>: <error>" and exits 3. */
 #include <pthread.h>
 #include <signal.h>
@@ -77,7 +80,7 @@ static float buf_a[4096], buf_b[4096 * 16];
 
 static void allreduce(ncclComm_t c, size_t n)
 {
-    CK(ncclAllReduce(buf_a, buf_b, n, ncclFloat32, ncclSum, c, NULL));
+    CK(ncclAllReduce(buf_a, buf_b, n, ncclFloat32, ncclSum, c, ncg_test_stream()));
 }
 
 struct second {
@@ -90,8 +93,10 @@ static void *second_thread(void *arg)
     struct second *s = arg;
     static int32_t x[64], y[64 * 64];
     for (int i = 0; i < s->iters; i++) {
-        CK(ncclAllGather(x, y, 16, ncclInt32, s->comm, NULL));
-        CK(ncclBroadcast(x, x, 8, ncclInt32, i % world, s->comm, NULL));
+        CK(ncclAllGather(x, y, 16, ncclInt32, s->comm, ncg_test_stream()));
+        CK(ncclBroadcast(x, x, 8, ncclInt32, i % world, s->comm, ncg_test_stream()));
+        if (i % 4 == 3)
+            CK(ncg_test_sync(s->comm));
     }
     return NULL;
 }
@@ -100,8 +105,8 @@ static void p2p_ring(ncclComm_t c, size_t n, size_t send_extra)
 {
     int next = (rank + 1) % world, prev = (rank + world - 1) % world;
     CK(ncclGroupStart());
-    CK(ncclSend(buf_a, n + send_extra, ncclFloat32, next, c, NULL));
-    CK(ncclRecv(buf_b, n, ncclFloat32, prev, c, NULL));
+    CK(ncclSend(buf_a, n + send_extra, ncclFloat32, next, c, ncg_test_stream()));
+    CK(ncclRecv(buf_b, n, ncclFloat32, prev, c, ncg_test_stream()));
     CK(ncclGroupEnd());
 }
 
@@ -143,8 +148,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < iters; i++) {
             allreduce(comm, 16 + (size_t)(i % 7));
             CK(ncclGroupStart());
-            CK(ncclReduceScatter(buf_a, buf_b, 4, ncclFloat32, ncclMax, comm, NULL));
-            CK(ncclAllGather(buf_a, buf_b, 4, ncclFloat32, comm, NULL));
+            CK(ncclReduceScatter(buf_a, buf_b, 4, ncclFloat32, ncclMax, comm, ncg_test_stream()));
+            CK(ncclAllGather(buf_a, buf_b, 4, ncclFloat32, comm, ncg_test_stream()));
             CK(ncclGroupEnd());
             p2p_ring(comm, 32 + (size_t)(i % 3), 0);
             allreduce(sub, 8);
@@ -152,6 +157,8 @@ int main(int argc, char **argv)
                 usleep(1000000); /* several check intervals before the barrier below */
             if (i == half)
                 allreduce(comm, 1);
+            if (i % 4 == 3)
+                CK(ncg_test_sync(comm));
         }
         pthread_join(th, NULL);
         int st = 0;
@@ -178,7 +185,8 @@ int main(int argc, char **argv)
             gettimeofday(&t, NULL);
             /* everyone must agree on when to stop: rank 0 decides, the others follow */
             float s0 = (float)(rank == 0 && t.tv_sec - t0.tv_sec >= iters), s1 = 0;
-            CK(ncclAllReduce(&s0, &s1, 1, ncclFloat32, ncclMax, comm, NULL));
+            CK(ncclAllReduce(&s0, &s1, 1, ncclFloat32, ncclMax, comm, ncg_test_stream()));
+            CK(ncg_test_sync(comm));
             stop = s1 > 0;
         }
         CK(ncclCommDestroy(comm));
@@ -193,10 +201,12 @@ int main(int argc, char **argv)
         for (int i = 0; i < iters; i++) {
             if (i == half && rank == 2) {
                 mark();
-                CK(ncclBroadcast(buf_a, buf_a, 8, ncclFloat32, 0, sub, NULL));
+                CK(ncclBroadcast(buf_a, buf_a, 8, ncclFloat32, 0, sub, ncg_test_stream()));
             } else {
                 allreduce(sub, 8);
             }
+            if (i % 4 == 3)
+                CK(ncg_test_sync(sub));
         }
         CK(ncclCommDestroy(sub));
         CK(ncclCommDestroy(comm));
@@ -243,6 +253,8 @@ int main(int argc, char **argv)
             p2p_ring(comm, 32, 0);
         else
             allreduce(comm, 8);
+        if (i % 4 == 3)
+            CK(ncg_test_sync(comm));
     }
     CK(ncclCommDestroy(comm));
     if (rank == 0)

@@ -1,4 +1,5 @@
 # NCCLGUARD_ACTION=warn (diagnostic and report, the job is left as it is: blocked in NCCL here)
+# ncg-modes: sync async
 # and =fail (the comm is failed and revoked: the blocked calls return ncclRemoteError, the app
 # handles its own error). Also NCCLGUARD_COORD=off: no side channel, no verdict.
 . "$NCG_ROOT/tests/checker/lib.sh"

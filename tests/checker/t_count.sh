@@ -1,4 +1,5 @@
 # A count mismatch on one rank (AllReduce 9 vs 8 elements), a rank splitting the communicator
+# ncg-modes: sync async
 # while the others are in an AllReduce, zero-config rendezvous and with an
 # explicit NCCLGUARD_COORD served by `ncclguard coord` (token required); through the standalone
 # checker also a p2p mismatch and a SIGKILLed rank.

@@ -1,4 +1,5 @@
 # No false positive: long healthy runs (thousands of calls on several comms, a second thread on
+# ncg-modes: sync async
 # its own comm, groups, a p2p ring, rank 0 pausing ~10 check intervals before a barrier) exit 0
 # with no ncclguard verdict or warning; also at a fast check interval (20 ms).
 . "$NCG_ROOT/tests/checker/lib.sh"

@@ -1,4 +1,5 @@
 # The incident (16 ranks on the CPU NCCL): rank 3 enters the epoch-end AllReduce while the
+# ncg-modes: sync async
 # others are in a ReduceScatter at the same slot. Default action abort: every rank prints the
 # diagnostic, writes its report and exits 86; the fixed program completes under the shim.
 . "$NCG_ROOT/tests/checker/lib.sh"

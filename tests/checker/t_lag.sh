@@ -1,4 +1,5 @@
 # LAG: rank 1 stops calling for 3 s while the others wait in a collective. A warning after
+# ncg-modes: sync async
 # NCCLGUARD_LAG_WARN_S (the job then completes, exit 0); with NCCLGUARD_LAG_ABORT_S it acts,
 # and the diagnostic shows where each rank's thread is (the lagging one: in its sleep).
 . "$NCG_ROOT/tests/checker/lib.sh"

@@ -1,4 +1,5 @@
 # RANK DIED (SIGKILL: connection lost; SIGSTOP: silent past NCCLGUARD_HEARTBEAT_TIMEOUT_S) and
+# ncg-modes: sync async
 # RANK EXITED (a rank returns from main while the others go on).
 . "$NCG_ROOT/tests/checker/lib.sh"
 guarded "$NCG_TMP/kill" "$LAUNCH" -n 4 -t 60 "$SCEN" kill

@@ -1,4 +1,5 @@
 # Two "hosts" on one machine: network namespaces joined by a veth pair (10.77.x.1 and .2,
+# ncg-modes: sync async
 # addresses of these test hosts only). Ranks 0-1 run on host A, ranks 2-3 on host B. The id
 # carries host A's address (the CPU NCCL, like NCCL, writes the first non-loopback address),
 # so the ranks on B reach the checker over the veth link with zero configuration: a healthy

@@ -1,4 +1,5 @@
 # A p2p size mismatch in a pipeline ring: rank 2 sends 33 elements to rank 3, which receives 32.
+# ncg-modes: sync async
 . "$NCG_ROOT/tests/checker/lib.sh"
 guarded "$NCG_TMP/out" "$LAUNCH" -n 4 -t 60 "$SCEN" p2p
 expect "$RC" 86 "launcher status"

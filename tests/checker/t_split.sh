@@ -1,4 +1,5 @@
 # A divergence only inside one split subgroup (even ranks: rank 2 calls Broadcast where rank 0
+# ncg-modes: sync async
 # calls AllReduce). Warn mode: only the even half's ranks print, about the 2-rank child comm;
 # the odd half and the world comm are unaffected (the odd ranks finish; the even ones stay
 # blocked, as NCCL would, until the launcher's time limit).

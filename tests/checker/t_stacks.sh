@@ -1,4 +1,5 @@
 # The stack of the stuck thread in error diagnostics (NCCLGUARD_STACKS): off prints none; a
+# ncg-modes: sync async
 # RANK DIED verdict still shows the survivors' stacks and ends quickly; a thread stuck in a
 # p2p group shows ncclGroupEnd; a signal the application owns or blocks is left alone.
 . "$NCG_ROOT/tests/checker/lib.sh"

@@ -1,4 +1,5 @@
 # The whole job suspended (SIGSTOP to its process group, as Ctrl-Z or a paused VM) for longer
+# ncg-modes: sync async
 # than the heartbeat timeout, then resumed: nobody is declared dead, the job completes.
 . "$NCG_ROOT/tests/checker/lib.sh"
 command -v setsid >/dev/null || { echo "no setsid"; exit 77; }

@@ -126,8 +126,8 @@ struct fn_op {
     size_t count;
     ncclDataType_t dtype;
     ncclRedOp_t op;
-    int root;     /* root for collectives, peer for p2p */
-    uint64_t seq; /* collective slot, or message index on the (me, peer) channel */
+    int root;            /* root for collectives, peer for p2p */
+    uint64_t seq;        /* collective slot, or message index on the (me, peer) channel */
     cudaStream_t stream; /* where the work runs in asynchronous mode */
     /* progress state */
     int state, done;
