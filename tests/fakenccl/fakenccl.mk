@@ -71,3 +71,15 @@ TEST_BINS += $(FN_TOUT)/libbcastspy.so
 fakenccl-bench: $(APPS_OUT)/ncg-launch $(APPS_OUT)/mixed $(FN_LIB)
 	@tests/fakenccl/bench.sh $(BUILD)
 BENCH_TARGETS += fakenccl-bench
+
+# torchlike: the PyTorch-shaped asynchronous app, built against NVIDIA's nccl.h and
+# cuda_runtime_api.h and linked against the genuine libcudart.so.13 (run on tests/fakecuda's).
+FN_REAL_CUDART := $(wildcard /usr/local/cuda/lib64/libcudart.so.13)
+ifneq ($(and $(FN_REAL_NCCL_H),$(FN_REAL_CUDART)),)
+$(APPS_OUT)/torchlike: $(APPS_DIR)/torchlike.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -std=gnu11 $(WARN) $(SANFLAGS) -isystem /usr/local/cuda/include -I$(APPS_DIR) \
+	  $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) \
+	  -L/usr/local/cuda/lib64 -l:libcudart.so.13 -lpthread
+TEST_BINS += $(APPS_OUT)/torchlike
+endif
