@@ -32,6 +32,7 @@ all: deps-check
 
 # Order matters: checker.mk appends to SHIM_SRCS before interpose.mk uses it in rules.
 -include tests/fakenccl/fakenccl.mk
+-include tests/fakecuda/fakecuda.mk
 -include interpose/checker.mk
 -include interpose/interpose.mk
 -include interpose/cli/cli.mk
