@@ -8,6 +8,15 @@ if [ "${NCG_NCCL_MODE:-sync}" = async ]; then
   [ -e "$B/fakecuda/libcudart.so.13" ] || { echo "no CPU CUDA runtime in $B/fakecuda"; exit 77; }
   export FAKENCCL_ASYNC=1 LD_LIBRARY_PATH=$B/fakecuda:$LD_LIBRARY_PATH
 fi
+# async: 1 in asynchronous mode. There a call returns once enqueued: the thread that issued the
+# rank's latest call waits in its synchronization (ncg_test_sync), not inside NCCL, and errors
+# of a failed communicator surface there.
+async=0; [ "${NCG_NCCL_MODE:-sync}" = async ] && async=1
+# failing_call NAME: the call the application sees fail (the NCCL call, or its synchronization).
+failing_call() { [ $async = 1 ] && echo 'ncg_test_sync' || echo "$1"; }
+# stuck_frame FN: the frame the stuck thread's stack shows, as a regex (the NCCL function in
+# libncclguard.so, or the application's synchronization).
+stuck_frame() { if [ $async = 1 ]; then echo 'ncg_test_sync\+0x[0-9a-f]+ \('; else echo "$1"'\+0x[0-9a-f]+ \(libncclguard\.so'; fi; }
 LAUNCH=$B/tests/ncg-launch
 SCEN=$B/tests/checker/scen
 REPORTS=$NCG_TMP/reports

@@ -11,7 +11,7 @@ expect "$(grep -l '"action":"warn"' "$REPORTS"/*.json | wc -l)" 4 "warn: reports
 
 NCCLGUARD_ACTION=fail guarded "$NCG_TMP/out2" "$LAUNCH" -n 4 -t 60 "$SCEN" count
 expect "$RC" 3 "fail: the app's own error path"
-expect "$(nlines '^scen: rank [0-3]: ncclAllReduce.*: remote process exited or there was a network error$')" 4 "fail: ncclRemoteError"
+expect "$(nlines "^scen: rank [0-3]: $(failing_call ncclAllReduce).*: remote process exited or there was a network error\$")" 4 "fail: ncclRemoteError"
 expect "$(nlines 'action: fail')" 4 "fail: action line"
 
 NCCLGUARD_COORD=off guarded "$NCG_TMP/out3" "$LAUNCH" -n 4 -t 5 "$SCEN" count

@@ -13,7 +13,7 @@ expect "$(ls "$REPORTS" | grep -c '^ncclguard-report\..*\.json$')" 16 "report fi
 grep -q '"verdict":"MISMATCH"' "$REPORTS"/ncclguard-report.*.json || fail "report content"
 # every rank shows the stack of its stuck thread (NCCLGUARD_STACKS=1 is the default): rank 3
 # inside the barrier's AllReduce, the others inside the ReduceScatter, both called from main
-expect "$(nlines '^ncclguard:   stack of thread [0-9]+ \(issued slot [0-9]+ (AllReduce|ReduceScatter)\(.*\)\), innermost first:$')" 16 "stack headers"
+expect "$(nlines '^ncclguard:   stack of thread [0-9]+ \(issued slot [0-9]+ (AllReduce|ReduceScatter|AllGather)\(.*\)\), innermost first:$')" 16 "stack headers"
 # block R: rank R's diagnostic (one write(2) per rank, so its lines are contiguous)
 block() { awk -v r="comm rank $1," 'index($0, r) { on = 1 } on { print } on && /^ncclguard:   action:/ { exit }' "$OUT"; }
 # main is not exported: libunwind (when there) names it, else the module offset remains
@@ -22,12 +22,17 @@ ldconfig -p 2>/dev/null | grep -q 'libunwind\.so\.8 ' || caller='incident\+0x'
 for r in 0 3; do
   b=$(block $r)
   want=ncclReduceScatter; [ $r = 3 ] && want=ncclAllReduce
-  echo "$b" | grep -qE "^ncclguard:     #[0-9]+ $want\+0x[0-9a-f]+ \(libncclguard\.so\+" || fail "rank $r: no $want frame"
+  echo "$b" | grep -qE "^ncclguard:     #[0-9]+ $(stuck_frame $want)" || fail "rank $r: no frame where it waits ($want or the synchronization)"
   echo "$b" | grep -qE "^ncclguard:     #[0-9]+ $caller" || fail "rank $r: no frame in main"
   echo "$b" | grep -qE '^ncclguard:     #0 ' || fail "rank $r: no innermost frame"
   [ "$(echo "$b" | grep -cE '^ncclguard:     #[0-9]+ ')" -le 16 ] || fail "rank $r: more than 16 frames"
 done
 ! block 3 | grep -qE ' ncclReduceScatter\+' || fail "rank 3's stack shows a ReduceScatter"
+# asynchronous: the host ran ahead of the device; the others enqueued further steps before
+# blocking in their synchronization, while rank 3 waits in the barrier's
+if [ $async = 1 ]; then
+  block 0 | grep -qE 'stack of thread [0-9]+ \(issued slot (49|5[0-9]) ' || fail "rank 0 did not run ahead of slot 48"
+fi
 expect "$(grep -l '"stack":\["' "$REPORTS"/ncclguard-report.*.json | wc -l)" 16 "reports with a stack"
 # aborted ranks leave their segment in VERDICT state for `ncclguard status` (small: only the
 # pages in use are reserved); the test runner reclaims them with `ncclguard clean`

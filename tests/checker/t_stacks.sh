@@ -21,7 +21,7 @@ expect "$RC" 137 "kill: launcher status"
 expect "$(exited 86)" 3 "kill: survivors that exited 86"
 expect "$(nlines '^ncclguard: VERDICT: RANK DIED')" 3 "kill: verdicts"
 expect "$(nlines "${hdr}slot [0-9]+ AllReduce\(count=8, float32, sum\)\), innermost first:\$")" 3 "kill: stacks"
-expect "$(nlines '^ncclguard:     #[0-9]+ ncclAllReduce\+0x[0-9a-f]+ \(libncclguard\.so')" 3 "kill: ncclAllReduce frames"
+expect "$(nlines "^ncclguard:     #[0-9]+ $(stuck_frame ncclAllReduce)")" 3 "kill: frames where the thread waits"
 [ "$secs" -lt 20 ] || fail "kill scenario took ${secs}s"
 expect "$(grep -l '"stack":\["' "$REPORTS"/*.json | wc -l)" 3 "kill: reports with a stack"
 rm -f "$REPORTS"/*
@@ -32,7 +32,7 @@ expect "$RC" 86 "p2p: launcher status"
 n=$(nlines '^ncclguard: VERDICT: P2P MISMATCH')
 [ "$n" -ge 1 ] || fail "p2p: no verdict"
 expect "$(nlines "${hdr}(Send|Recv)\(.*\), #[0-9]+ of the pair\), innermost first:\$")" "$n" "p2p: stacks"
-[ "$(nlines '^ncclguard:     #[0-9]+ ncclGroupEnd\+0x[0-9a-f]+ \(libncclguard\.so')" -ge 1 ] || fail "p2p: no ncclGroupEnd frame"
+[ "$(nlines "^ncclguard:     #[0-9]+ $(stuck_frame ncclGroupEnd)")" -ge 1 ] || fail "p2p: no frame where the thread waits (ncclGroupEnd or the synchronization)"
 rm -f "$REPORTS"/*
 
 # The application handles SIGRTMIN+7 itself, or blocks it: no capture, no signal sent, the
