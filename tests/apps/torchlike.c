@@ -39,7 +39,8 @@ static int g_rank, g_world;
     do {                                                                                           \
         cudaError_t e_ = (call);                                                                   \
         if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "torchlike: rank %d: %s: %s\n", g_rank, #call, cudaGetErrorString(e_)); \
+            fprintf(stderr, "torchlike: rank %d: %s: %s\n", g_rank, #call,                         \
+                    cudaGetErrorString(e_));                                                       \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
@@ -67,7 +68,7 @@ static struct {
 } g_works = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static struct pg g_pgs[2];
-static int g_npgs;
+static atomic_int g_npgs; /* read by the watchdog thread */
 static double g_timeout = 600;
 static atomic_int g_stop;
 
@@ -82,8 +83,8 @@ static void nccl_ck(ncclResult_t r, const char *what)
 {
     if (r == ncclSuccess || r == ncclInProgress)
         return;
-    fprintf(stderr, "torchlike: rank %d: %s failed: %s (%s)\n", g_rank, what,
-            ncclGetErrorString(r), ncclGetLastError(NULL));
+    fprintf(stderr, "torchlike: rank %d: %s failed: %s (%s)\n", g_rank, what, ncclGetErrorString(r),
+            ncclGetLastError(NULL));
     exit(1);
 }
 #define NCCL_CK(call) nccl_ck((call), #call)
@@ -108,8 +109,9 @@ static void work_end(struct pg *pg, const char *op)
 
 static void abort_all_and_exit(const char *why)
 {
-    fprintf(stderr, "torchlike: rank %d: [watchdog] %s; aborting the NCCL communicators and "
-                    "terminating the process\n",
+    fprintf(stderr,
+            "torchlike: rank %d: [watchdog] %s; aborting the NCCL communicators and "
+            "terminating the process\n",
             g_rank, why);
     for (int i = 0; i < g_npgs; i++)
         if (g_pgs[i].comm)
@@ -158,6 +160,19 @@ static void *watchdog(void *arg)
         pthread_mutex_unlock(&g_works.lock);
     }
     return NULL;
+}
+
+/* work.wait() after a synchronization: a failed communicator's results are garbage; the
+ * watchdog ends the process within its next poll (as ProcessGroupNCCL tears down). */
+static void await_watchdog_on_error(void)
+{
+    for (int i = 0; i < g_npgs; i++) {
+        ncclResult_t ae = ncclSuccess;
+        if (g_pgs[i].comm && ncclCommGetAsyncError(g_pgs[i].comm, &ae) == ncclSuccess &&
+            ae != ncclSuccess && ae != ncclInProgress)
+            for (;;)
+                pause();
+    }
 }
 
 struct opts {
@@ -258,7 +273,8 @@ static int parse(int argc, char **argv, struct opts *o)
             o->sync_every = atoi(argv[++i]);
         else if (v && !strcmp(a, "--timeout"))
             g_timeout = atof(argv[++i]);
-        else if (v && !strcmp(a, "--pause") && sscanf(v, "%d:%lf", &o->pause_rank, &o->pause_s) == 2)
+        else if (v && !strcmp(a, "--pause") &&
+                 sscanf(v, "%d:%lf", &o->pause_rank, &o->pause_s) == 2)
             i++;
         else if (v && !strcmp(a, "--fault"))
             o->fault = argv[++i];
@@ -269,8 +285,7 @@ static int parse(int argc, char **argv, struct opts *o)
         else
             return -1;
     }
-    if (o->steps < 1 || o->groups < 1 || o->groups > 2 || o->sync_every < 1 ||
-        o->sync_every > 64)
+    if (o->steps < 1 || o->groups < 1 || o->groups > 2 || o->sync_every < 1 || o->sync_every > 64)
         return -1;
     return 0;
 }
@@ -319,7 +334,8 @@ int main(int argc, char **argv)
     CUDA_CK(cudaMalloc((void **)&params, sizeof(float) * SHARD * (size_t)n));
     float *sub_buf;
     CUDA_CK(cudaMalloc((void **)&sub_buf, sizeof(float) * 64));
-    float *host = malloc(sizeof(float) * (gsize > (size_t)SHARD * (size_t)n ? gsize : (size_t)SHARD * (size_t)n));
+    float *host = malloc(sizeof(float) *
+                         (gsize > (size_t)SHARD * (size_t)n ? gsize : (size_t)SHARD * (size_t)n));
     if (!host)
         return 1;
     cudaEvent_t grads_ready, comm_done;
@@ -348,7 +364,7 @@ int main(int argc, char **argv)
         if (ddp) {
             size_t cnt = BUCKET;
             if (!strcmp(o.fault, "count") && me == frank && step == fstep)
-                cnt = BUCKET + 1; /* one rank's bucket has another size */
+                cnt = BUCKET + 1;      /* one rank's bucket has another size */
             NCCL_CK(ncclGroupStart()); /* coalesced buckets */
             for (int b = 0; b < NBUCKETS; b++)
                 NCCL_CK(ncclAllReduce(grads + b * BUCKET, grads + b * BUCKET,
@@ -382,14 +398,15 @@ int main(int argc, char **argv)
                 NCCL_CK(ncclGroupEnd());
             }
             CUDA_CK(cudaMemsetAsync(sub_buf, 0, sizeof(float) * 64, sub->stream));
-            NCCL_CK(ncclAllReduce(sub_buf, sub_buf, 64, ncclFloat32, ncclSum, sub->comm,
-                                  sub->stream));
+            NCCL_CK(
+                ncclAllReduce(sub_buf, sub_buf, 64, ncclFloat32, ncclSum, sub->comm, sub->stream));
             work_end(sub, "ALLREDUCE");
             colls++;
         }
         if ((step + 1) % o.sync_every == 0 || step == steps - 1) {
             /* loss.item(): the host waits for the device */
             CUDA_CK(cudaStreamSynchronize(world->stream));
+            await_watchdog_on_error();
             if (ddp) {
                 CUDA_CK(cudaMemcpy(host, grads, sizeof(float) * NBUCKETS * BUCKET,
                                    cudaMemcpyDeviceToHost));
@@ -417,6 +434,7 @@ int main(int argc, char **argv)
     work_end(world, "ALLREDUCE");
     colls++;
     CUDA_CK(cudaStreamSynchronize(world->stream));
+    await_watchdog_on_error();
     atomic_store(&g_stop, 1);
     pthread_join(wd, NULL);
     if (sub->comm)
