@@ -23,7 +23,7 @@ static void *device_thread(void *arg)
 static void on_worker(void *arg)
 {
     int *dev = arg;
-    CK(cudaGetDevice(dev)); /* the stream's device */
+    CK(cudaGetDevice(dev));                                 /* the stream's device */
     EXPECT(cudaDeviceSynchronize(), cudaErrorNotPermitted); /* would deadlock */
 }
 

@@ -113,8 +113,8 @@ static void threads(void)
     pthread_mutex_init(&shared_log.mu, NULL);
     for (i = 0; i < N_THREADS; i++) {
         pthread_mutex_init(&logs[i].mu, NULL);
-        w[i] = (struct worker_arg){.shared = shared, .id = i, .own_log = &logs[i],
-                                   .shared_log = &shared_log};
+        w[i] = (struct worker_arg){
+            .shared = shared, .id = i, .own_log = &logs[i], .shared_log = &shared_log};
         REQUIRE(pthread_create(&t[i], NULL, enqueuer, &w[i]) == 0);
     }
     for (i = 0; i < N_THREADS; i++)
