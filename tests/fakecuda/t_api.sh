@@ -3,6 +3,8 @@
 # last error, priorities, detection by dlsym(RTLD_DEFAULT, "cudaLaunchHostFunc"), fork.
 . "$NCG_ROOT/tests/fakecuda/lib.sh"
 need "$FC_T/api"
+# TSan refuses threads in a child of a multi-threaded process unless told otherwise
+case "${NCG_SANITIZER:-}" in *thread*) export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}die_after_fork=0" ;; esac
 run "$FC_T/api"
 [ $rc -eq 0 ] || fail "api: exit $rc: $out"
 for w in "basics ok" "dlsym ok" "fork ok"; do
