@@ -3,7 +3,10 @@
 # (1) without ncclguard: it hangs, ended by the launcher after a bounded wait; (2) with
 # LD_PRELOAD=libncclguard.so: the diagnostic and the seconds from the divergence to every rank
 # exited, then the outside view `ncclguard status` gives of the ended job; (3) with the evenfix
-# (--fix): it completes. About 20-25 seconds in all.
+# (--fix): it completes. About 20-25 seconds in all. By default the CPU NCCL runs asynchronously,
+# as NCCL does on GPUs (FAKENCCL_ASYNC=1 on the CPU CUDA runtime of tests/fakecuda): calls
+# enqueue on each rank's stream and return, the host blocks later in a synchronization.
+# DEMO_MODE=sync runs the synchronous model (every call completes before it returns).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 B=${NCG_BUILD:-build}
@@ -14,6 +17,12 @@ for f in "$B/tests/ncg-launch" "$B/tests/incident" "$B/libncclguard.so" "$B/fake
   [ -e "$f" ] || { echo "demo: missing $f (run make first)"; exit 2; }
 done
 export LD_LIBRARY_PATH=$B/fakenccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+MODE=${DEMO_MODE:-async}
+if [ "$MODE" = async ] && [ -e "$B/fakecuda/libcudart.so.13" ]; then
+  export FAKENCCL_ASYNC=1 LD_LIBRARY_PATH=$B/fakecuda:$LD_LIBRARY_PATH
+else
+  MODE=sync
+fi
 T=$(mktemp -d /tmp/ncclguard-demo.XXXXXX)
 # Step 2 runs the incident as $T/incident: its command line names this run (status --match).
 ln -s "$B/tests/incident" "$T/incident"
@@ -25,6 +34,13 @@ bar() { printf '\n== %s\n' "$*"; }
 echo "ncclguard demo: $N ranks fine-tune on uneven data (rank 3 has the fewest blocks, rank 11"
 echo "the most). Each rank trains until its own data runs out, then enters the epoch-end barrier"
 echo "(an AllReduce) while the others are still in the backward pass's ReduceScatter."
+if [ "$MODE" = async ]; then
+  echo "As on GPUs, NCCL runs asynchronously: each call enqueues on the rank's CUDA stream (here the"
+  echo "CPU CUDA runtime of tests/fakecuda) and returns; the host runs up to 4 steps ahead and blocks"
+  echo "in cudaStreamSynchronize. The hung ranks' host threads wait there, not inside NCCL."
+else
+  echo "Synchronous model (DEMO_MODE=sync): every NCCL call completes before it returns."
+fi
 
 bar "1/3  without ncclguard (the launcher gives up after ${HANG_S} s; a real job waits for the watchdog)"
 t0=$(now)
