@@ -3,6 +3,7 @@
 #  1. MISMATCH: the 16-rank incident, from the later of the two mismatching calls (the reports'
 #     call_time_unix) to every rank exited (the launcher returning), BENCH_RUNS times.
 #  2. RANK DIED: 16 ranks, one SIGKILLs itself; from its kill to every rank exited.
+#     Both in the synchronous and the asynchronous mode of the CPU NCCL.
 #  3. Steady-state traffic: 16 ranks, AllReduce loop for BENCH_STEADY_S seconds, bytes per rank
 #     per second on the side channel (from NCCLGUARD_VERBOSE=1's per-link totals), and the same
 #     for a mixed workload with a p2p ring (4 ranks, scen healthy).
@@ -22,26 +23,32 @@ now() { date +%s.%N; }
 stats() { sort -g | awk '{v[NR]=$1} END{ if (!NR) {print "no data"; exit} m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "median %.3f s, worst %.3f s, best %.3f s (%d runs)\n", m, v[NR], v[1], NR}'; }
 
 echo "bench-detect: $N ranks on $(nproc) CPUs, interval ${NCCLGUARD_INTERVAL_MS:-100} ms"
-: >"$T/mm"
+# Each measurement runs in both NCCL modes of the CPU NCCL: sync (a call completes before it
+# returns) and async (FAKENCCL_ASYNC=1: calls enqueue on streams of the CPU CUDA runtime and the
+# host blocks later in a synchronization, as on GPUs), alternating run by run.
+MODES=sync
+[ -e "$B/fakecuda/libcudart.so.13" ] && MODES="sync async"
+mode_env() { [ "$1" = async ] && echo "FAKENCCL_ASYNC=1 LD_LIBRARY_PATH=$B/fakecuda:$LD_LIBRARY_PATH" || echo "FAKENCCL_ASYNC=0"; }
+for m in $MODES; do : >"$T/mm.$m"; : >"$T/kill.$m"; done
 for r in $(seq "$RUNS"); do
-  rm -rf "$T/rep" && mkdir -p "$T/rep"
-  LD_PRELOAD=$B/libncclguard.so NCCLGUARD_REPORT_DIR=$T/rep "$L" -n "$N" -t 60 "$I" >"$T/log" 2>&1
-  rc=$?
-  te=$(now)
-  td=$(grep -ho '"call_time_unix":[0-9.]*' "$T"/rep/*.json | cut -d: -f2 | sort -g | tail -n 1)
-  [ $rc -eq 86 ] && [ -n "$td" ] && awk -v a="$td" -v b="$te" 'BEGIN{printf "%.3f\n", b-a}' >>"$T/mm"
+  for m in $MODES; do
+    rm -rf "$T/rep" && mkdir -p "$T/rep"
+    env $(mode_env $m) LD_PRELOAD=$B/libncclguard.so NCCLGUARD_REPORT_DIR=$T/rep "$L" -n "$N" -t 60 "$I" >"$T/log" 2>&1
+    rc=$?
+    te=$(now)
+    td=$(grep -ho '"call_time_unix":[0-9.]*' "$T"/rep/*.json | cut -d: -f2 | sort -g | tail -n 1)
+    [ $rc -eq 86 ] && [ -n "$td" ] && awk -v a="$td" -v b="$te" 'BEGIN{printf "%.3f\n", b-a}' >>"$T/mm.$m"
+    env $(mode_env $m) LD_PRELOAD=$B/libncclguard.so NCCLGUARD_REPORT_DIR=$T "$L" -n "$N" -t 60 "$S" kill 100 >"$T/log" 2>&1
+    te=$(now)
+    td=$(grep -o 'scen: diverge at [0-9.]*' "$T/log" | awk '{print $4}')
+    n86=$(grep -cE 'exited with status 86$' "$T/log")
+    [ -n "$td" ] && [ "$n86" -eq $((N - 1)) ] && awk -v a="$td" -v b="$te" 'BEGIN{printf "%.3f\n", b-a}' >>"$T/kill.$m"
+  done
 done
-printf "MISMATCH (incident), later mismatching call -> all ranks exited: "; stats <"$T/mm"
-
-: >"$T/kill"
-for r in $(seq "$RUNS"); do
-  LD_PRELOAD=$B/libncclguard.so NCCLGUARD_REPORT_DIR=$T "$L" -n "$N" -t 60 "$S" kill 100 >"$T/log" 2>&1
-  te=$(now)
-  td=$(grep -o 'scen: diverge at [0-9.]*' "$T/log" | awk '{print $4}')
-  n86=$(grep -cE 'exited with status 86$' "$T/log")
-  [ -n "$td" ] && [ "$n86" -eq $((N - 1)) ] && awk -v a="$td" -v b="$te" 'BEGIN{printf "%.3f\n", b-a}' >>"$T/kill"
+for m in $MODES; do
+  printf "MISMATCH (incident, %-5s), later mismatching call -> all ranks exited: " $m; stats <"$T/mm.$m"
+  printf "RANK DIED (SIGKILL, %-5s), kill -> all ranks exited:                   " $m; stats <"$T/kill.$m"
 done
-printf "RANK DIED (SIGKILL of rank 1), kill -> all ranks exited:       "; stats <"$T/kill"
 
 traffic() { # label ranks scen-args...
   local label=$1 n=$2; shift 2
