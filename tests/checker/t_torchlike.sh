@@ -45,5 +45,8 @@ NCCLGUARD_ACTION=fail guarded "$NCG_TMP/fail" "$LAUNCH" -n 4 -t 60 "$TL" --steps
 expect "$RC" 6 "fail: launcher status (the app's watchdog)"
 expect "$(exited 6)" 4 "fail: ranks ended by their own watchdog"
 expect "$(nlines '^torchlike: rank [0-3]: \[watchdog\] process group default_pg: NCCL error: remote process exited or there was a network error')" 4 "fail: the app's own error"
-expect "$(nlines 'action: fail')" 4 "fail: action lines"
+expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*on rank 3 vs')" 4 "fail: verdicts"
+# (a rank may also see the checker's host end by its own watchdog first: RANK DIED on the
+# second process group, also under action fail)
+[ "$(nlines 'action: fail')" -ge 4 ] || fail "fail: action lines"
 exit 0
