@@ -48,3 +48,22 @@ demo: all
 bench-detect: all
 	@NCG_BUILD=$(BUILD) scripts/bench-detect.sh
 BENCH_TARGETS += bench-detect
+
+# The status endpoint's tests (issue 12): parser, renderers and server state machine; parser
+# fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
+HTTP_TEST_SRCS := $(HTTP_PURE_SRCS) interpose/http.c interpose/channel.c interpose/coord.c \
+                  interpose/wire.c interpose/verdict.c interpose/cli/json.c
+$(CHK_OUT)/http_unit: tests/checker/http_unit.c $(HTTP_TEST_SRCS) $(wildcard interpose/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/checker/http_unit.c $(HTTP_TEST_SRCS)
+$(CHK_OUT)/fuzz_http: tests/checker/fuzz_http.c interpose/http_parse.c interpose/http_parse.h
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/fuzz_http.c interpose/http_parse.c
+TEST_BINS += $(CHK_OUT)/http_unit $(CHK_OUT)/fuzz_http
+
+.PHONY: fuzz-http
+fuzz-http:
+	@mkdir -p $(BUILD)/tests/checker
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -DNCG_LIBFUZZER -Iinclude -Iinterpose \
+	  -o $(BUILD)/tests/checker/fuzz_http_lf tests/checker/fuzz_http.c interpose/http_parse.c
+	$(BUILD)/tests/checker/fuzz_http_lf -max_total_time=$(FUZZ_SECONDS)

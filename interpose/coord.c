@@ -926,7 +926,7 @@ void ncg_coord_view(struct ncg_coord *co, uint64_t now_ns, const struct ncg_coor
         for (uint32_t i = 0; i < c->nranks; i++) {
             struct cmember *mb = &c->m[i];
             const struct cconn *cc = mb->conn >= 0 ? conn_get(co, mb->conn) : NULL;
-            if (mb->state == M_ACTIVE && now_ns - mb->rate_t0 >= 1000000000ull) {
+            if (mb->state == M_ACTIVE && now_ns >= mb->rate_t0 + 1000000000ull) {
                 mb->rate = (double)(mb->count - mb->rate_c0) / age_s(now_ns, mb->rate_t0);
                 mb->rate_t0 = now_ns;
                 mb->rate_c0 = mb->count;
