@@ -67,3 +67,15 @@ fuzz-http:
 	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -DNCG_LIBFUZZER -Iinclude -Iinterpose \
 	  -o $(BUILD)/tests/checker/fuzz_http_lf tests/checker/fuzz_http.c interpose/http_parse.c
 	$(BUILD)/tests/checker/fuzz_http_lf -max_total_time=$(FUZZ_SECONDS)
+
+# The endpoint's cost to the checker at 1,024 simulated ranks (BENCHMARKS.md).
+$(BUILD)/bench/httpbench: tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/http.c interpose/channel.c \
+                          interpose/coord.c interpose/wire.c interpose/verdict.c $(wildcard interpose/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/http.c \
+	  interpose/channel.c interpose/coord.c interpose/wire.c interpose/verdict.c
+TEST_BINS += $(BUILD)/bench/httpbench
+.PHONY: bench-http
+bench-http: $(BUILD)/bench/httpbench
+	@$(BUILD)/bench/httpbench 1024 $${NCG_BENCH_SCRAPES:-200}
+BENCH_TARGETS += bench-http

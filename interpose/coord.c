@@ -19,8 +19,8 @@ struct cmember {
     uint8_t waiting; /* an answer to the current query is outstanding */
     int32_t grank;
     uint64_t count;
-    uint64_t progress_ns;               /* its count last grew (status endpoint) */
-    uint64_t rate_t0, rate_c0;          /* calls-per-second window start (ncg_coord_view) */
+    uint64_t progress_ns;      /* its count last grew (status endpoint) */
+    uint64_t rate_t0, rate_c0; /* calls-per-second window start (ncg_coord_view) */
     double rate;
     uint32_t pid; /* of the process that registered it, kept after its connection ends */
     char host[64];
@@ -944,14 +944,9 @@ void ncg_coord_view(struct ncg_coord *co, uint64_t now_ns, const struct ncg_coor
                 .pid = mb->pid,
                 .host = mb->host};
         }
-        struct ncg_coord_comm_view v = {c->id,
-                                        c->nranks,
-                                        c->vc,
-                                        c->done,
-                                        c->lag_warned,
-                                        age_s(now_ns, c->progress_ns),
-                                        c->last,
-                                        mv};
+        struct ncg_coord_comm_view v = {
+            c->id,   c->nranks, c->vc, c->done, c->lag_warned, age_s(now_ns, c->progress_ns),
+            c->last, mv};
         ops->comm(ops->arg, &v);
     }
     free(mv);

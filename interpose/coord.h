@@ -30,9 +30,9 @@ struct ncg_coord_ops {
 };
 
 struct ncg_coord_stats {
-    uint64_t verdicts; /* verdicts issued (each comm counts once per verdict) */
-    uint64_t queries;  /* QUERY rounds started */
-    uint64_t dropped;  /* connections dropped for bad token, protocol misuse or silence */
+    uint64_t verdicts;   /* verdicts issued (each comm counts once per verdict) */
+    uint64_t queries;    /* QUERY rounds started */
+    uint64_t dropped;    /* connections dropped for bad token, protocol misuse or silence */
     uint64_t by_kind[8]; /* verdicts issued per enum ncg_verdict_kind (warnings included) */
 };
 
@@ -71,8 +71,8 @@ struct ncg_coord_conn_view {
 struct ncg_coord_member_view {
     uint8_t state; /* 0 not registered yet, 1 active, 2 left (goodbye), 3 dead */
     int32_t global_rank;
-    int conn;       /* -1 when none */
-    uint64_t count; /* collective calls issued, as last reported */
+    int conn;               /* -1 when none */
+    uint64_t count;         /* collective calls issued, as last reported */
     double progress_age_s;  /* since its count last grew (-1: never seen) */
     double heartbeat_age_s; /* of its connection (-1: no connection) */
     double calls_per_s;     /* over the last window of at least 1 s (0 before the first) */
@@ -83,11 +83,11 @@ struct ncg_coord_member_view {
 struct ncg_coord_comm_view {
     uint64_t id;
     uint32_t nranks;
-    uint64_t verified;           /* slots proven equal on every member */
-    uint8_t done;                /* an error verdict ended its checking */
-    uint8_t lag_warned;          /* a LAG warning is outstanding */
-    double progress_age_s;       /* since any member's count last grew */
-    const struct ncg_verdict *verdict; /* its error verdict, or NULL */
+    uint64_t verified;                     /* slots proven equal on every member */
+    uint8_t done;                          /* an error verdict ended its checking */
+    uint8_t lag_warned;                    /* a LAG warning is outstanding */
+    double progress_age_s;                 /* since any member's count last grew */
+    const struct ncg_verdict *verdict;     /* its error verdict, or NULL */
     const struct ncg_coord_member_view *m; /* [nranks] */
 };
 

@@ -22,8 +22,8 @@
 
 enum { C_FREE = 0, C_READ, C_WRITE, C_DRAIN };
 
-#define DRAIN_NS 1000000000ull  /* after the answer: read and discard for at most 1 s */
-#define PAUSE_NS 1000000000ull  /* accept failing for lack of descriptors: retry in 1 s */
+#define DRAIN_NS 1000000000ull /* after the answer: read and discard for at most 1 s */
+#define PAUSE_NS 1000000000ull /* accept failing for lack of descriptors: retry in 1 s */
 #define ACCEPTS_PER_ROUND 32
 
 struct hconn {
@@ -212,7 +212,8 @@ static void route(struct ncg_http *h, struct hconn *c, const struct ncg_http_req
         else
             answer_text(h, c, 500, NULL, "out of memory\n", head);
     } else if (!strcmp(r->path, "/")) {
-        answer_text(h, c, 200, NULL, "ncclguard status endpoint: /status /metrics /healthz\n", head);
+        answer_text(h, c, 200, NULL, "ncclguard status endpoint: /status /metrics /healthz\n",
+                    head);
     } else {
         answer_text(h, c, 404, NULL, "not found: /status /metrics /healthz\n", head);
     }
@@ -224,8 +225,8 @@ static void route(struct ncg_http *h, struct hconn *c, const struct ncg_http_req
 static void conn_write(struct ncg_http *h, struct hconn *c, uint64_t now)
 {
     while (c->txoff < c->tx.len) {
-        ssize_t w = send(c->fd, c->tx.p + c->txoff, c->tx.len - c->txoff,
-                         MSG_DONTWAIT | MSG_NOSIGNAL);
+        ssize_t w =
+            send(c->fd, c->tx.p + c->txoff, c->tx.len - c->txoff, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))

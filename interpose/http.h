@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NCG_HTTP_MAX_CONNS 16 /* concurrent; more are answered 503 and closed */
-#define NCG_HTTP_HEAD_TIMEOUT_NS 5000000000ull /* the request head must arrive within 5 s */
+#define NCG_HTTP_MAX_CONNS 16                   /* concurrent; more are answered 503 and closed */
+#define NCG_HTTP_HEAD_TIMEOUT_NS 5000000000ull  /* the request head must arrive within 5 s */
 #define NCG_HTTP_LIFE_TIMEOUT_NS 15000000000ull /* a connection lives at most 15 s */
 
 struct ncg_coord;
@@ -58,8 +58,8 @@ void ncg_http_fork_child(struct ncg_http *h);
  * NCCLGUARD_REPORT_DIR; on failure one "ncclguard:" line and no endpoint. Sets srv->http.
  * Called once, before the checker thread polls srv; binds, writes a file. (http_job.c) */
 struct ncg_server;
-void ncg_http_embedded_start(struct ncg_server *srv, uint64_t token, const char *host,
-                             uint32_t pid, int32_t global_rank);
+void ncg_http_embedded_start(struct ncg_server *srv, uint64_t token, const char *host, uint32_t pid,
+                             int32_t global_rank);
 
 /* The token as a bearer string: 16 lowercase hex digits ("" for 0). Pure. */
 void ncg_http_token_hex(uint64_t token, char out[17]);

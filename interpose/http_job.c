@@ -7,8 +7,8 @@
 #include "http.h"
 #include "log.h"
 
-void ncg_http_embedded_start(struct ncg_server *srv, uint64_t token, const char *host,
-                             uint32_t pid, int32_t global_rank)
+void ncg_http_embedded_start(struct ncg_server *srv, uint64_t token, const char *host, uint32_t pid,
+                             int32_t global_rank)
 {
     char err[300], path[4096];
     if (!ncg_cfg.http[0] || srv->http)

@@ -14,15 +14,15 @@
 enum ncg_http_method { NCG_HTTP_OTHER = 0, NCG_HTTP_GET = 1, NCG_HTTP_HEAD = 2 };
 
 struct ncg_http_req {
-    int method;                           /* enum ncg_http_method (OTHER: answered 405) */
-    int minor;                            /* HTTP/1.<minor>: 0 or 1 */
-    char path[NCG_HTTP_MAX_TARGET];       /* the target up to '?', as sent (no decoding) */
-    char query[NCG_HTTP_MAX_TARGET];      /* after '?', "" when none */
-    int has_host;                         /* a Host field was present */
-    int has_auth;                         /* an Authorization field was present */
-    char auth_scheme[16];                 /* "Bearer", as sent (compare case-insensitively) */
-    char auth_cred[NCG_HTTP_MAX_AUTH];    /* the credentials after the scheme, trimmed */
-    int close;                            /* "Connection: close" was asked for */
+    int method;                        /* enum ncg_http_method (OTHER: answered 405) */
+    int minor;                         /* HTTP/1.<minor>: 0 or 1 */
+    char path[NCG_HTTP_MAX_TARGET];    /* the target up to '?', as sent (no decoding) */
+    char query[NCG_HTTP_MAX_TARGET];   /* after '?', "" when none */
+    int has_host;                      /* a Host field was present */
+    int has_auth;                      /* an Authorization field was present */
+    char auth_scheme[16];              /* "Bearer", as sent (compare case-insensitively) */
+    char auth_cred[NCG_HTTP_MAX_AUTH]; /* the credentials after the scheme, trimmed */
+    int close;                         /* "Connection: close" was asked for */
 };
 
 /* Parses the request head at buf[0..len). Returns the head's length in bytes (> 0) when it is

@@ -324,8 +324,9 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
                 ncg_buf_printf(b, "%s%u", nb++ ? "," : "", i);
         ncg_buf_add(b, "],\"verdict\":", 12);
         if (c->vkind) {
-            ncg_buf_printf(b, "{\"kind\":%d,\"name\":\"%s\",\"severity\":\"%s\",\"slot\":%" PRId64
-                              ",\"text\":\"",
+            ncg_buf_printf(b,
+                           "{\"kind\":%d,\"name\":\"%s\",\"severity\":\"%s\",\"slot\":%" PRId64
+                           ",\"text\":\"",
                            c->vkind, ncg_verdict_name((unsigned)c->vkind),
                            c->vsev == NCG_SEV_ERROR ? "error" : "warning", c->vslot);
             buf_esc(b, c->vtext, 1);
@@ -353,7 +354,8 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
     ncg_buf_add(b, "],\"verdicts_total\":{", 20);
     for (unsigned k = 1; k < NCG_V_KIND_MAX_; k++)
         ncg_buf_printf(b, "%s\"%s\":%" PRIu64, k > 1 ? "," : "", ncg_verdict_key(k), st.by_kind[k]);
-    ncg_buf_printf(b, "},\"queries_total\":%" PRIu64 ",\"dropped_connections_total\":%" PRIu64 "}\n",
+    ncg_buf_printf(b,
+                   "},\"queries_total\":%" PRIu64 ",\"dropped_connections_total\":%" PRIu64 "}\n",
                    st.queries, st.dropped);
     snap_free(&s);
     return b->oom ? -ENOMEM : 0;
@@ -425,7 +427,8 @@ int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
     ncg_buf_printf(b, "ncclguard_processes %u\n", authed);
     family(b, "ncclguard_communicators", "gauge", "Communicators the checker compares.");
     ncg_buf_printf(b, "ncclguard_communicators %zu\n", s.ncm);
-    family(b, "ncclguard_verdicts_total", "counter", "Verdicts issued, by kind (LAG: warnings too).");
+    family(b, "ncclguard_verdicts_total", "counter",
+           "Verdicts issued, by kind (LAG: warnings too).");
     for (unsigned k = 1; k < NCG_V_KIND_MAX_; k++)
         ncg_buf_printf(b, "ncclguard_verdicts_total{kind=\"%s\"} %" PRIu64 "\n", ncg_verdict_key(k),
                        st.by_kind[k]);
@@ -443,8 +446,7 @@ int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
     for (size_t ci = 0; ci < s.ncm; ci++)
         ncg_buf_printf(b, "ncclguard_comm_active_ranks{comm=\"%016" PRIx64 "\"} %u\n", s.cm[ci].id,
                        s.cm[ci].active);
-    family(b, "ncclguard_comm_verified_slots", "gauge",
-           "Slots proven identical on every member.");
+    family(b, "ncclguard_comm_verified_slots", "gauge", "Slots proven identical on every member.");
     for (size_t ci = 0; ci < s.ncm; ci++)
         ncg_buf_printf(b, "ncclguard_comm_verified_slots{comm=\"%016" PRIx64 "\"} %" PRIu64 "\n",
                        s.cm[ci].id, s.cm[ci].verified);

@@ -22,8 +22,7 @@ void ncg_buf_free(struct ncg_buf *b);
 /* Append the document to out. now_ns: CLOCK_MONOTONIC (the coordinator's clock), time_unix:
  * the wall clock, printed once. The coordinator's thread; never blocks; allocates. 0 or
  * -ENOMEM. */
-int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix,
-                      struct ncg_buf *out);
+int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, struct ncg_buf *out);
 int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *out);
 
 #endif

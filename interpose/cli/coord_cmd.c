@@ -93,8 +93,8 @@ int ncg_cmd_coord(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     char err[256] = "";
-    if (ncg_coord_serve_http(host[0] ? host : NULL, port, token, http[0] ? http : NULL,
-                             &stop_flag, err, sizeof(err)) < 0) {
+    if (ncg_coord_serve_http(host[0] ? host : NULL, port, token, http[0] ? http : NULL, &stop_flag,
+                             err, sizeof(err)) < 0) {
         fprintf(stderr, "ncclguard: coord: %s\n", err[0] ? err : "failed");
         return NCG_CLI_ERROR;
     }

@@ -15,7 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct ncg_http_req r, r2;
     long n = ncg_http_parse((const char *)data, size, &r);
     if (n > 0) {
-        if ((size_t)n > size || r.path[0] != '/' || ncg_http_parse((const char *)data, (size_t)n, &r2) != n)
+        if ((size_t)n > size || r.path[0] != '/' ||
+            ncg_http_parse((const char *)data, (size_t)n, &r2) != n)
             abort();
         for (const char *p = r.path; *p; p++)
             if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)

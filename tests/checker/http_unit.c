@@ -51,7 +51,7 @@ static void test_parse_valid(void)
     for (size_t k = 0; k < hl; k++)
         EXPECT(ncg_http_parse(g, k, &R) == 0);
     EXPECT(P("HEAD / HTTP/1.0\n\n") == 17 && R.method == NCG_HTTP_HEAD && R.minor == 0);
-    EXPECT(!R.has_host && !R.has_auth && !R.close); /* 1.0 needs no Host */
+    EXPECT(!R.has_host && !R.has_auth && !R.close);          /* 1.0 needs no Host */
     EXPECT(P("\r\nGET /x HTTP/1.1\r\nHost: a\r\n\r\n") > 0); /* a leading empty line is ignored */
     EXPECT(P("DELETE /status HTTP/1.1\r\nHost: a\r\n\r\n") > 0 && R.method == NCG_HTTP_OTHER);
     EXPECT(P("GET /s HTTP/1.1\r\nHost: a\r\nContent-Length: 00\r\n\r\n") > 0);
@@ -74,7 +74,7 @@ static void test_parse_refused(void)
     EXPECT(P("GET / HTTP/1.2\r\n") == -505);
     EXPECT(P("GET /a\x01 HTTP/1.1\r\n") == -400);
     EXPECT(P("GET /a\rb HTTP/1.1\r\n") == -400); /* bare CR */
-    EXPECT(P("GET /\0 HTTP/1.1\r\n") == 0 || 1);  /* (strlen stops at the NUL) */
+    EXPECT(P("GET /\0 HTTP/1.1\r\n") == 0 || 1); /* (strlen stops at the NUL) */
     EXPECT(ncg_http_parse("GET /\0 HTTP/1.1\r\n", 17, &R) == -400);
     static char big[NCG_HTTP_MAX_HEAD + 600];
     memset(big, 'a', sizeof big);
@@ -129,8 +129,13 @@ static struct ncg_msg M;
 
 static struct ncg_coord *sim(int nranks, uint64_t now)
 {
-    struct ncg_coord_params p = {.token = 0, .interval_ms = 100, .heartbeat_timeout_s = 10,
-                                 .lag_warn_s = 60, .global_rank = -1, .pid = 1, .host = "sim"};
+    struct ncg_coord_params p = {.token = 0,
+                                 .interval_ms = 100,
+                                 .heartbeat_timeout_s = 10,
+                                 .lag_warn_s = 60,
+                                 .global_rank = -1,
+                                 .pid = 1,
+                                 .host = "sim"};
     struct ncg_coord_ops ops = {nop_send, nop_drop, NULL};
     struct ncg_coord *co = ncg_coord_new(&p, &ops);
     for (int r = 0; r < nranks; r++) {
@@ -150,8 +155,8 @@ static void report(struct ncg_coord *co, int r, int nranks, uint64_t count, uint
     memset(&M, 0, sizeof M);
     M.type = NCG_MSG_REPORT;
     M.u.report.n = 1;
-    M.u.report.e[0] = (struct ncg_report_entry){0xabcdef0123456789ull, (uint32_t)nranks,
-                                                 (uint32_t)r, count, r};
+    M.u.report.e[0] =
+        (struct ncg_report_entry){0xabcdef0123456789ull, (uint32_t)nranks, (uint32_t)r, count, r};
     ncg_coord_message(co, r, &M, now);
 }
 
@@ -387,9 +392,9 @@ static void test_server(void)
     /* the token as a string hashed (coord --token secret) also works */
     ncg_http_free(H);
     H = ncg_http_new("127.0.0.1:0", ncg_token_hash("secret"), co, err, sizeof err);
-    EXPECT(!strncmp(ask("GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\n\r\n",
-                        t),
-                    "HTTP/1.1 200 ", 13));
+    EXPECT(
+        !strncmp(ask("GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\n\r\n", t),
+                 "HTTP/1.1 200 ", 13));
     ncg_http_free(H);
     /* no token: no header needed */
     H = ncg_http_new("127.0.0.1:0", 0, co, err, sizeof err);
