@@ -20,6 +20,7 @@
 
 #include "channel.h"
 #include "coord.h"
+#include "http.h"
 #include "verdict.h"
 #include "wire.h"
 
@@ -320,13 +321,18 @@ int ncg_server_pollfds(struct ncg_server *s, struct pollfd *pf, int *map, int ma
                 (struct pollfd){s->pc[i].fd, (short)(POLLIN | (s->pc[i].txlen ? POLLOUT : 0)), 0};
             map[n++] = i;
         }
+    for (int k = s->http ? ncg_http_pollfds(s->http, pf + n, max - n) : 0; k > 0; k--)
+        map[n++] = -2; /* last, contiguous: handed back as one slice */
     return n;
 }
 
 void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n, uint64_t now)
 {
+    int http_first = n;
     for (int k = 0; k < n; k++) {
-        if (!pf[k].revents)
+        if (map[k] == -2 && http_first == n)
+            http_first = k;
+        if (!pf[k].revents || map[k] == -2)
             continue;
         if (map[k] < 0) {
             srv_accept(s, now);
@@ -346,6 +352,8 @@ void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n,
         if (s->pc[i].fd >= 0 && !s->dead[i] && s->pc[i].txlen && ncg_peer_flush(&s->pc[i]) != 0)
             s->dead[i] = 2;
     srv_reap(s, now);
+    if (s->http)
+        ncg_http_handle(s->http, pf + http_first, n - http_first, now);
 }
 
 int ncg_server_pending_tx(const struct ncg_server *s)
@@ -387,6 +395,12 @@ static double env_d(const char *name, double def)
 int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null,
                     volatile int *stop, char *err, size_t errlen)
 {
+    return ncg_coord_serve_http(listen_host, port, token_or_null, NULL, stop, err, errlen);
+}
+
+int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or_null,
+                         const char *http_spec, volatile int *stop, char *err, size_t errlen)
+{
     struct ncg_server s = {.lfd = -1};
     uint16_t p = 0;
     s.lfd = ncg_listen(&p, listen_host, port, err, errlen);
@@ -414,6 +428,14 @@ int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null
     fprintf(stderr, "ncclguard: checker listening on %s:%u%s\n",
             listen_host && *listen_host ? listen_host : "*", p,
             token_or_null ? " (token required)" : "");
+    if (http_spec && !(s.http = ncg_http_new(http_spec, cp.token, s.co, err, errlen))) {
+        ncg_coord_free(s.co);
+        close(s.lfd);
+        return -1;
+    }
+    if (s.http)
+        fprintf(stderr, "ncclguard: status endpoint on %s (/status /metrics /healthz)%s\n",
+                ncg_http_url(s.http), token_or_null ? " (token required)" : "");
     enum { MAXFD = 8192 };
     struct pollfd *pf = calloc(MAXFD, sizeof *pf);
     int *map = calloc(MAXFD, sizeof *map);
@@ -421,6 +443,7 @@ int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null
         snprintf(err, errlen, "out of memory");
         free(pf);
         free(map);
+        ncg_http_free(s.http);
         ncg_coord_free(s.co);
         close(s.lfd);
         return -1;
@@ -442,6 +465,7 @@ int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null
     free(s.dead);
     free(pf);
     free(map);
+    ncg_http_free(s.http);
     ncg_coord_free(s.co);
     close(s.lfd);
     return 0;

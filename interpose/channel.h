@@ -31,6 +31,7 @@ uint64_t ncg_chan_now_ns(void);                           /* CLOCK_MONOTONIC */
 int ncg_listen(uint16_t *port, const char *host, int want, char *err, size_t errlen);
 
 struct ncg_coord;
+struct ncg_http;
 struct ncg_server {
     int lfd;
     struct ncg_coord *co; /* created with ops {ncg_server_send, ncg_server_drop, &server} */
@@ -39,12 +40,14 @@ struct ncg_server {
     int npc;
     uint64_t last_tick_ns;
     uint32_t interval_ms;
+    struct ncg_http *http; /* the status endpoint (http.h), polled with the rest; or NULL */
 };
 
 /* The coordinator's output callbacks (arg: the struct ncg_server). */
 void ncg_server_send(void *arg, int conn, const struct ncg_msg *m);
 void ncg_server_drop(void *arg, int conn);
-/* Fill pf/map with the listener and connections (map: -1 listener, else conn id); returns n. */
+/* Fill pf/map with the listener and connections (map: -1 listener, -2 the status endpoint's
+ * sockets, else conn id); returns n. */
 int ncg_server_pollfds(struct ncg_server *s, struct pollfd *pf, int *map, int max);
 /* Handle poll results (n = 0 after a timeout), tick the coordinator, flush, reap. */
 void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n, uint64_t now);

@@ -1,8 +1,11 @@
 # The checker (issue 4): sources linked into libncclguard.so (appended to SHIM_SRCS before
 # interpose.mk builds it), its unit and end-to-end test programs, the demo and its benchmark.
 CHECKER_PURE_SRCS := interpose/wire.c interpose/verdict.c interpose/coord.c interpose/diag.c
+# The status endpoint (issue 12): its parser and renderers are pure, the server is http.c.
+HTTP_PURE_SRCS := interpose/http_parse.c interpose/metrics.c
 SHIM_SRCS += interpose/checker.c interpose/client.c interpose/channel.c interpose/action.c \
-             interpose/symbol.c interpose/stack.c $(CHECKER_PURE_SRCS)
+             interpose/symbol.c interpose/stack.c $(CHECKER_PURE_SRCS) \
+             interpose/http.c interpose/http_job.c $(HTTP_PURE_SRCS)
 
 CHK_OUT = $(BUILD)/tests/checker
 CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps
@@ -45,3 +48,34 @@ demo: all
 bench-detect: all
 	@NCG_BUILD=$(BUILD) scripts/bench-detect.sh
 BENCH_TARGETS += bench-detect
+
+# The status endpoint's tests (issue 12): parser, renderers and server state machine; parser
+# fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
+HTTP_TEST_SRCS := $(HTTP_PURE_SRCS) interpose/http.c interpose/channel.c interpose/coord.c \
+                  interpose/wire.c interpose/verdict.c interpose/cli/json.c
+$(CHK_OUT)/http_unit: tests/checker/http_unit.c $(HTTP_TEST_SRCS) $(wildcard interpose/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/checker/http_unit.c $(HTTP_TEST_SRCS)
+$(CHK_OUT)/fuzz_http: tests/checker/fuzz_http.c interpose/http_parse.c interpose/http_parse.h
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/fuzz_http.c interpose/http_parse.c
+TEST_BINS += $(CHK_OUT)/http_unit $(CHK_OUT)/fuzz_http
+
+.PHONY: fuzz-http
+fuzz-http:
+	@mkdir -p $(BUILD)/tests/checker
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -DNCG_LIBFUZZER -Iinclude -Iinterpose \
+	  -o $(BUILD)/tests/checker/fuzz_http_lf tests/checker/fuzz_http.c interpose/http_parse.c
+	$(BUILD)/tests/checker/fuzz_http_lf -max_total_time=$(FUZZ_SECONDS)
+
+# The endpoint's cost to the checker at 1,024 simulated ranks (BENCHMARKS.md).
+$(BUILD)/bench/httpbench: tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/http.c interpose/channel.c \
+                          interpose/coord.c interpose/wire.c interpose/verdict.c $(wildcard interpose/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/http.c \
+	  interpose/channel.c interpose/coord.c interpose/wire.c interpose/verdict.c
+TEST_BINS += $(BUILD)/bench/httpbench
+.PHONY: bench-http
+bench-http: $(BUILD)/bench/httpbench
+	@$(BUILD)/bench/httpbench 1024 $${NCG_BENCH_SCRAPES:-200}
+BENCH_TARGETS += bench-http

@@ -29,6 +29,7 @@
 #include "config.h"
 #include "coord.h"
 #include "diag.h"
+#include "http.h"
 #include "log.h"
 #include "ring.h"
 #include "shm.h"
@@ -952,6 +953,7 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
         G.srv.interval_ms = cp.interval_ms ? cp.interval_ms : 100;
         G.port = p;
         G.token = tok;
+        ncg_http_embedded_start(&G.srv, tok, host_name(), (uint32_t)getpid(), cp.global_rank);
         /* Publish after the fields above: the thread reads have_srv without the lock. */
         __atomic_store_n(&G.have_srv, 1, __ATOMIC_RELEASE);
     }
@@ -1033,6 +1035,8 @@ void ncg_channel_fork_child(void)
         for (int i = 0; i < G.srv.npc; i++)
             if (G.srv.pc[i].fd >= 0)
                 close(G.srv.pc[i].fd);
+        if (G.srv.http)
+            ncg_http_fork_child(G.srv.http);
     }
     if (G.wake[0] >= 0)
         close(G.wake[0]);

@@ -135,6 +135,32 @@ static int ncg_coord_ok(const char *v, const char **why)
     return 1;
 }
 
+/* NCCLGUARD_HTTP: "PORT", ":PORT", "HOST:PORT" or "[V6]:PORT" (port 0..65535) into out as
+ * "HOST:PORT", loopback when no host is given; "off" or "0" leaves out empty. 0 + why if bad. */
+static int ncg_http_spec(const char *v, char *out, size_t cap, const char **why)
+{
+    *why = "expected [host:]port (0 picks a free port) or off";
+    if (!strcasecmp(v, "off") || !strcmp(v, "0"))
+        return 1;
+    const char *colon = strrchr(v, ':'), *ps = colon ? colon + 1 : v;
+    if (colon && v[0] == '[' && (colon == v || colon[-1] != ']'))
+        return 0;
+    if (colon && v[0] != '[' && memchr(v, ':', (size_t)(colon - v)))
+        return 0; /* a bare IPv6 address: needs brackets */
+    char *end;
+    errno = 0;
+    unsigned long port = strtoul(ps, &end, 10);
+    if (errno || end == ps || *end || port > 65535 || *ps == '-' || *ps == '+')
+        return 0;
+    int hl = colon ? (int)(colon - v) : 0;
+    if (snprintf(out, cap, "%.*s:%lu", hl ? hl : 9, hl ? v : "127.0.0.1", port) >= (int)cap) {
+        *why = "longer than 255 characters";
+        out[0] = 0;
+        return 0;
+    }
+    return 1;
+}
+
 void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn warn, void *arg)
 {
     const struct ncg_parse p = {get, warn, arg};
@@ -178,4 +204,9 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
     ncg_parse_uint(&p, "NCCLGUARD_VERBOSE", 0, 2, &verbose);
     cfg->verbose = (int)verbose;
     ncg_parse_bool(&p, "NCCLGUARD_STACKS", &cfg->stacks);
+    if ((v = ncg_val(&p, "NCCLGUARD_HTTP"))) {
+        const char *why;
+        if (!ncg_http_spec(v, cfg->http, sizeof cfg->http, &why))
+            ncg_bad(&p, "NCCLGUARD_HTTP", v, why, "off");
+    }
 }

@@ -28,6 +28,7 @@ struct ncg_config {
     int shm;     /* NCCLGUARD_SHM=0: private mapping, invisible to the CLI (default 1) */
     int verbose; /* NCCLGUARD_VERBOSE=0|1|2 */
     int stacks;  /* NCCLGUARD_STACKS=0: no stack of the stuck thread in diagnostics (default 1) */
+    char http[256]; /* NCCLGUARD_HTTP: status endpoint "host:port" (port 0: any), "" = off */
 };
 
 /* Looks a variable up; returns NULL when unset. */

@@ -19,6 +19,11 @@ struct cmember {
     uint8_t waiting; /* an answer to the current query is outstanding */
     int32_t grank;
     uint64_t count;
+    uint64_t progress_ns;      /* its count last grew (status endpoint) */
+    uint64_t rate_t0, rate_c0; /* calls-per-second window start (ncg_coord_view) */
+    double rate;
+    uint32_t pid; /* of the process that registered it, kept after its connection ends */
+    char host[64];
 };
 
 #define P2P_BUCKETS 1024u
@@ -244,6 +249,7 @@ static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verd
             co->ops.send(co->ops.arg, cn, &m);
     }
     co->st.verdicts++;
+    co->st.by_kind[v->kind < 8 ? v->kind : 0]++;
     if (v->severity == NCG_SEV_ERROR) {
         c->done = 1;
         c->q_active = 0;
@@ -513,6 +519,10 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
             mb->conn = conn;
             mb->grank = e->global_rank >= 0 ? e->global_rank : cc->grank;
             mb->count = e->count;
+            mb->progress_ns = mb->rate_t0 = now_ns;
+            mb->rate_c0 = e->count;
+            mb->pid = cc->pid;
+            memcpy(mb->host, cc->host, sizeof mb->host);
             c->progress_ns = now_ns;
             if (c->done && c->last) { /* too late for the verdict: it still concerns this rank */
                 struct ncg_msg m = {.type = NCG_MSG_VERDICT};
@@ -525,7 +535,7 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
             continue; /* someone else's rank, or already gone: ignore */
         if (e->count > mb->count) {
             mb->count = e->count;
-            c->progress_ns = now_ns;
+            c->progress_ns = mb->progress_ns = now_ns;
         }
     }
 }
@@ -872,4 +882,72 @@ void ncg_coord_shutdown(struct ncg_coord *co)
     for (int i = 0; i < co->nconn; i++)
         if (co->conn[i].used && co->conn[i].authed)
             co->ops.send(co->ops.arg, i, &m);
+}
+
+/* ---- read-only view (status endpoint) ---- */
+
+const struct ncg_coord_params *ncg_coord_get_params(const struct ncg_coord *co)
+{
+    return &co->p;
+}
+
+static double age_s(uint64_t now_ns, uint64_t t_ns)
+{
+    return now_ns > t_ns ? (double)(now_ns - t_ns) / 1e9 : 0.0;
+}
+
+void ncg_coord_view(struct ncg_coord *co, uint64_t now_ns, const struct ncg_coord_view_ops *ops)
+{
+    for (int i = 0; i < co->nconn && ops->conn; i++) {
+        const struct cconn *cc = &co->conn[i];
+        if (!cc->used)
+            continue;
+        struct ncg_coord_conn_view v = {i,
+                                        cc->authed,
+                                        cc->bye,
+                                        cc->pid,
+                                        cc->grank,
+                                        cc->host,
+                                        age_s(now_ns, cc->last_rx_ns),
+                                        age_s(now_ns, cc->since_ns)};
+        ops->conn(ops->arg, &v);
+    }
+    struct ncg_coord_member_view *mv = NULL;
+    size_t cap = 0;
+    for (size_t ci = 0; ci < co->ncomm && ops->comm; ci++) {
+        struct ccomm *c = co->comm[ci];
+        if (c->nranks > cap) {
+            struct ncg_coord_member_view *n = realloc(mv, sizeof *n * c->nranks);
+            if (!n)
+                break;
+            mv = n;
+            cap = c->nranks;
+        }
+        for (uint32_t i = 0; i < c->nranks; i++) {
+            struct cmember *mb = &c->m[i];
+            const struct cconn *cc = mb->conn >= 0 ? conn_get(co, mb->conn) : NULL;
+            if (mb->state == M_ACTIVE && now_ns >= mb->rate_t0 + 1000000000ull) {
+                mb->rate = (double)(mb->count - mb->rate_c0) / age_s(now_ns, mb->rate_t0);
+                mb->rate_t0 = now_ns;
+                mb->rate_c0 = mb->count;
+            } else if (mb->state != M_ACTIVE) {
+                mb->rate = 0;
+            }
+            mv[i] = (struct ncg_coord_member_view){
+                .state = mb->state,
+                .global_rank = mb->grank,
+                .conn = cc ? mb->conn : -1,
+                .count = mb->count,
+                .progress_age_s = mb->state == M_UNKNOWN ? -1 : age_s(now_ns, mb->progress_ns),
+                .heartbeat_age_s = cc ? age_s(now_ns, cc->last_rx_ns) : -1,
+                .calls_per_s = mb->rate,
+                .pid = mb->pid,
+                .host = mb->host};
+        }
+        struct ncg_coord_comm_view v = {
+            c->id,   c->nranks, c->vc, c->done, c->lag_warned, age_s(now_ns, c->progress_ns),
+            c->last, mv};
+        ops->comm(ops->arg, &v);
+    }
+    free(mv);
 }

@@ -30,9 +30,10 @@ struct ncg_coord_ops {
 };
 
 struct ncg_coord_stats {
-    uint64_t verdicts; /* verdicts issued (each comm counts once per verdict) */
-    uint64_t queries;  /* QUERY rounds started */
-    uint64_t dropped;  /* connections dropped for bad token, protocol misuse or silence */
+    uint64_t verdicts;   /* verdicts issued (each comm counts once per verdict) */
+    uint64_t queries;    /* QUERY rounds started */
+    uint64_t dropped;    /* connections dropped for bad token, protocol misuse or silence */
+    uint64_t by_kind[8]; /* verdicts issued per enum ncg_verdict_kind (warnings included) */
 };
 
 struct ncg_coord;
@@ -53,6 +54,55 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns);
 void ncg_coord_shutdown(struct ncg_coord *co);
 void ncg_coord_get_stats(const struct ncg_coord *co, struct ncg_coord_stats *st);
 
+/* ---- read-only view, for the status endpoint (http.c, metrics.c) ---- */
+
+/* A client connection (one process) as the coordinator knows it. */
+struct ncg_coord_conn_view {
+    int conn;
+    uint8_t authed, bye; /* said HELLO / said the process GOODBYE */
+    uint32_t pid;
+    int32_t global_rank;
+    const char *host;
+    double heartbeat_age_s; /* since its last frame (REPORTs are the heartbeat) */
+    double connected_s;     /* since it connected */
+};
+
+/* One member (comm rank) of a communicator. */
+struct ncg_coord_member_view {
+    uint8_t state; /* 0 not registered yet, 1 active, 2 left (goodbye), 3 dead */
+    int32_t global_rank;
+    int conn;               /* -1 when none */
+    uint64_t count;         /* collective calls issued, as last reported */
+    double progress_age_s;  /* since its count last grew (-1: never seen) */
+    double heartbeat_age_s; /* of its connection (-1: no connection) */
+    double calls_per_s;     /* over the last window of at least 1 s (0 before the first) */
+    uint32_t pid;
+    const char *host; /* "" when unknown */
+};
+
+struct ncg_coord_comm_view {
+    uint64_t id;
+    uint32_t nranks;
+    uint64_t verified;                     /* slots proven equal on every member */
+    uint8_t done;                          /* an error verdict ended its checking */
+    uint8_t lag_warned;                    /* a LAG warning is outstanding */
+    double progress_age_s;                 /* since any member's count last grew */
+    const struct ncg_verdict *verdict;     /* its error verdict, or NULL */
+    const struct ncg_coord_member_view *m; /* [nranks] */
+};
+
+struct ncg_coord_view_ops {
+    void (*conn)(void *arg, const struct ncg_coord_conn_view *c);
+    void (*comm)(void *arg, const struct ncg_coord_comm_view *c);
+    void *arg;
+};
+
+/* Calls ops->conn for every connection, then ops->comm for every communicator (the views
+ * live only during the call). Also advances each member's calls-per-second window. Same
+ * thread as the other calls; never blocks; allocates a scratch array. */
+void ncg_coord_view(struct ncg_coord *co, uint64_t now_ns, const struct ncg_coord_view_ops *ops);
+const struct ncg_coord_params *ncg_coord_get_params(const struct ncg_coord *co);
+
 /* Runs a standalone coordinator in the calling thread (for `ncclguard coord`) until *stop
  * becomes nonzero: listens on listen_host:port (NULL or "" = all interfaces; port 0 =
  * ephemeral, printed), token_or_null as NCCLGUARD_TOKEN (hashed; NULL = no token). Reads
@@ -60,6 +110,9 @@ void ncg_coord_get_stats(const struct ncg_coord *co, struct ncg_coord_stats *st)
  * Blocks (poll); returns 0, or -1 with err filled. Implemented in channel.c. */
 int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null,
                     volatile int *stop, char *err, size_t errlen);
+/* The same, also serving the status endpoint on http_spec ("[HOST:]PORT"; NULL = none). */
+int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or_null,
+                         const char *http_spec, volatile int *stop, char *err, size_t errlen);
 
 /* The 64-bit token for a NCCLGUARD_TOKEN string (FNV-1a; never 0). Pure. */
 uint64_t ncg_token_hash(const char *s);

@@ -3,6 +3,7 @@
  * SIGINT/SIGTERM stop it cleanly (clients are told SHUTDOWN). */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
@@ -11,8 +12,11 @@
 #define NCG_COORD_DEFAULT_PORT 29650
 
 static const char usage[] =
-    "usage: ncclguard coord [--listen [HOST]:PORT] [--token TOKEN]\n"
+    "usage: ncclguard coord [--listen [HOST]:PORT] [--token TOKEN] [--http [HOST:]PORT]\n"
     "  --listen HOST:PORT  address to listen on (default 0.0.0.0:29650; port 0 = any, printed)\n"
+    "  --http [HOST:]PORT  also serve /status, /metrics, /healthz over HTTP (host default\n"
+    "                      127.0.0.1; 0.0.0.0 for every interface; port 0 = any, printed);\n"
+    "                      with a token, requests need \"Authorization: Bearer TOKEN\"\n"
     "  --token TOKEN       clients must present NCCLGUARD_TOKEN=TOKEN (default: $NCCLGUARD_TOKEN,\n"
     "                      or none)\n"
     "  the job's ranks run with NCCLGUARD_COORD=<this host>:PORT (and NCCLGUARD_TOKEN=TOKEN);\n"
@@ -54,6 +58,7 @@ int ncg_cmd_coord(int argc, char **argv)
     char host[256] = "";
     int port = NCG_COORD_DEFAULT_PORT;
     const char *token = getenv("NCCLGUARD_TOKEN");
+    char http[300] = "";
     for (int i = 1; i < argc; i++) {
         const char *val;
         int r;
@@ -63,6 +68,14 @@ int ncg_cmd_coord(int argc, char **argv)
         } else if ((r = ncg_cli_opt(argc, argv, &i, "--listen", &val)) != 0) {
             if (r < 0 || parse_listen(val, host, sizeof(host), &port) < 0)
                 return ncg_cli_usage_error(usage, "coord: --listen needs [HOST]:PORT");
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--http", &val)) != 0) {
+            char hh[256];
+            int hp;
+            if (r < 0 || parse_listen(val, hh, sizeof hh, &hp) < 0)
+                return ncg_cli_usage_error(usage, "coord: --http needs [HOST:]PORT");
+            int v6 = strchr(hh, ':') != NULL;
+            snprintf(http, sizeof http, "%s%s%s:%d", v6 ? "[" : "", hh[0] ? hh : "127.0.0.1",
+                     v6 ? "]" : "", hp);
         } else if ((r = ncg_cli_opt(argc, argv, &i, "--token", &val)) != 0) {
             if (r < 0 || !*val)
                 return ncg_cli_usage_error(usage, "coord: --token needs a value");
@@ -80,7 +93,8 @@ int ncg_cmd_coord(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     char err[256] = "";
-    if (ncg_coord_serve(host[0] ? host : NULL, port, token, &stop_flag, err, sizeof(err)) < 0) {
+    if (ncg_coord_serve_http(host[0] ? host : NULL, port, token, http[0] ? http : NULL, &stop_flag,
+                             err, sizeof(err)) < 0) {
         fprintf(stderr, "ncclguard: coord: %s\n", err[0] ? err : "failed");
         return NCG_CLI_ERROR;
     }

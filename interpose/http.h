@@ -1,0 +1,67 @@
+/* The checker's read-only status endpoint: a minimal HTTP/1.1 responder (GET/HEAD of /status,
+ * /metrics, /healthz) on non-blocking sockets, driven from the coordinator's own poll loop
+ * (channel.c's server): bounded request size, per-connection deadlines, a connection cap,
+ * one request per connection. The bearer token, when the job has one, guards every path. */
+#ifndef NCG_HTTP_H
+#define NCG_HTTP_H
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NCG_HTTP_MAX_CONNS 16                   /* concurrent; more are answered 503 and closed */
+#define NCG_HTTP_HEAD_TIMEOUT_NS 5000000000ull  /* the request head must arrive within 5 s */
+#define NCG_HTTP_LIFE_TIMEOUT_NS 15000000000ull /* a connection lives at most 15 s */
+
+struct ncg_coord;
+struct ncg_http;
+
+struct ncg_http_stats {
+    uint64_t accepted, requests, refused; /* refused: over the cap */
+    uint64_t status[6];                   /* answers by class: [2] 2xx, [4] 4xx, [5] 5xx */
+    uint64_t timeouts;                    /* connections closed at a deadline */
+};
+
+/* Listens on spec ("HOST:PORT", "[V6]:PORT"; port 0 picks a free one) for the coordinator co,
+ * which the caller keeps alive and serializes with ncg_http_handle. token 0: no token asked
+ * for; else a request must carry "Authorization: Bearer <T>" where T is the token as 16
+ * lowercase hex digits, or a string whose ncg_token_hash is the token (`coord --token T`).
+ * Returns NULL with err filled. The coordinator's thread (or before it runs); allocates. */
+struct ncg_http *ncg_http_new(const char *spec, uint64_t token, struct ncg_coord *co, char *err,
+                              size_t errlen);
+void ncg_http_free(struct ncg_http *h); /* closes everything */
+
+/* "HOST:PORT" as bound (the port resolved), and a URL a client elsewhere can use (the host
+ * name when bound to a wildcard address). Pure accessors. */
+const char *ncg_http_address(const struct ncg_http *h);
+const char *ncg_http_url(const struct ncg_http *h);
+
+/* Poll integration: fill up to max entries (listener and connections) and remember them;
+ * then hand back the same entries after poll (n = 0 after a timeout: deadlines only). The
+ * coordinator's thread; never blocks; allocates response buffers. */
+int ncg_http_pollfds(struct ncg_http *h, struct pollfd *pf, int max);
+void ncg_http_handle(struct ncg_http *h, const struct pollfd *pf, int n, uint64_t now_ns);
+void ncg_http_get_stats(const struct ncg_http *h, struct ncg_http_stats *st);
+
+/* Writes DIR/ncclguard-job.<host>.<pid>.json (mode 0600, atomically) saying where the job's
+ * endpoint listens and its token, for `ncclguard status --job FILE` and scrapers. The
+ * checker's thread; blocks on the file system; 0 or -errno with err filled. */
+int ncg_http_write_job_file(const struct ncg_http *h, const char *dir, const char *host,
+                            uint32_t pid, int32_t global_rank, char *path, size_t pathlen,
+                            char *err, size_t errlen);
+
+/* In a fork()ed child: close the inherited sockets, touch nothing else (no free, no locks). */
+void ncg_http_fork_child(struct ncg_http *h);
+
+/* Inside a job (zero-config checker, issue 12): when NCCLGUARD_HTTP is set, start the
+ * endpoint for the embedded coordinator srv->co and write the job file into
+ * NCCLGUARD_REPORT_DIR; on failure one "ncclguard:" line and no endpoint. Sets srv->http.
+ * Called once, before the checker thread polls srv; binds, writes a file. (http_job.c) */
+struct ncg_server;
+void ncg_http_embedded_start(struct ncg_server *srv, uint64_t token, const char *host, uint32_t pid,
+                             int32_t global_rank);
+
+/* The token as a bearer string: 16 lowercase hex digits ("" for 0). Pure. */
+void ncg_http_token_hex(uint64_t token, char out[17]);
+
+#endif

@@ -1,0 +1,27 @@
+/* The status endpoint inside a job (http.h, ncg_http_embedded_start): NCCLGUARD_HTTP read from
+ * the shim's configuration, the job file for scrapers and `ncclguard status --job`, and the
+ * shim's one-line messages. Linked into libncclguard.so only (the CLI has its own `coord`). */
+#include <stdio.h>
+#include "channel.h"
+#include "config.h"
+#include "http.h"
+#include "log.h"
+
+void ncg_http_embedded_start(struct ncg_server *srv, uint64_t token, const char *host, uint32_t pid,
+                             int32_t global_rank)
+{
+    char err[300], path[4096];
+    if (!ncg_cfg.http[0] || srv->http)
+        return;
+    srv->http = ncg_http_new(ncg_cfg.http, token, srv->co, err, sizeof err);
+    if (!srv->http) {
+        ncg_log("NCCLGUARD_HTTP=%s: %s; no status endpoint", ncg_cfg.http, err);
+        return;
+    }
+    if (ncg_http_write_job_file(srv->http, ncg_cfg.report_dir, host, pid, global_rank, path,
+                                sizeof path, err, sizeof err) != 0)
+        ncg_log("status endpoint on %s, but no job file: %s", ncg_http_url(srv->http), err);
+    else
+        ncg_debug(1, "status endpoint on %s (/status /metrics /healthz); job file %s",
+                  ncg_http_url(srv->http), path);
+}

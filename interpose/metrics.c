@@ -1,0 +1,515 @@
+/* /status (JSON) and /metrics (Prometheus text) from the coordinator's view (metrics.h). One
+ * pass copies the view into a snapshot (flat arrays); the renderers then walk it as often as
+ * each format needs (Prometheus groups samples by metric family). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord.h"
+#include "metrics.h"
+#include "verdict.h"
+
+/* ---------- buffer ---------- */
+
+static int buf_reserve(struct ncg_buf *b, size_t n)
+{
+    if (b->oom)
+        return -1;
+    if (b->cap - b->len > n)
+        return 0;
+    size_t cap = b->cap ? b->cap : 65536;
+    while (cap - b->len <= n)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->oom = 1;
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+void ncg_buf_add(struct ncg_buf *b, const char *s, size_t n)
+{
+    if (buf_reserve(b, n) != 0)
+        return;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+void ncg_buf_printf(struct ncg_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    if (buf_reserve(b, 256) != 0)
+        return;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= b->cap - b->len) {
+        if (buf_reserve(b, (size_t)n + 1) != 0)
+            return;
+        va_start(ap, fmt);
+        vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+    }
+    b->len += (size_t)n;
+}
+
+void ncg_buf_free(struct ncg_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+/* JSON string body (no quotes); Prometheus label values use the same escapes for \ " \n. */
+static void buf_esc(struct ncg_buf *b, const char *s, int json)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            ncg_buf_printf(b, "\\%c", c);
+        else if (c == '\n')
+            ncg_buf_add(b, "\\n", 2);
+        else if (c < 0x20 || c == 0x7f)
+            json ? ncg_buf_printf(b, "\\u%04x", c) : ncg_buf_add(b, "?", 1);
+        else
+            ncg_buf_add(b, s, 1);
+    }
+}
+
+/* ---------- snapshot ---------- */
+
+struct sconn {
+    uint8_t authed, bye;
+    uint32_t pid;
+    int32_t grank;
+    char host[64];
+    double hb_age, connected;
+};
+
+struct smember {
+    uint8_t state;
+    int32_t grank;
+    uint64_t count;
+    double progress_age, hb_age, rate;
+    uint32_t pid;
+    char host[64];
+};
+
+struct scomm {
+    uint64_t id;
+    uint32_t nranks;
+    uint64_t verified;
+    uint8_t done, lag_warned;
+    double progress_age;
+    size_t m0; /* first member in snap.mem */
+    /* derived */
+    uint32_t active, registered, left, dead;
+    uint64_t mn, mx;
+    int32_t slowest; /* lowest comm rank at mn while another is ahead, -1 */
+    int vkind, vsev;
+    int64_t vslot;
+    char vtext[1024];
+};
+
+struct snap {
+    struct sconn *c;
+    size_t nc, capc;
+    struct scomm *cm;
+    size_t ncm, capcm;
+    struct smember *mem;
+    size_t nmem, capmem;
+    int oom;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap * 2 : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static void snap_conn(void *arg, const struct ncg_coord_conn_view *v)
+{
+    struct snap *s = arg;
+    if (grow((void **)&s->c, &s->capc, s->nc + 1, sizeof *s->c)) {
+        s->oom = 1;
+        return;
+    }
+    struct sconn *c = &s->c[s->nc++];
+    c->authed = v->authed;
+    c->bye = v->bye;
+    c->pid = v->pid;
+    c->grank = v->global_rank;
+    snprintf(c->host, sizeof c->host, "%s", v->host);
+    c->hb_age = v->heartbeat_age_s;
+    c->connected = v->connected_s;
+}
+
+static void snap_comm(void *arg, const struct ncg_coord_comm_view *v)
+{
+    struct snap *s = arg;
+    if (grow((void **)&s->cm, &s->capcm, s->ncm + 1, sizeof *s->cm) ||
+        grow((void **)&s->mem, &s->capmem, s->nmem + v->nranks, sizeof *s->mem)) {
+        s->oom = 1;
+        return;
+    }
+    struct scomm *c = &s->cm[s->ncm++];
+    memset(c, 0, sizeof *c);
+    c->id = v->id;
+    c->nranks = v->nranks;
+    c->verified = v->verified;
+    c->done = v->done;
+    c->lag_warned = v->lag_warned;
+    c->progress_age = v->progress_age_s;
+    c->m0 = s->nmem;
+    c->mn = UINT64_MAX;
+    c->slowest = -1;
+    for (uint32_t i = 0; i < v->nranks; i++) {
+        const struct ncg_coord_member_view *a = &v->m[i];
+        struct smember *m = &s->mem[s->nmem++];
+        m->state = a->state;
+        m->grank = a->global_rank;
+        m->count = a->count;
+        m->progress_age = a->progress_age_s;
+        m->hb_age = a->heartbeat_age_s;
+        m->rate = a->calls_per_s;
+        m->pid = a->pid;
+        snprintf(m->host, sizeof m->host, "%s", a->host);
+        c->registered += a->state != 0;
+        c->left += a->state == 2;
+        c->dead += a->state == 3;
+        if (a->state == 1) {
+            c->active++;
+            c->mn = a->count < c->mn ? a->count : c->mn;
+            c->mx = a->count > c->mx ? a->count : c->mx;
+        }
+    }
+    if (!c->active)
+        c->mn = 0;
+    for (uint32_t i = 0; i < v->nranks && c->mn < c->mx; i++)
+        if (v->m[i].state == 1 && v->m[i].count == c->mn) {
+            c->slowest = (int32_t)i;
+            break;
+        }
+    if (v->verdict) {
+        c->vkind = v->verdict->kind;
+        c->vsev = v->verdict->severity;
+        c->vslot = v->verdict->slot;
+        ncg_verdict_summary(v->verdict, c->vtext, sizeof c->vtext);
+    }
+}
+
+static int snap_take(struct ncg_coord *co, uint64_t now_ns, struct snap *s)
+{
+    memset(s, 0, sizeof *s);
+    struct ncg_coord_view_ops ops = {snap_conn, snap_comm, s};
+    ncg_coord_view(co, now_ns, &ops);
+    return s->oom ? -ENOMEM : 0;
+}
+
+static void snap_free(struct snap *s)
+{
+    free(s->c);
+    free(s->cm);
+    free(s->mem);
+}
+
+static const char *mstate(uint8_t st)
+{
+    static const char *const n[] = {"unregistered", "active", "left", "dead"};
+    return st < 4 ? n[st] : "?";
+}
+
+static int behind(const struct scomm *c, const struct smember *m)
+{
+    return m->state == 1 && c->mn < c->mx && m->count == c->mn;
+}
+
+/* ---------- /status ---------- */
+
+static void json_num(struct ncg_buf *b, double d)
+{
+    if (d < 0)
+        ncg_buf_add(b, "null", 4);
+    else
+        ncg_buf_printf(b, "%.3f", d);
+}
+
+int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, struct ncg_buf *b)
+{
+    struct snap s;
+    if (snap_take(co, now_ns, &s) != 0) {
+        snap_free(&s);
+        return -ENOMEM;
+    }
+    const struct ncg_coord_params *p = ncg_coord_get_params(co);
+    struct ncg_coord_stats st;
+    ncg_coord_get_stats(co, &st);
+    ncg_buf_printf(b,
+                   "{\"format\":\"ncclguard-job-status\",\"version\":1,\"time_unix\":%.3f,"
+                   "\"checker\":{\"host\":\"",
+                   time_unix);
+    buf_esc(b, p->host, 1);
+    ncg_buf_printf(b,
+                   "\",\"pid\":%u,\"embedded\":%s,\"global_rank\":%d,\"interval_ms\":%u,"
+                   "\"heartbeat_timeout_s\":%g,\"lag_warn_s\":%g,\"lag_abort_s\":%g},",
+                   p->pid, p->embedded ? "true" : "false", p->global_rank, p->interval_ms,
+                   p->heartbeat_timeout_s, p->lag_warn_s, p->lag_abort_s);
+    /* hosts: the registered processes grouped by host name, in order of first appearance */
+    ncg_buf_add(b, "\"hosts\":[", 9);
+    int nh = 0;
+    for (size_t i = 0; i < s.nc; i++) {
+        if (!s.c[i].authed)
+            continue;
+        size_t j;
+        for (j = 0; j < i; j++)
+            if (s.c[j].authed && !strcmp(s.c[j].host, s.c[i].host))
+                break;
+        if (j < i)
+            continue;
+        unsigned n = 0;
+        double worst = 0;
+        for (j = i; j < s.nc; j++)
+            if (s.c[j].authed && !strcmp(s.c[j].host, s.c[i].host)) {
+                n++;
+                worst = s.c[j].hb_age > worst ? s.c[j].hb_age : worst;
+            }
+        ncg_buf_printf(b, "%s{\"host\":\"", nh++ ? "," : "");
+        buf_esc(b, s.c[i].host, 1);
+        ncg_buf_printf(b, "\",\"processes\":%u,\"max_heartbeat_age_s\":%.3f}", n, worst);
+    }
+    ncg_buf_add(b, "],\"processes\":[", 15);
+    int np = 0;
+    for (size_t i = 0; i < s.nc; i++) {
+        const struct sconn *c = &s.c[i];
+        if (!c->authed)
+            continue;
+        ncg_buf_printf(b, "%s{\"pid\":%u,\"global_rank\":%d,\"host\":\"", np++ ? "," : "", c->pid,
+                       c->grank);
+        buf_esc(b, c->host, 1);
+        ncg_buf_printf(b, "\",\"heartbeat_age_s\":%.3f,\"connected_s\":%.3f,\"goodbye\":%s}",
+                       c->hb_age, c->connected, c->bye ? "true" : "false");
+    }
+    ncg_buf_add(b, "],\"communicators\":[", 19);
+    for (size_t ci = 0; ci < s.ncm; ci++) {
+        const struct scomm *c = &s.cm[ci];
+        ncg_buf_printf(b,
+                       "%s{\"id\":\"%016" PRIx64 "\",\"size\":%u,\"registered\":%u,\"active\":%u,"
+                       "\"left\":%u,\"dead\":%u,\"verified_slots\":%" PRIu64
+                       ",\"min_slots\":%" PRIu64 ",\"max_slots\":%" PRIu64 ",\"lag_calls\":%" PRIu64
+                       ",\"slowest_rank\":%d,\"progress_age_s\":%.3f,\"lag_warning\":%s,"
+                       "\"behind\":[",
+                       ci ? "," : "", c->id, c->nranks, c->registered, c->active, c->left, c->dead,
+                       c->verified, c->mn, c->mx, c->mx - c->mn, c->slowest, c->progress_age,
+                       c->lag_warned ? "true" : "false");
+        int nb = 0;
+        for (uint32_t i = 0; i < c->nranks; i++)
+            if (behind(c, &s.mem[c->m0 + i]))
+                ncg_buf_printf(b, "%s%u", nb++ ? "," : "", i);
+        ncg_buf_add(b, "],\"verdict\":", 12);
+        if (c->vkind) {
+            ncg_buf_printf(b,
+                           "{\"kind\":%d,\"name\":\"%s\",\"severity\":\"%s\",\"slot\":%" PRId64
+                           ",\"text\":\"",
+                           c->vkind, ncg_verdict_name((unsigned)c->vkind),
+                           c->vsev == NCG_SEV_ERROR ? "error" : "warning", c->vslot);
+            buf_esc(b, c->vtext, 1);
+            ncg_buf_add(b, "\"}", 2);
+        } else {
+            ncg_buf_add(b, "null", 4);
+        }
+        ncg_buf_add(b, ",\"members\":[", 12);
+        for (uint32_t i = 0; i < c->nranks; i++) {
+            const struct smember *m = &s.mem[c->m0 + i];
+            ncg_buf_printf(b,
+                           "%s{\"rank\":%u,\"global_rank\":%d,\"state\":\"%s\",\"pid\":%u,"
+                           "\"host\":\"",
+                           i ? "," : "", i, m->grank, mstate(m->state), m->pid);
+            buf_esc(b, m->host, 1);
+            ncg_buf_printf(b, "\",\"slots\":%" PRIu64 ",\"calls_per_s\":%.2f,\"progress_age_s\":",
+                           m->count, m->rate);
+            json_num(b, m->progress_age);
+            ncg_buf_add(b, ",\"heartbeat_age_s\":", 19);
+            json_num(b, m->hb_age);
+            ncg_buf_printf(b, ",\"behind\":%s}", behind(c, m) ? "true" : "false");
+        }
+        ncg_buf_add(b, "]}", 2);
+    }
+    ncg_buf_add(b, "],\"verdicts_total\":{", 20);
+    for (unsigned k = 1; k < NCG_V_KIND_MAX_; k++)
+        ncg_buf_printf(b, "%s\"%s\":%" PRIu64, k > 1 ? "," : "", ncg_verdict_key(k), st.by_kind[k]);
+    ncg_buf_printf(b,
+                   "},\"queries_total\":%" PRIu64 ",\"dropped_connections_total\":%" PRIu64 "}\n",
+                   st.queries, st.dropped);
+    snap_free(&s);
+    return b->oom ? -ENOMEM : 0;
+}
+
+/* ---------- /metrics ---------- */
+
+static void family(struct ncg_buf *b, const char *name, const char *type, const char *help)
+{
+    ncg_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Per member sample lines of one family: which = 0 calls, 1 rate, 2 heartbeat, 3 progress
+ * age, 4 behind (calls), 5 state. */
+static void member_family(struct ncg_buf *b, const struct snap *s, const char *name, int which)
+{
+    for (size_t ci = 0; ci < s->ncm; ci++) {
+        const struct scomm *c = &s->cm[ci];
+        for (uint32_t i = 0; i < c->nranks; i++) {
+            const struct smember *m = &s->mem[c->m0 + i];
+            if ((which == 2 && m->hb_age < 0) || (which == 3 && m->progress_age < 0))
+                continue;
+            ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\",rank=\"%u\"} ", name, c->id, i);
+            switch (which) {
+            case 0:
+                ncg_buf_printf(b, "%" PRIu64 "\n", m->count);
+                break;
+            case 1:
+                ncg_buf_printf(b, "%.3f\n", m->rate);
+                break;
+            case 2:
+                ncg_buf_printf(b, "%.3f\n", m->hb_age);
+                break;
+            case 3:
+                ncg_buf_printf(b, "%.3f\n", m->progress_age);
+                break;
+            case 4:
+                ncg_buf_printf(b, "%" PRIu64 "\n", m->state == 1 ? c->mx - m->count : 0);
+                break;
+            default:
+                ncg_buf_printf(b, "%u\n", m->state);
+                break;
+            }
+        }
+    }
+}
+
+int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
+{
+    struct snap s;
+    if (snap_take(co, now_ns, &s) != 0) {
+        snap_free(&s);
+        return -ENOMEM;
+    }
+    const struct ncg_coord_params *p = ncg_coord_get_params(co);
+    struct ncg_coord_stats st;
+    ncg_coord_get_stats(co, &st);
+    unsigned authed = 0;
+    for (size_t i = 0; i < s.nc; i++)
+        authed += s.c[i].authed;
+
+    family(b, "ncclguard_checker_info", "gauge",
+           "The checker serving this endpoint (always 1; labels say where it runs).");
+    ncg_buf_add(b, "ncclguard_checker_info{host=\"", 29);
+    buf_esc(b, p->host, 0);
+    ncg_buf_printf(b, "\",pid=\"%u\",embedded=\"%d\",global_rank=\"%d\"} 1\n", p->pid, p->embedded,
+                   p->global_rank);
+    family(b, "ncclguard_processes", "gauge", "Processes registered with the checker.");
+    ncg_buf_printf(b, "ncclguard_processes %u\n", authed);
+    family(b, "ncclguard_communicators", "gauge", "Communicators the checker compares.");
+    ncg_buf_printf(b, "ncclguard_communicators %zu\n", s.ncm);
+    family(b, "ncclguard_verdicts_total", "counter",
+           "Verdicts issued, by kind (LAG: warnings too).");
+    for (unsigned k = 1; k < NCG_V_KIND_MAX_; k++)
+        ncg_buf_printf(b, "ncclguard_verdicts_total{kind=\"%s\"} %" PRIu64 "\n", ncg_verdict_key(k),
+                       st.by_kind[k]);
+    family(b, "ncclguard_queries_total", "counter", "Comparison rounds started.");
+    ncg_buf_printf(b, "ncclguard_queries_total %" PRIu64 "\n", st.queries);
+    family(b, "ncclguard_dropped_connections_total", "counter",
+           "Side-channel connections dropped (bad token, protocol misuse, silence).");
+    ncg_buf_printf(b, "ncclguard_dropped_connections_total %" PRIu64 "\n", st.dropped);
+
+    family(b, "ncclguard_comm_ranks", "gauge", "Size of the communicator.");
+    for (size_t ci = 0; ci < s.ncm; ci++)
+        ncg_buf_printf(b, "ncclguard_comm_ranks{comm=\"%016" PRIx64 "\"} %u\n", s.cm[ci].id,
+                       s.cm[ci].nranks);
+    family(b, "ncclguard_comm_active_ranks", "gauge", "Members registered and still active.");
+    for (size_t ci = 0; ci < s.ncm; ci++)
+        ncg_buf_printf(b, "ncclguard_comm_active_ranks{comm=\"%016" PRIx64 "\"} %u\n", s.cm[ci].id,
+                       s.cm[ci].active);
+    family(b, "ncclguard_comm_verified_slots", "gauge", "Slots proven identical on every member.");
+    for (size_t ci = 0; ci < s.ncm; ci++)
+        ncg_buf_printf(b, "ncclguard_comm_verified_slots{comm=\"%016" PRIx64 "\"} %" PRIu64 "\n",
+                       s.cm[ci].id, s.cm[ci].verified);
+    family(b, "ncclguard_comm_lag_calls", "gauge",
+           "How many calls the slowest active member is behind the fastest.");
+    for (size_t ci = 0; ci < s.ncm; ci++)
+        ncg_buf_printf(b, "ncclguard_comm_lag_calls{comm=\"%016" PRIx64 "\"} %" PRIu64 "\n",
+                       s.cm[ci].id, s.cm[ci].mx - s.cm[ci].mn);
+    family(b, "ncclguard_comm_slowest_rank", "gauge",
+           "Comm rank of the slowest active member while another is ahead (-1: none behind).");
+    for (size_t ci = 0; ci < s.ncm; ci++)
+        ncg_buf_printf(b, "ncclguard_comm_slowest_rank{comm=\"%016" PRIx64 "\"} %d\n", s.cm[ci].id,
+                       s.cm[ci].slowest);
+    family(b, "ncclguard_comm_progress_age_seconds", "gauge",
+           "Seconds since any member's call count last grew.");
+    for (size_t ci = 0; ci < s.ncm; ci++)
+        ncg_buf_printf(b, "ncclguard_comm_progress_age_seconds{comm=\"%016" PRIx64 "\"} %.3f\n",
+                       s.cm[ci].id, s.cm[ci].progress_age);
+    family(b, "ncclguard_comm_lag_warning", "gauge", "1 while a LAG warning is outstanding.");
+    for (size_t ci = 0; ci < s.ncm; ci++)
+        ncg_buf_printf(b, "ncclguard_comm_lag_warning{comm=\"%016" PRIx64 "\"} %d\n", s.cm[ci].id,
+                       s.cm[ci].lag_warned);
+    family(b, "ncclguard_comm_verdict", "gauge",
+           "1 for the error verdict that ended checking of a communicator.");
+    for (size_t ci = 0; ci < s.ncm; ci++)
+        if (s.cm[ci].vkind)
+            ncg_buf_printf(b, "ncclguard_comm_verdict{comm=\"%016" PRIx64 "\",kind=\"%s\"} 1\n",
+                           s.cm[ci].id, ncg_verdict_key((unsigned)s.cm[ci].vkind));
+
+    family(b, "ncclguard_rank_info", "gauge",
+           "A member of a communicator: its global rank, host and pid (always 1).");
+    for (size_t ci = 0; ci < s.ncm; ci++) {
+        const struct scomm *c = &s.cm[ci];
+        for (uint32_t i = 0; i < c->nranks; i++) {
+            const struct smember *m = &s.mem[c->m0 + i];
+            if (!m->state)
+                continue;
+            ncg_buf_printf(b,
+                           "ncclguard_rank_info{comm=\"%016" PRIx64
+                           "\",rank=\"%u\",global_rank=\"%d\",host=\"",
+                           c->id, i, m->grank);
+            buf_esc(b, m->host, 0);
+            ncg_buf_printf(b, "\",pid=\"%u\"} 1\n", m->pid);
+        }
+    }
+    family(b, "ncclguard_rank_state", "gauge",
+           "Member state: 0 not registered yet, 1 active, 2 left (goodbye), 3 dead.");
+    member_family(b, &s, "ncclguard_rank_state", 5);
+    family(b, "ncclguard_calls_issued_total", "counter",
+           "Collective calls the member issued on the communicator, as last reported.");
+    member_family(b, &s, "ncclguard_calls_issued_total", 0);
+    family(b, "ncclguard_calls_per_second", "gauge",
+           "Collective calls per second over the last window of at least one second.");
+    member_family(b, &s, "ncclguard_calls_per_second", 1);
+    family(b, "ncclguard_rank_behind_calls", "gauge",
+           "How many calls the member is behind the fastest active member.");
+    member_family(b, &s, "ncclguard_rank_behind_calls", 4);
+    family(b, "ncclguard_rank_progress_age_seconds", "gauge",
+           "Seconds since the member's call count last grew.");
+    member_family(b, &s, "ncclguard_rank_progress_age_seconds", 3);
+    family(b, "ncclguard_heartbeat_age_seconds", "gauge",
+           "Seconds since the member's process last reported (its heartbeat).");
+    member_family(b, &s, "ncclguard_heartbeat_age_seconds", 2);
+    snap_free(&s);
+    return b->oom ? -ENOMEM : 0;
+}

@@ -1,0 +1,28 @@
+/* What the status endpoint serves, rendered from the coordinator's read-only view
+ * (coord.h): /status as JSON (format "ncclguard-job-status", version 1) and /metrics in the
+ * Prometheus text exposition format (0.0.4). No sockets; the output grows in a heap buffer. */
+#ifndef NCG_METRICS_H
+#define NCG_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ncg_coord;
+
+/* A growable output buffer; oom is set (and further output dropped) when realloc fails. */
+struct ncg_buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+void ncg_buf_add(struct ncg_buf *b, const char *s, size_t n);
+void ncg_buf_printf(struct ncg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ncg_buf_free(struct ncg_buf *b);
+
+/* Append the document to out. now_ns: CLOCK_MONOTONIC (the coordinator's clock), time_unix:
+ * the wall clock, printed once. The coordinator's thread; never blocks; allocates. 0 or
+ * -ENOMEM. */
+int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, struct ncg_buf *out);
+int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *out);
+
+#endif
