@@ -49,8 +49,8 @@ static void need_runtime(void)
     stream_sync = (int (*)(cudaStream_t))dlsym(RTLD_DEFAULT, "cudaStreamSynchronize");
     stream_create =
         (int (*)(cudaStream_t *, unsigned int))dlsym(RTLD_DEFAULT, "cudaStreamCreateWithFlags");
-    host_func = (int (*)(cudaStream_t, void (*)(void *), void *))dlsym(RTLD_DEFAULT,
-                                                                       "cudaLaunchHostFunc");
+    host_func =
+        (int (*)(cudaStream_t, void (*)(void *), void *))dlsym(RTLD_DEFAULT, "cudaLaunchHostFunc");
     if (!stream_query || !stream_sync || !stream_create || !host_func)
         FAIL("runtime symbols missing");
 }
@@ -102,8 +102,7 @@ int main(int argc, char **argv)
             NCG_CHECK(ncclCommDestroy(comm));
             double d = now_s() - t0;
             if (d < 0.2)
-                FAIL("destroy returned after %.3f s, before the pending AllReduce could finish",
-                     d);
+                FAIL("destroy returned after %.3f s, before the pending AllReduce could finish", d);
             if (out[0] != 3)
                 FAIL("destroy: result %g after destroy (want 3)", out[0]);
             printf("async: %s ok\n", sc);
