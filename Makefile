@@ -28,7 +28,7 @@ TEST_BINS :=
 BENCH_TARGETS :=
 
 .PHONY: all test bench demo install clean deps format format-check
-all: deps-check
+all:
 
 # Order matters: checker.mk appends to SHIM_SRCS before interpose.mk uses it in rules.
 -include tests/fakenccl/fakenccl.mk
@@ -40,6 +40,14 @@ all: deps-check
 all: $(ALL_TARGETS) $(TEST_BINS)
 
 # Build dependencies: installed by the project's own script when missing (idempotent, quick).
+# Checked while the Makefile is read, before any rule runs, so that `make -j` never compiles
+# against a header that is still being installed.
+ifeq ($(filter clean format format-check,$(MAKECMDGOALS)),)
+NCG_DEPS_RC := $(shell scripts/install-deps.sh --check-or-install 1>&2; echo $$?)
+ifneq ($(NCG_DEPS_RC),0)
+$(error build dependencies are missing and scripts/install-deps.sh could not install them)
+endif
+endif
 deps-check:
 	@scripts/install-deps.sh --check-or-install
 
