@@ -8,7 +8,7 @@
  * communicators and ends the process with its own error (TORCH_NCCL_ASYNC_ERROR_HANDLING).
  * Usage (under ncg-launch): torchlike [--steps N] [--mode ddp|fsdp|both] [--groups 1|2]
  *   [--nonblocking] [--scalable] [--sync-every K] [--timeout S] [--pause RANK:SECONDS]
- *   [--fault incident|count|kill|exit] [--fault-rank R] [--fault-step S]
+ *   [--fault incident|count|kill|stop|exit] [--fault-rank R] [--fault-step S]
  * Exit 0 ("torchlike: N ranks, M collectives per rank ok" from rank 0), 1 on a wrong result or
  * a failed call, TL_EXIT_WATCHDOG (6, as the SIGABRT PyTorch ends with) when its watchdog
  * fired. */
@@ -296,7 +296,7 @@ int main(int argc, char **argv)
     if (parse(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: torchlike [--steps N] [--mode ddp|fsdp|both] [--groups 1|2] "
                         "[--nonblocking] [--scalable] [--sync-every K] [--timeout S] "
-                        "[--pause RANK:SECONDS] [--fault incident|count|kill|exit] "
+                        "[--pause RANK:SECONDS] [--fault incident|count|kill|stop|exit] "
                         "[--fault-rank R] [--fault-step S]\n");
         return 2;
     }
@@ -348,6 +348,8 @@ int main(int argc, char **argv)
     for (int step = 0; step < steps; step++) {
         if (!strcmp(o.fault, "kill") && me == frank && step == fstep)
             kill(getpid(), SIGKILL);
+        if (!strcmp(o.fault, "stop") && me == frank && step == fstep)
+            raise(SIGSTOP); /* a frozen rank: its process lives, it says nothing */
         if (!strcmp(o.fault, "exit") && me == frank && step == fstep) {
             fprintf(stderr, "torchlike: rank %d leaves early at step %d\n", me, step);
             exit(0);

@@ -2,7 +2,7 @@
 # end with exit 0 and no verdict (DDP, FSDP, nonblocking and scalable init, two process groups,
 # 8 ranks, thousands of collectives with the host running ahead, a rank pausing 3 s with all its
 # work complete); its faults end every rank with exit 86 and the verdict (the incident, a
-# bucket-size mismatch, a killed rank); NCCLGUARD_ACTION=fail ends it through its own watchdog
+# bucket-size mismatch, a killed, a frozen and an early-exiting rank); NCCLGUARD_ACTION=fail ends it through its own watchdog
 # with its own error (exit 6), not 86.
 # ncg-modes: async
 . "$NCG_ROOT/tests/checker/lib.sh"
@@ -38,6 +38,16 @@ guarded "$NCG_TMP/kill" "$LAUNCH" -n 4 -t 60 "$TL" --steps 80 --fault kill --fau
 expect "$RC" 137 "kill: launcher status"
 expect "$(exited 86)" 3 "kill: survivors that exited 86"
 expect "$(nlines '^ncclguard: VERDICT: RANK DIED .*rank 2 died')" 3 "kill: verdicts"
+
+# a rank leaves early (clean exit) / freezes (SIGSTOP): RANK EXITED / RANK DIED on the others
+guarded "$NCG_TMP/exit" "$LAUNCH" -n 4 -t 60 "$TL" --steps 80 --fault exit --fault-rank 2 --fault-step 20
+expect "$(exited 86)" 3 "exit: the others exited 86"
+expect "$(nlines '^ncclguard: VERDICT: RANK EXITED .*rank 2 exited while others issued calls it will never match$')" 3 "exit: verdicts"
+rm -f "$REPORTS"/*
+NCCLGUARD_HEARTBEAT_TIMEOUT_S=2 guarded "$NCG_TMP/stop" "$LAUNCH" -n 4 -t 12 "$TL" --steps 80 --fault stop --fault-rank 2 --fault-step 20
+expect "$RC" 124 "stop: launcher status (the stopped rank never ends)"
+expect "$(nlines '^ncclguard: VERDICT: RANK DIED .*rank 2 died: .*silent for')" 3 "stop: verdicts"
+expect "$(grep -l '"exit_status":86' "$REPORTS"/*.json | wc -l)" 3 "stop: reports of ranks that aborted"
 
 # fail: the communicator is failed and revoked; the app's watchdog sees the async error and
 # ends the process with its own error
