@@ -329,7 +329,8 @@ int main(int argc, char **argv)
     float *grads, *shard, *params;
     size_t gsize = (size_t)SHARD * (size_t)n > NBUCKETS * BUCKET ? (size_t)SHARD * (size_t)n
                                                                  : NBUCKETS * BUCKET;
-    CUDA_CK(cudaMalloc((void **)&grads, sizeof(float) * gsize));
+    /* + 1: the count fault's last bucket is one element longer */
+    CUDA_CK(cudaMalloc((void **)&grads, sizeof(float) * (gsize + 1)));
     CUDA_CK(cudaMalloc((void **)&shard, sizeof(float) * SHARD));
     CUDA_CK(cudaMalloc((void **)&params, sizeof(float) * SHARD * (size_t)n));
     float *sub_buf;
