@@ -4,7 +4,7 @@
 # Pure code other components (the CLI) may link: config parsing, hashing, the ring reader, log.
 SHIM_PURE_SRCS := interpose/config.c interpose/hash.c interpose/ring.c interpose/log.c
 SHIM_SRCS += $(SHIM_PURE_SRCS) interpose/resolve.c interpose/shm.c interpose/comm.c interpose/shim.c \
-             interpose/wrappers.c
+             interpose/wrappers.c interpose/completion.c
 SHIM_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_SRCS))
 SHIM_PURE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_PURE_SRCS))
 SHIM_CFLAGS := -ftls-model=initial-exec -MMD -MP
