@@ -1,6 +1,7 @@
 # The checker (issue 4): sources linked into libncclguard.so (appended to SHIM_SRCS before
 # interpose.mk builds it), its unit and end-to-end test programs, the demo and its benchmark.
-CHECKER_PURE_SRCS := interpose/wire.c interpose/verdict.c interpose/coord.c interpose/diag.c
+CHECKER_PURE_SRCS := interpose/wire.c interpose/verdict.c interpose/coord.c interpose/diag.c \
+                     interpose/waitfor.c
 SHIM_SRCS += interpose/checker.c interpose/client.c interpose/channel.c interpose/action.c \
              interpose/symbol.c interpose/stack.c $(CHECKER_PURE_SRCS)
 
@@ -34,8 +35,14 @@ $(CHK_OUT)/scen: tests/checker/scen.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
 # A raw TCP client for the "garbage / wrong token" tests.
 $(CHK_OUT)/rawconn: tests/checker/rawconn.c interpose/wire.c interpose/verdict.c interpose/coord.c
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/wire.c interpose/verdict.c interpose/coord.c
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/wire.c interpose/verdict.c interpose/coord.c interpose/waitfor.c
 
+# The wait-for graph alone (DEADLOCK).
+$(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c interpose/waitfor.c interpose/waitfor.h
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/waitfor_test.c interpose/waitfor.c
+
+TEST_BINS += $(CHK_OUT)/waitfor_test
 TEST_BINS += $(CHK_OUT)/unit $(CHK_OUT)/fuzz_wire $(CHK_OUT)/scen $(CHK_OUT)/rawconn
 
 demo: all
