@@ -9,7 +9,7 @@ CHK_OUT = $(BUILD)/tests/checker
 CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps
 
 # Unit tests of the pure parts (wire, verdicts, compact lists, coordinator state machine).
-$(CHK_OUT)/unit: tests/checker/unit.c $(CHECKER_PURE_SRCS) $(wildcard interpose/*.h)
+$(CHK_OUT)/unit: tests/checker/unit.c $(CHECKER_PURE_SRCS) $(wildcard interpose/*.h) interpose/coord_hang.c
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/unit.c $(CHECKER_PURE_SRCS)
 

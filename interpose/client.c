@@ -937,6 +937,8 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
                                       .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
                                       .lag_warn_s = ncg_cfg.lag_warn_s,
                                       .lag_abort_s = ncg_cfg.lag_abort_s,
+                                      .stuck_warn_s = ncg_cfg.stuck_warn_s,
+                                      .stuck_abort_s = ncg_cfg.stuck_abort_s,
                                       .embedded = 1,
                                       .global_rank = global_rank(),
                                       .pid = (uint32_t)getpid()};
