@@ -13,7 +13,7 @@ cat "$NCG_TMP/t1"
 contains "$NCG_TMP/t1" "comm 1234abcd5678ef01" "size 4" "here 4 (active 3)" "slots 11..12" "behind: rank 2" \
   "dead (pid gone)" "(record being written)" "foreign file (bad magic)"
 grep -E "^ +2 +2 +2 +${APIDS[2]} +11/0 +3 +AllReduce\(count=1024, float32, sum\).*alive  <- behind" "$NCG_TMP/t1" >/dev/null || fail "rank 2 row"
-grep -E "^ +3 +3 +3 +${APIDS[3]} +12 +0 +AllReduce" "$NCG_TMP/t1" >/dev/null || fail "rank 3 row"
+grep -E "^ +3 +3 +3 +${APIDS[3]} +12/0 +0 +AllReduce" "$NCG_TMP/t1" >/dev/null || fail "rank 3 row"
 lacks "$NCG_TMP/t1" "MISMATCH" "ended (verdict)" "verdict on"
 "$NCG" status --json --dir "$A" >"$NCG_TMP/j1" || fail "status --json exit $?"
 jcheck "$NCG_TMP/j1" 'd["format"]=="ncclguard-status" and d["version"]==1 and len(d["processes"])==4'
