@@ -51,7 +51,7 @@ CPIDS=("${FS_PIDS[@]}")
 "$NCG" status --dir "$C" >"$NCG_TMP/t3" 2>&1 || fail "status exit $?"
 cat "$NCG_TMP/t3"
 [ "$(grep -c '  ended (verdict)$' "$NCG_TMP/t3")" -eq 4 ] || fail "4 ranks ended by the verdict expected"
-grep -E "^ +4 +12 +4 +${CPIDS[4]} +7 .*  dead \(pid gone\)$" "$NCG_TMP/t3" >/dev/null || fail "rank 4 row"
+grep -E "^ +4 +12 +4 +${CPIDS[4]} +7/0 .*  dead \(pid gone\)$" "$NCG_TMP/t3" >/dev/null || fail "rank 4 row"
 [ "$(grep -c 'verdict' "$NCG_TMP/t3")" -eq 5 ] || fail "one verdict line expected"
 contains "$NCG_TMP/t3" "ncclguard: verdict on ranks 8-11 (comm ranks 0-3; 4 processes on this host): MISMATCH on comm 00000000000000c7: synthetic verdict; reports in /tmp"
 lacks "$NCG_TMP/t3" "MISMATCH on comm 00000000000000c7: MISMATCH"
