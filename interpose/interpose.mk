@@ -87,9 +87,15 @@ $(BUILD)/bench/percall: tests/bench/percall.c $(BUILD)/bench/null/libnccl.so.2
 	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BASE_LDFLAGS) -L$(BUILD)/bench/null -l:libnccl.so.2 \
 	    -Wl,-rpath,'$$ORIGIN/null' -lpthread
 
+# A do-nothing CUDA runtime: completion by events in the per-call benchmark.
+$(BUILD)/bench/mockcudart/libcudart.so: tests/bench/mockcudart.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -shared -o $@ $< $(BASE_LDFLAGS)
+TEST_BINS += $(BUILD)/bench/mockcudart/libcudart.so
+
 BENCH_TARGETS += bench-percall
 .PHONY: bench-percall
-bench-percall: $(BUILD)/libncclguard.so $(BUILD)/bench/percall
+bench-percall: $(BUILD)/libncclguard.so $(BUILD)/bench/percall $(BUILD)/bench/mockcudart/libcudart.so
 	tests/bench/percall.sh $(BUILD)
 
 -include $(wildcard $(BUILD)/obj/interpose/*.d $(BUILD)/tests/shim/*.d $(BUILD)/bench/*.d)
