@@ -132,7 +132,7 @@ int main(void)
     /* a failing runtime: back to RETURN, the call counts as completed */
     ncg_completion_set_cuda(&mock, NCG_CMODE_EVENTS);
     fail_record = 1;
-    sleep_ms(3);
+    sleep_ms(10); /* past the gap on the coarse clock */
     enq++;
     ncg_cev_after_call(&cev, base + 100, stream);
     EXPECT(ncg_cmode == NCG_CMODE_RETURN && s->coll_done == base + 100);
