@@ -78,7 +78,7 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
             outf(&o, "%s    %-48s on rank %s (#%" PRIu64 " of the pair)\n", P,
                  ncg_call_format(&v->calls[i].call, call, sizeof call), v->calls[i].ranks,
                  v->calls[i].call.seq);
-    } else if (v->detail[0] && v->kind != NCG_V_DEADLOCK) {
+    } else if (v->detail[0] && v->kind != NCG_V_DEADLOCK && v->kind != NCG_V_STUCK) {
         outf(&o, "%s  %s\n", P, v->detail);
     }
     for (const char *l = v->notes; l && *l;) { /* STUCK / DEADLOCK: one line each */
