@@ -347,11 +347,10 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
             x.rank = lc->rank;
             struct ncg_shm_record rec;
             uint64_t cnt = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
-            int slotted = v->kind == NCG_V_MISMATCH || v->kind == NCG_V_STUCK ||
-                          v->kind == NCG_V_DEADLOCK;
-            int64_t slot = slotted && v->slot >= 0 && (uint64_t)v->slot < cnt
-                               ? v->slot
-                               : (int64_t)cnt - 1;
+            int slotted =
+                v->kind == NCG_V_MISMATCH || v->kind == NCG_V_STUCK || v->kind == NCG_V_DEADLOCK;
+            int64_t slot =
+                slotted && v->slot >= 0 && (uint64_t)v->slot < cnt ? v->slot : (int64_t)cnt - 1;
             if (lc->shm && slot >= 0 &&
                 ncg_ring_read(lc->shm, NCG_RING_COLL, (uint64_t)slot, &rec) == 0) {
                 struct ncg_call c = {.seq = rec.seq,
@@ -657,9 +656,9 @@ static void client_report(uint64_t now)
         struct ncg_msg_report *r = &rep[lc->link].u.report;
         if (r->n < NCG_WIRE_MAX_COMMS) {
             uint64_t done = lc->shm ? ck_pr_load_64(&lc->shm->coll_done) : 0;
-            r->e[r->n++] = (struct ncg_report_entry){lc->id, (uint32_t)lc->nranks,
-                                                     (uint32_t)lc->rank, cnt, gr,
-                                                     done < cnt ? done : cnt, driver_tid(lc, cnt)};
+            r->e[r->n++] =
+                (struct ncg_report_entry){lc->id, (uint32_t)lc->nranks,    (uint32_t)lc->rank, cnt,
+                                          gr,     done < cnt ? done : cnt, driver_tid(lc, cnt)};
         }
         if (wt[lc->link].u.wait.n < NCG_WIRE_MAX_WAITS - 1)
             blocked_calls(lc, &wt[lc->link].u.wait);

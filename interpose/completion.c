@@ -35,8 +35,8 @@ void ncg_completion_init(void)
         return;
     }
     struct ncg_cuda_api a = {
-        .event_create_with_flags = (int (*)(void **, unsigned))dlsym(RTLD_DEFAULT,
-                                                                      "cudaEventCreateWithFlags"),
+        .event_create_with_flags =
+            (int (*)(void **, unsigned))dlsym(RTLD_DEFAULT, "cudaEventCreateWithFlags"),
         .event_record = (int (*)(void *, void *))dlsym(RTLD_DEFAULT, "cudaEventRecord"),
         .event_query = (int (*)(void *))dlsym(RTLD_DEFAULT, "cudaEventQuery"),
         .stream_query = (int (*)(void *))dlsym(RTLD_DEFAULT, "cudaStreamQuery"),
@@ -47,8 +47,8 @@ void ncg_completion_init(void)
         return;
     }
     int forced = ncg_cfg.completion == NCG_COMPL_EVENTS;
-    ncg_debug(1, "completion: CUDA runtime found; %s", forced ? "CUDA events (NCCLGUARD_COMPLETION)"
-                                                              : "probing whether NCCL is async");
+    ncg_debug(1, "completion: CUDA runtime found; %s",
+              forced ? "CUDA events (NCCLGUARD_COMPLETION)" : "probing whether NCCL is async");
     ncg_completion_set_cuda(&a, forced ? NCG_CMODE_EVENTS : NCG_CMODE_PROBE);
 }
 

@@ -31,11 +31,11 @@ extern int ncg_cmode; /* enum ncg_cmode; written once at activation (and by the 
 /* Event tracking of one communicator and kind (collective or p2p), inside struct ncg_comm.
  * Single producer (the thread driving the comm) and single consumer (the checker thread). */
 struct ncg_cev {
-    uint64_t *done;       /* the segment counter it advances (coll_done or p2p_done) */
-    void *stream;         /* stream of the latest call (cudaStream_t) */
-    uint64_t issued;      /* latest call's value (slot + 1): what a drained stream completes */
-    uint64_t last_ev_ns;  /* coarse clock of the latest event recorded */
-    uint64_t head, tail;  /* ring positions: producer advances head, consumer tail */
+    uint64_t *done;      /* the segment counter it advances (coll_done or p2p_done) */
+    void *stream;        /* stream of the latest call (cudaStream_t) */
+    uint64_t issued;     /* latest call's value (slot + 1): what a drained stream completes */
+    uint64_t last_ev_ns; /* coarse clock of the latest event recorded */
+    uint64_t head, tail; /* ring positions: producer advances head, consumer tail */
     void *ev[NCG_CEV_RING];
     uint64_t val[NCG_CEV_RING];
     void *spare[NCG_CEV_RING]; /* completed events, handed back to the producer */

@@ -45,7 +45,7 @@ struct ccomm {
     uint8_t done;             /* an error verdict was issued: no more checking */
     struct ncg_verdict *last; /* that verdict, for members that register later */
     uint8_t lag_warned;
-    uint64_t progress_ns; /* last time any member's count grew */
+    uint64_t progress_ns;  /* last time any member's count grew */
     uint64_t dprogress_ns; /* last time any member's completed count grew */
     uint64_t stuck_warned; /* 1 + the slot a STUCK warning was issued for, 0 none */
     /* comparison round */

@@ -14,10 +14,10 @@ struct ncg_coord_params {
     uint32_t interval_ms; /* clients' report period; paces pings and queries */
     double heartbeat_timeout_s;
     double lag_warn_s;
-    double lag_abort_s; /* 0: LAG stays a warning */
+    double lag_abort_s;   /* 0: LAG stays a warning */
     double stuck_warn_s;  /* STUCK warning after this long (0: none) */
     double stuck_abort_s; /* STUCK becomes an error (0: never) */
-    uint8_t embedded;   /* the coordinator runs inside a rank's process */
+    uint8_t embedded;     /* the coordinator runs inside a rank's process */
     int32_t global_rank;
     uint32_t pid;
     char host[64];

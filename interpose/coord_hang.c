@@ -120,8 +120,7 @@ static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_
               "desync: slot %" PRIu64 " is the same call on every rank\n",
               k);
     if (k)
-        hang_addf(notes, NCG_WIRE_NOTES, "last slot completed on every rank: %" PRIu64 "\n",
-                  k - 1);
+        hang_addf(notes, NCG_WIRE_NOTES, "last slot completed on every rank: %" PRIu64 "\n", k - 1);
     else
         hang_addf(notes, NCG_WIRE_NOTES, "last slot completed on every rank: none\n");
     hang_member_lines(co, c, k, notes, NCG_WIRE_NOTES);
@@ -134,9 +133,9 @@ static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_
 
 /* ---- DEADLOCK ---- */
 
-static void deadlock_issue(struct ncg_coord *co, const struct ncg_wf_wait *w,
-                           const size_t *wcomm, const struct ncg_wait_ent *const *went,
-                           const struct ncg_wf_step *st, long n)
+static void deadlock_issue(struct ncg_coord *co, const struct ncg_wf_wait *w, const size_t *wcomm,
+                           const struct ncg_wait_ent *const *went, const struct ncg_wf_step *st,
+                           long n)
 {
     char *notes = malloc(NCG_WIRE_NOTES);
     char call[192], comms[256] = "", who[128] = "";
@@ -155,8 +154,8 @@ static void deadlock_issue(struct ncg_coord *co, const struct ncg_wf_wait *w,
             gr[ng++] = c->m[w[st[i].wait].rank].grank;
     }
     ncg_ranks_compact(gr, ng, who, sizeof who);
-    hang_addf(notes, NCG_WIRE_NOTES, "cycle of %ld (each waits for the next, the last for the first):\n",
-              n);
+    hang_addf(notes, NCG_WIRE_NOTES,
+              "cycle of %ld (each waits for the next, the last for the first):\n", n);
     for (long i = 0; i < n; i++) {
         const struct ncg_wf_wait *x = &w[st[i].wait];
         const struct ncg_wait_ent *e = went[st[i].wait];
@@ -198,8 +197,8 @@ static void deadlock_issue(struct ncg_coord *co, const struct ncg_wf_wait *w,
                 mine[nm++] = (int32_t)w[st[j].wait].rank;
         ncg_ranks_compact(mine, nm, v->subject, sizeof v->subject);
         v->slot = w[st[i].wait].p2p ? -1 : (int64_t)w[st[i].wait].seq;
-        snprintf(v->detail, sizeof v->detail,
-                 "global ranks %s wait on each other across comms %s", who, comms);
+        snprintf(v->detail, sizeof v->detail, "global ranks %s wait on each other across comms %s",
+                 who, comms);
         ncg_verdict_set_notes(v, notes);
         verdict_issue(co, c, v);
     }
@@ -249,8 +248,8 @@ static void ncg_coord_check_deadlock(struct ncg_coord *co)
              * REPORT may have moved on since) */
             if (!e->p2p && co->comm[ci]->m[e->rank].done > e->call.seq)
                 continue;
-            w[nw] = (struct ncg_wf_wait){(uint32_t)i, e->tid, (uint32_t)ci, e->rank, e->p2p,
-                                         e->call.seq, e->call.root};
+            w[nw] = (struct ncg_wf_wait){(uint32_t)i, e->tid,      (uint32_t)ci, e->rank,
+                                         e->p2p,      e->call.seq, e->call.root};
             wcomm[nw] = ci;
             went[nw++] = e;
         }

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
-#define NCG_WIRE_VERSION 2u /* 2: completed counts and driver threads in REPORT, WAIT */
+#define NCG_WIRE_VERSION 2u        /* 2: completed counts and driver threads in REPORT, WAIT */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* verdicts carry per-rank arrays: 1 MiB bounds them */
 

@@ -29,7 +29,7 @@
         ncg_tls.depth++;                                                                           \
         ret r_ = real args;                                                                        \
         ncg_tls.depth--;                                                                           \
-        ncg_done_after_call((void *)stream); /* every recorded call has a stream parameter */     \
+        ncg_done_after_call((void *)stream); /* every recorded call has a stream parameter */      \
         return r_;                                                                                 \
     }
 #define NCG_WRAP_REC_COLL(ret, name, params, args, fail, fp)                                       \

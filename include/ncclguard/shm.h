@@ -11,7 +11,7 @@
 /* /dev/shm/ncclguard.<uid>.<pid>: created at the first communicator, unlinked at clean exit. */
 #define NCG_SHM_PREFIX "ncclguard."
 #define NCG_SHM_MAGIC 0x314452415547434eull /* "NCGUARD1" little-endian */
-#define NCG_SHM_LAYOUT_VERSION 2u /* 2: completion counters in the comm header */
+#define NCG_SHM_LAYOUT_VERSION 2u           /* 2: completion counters in the comm header */
 
 /* Communicators tracked per process (more are counted, not recorded), and the records kept per
  * communicator in its collective and send/recv rings (powers of two). */
@@ -103,11 +103,11 @@ struct ncg_shm_comm {
     /* Completion (layout 2). Written by the issuing thread when a call completes (synchronous
      * NCCL: when the call returns; in a group: at the outermost ncclGroupEnd's return), or by
      * the checker thread polling CUDA events (asynchronous NCCL, interpose/completion.c). */
-    uint64_t coll_done; /* collective slots completed: slots < coll_done are finished */
-    uint64_t p2p_done;  /* p2p records completed (index into the p2p ring, like p2p_seq) */
-    uint64_t coll_held; /* 0, or 1 + the first slot issued inside a group whose ncclGroupEnd
-                           has not been entered yet (issued, not launched: nobody waits on it) */
-    uint64_t p2p_held;  /* the same for p2p records */
+    uint64_t coll_done;   /* collective slots completed: slots < coll_done are finished */
+    uint64_t p2p_done;    /* p2p records completed (index into the p2p ring, like p2p_seq) */
+    uint64_t coll_held;   /* 0, or 1 + the first slot issued inside a group whose ncclGroupEnd
+                             has not been entered yet (issued, not launched: nobody waits on it) */
+    uint64_t p2p_held;    /* the same for p2p records */
     uint32_t creator_tid; /* thread that created the comm (its driver before any call) */
     uint32_t reserved2;
     uint64_t reserved3[3];

@@ -66,9 +66,8 @@ static void test_wire(void)
     m1.type = NCG_MSG_REPORT;
     m1.u.report.n = 3;
     for (int i = 0; i < 3; i++)
-        m1.u.report.e[i] =
-            (struct ncg_report_entry){0xabc + (uint64_t)i, 16, (uint32_t)i, 1000 + (uint64_t)i, i,
-                                      900 + (uint64_t)i, 77};
+        m1.u.report.e[i] = (struct ncg_report_entry){
+            0xabc + (uint64_t)i, 16, (uint32_t)i, 1000 + (uint64_t)i, i, 900 + (uint64_t)i, 77};
     roundtrip(&m1);
 
     memset(&m1, 0, sizeof m1);

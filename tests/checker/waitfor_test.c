@@ -29,8 +29,8 @@ static struct ncg_wf_wait coll(uint32_t proc, uint32_t tid, uint32_t comm, uint3
     return (struct ncg_wf_wait){proc, tid, comm, rank, 0, slot, -1};
 }
 
-static struct ncg_wf_wait p2p(uint32_t proc, uint32_t tid, uint32_t comm, uint32_t rank,
-                              uint64_t k, int32_t peer)
+static struct ncg_wf_wait p2p(uint32_t proc, uint32_t tid, uint32_t comm, uint32_t rank, uint64_t k,
+                              int32_t peer)
 {
     return (struct ncg_wf_wait){proc, tid, comm, rank, 1, k, peer};
 }
@@ -103,9 +103,9 @@ int main(void)
 
     /* 3 ranks, 3 comms in a ring: r0 on A then B, r1 on B then C, r2 on C then A */
     memset(c, 0, sizeof c);
-    member(&c[0], 0, 0, 1, 1), member(&c[0], 1, 2, 3, 0);         /* A = {r0, r2} */
-    member(&c[1], 0, 1, 2, 1), member(&c[1], 1, 0, 1, 0);         /* B = {r1, r0} */
-    member(&c[2], 0, 2, 3, 1), member(&c[2], 1, 1, 2, 0);         /* C = {r2, r1} */
+    member(&c[0], 0, 0, 1, 1), member(&c[0], 1, 2, 3, 0); /* A = {r0, r2} */
+    member(&c[1], 0, 1, 2, 1), member(&c[1], 1, 0, 1, 0); /* B = {r1, r0} */
+    member(&c[2], 0, 2, 3, 1), member(&c[2], 1, 1, 2, 0); /* C = {r2, r1} */
     w[0] = coll(0, 1, 0, 0, 0), w[1] = coll(1, 2, 1, 0, 0), w[2] = coll(2, 3, 2, 0, 0);
     check("3-cycle", w, 3, c, 3, 3);
     /* break it: r2 drives A from another thread (free to issue A's slot) */
@@ -165,7 +165,8 @@ int main(void)
         for (int b1 = 0; b1 < 3; b1++)
             for (int mask = 0; mask < 16; mask++) {
                 memset(c, 0, sizeof c);
-                uint64_t iss[2][2] = {{mask & 1, (mask >> 1) & 1}, {(mask >> 2) & 1, (mask >> 3) & 1}};
+                uint64_t iss[2][2] = {{mask & 1, (mask >> 1) & 1},
+                                      {(mask >> 2) & 1, (mask >> 3) & 1}};
                 for (int k = 0; k < 2; k++)
                     for (uint32_t r = 0; r < 2; r++)
                         member(&c[k], r, r, 10 + r, iss[k][r]);
