@@ -178,9 +178,9 @@ static void deadlock_issue(struct ncg_coord *co, const struct ncg_wf_wait *w, co
             hang_addf(notes, NCG_WIRE_NOTES, "whose thread is blocked in the next call\n");
         else
             hang_addf(notes, NCG_WIRE_NOTES,
-                      "which issued %" PRIu64 " slots on this comm; its thread is blocked in the "
-                      "next call\n",
-                      c->m[t].count);
+                      "which issued %" PRIu64 " and completed %" PRIu64
+                      " slots on this comm; its thread is blocked in the next call\n",
+                      c->m[t].count, c->m[t].done);
     }
     /* One verdict per communicator of the cycle: every member of each ends. */
     for (long i = 0; i < n; i++) {
@@ -229,7 +229,7 @@ static void ncg_coord_check_deadlock(struct ncg_coord *co)
             goto out;
         for (uint32_t r = 0; r < c->nranks; r++)
             mm[ci][r] = (struct ncg_wf_member){c->m[r].state == M_ACTIVE && !c->done,
-                                               (uint32_t)c->m[r].conn, c->m[r].tid, c->m[r].count};
+                                               (uint32_t)c->m[r].conn, c->m[r].tid, c->m[r].done};
         wc[ci] = (struct ncg_wf_comm){c->nranks, mm[ci]};
     }
     for (int i = 0; i < co->nconn; i++) {

@@ -1,5 +1,5 @@
 /* The wait-for graph (waitfor.h): threads as nodes, an edge per (blocked call, member that has
- * not issued its slot, blocked driver thread of that member), and an iterative depth-first
+ * not completed its slot, blocked driver thread of that member), and an iterative depth-first
  * search for one cycle. Pure; O(waits * members) edges. */
 #include "waitfor.h"
 
@@ -20,20 +20,25 @@ static size_t thread_of(const struct ncg_wf_wait *w, size_t nw, uint32_t proc, u
     return SIZE_MAX;
 }
 
-/* 1 when thread t (proc, tid) is blocked in a call other than x's own counterpart. */
+/* 1 when thread (proc, tid) is blocked in a call other than x's own counterpart (the same
+ * collective slot, or the matching half of x's send/recv: those complete together with x). */
 static int blocked_elsewhere(const struct ncg_wf_wait *w, size_t nw, const struct ncg_wf_wait *x,
                              uint32_t proc, uint32_t tid, uint32_t m)
 {
+    int other = 0;
     for (size_t j = 0; j < nw; j++) {
         const struct ncg_wf_wait *y = &w[j];
         if (y->proc != proc || y->tid != tid)
             continue;
-        /* The matching half of x's send/recv: the pair completes, nobody waits forever. */
+        /* Blocked in x's counterpart too (alone or in a group with other calls): it takes part
+         * in x, which can complete. */
         if (x->p2p && y->p2p && y->comm == x->comm && y->rank == m && y->peer == (int32_t)x->rank)
-            continue;
-        return 1;
+            return 0;
+        if (!x->p2p && !y->p2p && y->comm == x->comm && y->seq == x->seq)
+            return 0;
+        other = 1;
     }
-    return 0;
+    return other;
 }
 
 long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_wf_comm *comms,
@@ -68,8 +73,8 @@ long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_
         }
         for (uint32_t m = lo; m < hi; m++) {
             const struct ncg_wf_member *mb = &c->m[m];
-            if (m == x->rank || !mb->known || (!x->p2p && mb->issued > x->seq))
-                continue; /* itself, unknown, or it has issued the slot already */
+            if (m == x->rank || !mb->known || (!x->p2p && mb->done > x->seq))
+                continue; /* itself, unknown, or it has completed the slot already */
             size_t t = thread_of(w, nw, mb->proc, mb->tid, th);
             if (t == SIZE_MAX || t == th[i] || !blocked_elsewhere(w, nw, x, mb->proc, mb->tid, m))
                 continue; /* its driver thread is free to issue the call, or is this thread */

@@ -1,11 +1,13 @@
 /* The wait-for graph behind the DEADLOCK verdict, as pure logic (no sockets, threads or
  * clocks; unit-tested in tests/checker/waitfor_test.c). Nodes are application threads
  * (process, thread id). A thread blocked in a launched, incomplete call x on communicator C
- * waits for every member m of C that has not issued x's slot yet (collective), or for x's peer
- * (p2p). m issues on C from its driver thread (the issuer of m's latest call on C); if that
- * thread is itself blocked in another call y, m cannot issue x's slot until y completes: an
- * edge thread(x) -> thread(y). Every thread of a cycle waits on the next one forever (AND
- * model: a thread blocked in a group waits on all its calls), which is a deadlock. */
+ * waits for every member m of C that has not completed x's slot (collective), or for x's peer
+ * (p2p). m runs its calls on C in order on its driver thread (the issuer of m's latest call on
+ * C; a stream on a GPU); if that thread's oldest incomplete call y is another call, m cannot
+ * take part in x's slot until y completes: an edge thread(x) -> thread(y). Under synchronous
+ * semantics m has then not even issued the slot; under asynchronous ones (a GPU stream) it may
+ * have, queued behind y. Every thread of a cycle waits on the next one forever (AND model: a
+ * thread blocked in a group waits on all its calls), which is a deadlock. */
 #ifndef NCG_WAITFOR_H
 #define NCG_WAITFOR_H
 
@@ -25,10 +27,10 @@ struct ncg_wf_wait {
 
 /* What is known of member m of a communicator. */
 struct ncg_wf_member {
-    uint8_t known;   /* 0: never reported (no edge is ever drawn to it) */
-    uint32_t proc;   /* its process */
-    uint32_t tid;    /* the thread driving the comm there */
-    uint64_t issued; /* collective slots it has issued on the comm */
+    uint8_t known; /* 0: never reported (no edge is ever drawn to it) */
+    uint32_t proc; /* its process */
+    uint32_t tid;  /* the thread driving the comm there */
+    uint64_t done; /* collective slots it has completed on the comm */
 };
 
 struct ncg_wf_comm {

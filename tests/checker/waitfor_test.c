@@ -16,9 +16,9 @@ struct comm {
     struct ncg_wf_member m[MAXR];
 };
 
-static void member(struct comm *c, uint32_t r, uint32_t proc, uint32_t tid, uint64_t issued)
+static void member(struct comm *c, uint32_t r, uint32_t proc, uint32_t tid, uint64_t done)
 {
-    c->m[r] = (struct ncg_wf_member){1, proc, tid, issued};
+    c->m[r] = (struct ncg_wf_member){1, proc, tid, done};
     if (r + 1 > c->n)
         c->n = r + 1;
 }
@@ -73,31 +73,33 @@ int main(void)
 
     /* 2 ranks: rank 0 in WORLD slot 0 then DUP, rank 1 in DUP slot 0 then WORLD. */
     memset(c, 0, sizeof c);
-    member(&c[0], 0, 0, 100, 1), member(&c[0], 1, 1, 200, 0);
-    member(&c[1], 0, 0, 100, 0), member(&c[1], 1, 1, 200, 1);
+    member(&c[0], 0, 0, 100, 0), member(&c[0], 1, 1, 200, 0); /* completed counts */
+    member(&c[1], 0, 0, 100, 0), member(&c[1], 1, 1, 200, 0);
     w[0] = coll(0, 100, 0, 0, 0), w[1] = coll(1, 200, 1, 1, 0);
     check("inversion 2 ranks", w, 2, c, 2, 2);
+    /* the same on GPU streams: each rank has issued both comms' calls (queued behind its
+     * first), the counts of issued calls are equal, the heads of the streams differ */
+    check("asynchronous inversion", w, 2, c, 2, 2);
 
     /* the same, but the DUP comm is driven by a second thread on rank 0: no deadlock */
     c[1].m[0].tid = 101;
     check("threads own communicators", w, 2, c, 2, 0);
 
-    /* healthy: both ranks in WORLD slot 0 (issued everywhere) */
+    /* healthy: both ranks in WORLD slot 0 (the same call on both) */
     memset(c, 0, sizeof c);
-    member(&c[0], 0, 0, 100, 1), member(&c[0], 1, 1, 200, 1);
+    member(&c[0], 0, 0, 100, 0), member(&c[0], 1, 1, 200, 0);
     w[0] = coll(0, 100, 0, 0, 0), w[1] = coll(1, 200, 0, 1, 0);
     check("healthy slot", w, 2, c, 1, 0);
 
     /* LAG: rank 1 pauses before the barrier (not blocked): rank 0 waits, no cycle */
-    c[0].m[1].issued = 0;
     w[0] = coll(0, 100, 0, 0, 0);
     check("lag is not a deadlock", w, 1, c, 1, 0);
 
     /* unknown member: no edge to it */
     memset(c, 0, sizeof c);
-    member(&c[0], 0, 0, 100, 1);
+    member(&c[0], 0, 0, 100, 0);
     c[0].n = 2;
-    member(&c[1], 0, 0, 100, 0), member(&c[1], 1, 1, 200, 1);
+    member(&c[1], 0, 0, 100, 0), member(&c[1], 1, 1, 200, 0);
     w[0] = coll(0, 100, 0, 0, 0), w[1] = coll(1, 200, 1, 1, 0);
     check("unknown member", w, 2, c, 2, 0);
 
@@ -116,8 +118,8 @@ int main(void)
      * ranks 2-7 in WORLD (waiting on rank 1, not part of the cycle) */
     memset(c, 0, sizeof c);
     for (uint32_t r = 0; r < 8; r++)
-        member(&c[0], r, r, 1000 + r, r == 1 ? 5 : 6);
-    member(&c[1], 0, 0, 1000, 5), member(&c[1], 1, 1, 1001, 6);
+        member(&c[0], r, r, 1000 + r, 5);
+    member(&c[1], 0, 0, 1000, 5), member(&c[1], 1, 1, 1001, 5);
     nw = 0;
     for (uint32_t r = 0; r < 8; r++)
         w[nw++] = r == 1 ? coll(1, 1001, 1, 1, 5) : coll(r, 1000 + r, 0, r, 5);
@@ -126,7 +128,7 @@ int main(void)
     /* p2p: rank 0 sends to rank 1 on A, then AllReduce on B; rank 1 AllReduce on B first */
     memset(c, 0, sizeof c);
     member(&c[0], 0, 0, 100, 0), member(&c[0], 1, 1, 200, 0);
-    member(&c[1], 0, 0, 100, 0), member(&c[1], 1, 1, 200, 1);
+    member(&c[1], 0, 0, 100, 0), member(&c[1], 1, 1, 200, 0);
     w[0] = p2p(0, 100, 0, 0, 0, 1), w[1] = coll(1, 200, 1, 1, 0);
     check("p2p then collective", w, 2, c, 2, 2);
     /* the matching recv is posted: the pair completes */
@@ -142,15 +144,15 @@ int main(void)
     /* a group: rank 0 blocked in {A slot 0, B slot 0} (issued both), rank 1 blocked in A
      * slot 0 and has not issued B yet: rank 1's A completes, no cycle */
     memset(c, 0, sizeof c);
-    member(&c[0], 0, 0, 100, 1), member(&c[0], 1, 1, 200, 1);
-    member(&c[1], 0, 0, 100, 1), member(&c[1], 1, 1, 200, 0);
+    member(&c[0], 0, 0, 100, 0), member(&c[0], 1, 1, 200, 0);
+    member(&c[1], 0, 0, 100, 0), member(&c[1], 1, 1, 200, 0);
     w[0] = coll(0, 100, 0, 0, 0), w[1] = coll(0, 100, 1, 0, 0), w[2] = coll(1, 200, 0, 1, 0);
     check("group over two comms", w, 3, c, 2, 0);
 
     /* several ranks in one process, one thread each (InitAll-like): thread ids differ */
     memset(c, 0, sizeof c);
-    member(&c[0], 0, 7, 1, 1), member(&c[0], 1, 7, 2, 0);
-    member(&c[1], 0, 7, 1, 0), member(&c[1], 1, 7, 2, 1);
+    member(&c[0], 0, 7, 1, 0), member(&c[0], 1, 7, 2, 0);
+    member(&c[1], 0, 7, 1, 0), member(&c[1], 1, 7, 2, 0);
     w[0] = coll(7, 1, 0, 0, 0), w[1] = coll(7, 2, 1, 1, 0);
     check("one process, two threads", w, 2, c, 2, 2);
 
@@ -159,24 +161,25 @@ int main(void)
     w[0] = coll(0, 1, 9, 0, 0), w[1] = coll(0, 1, 0, 9, 0);
     check("bad indexes", w, 2, c, 2, 0);
 
-    /* exhaustive: 2 ranks x 2 comms x every (issued, blocked-on) combination; a cycle exactly
-     * when each rank is blocked on the comm the other has not issued. */
+    /* exhaustive: 2 ranks x 2 comms x every (completed, blocked-on) combination; a cycle
+     * exactly when the ranks are blocked on different comms, each on a slot the other has not
+     * completed (a rank is blocked only in a slot it has not completed itself). */
     for (int b0 = 0; b0 < 3; b0++)
         for (int b1 = 0; b1 < 3; b1++)
             for (int mask = 0; mask < 16; mask++) {
                 memset(c, 0, sizeof c);
-                uint64_t iss[2][2] = {{mask & 1, (mask >> 1) & 1},
-                                      {(mask >> 2) & 1, (mask >> 3) & 1}};
+                uint64_t dn[2][2] = {{mask & 1, (mask >> 1) & 1},
+                                     {(mask >> 2) & 1, (mask >> 3) & 1}}; /* [comm][rank] */
                 for (int k = 0; k < 2; k++)
                     for (uint32_t r = 0; r < 2; r++)
-                        member(&c[k], r, r, 10 + r, iss[k][r]);
+                        member(&c[k], r, r, 10 + r, dn[k][r]);
                 nw = 0;
                 int blk[2] = {b0, b1}; /* 0: not blocked, 1: on comm 0, 2: on comm 1 */
                 for (uint32_t r = 0; r < 2; r++)
-                    if (blk[r] && iss[blk[r] - 1][r]) /* blocked only in a call it issued */
+                    if (blk[r] && !dn[blk[r] - 1][r])
                         w[nw++] = coll(r, 10 + r, (uint32_t)blk[r] - 1, r, 0);
                 int want = 0;
-                if (nw == 2 && blk[0] != blk[1] && !iss[blk[0] - 1][1] && !iss[blk[1] - 1][0])
+                if (nw == 2 && blk[0] != blk[1] && !dn[blk[0] - 1][1] && !dn[blk[1] - 1][0])
                     want = 2;
                 char name[64];
                 snprintf(name, sizeof name, "exhaustive b=%d,%d mask=%x", b0, b1, mask);
