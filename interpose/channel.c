@@ -411,6 +411,8 @@ int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or
                                   .heartbeat_timeout_s = env_d("NCCLGUARD_HEARTBEAT_TIMEOUT_S", 10),
                                   .lag_warn_s = env_d("NCCLGUARD_LAG_WARN_S", 60),
                                   .lag_abort_s = env_d("NCCLGUARD_LAG_ABORT_S", 0),
+                                  .stuck_warn_s = env_d("NCCLGUARD_STUCK_WARN_S", 60),
+                                  .stuck_abort_s = env_d("NCCLGUARD_STUCK_ABORT_S", 0),
                                   .embedded = 0,
                                   .global_rank = -1,
                                   .pid = (uint32_t)getpid()};

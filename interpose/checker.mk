@@ -1,6 +1,7 @@
 # The checker (issue 4): sources linked into libncclguard.so (appended to SHIM_SRCS before
 # interpose.mk builds it), its unit and end-to-end test programs, the demo and its benchmark.
-CHECKER_PURE_SRCS := interpose/wire.c interpose/verdict.c interpose/coord.c interpose/diag.c
+CHECKER_PURE_SRCS := interpose/wire.c interpose/verdict.c interpose/coord.c interpose/diag.c \
+                     interpose/waitfor.c
 # The status endpoint (issue 12): its parser and renderers are pure, the server is http.c.
 HTTP_PURE_SRCS := interpose/http_parse.c interpose/metrics.c
 SHIM_SRCS += interpose/checker.c interpose/client.c interpose/channel.c interpose/action.c \
@@ -11,7 +12,7 @@ CHK_OUT = $(BUILD)/tests/checker
 CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps
 
 # Unit tests of the pure parts (wire, verdicts, compact lists, coordinator state machine).
-$(CHK_OUT)/unit: tests/checker/unit.c $(CHECKER_PURE_SRCS) $(wildcard interpose/*.h)
+$(CHK_OUT)/unit: tests/checker/unit.c $(CHECKER_PURE_SRCS) $(wildcard interpose/*.h) interpose/coord_hang.c
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/unit.c $(CHECKER_PURE_SRCS)
 
@@ -37,8 +38,14 @@ $(CHK_OUT)/scen: tests/checker/scen.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
 # A raw TCP client for the "garbage / wrong token" tests.
 $(CHK_OUT)/rawconn: tests/checker/rawconn.c interpose/wire.c interpose/verdict.c interpose/coord.c
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/wire.c interpose/verdict.c interpose/coord.c
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/wire.c interpose/verdict.c interpose/coord.c interpose/waitfor.c
 
+# The wait-for graph alone (DEADLOCK).
+$(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c interpose/waitfor.c interpose/waitfor.h
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/waitfor_test.c interpose/waitfor.c
+
+TEST_BINS += $(CHK_OUT)/waitfor_test
 TEST_BINS += $(CHK_OUT)/unit $(CHK_OUT)/fuzz_wire $(CHK_OUT)/scen $(CHK_OUT)/rawconn
 
 demo: all
@@ -52,7 +59,7 @@ BENCH_TARGETS += bench-detect
 # The status endpoint's tests (issue 12): parser, renderers and server state machine; parser
 # fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
 HTTP_TEST_SRCS := $(HTTP_PURE_SRCS) interpose/http.c interpose/channel.c interpose/coord.c \
-                  interpose/wire.c interpose/verdict.c interpose/cli/json.c
+                  interpose/wire.c interpose/verdict.c interpose/waitfor.c interpose/cli/json.c
 $(CHK_OUT)/http_unit: tests/checker/http_unit.c $(HTTP_TEST_SRCS) $(wildcard interpose/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/checker/http_unit.c $(HTTP_TEST_SRCS)
@@ -70,10 +77,10 @@ fuzz-http:
 
 # The endpoint's cost to the checker at 1,024 simulated ranks (BENCHMARKS.md).
 $(BUILD)/bench/httpbench: tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/http.c interpose/channel.c \
-                          interpose/coord.c interpose/wire.c interpose/verdict.c $(wildcard interpose/*.h)
+                          interpose/coord.c interpose/wire.c interpose/verdict.c interpose/waitfor.c $(wildcard interpose/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/http.c \
-	  interpose/channel.c interpose/coord.c interpose/wire.c interpose/verdict.c
+	  interpose/channel.c interpose/coord.c interpose/wire.c interpose/verdict.c interpose/waitfor.c
 TEST_BINS += $(BUILD)/bench/httpbench
 .PHONY: bench-http
 bench-http: $(BUILD)/bench/httpbench

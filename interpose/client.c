@@ -26,6 +26,7 @@
 #include "channel.h"
 #include "client.h"
 #include "comm.h"
+#include "completion.h"
 #include "config.h"
 #include "coord.h"
 #include "diag.h"
@@ -55,6 +56,7 @@ struct link {
     uint64_t token;
     uint64_t start_ns, last_rx_ns;
     struct ncg_msg_welcome w;
+    uint8_t waited; /* the last WAIT sent was not empty (an empty one clears it) */
 };
 
 struct lcomm {
@@ -68,6 +70,7 @@ struct lcomm {
     uint64_t peer_final; /* the coordinator's process left this comm at this count */
     uint8_t removed;
     unsigned char uid[NCCL_UNIQUE_ID_BYTES];
+    uint64_t blocked_prev[2]; /* 1 + the oldest incomplete slot / p2p index seen last report */
 };
 
 static struct {
@@ -316,7 +319,8 @@ static int is_stuck_verdict(const struct ncg_verdict *v)
     if (v->kind == NCG_V_LAG)
         return ncg_cfg.action == NCG_ACTION_ABORT;
     return v->kind == NCG_V_MISMATCH || v->kind == NCG_V_P2P_MISMATCH ||
-           v->kind == NCG_V_RANK_DIED || v->kind == NCG_V_RANK_EXITED;
+           v->kind == NCG_V_RANK_DIED || v->kind == NCG_V_RANK_EXITED || v->kind == NCG_V_STUCK ||
+           v->kind == NCG_V_DEADLOCK;
 }
 
 static void apply_verdict(struct ncg_verdict *v, uint64_t now)
@@ -344,9 +348,10 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
             x.rank = lc->rank;
             struct ncg_shm_record rec;
             uint64_t cnt = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
-            int64_t slot = v->kind == NCG_V_MISMATCH && v->slot >= 0 && (uint64_t)v->slot < cnt
-                               ? v->slot
-                               : (int64_t)cnt - 1;
+            int slotted =
+                v->kind == NCG_V_MISMATCH || v->kind == NCG_V_STUCK || v->kind == NCG_V_DEADLOCK;
+            int64_t slot =
+                slotted && v->slot >= 0 && (uint64_t)v->slot < cnt ? v->slot : (int64_t)cnt - 1;
             if (lc->shm && slot >= 0 &&
                 ncg_ring_read(lc->shm, NCG_RING_COLL, (uint64_t)slot, &rec) == 0) {
                 struct ncg_call c = {.seq = rec.seq,
@@ -534,15 +539,73 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
     }
 }
 
+/* The thread driving a comm here: the issuer of its latest call, else its creator. */
+static uint32_t driver_tid(const struct lcomm *lc, uint64_t cnt)
+{
+    struct ncg_shm_record rc, rp;
+    if (!lc->shm)
+        return 0;
+    uint64_t pc = ck_pr_load_64(&lc->shm->p2p_seq);
+    int hc = cnt && ncg_ring_read(lc->shm, NCG_RING_COLL, cnt - 1, &rc) == 0;
+    int hp = pc && ncg_ring_read(lc->shm, NCG_RING_P2P, pc - 1, &rp) == 0;
+    if (hp && (!hc || rp.t_ns > rc.t_ns))
+        return rp.tid;
+    return hc ? rc.tid : lc->shm->creator_tid;
+}
+
+/* Adds the oldest launched, incomplete collective and p2p call of lc to w when it was already
+ * the oldest one at the previous report (blocked for at least an interval). Checker thread,
+ * G.lk held. */
+static void blocked_calls(struct lcomm *lc, struct ncg_msg_wait *w)
+{
+    static struct {
+        uint64_t id, key;
+        char site[NCG_WIRE_SITE];
+    } cache[NCG_WIRE_MAX_WAITS]; /* call sites symbolized once per blocked call */
+    if (!lc->shm)
+        return;
+    for (int p2p = 0; p2p < 2; p2p++) {
+        const struct ncg_shm_comm *s = lc->shm;
+        uint64_t iss = ck_pr_load_64(p2p ? &s->p2p_seq : &s->coll_seq);
+        uint64_t held = ck_pr_load_64(p2p ? &s->p2p_held : &s->coll_held);
+        uint64_t done = ck_pr_load_64(p2p ? &s->p2p_done : &s->coll_done);
+        uint64_t launched = held && held - 1 < iss ? held - 1 : iss;
+        uint64_t key = done < launched ? done + 1 : 0;
+        uint64_t prev = lc->blocked_prev[p2p];
+        lc->blocked_prev[p2p] = key;
+        struct ncg_shm_record r;
+        if (!key || key != prev ||
+            ncg_ring_read(s, p2p ? NCG_RING_P2P : NCG_RING_COLL, key - 1, &r) != 0)
+            continue;
+        struct ncg_wait_ent *e = &w->w[w->n++];
+        memset(e, 0, sizeof *e);
+        e->comm_id = lc->id;
+        e->rank = (uint32_t)lc->rank;
+        e->tid = r.tid;
+        e->p2p = (uint8_t)p2p;
+        e->call = (struct ncg_call){r.seq, r.count, r.root_or_peer, r.func, r.dtype, r.redop};
+        unsigned h = (unsigned)((lc->id ^ (key * 2 + (uint64_t)p2p)) % NCG_WIRE_MAX_WAITS);
+        if (cache[h].id != lc->id || cache[h].key != key * 2 + (uint64_t)p2p) {
+            cache[h].id = lc->id;
+            cache[h].key = key * 2 + (uint64_t)p2p;
+            ncg_symbolize(r.caller_pc, cache[h].site, sizeof cache[h].site);
+        }
+        memcpy(e->site, cache[h].site, sizeof e->site);
+    }
+}
+
 /* Periodic: REPORT (heartbeat + counts), P2P records, GOODBYEs of removed comms; local RANK
  * EXITED against a coordinator process that left. */
 static void client_report(uint64_t now)
 {
-    static struct ncg_msg rep[MAX_LINKS], p2p, bye[MAX_LINKS];
+    static struct ncg_msg rep[MAX_LINKS], p2p, bye[MAX_LINKS], wt[MAX_LINKS];
     int32_t gr = global_rank();
+    ncg_completion_poll(); /* asynchronous NCCL: advance the done counters first */
     for (int i = 0; i < G.nlink; i++) {
         memset(&rep[i], 0, sizeof rep[i]);
         rep[i].type = NCG_MSG_REPORT;
+        wt[i].type = NCG_MSG_WAIT;
+        wt[i].u.wait.n = 0;
         memset(&bye[i], 0, sizeof bye[i]);
         bye[i].type = NCG_MSG_GOODBYE;
     }
@@ -592,9 +655,14 @@ static void client_report(uint64_t now)
             continue;
         }
         struct ncg_msg_report *r = &rep[lc->link].u.report;
-        if (r->n < NCG_WIRE_MAX_COMMS)
-            r->e[r->n++] = (struct ncg_report_entry){lc->id, (uint32_t)lc->nranks,
-                                                     (uint32_t)lc->rank, cnt, gr};
+        if (r->n < NCG_WIRE_MAX_COMMS) {
+            uint64_t done = lc->shm ? ck_pr_load_64(&lc->shm->coll_done) : 0;
+            r->e[r->n++] =
+                (struct ncg_report_entry){lc->id, (uint32_t)lc->nranks,    (uint32_t)lc->rank, cnt,
+                                          gr,     done < cnt ? done : cnt, driver_tid(lc, cnt)};
+        }
+        if (wt[lc->link].u.wait.n < NCG_WIRE_MAX_WAITS - 1)
+            blocked_calls(lc, &wt[lc->link].u.wait);
         i++;
     }
     pthread_mutex_unlock(&G.lk);
@@ -604,6 +672,9 @@ static void client_report(uint64_t now)
         if (bye[i].u.goodbye.n)
             link_send(&G.link[i], &bye[i]);
         link_send(&G.link[i], &rep[i]);
+        if (wt[i].u.wait.n || G.link[i].waited) /* after the REPORT: counts first */
+            link_send(&G.link[i], &wt[i]);
+        G.link[i].waited = wt[i].u.wait.n != 0;
     }
     /* p2p after the reports: the coordinator matches records only from registered members */
     pthread_mutex_lock(&G.lk);
@@ -938,6 +1009,8 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
                                       .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
                                       .lag_warn_s = ncg_cfg.lag_warn_s,
                                       .lag_abort_s = ncg_cfg.lag_abort_s,
+                                      .stuck_warn_s = ncg_cfg.stuck_warn_s,
+                                      .stuck_abort_s = ncg_cfg.stuck_abort_s,
                                       .embedded = 1,
                                       .global_rank = global_rank(),
                                       .pid = (uint32_t)getpid()};

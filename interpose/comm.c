@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "checker.h"
+#include "completion.h"
 #include "hash.h"
 #include "log.h"
 #include "ring.h"
@@ -144,8 +145,11 @@ static void ncg_comm_complete(struct ncg_comm *c)
         c->p2p_recv = calloc((size_t)c->nranks, sizeof *c->p2p_recv);
     }
     c->shm = ncg_shm_comm_alloc();
-    if (c->shm) /* else ncg_shm_comm_alloc said why, once */
+    if (c->shm) { /* else ncg_shm_comm_alloc said why, once */
         ncg_shm_comm_publish(c->shm, c->id, c->parent_id, c->origin, c->rank, c->nranks);
+        c->cev[0].done = &c->shm->coll_done;
+        c->cev[1].done = &c->shm->p2p_done;
+    }
     /* Counters and slot before pending clears: the hot path reads them after seeing 0. */
     ck_pr_fence_store();
     ck_pr_store_int(&c->pending, 0);
@@ -333,10 +337,14 @@ ncclResult_t ncg_hook_ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
      * same reason the split takes the next slot on the parent (colors differ by design, so only
      * the function is compared): a rank splitting while its peers are in a collective is a
      * MISMATCH, not a silent hang. */
-    if (p && ncg_record_coll(ncg_tls.pc, NCG_F_COMMSPLIT, 0, 0, NCG_NO_OP, -1, comm) < 0)
+    if (p && ncg_record_coll(ncg_tls.pc, NCG_F_COMMSPLIT, 0, 0, NCG_NO_OP, -1, comm, NULL) < 0)
         return ncclRemoteError; /* the parent was failed by a verdict (soft action) */
     uint64_t k = p ? __atomic_fetch_add(&p->split_count, 1, __ATOMIC_RELAXED) : 0;
     ncclResult_t r = NCG_REAL(ncclCommSplit)(comm, color, key, newcomm, config);
+    if (ncg_tls.done_at) { /* the split's slot: host-synchronous, done when it returns */
+        ck_pr_store_64(ncg_tls.done_at, ncg_tls.done_val);
+        ncg_tls.done_at = NULL;
+    }
     if (p && ncg_made(r) && color != NCCL_SPLIT_NOCOLOR && newcomm && *newcomm)
         ncg_add_child(*newcomm, p, ncg_split_id(p->id, k, color), NCG_ORIGIN_SPLIT);
     return r;
@@ -402,10 +410,12 @@ static inline uint32_t ncg_redop_class(int op)
     return (unsigned)op < (unsigned)ncclNumOps ? (uint32_t)op : NCG_REDOP_USER;
 }
 
+/* The record's timestamp: the coarse clock (tick resolution, a few ms) costs a few ns in the
+ * vDSO where the exact one costs ~22 ns (kvm-clock); BENCHMARKS.md "Per-call cost". */
 static inline uint64_t ncg_clock_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no syscall */
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* vDSO: no syscall */
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -425,7 +435,7 @@ static inline struct ncg_comm *ncg_comm_for_call(ncclComm_t comm, int *failed)
 }
 
 int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, int root,
-                    ncclComm_t comm)
+                    ncclComm_t comm, void *stream)
 {
     int failed = 0;
     struct ncg_comm *c = ncg_comm_for_call(comm, &failed);
@@ -445,9 +455,17 @@ int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, in
     if (!s)
         return 0;
     uint64_t now = ncg_clock_ns();
+    int grouped = ncg_tls.group > 0;
     ncg_ring_put_fields(&s->coll[slot & (NCG_COLL_RING - 1)], slot, slot, count, next[1],
                         (uint64_t)(uintptr_t)pc, now, ncg_tid(), root, func, (uint32_t)dtype, redop,
-                        ncg_tls.group > 0 ? NCG_REC_IN_GROUP : 0);
+                        grouped ? NCG_REC_IN_GROUP : 0);
+    if (__builtin_expect(grouped, 0)) {
+        ncg_group_note(s, c->cev, 0, slot, stream);
+    } else {
+        ncg_tls.done_at = &s->coll_done; /* completed when it returns (completion.h) */
+        ncg_tls.done_val = slot + 1;
+        ncg_tls.done_cev = &c->cev[0];
+    }
     /* The record before the count that announces it. A plain store, not an atomic add: NCCL
      * forbids concurrent calls on one comm, so calls on a comm are ordered and slot + 1 is the
      * count; racing misuse can only make the count lag until the comm's next call. */
@@ -457,7 +475,8 @@ int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, in
     return 0;
 }
 
-int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, ncclComm_t comm)
+int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, ncclComm_t comm,
+                   void *stream)
 {
     int failed = 0;
     struct ncg_comm *c = ncg_comm_for_call(comm, &failed);
@@ -472,10 +491,18 @@ int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, n
         return 0;
     uint64_t now = ncg_clock_ns();
     uint64_t idx = ck_pr_faa_64(&s->p2p_seq, 1);
+    int grouped = ncg_tls.group > 0;
     ncg_ring_put_fields(&s->p2p[idx & (NCG_P2P_RING - 1)], idx, k, count,
                         ncg_fingerprint(func, count, (uint32_t)dtype, NCG_REDOP_NONE, peer),
                         (uint64_t)(uintptr_t)pc, now, ncg_tid(), peer, func, (uint32_t)dtype,
-                        NCG_REDOP_NONE, ncg_tls.group > 0 ? NCG_REC_IN_GROUP : 0);
+                        NCG_REDOP_NONE, grouped ? NCG_REC_IN_GROUP : 0);
+    if (grouped) {
+        ncg_group_note(s, c->cev, 1, idx, stream);
+    } else {
+        ncg_tls.done_at = &s->p2p_done;
+        ncg_tls.done_val = idx + 1;
+        ncg_tls.done_cev = &c->cev[1];
+    }
     ck_pr_store_64(&s->last_ns, now);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include "ncclguard/nccl_abi.h"
 #include "ncclguard/shm.h"
+#include "completion.h"
 
 struct ncg_comm {
     ncclComm_t handle;  /* the real communicator */
@@ -28,9 +29,10 @@ struct ncg_comm {
     uint64_t split_count;  /* ncclCommSplit calls on this comm (NOCOLOR included) */
     uint64_t shrink_count; /* ncclCommShrink calls on this comm */
     uint64_t created_ns;
-    int pending; /* rank/nranks not known yet (nonblocking split/shrink child):
-                    not recorded, not in the segment, checker not told, until ready */
-    int removed; /* finalized/destroyed/aborted: the checker was told once */
+    int pending;           /* rank/nranks not known yet (nonblocking split/shrink child):
+                              not recorded, not in the segment, checker not told, until ready */
+    int removed;           /* finalized/destroyed/aborted: the checker was told once */
+    struct ncg_cev cev[2]; /* completion by CUDA events: [0] collectives, [1] p2p */
 };
 
 #endif

@@ -14,7 +14,8 @@
     {                                                                                              \
         .enabled = 1, .check = 1, .action = NCG_ACTION_ABORT, .coord = "", .interval_ms = 100,     \
         .heartbeat_timeout_s = 10.0, .lag_warn_s = 60.0, .lag_abort_s = 0.0, .report_dir = ".",    \
-        .shm = 1, .verbose = 0, .stacks = 1,                                                       \
+        .shm = 1, .verbose = 0, .stacks = 1, .stuck_warn_s = 60.0, .stuck_abort_s = 0.0,           \
+        .completion = NCG_COMPL_AUTO,                                                              \
     }
 
 struct ncg_config ncg_cfg = NCG_CONFIG_DEFAULTS;
@@ -208,5 +209,19 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
         const char *why;
         if (!ncg_http_spec(v, cfg->http, sizeof cfg->http, &why))
             ncg_bad(&p, "NCCLGUARD_HTTP", v, why, "off");
+    }
+
+    /* hangs that are not desyncs: STUCK thresholds, how completion is learned */
+    ncg_parse_secs(&p, "NCCLGUARD_STUCK_WARN_S", 0.0, 0, &cfg->stuck_warn_s);
+    ncg_parse_secs(&p, "NCCLGUARD_STUCK_ABORT_S", 0.0, 0, &cfg->stuck_abort_s);
+    if ((v = ncg_val(&p, "NCCLGUARD_COMPLETION"))) {
+        if (!strcasecmp(v, "auto"))
+            cfg->completion = NCG_COMPL_AUTO;
+        else if (!strcasecmp(v, "return"))
+            cfg->completion = NCG_COMPL_RETURN;
+        else if (!strcasecmp(v, "events"))
+            cfg->completion = NCG_COMPL_EVENTS;
+        else
+            ncg_bad(&p, "NCCLGUARD_COMPLETION", v, "expected auto, return or events", "auto");
     }
 }

@@ -29,7 +29,14 @@ struct ncg_config {
     int verbose; /* NCCLGUARD_VERBOSE=0|1|2 */
     int stacks;  /* NCCLGUARD_STACKS=0: no stack of the stuck thread in diagnostics (default 1) */
     char http[256]; /* NCCLGUARD_HTTP: status endpoint "host:port" (port 0: any), "" = off */
+    /* hangs that are not desyncs (issue 10) */
+    double stuck_warn_s;  /* NCCLGUARD_STUCK_WARN_S (default 60; 0 = no STUCK warning) */
+    double stuck_abort_s; /* NCCLGUARD_STUCK_ABORT_S (default 0 = never an error) */
+    int completion;       /* NCCLGUARD_COMPLETION: enum ncg_completion_cfg (default auto) */
 };
+
+/* NCCLGUARD_COMPLETION values: how a call's completion is learned (interpose/completion.h). */
+enum ncg_completion_cfg { NCG_COMPL_AUTO = 0, NCG_COMPL_RETURN = 1, NCG_COMPL_EVENTS = 2 };
 
 /* Looks a variable up; returns NULL when unset. */
 typedef const char *(*ncg_getenv_fn)(const char *name, void *arg);

@@ -4,12 +4,14 @@
  * liveness, goodbyes, LAG. Every verdict is sent to the affected comm's live members. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "coord.h"
 #include "ncclguard/shm.h"
 #include "verdict.h"
+#include "waitfor.h"
 
 enum { M_UNKNOWN = 0, M_ACTIVE = 1, M_GONE = 2, M_DEAD = 3 };
 
@@ -24,6 +26,8 @@ struct cmember {
     double rate;
     uint32_t pid; /* of the process that registered it, kept after its connection ends */
     char host[64];
+    uint64_t done; /* slots completed (v2) */
+    uint32_t tid;  /* the thread driving the comm in that process */
 };
 
 #define P2P_BUCKETS 1024u
@@ -46,7 +50,9 @@ struct ccomm {
     uint8_t done;             /* an error verdict was issued: no more checking */
     struct ncg_verdict *last; /* that verdict, for members that register later */
     uint8_t lag_warned;
-    uint64_t progress_ns; /* last time any member's count grew */
+    uint64_t progress_ns;  /* last time any member's count grew */
+    uint64_t dprogress_ns; /* last time any member's completed count grew */
+    uint64_t stuck_warned; /* 1 + the slot a STUCK warning was issued for, 0 none */
     /* comparison round */
     uint8_t q_active, q_mode, q_narrow;
     uint32_t qid, qn;
@@ -64,6 +70,9 @@ struct cconn {
     uint32_t pid;
     int32_t grank;
     char host[64];
+    struct ncg_wait_ent *waits; /* the calls its threads are blocked in (latest WAIT) */
+    uint32_t nwaits;
+    uint64_t wait_gen; /* WAITs received */
 };
 
 struct ncg_coord {
@@ -76,6 +85,12 @@ struct ncg_coord {
     uint32_t next_qid;
     uint64_t last_ping_ns, last_sweep_ns, last_tick_ns;
     struct ncg_coord_stats st;
+    /* DEADLOCK: a cycle seen once is confirmed by a second sighting after every process in it
+     * sent a newer WAIT (so they were all blocked in those calls at the same moment). */
+    uint64_t dl_sig;
+    uint32_t dl_n;
+    int dl_conn[NCG_WIRE_MAX_CALLS * 8];
+    uint64_t dl_gen[NCG_WIRE_MAX_CALLS * 8];
 };
 
 uint64_t ncg_token_hash(const char *s)
@@ -129,6 +144,8 @@ void ncg_coord_free(struct ncg_coord *co)
     for (size_t i = 0; i < co->ncomm; i++)
         comm_free(co->comm[i]);
     free(co->comm);
+    for (int i = 0; i < co->nconn; i++)
+        free(co->conn[i].waits);
     free(co->conn);
     free(co);
 }
@@ -160,6 +177,7 @@ void ncg_coord_connected(struct ncg_coord *co, int conn, uint64_t now_ns)
         co->conn = nc;
         co->nconn = n;
     }
+    free(co->conn[conn].waits);
     memset(&co->conn[conn], 0, sizeof co->conn[conn]);
     co->conn[conn].used = 1;
     co->conn[conn].since_ns = co->conn[conn].last_rx_ns = now_ns;
@@ -479,8 +497,10 @@ static void forget_conn(struct ncg_coord *co, int conn)
             }
         round_check(co, c);
     }
-    if (conn >= 0 && conn < co->nconn)
+    if (conn >= 0 && conn < co->nconn) {
+        free(co->conn[conn].waits);
         memset(&co->conn[conn], 0, sizeof co->conn[conn]);
+    }
 }
 
 static void drop(struct ncg_coord *co, int conn)
@@ -523,7 +543,9 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
             mb->rate_c0 = e->count;
             mb->pid = cc->pid;
             memcpy(mb->host, cc->host, sizeof mb->host);
-            c->progress_ns = now_ns;
+            mb->done = e->done;
+            mb->tid = e->tid;
+            c->progress_ns = c->dprogress_ns = now_ns;
             if (c->done && c->last) { /* too late for the verdict: it still concerns this rank */
                 struct ncg_msg m = {.type = NCG_MSG_VERDICT};
                 m.u.verdict = c->last;
@@ -537,7 +559,26 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
             mb->count = e->count;
             c->progress_ns = mb->progress_ns = now_ns;
         }
+        if (e->done > mb->done) {
+            mb->done = e->done;
+            c->dprogress_ns = now_ns;
+        }
+        mb->tid = e->tid;
     }
+}
+
+static void on_wait(struct ncg_coord *co, int conn, const struct ncg_msg_wait *w)
+{
+    struct cconn *cc = &co->conn[conn];
+    struct ncg_wait_ent *n = NULL;
+    if (w->n && !(n = malloc(sizeof *n * w->n)))
+        return;
+    if (w->n)
+        memcpy(n, w->w, sizeof *n * w->n);
+    free(cc->waits);
+    cc->waits = n;
+    cc->nwaits = w->n;
+    cc->wait_gen++;
 }
 
 static void on_answer(struct ncg_coord *co, int conn, const struct ncg_msg_answer *a)
@@ -733,6 +774,9 @@ void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, 
     case NCG_MSG_GOODBYE:
         on_goodbye(co, conn, &m->u.goodbye);
         break;
+    case NCG_MSG_WAIT:
+        on_wait(co, conn, &m->u.wait);
+        break;
     default: /* a second HELLO, or coordinator-to-client types: misuse */
         drop(co, conn);
         break;
@@ -813,6 +857,8 @@ static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
     verdict_issue(co, c, v);
 }
 
+#include "coord_hang.c" /* STUCK and DEADLOCK: they read this file's state */
+
 void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
 {
     uint64_t hb = (uint64_t)(co->p.heartbeat_timeout_s * 1e9);
@@ -859,12 +905,15 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
             check_exited(co, c);
         if (!c->done)
             check_lag(co, c, now_ns);
+        if (!c->done)
+            ncg_coord_check_stuck(co, c, now_ns);
         if (!c->done && !c->q_active)
             round_start(co, c);
         if (sweep)
             p2p_sweep(c, now_ns);
         ci++;
     }
+    ncg_coord_check_deadlock(co);
     /* Pings let clients tell a frozen coordinator from a quiet one. */
     uint64_t ping_every = 500000000ull;
     if (now_ns - co->last_ping_ns >= ping_every) {

@@ -14,8 +14,10 @@ struct ncg_coord_params {
     uint32_t interval_ms; /* clients' report period; paces pings and queries */
     double heartbeat_timeout_s;
     double lag_warn_s;
-    double lag_abort_s; /* 0: LAG stays a warning */
-    uint8_t embedded;   /* the coordinator runs inside a rank's process */
+    double lag_abort_s;   /* 0: LAG stays a warning */
+    double stuck_warn_s;  /* STUCK warning after this long (0: none) */
+    double stuck_abort_s; /* STUCK becomes an error (0: never) */
+    uint8_t embedded;     /* the coordinator runs inside a rank's process */
     int32_t global_rank;
     uint32_t pid;
     char host[64];
@@ -106,7 +108,8 @@ const struct ncg_coord_params *ncg_coord_get_params(const struct ncg_coord *co);
 /* Runs a standalone coordinator in the calling thread (for `ncclguard coord`) until *stop
  * becomes nonzero: listens on listen_host:port (NULL or "" = all interfaces; port 0 =
  * ephemeral, printed), token_or_null as NCCLGUARD_TOKEN (hashed; NULL = no token). Reads
- * NCCLGUARD_INTERVAL_MS, _HEARTBEAT_TIMEOUT_S, _LAG_WARN_S, _LAG_ABORT_S from the environment.
+ * NCCLGUARD_INTERVAL_MS, _HEARTBEAT_TIMEOUT_S, _LAG_WARN_S, _LAG_ABORT_S, _STUCK_WARN_S,
+ * _STUCK_ABORT_S from the environment.
  * Blocks (poll); returns 0, or -1 with err filled. Implemented in channel.c. */
 int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null,
                     volatile int *stop, char *err, size_t errlen);

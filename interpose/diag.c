@@ -78,8 +78,14 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
             outf(&o, "%s    %-48s on rank %s (#%" PRIu64 " of the pair)\n", P,
                  ncg_call_format(&v->calls[i].call, call, sizeof call), v->calls[i].ranks,
                  v->calls[i].call.seq);
-    } else if (v->detail[0]) {
+    } else if (v->detail[0] && v->kind != NCG_V_DEADLOCK && v->kind != NCG_V_STUCK) {
         outf(&o, "%s  %s\n", P, v->detail);
+    }
+    for (const char *l = v->notes; l && *l;) { /* STUCK / DEADLOCK: one line each */
+        const char *e = strchr(l, '\n');
+        int n = e ? (int)(e - l) : (int)strlen(l);
+        outf(&o, "%s  %.*s\n", P, n, l);
+        l = e ? e + 1 : l + n;
     }
     if (v->kind != NCG_V_P2P_MISMATCH) {
         if (v->last_agreed >= 0)

@@ -4,7 +4,7 @@
 # Pure code other components (the CLI) may link: config parsing, hashing, the ring reader, log.
 SHIM_PURE_SRCS := interpose/config.c interpose/hash.c interpose/ring.c interpose/log.c
 SHIM_SRCS += $(SHIM_PURE_SRCS) interpose/resolve.c interpose/shm.c interpose/comm.c interpose/shim.c \
-             interpose/wrappers.c
+             interpose/wrappers.c interpose/completion.c
 SHIM_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_SRCS))
 SHIM_PURE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_PURE_SRCS))
 SHIM_CFLAGS := -ftls-model=initial-exec -MMD -MP
@@ -87,9 +87,32 @@ $(BUILD)/bench/percall: tests/bench/percall.c $(BUILD)/bench/null/libnccl.so.2
 	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BASE_LDFLAGS) -L$(BUILD)/bench/null -l:libnccl.so.2 \
 	    -Wl,-rpath,'$$ORIGIN/null' -lpthread
 
+# Completion by CUDA events against a mock runtime (unit test).
+$(BUILD)/tests/shim/cev_test: tests/shim/cev_test.c interpose/completion.c interpose/completion.h $(BUILD)/libncg_pure.a
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ tests/shim/cev_test.c interpose/completion.c $(BUILD)/libncg_pure.a \
+	    $(BASE_LDFLAGS) -ldl -lpthread
+TEST_BINS += $(BUILD)/tests/shim/cev_test
+
+# Completion by events against the genuine CUDA runtime (built when it is installed).
+CUDA_HOME ?= /usr/local/cuda
+ifneq ($(wildcard $(CUDA_HOME)/lib64/libcudart.so),)
+$(BUILD)/tests/shim/cuda_bind: tests/shim/cuda_bind.c interpose/completion.h $(BUILD)/bench/null/libnccl.so.2
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(BASE_LDFLAGS) -L$(BUILD)/bench/null \
+	    -l:libnccl.so.2 -L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,$(CUDA_HOME)/lib64
+TEST_BINS += $(BUILD)/tests/shim/cuda_bind
+endif
+
+# A do-nothing CUDA runtime: completion by events in the per-call benchmark.
+$(BUILD)/bench/mockcudart/libcudart.so: tests/bench/mockcudart.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -shared -o $@ $< $(BASE_LDFLAGS)
+TEST_BINS += $(BUILD)/bench/mockcudart/libcudart.so
+
 BENCH_TARGETS += bench-percall
 .PHONY: bench-percall
-bench-percall: $(BUILD)/libncclguard.so $(BUILD)/bench/percall
+bench-percall: $(BUILD)/libncclguard.so $(BUILD)/bench/percall $(BUILD)/bench/mockcudart/libcudart.so
 	tests/bench/percall.sh $(BUILD)
 
 -include $(wildcard $(BUILD)/obj/interpose/*.d $(BUILD)/tests/shim/*.d $(BUILD)/bench/*.d)

@@ -3,6 +3,7 @@
  * the clean-exit handler. Nothing here runs in a process that never makes a communicator. */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "completion.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,7 @@ int ncg_activate(void)
         pthread_atfork(ncg_atfork_prepare, ncg_atfork_parent, ncg_atfork_child);
         atexit(ncg_atexit);
     }
+    ncg_completion_init();
     __atomic_store_n(&ncg_state, NCG_ST_ACTIVE, __ATOMIC_RELEASE);
     return 0;
 }

@@ -14,11 +14,16 @@ enum ncg_state {
     NCG_ST_ACTIVE = 3,   /* a communicator exists: calls are recorded */
 };
 
+struct ncg_cev;
 struct ncg_tls {
     int depth;    /* >0 while inside a real NCCL call: NCCL's calls into its own API pass through */
     int group;    /* ncclGroupStart nesting of the application on this thread */
     uint32_t tid; /* cached gettid(), 0 = not yet */
     void *pc;     /* the application's call site of the lifecycle hook now running */
+    /* completion of the call being forwarded (completion.h): set by the record, used after it */
+    uint64_t *done_at;        /* the segment counter to advance, or NULL */
+    uint64_t done_val;        /* its new value (slot + 1, or p2p index + 1) */
+    struct ncg_cev *done_cev; /* the comm's event tracker (asynchronous NCCL only) */
 };
 
 extern __thread struct ncg_tls ncg_tls __attribute__((tls_model("initial-exec")));
@@ -71,8 +76,9 @@ static inline uint32_t ncg_tid(void)
  * Returns 0 to forward, -1 when the checker failed the comm (return ncclRemoteError).
  * Hot path: lock-free, no syscall (vDSO clock), no allocation, no output. */
 int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, int root,
-                    ncclComm_t comm);
-int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, ncclComm_t comm);
+                    ncclComm_t comm, void *stream);
+int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, ncclComm_t comm,
+                   void *stream);
 
 /* Forget every communicator (fork child; single-threaded, no locks, no free). */
 void ncg_comm_fork_child(void);

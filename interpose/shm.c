@@ -4,6 +4,7 @@
  * allocation, EXITED + unlink at exit. */
 #define _GNU_SOURCE
 #include "shm.h"
+#include "shim.h"
 
 #include <ck_pr.h>
 #include <errno.h>
@@ -252,6 +253,7 @@ void ncg_shm_comm_publish(struct ncg_shm_comm *s, uint64_t comm_id, uint64_t par
     s->nranks = nranks;
     s->created_ns = ncg_now_ns();
     s->last_ns = s->created_ns;
+    s->creator_tid = ncg_tid();
     /* Identity fields before ACTIVE: a reader that sees ACTIVE sees them. */
     ck_pr_fence_store();
     ck_pr_store_32(&s->state, NCG_COMM_ACTIVE);

@@ -38,20 +38,34 @@ void ncg_verdict_free(struct ncg_verdict *v)
         return;
     free(v->counts);
     free(v->members);
+    free(v->notes);
     free(v);
+}
+
+int ncg_verdict_set_notes(struct ncg_verdict *v, const char *text)
+{
+    size_t n = strnlen(text, NCG_WIRE_NOTES - 1);
+    char *c = malloc(n + 1);
+    if (!c)
+        return -ENOMEM;
+    memcpy(c, text, n);
+    c[n] = 0;
+    free(v->notes);
+    v->notes = c;
+    return 0;
 }
 
 const char *ncg_verdict_name(unsigned kind)
 {
-    static const char *n[] = {"NONE",      "MISMATCH",    "P2P MISMATCH",
-                              "RANK DIED", "RANK EXITED", "LAG"};
+    static const char *n[] = {"NONE",        "MISMATCH", "P2P MISMATCH", "RANK DIED",
+                              "RANK EXITED", "LAG",      "STUCK",        "DEADLOCK"};
     return kind < NCG_V_KIND_MAX_ ? n[kind] : "?";
 }
 
 const char *ncg_verdict_key(unsigned kind)
 {
-    static const char *n[] = {"NONE",      "MISMATCH",    "P2P_MISMATCH",
-                              "RANK_DIED", "RANK_EXITED", "LAG"};
+    static const char *n[] = {"NONE",        "MISMATCH", "P2P_MISMATCH", "RANK_DIED",
+                              "RANK_EXITED", "LAG",      "STUCK",        "DEADLOCK"};
     return kind < NCG_V_KIND_MAX_ ? n[kind] : "?";
 }
 
@@ -291,6 +305,14 @@ char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
         snprintf(buf + len, left, ": %s %s behind, nobody progressed%s%s", plural(v->subject),
                  v->subject, v->detail[0] ? ": " : "", v->detail);
         break;
+    case NCG_V_STUCK:
+        snprintf(buf + len, left, ": slot %" PRId64 " %s issued identically by all %u ranks, %s",
+                 v->slot, v->ncalls ? ncg_call_format(&v->calls[0].call, a, sizeof a) : "",
+                 v->nranks, v->detail);
+        break;
+    case NCG_V_DEADLOCK:
+        snprintf(buf + len, left, ": %s", v->detail);
+        break;
     default:
         break;
     }
@@ -300,7 +322,7 @@ char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
 size_t ncg_verdict_wire_size(const struct ncg_verdict *v)
 {
     return 64 + (size_t)v->ncalls * (40 + NCG_WIRE_STR + NCG_WIRE_SITE) + 2 * NCG_WIRE_STR +
-           (size_t)v->nranks * 12;
+           (size_t)v->nranks * 12 + 2 + NCG_WIRE_NOTES;
 }
 
 long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap)
@@ -326,6 +348,9 @@ long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap)
         ncg_put64(&w, (uint64_t)v->counts[i]);
         ncg_put32(&w, (uint32_t)v->members[i]);
     }
+    size_t nn = v->notes ? strnlen(v->notes, NCG_WIRE_NOTES - 1) : 0; /* v2: notes */
+    ncg_put16(&w, (uint16_t)nn);
+    ncg_putb(&w, v->notes ? v->notes : "", nn);
     return w.err ? -ENOSPC : (long)w.len;
 }
 
@@ -359,6 +384,17 @@ struct ncg_verdict *ncg_verdict_decode(const uint8_t *p, size_t len)
     for (uint32_t i = 0; i < nranks && !r.err; i++) {
         v->counts[i] = (int64_t)ncg_get64(&r);
         v->members[i] = (int32_t)ncg_get32(&r);
+    }
+    size_t nn = ncg_get16(&r);
+    if (r.err || nn >= NCG_WIRE_NOTES || nn > ncg_rleft(&r))
+        goto bad;
+    if (nn) {
+        if (!(v->notes = malloc(nn + 1)))
+            goto bad;
+        ncg_getb(&r, v->notes, nn);
+        v->notes[nn] = 0;
+        if (memchr(v->notes, 0, nn))
+            goto bad;
     }
     if (r.err || r.pos != r.cap)
         goto bad;

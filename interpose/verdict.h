@@ -16,6 +16,8 @@ enum ncg_verdict_kind {
     NCG_V_RANK_DIED = 3,
     NCG_V_RANK_EXITED = 4,
     NCG_V_LAG = 5,
+    NCG_V_STUCK = 6,    /* every member issued slot k identically, it completes nowhere */
+    NCG_V_DEADLOCK = 7, /* a cycle of ranks waiting on each other across communicators */
     NCG_V_KIND_MAX_
 };
 
@@ -40,7 +42,12 @@ struct ncg_verdict {
     char detail[NCG_WIRE_STR];
     int64_t *counts;  /* [nranks]: collective calls issued per comm rank, -1 unknown */
     int32_t *members; /* [nranks]: global rank of each comm rank, -1 unknown */
+    char *notes;      /* NULL or up to NCG_WIRE_NOTES-1 chars of extra lines ('\n'-separated,
+                         STUCK / DEADLOCK: the members' states, the cycle); owned (malloc) */
 };
+
+/* Sets v->notes to a copy of text (truncated to the bound). 0 or -ENOMEM. Allocates. */
+int ncg_verdict_set_notes(struct ncg_verdict *v, const char *text);
 
 /* Allocates a zeroed verdict with counts/members arrays for nranks (counts and members set to
  * -1). Returns NULL when out of memory or nranks > NCG_WIRE_MAX_RANKS. Any thread; allocates. */

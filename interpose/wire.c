@@ -96,6 +96,22 @@ long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap)
             ncg_put32(&w, e->rank);
             ncg_put64(&w, e->count);
             ncg_put32(&w, (uint32_t)e->global_rank);
+            ncg_put64(&w, e->done);
+            ncg_put32(&w, e->tid);
+        }
+        break;
+    case NCG_MSG_WAIT:
+        if (m->u.wait.n > NCG_WIRE_MAX_WAITS)
+            return -EINVAL;
+        ncg_put16(&w, (uint16_t)m->u.wait.n);
+        for (i = 0; i < m->u.wait.n; i++) {
+            const struct ncg_wait_ent *e = &m->u.wait.w[i];
+            ncg_put64(&w, e->comm_id);
+            ncg_put32(&w, e->rank);
+            ncg_put32(&w, e->tid);
+            ncg_put8(&w, e->p2p);
+            put_call(&w, &e->call);
+            put_str(&w, e->site, sizeof e->site);
         }
         break;
     case NCG_MSG_QUERY:
@@ -224,7 +240,27 @@ long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m)
             e->rank = ncg_get32(&r);
             e->count = ncg_get64(&r);
             e->global_rank = (int32_t)ncg_get32(&r);
+            e->done = ncg_get64(&r);
+            e->tid = ncg_get32(&r);
+            if (e->done > e->count)
+                return -EBADMSG;
             if (e->nranks == 0 || e->nranks > NCG_WIRE_MAX_RANKS || e->rank >= e->nranks)
+                return -EBADMSG;
+        }
+        break;
+    case NCG_MSG_WAIT:
+        m->u.wait.n = ncg_get16(&r);
+        if (m->u.wait.n > NCG_WIRE_MAX_WAITS)
+            return -EBADMSG;
+        for (i = 0; i < m->u.wait.n && !r.err; i++) {
+            struct ncg_wait_ent *e = &m->u.wait.w[i];
+            e->comm_id = ncg_get64(&r);
+            e->rank = ncg_get32(&r);
+            e->tid = ncg_get32(&r);
+            e->p2p = ncg_get8(&r);
+            get_call(&r, &e->call);
+            get_str(&r, e->site, sizeof e->site);
+            if (e->p2p > 1 || e->rank >= NCG_WIRE_MAX_RANKS)
                 return -EBADMSG;
         }
         break;

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
-#define NCG_WIRE_VERSION 1u
+#define NCG_WIRE_VERSION 2u        /* 2: completed counts and driver threads in REPORT, WAIT */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* verdicts carry per-rank arrays: 1 MiB bounds them */
 
@@ -17,6 +17,8 @@
 #define NCG_WIRE_MAX_SLOTS 32u /* slots per QUERY / ANSWER (the narrowing fan-out K) */
 #define NCG_WIRE_MAX_P2P 64u   /* p2p records per P2P message */
 #define NCG_WIRE_MAX_CALLS 8u  /* distinct calls per VERDICT */
+#define NCG_WIRE_MAX_WAITS 64u /* blocked calls per WAIT */
+#define NCG_WIRE_NOTES 4096u   /* bound of a verdict's notes, NUL included */
 #define NCG_WIRE_MAX_RANKS 65536u
 #define NCG_WIRE_STR 256u  /* bound of every string field, NUL included */
 #define NCG_WIRE_SITE 128u /* bound of a call-site string, NUL included */
@@ -33,6 +35,7 @@ enum ncg_msg_type {
     NCG_MSG_PING = 9,    /* coord -> client: the coordinator is alive */
     NCG_MSG_SHUTDOWN =
         10, /* coord -> client: its process exits cleanly (u.goodbye: its final counts) */
+    NCG_MSG_WAIT = 11, /* client -> coord: the calls its threads are blocked in (after REPORT) */
     NCG_MSG_TYPE_MAX_
 };
 
@@ -56,6 +59,8 @@ struct ncg_report_entry {
     uint32_t rank;
     uint64_t count; /* collective slots issued */
     int32_t global_rank;
+    uint64_t done; /* collective slots completed (v2) */
+    uint32_t tid;  /* the thread driving the comm here: issuer of its latest call, or its creator */
 };
 
 struct ncg_msg_report {
@@ -100,6 +105,21 @@ struct ncg_msg_answer {
     struct ncg_answer a[NCG_WIRE_MAX_SLOTS];
 };
 
+/* One call a thread of the reporting process is blocked in: launched, not completed, for at
+ * least one report interval (the oldest such call per comm and kind). */
+struct ncg_wait_ent {
+    uint64_t comm_id;
+    uint32_t rank; /* comm rank */
+    uint32_t tid;  /* the blocked thread */
+    uint8_t p2p;   /* 0: collective at slot call.seq; 1: p2p, call.seq-th to/from call.root */
+    struct ncg_call call;
+    char site[NCG_WIRE_SITE];
+};
+struct ncg_msg_wait {
+    uint32_t n;
+    struct ncg_wait_ent w[NCG_WIRE_MAX_WAITS];
+};
+
 struct ncg_p2p_rec {
     uint64_t seq; /* k: the k-th send to / recv from peer on this comm */
     uint64_t count;
@@ -132,6 +152,7 @@ struct ncg_msg {
         struct ncg_msg_answer answer;
         struct ncg_msg_p2p p2p;
         struct ncg_msg_goodbye goodbye;
+        struct ncg_msg_wait wait;
         struct ncg_verdict *verdict; /* owned by the message: ncg_verdict_free */
     } u;
 };

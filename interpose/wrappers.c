@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "ncclguard/nccl_abi.h"
+#include "completion.h"
 #include "shim.h"
 
 #define NCG_EXPORT __attribute__((visibility("default")))
@@ -28,14 +29,15 @@
         ncg_tls.depth++;                                                                           \
         ret r_ = real args;                                                                        \
         ncg_tls.depth--;                                                                           \
+        ncg_done_after_call((void *)stream); /* every recorded call has a stream parameter */      \
         return r_;                                                                                 \
     }
 #define NCG_WRAP_REC_COLL(ret, name, params, args, fail, fp)                                       \
     NCG_WRAP_REC(ret, name, params, args, fail,                                                    \
-                 ncg_record_coll(__builtin_return_address(0), NCG_FP_COLL fp))
+                 ncg_record_coll(__builtin_return_address(0), NCG_FP_COLL fp, (void *)stream))
 #define NCG_WRAP_REC_P2P(ret, name, params, args, fail, fp)                                        \
     NCG_WRAP_REC(ret, name, params, args, fail,                                                    \
-                 ncg_record_p2p(__builtin_return_address(0), NCG_FP_P2P fp))
+                 ncg_record_p2p(__builtin_return_address(0), NCG_FP_P2P fp, (void *)stream))
 
 /* Lifecycle, identity, groups: the hand-written hook runs for the application's calls. */
 #define NCG_WRAP_HOOK(ret, name, params, args, fail, fp)                                           \
@@ -88,16 +90,21 @@ ncclResult_t ncg_hook_ncclGroupStart(void)
 /* NCCL leaves the group level on End whatever the outcome (errors included). */
 ncclResult_t ncg_hook_ncclGroupEnd(void)
 {
+    if (ncg_tls.group == 1)
+        ncg_group_launch(); /* the group's calls are launched: peers may now wait on them */
     ncclResult_t r = NCG_REAL(ncclGroupEnd)();
-    if (ncg_tls.group > 0)
-        ncg_tls.group--;
+    if (ncg_tls.group > 0 && --ncg_tls.group == 0)
+        ncg_group_done(); /* returned, whatever the outcome: the calls are no longer pending */
     return r;
 }
 
+/* Launches nothing: the group's calls never run, so they are not pending either. */
 ncclResult_t ncg_hook_ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
 {
     ncclResult_t r = NCG_REAL(ncclGroupSimulateEnd)(simInfo);
-    if (ncg_tls.group > 0)
-        ncg_tls.group--;
+    if (ncg_tls.group > 0 && --ncg_tls.group == 0) {
+        ncg_group_launch();
+        ncg_group_done();
+    }
     return r;
 }

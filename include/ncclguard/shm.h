@@ -11,7 +11,7 @@
 /* /dev/shm/ncclguard.<uid>.<pid>: created at the first communicator, unlinked at clean exit. */
 #define NCG_SHM_PREFIX "ncclguard."
 #define NCG_SHM_MAGIC 0x314452415547434eull /* "NCGUARD1" little-endian */
-#define NCG_SHM_LAYOUT_VERSION 1u
+#define NCG_SHM_LAYOUT_VERSION 2u           /* 2: completion counters in the comm header */
 
 /* Communicators tracked per process (more are counted, not recorded), and the records kept per
  * communicator in its collective and send/recv rings (powers of two). */
@@ -59,7 +59,7 @@ struct ncg_shm_record {
     uint64_t count;       /* elements (recvcount for ReduceScatter, sendcount for AllGather) */
     uint64_t digest;      /* coll ring: chained digest of fingerprints of slots 0..seq */
     uint64_t caller_pc;   /* return address of the application's call */
-    uint64_t t_ns;        /* CLOCK_MONOTONIC when the call was issued */
+    uint64_t t_ns;        /* CLOCK_MONOTONIC_COARSE when the call was issued (tick resolution) */
     uint32_t tid;         /* issuing thread */
     int32_t root_or_peer; /* root (rooted collectives), peer (send/recv), -1 otherwise */
     uint8_t func;         /* enum ncg_func */
@@ -98,12 +98,25 @@ struct ncg_shm_comm {
     int32_t nranks;
     uint64_t coll_seq;   /* collective slots issued so far (next slot number) */
     uint64_t p2p_seq;    /* p2p records written so far (index into p2p ring) */
-    uint64_t last_ns;    /* CLOCK_MONOTONIC of the latest call on this comm */
+    uint64_t last_ns;    /* CLOCK_MONOTONIC_COARSE of the latest call on this comm */
     uint64_t created_ns; /* CLOCK_MONOTONIC at creation */
+    /* Completion (layout 2). Written by the issuing thread when a call completes (synchronous
+     * NCCL: when the call returns; in a group: at the outermost ncclGroupEnd's return), or by
+     * the checker thread polling CUDA events (asynchronous NCCL, interpose/completion.c). */
+    uint64_t coll_done;   /* collective slots completed: slots < coll_done are finished */
+    uint64_t p2p_done;    /* p2p records completed (index into the p2p ring, like p2p_seq) */
+    uint64_t coll_held;   /* 0, or 1 + the first slot issued inside a group whose ncclGroupEnd
+                             has not been entered yet (issued, not launched: nobody waits on it) */
+    uint64_t p2p_held;    /* the same for p2p records */
+    uint32_t creator_tid; /* thread that created the comm (its driver before any call) */
+    uint32_t reserved2;
+    uint64_t reserved3[3];
     struct ncg_shm_record coll[NCG_COLL_RING];
     struct ncg_shm_record p2p[NCG_P2P_RING];
 };
-_Static_assert(offsetof(struct ncg_shm_comm, coll) == 64, "comm layout");
+_Static_assert(offsetof(struct ncg_shm_comm, coll_done) == 64, "comm layout");
+_Static_assert(offsetof(struct ncg_shm_comm, creator_tid) == 96, "comm layout");
+_Static_assert(offsetof(struct ncg_shm_comm, coll) == 128, "comm layout");
 
 /* Segment header; the comms follow at offset NCG_SHM_HEADER_SIZE. */
 #define NCG_SHM_HEADER_SIZE 1024u

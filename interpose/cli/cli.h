@@ -39,6 +39,7 @@ struct ncg_cli_member {
     uint64_t comm_id, parent_id;
     int32_t rank, nranks;
     uint64_t coll_seq, p2p_seq, last_ns, created_ns;
+    uint64_t coll_done, p2p_done;             /* completed (layout 2) */
     uint64_t tail_first;                      /* slot number of tail[0] */
     uint32_t ntail;                           /* tail[0..ntail) cover slots tail_first.. */
     uint8_t tail_ok[NCG_CLI_TAIL];            /* 0: torn or overwritten, not usable */

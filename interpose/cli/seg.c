@@ -177,6 +177,8 @@ static int read_comm(const struct ncg_shm_comm *c, uint32_t coll_ring, uint32_t 
     m->coll_seq = __atomic_load_n(&c->coll_seq, __ATOMIC_ACQUIRE);
     m->p2p_seq = __atomic_load_n(&c->p2p_seq, __ATOMIC_ACQUIRE);
     m->last_ns = __atomic_load_n(&c->last_ns, __ATOMIC_RELAXED);
+    m->coll_done = __atomic_load_n(&c->coll_done, __ATOMIC_RELAXED);
+    m->p2p_done = __atomic_load_n(&c->p2p_done, __ATOMIC_RELAXED);
     uint64_t n = m->coll_seq;
     m->tail_first = n > NCG_CLI_TAIL ? n - NCG_CLI_TAIL : 0;
     m->ntail = (uint32_t)(n - m->tail_first);

@@ -112,8 +112,8 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
             behind_list(s, c, b, sizeof(b));
             fprintf(f, "  behind: rank %s", b);
         }
-        fprintf(f, "\n  %5s %5s %5s %8s %8s %6s  %-46s %7s  %s\n", "RANK", "GRANK", "LRANK", "PID",
-                "SLOTS", "P2P", "LAST CALL", "AGE", "STATE");
+        fprintf(f, "\n  %5s %5s %5s %8s %13s %6s  %-46s %7s  %s\n", "RANK", "GRANK", "LRANK", "PID",
+                "SLOTS/DONE", "P2P", "LAST CALL", "AGE", "STATE");
         for (int i = 0; i < c->nmembers; i++) {
             const struct ncg_cli_member *m = &s->members[c->members[i]];
             const struct ncg_cli_proc *p = &s->procs[m->proc];
@@ -126,10 +126,12 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
             } else if (m->coll_seq || m->p2p_seq) {
                 snprintf(call, sizeof(call), "(record being written)");
             }
-            fprintf(f, "  %5d %5d %5d %8d %8llu %6llu  %-46s %7s  %s", (int)m->rank,
-                    (int)p->global_rank, (int)p->local_rank, (int)p->pid,
-                    (unsigned long long)m->coll_seq, (unsigned long long)m->p2p_seq, call, age,
-                    member_state(s, m, 0));
+            char slots[48]; /* issued/completed */
+            snprintf(slots, sizeof(slots), "%llu/%llu", (unsigned long long)m->coll_seq,
+                     (unsigned long long)m->coll_done);
+            fprintf(f, "  %5d %5d %5d %8d %13s %6llu  %-46s %7s  %s", (int)m->rank,
+                    (int)p->global_rank, (int)p->local_rank, (int)p->pid, slots,
+                    (unsigned long long)m->p2p_seq, call, age, member_state(s, m, 0));
             if (p->live == NCG_LIVE_DEAD && !ncg_cli_ended_by_verdict(p))
                 fprintf(f, " (%s)", p->live_why);
             if (ncg_view_is_behind(s, c, c->members[i]))
@@ -311,10 +313,11 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
                 i ? "," : "", (int)m->rank, (int)p->global_rank, (int)p->local_rank, (int)p->pid);
             ncg_cli_json_str(f, p->path);
             fprintf(f,
-                    ",\"comm_state\":\"%s\",\"state\":\"%s\",\"slots\":%llu,\"p2p\":%llu,"
-                    "\"behind\":%s",
+                    ",\"comm_state\":\"%s\",\"state\":\"%s\",\"slots\":%llu,\"completed\":%llu,"
+                    "\"p2p\":%llu,\"p2p_completed\":%llu,\"behind\":%s",
                     ncg_cli_comm_state_name(m->state), member_state(s, m, 1),
-                    (unsigned long long)m->coll_seq, (unsigned long long)m->p2p_seq,
+                    (unsigned long long)m->coll_seq, (unsigned long long)m->coll_done,
+                    (unsigned long long)m->p2p_seq, (unsigned long long)m->p2p_done,
                     ncg_view_is_behind(s, c, c->members[i]) ? "true" : "false");
             fprintf(f, ",\"ended_by_verdict\":%s,\"last_call\":",
                     ncg_cli_ended_by_verdict(p) ? "true" : "false");

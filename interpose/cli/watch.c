@@ -436,6 +436,41 @@ static void scan_comms(struct watch *w, const struct ncg_snap *s, const struct n
                 emit(w, &a);
             }
         }
+        /* Equal counts, the last slot issued everywhere here and completed nowhere: a hang
+         * inside NCCL, not a desync (the checker's STUCK; this is the node's own view). */
+        uint64_t min_done = UINT64_MAX;
+        int first = -1;
+        for (int i = 0; i < c->nmembers; i++) {
+            const struct ncg_cli_member *m = &s->members[c->members[i]];
+            if (m->state != NCG_COMM_ACTIVE)
+                continue;
+            if (m->coll_done < min_done) {
+                min_done = m->coll_done;
+                first = c->members[i];
+            }
+        }
+        if (c->nactive >= 2 && c->max_seq == c->min_seq && first >= 0 && min_done < c->min_seq &&
+            c->last_ns && c->last_ns <= s->now_ns &&
+            (double)(s->now_ns - c->last_ns) / 1e9 >= w->stall_s) {
+            snprintf(key, sizeof(key), "stuck %llx %llu", (unsigned long long)c->comm_id,
+                     (unsigned long long)min_done);
+            if (first_time(w, key)) {
+                const struct ncg_cli_proc *p = &s->procs[s->members[first].proc];
+                a.kind = "stuck";
+                a.pid = p->pid;
+                a.rank = p->global_rank;
+                a.comm_rank = s->members[first].rank;
+                a.slot = (long long)min_done;
+                snprintf(a.segment, sizeof(a.segment), "%s", p->path);
+                snprintf(a.detail, sizeof(a.detail),
+                         "slot %llu issued by all %d ranks here, not completed on rank %d (issued "
+                         "%llu, completed %llu) for %.0fs",
+                         (unsigned long long)min_done, c->nactive, (int)s->members[first].rank,
+                         (unsigned long long)c->min_seq, (unsigned long long)min_done,
+                         (double)(s->now_ns - c->last_ns) / 1e9);
+                emit(w, &a);
+            }
+        }
     }
 }
 

@@ -164,9 +164,13 @@ int main(int argc, char **argv)
             memset(&m, 0, sizeof m);
             m.type = NCG_MSG_REPORT;
             m.u.report.n = 1;
-            m.u.report.e[0] =
-                (struct ncg_report_entry){0x5eed5eed5eed5eedull, (uint32_t)ranks, (uint32_t)r,
-                                          1000u * (uint64_t)step + 17u, r};
+            m.u.report.e[0] = (struct ncg_report_entry){0x5eed5eed5eed5eedull,
+                                                        (uint32_t)ranks,
+                                                        (uint32_t)r,
+                                                        1000u * (uint64_t)step + 17u,
+                                                        r,
+                                                        1000u * (uint64_t)step + 17u,
+                                                        0};
             ncg_coord_message(co, r, &m, t);
         }
     run(co, ranks, "/metrics", scrapes);

@@ -13,6 +13,11 @@ for t in 1 8; do
   "$bin" "$t" "$N" none >>"$out"
   LD_PRELOAD=$shim NCCLGUARD_COORD=off "$bin" "$t" "$N" shim >>"$out"
   LD_PRELOAD=$shim NCCLGUARD=0 "$bin" "$t" "$N" disabled >>"$out"
+  # completion by CUDA events (a do-nothing runtime), and a second shim (NCG_BENCH_BASE:
+  # another build's libncclguard.so, e.g. before completion tracking) in the same run
+  LD_PRELOAD="$(cd "$B" && pwd)/bench/mockcudart/libcudart.so $shim" NCCLGUARD_COORD=off \
+    NCCLGUARD_COMPLETION=events "$bin" "$t" "$N" events >>"$out"
+  [ -n "${NCG_BENCH_BASE:-}" ] && LD_PRELOAD=$NCG_BENCH_BASE NCCLGUARD_COORD=off "$bin" "$t" "$N" base >>"$out"
 done
 cat "$out"
 awk '
@@ -21,6 +26,11 @@ awk '
     for (t = 1; t <= 8; t += 7) {
       printf("threads=%d: shim adds median %.1f ns (target <= 50), p99 %.1f ns (target <= 500); NCCLGUARD=0 adds median %.1f ns (target <= 5)\n",
              t, med["shim",t]-med["none",t], p99["shim",t]-p99["none",t], med["disabled",t]-med["none",t])
+    }
+    for (t = 1; t <= 8; t += 7) {
+      printf("threads=%d: completion by events adds median %.1f ns, p99 %.1f ns", t, med["events",t]-med["none",t], p99["events",t]-p99["none",t])
+      if (("base",t) in med) printf("; base build adds median %.1f ns, p99 %.1f ns", med["base",t]-med["none",t], p99["base",t]-p99["none",t])
+      printf("\n")
     }
     a1 = med["shim",1]-med["none",1]; a8 = med["shim",8]-med["none",8]
     printf("8 threads vs 1: added median ratio %.2f (target <= 2), shim/none median ratio 1t %.2f 8t %.2f\n",

@@ -155,8 +155,8 @@ static void report(struct ncg_coord *co, int r, int nranks, uint64_t count, uint
     memset(&M, 0, sizeof M);
     M.type = NCG_MSG_REPORT;
     M.u.report.n = 1;
-    M.u.report.e[0] =
-        (struct ncg_report_entry){0xabcdef0123456789ull, (uint32_t)nranks, (uint32_t)r, count, r};
+    M.u.report.e[0] = (struct ncg_report_entry){
+        0xabcdef0123456789ull, (uint32_t)nranks, (uint32_t)r, count, r, count, 0};
     ncg_coord_message(co, r, &M, now);
 }
 

@@ -67,7 +67,7 @@ int main(int argc, char **argv)
             len = ncg_wire_encode(&m, b, sizeof b);
             struct ncg_msg r = {.type = NCG_MSG_REPORT};
             r.u.report.n = 1;
-            r.u.report.e[0] = (struct ncg_report_entry){0, 4, 0, 1u << 30, 0};
+            r.u.report.e[0] = (struct ncg_report_entry){0, 4, 0, 1u << 30, 0, 0, 0};
             long k = ncg_wire_encode(&r, b + len, sizeof b - (size_t)len);
             len += k;
             if (!strcmp(mode, "tokenhello"))

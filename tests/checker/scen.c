@@ -12,6 +12,9 @@
  *   stop     rank 2 SIGSTOPs itself at ITERS/2 (RANK DIED after the heartbeat timeout)
  *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG)
  *   steady   AllReduce(8 floats) in a loop for ITERS seconds (side-channel traffic benchmark)
+ *   invert   world and a second comm (SCEN_INVERT=split: a split child, the default; root: a
+ *            second root comm; p2p: rank 0 sends to rank 1 on world instead) used in turn; at
+ *            ITERS/2 rank 1 takes them in the other order (DEADLOCK)
  * $SCEN_VICTIM overrides the rank that kills/stops itself or leaves early.
  * $SCEN_RTSIG=handle installs the application's own handler on SIGRTMIN+7 (the signal ncclguard
  * borrows to capture stacks), =block blocks that signal in the main thread; either way the
@@ -154,7 +157,8 @@ int main(int argc, char **argv)
             p2p_ring(comm, 32 + (size_t)(i % 3), 0);
             allreduce(sub, 8);
             if (i == half && rank == 0)
-                usleep(1000000); /* several check intervals before the barrier below */
+                usleep((useconds_t)(getenv("SCEN_PAUSE_S") ? atof(getenv("SCEN_PAUSE_S")) * 1e6
+                                                           : 1e6)); /* before the barrier */
             if (i == half)
                 allreduce(comm, 1);
             if (i % 4 == 3)
@@ -192,6 +196,38 @@ int main(int argc, char **argv)
         CK(ncclCommDestroy(comm));
         if (rank == 0)
             printf("scen: steady: %ld calls per rank\n", n);
+        return 0;
+    }
+    if (!strcmp(sc, "invert")) {
+        const char *how = getenv("SCEN_INVERT") ? getenv("SCEN_INVERT") : "split";
+        ncclComm_t other;
+        if (!strcmp(how, "root")) {
+            ncclUniqueId id2;
+            if (ncg_test_share_id_named(&id2, "b") != 0)
+                return 1;
+            CK(ncclCommInitRank(&other, world, id2, rank));
+        } else {
+            CK(ncclCommSplit(comm, 0, rank, &other, NULL));
+        }
+        int p2p = !strcmp(how, "p2p");
+        for (int i = 0; i < iters; i++) {
+            int inverted = i == half && rank == 1;
+            if (inverted)
+                mark();
+            if (p2p && rank == 0 && i == half)
+                CK(ncclSend(buf_a, 8, ncclFloat32, 1, comm, NULL));
+            else if (!inverted && !(p2p && i == half))
+                allreduce(comm, 8);
+            allreduce(other, 8);
+            if (p2p && rank == 1 && i == half)
+                CK(ncclRecv(buf_b, 8, ncclFloat32, 0, comm, NULL));
+            else if (inverted)
+                allreduce(comm, 8);
+        }
+        CK(ncclCommDestroy(other));
+        CK(ncclCommDestroy(comm));
+        if (rank == 0)
+            printf("scen: invert done\n");
         return 0;
     }
     if (!strcmp(sc, "split")) {

@@ -66,8 +66,8 @@ static void test_wire(void)
     m1.type = NCG_MSG_REPORT;
     m1.u.report.n = 3;
     for (int i = 0; i < 3; i++)
-        m1.u.report.e[i] =
-            (struct ncg_report_entry){0xabc + (uint64_t)i, 16, (uint32_t)i, 1000 + (uint64_t)i, i};
+        m1.u.report.e[i] = (struct ncg_report_entry){
+            0xabc + (uint64_t)i, 16, (uint32_t)i, 1000 + (uint64_t)i, i, 900 + (uint64_t)i, 77};
     roundtrip(&m1);
 
     memset(&m1, 0, sizeof m1);
@@ -110,6 +110,25 @@ static void test_wire(void)
     m1.type = NCG_MSG_PING;
     roundtrip(&m1);
 
+    /* WAIT (v2): blocked calls with call sites; a bad kind or a completed count above the
+     * issued one is rejected */
+    memset(&m1, 0, sizeof m1);
+    m1.type = NCG_MSG_WAIT;
+    m1.u.wait.n = 2;
+    m1.u.wait.w[0] = (struct ncg_wait_ent){.comm_id = 7, .rank = 1, .tid = 99, .p2p = 0};
+    m1.u.wait.w[0].call = (struct ncg_call){5, 1024, -1, NCG_F_ALLREDUCE, 7, 0};
+    strcpy(m1.u.wait.w[0].site, "main+0x10 (app+0x1010)");
+    m1.u.wait.w[1] = (struct ncg_wait_ent){.comm_id = 8, .rank = 0, .tid = 98, .p2p = 1};
+    m1.u.wait.w[1].call = (struct ncg_call){3, 16, 1, NCG_F_SEND, 7, NCG_REDOP_NONE};
+    roundtrip(&m1);
+    m1.u.wait.w[1].p2p = 2;
+    EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
+    memset(&m1, 0, sizeof m1);
+    m1.type = NCG_MSG_REPORT;
+    m1.u.report.n = 1;
+    m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 11, 5}; /* done > count */
+    EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
+
     struct ncg_verdict *v = ncg_verdict_new(16);
     v->kind = NCG_V_MISMATCH;
     v->severity = NCG_SEV_ERROR;
@@ -135,7 +154,7 @@ static void test_wire(void)
     memset(&m1, 0, sizeof m1);
     m1.type = NCG_MSG_REPORT;
     m1.u.report.n = 1;
-    m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1};
+    m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 9, 5};
     long n = ncg_wire_encode(&m1, buf, sizeof buf);
     EXPECT(ncg_wire_decode((const uint8_t *)"GARBAGE!", 8, &m2) < 0);
     EXPECT(ncg_wire_decode((const uint8_t *)"NCGX", 4, &m2) < 0);
@@ -374,7 +393,7 @@ static void sim_round(int alive_mask)
         struct ncg_msg m = {.type = NCG_MSG_REPORT};
         m.u.report.n = 1;
         m.u.report.e[0] =
-            (struct ncg_report_entry){0xc0, (uint32_t)S.nconn, (uint32_t)r, S.count[r], r};
+            (struct ncg_report_entry){0xc0, (uint32_t)S.nconn, (uint32_t)r, S.count[r], r, 0, 0};
         ncg_coord_message(S.co, r, &m, S.now);
     }
     for (int loop = 0; loop < 8; loop++) {
@@ -465,7 +484,7 @@ static void test_coord_auth(void)
     ncg_coord_connected(S.co, 6, S.now);
     struct ncg_msg r = {.type = NCG_MSG_REPORT};
     r.u.report.n = 1;
-    r.u.report.e[0] = (struct ncg_report_entry){0xc0, 2, 0, 999, 0};
+    r.u.report.e[0] = (struct ncg_report_entry){0xc0, 2, 0, 999, 0, 0, 0};
     ncg_coord_message(S.co, 6, &r, S.now);
     EXPECT(S.drops[6] == 1);
     ncg_coord_closed(S.co, 6, S.now); /* no effect after the drop */

@@ -12,8 +12,8 @@ APIDS=("${FS_PIDS[@]}")
 cat "$NCG_TMP/t1"
 contains "$NCG_TMP/t1" "comm 1234abcd5678ef01" "size 4" "here 4 (active 3)" "slots 11..12" "behind: rank 2" \
   "dead (pid gone)" "(record being written)" "foreign file (bad magic)"
-grep -E "^ +2 +2 +2 +${APIDS[2]} +11 +3 +AllReduce\(count=1024, float32, sum\).*alive  <- behind" "$NCG_TMP/t1" >/dev/null || fail "rank 2 row"
-grep -E "^ +3 +3 +3 +${APIDS[3]} +12 +0 +AllReduce" "$NCG_TMP/t1" >/dev/null || fail "rank 3 row"
+grep -E "^ +2 +2 +2 +${APIDS[2]} +11/0 +3 +AllReduce\(count=1024, float32, sum\).*alive  <- behind" "$NCG_TMP/t1" >/dev/null || fail "rank 2 row"
+grep -E "^ +3 +3 +3 +${APIDS[3]} +12/0 +0 +AllReduce" "$NCG_TMP/t1" >/dev/null || fail "rank 3 row"
 lacks "$NCG_TMP/t1" "MISMATCH" "ended (verdict)" "verdict on"
 "$NCG" status --json --dir "$A" >"$NCG_TMP/j1" || fail "status --json exit $?"
 jcheck "$NCG_TMP/j1" 'd["format"]=="ncclguard-status" and d["version"]==1 and len(d["processes"])==4'
@@ -51,7 +51,7 @@ CPIDS=("${FS_PIDS[@]}")
 "$NCG" status --dir "$C" >"$NCG_TMP/t3" 2>&1 || fail "status exit $?"
 cat "$NCG_TMP/t3"
 [ "$(grep -c '  ended (verdict)$' "$NCG_TMP/t3")" -eq 4 ] || fail "4 ranks ended by the verdict expected"
-grep -E "^ +4 +12 +4 +${CPIDS[4]} +7 .*  dead \(pid gone\)$" "$NCG_TMP/t3" >/dev/null || fail "rank 4 row"
+grep -E "^ +4 +12 +4 +${CPIDS[4]} +7/0 .*  dead \(pid gone\)$" "$NCG_TMP/t3" >/dev/null || fail "rank 4 row"
 [ "$(grep -c 'verdict' "$NCG_TMP/t3")" -eq 5 ] || fail "one verdict line expected"
 contains "$NCG_TMP/t3" "ncclguard: verdict on ranks 8-11 (comm ranks 0-3; 4 processes on this host): MISMATCH on comm 00000000000000c7: synthetic verdict; reports in /tmp"
 lacks "$NCG_TMP/t3" "MISMATCH on comm 00000000000000c7: MISMATCH"

@@ -531,6 +531,8 @@ static void watchdog_line(const struct fn_op *op, double waited)
 
 static int op_progress(struct fn_op *op)
 {
+    if (fn_stall_hold(op)) /* FAKENCCL_STALL (fn_stall.c) */
+        return 0;
     if (!fn_join_poll(op->comm))
         return 0;
     switch (op->kind) {

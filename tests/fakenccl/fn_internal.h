@@ -146,6 +146,10 @@ void fn_reduce(void *dst, const void *const *srcs, int nsrc, size_t n, ncclDataT
 /* dst[i] = src[i] * scalar (scalar given as a value of dtype dt); dst may equal src. */
 void fn_premul(void *dst, const void *src, size_t n, ncclDataType_t dt, const void *scalar);
 
+/* --- fn_stall.c: FAKENCCL_STALL=RANK:SLOT (README) --- */
+/* 1 when op must never progress. Any thread driving op's comm; no blocking, no allocation. */
+int fn_stall_hold(const struct fn_op *op);
+
 /* --- fn_engine.c --- */
 /* Map or create the segment of comm->shm_name and mark this rank joined. Caller thread,
  * may poll-sleep briefly while another rank creates the segment; allocates. 0 / -errno. */

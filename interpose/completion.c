@@ -1,0 +1,244 @@
+/* Completion tracking (completion.h): the mode decision (synchronous NCCL: a call's return is
+ * its completion; asynchronous NCCL on a CUDA runtime found at run time: events), grouped
+ * calls (completed at the outermost ncclGroupEnd), and the event engine: per communicator an
+ * SPSC ring of CUDA events that the application thread records on the call's stream at most
+ * once per NCG_CEV_GAP_NS and the checker thread polls. */
+#define _GNU_SOURCE
+#include "completion.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "log.h"
+
+int ncg_cmode = NCG_CMODE_RETURN;
+static struct ncg_cuda_api cuda;
+static int probes_left = NCG_CEV_PROBES;
+
+/* ---- mode ---- */
+
+void ncg_completion_set_cuda(const struct ncg_cuda_api *api, int mode)
+{
+    cuda = *api;
+    probes_left = NCG_CEV_PROBES;
+    __atomic_store_n(&ncg_cmode, mode, __ATOMIC_RELEASE);
+}
+
+void ncg_completion_init(void)
+{
+    if (ncg_cfg.completion == NCG_COMPL_RETURN) {
+        ncg_debug(1, "completion: a call's return is its completion (NCCLGUARD_COMPLETION)");
+        return;
+    }
+    struct ncg_cuda_api a = {
+        .event_create_with_flags =
+            (int (*)(void **, unsigned))dlsym(RTLD_DEFAULT, "cudaEventCreateWithFlags"),
+        .event_record = (int (*)(void *, void *))dlsym(RTLD_DEFAULT, "cudaEventRecord"),
+        .event_query = (int (*)(void *))dlsym(RTLD_DEFAULT, "cudaEventQuery"),
+        .stream_query = (int (*)(void *))dlsym(RTLD_DEFAULT, "cudaStreamQuery"),
+    };
+    if (!a.event_create_with_flags || !a.event_record || !a.event_query || !a.stream_query) {
+        ncg_debug(1, "completion: no CUDA runtime in this process; a call's return is its "
+                     "completion");
+        return;
+    }
+    int forced = ncg_cfg.completion == NCG_COMPL_EVENTS;
+    ncg_debug(1, "completion: CUDA runtime found; %s",
+              forced ? "CUDA events (NCCLGUARD_COMPLETION)" : "probing whether NCCL is async");
+    ncg_completion_set_cuda(&a, forced ? NCG_CMODE_EVENTS : NCG_CMODE_PROBE);
+}
+
+static void cmode_return(const char *why)
+{
+    if (__atomic_exchange_n(&ncg_cmode, NCG_CMODE_RETURN, __ATOMIC_ACQ_REL) != NCG_CMODE_RETURN)
+        ncg_debug(1, "completion: %s; a call's return is its completion", why);
+}
+
+/* ---- the event engine ---- */
+
+static uint64_t coarse_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define NCG_CEV_MAX 256u
+static struct ncg_cev *cev_all[NCG_CEV_MAX];
+static uint32_t cev_n;
+static pthread_mutex_t cev_lk = PTHREAD_MUTEX_INITIALIZER;
+
+static void cev_register(struct ncg_cev *e)
+{
+    pthread_mutex_lock(&cev_lk);
+    if (!e->registered && cev_n < NCG_CEV_MAX) {
+        e->registered = 1;
+        ck_pr_store_ptr(&cev_all[cev_n], e);
+        /* The pointer before the count: the poller reads entries below the count it loaded. */
+        ck_pr_fence_store();
+        ck_pr_store_32(&cev_n, cev_n + 1);
+    } else if (!e->registered) {
+        NCG_LOG_ONCE("completion: more than %u communicators use events; later ones are "
+                     "tracked at call return",
+                     NCG_CEV_MAX);
+    }
+    pthread_mutex_unlock(&cev_lk);
+}
+
+static void *cev_event(struct ncg_cev *e)
+{
+    if (ck_pr_load_64(&e->spare_tail) != e->spare_head) { /* a recycled one */
+        void *ev = e->spare[e->spare_head % NCG_CEV_RING];
+        ck_pr_store_64(&e->spare_head, e->spare_head + 1);
+        return ev;
+    }
+    void *ev = NULL;
+    if (cuda.event_create_with_flags(&ev, NCG_CUDA_EVENT_DISABLE_TIMING) != NCG_CUDA_SUCCESS)
+        return NULL;
+    return ev;
+}
+
+void ncg_cev_after_call(struct ncg_cev *e, uint64_t val, void *stream)
+{
+    if (!e || !e->done)
+        return;
+    int mode = __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE);
+    if (mode == NCG_CMODE_PROBE) {
+        int q = cuda.stream_query(stream);
+        if (q == NCG_CUDA_NOT_READY) {
+            __atomic_store_n(&ncg_cmode, NCG_CMODE_EVENTS, __ATOMIC_RELEASE);
+            ncg_debug(1, "completion: NCCL calls return before their work is done: CUDA events");
+            mode = NCG_CMODE_EVENTS;
+        } else {
+            ck_pr_store_64(e->done, val);
+            if (q != NCG_CUDA_SUCCESS)
+                cmode_return("cudaStreamQuery fails (no usable GPU?)");
+            else if (__atomic_sub_fetch(&probes_left, 1, __ATOMIC_RELAXED) <= 0)
+                cmode_return("NCCL calls complete before they return");
+            return;
+        }
+    }
+    if (mode == NCG_CMODE_RETURN) {
+        ck_pr_store_64(e->done, val);
+        return;
+    }
+    if (!e->registered)
+        cev_register(e);
+    e->stream = stream;
+    ck_pr_store_64(&e->issued, val); /* a drained stream completes up to here */
+    uint64_t now = coarse_ns();
+    if (now - e->last_ev_ns < NCG_CEV_GAP_NS || e->head - ck_pr_load_64(&e->tail) >= NCG_CEV_RING)
+        return; /* the next event, or the stream query, covers this call */
+    void *ev = cev_event(e);
+    if (!ev || cuda.event_record(ev, stream) != NCG_CUDA_SUCCESS) {
+        cmode_return("cudaEventCreateWithFlags/cudaEventRecord fail");
+        ck_pr_store_64(e->done, val);
+        return;
+    }
+    e->last_ev_ns = now;
+    e->ev[e->head % NCG_CEV_RING] = ev;
+    e->val[e->head % NCG_CEV_RING] = val;
+    /* Event and value before the head that publishes them to the poller. */
+    ck_pr_fence_store();
+    ck_pr_store_64(&e->head, e->head + 1);
+}
+
+static void cev_poll_one(struct ncg_cev *e)
+{
+    uint64_t head = ck_pr_load_64(&e->head);
+    ck_pr_fence_load(); /* the head before the slots it covers */
+    while (e->tail != head) {
+        void *ev = e->ev[e->tail % NCG_CEV_RING];
+        if (cuda.event_query(ev) != NCG_CUDA_SUCCESS)
+            break; /* not reached yet (or an error: retried next poll) */
+        uint64_t v = e->val[e->tail % NCG_CEV_RING];
+        if (v > ck_pr_load_64(e->done))
+            ck_pr_store_64(e->done, v);
+        if (e->spare_tail - ck_pr_load_64(&e->spare_head) < NCG_CEV_RING) {
+            e->spare[e->spare_tail % NCG_CEV_RING] = ev;
+            ck_pr_fence_store();
+            ck_pr_store_64(&e->spare_tail, e->spare_tail + 1);
+        }
+        ck_pr_fence_store(); /* the slot is read before the producer may reuse it */
+        ck_pr_store_64(&e->tail, e->tail + 1);
+    }
+    /* Calls after the last event: a drained stream has finished everything issued before the
+     * query (issued is read first; later calls are not claimed). */
+    uint64_t iss = ck_pr_load_64(&e->issued);
+    void *st = ck_pr_load_ptr(&e->stream);
+    if (iss > ck_pr_load_64(e->done) && e->tail == head &&
+        cuda.stream_query(st) == NCG_CUDA_SUCCESS && iss > ck_pr_load_64(e->done))
+        ck_pr_store_64(e->done, iss);
+}
+
+void ncg_completion_poll(void)
+{
+    if (__atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE) != NCG_CMODE_EVENTS)
+        return;
+    uint32_t n = ck_pr_load_32(&cev_n);
+    ck_pr_fence_load();
+    for (uint32_t i = 0; i < n; i++)
+        cev_poll_one(ck_pr_load_ptr(&cev_all[i]));
+}
+
+/* ---- groups ---- */
+
+struct gent {
+    struct ncg_shm_comm *s;
+    struct ncg_cev *cev; /* [0] collectives, [1] p2p (adjacent in struct ncg_comm) */
+    uint64_t end[2];     /* value to complete: last slot + 1, last p2p index + 1 (0: none) */
+    void *stream;
+};
+static __thread struct gent *g_ent __attribute__((tls_model("initial-exec")));
+static __thread int g_n __attribute__((tls_model("initial-exec")));
+
+void ncg_group_note(struct ncg_shm_comm *s, struct ncg_cev *cev, int p2p, uint64_t idx,
+                    void *stream)
+{
+    if (!g_ent && !(g_ent = calloc(NCG_SHM_MAX_COMMS, sizeof *g_ent)))
+        return; /* out of memory: this group's calls stay incomplete (never a false verdict:
+                   STUCK needs equal calls everywhere, DEADLOCK a cycle) */
+    int i;
+    for (i = 0; i < g_n; i++)
+        if (g_ent[i].s == s)
+            break;
+    if (i == g_n) {
+        if (g_n == (int)NCG_SHM_MAX_COMMS)
+            return;
+        g_ent[g_n++] = (struct gent){.s = s, .cev = cev};
+    }
+    uint64_t *held = p2p ? &s->p2p_held : &s->coll_held;
+    if (!g_ent[i].end[p2p] && !ck_pr_load_64(held))
+        ck_pr_store_64(held, idx + 1);
+    g_ent[i].end[p2p] = idx + 1;
+    g_ent[i].stream = stream;
+}
+
+void ncg_group_launch(void)
+{
+    for (int i = 0; i < g_n; i++) {
+        ck_pr_store_64(&g_ent[i].s->coll_held, 0);
+        ck_pr_store_64(&g_ent[i].s->p2p_held, 0);
+    }
+}
+
+void ncg_group_done(void)
+{
+    int mode = __atomic_load_n(&ncg_cmode, __ATOMIC_RELAXED);
+    for (int i = 0; i < g_n; i++) {
+        struct gent *g = &g_ent[i];
+        for (int k = 0; k < 2; k++) {
+            if (!g->end[k])
+                continue;
+            if (mode == NCG_CMODE_RETURN || !g->cev)
+                ck_pr_store_64(k ? &g->s->p2p_done : &g->s->coll_done, g->end[k]);
+            else
+                ncg_cev_after_call(&g->cev[k], g->end[k], g->stream);
+        }
+    }
+    g_n = 0;
+}

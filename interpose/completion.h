@@ -1,0 +1,98 @@
+/* Completion tracking: which issued calls of each communicator have completed (the segment's
+ * coll_done / p2p_done, and coll_held / p2p_held for calls issued in a group not launched yet).
+ * Two ways to learn it, chosen once per process (ncg_completion_init):
+ *  - RETURN: the NCCL is synchronous (the CPU NCCL; any NCCL whose calls finish before they
+ *    return): a call's return is its completion, stored by the issuing thread right after the
+ *    real call, or for grouped calls at the outermost ncclGroupEnd's return.
+ *  - EVENTS: the NCCL is asynchronous (a GPU): the return only enqueued the work; completion
+ *    comes from CUDA events recorded on the call's stream (at most one per stream every
+ *    NCG_CEV_GAP_NS) and stream queries, polled by the checker thread (ncg_completion_poll).
+ *    CUDA is resolved at run time (dlsym), never linked. */
+#ifndef NCG_COMPLETION_H
+#define NCG_COMPLETION_H
+
+#include <ck_pr.h>
+#include <stdint.h>
+
+#include "ncclguard/shm.h"
+#include "shim.h"
+
+enum ncg_cmode {
+    NCG_CMODE_RETURN = 0, /* a call's return is its completion */
+    NCG_CMODE_PROBE = 1,  /* CUDA runtime found: the first calls tell whether NCCL is async */
+    NCG_CMODE_EVENTS = 2, /* CUDA events / stream queries, polled by the checker thread */
+};
+extern int ncg_cmode; /* enum ncg_cmode; written once at activation (and by the probe) */
+
+#define NCG_CEV_GAP_NS 2000000ull /* a new event only when the stream's last one is older */
+#define NCG_CEV_RING 8u           /* events in flight per communicator and kind */
+#define NCG_CEV_PROBES 8          /* calls probed with cudaStreamQuery before deciding */
+
+/* Event tracking of one communicator and kind (collective or p2p), inside struct ncg_comm.
+ * Single producer (the thread driving the comm) and single consumer (the checker thread). */
+struct ncg_cev {
+    uint64_t *done;      /* the segment counter it advances (coll_done or p2p_done) */
+    void *stream;        /* stream of the latest call (cudaStream_t) */
+    uint64_t issued;     /* latest call's value (slot + 1): what a drained stream completes */
+    uint64_t last_ev_ns; /* coarse clock of the latest event recorded */
+    uint64_t head, tail; /* ring positions: producer advances head, consumer tail */
+    void *ev[NCG_CEV_RING];
+    uint64_t val[NCG_CEV_RING];
+    void *spare[NCG_CEV_RING]; /* completed events, handed back to the producer */
+    uint64_t spare_head, spare_tail;
+    int registered;
+};
+
+/* The CUDA runtime functions used (cudaError_t is an int-sized enum; 0 = success,
+ * 600 = cudaErrorNotReady). Filled by dlsym, or by a unit test (ncg_completion_set_cuda). */
+struct ncg_cuda_api {
+    int (*event_create_with_flags)(void **event, unsigned int flags);
+    int (*event_record)(void *event, void *stream);
+    int (*event_query)(void *event);
+    int (*stream_query)(void *stream);
+};
+#define NCG_CUDA_SUCCESS 0
+#define NCG_CUDA_NOT_READY 600
+#define NCG_CUDA_EVENT_DISABLE_TIMING 0x2u
+
+/* Decide the mode (NCCLGUARD_COMPLETION=auto|return|events; auto: RETURN unless a CUDA runtime
+ * is in the process, then PROBE). One verbose line says what was decided. At activation, under
+ * ncg_lock; calls dlsym. */
+void ncg_completion_init(void);
+
+/* Tests: use api instead of the process's CUDA runtime, in the given mode. Any thread, before
+ * the first call. */
+void ncg_completion_set_cuda(const struct ncg_cuda_api *api, int mode);
+
+/* Asynchronous path of ncg_done_after_call (EVENTS / PROBE): application thread, no lock;
+ * records at most one event per NCG_CEV_GAP_NS on the stream. */
+void ncg_cev_after_call(struct ncg_cev *e, uint64_t val, void *stream);
+
+/* Checker thread (or a test): query events and drained streams, advance the done counters.
+ * Lock-free; never blocks (cudaEventQuery / cudaStreamQuery). */
+void ncg_completion_poll(void);
+
+/* Groups (application thread, wrappers.c / comm.c): a call issued inside a group on segment
+ * comm s (p2p: idx is the p2p record index, else the slot); the outermost ncclGroupEnd is
+ * entered (launch: the held calls are now waited on) and has returned (done). In EVENTS mode
+ * the group's completion is the event of its last call: cev is the comm's tracker. */
+void ncg_group_note(struct ncg_shm_comm *s, struct ncg_cev *cev, int p2p, uint64_t idx,
+                    void *stream);
+void ncg_group_launch(void);
+void ncg_group_done(void);
+
+/* After the application's recorded call returned (wrappers.c): store its completion (RETURN)
+ * or hand it to the event path. Hot path: two TLS loads and a store in RETURN mode. */
+static inline void ncg_done_after_call(void *stream)
+{
+    uint64_t *at = ncg_tls.done_at;
+    if (!at)
+        return;
+    ncg_tls.done_at = 0;
+    if (__builtin_expect(__atomic_load_n(&ncg_cmode, __ATOMIC_RELAXED) == NCG_CMODE_RETURN, 1))
+        ck_pr_store_64(at, ncg_tls.done_val); /* x86: a plain store orders after the record */
+    else
+        ncg_cev_after_call(ncg_tls.done_cev, ncg_tls.done_val, stream);
+}
+
+#endif

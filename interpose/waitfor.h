@@ -1,0 +1,54 @@
+/* The wait-for graph behind the DEADLOCK verdict, as pure logic (no sockets, threads or
+ * clocks; unit-tested in tests/checker/waitfor_test.c). Nodes are application threads
+ * (process, thread id). A thread blocked in a launched, incomplete call x on communicator C
+ * waits for every member m of C that has not completed x's slot (collective), or for x's peer
+ * (p2p). m runs its calls on C in order on its driver thread (the issuer of m's latest call on
+ * C; a stream on a GPU); if that thread's oldest incomplete call y is another call, m cannot
+ * take part in x's slot until y completes: an edge thread(x) -> thread(y). Under synchronous
+ * semantics m has then not even issued the slot; under asynchronous ones (a GPU stream) it may
+ * have, queued behind y. Every thread of a cycle waits on the next one forever (AND model: a
+ * thread blocked in a group waits on all its calls), which is a deadlock. */
+#ifndef NCG_WAITFOR_H
+#define NCG_WAITFOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One call a thread is blocked in. */
+struct ncg_wf_wait {
+    uint32_t proc; /* the process (any stable id: the coordinator's connection) */
+    uint32_t tid;  /* the blocked thread */
+    uint32_t comm; /* index into the comms array */
+    uint32_t rank; /* the blocked thread's comm rank in that comm */
+    uint8_t p2p;   /* 0: collective at slot seq; 1: send/recv with comm rank peer */
+    uint64_t seq;
+    int32_t peer;
+};
+
+/* What is known of member m of a communicator. */
+struct ncg_wf_member {
+    uint8_t known; /* 0: never reported (no edge is ever drawn to it) */
+    uint32_t proc; /* its process */
+    uint32_t tid;  /* the thread driving the comm there */
+    uint64_t done; /* collective slots it has completed on the comm */
+};
+
+struct ncg_wf_comm {
+    uint32_t nranks;
+    const struct ncg_wf_member *m; /* [nranks] */
+};
+
+/* One step of a cycle: wait w[wait] waits for comm rank `target` of its comm, whose driver
+ * thread is blocked in wait w[next] (the next step's wait). */
+struct ncg_wf_step {
+    size_t wait;
+    uint32_t target;
+};
+
+/* Finds one cycle in the graph of the nw waits. Writes up to cap steps (in order; the last
+ * step's thread waits on the first's) and returns the cycle's length, 0 when there is none,
+ * or -1 when out of memory. Pure; any thread; allocates temporary arrays. */
+long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_wf_comm *comms,
+                       size_t ncomms, struct ncg_wf_step *steps, size_t cap);
+
+#endif

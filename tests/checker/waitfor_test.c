@@ -1,0 +1,195 @@
+/* Unit tests of the wait-for graph (interpose/waitfor.c): inversions of 2, 3 and 8 ranks,
+ * split child and parent, p2p, and the cases that must never be a cycle (threads owning
+ * communicators, a lagging rank, a matching send/recv, groups, unknown members). Each case
+ * also runs with its waits in reverse order. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "waitfor.h"
+
+static int failures;
+
+#define MAXR 16
+struct comm {
+    uint32_t n;
+    struct ncg_wf_member m[MAXR];
+};
+
+static void member(struct comm *c, uint32_t r, uint32_t proc, uint32_t tid, uint64_t done)
+{
+    c->m[r] = (struct ncg_wf_member){1, proc, tid, done};
+    if (r + 1 > c->n)
+        c->n = r + 1;
+}
+
+static struct ncg_wf_wait coll(uint32_t proc, uint32_t tid, uint32_t comm, uint32_t rank,
+                               uint64_t slot)
+{
+    return (struct ncg_wf_wait){proc, tid, comm, rank, 0, slot, -1};
+}
+
+static struct ncg_wf_wait p2p(uint32_t proc, uint32_t tid, uint32_t comm, uint32_t rank, uint64_t k,
+                              int32_t peer)
+{
+    return (struct ncg_wf_wait){proc, tid, comm, rank, 1, k, peer};
+}
+
+/* Runs the case forwards and backwards; want = expected cycle length (0: none). */
+static void check(const char *name, struct ncg_wf_wait *w, size_t nw, struct comm *cs, size_t nc,
+                  long want)
+{
+    struct ncg_wf_comm comms[8];
+    for (size_t i = 0; i < nc; i++)
+        comms[i] = (struct ncg_wf_comm){cs[i].n, cs[i].m};
+    for (int rev = 0; rev < 2; rev++) {
+        struct ncg_wf_wait ww[64];
+        for (size_t i = 0; i < nw; i++)
+            ww[i] = w[rev ? nw - 1 - i : i];
+        struct ncg_wf_step st[64];
+        long n = ncg_wf_find_cycle(ww, nw, comms, nc, st, 64);
+        if (n != want) {
+            printf("FAIL %s%s: cycle of %ld, want %ld\n", name, rev ? " (reversed)" : "", n, want);
+            failures++;
+            continue;
+        }
+        /* Each step waits on a member whose driver thread is the next step's thread. */
+        for (long k = 0; k < n; k++) {
+            const struct ncg_wf_wait *x = &ww[st[k].wait], *y = &ww[st[(k + 1) % n].wait];
+            const struct ncg_wf_member *m = &comms[x->comm].m[st[k].target];
+            if (m->proc != y->proc || m->tid != y->tid) {
+                printf("FAIL %s: step %ld does not lead to the next\n", name, k);
+                failures++;
+            }
+        }
+    }
+}
+
+int main(void)
+{
+    struct comm c[4];
+    struct ncg_wf_wait w[64];
+    size_t nw;
+
+    /* 2 ranks: rank 0 in WORLD slot 0 then DUP, rank 1 in DUP slot 0 then WORLD. */
+    memset(c, 0, sizeof c);
+    member(&c[0], 0, 0, 100, 0), member(&c[0], 1, 1, 200, 0); /* completed counts */
+    member(&c[1], 0, 0, 100, 0), member(&c[1], 1, 1, 200, 0);
+    w[0] = coll(0, 100, 0, 0, 0), w[1] = coll(1, 200, 1, 1, 0);
+    check("inversion 2 ranks", w, 2, c, 2, 2);
+    /* the same on GPU streams: each rank has issued both comms' calls (queued behind its
+     * first), the counts of issued calls are equal, the heads of the streams differ */
+    check("asynchronous inversion", w, 2, c, 2, 2);
+
+    /* the same, but the DUP comm is driven by a second thread on rank 0: no deadlock */
+    c[1].m[0].tid = 101;
+    check("threads own communicators", w, 2, c, 2, 0);
+
+    /* healthy: both ranks in WORLD slot 0 (the same call on both) */
+    memset(c, 0, sizeof c);
+    member(&c[0], 0, 0, 100, 0), member(&c[0], 1, 1, 200, 0);
+    w[0] = coll(0, 100, 0, 0, 0), w[1] = coll(1, 200, 0, 1, 0);
+    check("healthy slot", w, 2, c, 1, 0);
+
+    /* LAG: rank 1 pauses before the barrier (not blocked): rank 0 waits, no cycle */
+    w[0] = coll(0, 100, 0, 0, 0);
+    check("lag is not a deadlock", w, 1, c, 1, 0);
+
+    /* unknown member: no edge to it */
+    memset(c, 0, sizeof c);
+    member(&c[0], 0, 0, 100, 0);
+    c[0].n = 2;
+    member(&c[1], 0, 0, 100, 0), member(&c[1], 1, 1, 200, 0);
+    w[0] = coll(0, 100, 0, 0, 0), w[1] = coll(1, 200, 1, 1, 0);
+    check("unknown member", w, 2, c, 2, 0);
+
+    /* 3 ranks, 3 comms in a ring: r0 on A then B, r1 on B then C, r2 on C then A */
+    memset(c, 0, sizeof c);
+    member(&c[0], 0, 0, 1, 1), member(&c[0], 1, 2, 3, 0); /* A = {r0, r2} */
+    member(&c[1], 0, 1, 2, 1), member(&c[1], 1, 0, 1, 0); /* B = {r1, r0} */
+    member(&c[2], 0, 2, 3, 1), member(&c[2], 1, 1, 2, 0); /* C = {r2, r1} */
+    w[0] = coll(0, 1, 0, 0, 0), w[1] = coll(1, 2, 1, 0, 0), w[2] = coll(2, 3, 2, 0, 0);
+    check("3-cycle", w, 3, c, 3, 3);
+    /* break it: r2 drives A from another thread (free to issue A's slot) */
+    c[0].m[1].tid = 4;
+    check("3 comms, one thread-owned", w, 3, c, 3, 0);
+
+    /* 8 ranks: split child DUP = {0, 1}; rank 0 in WORLD then DUP, rank 1 in DUP then WORLD,
+     * ranks 2-7 in WORLD (waiting on rank 1, not part of the cycle) */
+    memset(c, 0, sizeof c);
+    for (uint32_t r = 0; r < 8; r++)
+        member(&c[0], r, r, 1000 + r, 5);
+    member(&c[1], 0, 0, 1000, 5), member(&c[1], 1, 1, 1001, 5);
+    nw = 0;
+    for (uint32_t r = 0; r < 8; r++)
+        w[nw++] = r == 1 ? coll(1, 1001, 1, 1, 5) : coll(r, 1000 + r, 0, r, 5);
+    check("8 ranks, split child and parent", w, nw, c, 2, 2);
+
+    /* p2p: rank 0 sends to rank 1 on A, then AllReduce on B; rank 1 AllReduce on B first */
+    memset(c, 0, sizeof c);
+    member(&c[0], 0, 0, 100, 0), member(&c[0], 1, 1, 200, 0);
+    member(&c[1], 0, 0, 100, 0), member(&c[1], 1, 1, 200, 0);
+    w[0] = p2p(0, 100, 0, 0, 0, 1), w[1] = coll(1, 200, 1, 1, 0);
+    check("p2p then collective", w, 2, c, 2, 2);
+    /* the matching recv is posted: the pair completes */
+    w[1] = p2p(1, 200, 0, 1, 0, 0);
+    check("matching send/recv", w, 2, c, 2, 0);
+    /* p2p both ways on two comms: r0 sends on A to r1, r1 sends on B to r0 */
+    memset(c, 0, sizeof c);
+    member(&c[0], 0, 0, 100, 0), member(&c[0], 1, 1, 200, 0);
+    member(&c[1], 0, 0, 100, 0), member(&c[1], 1, 1, 200, 0);
+    w[0] = p2p(0, 100, 0, 0, 0, 1), w[1] = p2p(1, 200, 1, 1, 0, 0);
+    check("p2p across two comms", w, 2, c, 2, 2);
+
+    /* a group: rank 0 blocked in {A slot 0, B slot 0} (issued both), rank 1 blocked in A
+     * slot 0 and has not issued B yet: rank 1's A completes, no cycle */
+    memset(c, 0, sizeof c);
+    member(&c[0], 0, 0, 100, 0), member(&c[0], 1, 1, 200, 0);
+    member(&c[1], 0, 0, 100, 0), member(&c[1], 1, 1, 200, 0);
+    w[0] = coll(0, 100, 0, 0, 0), w[1] = coll(0, 100, 1, 0, 0), w[2] = coll(1, 200, 0, 1, 0);
+    check("group over two comms", w, 3, c, 2, 0);
+
+    /* several ranks in one process, one thread each (InitAll-like): thread ids differ */
+    memset(c, 0, sizeof c);
+    member(&c[0], 0, 7, 1, 0), member(&c[0], 1, 7, 2, 0);
+    member(&c[1], 0, 7, 1, 0), member(&c[1], 1, 7, 2, 0);
+    w[0] = coll(7, 1, 0, 0, 0), w[1] = coll(7, 2, 1, 1, 0);
+    check("one process, two threads", w, 2, c, 2, 2);
+
+    /* empty input, out-of-range comm index and rank */
+    check("nothing", w, 0, c, 2, 0);
+    w[0] = coll(0, 1, 9, 0, 0), w[1] = coll(0, 1, 0, 9, 0);
+    check("bad indexes", w, 2, c, 2, 0);
+
+    /* exhaustive: 2 ranks x 2 comms x every (completed, blocked-on) combination; a cycle
+     * exactly when the ranks are blocked on different comms, each on a slot the other has not
+     * completed (a rank is blocked only in a slot it has not completed itself). */
+    for (int b0 = 0; b0 < 3; b0++)
+        for (int b1 = 0; b1 < 3; b1++)
+            for (int mask = 0; mask < 16; mask++) {
+                memset(c, 0, sizeof c);
+                uint64_t dn[2][2] = {{mask & 1, (mask >> 1) & 1},
+                                     {(mask >> 2) & 1, (mask >> 3) & 1}}; /* [comm][rank] */
+                for (int k = 0; k < 2; k++)
+                    for (uint32_t r = 0; r < 2; r++)
+                        member(&c[k], r, r, 10 + r, dn[k][r]);
+                nw = 0;
+                int blk[2] = {b0, b1}; /* 0: not blocked, 1: on comm 0, 2: on comm 1 */
+                for (uint32_t r = 0; r < 2; r++)
+                    if (blk[r] && !dn[blk[r] - 1][r])
+                        w[nw++] = coll(r, 10 + r, (uint32_t)blk[r] - 1, r, 0);
+                int want = 0;
+                if (nw == 2 && blk[0] != blk[1] && !dn[blk[0] - 1][1] && !dn[blk[1] - 1][0])
+                    want = 2;
+                char name[64];
+                snprintf(name, sizeof name, "exhaustive b=%d,%d mask=%x", b0, b1, mask);
+                check(name, w, nw, c, 2, want);
+            }
+
+    if (failures) {
+        printf("waitfor: %d failures\n", failures);
+        return 1;
+    }
+    printf("waitfor: all cases pass\n");
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* Fault injection for a hang that is not a desync: FAKENCCL_STALL=RANK:SLOT makes the global
+ * rank RANK ($RANK) never finish collective slot SLOT (0-based) of the first communicator its
+ * process initialised; its peers then block in that slot too. One hook, called by the progress
+ * engine before it advances an operation (fn_engine.c, op_progress). */
+#include <stdlib.h>
+
+#include "fn_internal.h"
+
+static int parsed, armed;
+static long stall_rank;
+static unsigned long long stall_slot;
+static uint64_t first_comm; /* hash of the first communicator that joined here, 0 = none yet */
+
+static void parse(void)
+{
+    parsed = 1;
+    const char *v = getenv("FAKENCCL_STALL"), *r = getenv("RANK");
+    char *end;
+    if (!v || !*v || !r)
+        return;
+    stall_rank = strtol(v, &end, 10);
+    if (*end != ':')
+        return;
+    stall_slot = strtoull(end + 1, &end, 10);
+    armed = !*end && stall_rank == atol(r);
+}
+
+/* 1: hold op (never progress it). Thread driving op's comm; no allocation, no blocking. */
+int fn_stall_hold(const struct fn_op *op)
+{
+    if (!parsed)
+        parse();
+    if (!armed)
+        return 0;
+    if (!first_comm && op->kind == FN_OP_JOIN)
+        first_comm = op->comm->hash; /* joins come in initialisation order */
+    return op->kind == FN_OP_COLL && op->comm->hash == first_comm && op->seq == stall_slot;
+}
