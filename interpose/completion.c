@@ -28,26 +28,61 @@ void ncg_completion_set_cuda(const struct ncg_cuda_api *api, int mode)
     __atomic_store_n(&ncg_cmode, mode, __ATOMIC_RELEASE);
 }
 
+/* The process's CUDA runtime: global symbols first, then a libcudart already loaded with
+ * RTLD_LOCAL (Python extensions such as PyTorch's load it so). Never loads one. 0 / -1. */
+static int find_cuda(struct ncg_cuda_api *a)
+{
+    static const char *const libs[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+    void *h = RTLD_DEFAULT;
+    for (size_t i = 0; i <= sizeof libs / sizeof *libs; i++) {
+        if (i > 0 && !(h = dlopen(libs[i - 1], RTLD_NOLOAD | RTLD_LAZY)))
+            continue;
+        *a = (struct ncg_cuda_api){
+            .event_create_with_flags =
+                (int (*)(void **, unsigned))dlsym(h, "cudaEventCreateWithFlags"),
+            .event_record = (int (*)(void *, void *))dlsym(h, "cudaEventRecord"),
+            .event_query = (int (*)(void *))dlsym(h, "cudaEventQuery"),
+            .stream_query = (int (*)(void *))dlsym(h, "cudaStreamQuery"),
+        };
+        /* the handle stays open: the runtime is in use by the process anyway */
+        if (a->event_create_with_flags && a->event_record && a->event_query && a->stream_query)
+            return 0;
+    }
+    return -1;
+}
+
+/* auto mode without a runtime at activation: the application may load one later (before its
+ * first stream exists); the checker thread looks again each interval. */
+static int g_unresolved;
+
 void ncg_completion_init(void)
 {
     if (ncg_cfg.completion == NCG_COMPL_RETURN) {
         ncg_debug(1, "completion: a call's return is its completion (NCCLGUARD_COMPLETION)");
         return;
     }
-    struct ncg_cuda_api a = {
-        .event_create_with_flags =
-            (int (*)(void **, unsigned))dlsym(RTLD_DEFAULT, "cudaEventCreateWithFlags"),
-        .event_record = (int (*)(void *, void *))dlsym(RTLD_DEFAULT, "cudaEventRecord"),
-        .event_query = (int (*)(void *))dlsym(RTLD_DEFAULT, "cudaEventQuery"),
-        .stream_query = (int (*)(void *))dlsym(RTLD_DEFAULT, "cudaStreamQuery"),
-    };
-    if (!a.event_create_with_flags || !a.event_record || !a.event_query || !a.stream_query) {
-        ncg_debug(1, "completion: no CUDA runtime in this process; a call's return is its "
+    struct ncg_cuda_api a;
+    if (find_cuda(&a) != 0) {
+        ncg_debug(1, "completion: no CUDA runtime in this process (yet); a call's return is its "
                      "completion");
+        __atomic_store_n(&g_unresolved, 1, __ATOMIC_RELEASE);
         return;
     }
     int forced = ncg_cfg.completion == NCG_COMPL_EVENTS;
     ncg_debug(1, "completion: CUDA runtime found; %s",
+              forced ? "CUDA events (NCCLGUARD_COMPLETION)" : "probing whether NCCL is async");
+    ncg_completion_set_cuda(&a, forced ? NCG_CMODE_EVENTS : NCG_CMODE_PROBE);
+}
+
+/* Checker thread: a runtime loaded after activation switches to probing. */
+static void retry_find(void)
+{
+    struct ncg_cuda_api a;
+    if (find_cuda(&a) != 0)
+        return;
+    __atomic_store_n(&g_unresolved, 0, __ATOMIC_RELEASE);
+    int forced = ncg_cfg.completion == NCG_COMPL_EVENTS;
+    ncg_debug(1, "completion: a CUDA runtime was loaded; %s",
               forced ? "CUDA events (NCCLGUARD_COMPLETION)" : "probing whether NCCL is async");
     ncg_completion_set_cuda(&a, forced ? NCG_CMODE_EVENTS : NCG_CMODE_PROBE);
 }
@@ -177,6 +212,8 @@ static void cev_poll_one(struct ncg_cev *e)
 
 void ncg_completion_poll(void)
 {
+    if (__atomic_load_n(&g_unresolved, __ATOMIC_ACQUIRE))
+        retry_find();
     if (__atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE) != NCG_CMODE_EVENTS)
         return;
     uint32_t n = ck_pr_load_32(&cev_n);

@@ -56,7 +56,8 @@ struct ncg_cuda_api {
 #define NCG_CUDA_EVENT_DISABLE_TIMING 0x2u
 
 /* Decide the mode (NCCLGUARD_COMPLETION=auto|return|events; auto: RETURN unless a CUDA runtime
- * is in the process, then PROBE). One verbose line says what was decided. At activation, under
+ * is in the process, then PROBE; one loaded later is found by ncg_completion_poll). One verbose
+ * line says what was decided. At activation, under
  * ncg_lock; calls dlsym. */
 void ncg_completion_init(void);
 

@@ -1,5 +1,8 @@
 # DEADLOCK: two communicators taken in opposite orders by two ranks (issue 10). Rank 1 calls
-# ncg-modes: sync async
+# ncg-modes: sync
+# (sync only for now: under asynchronous NCCL completion is sampled with CUDA events, so a
+# member's completed count is a lower bound and the STUCK slot and blame can be wrong, and no
+# thread blocks inside an NCCL call for WAIT; see docs/checker.md)
 # the second comm before world at ITERS/2 while the others keep world first: every comm's
 # stream is identical, yet the job never finishes. Every rank prints DEADLOCK naming the
 # cycle and exits 86, within 2 s of the inversion: split child and parent (2 and 8 ranks), two

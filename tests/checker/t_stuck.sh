@@ -1,5 +1,8 @@
 # STUCK: FAKENCCL_STALL=1:SLOT makes rank 1 never finish slot SLOT of the world comm; every
-# ncg-modes: sync async
+# ncg-modes: sync
+# (sync only for now: under asynchronous NCCL completion is sampled with CUDA events, so a
+# member's completed count is a lower bound and the STUCK slot and blame can be wrong, and no
+# thread blocks inside an NCCL call for WAIT; see docs/checker.md)
 # rank issued it identically, none completes it. A warning after NCCLGUARD_STUCK_WARN_S naming
 # the slot, the call and the members (the job stays blocked: the launcher ends it), and an
 # error with NCCLGUARD_STUCK_ABORT_S (exit 86 everywhere). No STUCK/DEADLOCK on healthy runs:
