@@ -36,6 +36,7 @@ all:
 -include interpose/checker.mk
 -include interpose/interpose.mk
 -include interpose/cli/cli.mk
+-include tests/gpu/gpu.mk
 
 all: $(ALL_TARGETS) $(TEST_BINS)
 

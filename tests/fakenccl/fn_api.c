@@ -89,6 +89,8 @@ static ncclResult_t submit(const struct fn_op *op)
 {
     if (t_depth == 0) {
         struct fn_op one = *op;
+        if (one.kind != FN_OP_JOIN && fn_cuda_on())
+            return fn_cuda_run(&one, 1);
         if (one.kind != FN_OP_JOIN && fn_async_on())
             return fn_async_submit(&one, 1);
         return fn_run(&one, 1);
@@ -123,7 +125,9 @@ FN_API ncclResult_t pncclGroupEnd(void)
     if (--t_depth > 0)
         return ncclSuccess;
     ncclResult_t res = t_group_err;
-    if (res == ncclSuccess && t_nops > 0 && fn_async_on()) {
+    if (res == ncclSuccess && t_nops > 0 && fn_cuda_on()) {
+        res = fn_cuda_run(t_ops, t_nops); /* device buffers staged, synchronous */
+    } else if (res == ncclSuccess && t_nops > 0 && fn_async_on()) {
         /* Joins (inits inside the group) complete now, the rest goes on the streams. */
         int k = 0;
         for (int i = 0; i < t_nops; i++)

@@ -177,6 +177,16 @@ ncclResult_t fn_async_submit(const struct fn_op *ops, int nops);
 /* Wait until comm c has no pending job (destroy, finalize, split). Caller thread; blocks. */
 void fn_async_drain(struct ncclComm *c);
 
+/* --- fn_cuda.c: FAKENCCL_CUDA=1 --- */
+/* 1 when FAKENCCL_CUDA=1 and a CUDA runtime is loaded in the process (else one line, once).
+ * Takes precedence over FAKENCCL_ASYNC. Any thread; resolves on first use. */
+int fn_cuda_on(void);
+/* Run ops (a call, or a group's calls) with their device buffers staged through host memory:
+ * the calls' streams synchronized, inputs copied in, fn_run, outputs copied back. Caller
+ * thread; blocks like fn_run plus the stream synchronizations; allocates (a per-thread block,
+ * reused). */
+ncclResult_t fn_cuda_run(const struct fn_op *ops, int nops);
+
 /* --- fn_api.c --- */
 /* Drop one reference of c; the last frees it (segment detached). Any thread. */
 void fn_comm_unref(struct ncclComm *c);
