@@ -304,7 +304,8 @@ static void scenario_fork(void)
     int st;
     waitpid(pid, &st, 0);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        DIE("child failed: status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        DIE("child failed: %s %d", WIFEXITED(st) ? "status" : "signal",
+            WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
     if (seg_exists(pid))
         DIE("child's segment left behind");
     if (!seg_exists(parent))
