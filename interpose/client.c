@@ -120,13 +120,32 @@ static const char *host_name(void)
     return h;
 }
 
+static const char *env_get(const char *name, void *arg)
+{
+    (void)arg;
+    return getenv(name);
+}
+
+static struct ncg_launch_ranks launch;
+static void launch_parse(void)
+{
+    ncg_launch_ranks_parse(&launch, env_get, NULL);
+}
+
+/* The launcher's ranks (config.h's precedence), read once. Any thread. */
+static const struct ncg_launch_ranks *launch_ranks(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, launch_parse);
+    return &launch;
+}
+
 static int32_t global_rank(void)
 {
     struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
     if (h)
         return h->global_rank;
-    const char *r = getenv("RANK");
-    return r ? atoi(r) : -1;
+    return launch_ranks()->global;
 }
 
 /* ---------- rendezvous ---------- */
@@ -326,6 +345,7 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     char call[192] = "", site[NCG_WIRE_SITE] = "", mycall[256] = "", what[256] = "";
     struct ncg_diag_ctx x = {.rank = -1,
                              .global_rank = global_rank(),
+                             .rank_var = launch_ranks()->global_var,
                              .pid = (uint32_t)getpid(),
                              .host = host_name(),
                              .my_call = "",

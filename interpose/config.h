@@ -42,4 +42,19 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
 /* The process-wide configuration, parsed once at the first NCCL call (shim init). */
 extern struct ncg_config ncg_cfg;
 
+/* This process's ranks as its launcher announced them. Each field takes the first variable of
+ * its list that holds a whole number 0..INT32_MAX (others are passed over), in this order:
+ *   global: RANK, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID
+ *   local:  LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID
+ *   world:  WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS
+ * (torchrun's RANK first: under srun, SLURM_PROCID numbers the torchrun agents, not workers). */
+struct ncg_launch_ranks {
+    int32_t global, local, world; /* -1 when no variable of the list is set */
+    const char *global_var;       /* the variable global came from (static string), or "" */
+    const char *local_var;
+};
+
+/* Fills r from the lookup. Pure: any thread, no allocation, no I/O. */
+void ncg_launch_ranks_parse(struct ncg_launch_ranks *r, ncg_getenv_fn get, void *arg);
+
 #endif

@@ -36,7 +36,9 @@ static void members_text(const struct ncg_verdict *v, char *buf, size_t cap)
         known |= v->members[i] >= 0;
     }
     if (!known) {
-        snprintf(buf, cap, "global ranks unknown (RANK not set)");
+        snprintf(buf, cap,
+                 "global ranks unknown (none of RANK, OMPI_COMM_WORLD_RANK, PMIX_RANK, "
+                 "PMI_RANK, SLURM_PROCID is set)");
         return;
     }
     if (ident) {
@@ -91,7 +93,11 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
     }
     if (x->rank >= 0) {
         char who[64];
-        if (x->global_rank >= 0)
+        const char *var = x->rank_var ? x->rank_var : "";
+        if (x->global_rank >= 0 && var[0] && strcmp(var, "RANK"))
+            snprintf(who, sizeof who, "comm rank %d, global rank %d (%s)", x->rank, x->global_rank,
+                     var);
+        else if (x->global_rank >= 0)
             snprintf(who, sizeof who, "comm rank %d, global rank %d", x->rank, x->global_rank);
         else
             snprintf(who, sizeof who, "comm rank %d", x->rank);
@@ -189,6 +195,8 @@ size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, 
     json_str(&o, ncg_verdict_summary(v, tmp, sizeof tmp));
     outf(&o, ",\"time_unix\":%ld.%06ld,\"host\":", (long)tv.tv_sec, (long)tv.tv_usec);
     json_str(&o, x->host);
+    outf(&o, ",\"rank_var\":");
+    json_str(&o, x->rank_var ? x->rank_var : "");
     outf(&o,
          ",\"pid\":%u,\"global_rank\":%d,\"comm\":{\"id\":\"%016" PRIx64
          "\",\"size\":%u,\"members\":[",

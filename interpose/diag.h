@@ -11,7 +11,7 @@
 /* What this rank adds to the coordinator's verdict. */
 struct ncg_diag_ctx {
     int32_t rank;        /* this process's rank in the verdict's comm, -1 if none */
-    int32_t global_rank; /* $RANK or -1 */
+    int32_t global_rank; /* from the launcher's variables (config.h), or -1 */
     uint32_t pid;
     const char *host;
     const char *my_call;     /* this rank's call at the slot (or its latest), formatted; "" */
@@ -26,6 +26,7 @@ struct ncg_diag_ctx {
     const char *stack_what;   /* what that thread issued, e.g. "slot 7 AllReduce(...)" */
     const char *const *stack; /* nstack frames */
     int nstack;
+    const char *rank_var; /* the variable global_rank came from ("RANK", "SLURM_PROCID", ...) */
 };
 
 /* Renders the diagnostic into buf (NUL-terminated, truncated to cap). Pure; returns length. */

@@ -230,7 +230,8 @@ static void test_group_and_render(void)
                              0,
                              "",
                              NULL,
-                             0};
+                             0,
+                             NULL};
     static char d[16384];
     ncg_diag_render(v, &x, d, sizeof d);
     /* every line starts with the prefix */
@@ -246,6 +247,18 @@ static void test_group_and_render(void)
     EXPECT(strstr(d, "last slot all ranks agreed on: 47"));
     EXPECT(strstr(d, "collective calls issued per rank: 49 on 0-15"));
     EXPECT(strstr(d, "action: abort (exit status 86); report: /tmp/r.json"));
+    /* the launcher's variable is named when it is not RANK, and in the report */
+    EXPECT(strstr(d, "this process (comm rank 3, global rank 3, pid 99 on host)"));
+    x.rank_var = "SLURM_PROCID";
+    ncg_diag_render(v, &x, d, sizeof d);
+    EXPECT(strstr(d, "this process (comm rank 3, global rank 3 (SLURM_PROCID), pid 99 on host)"));
+    size_t need0 = ncg_diag_json(v, &x, NULL, 0);
+    char *j0 = malloc(need0 + 1);
+    ncg_diag_json(v, &x, j0, need0 + 1);
+    EXPECT(strstr(j0, "\"rank_var\":\"SLURM_PROCID\""));
+    free(j0);
+    x.rank_var = NULL;
+    ncg_diag_render(v, &x, d, sizeof d);
     size_t need = ncg_diag_json(v, &x, NULL, 0);
     char *j = malloc(need + 1);
     EXPECT(ncg_diag_json(v, &x, j, need + 1) == need);
