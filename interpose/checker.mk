@@ -1,7 +1,7 @@
 # The checker (issue 4): sources linked into libncclguard.so (appended to SHIM_SRCS before
 # interpose.mk builds it), its unit and end-to-end test programs, the demo and its benchmark.
 CHECKER_PURE_SRCS := interpose/wire.c interpose/verdict.c interpose/coord.c interpose/diag.c
-SHIM_SRCS += interpose/checker.c interpose/client.c interpose/channel.c interpose/action.c \
+SHIM_SRCS += interpose/checker.c interpose/client.c interpose/channel.c interpose/action.c interpose/lasterror.c \
              interpose/symbol.c interpose/elfsym.c interpose/srcline.c interpose/stack.c $(CHECKER_PURE_SRCS)
 
 CHK_OUT = $(BUILD)/tests/checker
