@@ -91,7 +91,9 @@ static struct {
     int nlink;
     uint64_t last_report_ns;
     uint64_t abort_at_ns; /* nonzero: _exit once verdicts are flushed, or at this time */
-    uint64_t tx_bytes;    /* client bytes queued (ncg_channel_tx_bytes) */
+    int aborting; /* __atomic: an abort verdict is being applied; a clean exit waits for its _exit
+                   */
+    uint64_t tx_bytes; /* client bytes queued (ncg_channel_tx_bytes) */
 } G = {.lk = PTHREAD_MUTEX_INITIALIZER,
        .cv = PTHREAD_COND_INITIALIZER,
        .wake = {-1, -1},
@@ -346,6 +348,7 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     struct ncg_diag_ctx x = {.rank = -1,
                              .global_rank = global_rank(),
                              .rank_var = launch_ranks()->global_var,
+                             .diag_mode = ncg_cfg.diag,
                              .pid = (uint32_t)getpid(),
                              .host = host_name(),
                              .my_call = "",
@@ -354,6 +357,10 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
                              .exit_status = -1,
                              .report_path = "",
                              .call_time_unix = -1};
+    /* From here the process ends with NCG_EXIT_VERDICT: an application that finishes meanwhile
+     * (the stack capture's signal may end its sleep) must not exit 0 first (at_exit waits). */
+    if (v->severity == NCG_SEV_ERROR && ncg_cfg.action == NCG_ACTION_ABORT)
+        __atomic_store_n(&G.aborting, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&G.lk);
     for (size_t i = 0; i < G.nlc; i++) {
         struct lcomm *lc = &G.lc[i];
@@ -827,7 +834,8 @@ static void *thread_main(void *arg)
             if (now >= G.abort_at_ns || pending <= 1)
                 ncg_action_exit();
         }
-        if (exiting && (now >= exit_deadline || (exit_sent && !tx_pending()))) {
+        if (exiting && !__atomic_load_n(&G.aborting, __ATOMIC_ACQUIRE) &&
+            (now >= exit_deadline || (exit_sent && !tx_pending()))) {
             for (int i = 0; i < G.nlink; i++) {
                 struct link *l = &G.link[i];
                 if (l->up_ns)
@@ -899,9 +907,14 @@ static void at_exit(void)
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000;
         }
+        int extended = 0;
         while (!G.exit_done)
-            if (pthread_cond_timedwait(&G.cv, &G.lk, &ts) == ETIMEDOUT)
-                break;
+            if (pthread_cond_timedwait(&G.cv, &G.lk, &ts) == ETIMEDOUT) {
+                if (extended || !__atomic_load_n(&G.aborting, __ATOMIC_ACQUIRE))
+                    break;
+                ts.tv_sec += 3; /* an abort verdict is under way: its _exit comes within ~1 s */
+                extended = 1;
+            }
     }
     pthread_mutex_unlock(&G.lk);
 }

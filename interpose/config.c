@@ -135,6 +135,20 @@ static int ncg_coord_ok(const char *v, const char **why)
     return 1;
 }
 
+static void ncg_parse_diag(const struct ncg_parse *p, int *out)
+{
+    static const char *const names[] = {"auto", "full", "short"};
+    const char *v = ncg_val(p, "NCCLGUARD_DIAG");
+    if (!v)
+        return;
+    for (int i = 0; i < 3; i++)
+        if (!strcasecmp(v, names[i])) {
+            *out = i;
+            return;
+        }
+    ncg_bad(p, "NCCLGUARD_DIAG", v, "expected auto, full or short", names[*out]);
+}
+
 void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn warn, void *arg)
 {
     const struct ncg_parse p = {get, warn, arg};
@@ -178,6 +192,7 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
     ncg_parse_uint(&p, "NCCLGUARD_VERBOSE", 0, 2, &verbose);
     cfg->verbose = (int)verbose;
     ncg_parse_bool(&p, "NCCLGUARD_STACKS", &cfg->stacks);
+    ncg_parse_diag(&p, &cfg->diag);
 }
 
 /* A launcher's rank variable: a whole number 0..INT32_MAX, else -1. */

@@ -28,6 +28,15 @@ struct ncg_config {
     int shm;     /* NCCLGUARD_SHM=0: private mapping, invisible to the CLI (default 1) */
     int verbose; /* NCCLGUARD_VERBOSE=0|1|2 */
     int stacks;  /* NCCLGUARD_STACKS=0: no stack of the stuck thread in diagnostics (default 1) */
+    int diag;    /* NCCLGUARD_DIAG=auto|full|short (enum ncg_diag_mode, default auto) */
+};
+
+/* Which ranks print the full diagnostic block (calls, stacks); the others print its headline,
+ * their own call and the report path. */
+enum ncg_diag_mode {
+    NCG_DIAG_AUTO = 0,  /* the ranks the verdict is about, and one other member */
+    NCG_DIAG_FULL = 1,  /* every rank */
+    NCG_DIAG_SHORT = 2, /* no rank (the report holds everything) */
 };
 
 /* Looks a variable up; returns NULL when unset. */

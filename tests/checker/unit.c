@@ -231,7 +231,8 @@ static void test_group_and_render(void)
                              "",
                              NULL,
                              0,
-                             NULL};
+                             NULL,
+                             0};
     static char d[16384];
     ncg_diag_render(v, &x, d, sizeof d);
     /* every line starts with the prefix */
@@ -586,8 +587,37 @@ static void test_coord_lag(void)
     ncg_coord_free(S.co);
 }
 
+/* Who prints the full block under NCCLGUARD_DIAG=auto: the subject and the lowest other. */
+static void test_diag_full(void)
+{
+    struct ncg_verdict *v = ncg_verdict_new(16);
+    char on[64];
+    snprintf(v->subject, sizeof v->subject, "3");
+    EXPECT(ncg_diag_full_here(v, 3, on, sizeof on) == 1 && !strcmp(on, "0,3"));
+    EXPECT(ncg_diag_full_here(v, 0, on, sizeof on) == 1);
+    EXPECT(ncg_diag_full_here(v, 5, on, sizeof on) == 0 && !strcmp(on, "0,3"));
+    snprintf(v->subject, sizeof v->subject, "0");
+    EXPECT(ncg_diag_full_here(v, 1, on, sizeof on) == 1 && !strcmp(on, "0-1"));
+    EXPECT(ncg_diag_full_here(v, 2, on, sizeof on) == 0);
+    snprintf(v->subject, sizeof v->subject, "0-2,4-15"); /* a minority of one, inverted */
+    EXPECT(ncg_diag_full_here(v, 3, on, sizeof on) == 1 && !strcmp(on, "0-15"));
+    snprintf(v->subject, sizeof v->subject, "1,2"); /* a p2p pair */
+    EXPECT(ncg_diag_full_here(v, 0, on, sizeof on) == 1 && !strcmp(on, "0-2"));
+    EXPECT(ncg_diag_full_here(v, 3, on, sizeof on) == 0);
+    /* not a rank list (a local verdict's text, a truncated list): every rank */
+    snprintf(v->subject, sizeof v->subject, "holding the checker (global rank 0)");
+    EXPECT(ncg_diag_full_here(v, 7, on, sizeof on) == 1 && !strcmp(on, "every rank"));
+    snprintf(v->subject, sizeof v->subject, "1,3,...");
+    EXPECT(ncg_diag_full_here(v, 7, on, sizeof on) == 1);
+    snprintf(v->subject, sizeof v->subject, "3-99");
+    EXPECT(ncg_diag_full_here(v, 7, on, sizeof on) == 1);
+    ncg_verdict_free(v);
+}
+
 int main(void)
 {
+    test_diag_full();
+    printf("ok diag full/short\n");
     test_wire();
     printf("ok wire\n");
     test_ranks();
