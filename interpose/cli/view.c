@@ -20,6 +20,27 @@ int ncg_view_is_behind(const struct ncg_snap *s, const struct ncg_view_comm *c, 
            s->members[m].coll_seq == c->min_seq;
 }
 
+int ncg_view_is_odd(const struct ncg_view_comm *c, int m)
+{
+    if (!c->mismatch || c->ncalls < 2)
+        return 0;
+    int big = 0, tie = 0;
+    for (int j = 1; j < c->ncalls; j++)
+        if (c->calls[j].nmembers > c->calls[big].nmembers)
+            big = j, tie = 0;
+        else if (c->calls[j].nmembers == c->calls[big].nmembers)
+            tie = 1;
+    for (int j = 0; j < c->ncalls; j++) {
+        if (j == big && !tie)
+            continue;
+        int n = c->calls[j].nmembers < 64 ? c->calls[j].nmembers : 64;
+        for (int k = 0; k < n; k++)
+            if (c->calls[j].members[k] == m)
+                return 1;
+    }
+    return 0;
+}
+
 static const struct ncg_snap *sort_snap; /* qsort has no context argument */
 
 static int by_rank(const void *a, const void *b)

@@ -36,7 +36,15 @@ contains "$NCG_TMP/s1" "size 16  here 16 (active 16)  slots 49..49" "MISMATCH at
   "AllReduce(count=1, float32, sum)               on rank 3" \
   "ReduceScatter(count=64, bfloat16, sum)         on ranks 0-2,4-15"
 lacks "$NCG_TMP/s1" "behind"
+# 16 rows fold into 3 lines: rank 0, "ranks 1-2,4-15: same", and rank 3, marked as the odd one
+grep -qE '^ +0 +0 +0 +[0-9]+ +49 +0  ReduceScatter\(count=64, bfloat16, sum\) ' "$NCG_TMP/s1" || fail "row of rank 0"
+contains "$NCG_TMP/s1" "  ranks 1-2,4-15: same as rank 0 (14 processes)"
+grep -qE '^ +3 +3 +3 +[0-9]+ +49 +0  AllReduce\(count=1, float32, sum\) .*alive  <- odd call \(MISMATCH\)$' "$NCG_TMP/s1" || fail "rank 3's row not marked"
+[ "$(grep -c '<- odd call' "$NCG_TMP/s1")" -eq 1 ] || fail "one odd row expected"
+"$NCG" status --all --match "$NCG_TMP/off/" >"$NCG_TMP/s1all"
+[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +49 ' "$NCG_TMP/s1all")" -eq 16 ] || { cat "$NCG_TMP/s1all"; fail "--all: 16 rows expected"; }
 "$NCG" status --json --match "$NCG_TMP/off/" >"$NCG_TMP/j1"
+jcheck "$NCG_TMP/j1" '[m["rank"] for m in d["communicators"][0]["members"] if m["odd_call"]]==[3]'
 jcheck "$NCG_TMP/j1" 'd["communicators"][0]["mismatch"]["slot"]==48 and {c["call"]["func"]: c["ranks"] for c in d["communicators"][0]["mismatch"]["calls"]}=={"AllReduce":[3],"ReduceScatter":[0,1,2]+list(range(4,16))}'
 "$NCG" watch --once --match "$NCG_TMP/off/" >"$NCG_TMP/w1"; rc=$?; cat "$NCG_TMP/w1"
 [ $rc -eq 1 ] || fail "watch: want exit 1"
@@ -55,7 +63,7 @@ verdicts() { "$NCG" status --json --no-clean --match "$NCG_TMP/warn/" >"$NCG_TMP
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if [p["state"] for p in d["processes"]].count("verdict")==16 else 1)' "$NCG_TMP/poll2"; }
 echo "step: waiting for 16 verdicts"
 wait_until 45 verdicts
-"$NCG" status --match "$NCG_TMP/warn/" >"$NCG_TMP/s2"; cat "$NCG_TMP/s2"
+"$NCG" status --all --match "$NCG_TMP/warn/" >"$NCG_TMP/s2"; cat "$NCG_TMP/s2"
 [ "$(grep -c "verdict" "$NCG_TMP/s2")" -eq 17 ] || fail "16 rows in state verdict and one verdict line expected"
 grep -E "^ncclguard: verdict on ranks 0-15 \(16 processes on this host\): MISMATCH on comm [0-9a-f]{16} \(16 ranks\): slot 48: .*; reports in $NCG_TMP\$" "$NCG_TMP/s2" >/dev/null || fail "grouped verdict line"
 "$NCG" watch --once --match "$NCG_TMP/warn/" --json >"$NCG_TMP/w2"
@@ -72,8 +80,8 @@ run_incident abort NCCLGUARD_REPORT_DIR=$NCG_TMP/reports
 echo "step: waiting for the abort"
 wait "$JOB_PID"; rc=$?
 [ $rc -eq 86 ] || { tail -n 20 "$NCG_TMP/abort.out"; fail "aborted job: want exit 86, got $rc"; }
-"$NCG" status --no-clean --match "$NCG_TMP/abort/" >"$NCG_TMP/s3"; cat "$NCG_TMP/s3"
-[ "$(grep -c '  ended (verdict)$' "$NCG_TMP/s3")" -eq 16 ] || fail "16 ranks ended by the verdict expected"
+"$NCG" status --all --no-clean --match "$NCG_TMP/abort/" >"$NCG_TMP/s3"; cat "$NCG_TMP/s3"
+[ "$(grep -cE '  ended \(verdict\)( |$)' "$NCG_TMP/s3")" -eq 16 ] || fail "16 ranks ended by the verdict expected"
 lacks "$NCG_TMP/s3" "dead" "alive"
 [ "$(grep -c '^ncclguard: verdict on' "$NCG_TMP/s3")" -eq 1 ] || fail "one verdict line expected"
 contains "$NCG_TMP/s3" "ncclguard: verdict on ranks 0-15 (16 processes on this host): MISMATCH on comm " \
