@@ -370,6 +370,9 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
             x.rank = lc->rank;
             struct ncg_shm_record rec;
             uint64_t cnt = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
+            /* This rank's own count as it is now, not as last reported to the coordinator. */
+            if (lc->shm && lc->rank >= 0 && (uint32_t)lc->rank < v->nranks)
+                v->counts[lc->rank] = (int64_t)cnt;
             int64_t slot = v->kind == NCG_V_MISMATCH && v->slot >= 0 && (uint64_t)v->slot < cnt
                                ? v->slot
                                : (int64_t)cnt - 1;

@@ -19,6 +19,7 @@ struct cmember {
     uint8_t waiting; /* an answer to the current query is outstanding */
     int32_t grank;
     uint64_t count;
+    uint64_t report_ns; /* when its count was last reported */
 };
 
 #define P2P_BUCKETS 1024u
@@ -227,10 +228,41 @@ static struct ncg_verdict *verdict_for(struct ccomm *c, uint8_t kind)
     return v;
 }
 
+/* Appends to v->detail which members' counts are older than five report intervals and 1 s (a
+ * member that stopped reporting: its count is its last word, not its state now). */
+static void note_stale_counts(const struct ncg_coord *co, const struct ccomm *c,
+                              struct ncg_verdict *v)
+{
+    uint64_t now = co->last_tick_ns, limit = 5ull * co->p.interval_ms * 1000000ull, oldest = 0;
+    if (limit < 1000000000ull)
+        limit = 1000000000ull;
+    int32_t *r = malloc(sizeof *r * (c->nranks ? c->nranks : 1));
+    size_t n = 0;
+    if (!r)
+        return;
+    for (uint32_t i = 0; i < c->nranks; i++)
+        if (c->m[i].state != M_UNKNOWN && c->m[i].report_ns && now > c->m[i].report_ns &&
+            now - c->m[i].report_ns > limit) {
+            r[n++] = (int32_t)i;
+            if (now - c->m[i].report_ns > oldest)
+                oldest = now - c->m[i].report_ns;
+        }
+    if (n) {
+        char list[NCG_WIRE_STR];
+        size_t len = strlen(v->detail);
+        ncg_ranks_compact(r, n, list, sizeof list);
+        snprintf(v->detail + len, sizeof v->detail - len,
+                 "%scount%s of rank%s %s as last reported, up to %.1f s ago", len ? "; " : "",
+                 n > 1 ? "s" : "", n > 1 ? "s" : "", list, (double)oldest / 1e9);
+    }
+    free(r);
+}
+
 /* Sends v to every live member of c (once per process) and takes ownership of v. */
 static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verdict *v)
 {
     struct ncg_msg m = {.type = NCG_MSG_VERDICT};
+    note_stale_counts(co, c, v);
     m.u.verdict = v;
     for (uint32_t i = 0; i < c->nranks; i++) {
         int cn = c->m[i].conn;
@@ -509,6 +541,7 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
             continue;
         struct cmember *mb = &c->m[e->rank];
         if (mb->state == M_UNKNOWN) {
+            mb->report_ns = now_ns;
             mb->state = M_ACTIVE;
             mb->conn = conn;
             mb->grank = e->global_rank >= 0 ? e->global_rank : cc->grank;
@@ -523,6 +556,7 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
         }
         if (mb->conn != conn || mb->state != M_ACTIVE)
             continue; /* someone else's rank, or already gone: ignore */
+        mb->report_ns = now_ns;
         if (e->count > mb->count) {
             mb->count = e->count;
             c->progress_ns = now_ns;

@@ -210,8 +210,11 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
             outf(&o, "%s  last slot all ranks agreed on: %" PRId64 "\n", P, v->last_agreed);
         else
             outf(&o, "%s  last slot all ranks agreed on: none verified yet\n", P);
-        outf(&o, "%s  collective calls issued per rank: %s\n", P,
+        outf(&o, "%s  collective calls issued per rank: %s", P,
              ncg_counts_compact(v->counts, v->nranks, tmp, sizeof tmp));
+        if (x->rank >= 0)
+            outf(&o, " (rank %d: its own count now; the others: as last reported)", x->rank);
+        outf(&o, "\n");
     }
     if (x->rank >= 0) {
         this_process(&o, x);
