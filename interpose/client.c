@@ -977,7 +977,7 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
                                       .global_rank = global_rank(),
                                       .pid = (uint32_t)getpid()};
         snprintf(cp.host, sizeof cp.host, "%s", host_name());
-        struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &G.srv};
+        struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &G.srv, NULL};
         G.srv.co = ncg_coord_new(&cp, &ops);
         if (!G.srv.co) {
             close(fd);

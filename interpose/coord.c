@@ -4,6 +4,7 @@
  * liveness, goodbyes, LAG. Every verdict is sent to the affected comm's live members. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,29 @@ struct ncg_coord {
     uint64_t last_ping_ns, last_sweep_ns, last_tick_ns;
     struct ncg_coord_stats st;
 };
+
+__attribute__((format(printf, 2, 3))) static void co_event(const struct ncg_coord *co,
+                                                           const char *fmt, ...)
+{
+    if (!co->ops.event)
+        return;
+    char line[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    co->ops.event(co->ops.arg, line);
+}
+
+/* "pid 123 (global rank 4) on host" of an authenticated connection. */
+static const char *conn_who(const struct cconn *cc, char *buf, size_t cap)
+{
+    if (cc->grank >= 0)
+        snprintf(buf, cap, "pid %u (global rank %d) on %s", cc->pid, cc->grank, cc->host);
+    else
+        snprintf(buf, cap, "pid %u on %s", cc->pid, cc->host);
+    return buf;
+}
 
 uint64_t ncg_token_hash(const char *s)
 {
@@ -263,6 +287,11 @@ static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verd
 {
     struct ncg_msg m = {.type = NCG_MSG_VERDICT};
     note_stale_counts(co, c, v);
+    if (co->ops.event) {
+        char sum[512];
+        co_event(co, "%s %s", v->severity == NCG_SEV_WARN ? "warning:" : "verdict:",
+                 ncg_verdict_summary(v, sum, sizeof sum));
+    }
     m.u.verdict = v;
     for (uint32_t i = 0; i < c->nranks; i++) {
         int cn = c->m[i].conn;
@@ -525,6 +554,10 @@ void ncg_coord_closed(struct ncg_coord *co, int conn, uint64_t now_ns)
     struct cconn *cc = conn_get(co, conn);
     if (!cc)
         return;
+    char who[128];
+    if (cc->authed)
+        co_event(co, "leave: %s (%s)", conn_who(cc, who, sizeof who),
+                 cc->bye ? "clean exit" : "connection lost without goodbye");
     if (cc->authed && !cc->bye)
         member_lost(co, conn, NCG_V_RANK_DIED, "connection lost without goodbye");
     forget_conn(co, conn);
@@ -727,6 +760,11 @@ void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, 
         return;
     if (!cc->authed) {
         if (m->type != NCG_MSG_HELLO || (co->p.token && m->u.hello.token != co->p.token)) {
+            if (m->type != NCG_MSG_HELLO)
+                co_event(co, "refused connection %d: its first message is not a HELLO", conn);
+            else
+                co_event(co, "refused pid %u on %s (connection %d): wrong token", m->u.hello.pid,
+                         m->u.hello.host, conn);
             drop(co, conn);
             return;
         }
@@ -741,6 +779,8 @@ void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, 
         w.u.welcome.embedded = co->p.embedded;
         snprintf(w.u.welcome.host, sizeof w.u.welcome.host, "%s", co->p.host);
         co->ops.send(co->ops.arg, conn, &w);
+        char who[128];
+        co_event(co, "join: %s (connection %d)", conn_who(cc, who, sizeof who), conn);
         return;
     }
     cc->last_rx_ns = now_ns;
@@ -853,13 +893,15 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
         if (!cc->used)
             continue;
         if (!cc->authed && now_ns - cc->since_ns > 5000000000ull) {
+            co_event(co, "refused connection %d: no HELLO within 5 s", i);
             drop(co, i); /* never said HELLO */
             continue;
         }
         if (cc->authed && hb && now_ns - cc->last_rx_ns > hb) {
-            char why[96];
+            char why[96], who[128];
             snprintf(why, sizeof why, "silent for %.1f s (frozen or unreachable)",
                      (double)(now_ns - cc->last_rx_ns) / 1e9);
+            co_event(co, "leave: %s (%s)", conn_who(cc, who, sizeof who), why);
             if (!cc->bye)
                 member_lost(co, i, NCG_V_RANK_DIED, why);
             drop(co, i);

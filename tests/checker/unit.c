@@ -347,7 +347,7 @@ static void sim_init(int n, uint64_t token, double lag_warn, double lag_abort)
                                  .heartbeat_timeout_s = 5,
                                  .lag_warn_s = lag_warn,
                                  .lag_abort_s = lag_abort};
-    struct ncg_coord_ops ops = {sim_send, sim_drop, NULL};
+    struct ncg_coord_ops ops = {sim_send, sim_drop, NULL, NULL};
     S.co = ncg_coord_new(&p, &ops);
     S.nconn = n;
     S.now = 1000000000ull;
