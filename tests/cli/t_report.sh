@@ -23,12 +23,12 @@ contains "$NCG_TMP/o1" "3 rank reports, 1 verdict, 2 files skipped" \
   "ReduceScatter(count=4096, bfloat16, sum)" "on ranks 0-2 (global 10-12)" \
   "AllReduce(count=1, float32, sum)" "on ranks 3 (global 13)" \
   "slot counts: 8 on ranks 0-1,3; unknown on rank 2" \
-  "actions: abort on ranks 0-1,3" "reports from ranks 0-1,3; no report from ranks 2"
+  "actions: abort on ranks 0-1,3" "reports from ranks 0-1,3; no report from rank 2"
 grep -E "train_step\+0x1a +ranks 0-1" "$NCG_TMP/o1" >/dev/null || fail "call sites of ranks 0-1"
 grep -E "barrier\+0x2 +ranks 3" "$NCG_TMP/o1" >/dev/null || fail "call site of rank 3"
 contains "$NCG_TMP/e1" "malformed JSON" "not an ncclguard report"
 "$NCG" report "$R" --json >"$NCG_TMP/j1" 2>/dev/null || fail "report --json"
-jcheck "$NCG_TMP/j1" 'd["format"]=="ncclguard-job-report" and d["version"]==1 and d["reports"]==3 and d["skipped"]==2'
+jcheck "$NCG_TMP/j1" 'd["format"]=="ncclguard-job-report" and d["version"]==1 and d["reports"]==3 and d["skipped"]==2 and len(d["skipped_files"])==2 and all(set(x)=={"file","reason"} for x in d["skipped_files"])'
 jcheck "$NCG_TMP/j1" 'len(d["verdicts"])==1 and d["verdicts"][0]["counts"]==[8,8,-1,8] and d["verdicts"][0]["missing_ranks"]=="2"'
 jcheck "$NCG_TMP/j1" '[r["rank"] for r in d["verdicts"][0]["ranks"]]==[0,1,3] and d["verdicts"][0]["ranks"][2]["call_site"]=="barrier+0x2"'
 jcheck "$NCG_TMP/j1" 'sorted(c["func"] for c in d["verdicts"][0]["calls"])==["AllReduce","ReduceScatter"]'
