@@ -21,11 +21,11 @@ cat "$NCG_TMP/o1" "$NCG_TMP/e1"
 contains "$NCG_TMP/o1" "3 rank reports, 1 verdict, 2 files skipped" \
   "MISMATCH (error) on comm 00000000000000ab (size 4) at slot 7, last agreed slot 6" \
   "ReduceScatter(count=4096, bfloat16, sum)" "on ranks 0-2 (global 10-12)" \
-  "AllReduce(count=1, float32, sum)" "on ranks 3 (global 13)" \
+  "AllReduce(count=1, float32, sum)" "on rank 3 (global 13)" \
   "slot counts: 8 on ranks 0-1,3; unknown on rank 2" \
   "actions: abort on ranks 0-1,3" "reports from ranks 0-1,3; no report from rank 2"
 grep -E "train_step\+0x1a +ranks 0-1" "$NCG_TMP/o1" >/dev/null || fail "call sites of ranks 0-1"
-grep -E "barrier\+0x2 +ranks 3" "$NCG_TMP/o1" >/dev/null || fail "call site of rank 3"
+grep -E "barrier\+0x2 +rank 3" "$NCG_TMP/o1" >/dev/null || fail "call site of rank 3"
 contains "$NCG_TMP/e1" "malformed JSON" "not an ncclguard report"
 "$NCG" report "$R" --json >"$NCG_TMP/j1" 2>/dev/null || fail "report --json"
 jcheck "$NCG_TMP/j1" 'd["format"]=="ncclguard-job-report" and d["version"]==1 and d["reports"]==3 and d["skipped"]==2 and len(d["skipped_files"])==2 and all(set(x)=={"file","reason"} for x in d["skipped_files"])'
@@ -47,7 +47,7 @@ rc=$?
 "$NCG" report "$J" >"$NCG_TMP/o3" || fail "report on job"
 cat "$NCG_TMP/o3"
 contains "$NCG_TMP/o3" "16 rank reports, 1 verdict" "MISMATCH (error)" "(size 16) at slot 48" \
-  "AllReduce(count=1, float32, sum)" "on ranks 3" "ReduceScatter(count=64, bfloat16, sum)" "on ranks 0-2,4-15" \
+  "AllReduce(count=1, float32, sum)" "on rank 3" "ReduceScatter(count=64, bfloat16, sum)" "on ranks 0-2,4-15" \
   "actions: abort on ranks 0-15" "reports from ranks 0-15 (every rank)"
 "$NCG" report "$J" --json >"$NCG_TMP/j3"
 jcheck "$NCG_TMP/j3" 'd["reports"]==16 and d["verdicts"][0]["verdict"]=="MISMATCH" and d["verdicts"][0]["slot"]==48'
