@@ -306,8 +306,10 @@ static uint32_t stuck_thread(const struct lcomm *lc, char *what, size_t cap)
     return rc.tid;
 }
 
-/* Symbolized stack of thread tid into x (static storage: checker thread only). */
-static void capture_stack(uint32_t tid, const char *what, struct ncg_diag_ctx *x)
+/* Symbolized stack of thread tid into x (static storage: checker thread only); file:line only
+ * when srcline (a rank that prints the full block: reading debug information costs CPU time
+ * on every rank at once, between the verdict and the exit). */
+static void capture_stack(uint32_t tid, const char *what, struct ncg_diag_ctx *x, int srcline)
 {
     enum { SHOW = 16 };
     static char frame[SHOW][256];
@@ -319,7 +321,7 @@ static void capture_stack(uint32_t tid, const char *what, struct ncg_diag_ctx *x
         return;
     }
     for (int i = 0; i < n; i++)
-        fp[i] = ncg_symbolize(pcs[i], frame[i], sizeof frame[i]);
+        fp[i] = ncg_symbolize_opt(pcs[i], frame[i], sizeof frame[i], srcline);
     x->stack_tid = tid;
     x->stack_what = what;
     x->stack = fp;
@@ -403,8 +405,12 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     x.my_call = mycall;
     x.my_site = site;
     /* Without G.lk: the capture may take up to ~300 ms and app threads take G.lk at init. */
-    if (tid)
-        capture_stack(tid, what, &x);
+    if (tid) {
+        char on[8];
+        int full = ncg_cfg.diag == NCG_DIAG_FULL ||
+                   (ncg_cfg.diag == NCG_DIAG_AUTO && ncg_diag_full_here(v, x.rank, on, sizeof on));
+        capture_stack(tid, what, &x, full);
+    }
     pthread_mutex_lock(&G.lk);
     for (size_t i = 0; i < G.nlc; i++) {
         struct lcomm *lc = &G.lc[i];

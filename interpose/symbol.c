@@ -110,6 +110,11 @@ static int module_of(uint64_t at, Dl_info *di, const ElfW(Sym) * *sym, uint64_t 
 
 char *ncg_symbolize(uint64_t pc, char *buf, size_t cap)
 {
+    return ncg_symbolize_opt(pc, buf, cap, 1);
+}
+
+char *ncg_symbolize_opt(uint64_t pc, char *buf, size_t cap, int srcline)
+{
     Dl_info di;
     const ElfW(Sym) * sym;
     const char *file;
@@ -141,7 +146,7 @@ char *ncg_symbolize(uint64_t pc, char *buf, size_t cap)
         /* 2. the file's .symtab/.dynsym by containment; 3. libunwind within the proc bounds */
         name[0] = 0;
     }
-    if (ncg_srcline(at, line, sizeof line) != 0)
+    if (!srcline || ncg_srcline(at, line, sizeof line) != 0)
         line[0] = 0;
     if (name[0])
         snprintf(buf, cap, "%s+0x%" PRIx64 " (%s+0x%" PRIx64 ")%s%s", name, off, mod, modoff,
