@@ -43,4 +43,20 @@ if ldconfig -p 2>/dev/null | grep -q 'libdw\.so\.1 '; then
 else
   echo "libdw.so.1 not installed: file:line not checked"
 fi
+# libdw absent (here: a file of that name that is no library, found first): names as before,
+# no file:line, and with NCCLGUARD_VERBOSE=1 one line says so
+mkdir -p "$NCG_TMP/nodw" && : >"$NCG_TMP/nodw/libdw.so.1"
+LD_LIBRARY_PATH=$NCG_TMP/nodw python3 -c "import ctypes, sys; ctypes.CDLL(sys.argv[1]).symtest_frames()" \
+  "$D/libsymtest.so" >"$NCG_TMP/py2" 2>&1 || { cat "$NCG_TMP/py2"; fail "ctypes caller without libdw"; }
+grep -qE ' symtest_frames\+0x[0-9a-f]+ \(libsymtest\.so\+0x[0-9a-f]+\)$' "$NCG_TMP/py2" || { cat "$NCG_TMP/py2"; fail "without libdw: frame"; }
+! grep -q ' at [^ ]*:[0-9]*$' "$NCG_TMP/py2" || fail "without libdw: file:line printed"
+SCEN=$NCG_BUILD/tests/checker/scen
+if [ -x "$SCEN" ]; then
+  LD_LIBRARY_PATH=$NCG_TMP/nodw:$FAKE_DIR NCCLGUARD_VERBOSE=1 NCCLGUARD_REPORT_DIR=$NCG_TMP LD_PRELOAD="$NCG_PRELOAD" \
+    timeout 60 "$LAUNCH" -n 4 -t 30 "$SCEN" count >"$NCG_TMP/nodw.out" 2>&1
+  [ "$(grep -c '^ncclguard: libdw.so.1 not found (Debian: libdw1): call sites without file:line$' "$NCG_TMP/nodw.out")" -ge 1 ] \
+    || { tail -n 30 "$NCG_TMP/nodw.out"; fail "no verbose line for a missing libdw"; }
+  grep -qE '^ncclguard: VERDICT: MISMATCH' "$NCG_TMP/nodw.out" || fail "verdict without libdw"
+  ! grep -qE ' at [^ ]+\.c:[0-9]+' "$NCG_TMP/nodw.out" || fail "file:line without libdw"
+fi
 echo "symbolization ok"
