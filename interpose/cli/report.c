@@ -125,16 +125,42 @@ static const struct ncg_json *stack_of(const struct ncg_json *j)
     return s && s->type == NCG_JSON_ARRAY && s->n > 0 ? s : NULL;
 }
 
+/* A frame's length without its " at file:LINE" (ranks that printed the short diagnostic
+ * symbolize their stack without file:line: the same frame). */
+static size_t frame_key_len(const char *f)
+{
+    const char *at = strstr(f, " at ");
+    if (!at)
+        return strlen(f);
+    const char *colon = strrchr(at, ':');
+    if (!colon || !colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1))
+        return strlen(f);
+    return (size_t)(at - f);
+}
+
 static int same_stack(const struct ncg_json *a, const struct ncg_json *b)
 {
     if (a->n != b->n)
         return 0;
     for (size_t k = 0; k < a->n; k++) {
         const struct ncg_json *x = a->kids[k], *y = b->kids[k];
-        if (x->type != NCG_JSON_STRING || y->type != NCG_JSON_STRING || strcmp(x->str, y->str))
+        if (x->type != NCG_JSON_STRING || y->type != NCG_JSON_STRING)
+            return 0;
+        size_t lx = frame_key_len(x->str), ly = frame_key_len(y->str);
+        if (lx != ly || strncmp(x->str, y->str, lx))
             return 0;
     }
     return 1;
+}
+
+/* How many frames of a stack carry a file:line. */
+static size_t stack_lines(const struct ncg_json *s)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < s->n; k++)
+        n += s->kids[k]->type == NCG_JSON_STRING &&
+             frame_key_len(s->kids[k]->str) != strlen(s->kids[k]->str);
+    return n;
 }
 
 /* Each distinct stack once, with the ranks whose stuck thread showed it. */
@@ -152,6 +178,8 @@ static void print_stacks(const struct group *g, int *used)
             if (!used[k] && t && same_stack(s, t)) {
                 v[n++] = g->reps[k]->rank;
                 used[k] = 1;
+                if (t != s && stack_lines(t) > stack_lines(s))
+                    s = t; /* show the copy with the most file:line */
             }
         }
         ncg_cli_fmt_ranks(buf, sizeof(buf), v, n);
@@ -230,7 +258,7 @@ static void print_group_text(const struct group *g)
             if (*gr && strcmp(gr, ncg_cli_json_s(c, "ranks", "")) != 0)
                 printf(" (global %s)", gr);
             if (*ncg_cli_json_s(c, "call_site", ""))
-                printf("  at %s", ncg_cli_json_s(c, "call_site", ""));
+                printf("  from %s", ncg_cli_json_s(c, "call_site", ""));
             printf("\n");
         }
     }
