@@ -57,6 +57,13 @@ jcheck "$NCG_TMP/j3" 'all(r["call_site"] for r in d["verdicts"][0]["ranks"]) and
 if [ "${NCCLGUARD_STACKS:-1}" != 0 ]; then
   contains "$NCG_TMP/o3" "stacks of the stuck threads (innermost first):" "    ranks 0-2,4-15:" "    rank 3:"
   [ "$(grep -c '^      #[0-9]* ncclAllReduce+' "$NCG_TMP/o3")" -ge 1 ] || fail "rank 3's stack lacks ncclAllReduce"
+  # the ranks' copies differ only by file:line (short-form ranks have none): one group, shown
+  # with file:line when libdw is there
+  [ "$(grep -c '^    rank' "$NCG_TMP/o3")" -eq 2 ] || fail "two distinct stacks expected"
+  if ldconfig -p 2>/dev/null | grep -q 'libdw\.so\.1 '; then
+    grep -qE '^      #[0-9]+ main\+0x[0-9a-f]+ \(incident\+0x[0-9a-f]+\) at incident\.c:[0-9]+$' "$NCG_TMP/o3" \
+      || fail "report: the stack shown lacks file:line"
+  fi
   [ "$(grep -c '^      #[0-9]* ncclReduceScatter+' "$NCG_TMP/o3")" -ge 1 ] || fail "the others' stack lacks ncclReduceScatter"
   jcheck "$NCG_TMP/j3" 'all(r["stack"] for r in d["verdicts"][0]["ranks"]) and any("ncclAllReduce" in f for f in [r for r in d["verdicts"][0]["ranks"] if r["rank"]==3][0]["stack"])'
 fi
