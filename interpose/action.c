@@ -2,6 +2,7 @@
  * lines do not interleave within a rank, the atomic JSON report, the segment's verdict fields
  * for `ncclguard status/watch`, and the action of NCCLGUARD_ACTION. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include "action.h"
 #include "comm.h"
 #include "config.h"
+#include "lasterror.h"
 #include "ncclguard/shm.h"
 #include "resolve.h"
 #include "shm.h"
@@ -87,10 +89,17 @@ int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct
     if (v->severity == NCG_SEV_WARN || act == NCG_ACTION_WARN)
         return 0;
     if (act == NCG_ACTION_FAIL) {
+        char sum[512], line[640];
+        ncg_verdict_summary(v, sum, sizeof sum);
+        snprintf(line, sizeof line,
+                 "ncclguard: %s; %s%s (NCCLGUARD_ACTION=fail failed the communicator)", sum,
+                 x->report_path[0] ? "report " : "no report written", x->report_path);
         for (int i = 0; i < n; i++) {
             struct ncg_comm *c = comms[i];
             if (!c)
                 continue;
+            if (c->handle)
+                ncg_lasterror_set(c->handle, line); /* before the flag the app's calls see */
             __atomic_store_n(&c->failed, 1, __ATOMIC_RELEASE);
             if (c->shm)
                 ck_pr_store_32(&c->shm->state, NCG_COMM_FAILED);

@@ -392,6 +392,19 @@ static double env_d(const char *name, double def)
     return *e || d < 0 ? def : d;
 }
 
+/* The standalone coordinator's log: one stderr line per event, with the wall-clock time. */
+static void coord_log(void *arg, const char *line)
+{
+    (void)arg;
+    struct timespec ts;
+    struct tm tm;
+    char when[32];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    fprintf(stderr, "ncclguard: coord: %s.%03ld UTC %s\n", when, ts.tv_nsec / 1000000L, line);
+}
+
 int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null,
                     volatile int *stop, char *err, size_t errlen)
 {
@@ -419,7 +432,7 @@ int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or
     if (cp.interval_ms == 0)
         cp.interval_ms = 100;
     snprintf(cp.host, sizeof cp.host, "%s", host_name());
-    struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &s};
+    struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &s, coord_log};
     s.co = ncg_coord_new(&cp, &ops);
     s.interval_ms = cp.interval_ms;
     if (!s.co) {

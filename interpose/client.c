@@ -95,7 +95,9 @@ static struct {
     int nlink;
     uint64_t last_report_ns;
     uint64_t abort_at_ns; /* nonzero: _exit once verdicts are flushed, or at this time */
-    uint64_t tx_bytes;    /* client bytes queued (ncg_channel_tx_bytes) */
+    int aborting; /* __atomic: an abort verdict is being applied; a clean exit waits for its _exit
+                   */
+    uint64_t tx_bytes; /* client bytes queued (ncg_channel_tx_bytes) */
 } G = {.lk = PTHREAD_MUTEX_INITIALIZER,
        .cv = PTHREAD_COND_INITIALIZER,
        .wake = {-1, -1},
@@ -124,13 +126,32 @@ static const char *host_name(void)
     return h;
 }
 
+static const char *env_get(const char *name, void *arg)
+{
+    (void)arg;
+    return getenv(name);
+}
+
+static struct ncg_launch_ranks launch;
+static void launch_parse(void)
+{
+    ncg_launch_ranks_parse(&launch, env_get, NULL);
+}
+
+/* The launcher's ranks (config.h's precedence), read once. Any thread. */
+static const struct ncg_launch_ranks *launch_ranks(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, launch_parse);
+    return &launch;
+}
+
 static int32_t global_rank(void)
 {
     struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
     if (h)
         return h->global_rank;
-    const char *r = getenv("RANK");
-    return r ? atoi(r) : -1;
+    return launch_ranks()->global;
 }
 
 /* ---------- rendezvous ---------- */
@@ -289,8 +310,10 @@ static uint32_t stuck_thread(const struct lcomm *lc, char *what, size_t cap)
     return rc.tid;
 }
 
-/* Symbolized stack of thread tid into x (static storage: checker thread only). */
-static void capture_stack(uint32_t tid, const char *what, struct ncg_diag_ctx *x)
+/* Symbolized stack of thread tid into x (static storage: checker thread only); file:line only
+ * when srcline (a rank that prints the full block: reading debug information costs CPU time
+ * on every rank at once, between the verdict and the exit). */
+static void capture_stack(uint32_t tid, const char *what, struct ncg_diag_ctx *x, int srcline)
 {
     enum { SHOW = 16 };
     static char frame[SHOW][256];
@@ -302,7 +325,7 @@ static void capture_stack(uint32_t tid, const char *what, struct ncg_diag_ctx *x
         return;
     }
     for (int i = 0; i < n; i++)
-        fp[i] = ncg_symbolize(pcs[i], frame[i], sizeof frame[i]);
+        fp[i] = ncg_symbolize_opt(pcs[i], frame[i], sizeof frame[i], srcline);
     x->stack_tid = tid;
     x->stack_what = what;
     x->stack = fp;
@@ -331,6 +354,8 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     char call[192] = "", site[NCG_WIRE_SITE] = "", mycall[256] = "", what[256] = "";
     struct ncg_diag_ctx x = {.rank = -1,
                              .global_rank = global_rank(),
+                             .rank_var = launch_ranks()->global_var,
+                             .diag_mode = ncg_cfg.diag,
                              .pid = (uint32_t)getpid(),
                              .host = host_name(),
                              .my_call = "",
@@ -339,6 +364,10 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
                              .exit_status = -1,
                              .report_path = "",
                              .call_time_unix = -1};
+    /* From here the process ends with NCG_EXIT_VERDICT: an application that finishes meanwhile
+     * (the stack capture's signal may end its sleep) must not exit 0 first (at_exit waits). */
+    if (v->severity == NCG_SEV_ERROR && ncg_cfg.action == NCG_ACTION_ABORT)
+        __atomic_store_n(&G.aborting, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&G.lk);
     for (size_t i = 0; i < G.nlc; i++) {
         struct lcomm *lc = &G.lc[i];
@@ -348,6 +377,9 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
             x.rank = lc->rank;
             struct ncg_shm_record rec;
             uint64_t cnt = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
+            /* This rank's own count as it is now, not as last reported to the coordinator. */
+            if (lc->shm && lc->rank >= 0 && (uint32_t)lc->rank < v->nranks)
+                v->counts[lc->rank] = (int64_t)cnt;
             int slotted =
                 v->kind == NCG_V_MISMATCH || v->kind == NCG_V_STUCK || v->kind == NCG_V_DEADLOCK;
             int64_t slot =
@@ -379,8 +411,12 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     x.my_call = mycall;
     x.my_site = site;
     /* Without G.lk: the capture may take up to ~300 ms and app threads take G.lk at init. */
-    if (tid)
-        capture_stack(tid, what, &x);
+    if (tid) {
+        char on[8];
+        int full = ncg_cfg.diag == NCG_DIAG_FULL ||
+                   (ncg_cfg.diag == NCG_DIAG_AUTO && ncg_diag_full_here(v, x.rank, on, sizeof on));
+        capture_stack(tid, what, &x, full);
+    }
     pthread_mutex_lock(&G.lk);
     for (size_t i = 0; i < G.nlc; i++) {
         struct lcomm *lc = &G.lc[i];
@@ -879,7 +915,8 @@ static void *thread_main(void *arg)
             if (now >= G.abort_at_ns || pending <= 1)
                 ncg_action_exit();
         }
-        if (exiting && (now >= exit_deadline || (exit_sent && !tx_pending()))) {
+        if (exiting && !__atomic_load_n(&G.aborting, __ATOMIC_ACQUIRE) &&
+            (now >= exit_deadline || (exit_sent && !tx_pending()))) {
             for (int i = 0; i < G.nlink; i++) {
                 struct link *l = &G.link[i];
                 if (l->up_ns)
@@ -951,9 +988,14 @@ static void at_exit(void)
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000;
         }
+        int extended = 0;
         while (!G.exit_done)
-            if (pthread_cond_timedwait(&G.cv, &G.lk, &ts) == ETIMEDOUT)
-                break;
+            if (pthread_cond_timedwait(&G.cv, &G.lk, &ts) == ETIMEDOUT) {
+                if (extended || !__atomic_load_n(&G.aborting, __ATOMIC_ACQUIRE))
+                    break;
+                ts.tv_sec += 3; /* an abort verdict is under way: its _exit comes within ~1 s */
+                extended = 1;
+            }
     }
     pthread_mutex_unlock(&G.lk);
 }
@@ -1015,7 +1057,7 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
                                       .global_rank = global_rank(),
                                       .pid = (uint32_t)getpid()};
         snprintf(cp.host, sizeof cp.host, "%s", host_name());
-        struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &G.srv};
+        struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &G.srv, NULL};
         G.srv.co = ncg_coord_new(&cp, &ops);
         if (!G.srv.co) {
             close(fd);

@@ -189,8 +189,10 @@ static struct ncg_comm *ncg_comm_add(ncclComm_t h, uint64_t id, uint64_t parent_
     pthread_mutex_unlock(&ncg_lock);
     if (ready)
         ncg_checker_on_comm_added(c);
-    ncg_debug(2, "comm %p id %016llx origin %u rank %d/%d%s", (void *)h, (unsigned long long)id,
-              origin, rank, nranks, ready ? "" : " (rank known once ready)");
+    static const char *const origin_name[] = {"?", "root", "split", "shrink", "initall"};
+    ncg_debug(2, "comm %p id %016llx origin %s rank %d/%d%s", (void *)h, (unsigned long long)id,
+              origin < 5 ? origin_name[origin] : "?", rank, nranks,
+              ready ? "" : " (rank known once ready)");
     return c;
 }
 

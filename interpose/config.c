@@ -162,6 +162,20 @@ static int ncg_http_spec(const char *v, char *out, size_t cap, const char **why)
     return 1;
 }
 
+static void ncg_parse_diag(const struct ncg_parse *p, int *out)
+{
+    static const char *const names[] = {"auto", "full", "short"};
+    const char *v = ncg_val(p, "NCCLGUARD_DIAG");
+    if (!v)
+        return;
+    for (int i = 0; i < 3; i++)
+        if (!strcasecmp(v, names[i])) {
+            *out = i;
+            return;
+        }
+    ncg_bad(p, "NCCLGUARD_DIAG", v, "expected auto, full or short", names[*out]);
+}
+
 void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn warn, void *arg)
 {
     const struct ncg_parse p = {get, warn, arg};
@@ -224,4 +238,44 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
         else
             ncg_bad(&p, "NCCLGUARD_COMPLETION", v, "expected auto, return or events", "auto");
     }
+    ncg_parse_diag(&p, &cfg->diag);
+}
+
+/* A launcher's rank variable: a whole number 0..INT32_MAX, else -1. */
+static int32_t ncg_rank_value(const char *v)
+{
+    if (!v || *v < '0' || *v > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    return (errno || *end || x > INT32_MAX) ? -1 : (int32_t)x;
+}
+
+static int32_t ncg_first_rank(const char *const *names, ncg_getenv_fn get, void *arg,
+                              const char **from)
+{
+    *from = "";
+    for (; *names; names++) {
+        int32_t x = ncg_rank_value(get ? get(*names, arg) : NULL);
+        if (x >= 0) {
+            *from = *names;
+            return x;
+        }
+    }
+    return -1;
+}
+
+void ncg_launch_ranks_parse(struct ncg_launch_ranks *r, ncg_getenv_fn get, void *arg)
+{
+    static const char *const global[] = {"RANK",     "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+                                         "PMI_RANK", "SLURM_PROCID",         NULL},
+                             *const local[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                               "MPI_LOCALRANKID", "SLURM_LOCALID", NULL},
+                             *const world[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                               "SLURM_NTASKS", NULL};
+    const char *w;
+    r->global = ncg_first_rank(global, get, arg, &r->global_var);
+    r->local = ncg_first_rank(local, get, arg, &r->local_var);
+    r->world = ncg_first_rank(world, get, arg, &w);
 }

@@ -33,6 +33,15 @@ struct ncg_config {
     double stuck_warn_s;  /* NCCLGUARD_STUCK_WARN_S (default 60; 0 = no STUCK warning) */
     double stuck_abort_s; /* NCCLGUARD_STUCK_ABORT_S (default 0 = never an error) */
     int completion;       /* NCCLGUARD_COMPLETION: enum ncg_completion_cfg (default auto) */
+    int diag;             /* NCCLGUARD_DIAG=auto|full|short (enum ncg_diag_mode, default auto) */
+};
+
+/* Which ranks print the full diagnostic block (calls, stacks); the others print its headline,
+ * their own call and the report path. */
+enum ncg_diag_mode {
+    NCG_DIAG_AUTO = 0,  /* the ranks the verdict is about, and one other member */
+    NCG_DIAG_FULL = 1,  /* every rank */
+    NCG_DIAG_SHORT = 2, /* no rank (the report holds everything) */
 };
 
 /* NCCLGUARD_COMPLETION values: how a call's completion is learned (interpose/completion.h). */
@@ -49,5 +58,20 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
 
 /* The process-wide configuration, parsed once at the first NCCL call (shim init). */
 extern struct ncg_config ncg_cfg;
+
+/* This process's ranks as its launcher announced them. Each field takes the first variable of
+ * its list that holds a whole number 0..INT32_MAX (others are passed over), in this order:
+ *   global: RANK, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID
+ *   local:  LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID
+ *   world:  WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS
+ * (torchrun's RANK first: under srun, SLURM_PROCID numbers the torchrun agents, not workers). */
+struct ncg_launch_ranks {
+    int32_t global, local, world; /* -1 when no variable of the list is set */
+    const char *global_var;       /* the variable global came from (static string), or "" */
+    const char *local_var;
+};
+
+/* Fills r from the lookup. Pure: any thread, no allocation, no I/O. */
+void ncg_launch_ranks_parse(struct ncg_launch_ranks *r, ncg_getenv_fn get, void *arg);
 
 #endif

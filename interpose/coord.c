@@ -26,8 +26,9 @@ struct cmember {
     double rate;
     uint32_t pid; /* of the process that registered it, kept after its connection ends */
     char host[64];
-    uint64_t done; /* slots completed (v2) */
-    uint32_t tid;  /* the thread driving the comm in that process */
+    uint64_t done;      /* slots completed (v2) */
+    uint32_t tid;       /* the thread driving the comm in that process */
+    uint64_t report_ns; /* when its count was last reported */
 };
 
 #define P2P_BUCKETS 1024u
@@ -92,6 +93,29 @@ struct ncg_coord {
     int dl_conn[NCG_WIRE_MAX_CALLS * 8];
     uint64_t dl_gen[NCG_WIRE_MAX_CALLS * 8];
 };
+
+__attribute__((format(printf, 2, 3))) static void co_event(const struct ncg_coord *co,
+                                                           const char *fmt, ...)
+{
+    if (!co->ops.event)
+        return;
+    char line[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    co->ops.event(co->ops.arg, line);
+}
+
+/* "pid 123 (global rank 4) on host" of an authenticated connection. */
+static const char *conn_who(const struct cconn *cc, char *buf, size_t cap)
+{
+    if (cc->grank >= 0)
+        snprintf(buf, cap, "pid %u (global rank %d) on %s", cc->pid, cc->grank, cc->host);
+    else
+        snprintf(buf, cap, "pid %u on %s", cc->pid, cc->host);
+    return buf;
+}
 
 uint64_t ncg_token_hash(const char *s)
 {
@@ -250,10 +274,46 @@ static struct ncg_verdict *verdict_for(struct ccomm *c, uint8_t kind)
     return v;
 }
 
+/* Appends to v->detail which members' counts are older than five report intervals and 1 s (a
+ * member that stopped reporting: its count is its last word, not its state now). */
+static void note_stale_counts(const struct ncg_coord *co, const struct ccomm *c,
+                              struct ncg_verdict *v)
+{
+    uint64_t now = co->last_tick_ns, limit = 5ull * co->p.interval_ms * 1000000ull, oldest = 0;
+    if (limit < 1000000000ull)
+        limit = 1000000000ull;
+    int32_t *r = malloc(sizeof *r * (c->nranks ? c->nranks : 1));
+    size_t n = 0;
+    if (!r)
+        return;
+    for (uint32_t i = 0; i < c->nranks; i++)
+        if (c->m[i].state != M_UNKNOWN && c->m[i].report_ns && now > c->m[i].report_ns &&
+            now - c->m[i].report_ns > limit) {
+            r[n++] = (int32_t)i;
+            if (now - c->m[i].report_ns > oldest)
+                oldest = now - c->m[i].report_ns;
+        }
+    if (n) {
+        char list[NCG_WIRE_STR];
+        size_t len = strlen(v->detail);
+        ncg_ranks_compact(r, n, list, sizeof list);
+        snprintf(v->detail + len, sizeof v->detail - len,
+                 "%scount%s of rank%s %s as last reported, up to %.1f s ago", len ? "; " : "",
+                 n > 1 ? "s" : "", n > 1 ? "s" : "", list, (double)oldest / 1e9);
+    }
+    free(r);
+}
+
 /* Sends v to every live member of c (once per process) and takes ownership of v. */
 static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verdict *v)
 {
     struct ncg_msg m = {.type = NCG_MSG_VERDICT};
+    note_stale_counts(co, c, v);
+    if (co->ops.event) {
+        char sum[512];
+        co_event(co, "%s %s", v->severity == NCG_SEV_WARN ? "warning:" : "verdict:",
+                 ncg_verdict_summary(v, sum, sizeof sum));
+    }
     m.u.verdict = v;
     for (uint32_t i = 0; i < c->nranks; i++) {
         int cn = c->m[i].conn;
@@ -519,6 +579,10 @@ void ncg_coord_closed(struct ncg_coord *co, int conn, uint64_t now_ns)
     struct cconn *cc = conn_get(co, conn);
     if (!cc)
         return;
+    char who[128];
+    if (cc->authed)
+        co_event(co, "leave: %s (%s)", conn_who(cc, who, sizeof who),
+                 cc->bye ? "clean exit" : "connection lost without goodbye");
     if (cc->authed && !cc->bye)
         member_lost(co, conn, NCG_V_RANK_DIED, "connection lost without goodbye");
     forget_conn(co, conn);
@@ -535,6 +599,7 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
             continue;
         struct cmember *mb = &c->m[e->rank];
         if (mb->state == M_UNKNOWN) {
+            mb->report_ns = now_ns;
             mb->state = M_ACTIVE;
             mb->conn = conn;
             mb->grank = e->global_rank >= 0 ? e->global_rank : cc->grank;
@@ -555,6 +620,7 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
         }
         if (mb->conn != conn || mb->state != M_ACTIVE)
             continue; /* someone else's rank, or already gone: ignore */
+        mb->report_ns = now_ns;
         if (e->count > mb->count) {
             mb->count = e->count;
             c->progress_ns = mb->progress_ns = now_ns;
@@ -744,6 +810,11 @@ void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, 
         return;
     if (!cc->authed) {
         if (m->type != NCG_MSG_HELLO || (co->p.token && m->u.hello.token != co->p.token)) {
+            if (m->type != NCG_MSG_HELLO)
+                co_event(co, "refused connection %d: its first message is not a HELLO", conn);
+            else
+                co_event(co, "refused pid %u on %s (connection %d): wrong token", m->u.hello.pid,
+                         m->u.hello.host, conn);
             drop(co, conn);
             return;
         }
@@ -758,6 +829,8 @@ void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, 
         w.u.welcome.embedded = co->p.embedded;
         snprintf(w.u.welcome.host, sizeof w.u.welcome.host, "%s", co->p.host);
         co->ops.send(co->ops.arg, conn, &w);
+        char who[128];
+        co_event(co, "join: %s (connection %d)", conn_who(cc, who, sizeof who), conn);
         return;
     }
     cc->last_rx_ns = now_ns;
@@ -875,13 +948,15 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
         if (!cc->used)
             continue;
         if (!cc->authed && now_ns - cc->since_ns > 5000000000ull) {
+            co_event(co, "refused connection %d: no HELLO within 5 s", i);
             drop(co, i); /* never said HELLO */
             continue;
         }
         if (cc->authed && hb && now_ns - cc->last_rx_ns > hb) {
-            char why[96];
+            char why[96], who[128];
             snprintf(why, sizeof why, "silent for %.1f s (frozen or unreachable)",
                      (double)(now_ns - cc->last_rx_ns) / 1e9);
+            co_event(co, "leave: %s (%s)", conn_who(cc, who, sizeof who), why);
             if (!cc->bye)
                 member_lost(co, i, NCG_V_RANK_DIED, why);
             drop(co, i);

@@ -29,6 +29,9 @@ struct ncg_coord_ops {
     void (*send)(void *arg, int conn, const struct ncg_msg *m);
     void (*drop)(void *arg, int conn);
     void *arg;
+    /* Optional (NULL: silent): one line per event (a process joined or left, a verdict, a
+     * refused connection), without prefix or newline; the standalone coordinator logs them. */
+    void (*event)(void *arg, const char *line);
 };
 
 struct ncg_coord_stats {

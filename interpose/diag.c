@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
+#include "config.h"
 #include "diag.h"
 #include "ncclguard/shm.h"
 
@@ -36,7 +37,9 @@ static void members_text(const struct ncg_verdict *v, char *buf, size_t cap)
         known |= v->members[i] >= 0;
     }
     if (!known) {
-        snprintf(buf, cap, "global ranks unknown (RANK not set)");
+        snprintf(buf, cap,
+                 "global ranks unknown (none of RANK, OMPI_COMM_WORLD_RANK, PMIX_RANK, "
+                 "PMI_RANK, SLURM_PROCID is set)");
         return;
     }
     if (ident) {
@@ -55,6 +58,121 @@ static void members_text(const struct ncg_verdict *v, char *buf, size_t cap)
         snprintf(buf + len, cap - len, "]");
 }
 
+static void this_process(struct out *o, const struct ncg_diag_ctx *x)
+{
+    const char *P = "ncclguard: ";
+    char who[96];
+    const char *var = x->rank_var ? x->rank_var : "";
+    if (x->global_rank >= 0 && var[0] && strcmp(var, "RANK"))
+        snprintf(who, sizeof who, "comm rank %d, global rank %d (%s)", x->rank, x->global_rank,
+                 var);
+    else if (x->global_rank >= 0)
+        snprintf(who, sizeof who, "comm rank %d, global rank %d", x->rank, x->global_rank);
+    else
+        snprintf(who, sizeof who, "comm rank %d", x->rank);
+    outf(o, "%s  this process (%s, pid %u on %s): %s%s%s\n", P, who, x->pid, x->host,
+         x->my_call[0] ? x->my_call : "no call recorded", x->my_site[0] ? " called from " : "",
+         x->my_site);
+}
+
+static void action_line(struct out *o, const struct ncg_diag_ctx *x, const char *more)
+{
+    const char *P = "ncclguard: ";
+    if (x->exit_status >= 0)
+        outf(o, "%s  action: %s (exit status %d)", P, x->action, x->exit_status);
+    else
+        outf(o, "%s  action: %s", P, x->action);
+    if (x->report_path[0])
+        outf(o, "; report: %s%s\n", x->report_path, more);
+    else
+        outf(o, "; no report written%s\n", more);
+}
+
+static size_t finish(struct out *o, char *buf, size_t cap)
+{
+    if (o->len >= cap && cap) { /* truncated: still end with a newline */
+        buf[cap - 2 < cap ? cap - 2 : 0] = '\n';
+        buf[cap - 1] = 0;
+        return cap - 1;
+    }
+    return o->len;
+}
+
+/* The two or three lines of a rank that does not print the full block. */
+static size_t render_short(struct out *o, const struct ncg_verdict *v, const struct ncg_diag_ctx *x,
+                           const char *full_on, char *buf, size_t cap)
+{
+    char more[400];
+    (void)v;
+    if (x->rank >= 0)
+        this_process(o, x);
+    if (full_on[0])
+        snprintf(more, sizeof more,
+                 "; full diagnostic on %s %s (NCCLGUARD_DIAG=full: on every rank)",
+                 strpbrk(full_on, ",-") ? "ranks" : "rank", full_on);
+    else
+        snprintf(more, sizeof more, "; the full diagnostic is in the report");
+    action_line(o, x, more);
+    return finish(o, buf, cap);
+}
+
+/* Parses a compact rank list ("0-2,4-15") into mark[0..n). -1 when it is not one (text, a
+ * truncated list, a rank out of range). */
+static int parse_ranks(const char *s, uint8_t *mark, uint32_t n)
+{
+    if (!*s)
+        return -1;
+    for (const char *p = s; *p;) {
+        char *e;
+        if (*p < '0' || *p > '9')
+            return -1;
+        long a = strtol(p, &e, 10), b = a;
+        if (*e == '-') {
+            if (e[1] < '0' || e[1] > '9')
+                return -1;
+            b = strtol(e + 1, &e, 10);
+        }
+        if (a < 0 || b < a || b >= (long)n)
+            return -1;
+        for (long r = a; r <= b; r++)
+            mark[r] = 1;
+        if (*e == ',')
+            e++;
+        else if (*e)
+            return -1;
+        p = e;
+    }
+    return 0;
+}
+
+int ncg_diag_full_here(const struct ncg_verdict *v, int32_t rank, char *on, size_t cap)
+{
+    uint8_t *mark = calloc(v->nranks ? v->nranks : 1, 1);
+    int32_t *list = malloc(sizeof *list * (v->nranks ? v->nranks : 1));
+    int full = 1;
+    if (cap)
+        on[0] = 0;
+    if (!mark || !list || parse_ranks(v->subject, mark, v->nranks) != 0) {
+        snprintf(on, cap, "every rank");
+        goto out;
+    }
+    for (uint32_t r = 0; r < v->nranks; r++)
+        if (!mark[r]) {
+            mark[r] = 1; /* one member outside the subject: the lowest */
+            break;
+        }
+    size_t n = 0;
+    for (uint32_t r = 0; r < v->nranks; r++)
+        if (mark[r])
+            list[n++] = (int32_t)r;
+    ncg_ranks_compact(list, n, on, cap);
+    full = rank < 0 || (uint32_t)rank >= v->nranks || mark[rank];
+out:
+    free(mark);
+    free(list);
+    return full;
+}
+
 size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
                        size_t cap)
 {
@@ -63,6 +181,12 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
     const char *P = "ncclguard: ";
     outf(&o, "%s%s %s\n", P, v->severity == NCG_SEV_WARN ? "WARNING:" : "VERDICT:",
          ncg_verdict_summary(v, line, sizeof line));
+    char full_on[256] = "";
+    int full =
+        x->diag_mode == NCG_DIAG_FULL ||
+        (x->diag_mode == NCG_DIAG_AUTO && ncg_diag_full_here(v, x->rank, full_on, sizeof full_on));
+    if (!full)
+        return render_short(&o, v, x, full_on, buf, cap);
     members_text(v, tmp, sizeof tmp);
     outf(&o, "%s  communicator %016" PRIx64 ", %u ranks, %s\n", P, v->comm_id, v->nranks, tmp);
     if (v->kind == NCG_V_MISMATCH) {
@@ -92,18 +216,14 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
             outf(&o, "%s  last slot all ranks agreed on: %" PRId64 "\n", P, v->last_agreed);
         else
             outf(&o, "%s  last slot all ranks agreed on: none verified yet\n", P);
-        outf(&o, "%s  collective calls issued per rank: %s\n", P,
+        outf(&o, "%s  collective calls issued per rank: %s", P,
              ncg_counts_compact(v->counts, v->nranks, tmp, sizeof tmp));
+        if (x->rank >= 0)
+            outf(&o, " (rank %d: its own count now; the others: as last reported)", x->rank);
+        outf(&o, "\n");
     }
     if (x->rank >= 0) {
-        char who[64];
-        if (x->global_rank >= 0)
-            snprintf(who, sizeof who, "comm rank %d, global rank %d", x->rank, x->global_rank);
-        else
-            snprintf(who, sizeof who, "comm rank %d", x->rank);
-        outf(&o, "%s  this process (%s, pid %u on %s): %s%s%s%s\n", P, who, x->pid, x->host,
-             x->my_call[0] ? x->my_call : "no call recorded", x->my_site[0] ? " called from " : "",
-             x->my_site, "");
+        this_process(&o, x);
         if (x->stack_tid && x->nstack > 0) {
             outf(&o, "%s  stack of thread %u (issued %s), innermost first:\n", P, x->stack_tid,
                  x->stack_what);
@@ -111,20 +231,8 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
                 outf(&o, "%s    #%d %s\n", P, i, x->stack[i]);
         }
     }
-    if (x->exit_status >= 0)
-        outf(&o, "%s  action: %s (exit status %d)", P, x->action, x->exit_status);
-    else
-        outf(&o, "%s  action: %s", P, x->action);
-    if (x->report_path[0])
-        outf(&o, "; report: %s\n", x->report_path);
-    else
-        outf(&o, "; no report written\n");
-    if (o.len >= cap && cap) { /* truncated: still end with a newline */
-        buf[cap - 2 < cap ? cap - 2 : 0] = '\n';
-        buf[cap - 1] = 0;
-        return cap - 1;
-    }
-    return o.len;
+    action_line(&o, x, "");
+    return finish(&o, buf, cap);
 }
 
 static void json_str(struct out *o, const char *s)
@@ -195,6 +303,8 @@ size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, 
     json_str(&o, ncg_verdict_summary(v, tmp, sizeof tmp));
     outf(&o, ",\"time_unix\":%ld.%06ld,\"host\":", (long)tv.tv_sec, (long)tv.tv_usec);
     json_str(&o, x->host);
+    outf(&o, ",\"rank_var\":");
+    json_str(&o, x->rank_var ? x->rank_var : "");
     outf(&o,
          ",\"pid\":%u,\"global_rank\":%d,\"comm\":{\"id\":\"%016" PRIx64
          "\",\"size\":%u,\"members\":[",

@@ -11,7 +11,7 @@
 /* What this rank adds to the coordinator's verdict. */
 struct ncg_diag_ctx {
     int32_t rank;        /* this process's rank in the verdict's comm, -1 if none */
-    int32_t global_rank; /* $RANK or -1 */
+    int32_t global_rank; /* from the launcher's variables (config.h), or -1 */
     uint32_t pid;
     const char *host;
     const char *my_call;     /* this rank's call at the slot (or its latest), formatted; "" */
@@ -26,7 +26,16 @@ struct ncg_diag_ctx {
     const char *stack_what;   /* what that thread issued, e.g. "slot 7 AllReduce(...)" */
     const char *const *stack; /* nstack frames */
     int nstack;
+    const char *rank_var; /* the variable global_rank came from ("RANK", "SLURM_PROCID", ...) */
+    int diag_mode;        /* enum ncg_diag_mode (config.h): who prints the full block */
 };
+
+/* Whether comm rank `rank` prints the full block under NCCLGUARD_DIAG=auto: the ranks the
+ * verdict is about (v->subject: the minority of a MISMATCH, the pair of a P2P MISMATCH, the
+ * lagging ones) and the lowest other member; every rank when the subject is not a rank list.
+ * Writes those ranks, compact, into on. Pure; allocates a temporary array; same answer on
+ * every member (it reads only the verdict). */
+int ncg_diag_full_here(const struct ncg_verdict *v, int32_t rank, char *on, size_t cap);
 
 /* Renders the diagnostic into buf (NUL-terminated, truncated to cap). Pure; returns length. */
 size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,

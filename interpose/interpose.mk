@@ -34,10 +34,34 @@ SHIM_TEST_BINS := $(BUILD)/tests/shim/config_test $(BUILD)/tests/shim/api_names 
                   $(BUILD)/tests/shim/ring_test $(BUILD)/tests/shim/shmread $(BUILD)/tests/shim/calls \
                   $(BUILD)/tests/shim/realnccl $(BUILD)/tests/shim/dlopen_local \
                   $(BUILD)/tests/shim/libuses_nccl.so $(BUILD)/bench/null/libnccl.so.2 \
-                  $(BUILD)/bench/null-norevoke/libnccl.so.2 $(BUILD)/bench/percall
+                  $(BUILD)/bench/null-norevoke/libnccl.so.2 $(BUILD)/bench/percall \
+                  $(BUILD)/tests/shim/symtest $(BUILD)/tests/shim/libsymmod.so \
+                  $(BUILD)/tests/shim/libsymmod_stripped.so $(BUILD)/tests/shim/libsymtest.so \
+                  $(BUILD)/tests/shim/ranks_test
 TEST_BINS += $(SHIM_TEST_BINS)
 
+# Symbolization (t_symbol.sh): the driver links symbol.c and its helpers directly.
+SYM_SRCS := interpose/symbol.c interpose/elfsym.c interpose/srcline.c
+$(BUILD)/tests/shim/symtest: tests/shim/symtest.c $(SYM_SRCS) $(BUILD)/libncg_pure.a
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(SYM_SRCS) $(BUILD)/libncg_pure.a $(BASE_LDFLAGS) -ldl
+
+$(BUILD)/tests/shim/libsymtest.so: tests/shim/symtest.c $(SYM_SRCS) $(BUILD)/libncg_pure.a
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -shared -o $@ $< $(SYM_SRCS) $(BUILD)/libncg_pure.a $(BASE_LDFLAGS) -ldl
+
+$(BUILD)/tests/shim/libsymmod.so: tests/shim/symmod.c
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -O1 -shared -o $@ $< $(BASE_LDFLAGS)
+
+$(BUILD)/tests/shim/libsymmod_stripped.so: $(BUILD)/tests/shim/libsymmod.so
+	strip --strip-unneeded -o $@ $<
+
 $(BUILD)/tests/shim/config_test: tests/shim/config_test.c $(BUILD)/libncg_pure.a
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BUILD)/libncg_pure.a $(BASE_LDFLAGS)
+
+$(BUILD)/tests/shim/ranks_test: tests/shim/ranks_test.c $(BUILD)/libncg_pure.a
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BUILD)/libncg_pure.a $(BASE_LDFLAGS)
 

@@ -72,14 +72,10 @@ static uint64_t ncg_start_ticks(void)
     return strtoull(p, NULL, 10);
 }
 
-static int32_t ncg_env_int(const char *name)
+static const char *ncg_env_get(const char *name, void *arg)
 {
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return -1;
-    char *end;
-    long x = strtol(v, &end, 10);
-    return (*end || x < 0 || x > INT32_MAX) ? -1 : (int32_t)x;
+    (void)arg;
+    return getenv(name);
 }
 
 static void ncg_fill_header(struct ncg_shm_header *h, uint64_t ticks)
@@ -93,9 +89,11 @@ static void ncg_fill_header(struct ncg_shm_header *h, uint64_t ticks)
     h->pid = getpid();
     h->state = NCG_PROC_ALIVE;
     h->start_ticks = ticks;
-    h->global_rank = ncg_env_int("RANK");
-    h->local_rank = ncg_env_int("LOCAL_RANK");
-    h->world_size = ncg_env_int("WORLD_SIZE");
+    struct ncg_launch_ranks lr;
+    ncg_launch_ranks_parse(&lr, ncg_env_get, NULL);
+    h->global_rank = lr.global;
+    h->local_rank = lr.local;
+    h->world_size = lr.world;
     h->heartbeat_ns = ncg_now_ns();
     gethostname(h->hostname, sizeof h->hostname - 1);
     char cmd[sizeof h->cmdline];

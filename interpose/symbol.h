@@ -11,6 +11,10 @@
  * by the caller); may dlopen libunwind once; no allocation of its own. Returns buf. */
 char *ncg_symbolize(uint64_t pc, char *buf, size_t cap);
 
+/* ncg_symbolize without the DWARF file:line when srcline is 0 (cheaper: no libdw, no debug
+ * information read). Same context. */
+char *ncg_symbolize_opt(uint64_t pc, char *buf, size_t cap, int srcline);
+
 /* libunwind's unw_backtrace (local unwinding, usable in a signal handler), or NULL when
  * libunwind is not there. Checker thread; may dlopen libunwind once. */
 int (*ncg_symbol_unw_backtrace(void))(void **pcs, int max);

@@ -66,8 +66,10 @@ t_end=$(now)
 # Rank 0's copy of the diagnostic: the block that ends with its "action:" line.
 awk '/^ncclguard: VERDICT:/{blk=""} /^ncclguard: /{blk=blk $0 "\n"} /this process \(comm rank [0-9]+, global rank 0,/{mine=1} /^ncclguard:   action:/{ if (mine) { printf "%s", blk; exit } }' "$T/guard.log"
 printers=$(grep -c '^ncclguard: VERDICT:' "$T/guard.log")
+full=$(grep -c '^ncclguard:   slot [0-9]* (0-based) differs:' "$T/guard.log")
 n86=$(grep -cE '^ncg-launch: rank [0-9]+ exited with status 86$' "$T/guard.log")
-echo "(the same diagnostic was printed by $printers of $N ranks; showing rank 0's copy)"
+echo "(all $printers of $N ranks printed the verdict; showing rank 0's full block: $full ranks print it,"
+echo " the odd one (3) and one of the majority (0); each other rank prints 3 lines: NCCLGUARD_DIAG=auto)"
 # From the later of the two mismatching calls (the reports carry each rank's call time).
 t_div=$(grep -ho '"call_time_unix":[0-9.]*' "$R"/*.json 2>/dev/null | cut -d: -f2 | sort -g | tail -n 1)
 if [ -n "$t_div" ]; then

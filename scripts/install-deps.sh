@@ -12,6 +12,8 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v clang >/dev/null 2>&1 || need+=(clang)
 command -v clang-format >/dev/null 2>&1 || need+=(clang-format)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+# Optional at run time (file:line in call sites, loaded with dlopen); installed for the tests.
+ldconfig -p 2>/dev/null | grep -q 'libdw\.so\.1 ' || need+=(libdw1)
 [ ${#need[@]} -eq 0 ] && exit 0
 echo "ncclguard: installing build dependencies: ${need[*]}" >&2
 SUDO=""

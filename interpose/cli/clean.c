@@ -15,6 +15,7 @@ static const char usage[] =
     "                reading pids from another pid namespace)\n"
     "  --dir DIR     where the segments are (default /dev/shm)\n"
     "  --match TEXT  only processes whose command line contains TEXT\n"
+    "  --quiet       print only the summary line (and errors), not one line per removal\n"
     "exit status: 0 done, 2 usage error, 3 directory unreadable or a removal failed\n";
 
 static int comm_has_live_member(const struct ncg_snap *s, uint64_t comm_id)

@@ -144,6 +144,9 @@ void ncg_view_free(struct ncg_view *v);
 int ncg_view_member_active(const struct ncg_snap *s, int m);
 /* 1 when member m is behind in c (at min_seq while another active member is ahead). */
 int ncg_view_is_behind(const struct ncg_snap *s, const struct ncg_view_comm *c, int m);
+/* 1 when member m issued a minority call at c's mismatching slot (the culprit's side: not the
+ * call most members issued; with a tie, every call is a minority). Pure. */
+int ncg_view_is_odd(const struct ncg_view_comm *c, int m);
 
 /* 1 when process p recorded a verdict and its pid is gone: ended by ncclguard's action (abort,
  * exit status 86), or killed later when the action let it go on; not a crash. Pure. */

@@ -36,6 +36,13 @@ install: $(BUILD)/libncclguard.so $(BUILD)/ncclguard
 	install -m 755 $(BUILD)/ncclguard $(DESTDIR)$(PREFIX)/bin/ncclguard
 	install -m 755 scripts/ncclguard-run $(DESTDIR)$(PREFIX)/bin/ncclguard-run
 	install -m 755 $(BUILD)/libncclguard.so $(DESTDIR)$(PREFIX)/lib/libncclguard.so
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 644 docs/man/ncclguard.1 docs/man/ncclguard-run.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 docs/man/ncclguard.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	install -m 644 scripts/ncclguard.bash-completion \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/ncclguard
+	ln -sf ncclguard $(DESTDIR)$(PREFIX)/share/bash-completion/completions/ncclguard-run
 
 # A small guarded job (healthy, or one rank that stops calling) on the CPU NCCL.
 ifneq ($(APP_CFLAGS),)

@@ -17,11 +17,35 @@ static const char usage[] =
 
 #define NCG_CLI_VERSION "0.1.0"
 
+/* Runs subcommand cmd with its own argv (argv[0] = its name). */
+static int dispatch(const char *cmd, int argc, char **argv)
+{
+    if (strcmp(cmd, "status") == 0)
+        return ncg_cmd_status(argc, argv);
+    if (strcmp(cmd, "watch") == 0)
+        return ncg_cmd_watch(argc, argv);
+    if (strcmp(cmd, "clean") == 0)
+        return ncg_cmd_clean(argc, argv);
+    if (strcmp(cmd, "coord") == 0)
+        return ncg_cmd_coord(argc, argv);
+    if (strcmp(cmd, "report") == 0)
+        return ncg_cmd_report(argc, argv);
+    return ncg_cli_usage_error(usage, "unknown command '%s'", cmd);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
         return ncg_cli_usage_error(usage, "missing command");
     const char *cmd = argv[1];
+    if (strcmp(cmd, "help") == 0 && argc > 2 && strcmp(argv[2], "help") != 0) {
+        /* `ncclguard help COMMAND` is `ncclguard COMMAND --help` */
+        char *sub[] = {argv[2], "--help", NULL};
+        argv = sub;
+        argc = 2;
+        cmd = argv[0];
+        return dispatch(cmd, argc, argv);
+    }
     if (ncg_cli_is_help(cmd) || strcmp(cmd, "help") == 0) {
         fputs(usage, stdout);
         return NCG_CLI_OK;
@@ -32,15 +56,5 @@ int main(int argc, char **argv)
         return NCG_CLI_OK;
     }
     /* Subcommands see argv[0] = their own name. */
-    if (strcmp(cmd, "status") == 0)
-        return ncg_cmd_status(argc - 1, argv + 1);
-    if (strcmp(cmd, "watch") == 0)
-        return ncg_cmd_watch(argc - 1, argv + 1);
-    if (strcmp(cmd, "clean") == 0)
-        return ncg_cmd_clean(argc - 1, argv + 1);
-    if (strcmp(cmd, "coord") == 0)
-        return ncg_cmd_coord(argc - 1, argv + 1);
-    if (strcmp(cmd, "report") == 0)
-        return ncg_cmd_report(argc - 1, argv + 1);
-    return ncg_cli_usage_error(usage, "unknown command '%s'", cmd);
+    return dispatch(cmd, argc - 1, argv + 1);
 }

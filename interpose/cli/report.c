@@ -10,6 +10,12 @@
 #include "cli.h"
 #include "json.h"
 
+/* "rank" or "ranks" for a compact list ("3" / "0-2,4"). */
+static const char *rk(const char *list)
+{
+    return strpbrk(list, ",-") ? "ranks" : "rank";
+}
+
 static const char usage[] =
     "usage: ncclguard report DIR [--json]\n"
     "  merges DIR/ncclguard-report.*.json (one per rank, written on a verdict) into one account\n"
@@ -119,16 +125,42 @@ static const struct ncg_json *stack_of(const struct ncg_json *j)
     return s && s->type == NCG_JSON_ARRAY && s->n > 0 ? s : NULL;
 }
 
+/* A frame's length without its " at file:LINE" (ranks that printed the short diagnostic
+ * symbolize their stack without file:line: the same frame). */
+static size_t frame_key_len(const char *f)
+{
+    const char *at = strstr(f, " at ");
+    if (!at)
+        return strlen(f);
+    const char *colon = strrchr(at, ':');
+    if (!colon || !colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1))
+        return strlen(f);
+    return (size_t)(at - f);
+}
+
 static int same_stack(const struct ncg_json *a, const struct ncg_json *b)
 {
     if (a->n != b->n)
         return 0;
     for (size_t k = 0; k < a->n; k++) {
         const struct ncg_json *x = a->kids[k], *y = b->kids[k];
-        if (x->type != NCG_JSON_STRING || y->type != NCG_JSON_STRING || strcmp(x->str, y->str))
+        if (x->type != NCG_JSON_STRING || y->type != NCG_JSON_STRING)
+            return 0;
+        size_t lx = frame_key_len(x->str), ly = frame_key_len(y->str);
+        if (lx != ly || strncmp(x->str, y->str, lx))
             return 0;
     }
     return 1;
+}
+
+/* How many frames of a stack carry a file:line. */
+static size_t stack_lines(const struct ncg_json *s)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < s->n; k++)
+        n += s->kids[k]->type == NCG_JSON_STRING &&
+             frame_key_len(s->kids[k]->str) != strlen(s->kids[k]->str);
+    return n;
 }
 
 /* Each distinct stack once, with the ranks whose stuck thread showed it. */
@@ -146,6 +178,8 @@ static void print_stacks(const struct group *g, int *used)
             if (!used[k] && t && same_stack(s, t)) {
                 v[n++] = g->reps[k]->rank;
                 used[k] = 1;
+                if (t != s && stack_lines(t) > stack_lines(s))
+                    s = t; /* show the copy with the most file:line */
             }
         }
         ncg_cli_fmt_ranks(buf, sizeof(buf), v, n);
@@ -218,12 +252,13 @@ static void print_group_text(const struct group *g)
         for (size_t k = 0; k < calls->n; k++) {
             const struct ncg_json *c = calls->kids[k];
             fmt_jcall(buf, sizeof(buf), c);
-            printf("    %-48s on ranks %s", buf, ncg_cli_json_s(c, "ranks", "?"));
+            printf("    %-48s on %s %s", buf, rk(ncg_cli_json_s(c, "ranks", "?")),
+                   ncg_cli_json_s(c, "ranks", "?"));
             const char *gr = ncg_cli_json_s(c, "global_ranks", "");
             if (*gr && strcmp(gr, ncg_cli_json_s(c, "ranks", "")) != 0)
                 printf(" (global %s)", gr);
             if (*ncg_cli_json_s(c, "call_site", ""))
-                printf("  at %s", ncg_cli_json_s(c, "call_site", ""));
+                printf("  from %s", ncg_cli_json_s(c, "call_site", ""));
             printf("\n");
         }
     }
@@ -267,7 +302,7 @@ static void print_group_text(const struct group *g)
                 continue;
             const char *site = ncg_cli_json_s(g->reps[i]->j, "call_site", "");
             ranks_with(g, "call_site", site, buf, sizeof(buf), used);
-            printf("    %-48s ranks %s\n", *site ? site : "(unknown)", buf);
+            printf("    %-48s %s %s\n", *site ? site : "(unknown)", rk(buf), buf);
         }
         memset(used, 0, sizeof(int) * (size_t)g->n);
         print_stacks(g, used);
@@ -279,7 +314,7 @@ static void print_group_text(const struct group *g)
                 continue;
             const char *act = ncg_cli_json_s(g->reps[i]->j, "action", "?");
             ranks_with(g, "action", act, buf, sizeof(buf), used);
-            printf("%s%s on ranks %s", sep, act, buf);
+            printf("%s%s on %s %s", sep, act, rk(buf), buf);
             sep = "; ";
         }
         printf("\n");
@@ -289,11 +324,11 @@ static void print_group_text(const struct group *g)
     for (int i = 0; i < g->n && n < 4096; i++)
         v[n++] = g->reps[i]->rank;
     ncg_cli_fmt_ranks(buf, sizeof(buf), v, n);
-    printf("  reports from ranks %s", buf);
+    printf("  reports from %s %s", rk(buf), buf);
     if (size > 0 && size <= 4096) {
         missing_ranks(g, size, buf, sizeof(buf));
         if (buf[0])
-            printf("; no report from ranks %s", buf);
+            printf("; no report from %s %s", rk(buf), buf);
         else
             printf(" (every rank)");
     }
@@ -450,6 +485,10 @@ int ncg_cmd_report(int argc, char **argv)
     struct rep *reps = calloc((size_t)nn + 1, sizeof(*reps));
     struct group *groups = calloc((size_t)nn + 1, sizeof(*groups));
     int nreps = 0, ngroups = 0, nbad = 0;
+    struct {
+        char *file;
+        const char *why;
+    } bad[256] = {{0}}; /* the first skipped files, for --json */
     if (!reps || !groups) {
         fprintf(stderr, "ncclguard: out of memory\n");
         return NCG_CLI_ERROR;
@@ -474,6 +513,10 @@ int ncg_cmd_report(int argc, char **argv)
         if (why) {
             fprintf(stderr, "ncclguard: report: skipped %s: %s\n", r->file, why);
             ncg_cli_json_free(r->j);
+            if (nbad < (int)(sizeof(bad) / sizeof(bad[0]))) {
+                bad[nbad].file = strdup(r->file);
+                bad[nbad].why = why;
+            }
             nbad++;
             continue;
         }
@@ -501,7 +544,15 @@ int ncg_cmd_report(int argc, char **argv)
         printf("{\"format\":\"ncclguard-job-report\",\"version\":%d,\"dir\":",
                NCG_REPORT_MERGE_FORMAT_VERSION);
         ncg_cli_json_str(stdout, dir);
-        printf(",\"reports\":%d,\"skipped\":%d,\"verdicts\":[", nreps, nbad);
+        printf(",\"reports\":%d,\"skipped\":%d,\"skipped_files\":[", nreps, nbad);
+        for (int i = 0; i < nbad && i < (int)(sizeof(bad) / sizeof(bad[0])); i++) {
+            printf("%s{\"file\":", i ? "," : "");
+            ncg_cli_json_str(stdout, bad[i].file ? bad[i].file : "");
+            printf(",\"reason\":");
+            ncg_cli_json_str(stdout, bad[i].why);
+            printf("}");
+        }
+        printf("],\"verdicts\":[");
         for (int g = 0; g < ngroups; g++) {
             if (g)
                 fputc(',', stdout);
@@ -517,6 +568,8 @@ int ncg_cmd_report(int argc, char **argv)
         for (int g = 0; g < ngroups; g++)
             print_group_text(&groups[g]);
     }
+    for (int i = 0; i < nbad && i < (int)(sizeof(bad) / sizeof(bad[0])); i++)
+        free(bad[i].file);
     for (int g = 0; g < ngroups; g++)
         free(groups[g].reps);
     for (int i = 0; i < nreps; i++)

@@ -11,8 +11,11 @@
 #include "cli.h"
 
 static const char usage[] =
-    "usage: ncclguard status [--json] [--watch [SECS]] [--dir DIR] [--match TEXT] [--no-clean]\n"
+    "usage: ncclguard status [--json] [--watch [SECS]] [--all] [--dir DIR] [--match TEXT]\n"
+    "                        [--no-clean]\n"
     "  --json          print a JSON document (format ncclguard-status, version 1)\n"
+    "  --all           one row per rank (default: with more than 8 ranks here, identical rows\n"
+    "                  are folded into one \"ranks ...: same as rank R\" line)\n"
     "  --watch [SECS]  refresh every SECS seconds (default 2) until interrupted\n"
     "  --dir DIR       where the segments are (default /dev/shm)\n"
     "  --match TEXT    only processes whose command line contains TEXT\n"
@@ -84,8 +87,102 @@ static void behind_list(const struct ncg_snap *s, const struct ncg_view_comm *c,
     ranks_of(s, idx, n, buf, len);
 }
 
+/* A member's row from SLOTS on, without its AGE: rows with equal text are "the same". */
+static void row_text(const struct ncg_snap *s, const struct ncg_view_comm *c, int mi, char *buf,
+                     size_t len, double *age)
+{
+    const struct ncg_cli_member *m = &s->members[mi];
+    const struct ncg_cli_proc *p = &s->procs[m->proc];
+    int is_p2p;
+    const struct ncg_shm_record *r = ncg_cli_member_last(m, &is_p2p);
+    char call[128] = "-";
+    *age = -1;
+    if (r) {
+        ncg_cli_fmt_call(call, sizeof(call), r);
+        *age = age_s(s, r->t_ns);
+    } else if (m->coll_seq || m->p2p_seq) {
+        snprintf(call, sizeof(call), "(record being written)");
+    }
+    char slots[48]; /* issued/completed */
+    snprintf(slots, sizeof(slots), "%llu/%llu", (unsigned long long)m->coll_seq,
+             (unsigned long long)m->coll_done);
+    size_t o = (size_t)snprintf(buf, len, "%13s %6llu  %-46s", slots,
+                                (unsigned long long)m->p2p_seq, call);
+    o += (size_t)snprintf(buf + (o < len ? o : len), o < len ? len - o : 0, "\t%s",
+                          member_state(s, m, 0));
+    if (p->live == NCG_LIVE_DEAD && !ncg_cli_ended_by_verdict(p) && o < len)
+        o += (size_t)snprintf(buf + o, len - o, " (%s)", p->live_why);
+    if (ncg_view_is_behind(s, c, mi) && o < len)
+        o += (size_t)snprintf(buf + o, len - o, "  <- behind");
+    if (ncg_view_is_odd(c, mi) && o < len)
+        snprintf(buf + o, len - o, "  <- odd call (MISMATCH)");
+}
+
+#define NCG_GROUP_ABOVE 8 /* communicators with more members here get grouped rows */
+
+/* One row per member; with more than NCG_GROUP_ABOVE members (and not --all), members whose
+ * row equals an earlier one are folded into one line under it: "ranks 1-2,4-15: same". */
+static void print_rows(FILE *f, const struct ncg_snap *s, const struct ncg_view_comm *c,
+                       int all_rows)
+{
+    int n = c->nmembers, group = !all_rows && n > NCG_GROUP_ABOVE;
+    char(*txt)[256] = calloc((size_t)n, sizeof(*txt));
+    double *age = calloc((size_t)n, sizeof(*age));
+    int *lead = calloc((size_t)n, sizeof(int)), *idx = calloc((size_t)n, sizeof(int));
+    if (!txt || !age || !lead || !idx)
+        group = 0;
+    for (int i = 0; i < n && txt; i++) {
+        row_text(s, c, c->members[i], txt[i], sizeof(txt[i]), &age[i]);
+        lead[i] = -1;
+    }
+    for (int i = 0; group && i < n; i++) {
+        if (lead[i] >= 0)
+            continue;
+        int k = 0;
+        for (int j = i + 1; j < n; j++)
+            if (lead[j] < 0 && !strcmp(txt[i], txt[j]))
+                idx[k++] = j;
+        if (k >= 2) /* fold only when it saves lines */
+            for (int q = 0; q < k; q++)
+                lead[idx[q]] = i;
+    }
+    for (int i = 0; i < n; i++) {
+        const struct ncg_cli_member *m = &s->members[c->members[i]];
+        const struct ncg_cli_proc *p = &s->procs[m->proc];
+        if (lead && lead[i] >= 0)
+            continue;
+        char line[256] = "", agebuf[32] = "-", *tab;
+        if (txt)
+            snprintf(line, sizeof(line), "%s", txt[i]);
+        else
+            row_text(s, c, c->members[i], line, sizeof(line), &age[0]);
+        tab = strchr(line, '\t');
+        if (tab)
+            *tab = 0;
+        if ((txt ? age[i] : age[0]) >= 0)
+            fmt_age(agebuf, sizeof(agebuf), txt ? age[i] : age[0]);
+        fprintf(f, "  %5d %5d %5d %8d %s %7s  %s\n", (int)m->rank, (int)p->global_rank,
+                (int)p->local_rank, (int)p->pid, line, agebuf, tab ? tab + 1 : "");
+        if (!group)
+            continue;
+        int k = 0;
+        for (int j = i + 1; j < n; j++)
+            if (lead[j] == i)
+                idx[k++] = c->members[j];
+        if (k) {
+            char rk[256];
+            ranks_of(s, idx, k, rk, sizeof(rk));
+            fprintf(f, "  ranks %s: same as rank %d (%d processes)\n", rk, (int)m->rank, k);
+        }
+    }
+    free(txt);
+    free(age);
+    free(lead);
+    free(idx);
+}
+
 static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view *v,
-                        const struct ncg_vgroup *g, int ng)
+                        const struct ncg_vgroup *g, int ng, int all_rows)
 {
     char host[64] = "";
     gethostname(host, sizeof(host) - 1);
@@ -114,30 +211,7 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
         }
         fprintf(f, "\n  %5s %5s %5s %8s %13s %6s  %-46s %7s  %s\n", "RANK", "GRANK", "LRANK", "PID",
                 "SLOTS/DONE", "P2P", "LAST CALL", "AGE", "STATE");
-        for (int i = 0; i < c->nmembers; i++) {
-            const struct ncg_cli_member *m = &s->members[c->members[i]];
-            const struct ncg_cli_proc *p = &s->procs[m->proc];
-            int is_p2p;
-            const struct ncg_shm_record *r = ncg_cli_member_last(m, &is_p2p);
-            char call[128] = "-", age[32] = "-";
-            if (r) {
-                ncg_cli_fmt_call(call, sizeof(call), r);
-                fmt_age(age, sizeof(age), age_s(s, r->t_ns));
-            } else if (m->coll_seq || m->p2p_seq) {
-                snprintf(call, sizeof(call), "(record being written)");
-            }
-            char slots[48]; /* issued/completed */
-            snprintf(slots, sizeof(slots), "%llu/%llu", (unsigned long long)m->coll_seq,
-                     (unsigned long long)m->coll_done);
-            fprintf(f, "  %5d %5d %5d %8d %13s %6llu  %-46s %7s  %s", (int)m->rank,
-                    (int)p->global_rank, (int)p->local_rank, (int)p->pid, slots,
-                    (unsigned long long)m->p2p_seq, call, age, member_state(s, m, 0));
-            if (p->live == NCG_LIVE_DEAD && !ncg_cli_ended_by_verdict(p))
-                fprintf(f, " (%s)", p->live_why);
-            if (ncg_view_is_behind(s, c, c->members[i]))
-                fputs("  <- behind", f);
-            fputc('\n', f);
-        }
+        print_rows(f, s, c, all_rows);
         if (c->mismatch) {
             fprintf(f, "  MISMATCH at slot %llu%s:\n", (unsigned long long)c->mismatch_slot,
                     c->mismatch == 2 ? " (chained digests differ: the calls diverged earlier)"
@@ -319,7 +393,8 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
                     (unsigned long long)m->coll_seq, (unsigned long long)m->coll_done,
                     (unsigned long long)m->p2p_seq, (unsigned long long)m->p2p_done,
                     ncg_view_is_behind(s, c, c->members[i]) ? "true" : "false");
-            fprintf(f, ",\"ended_by_verdict\":%s,\"last_call\":",
+            fprintf(f, ",\"odd_call\":%s,\"ended_by_verdict\":%s,\"last_call\":",
+                    ncg_view_is_odd(c, c->members[i]) ? "true" : "false",
                     ncg_cli_ended_by_verdict(p) ? "true" : "false");
             int is_p2p;
             const struct ncg_shm_record *r = ncg_cli_member_last(m, &is_p2p);
@@ -347,7 +422,7 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
 int ncg_cmd_status(int argc, char **argv)
 {
     struct ncg_scan_opts o = {NULL, NULL};
-    int json = 0, watch = 0, clean = 1;
+    int json = 0, watch = 0, clean = 1, all_rows = 0;
     double every = 2;
     int err = 0;
     for (int i = 1; i < argc; i++) {
@@ -358,6 +433,8 @@ int ncg_cmd_status(int argc, char **argv)
             json = 1;
         } else if (strcmp(argv[i], "--no-clean") == 0) {
             clean = 0;
+        } else if (strcmp(argv[i], "--all") == 0) {
+            all_rows = 1;
         } else if (strcmp(argv[i], "--watch") == 0) {
             watch = 1;
             if (i + 1 < argc && ncg_cli_parse_secs(argv[i + 1], &every) == 0)
@@ -412,7 +489,7 @@ int ncg_cmd_status(int argc, char **argv)
         if (json)
             print_json(stdout, &s, &v, g, ng);
         else
-            print_table(stdout, &s, &v, g, ng);
+            print_table(stdout, &s, &v, g, ng, all_rows);
         ncg_vgroups_free(g, ng);
         fflush(stdout);
         if (clean)

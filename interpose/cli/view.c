@@ -20,6 +20,27 @@ int ncg_view_is_behind(const struct ncg_snap *s, const struct ncg_view_comm *c, 
            s->members[m].coll_seq == c->min_seq;
 }
 
+int ncg_view_is_odd(const struct ncg_view_comm *c, int m)
+{
+    if (!c->mismatch || c->ncalls < 2)
+        return 0;
+    int big = 0, tie = 0;
+    for (int j = 1; j < c->ncalls; j++)
+        if (c->calls[j].nmembers > c->calls[big].nmembers)
+            big = j, tie = 0;
+        else if (c->calls[j].nmembers == c->calls[big].nmembers)
+            tie = 1;
+    for (int j = 0; j < c->ncalls; j++) {
+        if (j == big && !tie)
+            continue;
+        int n = c->calls[j].nmembers < 64 ? c->calls[j].nmembers : 64;
+        for (int k = 0; k < n; k++)
+            if (c->calls[j].members[k] == m)
+                return 1;
+    }
+    return 0;
+}
+
 static const struct ncg_snap *sort_snap; /* qsort has no context argument */
 
 static int by_rank(const void *a, const void *b)
@@ -46,15 +67,15 @@ static const struct ncg_shm_record *rec_at(const struct ncg_cli_member *m, uint6
     return m->tail_ok[i] ? &m->tail[i] : NULL;
 }
 
-/* Groups the calls active members issued at `slot`; returns the number of distinct calls. */
+/* Groups the calls members issued at `slot` (every member whose segment still holds its
+ * records, also of a process that ended: a divergence stays a fact after the hung ranks were
+ * killed); returns the number of distinct calls. */
 static int group_calls(const struct ncg_snap *s, struct ncg_view_comm *c, uint64_t slot)
 {
     c->ncalls = 0;
     int distinct = 0;
     for (int i = 0; i < c->nmembers; i++) {
         int m = c->members[i];
-        if (!ncg_view_member_active(s, m))
-            continue;
         const struct ncg_shm_record *r = rec_at(&s->members[m], slot);
         if (!r)
             continue;
@@ -81,7 +102,6 @@ static int group_calls(const struct ncg_snap *s, struct ncg_view_comm *c, uint64
 static void analyse(const struct ncg_snap *s, struct ncg_view_comm *c)
 {
     int first = 1;
-    uint64_t lo = 0; /* lowest slot present in every active member's tail */
     for (int i = 0; i < c->nmembers; i++) {
         int m = c->members[i];
         const struct ncg_cli_member *mm = &s->members[m];
@@ -92,8 +112,6 @@ static void analyse(const struct ncg_snap *s, struct ncg_view_comm *c)
             c->min_seq = mm->coll_seq;
         if (first || mm->coll_seq > c->max_seq)
             c->max_seq = mm->coll_seq;
-        if (first || mm->tail_first > lo)
-            lo = mm->tail_first;
         if (mm->last_ns > c->last_ns)
             c->last_ns = mm->last_ns;
         first = 0;
@@ -101,10 +119,23 @@ static void analyse(const struct ncg_snap *s, struct ncg_view_comm *c)
     for (int i = 0; i < c->nmembers; i++)
         if (ncg_view_is_behind(s, c, c->members[i]))
             c->nbehind++;
-    if (c->nactive < 2 || c->min_seq == 0)
+    /* The records are compared over every member that has any, alive or not. */
+    int nrec = 0;
+    uint64_t rmin = 0, lo = 0; /* lo: lowest slot present in every such member's tail */
+    for (int i = 0; i < c->nmembers; i++) {
+        const struct ncg_cli_member *mm = &s->members[c->members[i]];
+        if (!mm->ntail)
+            continue;
+        if (!nrec || mm->coll_seq < rmin)
+            rmin = mm->coll_seq;
+        if (!nrec || mm->tail_first > lo)
+            lo = mm->tail_first;
+        nrec++;
+    }
+    if (nrec < 2 || rmin == 0)
         return;
-    /* Slots every active member issued and still has in its tail: fingerprints must agree. */
-    for (uint64_t slot = lo; slot < c->min_seq; slot++) {
+    /* Slots every member issued and still has in its tail: fingerprints must agree. */
+    for (uint64_t slot = lo; slot < rmin; slot++) {
         if (group_calls(s, c, slot) > 1) {
             c->mismatch = 1;
             c->mismatch_slot = slot;
@@ -113,13 +144,11 @@ static void analyse(const struct ncg_snap *s, struct ncg_view_comm *c)
     }
     /* Equal fields but different chained digests at the last common slot: the histories
      * diverged earlier than the records we can see. */
-    uint64_t last = c->min_seq - 1;
+    uint64_t last = rmin - 1;
     uint64_t digest = 0;
     int have = 0;
     for (int i = 0; i < c->nmembers; i++) {
         int m = c->members[i];
-        if (!ncg_view_member_active(s, m))
-            continue;
         const struct ncg_shm_record *r = rec_at(&s->members[m], last);
         if (!r || !r->digest)
             continue;

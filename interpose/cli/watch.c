@@ -64,6 +64,19 @@ struct pending {
     int scans;
     int present; /* seen in the current scan */
     struct alert a;
+    int have_culprit; /* a local mismatch on the comm named its odd rank: the alert's subject */
+    int32_t cpid, crank, ccomm_rank;
+    char csegment[PATH_MAX];
+};
+
+/* A local mismatch held back for a moment: the checker's verdict on the same communicator
+ * usually follows within a fraction of a second, and the incident then gets one alert (the
+ * verdict, naming the mismatch's odd rank). Raised alone when no verdict comes. */
+struct held {
+    char key[128];
+    uint64_t comm;
+    int scans;
+    struct alert a;
 };
 
 struct watch {
@@ -77,6 +90,8 @@ struct watch {
     int hooks_running;
     struct pending *pending;
     int npending, cappending;
+    struct held *held;
+    int nheld, capheld;
 };
 
 static int was_seen(const struct watch *w, const char *key)
@@ -290,8 +305,105 @@ static void verdict_alert(struct alert *a, const struct ncg_snap *s, const struc
     ncg_vgroup_fmt(a->detail, sizeof(a->detail), s, g);
 }
 
+#define HOLD_SCANS 5 /* a mismatch waits at most this many scans for the checker's verdict */
+
+static int verdict_seen(const struct watch *w, uint64_t comm)
+{
+    char key[64];
+    for (unsigned kind = 1; kind < 16; kind++) {
+        snprintf(key, sizeof(key), "verdict %016llx %u", (unsigned long long)comm, kind);
+        if (was_seen(w, key))
+            return 1;
+    }
+    return 0;
+}
+
+static struct pending *pending_for(struct watch *w, uint64_t comm)
+{
+    char pre[32];
+    snprintf(pre, sizeof(pre), "verdict %016llx ", (unsigned long long)comm);
+    for (int i = 0; i < w->npending; i++)
+        if (strncmp(w->pending[i].key, pre, strlen(pre)) == 0)
+            return &w->pending[i];
+    return NULL;
+}
+
+static void take_culprit(struct pending *pd, const struct alert *m)
+{
+    pd->have_culprit = 1;
+    pd->cpid = m->pid;
+    pd->crank = m->rank;
+    pd->ccomm_rank = m->comm_rank;
+    snprintf(pd->csegment, sizeof(pd->csegment), "%s", m->segment);
+}
+
+static void drop_held(struct watch *w, int i)
+{
+    w->nheld--;
+    memmove(&w->held[i], &w->held[i + 1], sizeof(w->held[0]) * (size_t)(w->nheld - i));
+}
+
+/* A verdict on comm is about to be raised, or was: a held mismatch on it becomes its culprit. */
+static void absorb_held(struct watch *w, struct pending *pd, uint64_t comm)
+{
+    for (int i = 0; i < w->nheld;)
+        if (w->held[i].comm == comm) {
+            if (pd && !pd->have_culprit)
+                take_culprit(pd, &w->held[i].a);
+            drop_held(w, i);
+        } else {
+            i++;
+        }
+}
+
+static void hold_mismatch(struct watch *w, const char *key, const struct alert *a)
+{
+    struct pending *pd = pending_for(w, a->comm);
+    if (pd || verdict_seen(w, a->comm)) { /* the verdict is (or was) the incident's alert */
+        if (pd && !pd->have_culprit)
+            take_culprit(pd, a);
+        return;
+    }
+    if (w->nheld == w->capheld) {
+        int nc = w->capheld ? w->capheld * 2 : 4;
+        struct held *nh = realloc(w->held, sizeof(*nh) * (size_t)nc);
+        if (!nh) {
+            emit(w, (struct alert *)a);
+            return;
+        }
+        w->held = nh;
+        w->capheld = nc;
+    }
+    struct held *h = &w->held[w->nheld++];
+    memset(h, 0, sizeof(*h));
+    snprintf(h->key, sizeof(h->key), "%s", key);
+    h->comm = a->comm;
+    h->a = *a;
+}
+
+/* Held mismatches whose verdict did not come: raised alone. all: every one (watch ends). */
+static void flush_held(struct watch *w, int all)
+{
+    for (int i = 0; i < w->nheld;)
+        if (all || ++w->held[i].scans >= HOLD_SCANS) {
+            struct alert a = w->held[i].a;
+            drop_held(w, i);
+            emit(w, &a);
+        } else {
+            i++;
+        }
+}
+
 static void raise_pending(struct watch *w, int i)
 {
+    struct pending *pd = &w->pending[i];
+    absorb_held(w, pd, pd->a.comm);
+    if (pd->have_culprit) { /* the alert is about the odd rank; `ranks` still lists all */
+        pd->a.pid = pd->cpid;
+        pd->a.rank = pd->crank;
+        pd->a.comm_rank = pd->ccomm_rank;
+        snprintf(pd->a.segment, sizeof(pd->a.segment), "%s", pd->csegment);
+    }
     first_time(w, w->pending[i].key);
     emit(w, &w->pending[i].a);
     w->npending--;
@@ -404,7 +516,7 @@ static void scan_comms(struct watch *w, const struct ncg_snap *s, const struct n
                     o += (size_t)snprintf(a.detail + o, sizeof(a.detail) - o, "%s %s on rank%s %s",
                                           j ? ";" : "", call, n > 1 ? "s" : "", rk);
                 }
-                emit(w, &a);
+                hold_mismatch(w, key, &a);
             }
         }
         if (c->nactive >= 2 && c->max_seq > c->min_seq && c->last_ns && c->last_ns <= s->now_ns &&
@@ -546,8 +658,9 @@ int ncg_cmd_watch(int argc, char **argv)
         }
         if (ncg_view_build(&s, &v) == 0) {
             scan_procs(&w, &s);
+            scan_comms(&w, &s, &v); /* before the verdicts: a mismatch names their culprit */
             scan_verdicts(&w, &s);
-            scan_comms(&w, &s, &v);
+            flush_held(&w, 0);
             ncg_view_free(&v);
         }
         if (clean)
@@ -555,19 +668,21 @@ int ncg_cmd_watch(int argc, char **argv)
         ncg_snap_free(&s);
         reap_hooks(&w, 0);
         /* A verdict alert waiting for more ranks gets one more, quick, scan. */
-        if ((once || (exit_on_alert && w.alerts)) && !w.npending)
+        if ((once || (exit_on_alert && w.alerts)) && !w.npending && !w.nheld)
             break;
-        double next = w.npending && interval > SETTLE_S ? SETTLE_S : interval;
+        double next = (w.npending || w.nheld) && interval > SETTLE_S ? SETTLE_S : interval;
         struct timespec ts = {(time_t)next, (long)((next - (double)(time_t)next) * 1e9)};
         nanosleep(&ts, NULL);
     }
     while (w.npending) /* interrupted while a verdict alert waited: raise it as it is */
         raise_pending(&w, 0);
+    flush_held(&w, 1);
     reap_hooks(&w, 1); /* let the hooks of the last alerts finish before we report */
     for (int i = 0; i < w.nseen; i++)
         free(w.seen[i]);
     free(w.seen);
     free(w.pending);
+    free(w.held);
     if (rc != NCG_CLI_OK)
         return rc;
     return w.alerts ? NCG_CLI_ALERT : NCG_CLI_OK;

@@ -145,7 +145,7 @@ int main(int argc, char **argv)
                                  .global_rank = -1,
                                  .pid = 1,
                                  .host = "bench"};
-    struct ncg_coord_ops ops = {nop_send, nop_drop, NULL};
+    struct ncg_coord_ops ops = {.send = nop_send, .drop = nop_drop};
     struct ncg_coord *co = ncg_coord_new(&p, &ops);
     static struct ncg_msg m;
     uint64_t t = now_ns() - 3000000000ull;

@@ -136,7 +136,7 @@ static struct ncg_coord *sim(int nranks, uint64_t now)
                                  .global_rank = -1,
                                  .pid = 1,
                                  .host = "sim"};
-    struct ncg_coord_ops ops = {nop_send, nop_drop, NULL};
+    struct ncg_coord_ops ops = {.send = nop_send, .drop = nop_drop};
     struct ncg_coord *co = ncg_coord_new(&p, &ops);
     for (int r = 0; r < nranks; r++) {
         ncg_coord_connected(co, r, now);

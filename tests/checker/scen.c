@@ -38,12 +38,15 @@
 #include "ncg_test.h"
 
 static int rank, world;
+static ncclComm_t cur; /* the comm of the latest collective, for ncclGetLastError */
 
 #define CK(call)                                                                                   \
     do {                                                                                           \
         ncclResult_t r_ = (call);                                                                  \
         if (r_ != ncclSuccess) {                                                                   \
             fprintf(stderr, "scen: rank %d: %s: %s\n", rank, #call, ncclGetErrorString(r_));       \
+            if (cur)                                                                               \
+                fprintf(stderr, "scen: rank %d: last error: %s\n", rank, ncclGetLastError(cur));   \
             exit(3);                                                                               \
         }                                                                                          \
     } while (0)
@@ -83,6 +86,7 @@ static float buf_a[4096], buf_b[4096 * 16];
 
 static void allreduce(ncclComm_t c, size_t n)
 {
+    cur = c;
     CK(ncclAllReduce(buf_a, buf_b, n, ncclFloat32, ncclSum, c, ncg_test_stream()));
 }
 

@@ -4,6 +4,9 @@
 # explicit NCCLGUARD_COORD served by `ncclguard coord` (token required); through the standalone
 # checker also a p2p mismatch and a SIGKILLed rank.
 . "$NCG_ROOT/tests/checker/lib.sh"
+# The block content on every rank (the default, NCCLGUARD_DIAG=auto, prints it on the ranks the
+# verdict is about and one other: tests/checker/t_incident.sh)
+export NCCLGUARD_DIAG=full
 guarded "$NCG_TMP/out" "$LAUNCH" -n 4 -t 60 "$SCEN" count
 expect "$RC" 86 "launcher status"
 expect "$(exited 86)" 4 "ranks that exited 86"

@@ -11,14 +11,24 @@ expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*slot [0-9]+: AllReduce\(count=
 expect "$(nlines '^ncclguard:   action: abort \(exit status 86\); report: ')" 16 "action lines"
 expect "$(ls "$REPORTS" | grep -c '^ncclguard-report\..*\.json$')" 16 "report files"
 grep -q '"verdict":"MISMATCH"' "$REPORTS"/ncclguard-report.*.json || fail "report content"
-# every rank shows the stack of its stuck thread (NCCLGUARD_STACKS=1 is the default): rank 3
-# inside the barrier's AllReduce, the others inside the ReduceScatter, both called from main
-expect "$(nlines '^ncclguard:   stack of thread [0-9]+ \(issued slot [0-9]+ (AllReduce|ReduceScatter|AllGather)\(.*\)\), innermost first:$')" 16 "stack headers"
+# Output that scales (NCCLGUARD_DIAG=auto, the default): the full block (calls, counts, stack)
+# on rank 3 (the odd one) and on one rank of the majority (the lowest, 0); each other rank
+# prints 3 lines: the headline, its own call, the action with the report path
+expect "$(nlines '^ncclguard:   stack of thread [0-9]+ \(issued slot [0-9]+ (AllReduce|ReduceScatter|AllGather)\(.*\)\), innermost first:$')" 2 "stack headers (auto)"
+expect "$(nlines '^ncclguard:   slot 48 \(0-based\) differs:$')" 2 "full blocks (auto)"
+expect "$(nlines '; full diagnostic on ranks 0,3 \(NCCLGUARD_DIAG=full: on every rank\)$')" 14 "short forms point to the full ones"
+# rank R's diagnostic: from its headline (one write(2) per rank: contiguous) to its action line
+rank_lines() { awk -v r="comm rank $1," '/^ncclguard: VERDICT:/ { n = 0; buf = "" } /^ncclguard: / { buf = buf $0 "\n"; n++ } index($0, r) { mine = 1 } /^ncclguard:   action:/ { if (mine) { printf "%s", buf; exit } }' "$OUT"; }
+for r in 1 2 4 5 6 7 8 9 10 11 12 13 14 15; do
+  [ "$(rank_lines $r | grep -c .)" -le 3 ] || { rank_lines $r; fail "rank $r printed more than 3 lines"; }
+done
+[ "$(rank_lines 3 | grep -c .)" -gt 10 ] || fail "rank 3 did not print the full block"
 # block R: rank R's diagnostic (one write(2) per rank, so its lines are contiguous)
 block() { awk -v r="comm rank $1," 'index($0, r) { on = 1 } on { print } on && /^ncclguard:   action:/ { exit }' "$OUT"; }
-# main is not exported: libunwind (when there) names it, else the module offset remains
-caller='main\+0x[0-9a-f]+ \(incident\+0x'
-ldconfig -p 2>/dev/null | grep -q 'libunwind\.so\.8 ' || caller='incident\+0x'
+# main is not exported: its name comes from the executable's .symtab (or libunwind), and its
+# file:line from the DWARF of a build with -g when libdw is installed
+caller='main\+0x[0-9a-f]+ \(incident\+0x[0-9a-f]+\)'
+ldconfig -p 2>/dev/null | grep -q 'libdw\.so\.1 ' && caller="$caller at incident\.c:[0-9]+\$"
 for r in 0 3; do
   b=$(block $r)
   want=ncclReduceScatter; [ $r = 3 ] && want=ncclAllReduce
@@ -49,6 +59,12 @@ if [ -x "$B/ncclguard" ]; then
 fi
 # every stderr line of ncclguard starts with the prefix (no stray lines)
 ! grep -v -E '^(ncclguard: |incident: |ncg-launch: )' "$OUT" | grep -q . || fail "unprefixed output"
+# NCCLGUARD_DIAG=full: the full block on every rank, as before
+NCCLGUARD_DIAG=full guarded "$NCG_TMP/outfull" "$LAUNCH" -n 16 -t 60 "$B/tests/incident"
+expect "$RC" 86 "launcher status (full)"
+expect "$(nlines '^ncclguard:   stack of thread [0-9]+ \(issued slot [0-9]+ (AllReduce|ReduceScatter)\(.*\)\), innermost first:$')" 16 "stack headers (full)"
+expect "$(nlines '^ncclguard:   slot 48 \(0-based\) differs:$')" 16 "full blocks (full)"
+expect "$(nlines 'full diagnostic on')" 0 "no short form (full)"
 guarded "$NCG_TMP/out2" "$LAUNCH" -n 16 -t 60 "$B/tests/incident" --fix
 expect "$RC" 0 "fixed incident"
 no_verdict

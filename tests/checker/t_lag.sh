@@ -3,6 +3,9 @@
 # NCCLGUARD_LAG_WARN_S (the job then completes, exit 0); with NCCLGUARD_LAG_ABORT_S it acts,
 # and the diagnostic shows where each rank's thread is (the lagging one: in its sleep).
 . "$NCG_ROOT/tests/checker/lib.sh"
+# The block content on every rank (the default, NCCLGUARD_DIAG=auto, prints it on the ranks the
+# verdict is about and one other: tests/checker/t_incident.sh)
+export NCCLGUARD_DIAG=full
 NCCLGUARD_LAG_WARN_S=1 SCEN_LAG_S=3 guarded "$NCG_TMP/out" "$LAUNCH" -n 4 -t 60 "$SCEN" lag
 expect "$RC" 0 "warning only: the job completes"
 expect "$(nlines '^ncclguard: WARNING: LAG on comm [0-9a-f]+ \(4 ranks\): rank 1 behind, nobody progressed')" 4 "warning"

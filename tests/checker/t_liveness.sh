@@ -6,6 +6,9 @@ guarded "$NCG_TMP/kill" "$LAUNCH" -n 4 -t 60 "$SCEN" kill
 expect "$RC" 137 "launcher status (first rank: killed)"
 expect "$(exited 86)" 3 "survivors that exited 86"
 expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(4 ranks\): rank 1 died: pid [0-9]+ on .*connection lost without goodbye$')" 3 "SIGKILL headline"
+# fresh facts: a rank that prints the counts gives its own count as it is now
+grep -E '^ncclguard:   collective calls issued per rank: .* \(rank [0-9]+: its own count now; the others: as last reported\)$' "$OUT" >/dev/null \
+  || fail "no fresh own count in the counts line"
 
 # the rank whose process hosts the checker (zero-config: rank 0) dies: the others still act
 SCEN_VICTIM=0 guarded "$NCG_TMP/kill0" "$LAUNCH" -n 4 -t 60 "$SCEN" kill
@@ -16,6 +19,8 @@ rm -f "$REPORTS"/*
 NCCLGUARD_HEARTBEAT_TIMEOUT_S=2 guarded "$NCG_TMP/stop" "$LAUNCH" -n 4 -t 12 "$SCEN" stop
 expect "$RC" 124 "launcher status (stopped rank never ends)"
 expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(4 ranks\): rank 2 died: .*silent for')" 3 "SIGSTOP headline"
+# the silent rank's count is its last word: the verdict says how old it is
+expect "$(nlines '^ncclguard: VERDICT: RANK DIED .*: rank 2 died: .*silent for .*; count of rank 2 as last reported, up to [0-9.]+ s ago$')" 3 "age of the silent rank's count"
 expect "$(grep -l '"exit_status":86' "$REPORTS"/*.json | wc -l)" 3 "reports of ranks that aborted"
 expect "$(printers)" "0 1 3 " "ranks that printed"
 

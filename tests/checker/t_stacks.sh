@@ -3,6 +3,9 @@
 # RANK DIED verdict still shows the survivors' stacks and ends quickly; a thread stuck in a
 # p2p group shows ncclGroupEnd; a signal the application owns or blocks is left alone.
 . "$NCG_ROOT/tests/checker/lib.sh"
+# The block content on every rank (the default, NCCLGUARD_DIAG=auto, prints it on the ranks the
+# verdict is about and one other: tests/checker/t_incident.sh)
+export NCCLGUARD_DIAG=full
 hdr='^ncclguard:   stack of thread [0-9]+ \(issued '
 
 NCCLGUARD_STACKS=0 guarded "$NCG_TMP/off" "$LAUNCH" -n 4 -t 60 "$SCEN" count

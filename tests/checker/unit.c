@@ -249,6 +249,8 @@ static void test_group_and_render(void)
                              0,
                              "",
                              NULL,
+                             0,
+                             NULL,
                              0};
     static char d[16384];
     ncg_diag_render(v, &x, d, sizeof d);
@@ -265,6 +267,18 @@ static void test_group_and_render(void)
     EXPECT(strstr(d, "last slot all ranks agreed on: 47"));
     EXPECT(strstr(d, "collective calls issued per rank: 49 on 0-15"));
     EXPECT(strstr(d, "action: abort (exit status 86); report: /tmp/r.json"));
+    /* the launcher's variable is named when it is not RANK, and in the report */
+    EXPECT(strstr(d, "this process (comm rank 3, global rank 3, pid 99 on host)"));
+    x.rank_var = "SLURM_PROCID";
+    ncg_diag_render(v, &x, d, sizeof d);
+    EXPECT(strstr(d, "this process (comm rank 3, global rank 3 (SLURM_PROCID), pid 99 on host)"));
+    size_t need0 = ncg_diag_json(v, &x, NULL, 0);
+    char *j0 = malloc(need0 + 1);
+    ncg_diag_json(v, &x, j0, need0 + 1);
+    EXPECT(strstr(j0, "\"rank_var\":\"SLURM_PROCID\""));
+    free(j0);
+    x.rank_var = NULL;
+    ncg_diag_render(v, &x, d, sizeof d);
     size_t need = ncg_diag_json(v, &x, NULL, 0);
     char *j = malloc(need + 1);
     EXPECT(ncg_diag_json(v, &x, j, need + 1) == need);
@@ -352,7 +366,7 @@ static void sim_init(int n, uint64_t token, double lag_warn, double lag_abort)
                                  .heartbeat_timeout_s = 5,
                                  .lag_warn_s = lag_warn,
                                  .lag_abort_s = lag_abort};
-    struct ncg_coord_ops ops = {sim_send, sim_drop, NULL};
+    struct ncg_coord_ops ops = {sim_send, sim_drop, NULL, NULL};
     S.co = ncg_coord_new(&p, &ops);
     S.nconn = n;
     S.now = 1000000000ull;
@@ -592,8 +606,37 @@ static void test_coord_lag(void)
     ncg_coord_free(S.co);
 }
 
+/* Who prints the full block under NCCLGUARD_DIAG=auto: the subject and the lowest other. */
+static void test_diag_full(void)
+{
+    struct ncg_verdict *v = ncg_verdict_new(16);
+    char on[64];
+    snprintf(v->subject, sizeof v->subject, "3");
+    EXPECT(ncg_diag_full_here(v, 3, on, sizeof on) == 1 && !strcmp(on, "0,3"));
+    EXPECT(ncg_diag_full_here(v, 0, on, sizeof on) == 1);
+    EXPECT(ncg_diag_full_here(v, 5, on, sizeof on) == 0 && !strcmp(on, "0,3"));
+    snprintf(v->subject, sizeof v->subject, "0");
+    EXPECT(ncg_diag_full_here(v, 1, on, sizeof on) == 1 && !strcmp(on, "0-1"));
+    EXPECT(ncg_diag_full_here(v, 2, on, sizeof on) == 0);
+    snprintf(v->subject, sizeof v->subject, "0-2,4-15"); /* a minority of one, inverted */
+    EXPECT(ncg_diag_full_here(v, 3, on, sizeof on) == 1 && !strcmp(on, "0-15"));
+    snprintf(v->subject, sizeof v->subject, "1,2"); /* a p2p pair */
+    EXPECT(ncg_diag_full_here(v, 0, on, sizeof on) == 1 && !strcmp(on, "0-2"));
+    EXPECT(ncg_diag_full_here(v, 3, on, sizeof on) == 0);
+    /* not a rank list (a local verdict's text, a truncated list): every rank */
+    snprintf(v->subject, sizeof v->subject, "holding the checker (global rank 0)");
+    EXPECT(ncg_diag_full_here(v, 7, on, sizeof on) == 1 && !strcmp(on, "every rank"));
+    snprintf(v->subject, sizeof v->subject, "1,3,...");
+    EXPECT(ncg_diag_full_here(v, 7, on, sizeof on) == 1);
+    snprintf(v->subject, sizeof v->subject, "3-99");
+    EXPECT(ncg_diag_full_here(v, 7, on, sizeof on) == 1);
+    ncg_verdict_free(v);
+}
+
 int main(void)
 {
+    test_diag_full();
+    printf("ok diag full/short\n");
     test_wire();
     printf("ok wire\n");
     test_ranks();

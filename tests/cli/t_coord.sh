@@ -29,6 +29,19 @@ rc=$?; grep -v "^incident:" "$NCG_TMP/inc.out" | head -n 30
 [ $rc -eq 86 ] || fail "incident through coord: launcher exit $rc, want 86"
 contains "$NCG_TMP/inc.out" "MISMATCH" "AllReduce(count=1, float32, sum)" "ReduceScatter(count=64, bfloat16, sum)" "on ranks 0-2,4-15"
 [ "$(grep -c "exited with status 86" "$NCG_TMP/inc.out")" -eq 16 ] || fail "not every rank exited 86"
+# a process with the wrong token is refused (it runs on unguarded)
+NCCLGUARD_TOKEN=wrong LD_PRELOAD=$NCG_PRELOAD timeout 60 "$CLIAPP" --calls 50 --sleep-ms 10 >"$NCG_TMP/bad.out" 2>&1 \
+  || { cat "$NCG_TMP/bad.out"; fail "job with a wrong token"; }
+# the daemon's log: one line per join, leave, verdict and refused connection
+wait_until 10 grep -q "wrong token" "$NCG_TMP/coord.out"
+L='^ncclguard: coord: [0-9-]{10} [0-9:.]{12} UTC '
+[ "$(grep -cE "${L}join: pid [0-9]+ \(global rank [0-9]+\) on .* \(connection [0-9]+\)$" "$NCG_TMP/coord.out")" -ge 16 ] \
+  || { cat "$NCG_TMP/coord.out"; fail "coord log: a join per process expected"; }
+grep -qE "${L}leave: pid [0-9]+ \(global rank [0-3]\) on .* \(clean exit\)$" "$NCG_TMP/coord.out" \
+  || fail "coord log: the healthy job's clean leaves"
+[ "$(grep -cE "${L}verdict: MISMATCH on comm [0-9a-f]{16} \(16 ranks\): slot 48: AllReduce\(count=1, float32, sum\) on rank 3 vs" "$NCG_TMP/coord.out")" -eq 1 ] \
+  || fail "coord log: one verdict line"
+grep -qE "${L}refused pid [0-9]+ on .* \(connection [0-9]+\): wrong token$" "$NCG_TMP/coord.out" || fail "coord log: refused"
 # the daemon is still serving, and stops cleanly on SIGTERM
 kill -0 $C || fail "coord died"
 kill -TERM $C; wait $C; rc=$?

@@ -21,14 +21,14 @@ cat "$NCG_TMP/o1" "$NCG_TMP/e1"
 contains "$NCG_TMP/o1" "3 rank reports, 1 verdict, 2 files skipped" \
   "MISMATCH (error) on comm 00000000000000ab (size 4) at slot 7, last agreed slot 6" \
   "ReduceScatter(count=4096, bfloat16, sum)" "on ranks 0-2 (global 10-12)" \
-  "AllReduce(count=1, float32, sum)" "on ranks 3 (global 13)" \
+  "AllReduce(count=1, float32, sum)" "on rank 3 (global 13)" \
   "slot counts: 8 on ranks 0-1,3; unknown on rank 2" \
-  "actions: abort on ranks 0-1,3" "reports from ranks 0-1,3; no report from ranks 2"
+  "actions: abort on ranks 0-1,3" "reports from ranks 0-1,3; no report from rank 2"
 grep -E "train_step\+0x1a +ranks 0-1" "$NCG_TMP/o1" >/dev/null || fail "call sites of ranks 0-1"
-grep -E "barrier\+0x2 +ranks 3" "$NCG_TMP/o1" >/dev/null || fail "call site of rank 3"
+grep -E "barrier\+0x2 +rank 3" "$NCG_TMP/o1" >/dev/null || fail "call site of rank 3"
 contains "$NCG_TMP/e1" "malformed JSON" "not an ncclguard report"
 "$NCG" report "$R" --json >"$NCG_TMP/j1" 2>/dev/null || fail "report --json"
-jcheck "$NCG_TMP/j1" 'd["format"]=="ncclguard-job-report" and d["version"]==1 and d["reports"]==3 and d["skipped"]==2'
+jcheck "$NCG_TMP/j1" 'd["format"]=="ncclguard-job-report" and d["version"]==1 and d["reports"]==3 and d["skipped"]==2 and len(d["skipped_files"])==2 and all(set(x)=={"file","reason"} for x in d["skipped_files"])'
 jcheck "$NCG_TMP/j1" 'len(d["verdicts"])==1 and d["verdicts"][0]["counts"]==[8,8,-1,8] and d["verdicts"][0]["missing_ranks"]=="2"'
 jcheck "$NCG_TMP/j1" '[r["rank"] for r in d["verdicts"][0]["ranks"]]==[0,1,3] and d["verdicts"][0]["ranks"][2]["call_site"]=="barrier+0x2"'
 jcheck "$NCG_TMP/j1" 'sorted(c["func"] for c in d["verdicts"][0]["calls"])==["AllReduce","ReduceScatter"]'
@@ -47,7 +47,7 @@ rc=$?
 "$NCG" report "$J" >"$NCG_TMP/o3" || fail "report on job"
 cat "$NCG_TMP/o3"
 contains "$NCG_TMP/o3" "16 rank reports, 1 verdict" "MISMATCH (error)" "(size 16) at slot 48" \
-  "AllReduce(count=1, float32, sum)" "on ranks 3" "ReduceScatter(count=64, bfloat16, sum)" "on ranks 0-2,4-15" \
+  "AllReduce(count=1, float32, sum)" "on rank 3" "ReduceScatter(count=64, bfloat16, sum)" "on ranks 0-2,4-15" \
   "actions: abort on ranks 0-15" "reports from ranks 0-15 (every rank)"
 "$NCG" report "$J" --json >"$NCG_TMP/j3"
 jcheck "$NCG_TMP/j3" 'd["reports"]==16 and d["verdicts"][0]["verdict"]=="MISMATCH" and d["verdicts"][0]["slot"]==48'
@@ -57,6 +57,13 @@ jcheck "$NCG_TMP/j3" 'all(r["call_site"] for r in d["verdicts"][0]["ranks"]) and
 if [ "${NCCLGUARD_STACKS:-1}" != 0 ]; then
   contains "$NCG_TMP/o3" "stacks of the stuck threads (innermost first):" "    ranks 0-2,4-15:" "    rank 3:"
   [ "$(grep -c '^      #[0-9]* ncclAllReduce+' "$NCG_TMP/o3")" -ge 1 ] || fail "rank 3's stack lacks ncclAllReduce"
+  # the ranks' copies differ only by file:line (short-form ranks have none): one group, shown
+  # with file:line when libdw is there
+  [ "$(grep -c '^    rank' "$NCG_TMP/o3")" -eq 2 ] || fail "two distinct stacks expected"
+  if ldconfig -p 2>/dev/null | grep -q 'libdw\.so\.1 '; then
+    grep -qE '^      #[0-9]+ main\+0x[0-9a-f]+ \(incident\+0x[0-9a-f]+\) at incident\.c:[0-9]+$' "$NCG_TMP/o3" \
+      || fail "report: the stack shown lacks file:line"
+  fi
   [ "$(grep -c '^      #[0-9]* ncclReduceScatter+' "$NCG_TMP/o3")" -ge 1 ] || fail "the others' stack lacks ncclReduceScatter"
   jcheck "$NCG_TMP/j3" 'all(r["stack"] for r in d["verdicts"][0]["ranks"]) and any("ncclAllReduce" in f for f in [r for r in d["verdicts"][0]["ranks"] if r["rank"]==3][0]["stack"])'
 fi

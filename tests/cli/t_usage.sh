@@ -29,5 +29,11 @@ for c in "" status watch clean coord report; do
   "$NCG" $c --help >"$NCG_TMP/out" 2>&1 || fail "ncclguard $c --help failed"
   contains "$NCG_TMP/out" "usage: ncclguard"
 done
+# `ncclguard help COMMAND` is that command's help
+for c in status watch clean coord report; do
+  "$NCG" help $c >"$NCG_TMP/out" 2>&1 || fail "ncclguard help $c failed"
+  contains "$NCG_TMP/out" "usage: ncclguard $c"
+done
+"$NCG" clean --help | grep -q -- "--quiet" || fail "clean --help lacks --quiet"
 "$NCG" version | grep -q "^ncclguard " || fail "version"
 echo ok

@@ -5,7 +5,7 @@
 # Ranks ended by a verdict raise one verdict alert for all of them (one --exec run), no died.
 . "$(dirname "$0")/lib.sh"
 need "$NCG" "$FAKESEG"
-A=$NCG_TMP/a; B=$NCG_TMP/b; C=$NCG_TMP/c; E=$NCG_TMP/empty; mkdir -p "$A" "$B" "$C" "$E"
+A=$NCG_TMP/a; B=$NCG_TMP/b; C=$NCG_TMP/c; M=$NCG_TMP/m; E=$NCG_TMP/empty; mkdir -p "$A" "$B" "$C" "$M" "$E"
 # nothing to report: exit 0, no output
 "$NCG" watch --once --dir "$E" >"$NCG_TMP/o0"; [ $? -eq 0 ] || fail "empty: want exit 0"
 [ ! -s "$NCG_TMP/o0" ] || fail "empty: unexpected output"
@@ -36,18 +36,29 @@ jcheck "$NCG_TMP/o3a" '"behind: rank 2" in d["detail"]'
 "$NCG" watch --once --stall 1000 --dir "$A" >"$NCG_TMP/o4"
 lacks "$NCG_TMP/o4" "ALERT stall"
 
-# mismatch at slot 4 (rank 2 AllGather vs AllReduce) and a verdict on rank 0
+# mismatch at slot 4 (rank 2 AllGather vs AllReduce), no verdict (NCCLGUARD_COORD=off): a
+# mismatch alert, raised after a short wait for a verdict (about 1 s)
+start_fakeseg m --dir "$M" --ranks 3 --counts 5 --last 2:AllGather:64:9 --comm 00000000000000dd
+MPIDS=("${FS_PIDS[@]}")
+"$NCG" watch --once --dir "$M" >"$NCG_TMP/o5m"; rc=$?; cat "$NCG_TMP/o5m"
+[ $rc -eq 1 ] || fail "mismatch: want exit 1"
+contains "$NCG_TMP/o5m" "ALERT mismatch" "pid=${MPIDS[2]} rank=2 comm=00000000000000dd slot=4" \
+  "AllGather(count=64, bfloat16) on rank 2" "AllReduce(count=1024, float32, sum) on ranks 0-1"
+# the same mismatch with the checker's verdict on the comm: one alert for the incident, the
+# verdict, about the mismatch's odd rank (rank 2)
 start_fakeseg b --dir "$B" --ranks 3 --counts 5 --last 2:AllGather:64:9 --verdict 0 --comm 00000000000000bb
 BPIDS=("${FS_PIDS[@]}")
 "$NCG" watch --once --dir "$B" >"$NCG_TMP/o5"; rc=$?; cat "$NCG_TMP/o5"
-[ $rc -eq 1 ] || fail "mismatch: want exit 1"
-contains "$NCG_TMP/o5" "ALERT mismatch" "pid=${BPIDS[2]} rank=2 comm=00000000000000bb slot=4" \
-  "AllGather(count=64, bfloat16) on rank 2" "AllReduce(count=1024, float32, sum) on ranks 0-1" \
-  "ALERT verdict" "pid=${BPIDS[0]} rank=0" "synthetic verdict"
+[ $rc -eq 1 ] || fail "verdict: want exit 1"
+contains "$NCG_TMP/o5" "ALERT verdict" "pid=${BPIDS[2]} rank=2 comm=00000000000000bb" "synthetic verdict"
+lacks "$NCG_TMP/o5" "ALERT mismatch"
+[ "$(grep -c 'ALERT' "$NCG_TMP/o5")" -eq 1 ] || fail "one alert for the incident expected"
 # alerts are raised once per event, not on every scan
 timeout -s TERM 3 "$NCG" watch --interval 0.2 --dir "$B" >"$NCG_TMP/o6"
-[ "$(grep -c 'ALERT mismatch' "$NCG_TMP/o6")" -eq 1 ] || fail "mismatch alerted more than once"
+[ "$(grep -c 'ALERT' "$NCG_TMP/o6")" -eq 1 ] || fail "incident alerted more than once"
 [ "$(grep -c 'ALERT verdict' "$NCG_TMP/o6")" -eq 1 ] || fail "verdict alerted more than once"
+timeout -s TERM 3 "$NCG" watch --interval 0.2 --dir "$M" >"$NCG_TMP/o6m"
+[ "$(grep -c 'ALERT mismatch' "$NCG_TMP/o6m")" -eq 1 ] || fail "mismatch alerted more than once"
 
 # ranks 0-3 of a 5-rank comm (global ranks 8-12) recorded a verdict and ended (abort): one
 # verdict alert naming them all, the hook run once; rank 4 died on its own: a died alert

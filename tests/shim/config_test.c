@@ -172,6 +172,17 @@ int main(void)
     EXPECT(
         !strcmp(e.warnings[0], "ncclguard: NCCLGUARD_STACKS=\"maybe\": expected 0 or 1; using 1"));
 
+    c = one(&e, "NCCLGUARD_DIAG", "full");
+    EXPECT(c.diag == NCG_DIAG_FULL && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_DIAG", "SHORT");
+    EXPECT(c.diag == NCG_DIAG_SHORT && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_DIAG", "auto");
+    EXPECT(c.diag == NCG_DIAG_AUTO && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_DIAG", "long");
+    EXPECT(c.diag == NCG_DIAG_AUTO && e.nwarn == 1);
+    EXPECT(!strcmp(e.warnings[0],
+                   "ncclguard: NCCLGUARD_DIAG=\"long\": expected auto, full or short; using auto"));
+
     /* Unprintable bytes are shown as '?', never echoed raw. */
     c = one(&e, "NCCLGUARD_ACTION", "a\x1b[2Jb");
     EXPECT(e.nwarn == 1 && strstr(e.warnings[0], "\"a?[2Jb\""));
