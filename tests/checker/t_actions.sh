@@ -13,7 +13,8 @@ NCCLGUARD_ACTION=fail guarded "$NCG_TMP/out2" "$LAUNCH" -n 4 -t 60 "$SCEN" count
 expect "$RC" 3 "fail: the app's own error path"
 expect "$(nlines "^scen: rank [0-3]: $(failing_call ncclAllReduce).*: remote process exited or there was a network error \(ncclguard: MISMATCH on comm [0-9a-f]{16} \(4 ranks\): slot [0-9]+: AllReduce\(count=9, float32, sum\) on rank 1 vs AllReduce\(count=8, float32, sum\) on ranks 0,2-3; report .*/ncclguard-report\.[^ ]*\.json \(NCCLGUARD_ACTION=fail failed the communicator\)\)\$")" 4 "fail: ncclRemoteError's string names the verdict"
 # ncclGetLastError(comm) carries the same line, then NCCL's own last error
-expect "$(nlines '^scen: rank [0-3]: last error: ncclguard: MISMATCH on comm [0-9a-f]{16} \(4 ranks\): slot [0-9]+: AllReduce\(count=9, float32, sum\) on rank 1 vs AllReduce\(count=8, float32, sum\) on ranks 0,2-3; report [^ ]*\.json \(NCCLGUARD_ACTION=fail failed the communicator\); NCCL.s last error: ')" 4 "fail: ncclGetLastError names the verdict"
+# (asynchronous: NCCL's own last error was set on the stream's thread, not the caller's)
+expect "$(nlines '^scen: rank [0-3]: last error: ncclguard: MISMATCH on comm [0-9a-f]{16} \(4 ranks\): slot [0-9]+: AllReduce\(count=9, float32, sum\) on rank 1 vs AllReduce\(count=8, float32, sum\) on ranks 0,2-3; report [^ ]*\.json \(NCCLGUARD_ACTION=fail failed the communicator\)(; NCCL.s last error: |$)')" 4 "fail: ncclGetLastError names the verdict"
 expect "$(nlines 'action: fail')" 4 "fail: action line"
 
 NCCLGUARD_COORD=off guarded "$NCG_TMP/out3" "$LAUNCH" -n 4 -t 5 "$SCEN" count

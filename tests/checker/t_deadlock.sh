@@ -11,7 +11,7 @@
 # run NAME RANKS INVERT: scen invert under the shim; checks verdicts, exits, detection time.
 run() {
   local name=$1 n=$2 how=$3
-  SCEN_INVERT=$how guarded "$NCG_TMP/$name" "$LAUNCH" -n "$n" -t 60 "$SCEN" invert 40
+  NCCLGUARD_DIAG=full SCEN_INVERT=$how guarded "$NCG_TMP/$name" "$LAUNCH" -n "$n" -t 60 "$SCEN" invert 40
   local end; end=$(date +%s.%N)
   expect "$RC" 86 "$name: launcher status"
   expect "$(exited 86)" "$n" "$name: ranks that exited 86"

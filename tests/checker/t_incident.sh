@@ -62,7 +62,7 @@ fi
 # NCCLGUARD_DIAG=full: the full block on every rank, as before
 NCCLGUARD_DIAG=full guarded "$NCG_TMP/outfull" "$LAUNCH" -n 16 -t 60 "$B/tests/incident"
 expect "$RC" 86 "launcher status (full)"
-expect "$(nlines '^ncclguard:   stack of thread [0-9]+ \(issued slot [0-9]+ (AllReduce|ReduceScatter)\(.*\)\), innermost first:$')" 16 "stack headers (full)"
+expect "$(nlines '^ncclguard:   stack of thread [0-9]+ \(issued slot [0-9]+ (AllReduce|ReduceScatter|AllGather)\(.*\)\), innermost first:$')" 16 "stack headers (full)"
 expect "$(nlines '^ncclguard:   slot 48 \(0-based\) differs:$')" 16 "full blocks (full)"
 expect "$(nlines 'full diagnostic on')" 0 "no short form (full)"
 guarded "$NCG_TMP/out2" "$LAUNCH" -n 16 -t 60 "$B/tests/incident" --fix
