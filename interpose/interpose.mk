@@ -4,7 +4,7 @@
 # Pure code other components (the CLI) may link: config parsing, hashing, the ring reader, log.
 SHIM_PURE_SRCS := interpose/config.c interpose/hash.c interpose/ring.c interpose/log.c
 SHIM_SRCS += $(SHIM_PURE_SRCS) interpose/resolve.c interpose/shm.c interpose/comm.c interpose/shim.c \
-             interpose/wrappers.c
+             interpose/wrappers.c interpose/dlsym.c
 SHIM_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_SRCS))
 SHIM_PURE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_PURE_SRCS))
 SHIM_CFLAGS := -ftls-model=initial-exec -MMD -MP
@@ -34,6 +34,7 @@ SHIM_TEST_BINS := $(BUILD)/tests/shim/config_test $(BUILD)/tests/shim/api_names 
                   $(BUILD)/tests/shim/ring_test $(BUILD)/tests/shim/shmread $(BUILD)/tests/shim/calls \
                   $(BUILD)/tests/shim/realnccl $(BUILD)/tests/shim/dlopen_local \
                   $(BUILD)/tests/shim/libuses_nccl.so $(BUILD)/bench/null/libnccl.so.2 \
+                  $(BUILD)/tests/shim/dlsym_nccl $(BUILD)/tests/shim/libown_nccl.so \
                   $(BUILD)/bench/null-norevoke/libnccl.so.2 $(BUILD)/bench/percall
 TEST_BINS += $(SHIM_TEST_BINS)
 
@@ -72,6 +73,16 @@ $(BUILD)/tests/shim/libuses_nccl.so: tests/shim/uses_nccl.c $(SHIM_FAKE)
 $(BUILD)/tests/shim/dlopen_local: tests/shim/dlopen_local.c tests/shim/segdump.h $(BUILD)/libncg_pure.a
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BUILD)/libncg_pure.a $(BASE_LDFLAGS) -ldl
+
+# NCCL reached only through dlopen(RTLD_LOCAL) + dlsym (the ctypes shape), and a non-NCCL
+# library with an ncclAllReduce of its own (tests/shim/t_dlsym.sh).
+$(BUILD)/tests/shim/dlsym_nccl: tests/shim/dlsym_nccl.c
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BASE_LDFLAGS) -ldl
+
+$(BUILD)/tests/shim/libown_nccl.so: tests/shim/own_nccl.c
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -shared -o $@ $< $(BASE_LDFLAGS)
 
 # ---- bench: a NCCL whose calls do nothing, and the per-call cost driver (make bench) ----
 $(BUILD)/bench/null/libnccl.so.2: tests/bench/nullnccl.c interpose/api.def
