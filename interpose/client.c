@@ -376,6 +376,9 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     /* Without G.lk: the capture may take up to ~300 ms and app threads take G.lk at init. */
     if (tid)
         capture_stack(tid, what, &x);
+    static struct ncg_pystack py; /* checker thread only */
+    if (tid && ncg_py_capture(tid, &py) == 0)
+        x.py = &py;
     pthread_mutex_lock(&G.lk);
     for (size_t i = 0; i < G.nlc; i++) {
         struct lcomm *lc = &G.lc[i];

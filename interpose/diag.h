@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "pyframes.h"
 #include "verdict.h"
 
 /* What this rank adds to the coordinator's verdict. */
@@ -26,6 +27,8 @@ struct ncg_diag_ctx {
     const char *stack_what;   /* what that thread issued, e.g. "slot 7 AllReduce(...)" */
     const char *const *stack; /* nstack frames */
     int nstack;
+    /* The Python frames of that same thread (pyframes.h), NULL when not Python. */
+    const struct ncg_pystack *py;
 };
 
 /* Renders the diagnostic into buf (NUL-terminated, truncated to cap). Pure; returns length. */

@@ -230,7 +230,8 @@ static void test_group_and_render(void)
                              0,
                              "",
                              NULL,
-                             0};
+                             0,
+                             NULL};
     static char d[16384];
     ncg_diag_render(v, &x, d, sizeof d);
     /* every line starts with the prefix */
