@@ -6,6 +6,7 @@
 #include "pyframes.h"
 
 #include <ctype.h>
+#include <elf.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -87,6 +88,66 @@ static int find_libpython(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+/* A local (not exported) function of the loaded object at base, from the .symtab of its file
+ * on disk: builds that keep faulthandler's entry point hidden (3.13, some shared 3.9/3.10) but
+ * are not stripped. 0 when absent. Checker thread; reads the file, allocates temporarily. */
+static uintptr_t file_symbol(const char *path, uintptr_t base, const char *name)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    uintptr_t found = 0;
+    ElfW(Shdr) *sh = NULL;
+    char *str = NULL;
+    ElfW(Sym) *sym = NULL;
+    ElfW(Ehdr) eh;
+    if (fd < 0)
+        return 0;
+    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+        eh.e_shentsize != sizeof *sh || eh.e_shnum == 0 || eh.e_shnum > 4096)
+        goto out;
+    size_t shsz = (size_t)eh.e_shnum * sizeof *sh;
+    if (!(sh = malloc(shsz)) || pread(fd, sh, shsz, (off_t)eh.e_shoff) != (ssize_t)shsz)
+        goto out;
+    for (unsigned i = 0; i < eh.e_shnum && !found; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh.e_shnum ||
+            sh[i].sh_size > (64u << 20) || sh[sh[i].sh_link].sh_size > (64u << 20))
+            continue;
+        const ElfW(Shdr) *ss = &sh[sh[i].sh_link];
+        sym = malloc(sh[i].sh_size);
+        str = malloc(ss->sh_size + 1);
+        if (!sym || !str || pread(fd, sym, sh[i].sh_size, (off_t)sh[i].sh_offset) != (ssize_t)sh[i].sh_size ||
+            pread(fd, str, ss->sh_size, (off_t)ss->sh_offset) != (ssize_t)ss->sh_size)
+            goto out;
+        str[ss->sh_size] = 0;
+        for (size_t k = 0; k < sh[i].sh_size / sizeof *sym; k++)
+            if (ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC && sym[k].st_shndx != SHN_UNDEF &&
+                sym[k].st_name < ss->sh_size && strcmp(str + sym[k].st_name, name) == 0) {
+                found = base + sym[k].st_value;
+                break;
+            }
+        free(sym);
+        free(str);
+        sym = NULL;
+        str = NULL;
+    }
+out:
+    free(sh);
+    free(sym);
+    free(str);
+    close(fd);
+    return found;
+}
+
+/* faulthandler's entry point in the object that holds Py_IsInitialized, from its .symtab. */
+static dump_fn hidden_dump(void)
+{
+    Dl_info di;
+    struct link_map *map = NULL;
+    if (!PY.isinit || !dladdr1((void *)PY.isinit, &di, (void **)&map, RTLD_DL_LINKMAP) || !map)
+        return NULL;
+    const char *path = map->l_name && map->l_name[0] == '/' ? map->l_name : "/proc/self/exe";
+    return (dump_fn)file_symbol(path, map->l_addr, "_Py_DumpTracebackThreads");
+}
+
 static void py_bind(void *h)
 {
     PY.dump = (dump_fn)ncg_real_dlsym(h, "_Py_DumpTracebackThreads");
@@ -110,6 +171,8 @@ int ncg_py_present(void)
             if (h)
                 py_bind(h); /* the handle stays open: libpython stays while we may call it */
         }
+        if (!PY.dump && PY.isinit)
+            PY.dump = hidden_dump();
     }
     return PY.dump && PY.isinit && PY.isinit();
 }
