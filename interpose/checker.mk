@@ -4,7 +4,7 @@ CHECKER_PURE_SRCS := interpose/wire.c interpose/verdict.c interpose/coord.c inte
 # The status endpoint (issue 12): its parser and renderers are pure, the server is http.c.
 HTTP_PURE_SRCS := interpose/http_parse.c interpose/metrics.c
 SHIM_SRCS += interpose/checker.c interpose/client.c interpose/channel.c interpose/action.c \
-             interpose/symbol.c interpose/stack.c interpose/pyframes.c $(CHECKER_PURE_SRCS) \
+             interpose/symbol.c interpose/stack.c interpose/pyframes.c interpose/dump.c $(CHECKER_PURE_SRCS) \
              interpose/http.c interpose/http_job.c $(HTTP_PURE_SRCS)
 
 CHK_OUT = $(BUILD)/tests/checker

@@ -114,7 +114,8 @@ static uintptr_t file_symbol(const char *path, uintptr_t base, const char *name)
         const ElfW(Shdr) *ss = &sh[sh[i].sh_link];
         sym = malloc(sh[i].sh_size);
         str = malloc(ss->sh_size + 1);
-        if (!sym || !str || pread(fd, sym, sh[i].sh_size, (off_t)sh[i].sh_offset) != (ssize_t)sh[i].sh_size ||
+        if (!sym || !str ||
+            pread(fd, sym, sh[i].sh_size, (off_t)sh[i].sh_offset) != (ssize_t)sh[i].sh_size ||
             pread(fd, str, ss->sh_size, (off_t)ss->sh_offset) != (ssize_t)ss->sh_size)
             goto out;
         str[ss->sh_size] = 0;

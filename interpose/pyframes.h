@@ -20,10 +20,10 @@ struct ncg_pyframe {
 };
 
 struct ncg_pystack {
-    uint32_t tid;             /* kernel tid of the thread */
-    unsigned long thread;     /* its Python thread id (pthread_t) */
-    int n;                    /* frames in f */
-    int more;                 /* frames left out beyond NCG_PY_MAX */
+    uint32_t tid;         /* kernel tid of the thread */
+    unsigned long thread; /* its Python thread id (pthread_t) */
+    int n;                /* frames in f */
+    int more;             /* frames left out beyond NCG_PY_MAX */
     struct ncg_pyframe f[NCG_PY_MAX];
 };
 

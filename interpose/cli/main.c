@@ -12,6 +12,7 @@ static const char usage[] =
     "  clean    remove the segments of processes that are gone\n"
     "  coord    run the checker's coordinator as a daemon (for NCCLGUARD_COORD=host:port)\n"
     "  report   merge the per-rank JSON reports of a job into one account\n"
+    "  dump     every guarded process here writes its stacks and records into a directory\n"
     "  help     this text; `ncclguard COMMAND --help` for each command\n"
     "  version  print the version\n";
 
@@ -40,6 +41,8 @@ int main(int argc, char **argv)
         return ncg_cmd_clean(argc - 1, argv + 1);
     if (strcmp(cmd, "coord") == 0)
         return ncg_cmd_coord(argc - 1, argv + 1);
+    if (strcmp(cmd, "dump") == 0)
+        return ncg_cmd_dump(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0)
         return ncg_cmd_report(argc - 1, argv + 1);
     return ncg_cli_usage_error(usage, "unknown command '%s'", cmd);

@@ -516,6 +516,7 @@ int ncg_cmd_report(int argc, char **argv)
         printf("\n");
         for (int g = 0; g < ngroups; g++)
             print_group_text(&groups[g]);
+        ncg_report_dumps(dir); /* dumps and Python frames (dumpview.c) */
     }
     for (int g = 0; g < ngroups; g++)
         free(groups[g].reps);

@@ -4,7 +4,9 @@ NCG_ID_FILE). Each step's backward pass is a ReduceScatter(64, bfloat16); the od
 the epoch-end barrier of save_checkpoint (AllReduce(1, float32)) at step ODD instead.
   train.py [--odd RANK] [--at STEP] [--steps N] [--thread] [--hang]
 --thread runs the loop in a threading.Thread ("trainer"); --hang: ranks that finish wait in an
-extra AllReduce (the job hangs inside NCCL, as in warn mode)."""
+extra AllReduce (the job hangs inside NCCL, as in warn mode); --pause S: the odd rank sleeps S
+seconds in save_checkpoint, then issues the same calls as the others (a LAG, not a mismatch);
+--tag STR: only marks the command line (for `ncclguard dump --match`)."""
 import argparse, ctypes, os, sys, threading, time
 
 NCCL_FLOAT32, NCCL_BFLOAT16, NCCL_SUM = 7, 9, 0
@@ -58,7 +60,9 @@ def train_loop(args):
     for step in range(args.steps):
         if step == args.at:
             print("diverge_at %.6f" % time.time(), flush=True)
-        if rank == args.odd and step == args.at:
+        if rank == args.odd and step == args.at and args.pause:
+            time.sleep(args.pause)
+        elif rank == args.odd and step == args.at:
             save_checkpoint(step)
             return
         backward(step)
@@ -73,6 +77,8 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--thread", action="store_true")
     ap.add_argument("--hang", action="store_true")
+    ap.add_argument("--pause", type=float, default=0)
+    ap.add_argument("--tag", default="")
     args = ap.parse_args()
     uid = share_id()
     check(nccl.ncclCommInitRank(ctypes.byref(comm), world, uid, rank), "CommInitRank")
