@@ -44,6 +44,22 @@ struct obj {
     const ElfW(Verdef) * verdef;
 };
 
+/* strcmp(a, b) == 0 without libc: a sanitizer's strcmp interceptor is not ready while its
+ * runtime initialises, and that is when it calls dlsym. */
+static int same(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
+static int prefix(const char *s, const char *p)
+{
+    while (*p && *s == *p)
+        s++, p++;
+    return !*p;
+}
+
 static ElfW(Addr) dyn_ptr(ElfW(Addr) base, ElfW(Addr) p)
 {
     /* glibc relocates these d_ptr in place on most targets; some keep the raw vaddr. */
@@ -52,8 +68,7 @@ static ElfW(Addr) dyn_ptr(ElfW(Addr) base, ElfW(Addr) p)
 
 static int obj_from(ElfW(Addr) base, const ElfW(Dyn) * dyn, struct obj *o)
 {
-    memset(o, 0, sizeof *o);
-    o->base = base;
+    *o = (struct obj){.base = base};
     for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
         switch (dyn->d_tag) {
         case DT_SYMTAB:
@@ -106,12 +121,12 @@ static int sym_ok(const struct obj *o, uint32_t i, const char *name, const char 
         (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT &&
          type != STT_NOTYPE)) /* no TLS */
         return 0;
-    if (strcmp(o->strtab + s->st_name, name) != 0)
+    if (!same(o->strtab + s->st_name, name))
         return 0;
     if (!version)
         return 1;
     const char *v = sym_version(o, i);
-    return v && strcmp(v, version) == 0;
+    return v && same(v, version);
 }
 
 /* The object's definition of name (at version, or the default version first, glibc's
@@ -168,8 +183,11 @@ static void *sym_addr(const struct obj *o, const ElfW(Sym) * s)
 
 /* ---------- bootstrap: the real dlsym and dlvsym ---------- */
 
+/* A sanitizer runtime is loaded: RTLD_NEXT/RTLD_DEFAULT are not emulated (see lookup). */
+static int sanitized;
+
 struct boot {
-    int seen_self, any;
+    int seen_self, any, san;
     void *ds, *dvs;
 };
 
@@ -177,6 +195,12 @@ static int boot_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     struct boot *b = arg;
+    const char *nm = info->dlpi_name ? info->dlpi_name : "";
+    for (const char *p = nm; *p; p++) /* no libc string call: see same() */
+        if (*p == '/')
+            nm = p + 1;
+    if (prefix(nm, "libasan.so") || prefix(nm, "libtsan.so") || prefix(nm, "libubsan.so"))
+        b->san = 1;
     if ((const void *)info->dlpi_addr == (const void *)&__ehdr_start) {
         b->seen_self = 1;
         return 0;
@@ -210,8 +234,9 @@ static int boot(void)
         return 0;
     if (__atomic_load_n(&boot_failed, __ATOMIC_RELAXED))
         return -1;
-    struct boot b = {0, 0, NULL, NULL};
+    struct boot b = {0, 0, 0, NULL, NULL};
     dl_iterate_phdr(boot_cb, &b);
+    __atomic_store_n(&sanitized, b.san, __ATOMIC_RELAXED);
     if (!b.ds) {
         b.any = 1;
         dl_iterate_phdr(boot_cb, &b);
@@ -288,9 +313,12 @@ static int caller_map(const void *caller, struct link_map **map)
 /* RTLD_NEXT for caller's object: the first object after it in load order that defines name
  * (as glibc's search list; objects loaded with RTLD_LOCAL are skipped unless they are the
  * caller's own dependencies, a corner left to the fallback). */
-static void *next_after(struct link_map *me, const char *name, const char *version)
+static void *next_after(struct link_map *me, const char *name, const char *version,
+                        const struct link_map *stop)
 {
     for (struct link_map *l = me->l_next; l; l = l->l_next) {
+        if (l == stop)
+            break;
         struct obj o;
         const ElfW(Sym) * s;
         if (obj_from(l->l_addr, l->l_ld, &o) == 0 && (s = obj_lookup(&o, name, version)))
@@ -299,18 +327,46 @@ static void *next_after(struct link_map *me, const char *name, const char *versi
     return NULL;
 }
 
+/* Whether map comes after this object in load order; *self: our own map. */
+static int after_us(const struct link_map *map, struct link_map **self)
+{
+    *self = NULL;
+    if (caller_map((const void *)&__ehdr_start, self) != 1 || !*self)
+        return 1;
+    for (const struct link_map *l = (*self)->l_next; l; l = l->l_next)
+        if (l == map)
+            return 1;
+    return 0;
+}
+
 static void *lookup(void *handle, const char *name, const char *version, const void *caller)
 {
     struct link_map *map;
     int mine = caller_map(caller, &map);
+    /* Under a sanitizer runtime (which resolves its interceptors through dlsym while it
+     * initialises), the answers are glibc's from here, only libnccl's names redirected: the
+     * emulation below breaks an ASan process's environment in a way not yet understood. */
+    if (__atomic_load_n(&sanitized, __ATOMIC_RELAXED) && mine != 1 && name) {
+        void *r = version ? real_dlvsym(handle, name, version) : real_dlsym(handle, name);
+        return redirect(r, name);
+    }
     if (mine == 1 || !name) /* ncclguard's own lookups (resolve.c, symbol.c): never redirected */
         return version ? real_dlvsym(handle, name, version) : real_dlsym(handle, name);
     void *r;
     if (handle == RTLD_NEXT) {
-        if (mine == 0)
-            r = next_after(map, name, version);
-        else
-            r = version ? real_dlvsym(RTLD_NEXT, name, version) : real_dlsym(RTLD_NEXT, name);
+        /* A caller loaded before us (the executable, an earlier preload such as a sanitizer
+         * runtime): glibc's own answer from here is the same (nothing lies between it and us
+         * but our few exports, handled below). A caller after us: emulated, so that a library's
+         * "next malloc" is never its own malloc. */
+        struct link_map *self;
+        if (mine == 0 && after_us(map, &self)) {
+            r = next_after(map, name, version, NULL);
+        } else {
+            /* The objects between the caller and us, and us, then glibc's answer from here. */
+            r = mine == 0 && self ? next_after(map, name, version, self->l_next) : NULL;
+            if (!r)
+                r = version ? real_dlvsym(RTLD_NEXT, name, version) : real_dlsym(RTLD_NEXT, name);
+        }
         if (!r) /* keep dlerror's message meaningful */
             (void)(version ? real_dlvsym(RTLD_NEXT, name, version) : real_dlsym(RTLD_NEXT, name));
     } else {
