@@ -6,8 +6,8 @@ CHECKER_PURE_SRCS := interpose/wire.c interpose/verdict.c interpose/coord.c inte
 HTTP_PURE_SRCS := interpose/http_parse.c interpose/metrics.c
 SHIM_SRCS += interpose/checker.c interpose/client.c interpose/channel.c interpose/action.c \
              interpose/lasterror.c interpose/symbol.c interpose/elfsym.c interpose/srcline.c \
-             interpose/stack.c $(CHECKER_PURE_SRCS) interpose/http.c interpose/http_job.c \
-             $(HTTP_PURE_SRCS)
+             interpose/stack.c interpose/pyframes.c interpose/dump.c $(CHECKER_PURE_SRCS) \
+             interpose/http.c interpose/http_job.c $(HTTP_PURE_SRCS)
 
 CHK_OUT = $(BUILD)/tests/checker
 CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps

@@ -30,6 +30,7 @@
 #include "config.h"
 #include "coord.h"
 #include "diag.h"
+#include "dump.h"
 #include "http.h"
 #include "log.h"
 #include "ring.h"
@@ -417,6 +418,9 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
                    (ncg_cfg.diag == NCG_DIAG_AUTO && ncg_diag_full_here(v, x.rank, on, sizeof on));
         capture_stack(tid, what, &x, full);
     }
+    static struct ncg_pystack py; /* checker thread only */
+    if (tid && ncg_py_capture(tid, &py) == 0)
+        x.py = &py;
     pthread_mutex_lock(&G.lk);
     for (size_t i = 0; i < G.nlc; i++) {
         struct lcomm *lc = &G.lc[i];
@@ -425,6 +429,8 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     }
     int must_exit = ncg_action_apply(v, &x, fail, nf);
     pthread_mutex_unlock(&G.lk);
+    if (v->kind == NCG_V_LAG && v->severity == NCG_SEV_WARN && x.rank >= 0)
+        ncg_dump_on_warning(v->comm_id); /* NCCLGUARD_DUMP_ON_WARN=1 */
     if (must_exit && !G.abort_at_ns)
         G.abort_at_ns =
             now + (srv_up() ? 1000000000ull : 1); /* let our verdicts reach the others */
@@ -899,6 +905,7 @@ static void *thread_main(void *arg)
             struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
             if (h)
                 ck_pr_store_64(&h->heartbeat_ns, ncg_now_ns());
+            ncg_dump_poll(); /* `ncclguard dump` (dump.h) */
         }
         for (int i = 0; i < G.nlink; i++) {
             struct link *l = &G.link[i];

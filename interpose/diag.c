@@ -173,6 +173,23 @@ out:
     return full;
 }
 
+/* The Python frames of the stuck thread, beside its native stack. */
+static void ncg_diag_render_py(struct out *o, const struct ncg_pystack *py)
+{
+    const char *P = "ncclguard: ";
+    if (!py || py->n <= 0)
+        return;
+    outf(o, "%s  python stack of thread %u (Python thread 0x%lx), innermost first:\n", P, py->tid,
+         py->thread);
+    for (int i = 0; i < py->n; i++) {
+        outf(o, "%s    %s:%d in %s\n", P, py->f[i].file, py->f[i].line, py->f[i].func);
+        if (py->f[i].src[0])
+            outf(o, "%s        %s\n", P, py->f[i].src);
+    }
+    if (py->more)
+        outf(o, "%s    ... %d more\n", P, py->more);
+}
+
 size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
                        size_t cap)
 {
@@ -230,6 +247,7 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
             for (int i = 0; i < x->nstack; i++)
                 outf(&o, "%s    #%d %s\n", P, i, x->stack[i]);
         }
+        ncg_diag_render_py(&o, x->py);
     }
     action_line(&o, x, "");
     return finish(&o, buf, cap);
@@ -281,6 +299,26 @@ static const char *ranks_global(const struct ncg_verdict *v, const char *ranks, 
     ncg_ranks_compact(g, n, buf, cap);
     free(g);
     return buf;
+}
+
+/* "python_stack": the stuck thread's Python frames (docs/report-format.md), or null. */
+static void ncg_diag_json_py(struct out *o, const struct ncg_pystack *py)
+{
+    if (!py || py->n <= 0) {
+        outf(o, ",\"python_stack\":null");
+        return;
+    }
+    outf(o, ",\"python_stack\":{\"tid\":%u,\"thread\":\"0x%lx\",\"frames\":[", py->tid, py->thread);
+    for (int i = 0; i < py->n; i++) {
+        outf(o, "%s{\"file\":", i ? "," : "");
+        json_str(o, py->f[i].file);
+        outf(o, ",\"line\":%d,\"function\":", py->f[i].line);
+        json_str(o, py->f[i].func);
+        outf(o, ",\"source\":");
+        json_str(o, py->f[i].src);
+        outf(o, "}");
+    }
+    outf(o, "],\"more\":%d}", py->more);
 }
 
 size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
@@ -353,6 +391,7 @@ size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, 
         json_str(&o, x->stack[i]);
     }
     outf(&o, "]");
+    ncg_diag_json_py(&o, x->py);
     outf(&o, ",\"detail\":");
     json_str(&o, v->detail);
     outf(&o, "}\n");

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "pyframes.h"
 #include "verdict.h"
 
 /* What this rank adds to the coordinator's verdict. */
@@ -28,6 +29,8 @@ struct ncg_diag_ctx {
     int nstack;
     const char *rank_var; /* the variable global_rank came from ("RANK", "SLURM_PROCID", ...) */
     int diag_mode;        /* enum ncg_diag_mode (config.h): who prints the full block */
+    /* The Python frames of that same thread (pyframes.h), NULL when not Python. */
+    const struct ncg_pystack *py;
 };
 
 /* Whether comm rank `rank` prints the full block under NCCLGUARD_DIAG=auto: the ranks the

@@ -4,7 +4,7 @@
 # Pure code other components (the CLI) may link: config parsing, hashing, the ring reader, log.
 SHIM_PURE_SRCS := interpose/config.c interpose/hash.c interpose/ring.c interpose/log.c
 SHIM_SRCS += $(SHIM_PURE_SRCS) interpose/resolve.c interpose/shm.c interpose/comm.c interpose/shim.c \
-             interpose/wrappers.c interpose/completion.c
+             interpose/wrappers.c interpose/completion.c interpose/dlsym.c
 SHIM_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_SRCS))
 SHIM_PURE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_PURE_SRCS))
 SHIM_CFLAGS := -ftls-model=initial-exec -MMD -MP
@@ -15,6 +15,10 @@ SHIM_LIBS := -ldl -lpthread
 $(BUILD)/obj/interpose/%.o: interpose/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(SHIM_CFLAGS) -c -o $@ $<
+
+# dlsym.c runs inside a sanitizer runtime's own initialisation (it calls dlsym before its shadow
+# memory exists): never instrumented. It only reads the loader's tables.
+$(BUILD)/obj/interpose/dlsym.o: SHIM_CFLAGS += -fno-sanitize=all
 
 $(BUILD)/libncclguard.so: $(SHIM_OBJS) interpose/exports.map
 	$(CC) $(BASE_LDFLAGS) $(SHIM_LDFLAGS) -o $@ $(SHIM_OBJS) $(SHIM_LIBS)
@@ -37,7 +41,8 @@ SHIM_TEST_BINS := $(BUILD)/tests/shim/config_test $(BUILD)/tests/shim/api_names 
                   $(BUILD)/bench/null-norevoke/libnccl.so.2 $(BUILD)/bench/percall \
                   $(BUILD)/tests/shim/symtest $(BUILD)/tests/shim/libsymmod.so \
                   $(BUILD)/tests/shim/libsymmod_stripped.so $(BUILD)/tests/shim/libsymtest.so \
-                  $(BUILD)/tests/shim/ranks_test
+                  $(BUILD)/tests/shim/ranks_test $(BUILD)/tests/shim/dlsym_nccl \
+                  $(BUILD)/tests/shim/libown_nccl.so
 TEST_BINS += $(SHIM_TEST_BINS)
 
 # Symbolization (t_symbol.sh): the driver links symbol.c and its helpers directly.
@@ -96,6 +101,16 @@ $(BUILD)/tests/shim/libuses_nccl.so: tests/shim/uses_nccl.c $(SHIM_FAKE)
 $(BUILD)/tests/shim/dlopen_local: tests/shim/dlopen_local.c tests/shim/segdump.h $(BUILD)/libncg_pure.a
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BUILD)/libncg_pure.a $(BASE_LDFLAGS) -ldl
+
+# NCCL reached only through dlopen(RTLD_LOCAL) + dlsym (the ctypes shape), and a non-NCCL
+# library with an ncclAllReduce of its own (tests/shim/t_dlsym.sh).
+$(BUILD)/tests/shim/dlsym_nccl: tests/shim/dlsym_nccl.c
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BASE_LDFLAGS) -ldl
+
+$(BUILD)/tests/shim/libown_nccl.so: tests/shim/own_nccl.c
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -shared -o $@ $< $(BASE_LDFLAGS)
 
 # ---- bench: a NCCL whose calls do nothing, and the per-call cost driver (make bench) ----
 $(BUILD)/bench/null/libnccl.so.2: tests/bench/nullnccl.c interpose/api.def

@@ -13,6 +13,7 @@
 #include "checker.h"
 #include "config.h"
 #include "log.h"
+#include "pyframes.h"
 #include "shm.h"
 
 __thread struct ncg_tls ncg_tls __attribute__((tls_model("initial-exec")));
@@ -58,6 +59,7 @@ int ncg_init_slow(void)
 uint32_t ncg_tid_slow(void)
 {
     ncg_tls.tid = (uint32_t)syscall(SYS_gettid);
+    ncg_py_register_thread(ncg_tls.tid); /* once per thread: its Python id (pyframes.h) */
     return ncg_tls.tid;
 }
 

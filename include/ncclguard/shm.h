@@ -143,7 +143,15 @@ struct ncg_shm_header {
     char cmdline[192];      /* argv joined by spaces, truncated */
     char verdict_text[256]; /* one-line summary of the verdict */
     char report_path[256];  /* the JSON report, when written */
+    /* On-demand dump (`ncclguard dump`), added in the header's reserved tail (zero in older
+     * segments: no request). The CLI writes dump_dir, then bumps dump_req; the checker thread
+     * polls dump_req every interval, writes the dump into dump_dir, then sets dump_done to the
+     * request it served. */
+    uint32_t dump_req;
+    uint32_t dump_done;
+    char dump_dir[128]; /* absolute directory, NUL-terminated */
 };
+_Static_assert(offsetof(struct ncg_shm_header, dump_req) == 856, "dump fields at the old end");
 _Static_assert(sizeof(struct ncg_shm_header) <= NCG_SHM_HEADER_SIZE, "header fits");
 
 #define NCG_SHM_SIZE                                                                               \

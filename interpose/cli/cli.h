@@ -210,6 +210,10 @@ int ncg_cmd_watch(int argc, char **argv);
 int ncg_cmd_clean(int argc, char **argv);
 int ncg_cmd_coord(int argc, char **argv);
 int ncg_cmd_report(int argc, char **argv);
+int ncg_cmd_dump(int argc, char **argv); /* dump.c */
+/* report.c's text output, continued (dumpview.c): the dumps of DIR grouped, and the Python
+ * frames of the verdict reports grouped. Returns the number of dumps. Allocates. */
+int ncg_report_dumps(const char *dir);
 
 /* Removes the segments of processes that are gone. `grace_s`: keep those active within that
  * many seconds; `implicit`: also keep any whose communicator still has a live member here

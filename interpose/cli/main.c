@@ -12,6 +12,7 @@ static const char usage[] =
     "  clean    remove the segments of processes that are gone\n"
     "  coord    run the checker's coordinator as a daemon (for NCCLGUARD_COORD=host:port)\n"
     "  report   merge the per-rank JSON reports of a job into one account\n"
+    "  dump     every guarded process here writes its stacks and records into a directory\n"
     "  help     this text; `ncclguard COMMAND --help` for each command\n"
     "  version  print the version\n";
 
@@ -30,6 +31,8 @@ static int dispatch(const char *cmd, int argc, char **argv)
         return ncg_cmd_coord(argc, argv);
     if (strcmp(cmd, "report") == 0)
         return ncg_cmd_report(argc, argv);
+    if (strcmp(cmd, "dump") == 0)
+        return ncg_cmd_dump(argc, argv);
     return ncg_cli_usage_error(usage, "unknown command '%s'", cmd);
 }
 

@@ -567,6 +567,7 @@ int ncg_cmd_report(int argc, char **argv)
         printf("\n");
         for (int g = 0; g < ngroups; g++)
             print_group_text(&groups[g]);
+        ncg_report_dumps(dir); /* dumps and Python frames (dumpview.c) */
     }
     for (int i = 0; i < nbad && i < (int)(sizeof(bad) / sizeof(bad[0])); i++)
         free(bad[i].file);

@@ -251,7 +251,8 @@ static void test_group_and_render(void)
                              NULL,
                              0,
                              NULL,
-                             0};
+                             0,
+                             NULL};
     static char d[16384];
     ncg_diag_render(v, &x, d, sizeof d);
     /* every line starts with the prefix */
