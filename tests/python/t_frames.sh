@@ -14,7 +14,8 @@ while read -r label PY; do
     REP=$NCG_TMP/rep.$label.$variant; mkdir -p "$REP"
     OUT=$NCG_TMP/out.$label.$variant
     extra=; [ $variant = thread ] && extra=--thread
-    env LD_PRELOAD="$NCG_PRELOAD" NCCLGUARD_REPORT_DIR="$REP" timeout -k 5 60 \
+    # NCCLGUARD_DIAG=full: every rank prints its full block, so each rank's frames can be checked
+    env LD_PRELOAD="$NCG_PRELOAD" NCCLGUARD_DIAG=full NCCLGUARD_REPORT_DIR="$REP" timeout -k 5 60 \
       "$LAUNCH" -n "$N" -t 30 "$PY" "$NCG_ROOT/tests/python/train.py" --odd 3 --at 5 $extra >"$OUT" 2>&1
     rc=$?
     end=$(date +%s.%N)
