@@ -2,7 +2,7 @@
 # interpose.mk builds it), its unit and end-to-end test programs, the demo and its benchmark.
 CHECKER_PURE_SRCS := interpose/wire.c interpose/verdict.c interpose/coord.c interpose/diag.c
 SHIM_SRCS += interpose/checker.c interpose/client.c interpose/channel.c interpose/action.c \
-             interpose/symbol.c interpose/stack.c $(CHECKER_PURE_SRCS)
+             interpose/symbol.c interpose/stack.c interpose/reportdir.c $(CHECKER_PURE_SRCS)
 
 CHK_OUT = $(BUILD)/tests/checker
 CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps

@@ -12,6 +12,7 @@
 #include "checker.h"
 #include "config.h"
 #include "log.h"
+#include "reportdir.h"
 #include "shm.h"
 
 __thread struct ncg_tls ncg_tls __attribute__((tls_model("initial-exec")));
@@ -97,6 +98,8 @@ int ncg_activate(void)
     for (int i = 0; i < ncg_nkept; i++)
         ncg_log_line(ncg_kept[i]);
     ncg_nkept = 0;
+    if (ncg_cfg.check)
+        ncg_reportdir_at_start();
     int rc = ncg_shm_create();
     if (rc < 0) {
         NCG_LOG_ONCE("cannot map memory for the call record (%s); running unguarded",
