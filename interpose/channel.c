@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "channel.h"
+#include "config.h"
 #include "coord.h"
 #include "verdict.h"
 #include "wire.h"
@@ -374,14 +375,16 @@ static const char *host_name(void)
     return h;
 }
 
-static double env_d(const char *name, double def)
+static const char *coord_getenv(const char *name, void *arg)
 {
-    const char *v = getenv(name);
-    char *e;
-    if (!v || !*v)
-        return def;
-    double d = strtod(v, &e);
-    return *e || d < 0 ? def : d;
+    (void)arg;
+    return getenv(name);
+}
+
+static void coord_warn(const char *line, void *arg)
+{
+    (void)arg;
+    fprintf(stderr, "%s\n", line);
 }
 
 int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null,
@@ -392,11 +395,14 @@ int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null
     s.lfd = ncg_listen(&p, listen_host, port, err, errlen);
     if (s.lfd < 0)
         return -1;
+    /* The same parsing and checks as in the ranks (bad values: one line, the default). */
+    struct ncg_config cfg;
+    ncg_config_parse(&cfg, coord_getenv, coord_warn, NULL);
     struct ncg_coord_params cp = {.token = token_or_null ? ncg_token_hash(token_or_null) : 0,
-                                  .interval_ms = (uint32_t)env_d("NCCLGUARD_INTERVAL_MS", 100),
-                                  .heartbeat_timeout_s = env_d("NCCLGUARD_HEARTBEAT_TIMEOUT_S", 10),
-                                  .lag_warn_s = env_d("NCCLGUARD_LAG_WARN_S", 60),
-                                  .lag_abort_s = env_d("NCCLGUARD_LAG_ABORT_S", 0),
+                                  .interval_ms = cfg.interval_ms,
+                                  .heartbeat_timeout_s = cfg.heartbeat_timeout_s,
+                                  .lag_warn_s = cfg.lag_warn_s,
+                                  .lag_abort_s = cfg.lag_abort_s,
                                   .embedded = 0,
                                   .global_rank = -1,
                                   .pid = (uint32_t)getpid()};

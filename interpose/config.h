@@ -30,6 +30,11 @@ struct ncg_config {
     int stacks;  /* NCCLGUARD_STACKS=0: no stack of the stuck thread in diagnostics (default 1) */
 };
 
+/* Lower bounds of the timeouts, in report intervals (NCCLGUARD_INTERVAL_MS), and the
+ * coordinator's fixed ping period (coord.c): the heartbeat timeout must cover two pings. */
+#define NCG_MIN_INTERVALS 5
+#define NCG_PING_PERIOD_S 0.5
+
 /* Looks a variable up; returns NULL when unset. */
 typedef const char *(*ncg_getenv_fn)(const char *name, void *arg);
 /* Receives one complete warning line (already prefixed "ncclguard: "). */
