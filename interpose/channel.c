@@ -58,7 +58,7 @@ int ncg_peer_send(struct ncg_peer *p, const struct ncg_msg *m)
             return -1;
         uint8_t *n = realloc(p->tx, cap);
         if (!n)
-            return -1;
+            return -2;
         p->tx = n;
         p->txcap = cap;
     }
@@ -97,7 +97,7 @@ int ncg_peer_fill(struct ncg_peer *p)
                 return p->rxcap - p->rxlen ? 0 : -1;
             uint8_t *n = realloc(p->rx, cap);
             if (!n)
-                return -1;
+                return -2;
             p->rx = n;
             p->rxcap = cap;
         }
@@ -153,7 +153,10 @@ void ncg_server_send(void *arg, int conn, const struct ncg_msg *m)
     struct ncg_server *s = arg;
     if (conn < 0 || conn >= s->npc || s->pc[conn].fd < 0 || s->dead[conn])
         return;
-    if (ncg_peer_send(&s->pc[conn], m) != 0)
+    int rc = ncg_peer_send(&s->pc[conn], m);
+    if (rc == -2)
+        s->nomem = 1;
+    else if (rc != 0)
         s->dead[conn] = 2; /* backlog: closed as lost */
 }
 
@@ -257,6 +260,7 @@ static void srv_accept(struct ncg_server *s, uint64_t now)
             uint8_t *nd = np ? realloc(s->dead, (size_t)n) : NULL;
             if (!np || !nd) {
                 close(fd);
+                s->nomem = 1;
                 return;
             }
             s->dead = nd;
@@ -289,10 +293,45 @@ static void srv_read(struct ncg_server *s, int id, uint64_t now)
         if (s->dead[id])
             return;
     }
-    if (rc < 0) {
+    if (rc == -2) {
+        s->nomem = 1; /* ours, not the peer's: no death (srv_fail) */
+    } else if (rc < 0) {
         ncg_coord_closed(s->co, id, now);
         ncg_peer_close(p);
     }
+}
+
+/* The checker cannot go on (an allocation failed, so its state is incomplete): every client
+ * gets a SHUTDOWN with NCG_BYE_FAILED before its connection closes, so that nobody reads the
+ * close as the death of this process; then everything is closed and the server stays down.
+ * The frame is encoded on the stack and queued only where the buffer has room: no allocation. */
+static void srv_fail(struct ncg_server *s)
+{
+    static struct ncg_msg m;
+    uint8_t frame[256];
+    m.type = NCG_MSG_SHUTDOWN;
+    m.u.goodbye.flags = NCG_BYE_FAILED;
+    m.u.goodbye.n = 0;
+    long n = ncg_wire_encode(&m, frame, sizeof frame);
+    for (int i = 0; i < s->npc; i++) {
+        struct ncg_peer *p = &s->pc[i];
+        if (p->fd < 0)
+            continue;
+        if (n > 0 && p->txcap - p->txlen >= (size_t)n) {
+            memcpy(p->tx + p->txlen, frame, (size_t)n);
+            p->txlen += (size_t)n;
+        } else if (n > 0 && p->txlen == 0) {
+            ssize_t w = send(p->fd, frame, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+            (void)w;
+        }
+        ncg_peer_flush(p); /* best effort: the frames are small, the socket buffer takes them */
+        ncg_peer_close(p);
+        s->dead[i] = 0;
+    }
+    if (s->lfd >= 0)
+        close(s->lfd);
+    s->lfd = -1;
+    __atomic_store_n(&s->failed, 1, __ATOMIC_RELEASE); /* read by ncg_channel_listen's caller */
 }
 
 /* Closes connections the coordinator dropped, and lost ones (backlog). */
@@ -326,7 +365,9 @@ int ncg_server_pollfds(struct ncg_server *s, struct pollfd *pf, int *map, int ma
 
 void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n, uint64_t now)
 {
-    for (int k = 0; k < n; k++) {
+    if (s->failed)
+        return;
+    for (int k = 0; k < n && !s->nomem; k++) {
         if (!pf[k].revents)
             continue;
         if (map[k] < 0) {
@@ -339,9 +380,13 @@ void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n,
         if (pf[k].revents & (POLLIN | POLLHUP | POLLERR))
             srv_read(s, id, now);
     }
-    if (now - s->last_tick_ns >= (uint64_t)s->interval_ms * 500000ull) {
+    if (!s->nomem && now - s->last_tick_ns >= (uint64_t)s->interval_ms * 500000ull) {
         s->last_tick_ns = now;
         ncg_coord_tick(s->co, now);
+    }
+    if (s->nomem || ncg_coord_out_of_memory(s->co)) {
+        srv_fail(s);
+        return;
     }
     for (int i = 0; i < s->npc; i++)
         if (s->pc[i].fd >= 0 && !s->dead[i] && s->pc[i].txlen && ncg_peer_flush(&s->pc[i]) != 0)
@@ -431,14 +476,20 @@ int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null
         close(s.lfd);
         return -1;
     }
-    while (!*stop) {
+    while (!*stop && !s.failed) {
         int n = ncg_server_pollfds(&s, pf, map, MAXFD);
         int rc = poll(pf, (nfds_t)n, (int)s.interval_ms / 2 + 1);
         if (rc < 0 && errno != EINTR)
             break;
         ncg_server_handle(&s, pf, map, rc > 0 ? n : 0, ncg_chan_now_ns());
     }
-    ncg_coord_shutdown(s.co);
+    if (s.failed) {
+        fprintf(stderr, "ncclguard: the checker ran out of memory and stopped; its clients run "
+                        "on unguarded\n");
+        snprintf(err, errlen, "out of memory");
+    } else {
+        ncg_coord_shutdown(s.co);
+    }
     for (int i = 0; i < s.npc; i++)
         if (s.pc[i].fd >= 0) {
             ncg_peer_flush(&s.pc[i]);
@@ -450,5 +501,5 @@ int ncg_coord_serve(const char *listen_host, int port, const char *token_or_null
     free(map);
     ncg_coord_free(s.co);
     close(s.lfd);
-    return 0;
+    return s.failed ? -1 : 0;
 }

@@ -36,7 +36,13 @@ $(CHK_OUT)/rawconn: tests/checker/rawconn.c interpose/wire.c interpose/verdict.c
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/wire.c interpose/verdict.c interpose/coord.c
 
-TEST_BINS += $(CHK_OUT)/unit $(CHK_OUT)/fuzz_wire $(CHK_OUT)/scen $(CHK_OUT)/rawconn
+# Fault injection: allocations fail in the checker thread of one rank (out-of-memory tests).
+$(CHK_OUT)/failalloc.so: tests/checker/failalloc.c
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -shared -o $@ $<
+
+TEST_BINS += $(CHK_OUT)/unit $(CHK_OUT)/fuzz_wire $(CHK_OUT)/scen $(CHK_OUT)/rawconn \
+             $(CHK_OUT)/failalloc.so
 
 demo: all
 	@scripts/demo.sh

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -38,6 +39,11 @@
 #include "wire.h"
 
 #define MAX_LINKS 16
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define NCG_THREAD_STACK (4u << 20) /* sanitizers' frames are larger */
+#else
+#define NCG_THREAD_STACK (512u << 10) /* the checker thread's stack */
+#endif
 #define TAIL_OFF 40 /* ncclguard's bytes in the id: after NCCL's 40 used bytes */
 #define TAIL_TAG "NCGD"
 #define TAIL_VERSION 1
@@ -100,7 +106,8 @@ static struct {
 /* The embedded coordinator is ready (acquire: pairs with ncg_channel_listen's release). */
 static int srv_up(void)
 {
-    return __atomic_load_n(&G.have_srv, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&G.have_srv, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&G.srv.failed, __ATOMIC_ACQUIRE);
 }
 
 static void wake_thread(void)
@@ -396,10 +403,14 @@ static void link_lost(int li, const char *why, uint64_t now)
     link_close(l);
     l->state = L_DOWN;
     if (!was_up) {
-        if (was_hello)
+        if (was_hello && ncg_cfg.coord[0]) /* a token only NCCLGUARD_TOKEN could get wrong */
             ncg_log("the checker at %s refused this process (wrong NCCLGUARD_TOKEN?); running "
                     "unguarded",
                     l->name);
+        else if (was_hello) /* zero-config: the token came with the id, so the checker failed */
+            ncg_log("the checker at %s closed the connection before accepting this process (%s); "
+                    "running unguarded",
+                    l->name, why);
         else
             ncg_log("cannot reach the checker at %s (%s); running unguarded", l->name, why);
         return;
@@ -518,6 +529,17 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             apply_verdict(m->u.verdict, now);
         break;
     case NCG_MSG_SHUTDOWN:
+        if (m->u.goodbye.flags & NCG_BYE_FAILED) {
+            /* Not a death and not an exit: its ranks live on, only the checking stopped. The
+             * process whose own checker failed has said so already. */
+            if (!__atomic_load_n(&G.srv.failed, __ATOMIC_ACQUIRE))
+                ncg_log("the checker at %s stopped (its process ran out of memory); running "
+                        "unguarded",
+                        l->name);
+            link_close(l);
+            l->state = L_DOWN;
+            break;
+        }
         pthread_mutex_lock(&G.lk);
         for (uint32_t k = 0; k < m->u.goodbye.n; k++)
             for (size_t i = 0; i < G.nlc; i++)
@@ -732,6 +754,13 @@ static void link_io(int li, short rev, uint64_t now)
             if (l->state == L_DOWN)
                 return;
         }
+        if (rc == -2) { /* our own shortage: say so, and no verdict from a partial view */
+            ncg_log("out of memory for the side channel to the checker at %s; running unguarded",
+                    l->name);
+            link_close(l);
+            l->state = L_DOWN;
+            return;
+        }
         if (rc < 0) {
             link_lost(li, "connection lost", now);
             return;
@@ -753,6 +782,7 @@ static int tx_pending(void)
 static void *thread_main(void *arg)
 {
     (void)arg;
+    prctl(PR_SET_NAME, "ncclguard"); /* so `top -H` (and the fault-injection tests) can tell it */
     enum { MAXFD = 4096 };
     static struct pollfd pf[MAXFD];
     static int map[MAXFD];
@@ -856,8 +886,12 @@ static void *thread_main(void *arg)
             while (read(G.wake[0], drain, sizeof drain) > 0) {
             }
         }
-        if (srv_up())
+        if (srv_up()) {
             ncg_server_handle(&G.srv, pf + srv_first, map + srv_first, rc > 0 ? nsrv : 0, now);
+            if (G.srv.failed)
+                ncg_log("the checker in this process ran out of memory and stopped; this job runs "
+                        "unguarded");
+        }
         for (int k = link_first; k < n; k++)
             if (rc > 0 && pf[k].revents)
                 link_io(map[k], pf[k].revents, now);
@@ -896,7 +930,17 @@ static int start_thread_locked(void)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the app's signals are not ours to take */
-    int rc = pthread_create(&G.th, NULL, thread_main, NULL);
+    /* A small stack: the default (RLIMIT_STACK, often 8 MiB) would count against the job's
+     * address-space limit (ulimit -v) for a thread whose frames are a few KiB (its big buffers
+     * are static). */
+    pthread_attr_t at;
+    int rc = pthread_attr_init(&at);
+    if (rc == 0) {
+        rc = pthread_attr_setstacksize(&at, NCG_THREAD_STACK);
+        if (rc == 0)
+            rc = pthread_create(&G.th, &at, thread_main, NULL);
+        pthread_attr_destroy(&at);
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         close(G.wake[0]);
@@ -919,6 +963,10 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
 {
     int rc = 0;
     pthread_mutex_lock(&G.lk);
+    if (__atomic_load_n(&G.srv.failed, __ATOMIC_ACQUIRE)) {
+        rc = -ENOMEM; /* it stopped: ids get no tail, their ranks run unguarded */
+        goto out;
+    }
     if (!G.have_srv) {
         char err[160];
         uint16_t p = 0;

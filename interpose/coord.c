@@ -71,7 +71,21 @@ struct ncg_coord {
     uint32_t next_qid;
     uint64_t last_ping_ns, last_sweep_ns, last_tick_ns;
     struct ncg_coord_stats st;
+    int nomem; /* an allocation failed: the state is no longer complete (ncg_coord_out_of_memory) */
 };
+
+/* Every allocation failure goes through here: a checker that lost state must stop (the
+ * server tells its clients) rather than judge from what is left. Returns NULL. */
+static void *co_nomem(struct ncg_coord *co)
+{
+    co->nomem = 1;
+    return NULL;
+}
+
+int ncg_coord_out_of_memory(const struct ncg_coord *co)
+{
+    return co->nomem;
+}
 
 uint64_t ncg_token_hash(const char *s)
 {
@@ -148,6 +162,7 @@ void ncg_coord_connected(struct ncg_coord *co, int conn, uint64_t now_ns)
         int n = conn + 16;
         struct cconn *nc = realloc(co->conn, sizeof *nc * (size_t)n);
         if (!nc) {
+            co_nomem(co);
             co->ops.drop(co->ops.arg, conn);
             return;
         }
@@ -180,17 +195,17 @@ static struct ccomm *comm_get(struct ncg_coord *co, uint64_t id, uint32_t nranks
         size_t n = co->capcomm ? co->capcomm * 2 : 16;
         struct ccomm **nc = realloc(co->comm, sizeof *nc * n);
         if (!nc)
-            return NULL;
+            return co_nomem(co);
         co->comm = nc;
         co->capcomm = n;
     }
     c = calloc(1, sizeof *c);
     if (!c)
-        return NULL;
+        return co_nomem(co);
     c->m = calloc(nranks, sizeof *c->m);
     if (!c->m) {
         free(c);
-        return NULL;
+        return co_nomem(co);
     }
     for (uint32_t i = 0; i < nranks; i++) {
         c->m[i].conn = -1;
@@ -232,6 +247,10 @@ static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verd
 {
     struct ncg_msg m = {.type = NCG_MSG_VERDICT};
     m.u.verdict = v;
+    if (co->nomem) { /* judged from incomplete state: the server stops the checker instead */
+        ncg_verdict_free(v);
+        return;
+    }
     for (uint32_t i = 0; i < c->nranks; i++) {
         int cn = c->m[i].conn;
         if (cn < 0 || (c->m[i].state != M_ACTIVE && c->m[i].state != M_GONE) || !conn_get(co, cn))
@@ -263,6 +282,7 @@ static void query_send(struct ncg_coord *co, struct ccomm *c)
     c->ans = calloc((size_t)c->nranks * c->qn, sizeof *c->ans);
     if (!c->ans) {
         c->q_active = 0;
+        co_nomem(co);
         return;
     }
     c->qid = co->next_qid++;
@@ -329,6 +349,7 @@ static void mismatch_verdict(struct ncg_coord *co, struct ccomm *c, uint32_t k)
     uint8_t *valid = calloc(c->nranks, 1);
     const char **sites = calloc(c->nranks, sizeof *sites);
     if (!v || !calls || !valid || !sites) {
+        co_nomem(co);
         ncg_verdict_free(v);
         goto out;
     }
@@ -445,6 +466,8 @@ static void member_lost(struct ncg_coord *co, int conn, uint8_t kind, const char
             if (nlost) {
                 lost = nlost;
                 lost[nl++] = (int32_t)i;
+            } else {
+                co_nomem(co);
             }
         }
         if (nl && !c->done) {
@@ -595,8 +618,10 @@ static void on_p2p(struct ncg_coord *co, int conn, const struct ncg_msg_p2p *p, 
         }
     if (me < 0)
         return;
-    if (!c->bucket && !(c->bucket = calloc(P2P_BUCKETS, sizeof *c->bucket)))
+    if (!c->bucket && !(c->bucket = calloc(P2P_BUCKETS, sizeof *c->bucket))) {
+        co_nomem(co);
         return;
+    }
     for (uint32_t k = 0; k < p->n && !c->done; k++) {
         const struct ncg_p2p_rec *r = &p->r[k];
         if (r->peer < 0 || (uint32_t)r->peer >= c->nranks ||
@@ -626,8 +651,10 @@ static void on_p2p(struct ncg_coord *co, int conn, const struct ncg_msg_p2p *p, 
         if (c->p2p_n >= P2P_MAX)
             continue; /* full: unmatched records age out in the sweep */
         e = malloc(sizeof *e);
-        if (!e)
+        if (!e) {
+            co_nomem(co);
             continue;
+        }
         e->src = src;
         e->dst = dst;
         e->k = r->seq;
@@ -743,8 +770,10 @@ static void check_exited(struct ncg_coord *co, struct ccomm *c)
     int32_t *who = malloc(sizeof *who * c->nranks);
     size_t n = 0;
     uint64_t fin = 0;
-    if (!who)
+    if (!who) {
+        co_nomem(co);
         return;
+    }
     for (uint32_t i = 0; i < c->nranks; i++)
         if (c->m[i].state == M_GONE && c->m[i].count < mx) {
             fin = c->m[i].count;
@@ -785,6 +814,7 @@ static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
     struct ncg_verdict *v = verdict_for(c, NCG_V_LAG);
     int32_t *who = malloc(sizeof *who * c->nranks);
     if (!v || !who) {
+        co_nomem(co);
         ncg_verdict_free(v);
         free(who);
         return;

@@ -115,6 +115,9 @@ struct ncg_msg_p2p {
 };
 
 #define NCG_BYE_PROCESS 1u /* the whole process exits: every comm of this connection is gone */
+/* SHUTDOWN only: the checker stopped because its process ran out of memory; the counts are not
+ * final (its ranks live on): clients run on unguarded, with no verdict. */
+#define NCG_BYE_FAILED 2u
 struct ncg_msg_goodbye {
     uint8_t flags;
     uint32_t n;
