@@ -175,7 +175,7 @@ static struct ncg_comm *ncg_comm_add(ncclComm_t h, uint64_t id, uint64_t parent_
     pthread_mutex_lock(&ncg_lock);
     if (ncg_activate() < 0 || ncg_tab_insert(c) < 0) {
         pthread_mutex_unlock(&ncg_lock);
-        NCG_LOG_ONCE("cannot track more communicators; later ones are not recorded");
+        NCG_LOG_ONCE("cannot track more communicators; later ones run unrecorded and unchecked");
         free(c);
         return NULL;
     }
