@@ -601,6 +601,8 @@ static void client_report(uint64_t now)
                     exited->severity = NCG_SEV_ERROR;
                     exited->comm_id = lc->id;
                     exited->slot = (int64_t)lc->peer_final;
+                    if (lc->rank >= 0 && lc->rank < lc->nranks) /* what this side knows */
+                        exited->members[lc->rank] = global_rank();
                     snprintf(exited->subject, sizeof exited->subject,
                              "holding the checker (global rank %d)", l->w.global_rank);
                     snprintf(exited->detail, sizeof exited->detail,
