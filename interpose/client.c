@@ -72,6 +72,8 @@ struct lcomm {
     uint64_t final;
     uint64_t peer_final; /* the coordinator's process left this comm at this count */
     uint8_t removed;
+    uint8_t aborted;      /* removed by ncclCommAbort: its GOODBYE says so */
+    uint8_t peer_verdict; /* the coordinator's process was ended by a verdict (SHUTDOWN flag) */
     unsigned char uid[NCCL_UNIQUE_ID_BYTES];
 };
 
@@ -325,6 +327,9 @@ static int is_stuck_verdict(const struct ncg_verdict *v)
            v->kind == NCG_V_RANK_DIED || v->kind == NCG_V_RANK_EXITED;
 }
 
+static void client_report(uint64_t now);
+static void client_exit_messages(uint8_t flags);
+
 static void apply_verdict(struct ncg_verdict *v, uint64_t now)
 {
     struct ncg_comm *fail[NCG_SHM_MAX_COMMS + 8];
@@ -390,9 +395,13 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     }
     int must_exit = ncg_action_apply(v, &x, fail, nf);
     pthread_mutex_unlock(&G.lk);
-    if (must_exit && !G.abort_at_ns)
+    if (must_exit && !G.abort_at_ns) {
         G.abort_at_ns =
             now + (srv_up() ? 1000000000ull : 1); /* let our verdicts reach the others */
+        /* Our end is the verdict's doing, not a death: peers on our other comms say so. */
+        client_report(now);
+        client_exit_messages(NCG_BYE_VERDICT);
+    }
 }
 
 /* The coordinator's process vanished (connection lost, or silent): a rank died. */
@@ -543,10 +552,14 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
         pthread_mutex_lock(&G.lk);
         for (uint32_t k = 0; k < m->u.goodbye.n; k++)
             for (size_t i = 0; i < G.nlc; i++)
-                if (G.lc[i].id == m->u.goodbye.comm_id[k] && G.lc[i].link == li)
+                if (G.lc[i].id == m->u.goodbye.comm_id[k] && G.lc[i].link == li) {
                     G.lc[i].peer_final = m->u.goodbye.count[k];
+                    G.lc[i].peer_verdict = !!(m->u.goodbye.flags & NCG_BYE_VERDICT);
+                }
         pthread_mutex_unlock(&G.lk);
-        ncg_debug(1, "the checker at %s shut down (its process exited cleanly)", l->name);
+        ncg_debug(1, "the checker at %s shut down (its process %s)", l->name,
+                  m->u.goodbye.flags & NCG_BYE_VERDICT ? "was ended by a verdict"
+                                                       : "exited cleanly");
         link_close(l);
         l->state = L_DOWN;
         break;
@@ -582,11 +595,14 @@ static void client_report(uint64_t now)
         struct link *l = &G.link[lc->link];
         if (lc->removed) {
             struct ncg_msg_goodbye *g = &bye[lc->link].u.goodbye;
-            if (l->state == L_UP && g->n < NCG_WIRE_MAX_COMMS) {
+            uint8_t fl = lc->aborted ? NCG_BYE_ABORT : 0;
+            if (g->n == 0)
+                g->flags = fl;
+            if (l->state == L_UP && g->n < NCG_WIRE_MAX_COMMS && g->flags == fl) {
                 g->comm_id[g->n] = lc->id;
                 g->count[g->n++] = lc->final;
             } else if (l->state == L_UP) {
-                i++; /* next round */
+                i++; /* next round (full, or the other kind of goodbye) */
                 continue;
             }
             G.lc[i] = G.lc[--G.nlc];
@@ -606,8 +622,8 @@ static void client_report(uint64_t now)
                     snprintf(exited->subject, sizeof exited->subject,
                              "holding the checker (global rank %d)", l->w.global_rank);
                     snprintf(exited->detail, sizeof exited->detail,
-                             "left after %" PRIu64 " calls; this rank issued %" PRIu64,
-                             lc->peer_final, cnt);
+                             "%s after %" PRIu64 " calls; this rank issued %" PRIu64,
+                             lc->peer_verdict ? NCG_EXITED_VERDICT : "left", lc->peer_final, cnt);
                     lc->peer_final = UINT64_MAX;
                 }
             }
@@ -670,15 +686,16 @@ static void client_report(uint64_t now)
 
 /* At clean process exit: GOODBYE with final counts to every coordinator; SHUTDOWN (with this
  * process's final counts) to every client of ours. */
-static void client_exit_messages(void)
+static void client_exit_messages(uint8_t flags)
 {
     static struct ncg_msg bye[MAX_LINKS], sd;
     memset(&sd, 0, sizeof sd);
     sd.type = NCG_MSG_SHUTDOWN;
+    sd.u.goodbye.flags = flags;
     for (int i = 0; i < G.nlink; i++) {
         memset(&bye[i], 0, sizeof bye[i]);
         bye[i].type = NCG_MSG_GOODBYE;
-        bye[i].u.goodbye.flags = NCG_BYE_PROCESS;
+        bye[i].u.goodbye.flags = (uint8_t)(NCG_BYE_PROCESS | flags);
     }
     pthread_mutex_lock(&G.lk);
     for (size_t i = 0; i < G.nlc; i++) {
@@ -812,7 +829,7 @@ static void *thread_main(void *arg)
                 connecting += G.link[i].state == L_CONNECTING || G.link[i].state == L_HELLO;
             if (!connecting || now + 200000000ull >= exit_deadline) {
                 client_report(now); /* registers comms not reported yet, so the goodbye counts */
-                client_exit_messages();
+                client_exit_messages(0);
                 exit_sent = 1;
             }
         }
@@ -1064,6 +1081,7 @@ void ncg_channel_remove(struct ncg_comm *c)
         if (G.lc[i].c == c && !G.lc[i].removed) {
             G.lc[i].final = c->shm ? ck_pr_load_64(&c->shm->coll_seq) : 0;
             G.lc[i].removed = 1;
+            G.lc[i].aborted = (uint8_t)c->aborted;
             G.lc[i].c = NULL;
             G.lc[i].shm = NULL;
         }

@@ -374,8 +374,10 @@ ncclResult_t ncg_hook_ncclCommDestroy(ncclComm_t comm)
 ncclResult_t ncg_hook_ncclCommAbort(ncclComm_t comm)
 {
     struct ncg_comm *c = ncg_comm_lookup(comm);
-    if (c)
+    if (c) {
+        __atomic_store_n(&c->aborted, 1, __ATOMIC_RELAXED); /* before the checker is told */
         ncg_comm_retire(c, 1);
+    }
     return NCG_REAL(ncclCommAbort)(comm);
 }
 

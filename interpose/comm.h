@@ -31,6 +31,7 @@ struct ncg_comm {
     int pending; /* rank/nranks not known yet (nonblocking split/shrink child):
                     not recorded, not in the segment, checker not told, until ready */
     int removed; /* finalized/destroyed/aborted: the checker was told once */
+    int aborted; /* by ncclCommAbort: named as such to the peers (RANK EXITED) */
 };
 
 #endif

@@ -19,6 +19,7 @@ struct cmember {
     uint8_t waiting; /* an answer to the current query is outstanding */
     int32_t grank;
     uint64_t count;
+    uint8_t how; /* M_GONE: NCG_BYE_ABORT or NCG_BYE_VERDICT from its goodbye, else 0 */
 };
 
 #define P2P_BUCKETS 1024u
@@ -693,6 +694,7 @@ static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_good
             if (c->m[i].conn == conn && c->m[i].state == M_ACTIVE) {
                 c->m[i].state = M_GONE;
                 c->m[i].waiting = 0;
+                c->m[i].how = g->flags & (NCG_BYE_ABORT | NCG_BYE_VERDICT);
                 if (g->count[k] > c->m[i].count)
                     c->m[i].count = g->count[k];
                 break; /* one rank per entry */
@@ -707,6 +709,7 @@ static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_good
                 if (c->m[i].conn == conn && c->m[i].state == M_ACTIVE) {
                     c->m[i].state = M_GONE;
                     c->m[i].waiting = 0;
+                    c->m[i].how = g->flags & NCG_BYE_VERDICT;
                 }
             round_check(co, c);
         }
@@ -774,18 +777,25 @@ static void check_exited(struct ncg_coord *co, struct ccomm *c)
         co_nomem(co);
         return;
     }
+    int how = -1; /* how the ranks left, when they all left the same way */
     for (uint32_t i = 0; i < c->nranks; i++)
         if (c->m[i].state == M_GONE && c->m[i].count < mx) {
             fin = c->m[i].count;
             who[n++] = (int32_t)i;
+            how = how == -1 || how == c->m[i].how ? c->m[i].how : 0;
         }
     if (n) {
         struct ncg_verdict *v = verdict_for(c, NCG_V_RANK_EXITED);
         if (v) {
             ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
             v->slot = (int64_t)fin;
+            /* The detail's first words name how (ncg_verdict_summary's headline uses them). */
             snprintf(v->detail, sizeof v->detail,
-                     "left after %" PRIu64 " calls; others issued up to %" PRIu64, fin, mx);
+                     "%s after %" PRIu64 " calls; others issued up to %" PRIu64,
+                     how == NCG_BYE_ABORT     ? NCG_EXITED_ABORT
+                     : how == NCG_BYE_VERDICT ? NCG_EXITED_VERDICT
+                                              : "left",
+                     fin, mx);
             verdict_issue(co, c, v);
         }
     }

@@ -87,4 +87,10 @@ size_t ncg_verdict_wire_size(const struct ncg_verdict *v);
 long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap);
 struct ncg_verdict *ncg_verdict_decode(const uint8_t *p, size_t len);
 
+/* RANK EXITED: a detail that starts with one of these names how the rank left, and the
+ * headline says so instead of "exited". */
+#define NCG_EXITED_ABORT "called ncclCommAbort"
+#define NCG_EXITED_VERDICT                                                                         \
+    "was ended by ncclguard's abort (an error verdict on another communicator)"
+
 #endif

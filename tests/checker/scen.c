@@ -8,10 +8,12 @@
  *   split    comm split by rank%2; rank 2 calls Broadcast instead of AllReduce in the even half
  *   p2p      pipeline ring of send/recv; rank 2 sends one element more to rank 3 (P2P MISMATCH)
  *   early    rank 1 returns from main at ITERS/2 (RANK EXITED)
+ *   abort    rank 1 calls ncclCommAbort at ITERS/2, waits 1 s, returns (RANK EXITED, named)
  *   kill     rank 1 SIGKILLs itself at ITERS/2 (RANK DIED)
  *   stop     rank 2 SIGSTOPs itself at ITERS/2 (RANK DIED after the heartbeat timeout)
  *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG)
  *   steady   AllReduce(8 floats) in a loop for ITERS seconds (side-channel traffic benchmark)
+ * $SCEN_SPLIT_WORLD=1: in split, every rank calls AllReduce on the world comm at the end.
  * $SCEN_VICTIM overrides the rank that kills/stops itself or leaves early.
  * $SCEN_RTSIG=handle installs the application's own handler on SIGRTMIN+7 (the signal ncclguard
  * borrows to capture stacks), =block blocks that signal in the main thread; either way the
@@ -108,7 +110,7 @@ static void p2p_ring(ncclComm_t c, size_t n, size_t send_extra)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: scen healthy|count|split|p2p|early|kill|stop|lag [ITERS]\n");
+        fprintf(stderr, "usage: scen healthy|count|split|p2p|early|abort|kill|stop|lag [ITERS]\n");
         return 2;
     }
     const char *sc = argv[1];
@@ -198,6 +200,8 @@ int main(int argc, char **argv)
                 allreduce(sub, 8);
             }
         }
+        if (getenv("SCEN_SPLIT_WORLD")) /* then the world comm again (the even half is gone) */
+            allreduce(comm, 8);
         CK(ncclCommDestroy(sub));
         CK(ncclCommDestroy(comm));
         fprintf(stderr, "scen: rank %d done\n", rank);
@@ -224,6 +228,12 @@ int main(int argc, char **argv)
             if (!strcmp(sc, "early") && rank == (victim >= 0 ? victim : 1)) {
                 mark();
                 return 0; /* leaves without destroying: atexit says goodbye */
+            }
+            if (!strcmp(sc, "abort") && rank == (victim >= 0 ? victim : 1)) {
+                mark();
+                CK(ncclCommAbort(comm));
+                sleep(1); /* the checker hears of the abort before the process exits */
+                return 0;
             }
             if (!strcmp(sc, "kill") && rank == (victim >= 0 ? victim : 1)) {
                 mark();
