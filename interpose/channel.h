@@ -40,7 +40,10 @@ struct ncg_server {
     int npc;
     uint64_t last_tick_ns;
     uint32_t interval_ms;
-    int nomem;  /* an allocation for a connection failed: stop at the end of this round */
+    int nomem; /* an allocation for a connection failed: stop at the end of this round */
+    uint64_t accept_after_ns; /* accepting paused until then (out of descriptors) */
+    uint32_t backoff_ms;
+    int fd_warned;
     int failed; /* stopped (out of memory): clients were told, nothing is polled any more */
 };
 

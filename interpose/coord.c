@@ -88,6 +88,22 @@ int ncg_coord_out_of_memory(const struct ncg_coord *co)
     return co->nomem;
 }
 
+int ncg_coord_unauthed(const struct ncg_coord *co, int *oldest)
+{
+    int n = 0;
+    uint64_t t = UINT64_MAX;
+    *oldest = -1;
+    for (int i = 0; i < co->nconn; i++)
+        if (co->conn[i].used && !co->conn[i].authed) {
+            n++;
+            if (co->conn[i].since_ns < t) {
+                t = co->conn[i].since_ns;
+                *oldest = i;
+            }
+        }
+    return n;
+}
+
 uint64_t ncg_token_hash(const char *s)
 {
     uint64_t h = 0xcbf29ce484222325ull;

@@ -52,6 +52,8 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns);
 /* 1 once an allocation failed: from then on no verdict is issued, and the caller should stop
  * the checker (ncg_server_handle does: a SHUTDOWN with NCG_BYE_FAILED to every client). */
 int ncg_coord_out_of_memory(const struct ncg_coord *co);
+/* Connections that have not presented a valid HELLO yet, and the oldest of them (-1: none). */
+int ncg_coord_unauthed(const struct ncg_coord *co, int *oldest);
 /* The coordinator's process exits cleanly: tell every client (SHUTDOWN). */
 void ncg_coord_shutdown(struct ncg_coord *co);
 void ncg_coord_get_stats(const struct ncg_coord *co, struct ncg_coord_stats *st);

@@ -13,6 +13,8 @@
  *   stop     rank 2 SIGSTOPs itself at ITERS/2 (RANK DIED after the heartbeat timeout)
  *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG)
  *   steady   AllReduce(8 floats) in a loop for ITERS seconds (side-channel traffic benchmark)
+ * steady: $SCEN_PORT_FILE gets the checker's port (rank 0); with $SCEN_FDS=N rank 0 then opens
+ * up to N descriptors and prints how many it got and its checker thread's CPU seconds.
  * $SCEN_SPLIT_WORLD=1: in split, every rank calls AllReduce on the world comm at the end.
  * $SCEN_VICTIM overrides the rank that kills/stops itself or leaves early.
  * $SCEN_RTSIG=handle installs the application's own handler on SIGRTMIN+7 (the signal ncclguard
@@ -21,6 +23,8 @@
  * healthy also forks a child (a data-loader worker) that exits through exit() meanwhile.
  * Before the diverging call, the diverging rank prints "scen: diverge at <unix time>".
  * A failed NCCL call prints "scen: rank R: <call>: <error>" and exits 3. */
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,6 +38,57 @@
 #include "ncg_test.h"
 
 static int rank, world;
+
+/* SCEN_PORT_FILE: the port in bytes 46..47 of the id's tail (docs/checker.md), as text. */
+static void write_port(const char *path, const ncclUniqueId *id)
+{
+    const unsigned char *u = (const unsigned char *)id->internal;
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "%u\n", (unsigned)(u[46] << 8 | u[47]));
+        fclose(f);
+    }
+}
+
+/* SCEN_FDS=N: how many descriptors the application can still open, and the CPU seconds the
+ * checker thread ("ncclguard") has used so far. */
+static void try_fds(int want)
+{
+    int got = 0, *fds = calloc((size_t)want, sizeof *fds);
+    while (fds && got < want && (fds[got] = open("/dev/null", O_RDONLY)) >= 0)
+        got++;
+    for (int i = 0; i < got; i++)
+        close(fds[i]);
+    free(fds);
+    double cpu = -1;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char p[300], name[64] = "", st[1024];
+        snprintf(p, sizeof p, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(p, "r");
+        if (!f)
+            continue;
+        if (!fgets(name, sizeof name, f))
+            name[0] = 0;
+        fclose(f);
+        if (strncmp(name, "ncclguard", 9))
+            continue;
+        snprintf(p, sizeof p, "/proc/self/task/%s/stat", e->d_name);
+        if ((f = fopen(p, "r")) && fgets(st, sizeof st, f)) {
+            char *q = strrchr(st, ')');
+            unsigned long ut = 0, stt = 0;
+            if (q && sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
+                            &stt) == 2)
+                cpu = (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
+        }
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    printf("scen: rank 0 opened %d of %d descriptors; checker thread cpu %.2f s\n", got, want, cpu);
+}
 
 #define CK(call)                                                                                   \
     do {                                                                                           \
@@ -170,6 +225,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(sc, "steady")) {
+        if (getenv("SCEN_PORT_FILE") && rank == 0) /* the checker's port, from the id's tail */
+            write_port(getenv("SCEN_PORT_FILE"), &id);
         struct timeval t0, t;
         gettimeofday(&t0, NULL);
         long n = 0;
@@ -183,6 +240,8 @@ int main(int argc, char **argv)
             CK(ncclAllReduce(&s0, &s1, 1, ncclFloat32, ncclMax, comm, NULL));
             stop = s1 > 0;
         }
+        if (getenv("SCEN_FDS") && rank == 0)
+            try_fds(atoi(getenv("SCEN_FDS")));
         CK(ncclCommDestroy(comm));
         if (rank == 0)
             printf("scen: steady: %ld calls per rank\n", n);
