@@ -60,6 +60,11 @@ struct link {
     uint64_t token;
     uint64_t start_ns, last_rx_ns;
     struct ncg_msg_welcome w;
+    /* A standalone checker lost: retried every second; CHECKER LOST when this process's comms
+     * on it make no progress for the heartbeat timeout (checker_lost_tick). */
+    uint64_t lost_ns, retry_ns;
+    char lost_why[96];
+    int lost_acted;
 };
 
 struct lcomm {
@@ -72,7 +77,8 @@ struct lcomm {
     uint64_t final;
     uint64_t peer_final; /* the coordinator's process left this comm at this count */
     uint8_t removed;
-    uint8_t aborted;      /* removed by ncclCommAbort: its GOODBYE says so */
+    uint8_t aborted;                 /* removed by ncclCommAbort: its GOODBYE says so */
+    uint64_t lost_cnt, lost_prog_ns; /* its link's checker lost: last count seen, and when */
     uint8_t peer_verdict; /* the coordinator's process was ended by a verdict (SHUTDOWN flag) */
     unsigned char uid[NCCL_UNIQUE_ID_BYTES];
 };
@@ -244,7 +250,7 @@ static int link_for(const struct lcomm *c, uint64_t now)
     }
     for (int i = 0; i < G.nlink; i++)
         if (G.link[i].alen == sl && !memcmp(&G.link[i].addr, &ss, sl) && G.link[i].token == tok)
-            return G.link[i].state == L_DOWN ? -2 : i;
+            return G.link[i].state == L_DOWN && !G.link[i].lost_ns ? -2 : i; /* lost: retried */
     if (G.nlink == MAX_LINKS)
         return -2;
     struct link *l = &G.link[G.nlink];
@@ -324,7 +330,8 @@ static int is_stuck_verdict(const struct ncg_verdict *v)
     if (v->kind == NCG_V_LAG)
         return ncg_cfg.action == NCG_ACTION_ABORT;
     return v->kind == NCG_V_MISMATCH || v->kind == NCG_V_P2P_MISMATCH ||
-           v->kind == NCG_V_RANK_DIED || v->kind == NCG_V_RANK_EXITED;
+           v->kind == NCG_V_RANK_DIED || v->kind == NCG_V_RANK_EXITED ||
+           v->kind == NCG_V_CHECKER_LOST;
 }
 
 static void client_report(uint64_t now);
@@ -411,6 +418,10 @@ static void link_lost(int li, const char *why, uint64_t now)
     int was_up = l->state == L_UP, was_hello = l->state == L_HELLO;
     link_close(l);
     l->state = L_DOWN;
+    if (l->lost_ns) { /* a retry that failed: the next one in a second */
+        l->retry_ns = now + 1000000000ull;
+        return;
+    }
     if (!was_up) {
         if (was_hello && ncg_cfg.coord[0]) /* a token only NCCLGUARD_TOKEN could get wrong */
             ncg_log("the checker at %s refused this process (wrong NCCLGUARD_TOKEN?); running "
@@ -425,7 +436,19 @@ static void link_lost(int li, const char *why, uint64_t now)
         return;
     }
     if (!l->w.embedded) {
-        ncg_log("lost the standalone checker at %s (%s); running unguarded", l->name, why);
+        ncg_log("lost the standalone checker at %s (%s); retrying every second, and acting on "
+                "it (CHECKER LOST) if this process's communicators make no progress for %g s",
+                l->name, why, ncg_cfg.heartbeat_timeout_s);
+        l->lost_ns = now;
+        l->retry_ns = now + 1000000000ull;
+        snprintf(l->lost_why, sizeof l->lost_why, "%s", why);
+        pthread_mutex_lock(&G.lk);
+        for (size_t i = 0; i < G.nlc; i++)
+            if (G.lc[i].link == li) {
+                G.lc[i].lost_cnt = G.lc[i].shm ? ck_pr_load_64(&G.lc[i].shm->coll_seq) : 0;
+                G.lc[i].lost_prog_ns = now;
+            }
+        pthread_mutex_unlock(&G.lk);
         return;
     }
     /* A local verdict per comm checked there (the coordinator can no longer send one). */
@@ -526,6 +549,11 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             l->w = m->u.welcome;
             l->state = L_UP;
             l->up_ns = now;
+            if (l->lost_ns) {
+                ncg_log("reconnected to the standalone checker at %s", l->name);
+                l->lost_ns = 0;
+                l->lost_acted = 0;
+            }
             G.last_report_ns = 0; /* report at once */
         }
         break;
@@ -547,6 +575,20 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
                         l->name);
             link_close(l);
             l->state = L_DOWN;
+            break;
+        }
+        if (!l->w.embedded && l->state == L_UP) {
+            /* A standalone checker stopped on purpose: it may come back (a restarted daemon),
+             * so retry; no CHECKER LOST, it said it left. */
+            ncg_log("the standalone checker at %s shut down; retrying every second, unguarded "
+                    "meanwhile",
+                    l->name);
+            link_close(l);
+            l->state = L_DOWN;
+            l->lost_ns = now;
+            l->retry_ns = now + 1000000000ull;
+            l->lost_acted = 1;
+            snprintf(l->lost_why, sizeof l->lost_why, "it shut down");
             break;
         }
         pthread_mutex_lock(&G.lk);
@@ -725,6 +767,70 @@ static void client_exit_messages(uint8_t flags)
 
 /* ---------- the thread ---------- */
 
+/* A lost standalone checker: reconnect every second; while it stays away, a communicator of
+ * this process on it whose count has not moved for the heartbeat timeout is acted upon as an
+ * error verdict, CHECKER LOST, with what this process knows (its counts, its stack). */
+static void checker_lost_tick(uint64_t now)
+{
+    uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
+    for (int li = 0; li < G.nlink && !G.abort_at_ns; li++) {
+        struct link *l = &G.link[li];
+        if (!l->lost_ns || l->state == L_UP)
+            continue;
+        if (l->state == L_DOWN && now >= l->retry_ns) {
+            link_connect(l, now);
+            if (l->state == L_DOWN)
+                l->retry_ns = now + 1000000000ull;
+        }
+        if (l->lost_acted)
+            continue;
+        uint64_t ids[NCG_SHM_MAX_COMMS], cnt[NCG_SHM_MAX_COMMS];
+        uint32_t nr[NCG_SHM_MAX_COMMS];
+        int32_t me[NCG_SHM_MAX_COMMS];
+        int n = 0;
+        pthread_mutex_lock(&G.lk);
+        for (size_t i = 0; i < G.nlc && n < (int)NCG_SHM_MAX_COMMS; i++) {
+            struct lcomm *lc = &G.lc[i];
+            if (lc->link != li || lc->removed)
+                continue;
+            uint64_t c = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
+            if (c != lc->lost_cnt || !lc->lost_prog_ns) {
+                lc->lost_cnt = c;
+                lc->lost_prog_ns = now;
+            } else if (hb && now - lc->lost_prog_ns >= hb) {
+                ids[n] = lc->id;
+                me[n] = lc->rank;
+                cnt[n] = c;
+                nr[n++] = (uint32_t)lc->nranks;
+            }
+        }
+        pthread_mutex_unlock(&G.lk);
+        if (!n)
+            continue;
+        l->lost_acted = 1;
+        for (int k = 0; k < n && !G.abort_at_ns; k++) {
+            struct ncg_verdict *v = ncg_verdict_new(nr[k]);
+            if (!v)
+                continue;
+            v->kind = NCG_V_CHECKER_LOST;
+            v->severity = NCG_SEV_ERROR;
+            v->comm_id = ids[k];
+            if (me[k] >= 0 && (uint32_t)me[k] < nr[k]) {
+                v->members[me[k]] = global_rank();
+                v->counts[me[k]] = (int64_t)cnt[k];
+            }
+            snprintf(v->subject, sizeof v->subject, "the standalone checker at %s", l->name);
+            snprintf(v->detail, sizeof v->detail,
+                     "unreachable for %.1f s (%s), and this process issued no call on this "
+                     "communicator for %g s (%" PRIu64 " so far)",
+                     (double)(now - l->lost_ns) / 1e9, l->lost_why, ncg_cfg.heartbeat_timeout_s,
+                     cnt[k]);
+            apply_verdict(v, now);
+            ncg_verdict_free(v);
+        }
+    }
+}
+
 static void resolve_links(uint64_t now)
 {
     pthread_mutex_lock(&G.lk);
@@ -742,10 +848,12 @@ static void link_io(int li, short rev, uint64_t now)
         int err = 0;
         socklen_t el = sizeof err;
         if (getsockopt(l->io.fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err) {
-            ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name,
-                    strerror(err ? err : errno));
+            if (!l->lost_ns)
+                ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name,
+                        strerror(err ? err : errno));
             link_close(l);
             l->state = L_DOWN;
+            l->retry_ns = now + 1000000000ull;
             return;
         }
         if (!(rev & POLLOUT))
@@ -834,6 +942,8 @@ static void *thread_main(void *arg)
             }
         }
         resolve_links(now);
+        if (!exiting)
+            checker_lost_tick(now);
         if (!exiting && now - G.last_report_ns >= interval) {
             G.last_report_ns = now;
             client_report(now);

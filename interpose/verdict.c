@@ -43,15 +43,15 @@ void ncg_verdict_free(struct ncg_verdict *v)
 
 const char *ncg_verdict_name(unsigned kind)
 {
-    static const char *n[] = {"NONE",      "MISMATCH",    "P2P MISMATCH",
-                              "RANK DIED", "RANK EXITED", "LAG"};
+    static const char *n[] = {"NONE",        "MISMATCH", "P2P MISMATCH", "RANK DIED",
+                              "RANK EXITED", "LAG",      "CHECKER LOST"};
     return kind < NCG_V_KIND_MAX_ ? n[kind] : "?";
 }
 
 const char *ncg_verdict_key(unsigned kind)
 {
-    static const char *n[] = {"NONE",      "MISMATCH",    "P2P_MISMATCH",
-                              "RANK_DIED", "RANK_EXITED", "LAG"};
+    static const char *n[] = {"NONE",        "MISMATCH", "P2P_MISMATCH", "RANK_DIED",
+                              "RANK_EXITED", "LAG",      "CHECKER_LOST"};
     return kind < NCG_V_KIND_MAX_ ? n[kind] : "?";
 }
 
@@ -294,6 +294,9 @@ char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
                  plural(v->subject), v->subject, how);
         break;
     }
+    case NCG_V_CHECKER_LOST:
+        snprintf(buf + len, left, ": %s%s%s", v->subject, v->detail[0] ? ": " : "", v->detail);
+        break;
     case NCG_V_LAG:
         snprintf(buf + len, left, ": %s %s behind, nobody progressed%s%s", plural(v->subject),
                  v->subject, v->detail[0] ? ": " : "", v->detail);

@@ -16,6 +16,7 @@ enum ncg_verdict_kind {
     NCG_V_RANK_DIED = 3,
     NCG_V_RANK_EXITED = 4,
     NCG_V_LAG = 5,
+    NCG_V_CHECKER_LOST = 6, /* local only: a standalone checker unreachable, comms stalled */
     NCG_V_KIND_MAX_
 };
 
