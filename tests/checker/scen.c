@@ -8,6 +8,8 @@
  *   split    comm split by rank%2; rank 2 calls Broadcast instead of AllReduce in the even half
  *   p2p      pipeline ring of send/recv; rank 2 sends one element more to rank 3 (P2P MISMATCH)
  *   early    rank 1 returns from main at ITERS/2 (RANK EXITED)
+ *   mallocspin  20 AllReduce, then rank 1 SIGKILLs itself and the others spin in malloc/free
+ *            for ITERS seconds (the stack capture interrupts a thread inside malloc)
  *   abort    rank 1 calls ncclCommAbort at ITERS/2, waits 1 s, returns (RANK EXITED, named)
  *   kill     rank 1 SIGKILLs itself at ITERS/2 (RANK DIED)
  *   stop     rank 2 SIGSTOPs itself at ITERS/2 (RANK DIED after the heartbeat timeout)
@@ -165,7 +167,9 @@ static void p2p_ring(ncclComm_t c, size_t n, size_t send_extra)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: scen healthy|count|split|p2p|early|abort|kill|stop|lag [ITERS]\n");
+        fprintf(stderr,
+                "usage: scen healthy|count|split|p2p|early|abort|kill|stop|lag|mallocspin|steady "
+                "[ITERS]\n");
         return 2;
     }
     const char *sc = argv[1];
@@ -222,6 +226,29 @@ int main(int argc, char **argv)
         CK(ncclCommDestroy(comm));
         if (rank == 0)
             printf("scen: healthy done\n");
+        return 0;
+    }
+    if (!strcmp(sc, "mallocspin")) { /* rank 1 dies; the others spin in malloc/free */
+        for (int i = 0; i < 20; i++)
+            allreduce(comm, 8);
+        if (rank == (victim >= 0 ? victim : 1)) {
+            usleep(300000);
+            kill(getpid(), SIGKILL);
+        }
+        struct timeval t0, t;
+        gettimeofday(&t0, NULL);
+        unsigned long spins = 0, x = (unsigned long)rank + 1;
+        do {
+            for (int k = 0; k < 1000; k++, spins++) {
+                x = x * 6364136223846793005ul + 1442695040888963407ul;
+                void *p = malloc(16 + (x >> 52));
+                if (p)
+                    *(volatile char *)p = 1;
+                free(p);
+            }
+            gettimeofday(&t, NULL);
+        } while (t.tv_sec - t0.tv_sec < iters);
+        printf("scen: rank %d spun %lu mallocs\n", rank, spins);
         return 0;
     }
     if (!strcmp(sc, "steady")) {
