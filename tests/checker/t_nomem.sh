@@ -26,7 +26,7 @@ run_at() { # KB PRELOAD -> RC, OUT
      timeout -k 5 60 "$LAUNCH" -n 4 -t 40 "$SCEN" healthy 20) >"$OUT" 2>&1
   RC=$?
 }
-[ -z "${NCG_SANITIZER:-}" ] || { echo "sanitizer build: no address-space limits (shadow memory)"; exit 0; }
+[ -z "${NCG_SANITIZER:-}" ] || { echo "sanitizer build: no address-space limits (shadow memory), no malloc injection"; exit 77; }
 lo=16384 hi=131072
 while [ $((hi - lo)) -gt 1024 ]; do
   mid=$(((lo + hi) / 2)); run_at $mid ""
