@@ -12,6 +12,7 @@
 #include "config.h"
 #include "lasterror.h"
 #include "ncclguard/shm.h"
+#include "reportdir.h"
 #include "resolve.h"
 #include "shm.h"
 
@@ -68,7 +69,7 @@ int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct
         x->action = "abort";
         x->exit_status = NCG_EXIT_VERDICT;
     }
-    ncg_diag_report_path(ncg_cfg.report_dir, x->host, x->pid, path, sizeof path);
+    static char note[2048];
     x->report_path = path;
     /* The report carries the short action word. */
     struct ncg_diag_ctx jx = *x;
@@ -76,13 +77,18 @@ int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct
                 : act == NCG_ACTION_WARN    ? "warn"
                 : act == NCG_ACTION_FAIL    ? "fail"
                                             : "abort";
-    if (ncg_diag_write_report(v, &jx, path) != 0)
+    if (ncg_reportdir_write(v, &jx, path, sizeof path, note, sizeof note) != 0)
         x->report_path = "";
     segment_mark(v, x->report_path);
     size_t cap = 16384;
     char *buf = malloc(cap);
     if (buf) {
         size_t len = ncg_diag_render(v, x, buf, cap);
+        /* Why the report is not where NCCLGUARD_REPORT_DIR says, in the same write. */
+        if (note[0] && len + 1 < cap)
+            len += (size_t)snprintf(buf + len, cap - len, "ncclguard:   report: %s\n", note);
+        if (len >= cap)
+            len = cap - 1;
         write_all(2, buf, len);
         free(buf);
     }

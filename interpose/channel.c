@@ -14,17 +14,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "channel.h"
+#include "config.h"
 #include "coord.h"
 #include "http.h"
 #include "verdict.h"
 #include "wire.h"
 
-#define TX_CAP (8u << 20) /* a peer that lets this much pile up is dropped */
+#define TX_CAP (8u << 20)   /* a peer that lets this much pile up is dropped */
+#define NCG_MAX_UNAUTHED 64 /* connections without a valid HELLO yet */
+#define NCG_FD_MARGIN 32    /* descriptors always left to the application (or 1/8 of the limit) */
+#define NCG_ACCEPT_BATCH 64 /* accepts per round: the rest of the loop is never starved */
 
 /* ---------- buffered non-blocking peer ---------- */
 
@@ -58,7 +63,7 @@ int ncg_peer_send(struct ncg_peer *p, const struct ncg_msg *m)
             return -1;
         uint8_t *n = realloc(p->tx, cap);
         if (!n)
-            return -1;
+            return -2;
         p->tx = n;
         p->txcap = cap;
     }
@@ -97,7 +102,7 @@ int ncg_peer_fill(struct ncg_peer *p)
                 return p->rxcap - p->rxlen ? 0 : -1;
             uint8_t *n = realloc(p->rx, cap);
             if (!n)
-                return -1;
+                return -2;
             p->rx = n;
             p->rxcap = cap;
         }
@@ -153,7 +158,10 @@ void ncg_server_send(void *arg, int conn, const struct ncg_msg *m)
     struct ncg_server *s = arg;
     if (conn < 0 || conn >= s->npc || s->pc[conn].fd < 0 || s->dead[conn])
         return;
-    if (ncg_peer_send(&s->pc[conn], m) != 0)
+    int rc = ncg_peer_send(&s->pc[conn], m);
+    if (rc == -2)
+        s->nomem = 1;
+    else if (rc != 0)
         s->dead[conn] = 2; /* backlog: closed as lost */
 }
 
@@ -238,12 +246,58 @@ int ncg_listen(uint16_t *port, const char *host, int want, char *err, size_t err
     return fd;
 }
 
+/* Accepting stops for a while (the listener is not polled), doubling up to 1 s while the
+ * cause lasts: out of descriptors (EMFILE/ENFILE, or the margin below), or of kernel memory. */
+static void srv_backoff(struct ncg_server *s, uint64_t now)
+{
+    s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : 50;
+    if (s->backoff_ms > 1000)
+        s->backoff_ms = 1000;
+    s->accept_after_ns = now + (uint64_t)s->backoff_ms * 1000000ull;
+}
+
+/* Descriptors left to the application: the kernel hands out the lowest free number, so a new
+ * fd this close to RLIMIT_NOFILE means the process has about that many open. */
+static int fd_in_margin(int fd)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return 0;
+    rlim_t margin = rl.rlim_cur / 8 > NCG_FD_MARGIN ? rl.rlim_cur / 8 : NCG_FD_MARGIN;
+    return (rlim_t)fd + margin >= rl.rlim_cur;
+}
+
 static void srv_accept(struct ncg_server *s, uint64_t now)
 {
-    for (;;) {
+    if (now < s->accept_after_ns)
+        return;
+    for (int k = 0; k < NCG_ACCEPT_BATCH; k++) {
         int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0)
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)
+                srv_backoff(s, now);
             return;
+        }
+        if (fd_in_margin(fd)) {
+            close(fd);
+            if (!s->fd_warned) {
+                s->fd_warned = 1;
+                fprintf(stderr, "ncclguard: near this process's file descriptor limit "
+                                "(RLIMIT_NOFILE): the checker refuses connections for now, to "
+                                "leave descriptors to the application\n");
+            }
+            srv_backoff(s, now);
+            return;
+        }
+        s->backoff_ms = 0;
+        /* Unauthenticated connections are capped (they also time out, coord.c): the oldest
+         * makes room, so a flood cannot lock the ranks out for long. */
+        int oldest, nun = ncg_coord_unauthed(s->co, &oldest);
+        if (nun >= NCG_MAX_UNAUTHED && oldest >= 0 && oldest < s->npc && s->pc[oldest].fd >= 0) {
+            ncg_coord_closed(s->co, oldest, now);
+            ncg_peer_close(&s->pc[oldest]);
+            s->dead[oldest] = 0;
+        }
         ncg_set_nonblock(fd);
         int id;
         for (id = 0; id < s->npc; id++)
@@ -257,6 +311,7 @@ static void srv_accept(struct ncg_server *s, uint64_t now)
             uint8_t *nd = np ? realloc(s->dead, (size_t)n) : NULL;
             if (!np || !nd) {
                 close(fd);
+                s->nomem = 1;
                 return;
             }
             s->dead = nd;
@@ -289,10 +344,45 @@ static void srv_read(struct ncg_server *s, int id, uint64_t now)
         if (s->dead[id])
             return;
     }
-    if (rc < 0) {
+    if (rc == -2) {
+        s->nomem = 1; /* ours, not the peer's: no death (srv_fail) */
+    } else if (rc < 0) {
         ncg_coord_closed(s->co, id, now);
         ncg_peer_close(p);
     }
+}
+
+/* The checker cannot go on (an allocation failed, so its state is incomplete): every client
+ * gets a SHUTDOWN with NCG_BYE_FAILED before its connection closes, so that nobody reads the
+ * close as the death of this process; then everything is closed and the server stays down.
+ * The frame is encoded on the stack and queued only where the buffer has room: no allocation. */
+static void srv_fail(struct ncg_server *s)
+{
+    static struct ncg_msg m;
+    uint8_t frame[256];
+    m.type = NCG_MSG_SHUTDOWN;
+    m.u.goodbye.flags = NCG_BYE_FAILED;
+    m.u.goodbye.n = 0;
+    long n = ncg_wire_encode(&m, frame, sizeof frame);
+    for (int i = 0; i < s->npc; i++) {
+        struct ncg_peer *p = &s->pc[i];
+        if (p->fd < 0)
+            continue;
+        if (n > 0 && p->txcap - p->txlen >= (size_t)n) {
+            memcpy(p->tx + p->txlen, frame, (size_t)n);
+            p->txlen += (size_t)n;
+        } else if (n > 0 && p->txlen == 0) {
+            ssize_t w = send(p->fd, frame, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+            (void)w;
+        }
+        ncg_peer_flush(p); /* best effort: the frames are small, the socket buffer takes them */
+        ncg_peer_close(p);
+        s->dead[i] = 0;
+    }
+    if (s->lfd >= 0)
+        close(s->lfd);
+    s->lfd = -1;
+    __atomic_store_n(&s->failed, 1, __ATOMIC_RELEASE); /* read by ncg_channel_listen's caller */
 }
 
 /* Closes connections the coordinator dropped, and lost ones (backlog). */
@@ -311,7 +401,7 @@ static void srv_reap(struct ncg_server *s, uint64_t now)
 int ncg_server_pollfds(struct ncg_server *s, struct pollfd *pf, int *map, int max)
 {
     int n = 0;
-    if (s->lfd >= 0 && n < max) {
+    if (s->lfd >= 0 && n < max && ncg_chan_now_ns() >= s->accept_after_ns) {
         pf[n] = (struct pollfd){s->lfd, POLLIN, 0};
         map[n++] = -1;
     }
@@ -328,10 +418,15 @@ int ncg_server_pollfds(struct ncg_server *s, struct pollfd *pf, int *map, int ma
 
 void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n, uint64_t now)
 {
-    int http_first = n;
-    for (int k = 0; k < n; k++) {
-        if (map[k] == -2 && http_first == n)
+    if (s->failed)
+        return;
+    int http_first = n; /* the endpoint's sockets come last, contiguous */
+    for (int k = 0; k < n; k++)
+        if (map[k] == -2) {
             http_first = k;
+            break;
+        }
+    for (int k = 0; k < n && !s->nomem; k++) {
         if (!pf[k].revents || map[k] == -2)
             continue;
         if (map[k] < 0) {
@@ -344,9 +439,13 @@ void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n,
         if (pf[k].revents & (POLLIN | POLLHUP | POLLERR))
             srv_read(s, id, now);
     }
-    if (now - s->last_tick_ns >= (uint64_t)s->interval_ms * 500000ull) {
+    if (!s->nomem && now - s->last_tick_ns >= (uint64_t)s->interval_ms * 500000ull) {
         s->last_tick_ns = now;
         ncg_coord_tick(s->co, now);
+    }
+    if (s->nomem || ncg_coord_out_of_memory(s->co)) {
+        srv_fail(s);
+        return;
     }
     for (int i = 0; i < s->npc; i++)
         if (s->pc[i].fd >= 0 && !s->dead[i] && s->pc[i].txlen && ncg_peer_flush(&s->pc[i]) != 0)
@@ -382,14 +481,16 @@ static const char *host_name(void)
     return h;
 }
 
-static double env_d(const char *name, double def)
+static const char *coord_getenv(const char *name, void *arg)
 {
-    const char *v = getenv(name);
-    char *e;
-    if (!v || !*v)
-        return def;
-    double d = strtod(v, &e);
-    return *e || d < 0 ? def : d;
+    (void)arg;
+    return getenv(name);
+}
+
+static void coord_warn(const char *line, void *arg)
+{
+    (void)arg;
+    fprintf(stderr, "%s\n", line);
 }
 
 /* The standalone coordinator's log: one stderr line per event, with the wall-clock time. */
@@ -419,13 +520,16 @@ int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or
     s.lfd = ncg_listen(&p, listen_host, port, err, errlen);
     if (s.lfd < 0)
         return -1;
+    /* The same parsing and checks as in the ranks (bad values: one line, the default). */
+    struct ncg_config cfg;
+    ncg_config_parse(&cfg, coord_getenv, coord_warn, NULL);
     struct ncg_coord_params cp = {.token = token_or_null ? ncg_token_hash(token_or_null) : 0,
-                                  .interval_ms = (uint32_t)env_d("NCCLGUARD_INTERVAL_MS", 100),
-                                  .heartbeat_timeout_s = env_d("NCCLGUARD_HEARTBEAT_TIMEOUT_S", 10),
-                                  .lag_warn_s = env_d("NCCLGUARD_LAG_WARN_S", 60),
-                                  .lag_abort_s = env_d("NCCLGUARD_LAG_ABORT_S", 0),
-                                  .stuck_warn_s = env_d("NCCLGUARD_STUCK_WARN_S", 60),
-                                  .stuck_abort_s = env_d("NCCLGUARD_STUCK_ABORT_S", 0),
+                                  .interval_ms = cfg.interval_ms,
+                                  .heartbeat_timeout_s = cfg.heartbeat_timeout_s,
+                                  .lag_warn_s = cfg.lag_warn_s,
+                                  .lag_abort_s = cfg.lag_abort_s,
+                                  .stuck_warn_s = cfg.stuck_warn_s,
+                                  .stuck_abort_s = cfg.stuck_abort_s,
                                   .embedded = 0,
                                   .global_rank = -1,
                                   .pid = (uint32_t)getpid()};
@@ -463,14 +567,20 @@ int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or
         close(s.lfd);
         return -1;
     }
-    while (!*stop) {
+    while (!*stop && !s.failed) {
         int n = ncg_server_pollfds(&s, pf, map, MAXFD);
         int rc = poll(pf, (nfds_t)n, (int)s.interval_ms / 2 + 1);
         if (rc < 0 && errno != EINTR)
             break;
         ncg_server_handle(&s, pf, map, rc > 0 ? n : 0, ncg_chan_now_ns());
     }
-    ncg_coord_shutdown(s.co);
+    if (s.failed) {
+        fprintf(stderr, "ncclguard: the checker ran out of memory and stopped; its clients run "
+                        "on unguarded\n");
+        snprintf(err, errlen, "out of memory");
+    } else {
+        ncg_coord_shutdown(s.co);
+    }
     for (int i = 0; i < s.npc; i++)
         if (s.pc[i].fd >= 0) {
             ncg_peer_flush(&s.pc[i]);
@@ -483,5 +593,5 @@ int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or
     ncg_http_free(s.http);
     ncg_coord_free(s.co);
     close(s.lfd);
-    return 0;
+    return s.failed ? -1 : 0;
 }

@@ -19,9 +19,10 @@ struct ncg_peer {
 
 void ncg_peer_init(struct ncg_peer *p, int fd);
 void ncg_peer_close(struct ncg_peer *p);                        /* closes fd, frees buffers */
-int ncg_peer_send(struct ncg_peer *p, const struct ncg_msg *m); /* queue; -1: backlog over 8 MiB */
+int ncg_peer_send(struct ncg_peer *p, const struct ncg_msg *m); /* queue; -1: backlog over 8 MiB,
+                                                                   -2: out of memory */
 int ncg_peer_flush(struct ncg_peer *p);                         /* write what fits; -1: broken */
-int ncg_peer_fill(struct ncg_peer *p);                    /* read what is there; -1: EOF/error */
+int ncg_peer_fill(struct ncg_peer *p); /* read what is there; -1: EOF/error, -2: out of memory */
 int ncg_peer_next(struct ncg_peer *p, struct ncg_msg *m); /* 1 message, 0 none yet, -1 garbage */
 void ncg_set_nonblock(int fd);                            /* O_NONBLOCK + TCP_NODELAY */
 uint64_t ncg_chan_now_ns(void);                           /* CLOCK_MONOTONIC */
@@ -41,6 +42,11 @@ struct ncg_server {
     uint64_t last_tick_ns;
     uint32_t interval_ms;
     struct ncg_http *http; /* the status endpoint (http.h), polled with the rest; or NULL */
+    int nomem; /* an allocation for a connection failed: stop at the end of this round */
+    uint64_t accept_after_ns; /* accepting paused until then (out of descriptors) */
+    uint32_t backoff_ms;
+    int fd_warned;
+    int failed; /* stopped (out of memory): clients were told, nothing is polled any more */
 };
 
 /* The coordinator's output callbacks (arg: the struct ncg_server). */

@@ -6,8 +6,8 @@ CHECKER_PURE_SRCS := interpose/wire.c interpose/verdict.c interpose/coord.c inte
 HTTP_PURE_SRCS := interpose/http_parse.c interpose/metrics.c
 SHIM_SRCS += interpose/checker.c interpose/client.c interpose/channel.c interpose/action.c \
              interpose/lasterror.c interpose/symbol.c interpose/elfsym.c interpose/srcline.c \
-             interpose/stack.c interpose/pyframes.c interpose/dump.c $(CHECKER_PURE_SRCS) \
-             interpose/http.c interpose/http_job.c $(HTTP_PURE_SRCS)
+             interpose/stack.c interpose/pyframes.c interpose/dump.c interpose/reportdir.c \
+             $(CHECKER_PURE_SRCS) interpose/http.c interpose/http_job.c $(HTTP_PURE_SRCS)
 
 CHK_OUT = $(BUILD)/tests/checker
 CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps
@@ -46,8 +46,14 @@ $(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c interpose/waitfor.c interp
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/waitfor_test.c interpose/waitfor.c
 
+# Fault injection: allocations fail in the checker thread of one rank (out-of-memory tests).
+$(CHK_OUT)/failalloc.so: tests/checker/failalloc.c
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -shared -o $@ $<
+
 TEST_BINS += $(CHK_OUT)/waitfor_test
-TEST_BINS += $(CHK_OUT)/unit $(CHK_OUT)/fuzz_wire $(CHK_OUT)/scen $(CHK_OUT)/rawconn
+TEST_BINS += $(CHK_OUT)/unit $(CHK_OUT)/fuzz_wire $(CHK_OUT)/scen $(CHK_OUT)/rawconn \
+             $(CHK_OUT)/failalloc.so
 
 demo: all
 	@scripts/demo.sh
@@ -60,7 +66,7 @@ BENCH_TARGETS += bench-detect
 # The status endpoint's tests (issue 12): parser, renderers and server state machine; parser
 # fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
 HTTP_TEST_SRCS := $(HTTP_PURE_SRCS) interpose/http.c interpose/channel.c interpose/coord.c \
-                  interpose/wire.c interpose/verdict.c interpose/waitfor.c interpose/cli/json.c
+                  interpose/wire.c interpose/verdict.c interpose/waitfor.c interpose/config.c interpose/cli/json.c
 $(CHK_OUT)/http_unit: tests/checker/http_unit.c $(HTTP_TEST_SRCS) $(wildcard interpose/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/checker/http_unit.c $(HTTP_TEST_SRCS)
@@ -78,10 +84,10 @@ fuzz-http:
 
 # The endpoint's cost to the checker at 1,024 simulated ranks (BENCHMARKS.md).
 $(BUILD)/bench/httpbench: tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/http.c interpose/channel.c \
-                          interpose/coord.c interpose/wire.c interpose/verdict.c interpose/waitfor.c $(wildcard interpose/*.h)
+                          interpose/coord.c interpose/wire.c interpose/verdict.c interpose/waitfor.c interpose/config.c $(wildcard interpose/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/http.c \
-	  interpose/channel.c interpose/coord.c interpose/wire.c interpose/verdict.c interpose/waitfor.c
+	  interpose/channel.c interpose/coord.c interpose/wire.c interpose/verdict.c interpose/waitfor.c interpose/config.c
 TEST_BINS += $(BUILD)/bench/httpbench
 .PHONY: bench-http
 bench-http: $(BUILD)/bench/httpbench

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -41,6 +42,11 @@
 #include "wire.h"
 
 #define MAX_LINKS 16
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define NCG_THREAD_STACK (4u << 20) /* sanitizers' frames are larger */
+#else
+#define NCG_THREAD_STACK (512u << 10) /* the checker thread's stack */
+#endif
 #define TAIL_OFF 40 /* ncclguard's bytes in the id: after NCCL's 40 used bytes */
 #define TAIL_TAG "NCGD"
 #define TAIL_VERSION 1
@@ -58,6 +64,11 @@ struct link {
     uint64_t start_ns, last_rx_ns;
     struct ncg_msg_welcome w;
     uint8_t waited; /* the last WAIT sent was not empty (an empty one clears it) */
+    /* A standalone checker lost: retried every second; CHECKER LOST when this process's comms
+     * on it make no progress for the heartbeat timeout (checker_lost_tick). */
+    uint64_t lost_ns, retry_ns;
+    char lost_why[96];
+    int lost_acted;
 };
 
 struct lcomm {
@@ -70,6 +81,9 @@ struct lcomm {
     uint64_t final;
     uint64_t peer_final; /* the coordinator's process left this comm at this count */
     uint8_t removed;
+    uint8_t aborted;                 /* removed by ncclCommAbort: its GOODBYE says so */
+    uint64_t lost_cnt, lost_prog_ns; /* its link's checker lost: last count seen, and when */
+    uint8_t peer_verdict; /* the coordinator's process was ended by a verdict (SHUTDOWN flag) */
     unsigned char uid[NCCL_UNIQUE_ID_BYTES];
     uint64_t blocked_prev[2]; /* 1 + the oldest incomplete slot / p2p index seen last report */
 };
@@ -107,7 +121,8 @@ static struct {
 /* The embedded coordinator is ready (acquire: pairs with ncg_channel_listen's release). */
 static int srv_up(void)
 {
-    return __atomic_load_n(&G.have_srv, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&G.have_srv, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&G.srv.failed, __ATOMIC_ACQUIRE);
 }
 
 static void wake_thread(void)
@@ -261,7 +276,7 @@ static int link_for(const struct lcomm *c, uint64_t now)
     }
     for (int i = 0; i < G.nlink; i++)
         if (G.link[i].alen == sl && !memcmp(&G.link[i].addr, &ss, sl) && G.link[i].token == tok)
-            return G.link[i].state == L_DOWN ? -2 : i;
+            return G.link[i].state == L_DOWN && !G.link[i].lost_ns ? -2 : i; /* lost: retried */
     if (G.nlink == MAX_LINKS)
         return -2;
     struct link *l = &G.link[G.nlink];
@@ -344,8 +359,11 @@ static int is_stuck_verdict(const struct ncg_verdict *v)
         return ncg_cfg.action == NCG_ACTION_ABORT;
     return v->kind == NCG_V_MISMATCH || v->kind == NCG_V_P2P_MISMATCH ||
            v->kind == NCG_V_RANK_DIED || v->kind == NCG_V_RANK_EXITED || v->kind == NCG_V_STUCK ||
-           v->kind == NCG_V_DEADLOCK;
+           v->kind == NCG_V_DEADLOCK || v->kind == NCG_V_CHECKER_LOST;
 }
+
+static void client_report(uint64_t now);
+static void client_exit_messages(uint8_t flags);
 
 static void apply_verdict(struct ncg_verdict *v, uint64_t now)
 {
@@ -431,9 +449,13 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     pthread_mutex_unlock(&G.lk);
     if (v->kind == NCG_V_LAG && v->severity == NCG_SEV_WARN && x.rank >= 0)
         ncg_dump_on_warning(v->comm_id); /* NCCLGUARD_DUMP_ON_WARN=1 */
-    if (must_exit && !G.abort_at_ns)
+    if (must_exit && !G.abort_at_ns) {
         G.abort_at_ns =
             now + (srv_up() ? 1000000000ull : 1); /* let our verdicts reach the others */
+        /* Our end is the verdict's doing, not a death: peers on our other comms say so. */
+        client_report(now);
+        client_exit_messages(NCG_BYE_VERDICT);
+    }
 }
 
 /* The coordinator's process vanished (connection lost, or silent): a rank died. */
@@ -443,17 +465,37 @@ static void link_lost(int li, const char *why, uint64_t now)
     int was_up = l->state == L_UP, was_hello = l->state == L_HELLO;
     link_close(l);
     l->state = L_DOWN;
+    if (l->lost_ns) { /* a retry that failed: the next one in a second */
+        l->retry_ns = now + 1000000000ull;
+        return;
+    }
     if (!was_up) {
-        if (was_hello)
+        if (was_hello && ncg_cfg.coord[0]) /* a token only NCCLGUARD_TOKEN could get wrong */
             ncg_log("the checker at %s refused this process (wrong NCCLGUARD_TOKEN?); running "
                     "unguarded",
                     l->name);
+        else if (was_hello) /* zero-config: the token came with the id, so the checker failed */
+            ncg_log("the checker at %s closed the connection before accepting this process (%s); "
+                    "running unguarded",
+                    l->name, why);
         else
             ncg_log("cannot reach the checker at %s (%s); running unguarded", l->name, why);
         return;
     }
     if (!l->w.embedded) {
-        ncg_log("lost the standalone checker at %s (%s); running unguarded", l->name, why);
+        ncg_log("lost the standalone checker at %s (%s); retrying every second, and acting on "
+                "it (CHECKER LOST) if this process's communicators make no progress for %g s",
+                l->name, why, ncg_cfg.heartbeat_timeout_s);
+        l->lost_ns = now;
+        l->retry_ns = now + 1000000000ull;
+        snprintf(l->lost_why, sizeof l->lost_why, "%s", why);
+        pthread_mutex_lock(&G.lk);
+        for (size_t i = 0; i < G.nlc; i++)
+            if (G.lc[i].link == li) {
+                G.lc[i].lost_cnt = G.lc[i].shm ? ck_pr_load_64(&G.lc[i].shm->coll_seq) : 0;
+                G.lc[i].lost_prog_ns = now;
+            }
+        pthread_mutex_unlock(&G.lk);
         return;
     }
     /* A local verdict per comm checked there (the coordinator can no longer send one). */
@@ -554,6 +596,11 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             l->w = m->u.welcome;
             l->state = L_UP;
             l->up_ns = now;
+            if (l->lost_ns) {
+                ncg_log("reconnected to the standalone checker at %s", l->name);
+                l->lost_ns = 0;
+                l->lost_acted = 0;
+            }
             G.last_report_ns = 0; /* report at once */
         }
         break;
@@ -566,13 +613,42 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             apply_verdict(m->u.verdict, now);
         break;
     case NCG_MSG_SHUTDOWN:
+        if (m->u.goodbye.flags & NCG_BYE_FAILED) {
+            /* Not a death and not an exit: its ranks live on, only the checking stopped. The
+             * process whose own checker failed has said so already. */
+            if (!__atomic_load_n(&G.srv.failed, __ATOMIC_ACQUIRE))
+                ncg_log("the checker at %s stopped (its process ran out of memory); running "
+                        "unguarded",
+                        l->name);
+            link_close(l);
+            l->state = L_DOWN;
+            break;
+        }
+        if (!l->w.embedded && l->state == L_UP) {
+            /* A standalone checker stopped on purpose: it may come back (a restarted daemon),
+             * so retry; no CHECKER LOST, it said it left. */
+            ncg_log("the standalone checker at %s shut down; retrying every second, unguarded "
+                    "meanwhile",
+                    l->name);
+            link_close(l);
+            l->state = L_DOWN;
+            l->lost_ns = now;
+            l->retry_ns = now + 1000000000ull;
+            l->lost_acted = 1;
+            snprintf(l->lost_why, sizeof l->lost_why, "it shut down");
+            break;
+        }
         pthread_mutex_lock(&G.lk);
         for (uint32_t k = 0; k < m->u.goodbye.n; k++)
             for (size_t i = 0; i < G.nlc; i++)
-                if (G.lc[i].id == m->u.goodbye.comm_id[k] && G.lc[i].link == li)
+                if (G.lc[i].id == m->u.goodbye.comm_id[k] && G.lc[i].link == li) {
                     G.lc[i].peer_final = m->u.goodbye.count[k];
+                    G.lc[i].peer_verdict = !!(m->u.goodbye.flags & NCG_BYE_VERDICT);
+                }
         pthread_mutex_unlock(&G.lk);
-        ncg_debug(1, "the checker at %s shut down (its process exited cleanly)", l->name);
+        ncg_debug(1, "the checker at %s shut down (its process %s)", l->name,
+                  m->u.goodbye.flags & NCG_BYE_VERDICT ? "was ended by a verdict"
+                                                       : "exited cleanly");
         link_close(l);
         l->state = L_DOWN;
         break;
@@ -666,11 +742,14 @@ static void client_report(uint64_t now)
         struct link *l = &G.link[lc->link];
         if (lc->removed) {
             struct ncg_msg_goodbye *g = &bye[lc->link].u.goodbye;
-            if (l->state == L_UP && g->n < NCG_WIRE_MAX_COMMS) {
+            uint8_t fl = lc->aborted ? NCG_BYE_ABORT : 0;
+            if (g->n == 0)
+                g->flags = fl;
+            if (l->state == L_UP && g->n < NCG_WIRE_MAX_COMMS && g->flags == fl) {
                 g->comm_id[g->n] = lc->id;
                 g->count[g->n++] = lc->final;
             } else if (l->state == L_UP) {
-                i++; /* next round */
+                i++; /* next round (full, or the other kind of goodbye) */
                 continue;
             }
             G.lc[i] = G.lc[--G.nlc];
@@ -685,11 +764,13 @@ static void client_report(uint64_t now)
                     exited->severity = NCG_SEV_ERROR;
                     exited->comm_id = lc->id;
                     exited->slot = (int64_t)lc->peer_final;
+                    if (lc->rank >= 0 && lc->rank < lc->nranks) /* what this side knows */
+                        exited->members[lc->rank] = global_rank();
                     snprintf(exited->subject, sizeof exited->subject,
                              "holding the checker (global rank %d)", l->w.global_rank);
                     snprintf(exited->detail, sizeof exited->detail,
-                             "left after %" PRIu64 " calls; this rank issued %" PRIu64,
-                             lc->peer_final, cnt);
+                             "%s after %" PRIu64 " calls; this rank issued %" PRIu64,
+                             lc->peer_verdict ? NCG_EXITED_VERDICT : "left", lc->peer_final, cnt);
                     lc->peer_final = UINT64_MAX;
                 }
             }
@@ -760,15 +841,16 @@ static void client_report(uint64_t now)
 
 /* At clean process exit: GOODBYE with final counts to every coordinator; SHUTDOWN (with this
  * process's final counts) to every client of ours. */
-static void client_exit_messages(void)
+static void client_exit_messages(uint8_t flags)
 {
     static struct ncg_msg bye[MAX_LINKS], sd;
     memset(&sd, 0, sizeof sd);
     sd.type = NCG_MSG_SHUTDOWN;
+    sd.u.goodbye.flags = flags;
     for (int i = 0; i < G.nlink; i++) {
         memset(&bye[i], 0, sizeof bye[i]);
         bye[i].type = NCG_MSG_GOODBYE;
-        bye[i].u.goodbye.flags = NCG_BYE_PROCESS;
+        bye[i].u.goodbye.flags = (uint8_t)(NCG_BYE_PROCESS | flags);
     }
     pthread_mutex_lock(&G.lk);
     for (size_t i = 0; i < G.nlc; i++) {
@@ -798,6 +880,70 @@ static void client_exit_messages(void)
 
 /* ---------- the thread ---------- */
 
+/* A lost standalone checker: reconnect every second; while it stays away, a communicator of
+ * this process on it whose count has not moved for the heartbeat timeout is acted upon as an
+ * error verdict, CHECKER LOST, with what this process knows (its counts, its stack). */
+static void checker_lost_tick(uint64_t now)
+{
+    uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
+    for (int li = 0; li < G.nlink && !G.abort_at_ns; li++) {
+        struct link *l = &G.link[li];
+        if (!l->lost_ns || l->state == L_UP)
+            continue;
+        if (l->state == L_DOWN && now >= l->retry_ns) {
+            link_connect(l, now);
+            if (l->state == L_DOWN)
+                l->retry_ns = now + 1000000000ull;
+        }
+        if (l->lost_acted)
+            continue;
+        uint64_t ids[NCG_SHM_MAX_COMMS], cnt[NCG_SHM_MAX_COMMS];
+        uint32_t nr[NCG_SHM_MAX_COMMS];
+        int32_t me[NCG_SHM_MAX_COMMS];
+        int n = 0;
+        pthread_mutex_lock(&G.lk);
+        for (size_t i = 0; i < G.nlc && n < (int)NCG_SHM_MAX_COMMS; i++) {
+            struct lcomm *lc = &G.lc[i];
+            if (lc->link != li || lc->removed)
+                continue;
+            uint64_t c = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
+            if (c != lc->lost_cnt || !lc->lost_prog_ns) {
+                lc->lost_cnt = c;
+                lc->lost_prog_ns = now;
+            } else if (hb && now - lc->lost_prog_ns >= hb) {
+                ids[n] = lc->id;
+                me[n] = lc->rank;
+                cnt[n] = c;
+                nr[n++] = (uint32_t)lc->nranks;
+            }
+        }
+        pthread_mutex_unlock(&G.lk);
+        if (!n)
+            continue;
+        l->lost_acted = 1;
+        for (int k = 0; k < n && !G.abort_at_ns; k++) {
+            struct ncg_verdict *v = ncg_verdict_new(nr[k]);
+            if (!v)
+                continue;
+            v->kind = NCG_V_CHECKER_LOST;
+            v->severity = NCG_SEV_ERROR;
+            v->comm_id = ids[k];
+            if (me[k] >= 0 && (uint32_t)me[k] < nr[k]) {
+                v->members[me[k]] = global_rank();
+                v->counts[me[k]] = (int64_t)cnt[k];
+            }
+            snprintf(v->subject, sizeof v->subject, "the standalone checker at %s", l->name);
+            snprintf(v->detail, sizeof v->detail,
+                     "unreachable for %.1f s (%s), and this process issued no call on this "
+                     "communicator for %g s (%" PRIu64 " so far)",
+                     (double)(now - l->lost_ns) / 1e9, l->lost_why, ncg_cfg.heartbeat_timeout_s,
+                     cnt[k]);
+            apply_verdict(v, now);
+            ncg_verdict_free(v);
+        }
+    }
+}
+
 static void resolve_links(uint64_t now)
 {
     pthread_mutex_lock(&G.lk);
@@ -815,10 +961,12 @@ static void link_io(int li, short rev, uint64_t now)
         int err = 0;
         socklen_t el = sizeof err;
         if (getsockopt(l->io.fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err) {
-            ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name,
-                    strerror(err ? err : errno));
+            if (!l->lost_ns)
+                ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name,
+                        strerror(err ? err : errno));
             link_close(l);
             l->state = L_DOWN;
+            l->retry_ns = now + 1000000000ull;
             return;
         }
         if (!(rev & POLLOUT))
@@ -846,6 +994,13 @@ static void link_io(int li, short rev, uint64_t now)
             if (l->state == L_DOWN)
                 return;
         }
+        if (rc == -2) { /* our own shortage: say so, and no verdict from a partial view */
+            ncg_log("out of memory for the side channel to the checker at %s; running unguarded",
+                    l->name);
+            link_close(l);
+            l->state = L_DOWN;
+            return;
+        }
         if (rc < 0) {
             link_lost(li, "connection lost", now);
             return;
@@ -867,6 +1022,7 @@ static int tx_pending(void)
 static void *thread_main(void *arg)
 {
     (void)arg;
+    prctl(PR_SET_NAME, "ncclguard"); /* so `top -H` (and the fault-injection tests) can tell it */
     enum { MAXFD = 4096 };
     static struct pollfd pf[MAXFD];
     static int map[MAXFD];
@@ -894,11 +1050,13 @@ static void *thread_main(void *arg)
                 connecting += G.link[i].state == L_CONNECTING || G.link[i].state == L_HELLO;
             if (!connecting || now + 200000000ull >= exit_deadline) {
                 client_report(now); /* registers comms not reported yet, so the goodbye counts */
-                client_exit_messages();
+                client_exit_messages(0);
                 exit_sent = 1;
             }
         }
         resolve_links(now);
+        if (!exiting)
+            checker_lost_tick(now);
         if (!exiting && now - G.last_report_ns >= interval) {
             G.last_report_ns = now;
             client_report(now);
@@ -972,8 +1130,12 @@ static void *thread_main(void *arg)
             while (read(G.wake[0], drain, sizeof drain) > 0) {
             }
         }
-        if (srv_up())
+        if (srv_up()) {
             ncg_server_handle(&G.srv, pf + srv_first, map + srv_first, rc > 0 ? nsrv : 0, now);
+            if (G.srv.failed)
+                ncg_log("the checker in this process ran out of memory and stopped; this job runs "
+                        "unguarded");
+        }
         for (int k = link_first; k < n; k++)
             if (rc > 0 && pf[k].revents)
                 link_io(map[k], pf[k].revents, now);
@@ -1017,7 +1179,17 @@ static int start_thread_locked(void)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the app's signals are not ours to take */
-    int rc = pthread_create(&G.th, NULL, thread_main, NULL);
+    /* A small stack: the default (RLIMIT_STACK, often 8 MiB) would count against the job's
+     * address-space limit (ulimit -v) for a thread whose frames are a few KiB (its big buffers
+     * are static). */
+    pthread_attr_t at;
+    int rc = pthread_attr_init(&at);
+    if (rc == 0) {
+        rc = pthread_attr_setstacksize(&at, NCG_THREAD_STACK);
+        if (rc == 0)
+            rc = pthread_create(&G.th, &at, thread_main, NULL);
+        pthread_attr_destroy(&at);
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         close(G.wake[0]);
@@ -1040,6 +1212,10 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
 {
     int rc = 0;
     pthread_mutex_lock(&G.lk);
+    if (__atomic_load_n(&G.srv.failed, __ATOMIC_ACQUIRE)) {
+        rc = -ENOMEM; /* it stopped: ids get no tail, their ranks run unguarded */
+        goto out;
+    }
     if (!G.have_srv) {
         char err[160];
         uint16_t p = 0;
@@ -1138,6 +1314,7 @@ void ncg_channel_remove(struct ncg_comm *c)
         if (G.lc[i].c == c && !G.lc[i].removed) {
             G.lc[i].final = c->shm ? ck_pr_load_64(&c->shm->coll_seq) : 0;
             G.lc[i].removed = 1;
+            G.lc[i].aborted = (uint8_t)c->aborted;
             G.lc[i].c = NULL;
             G.lc[i].shm = NULL;
         }

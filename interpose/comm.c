@@ -179,7 +179,7 @@ static struct ncg_comm *ncg_comm_add(ncclComm_t h, uint64_t id, uint64_t parent_
     pthread_mutex_lock(&ncg_lock);
     if (ncg_activate() < 0 || ncg_tab_insert(c) < 0) {
         pthread_mutex_unlock(&ncg_lock);
-        NCG_LOG_ONCE("cannot track more communicators; later ones are not recorded");
+        NCG_LOG_ONCE("cannot track more communicators; later ones run unrecorded and unchecked");
         free(c);
         return NULL;
     }
@@ -384,8 +384,10 @@ ncclResult_t ncg_hook_ncclCommDestroy(ncclComm_t comm)
 ncclResult_t ncg_hook_ncclCommAbort(ncclComm_t comm)
 {
     struct ncg_comm *c = ncg_comm_lookup(comm);
-    if (c)
+    if (c) {
+        __atomic_store_n(&c->aborted, 1, __ATOMIC_RELAXED); /* before the checker is told */
         ncg_comm_retire(c, 1);
+    }
     return NCG_REAL(ncclCommAbort)(comm);
 }
 

@@ -33,6 +33,7 @@ struct ncg_comm {
                               not recorded, not in the segment, checker not told, until ready */
     int removed;           /* finalized/destroyed/aborted: the checker was told once */
     struct ncg_cev cev[2]; /* completion by CUDA events: [0] collectives, [1] p2p */
+    int aborted;           /* by ncclCommAbort: named as such to the peers (RANK EXITED) */
 };
 
 #endif

@@ -113,6 +113,57 @@ static void ncg_parse_secs(const struct ncg_parse *p, const char *name, double l
     }
 }
 
+/* The timeouts against what works: a heartbeat timeout shorter than a few report intervals, or
+ * than two of the checker's pings (NCG_PING_PERIOD_S), is read by both ends as "we were
+ * suspended" on every loop, which turns liveness off; a LAG threshold below a few intervals
+ * fires between two reports of a healthy job. A bad value falls back to its default (raised to
+ * the minimum when a long NCCLGUARD_INTERVAL_MS needs it). */
+static double ncg_dmax(double a, double b)
+{
+    return a > b ? a : b; /* no libm for the CLI's static link */
+}
+
+static void ncg_check_periods(const struct ncg_parse *p, struct ncg_config *cfg)
+{
+    const struct ncg_config def = NCG_CONFIG_DEFAULTS;
+    double iv = cfg->interval_ms / 1000.0;
+    double hb_min = ncg_dmax(NCG_MIN_INTERVALS * iv, 2 * NCG_PING_PERIOD_S);
+    double lag_min = NCG_MIN_INTERVALS * iv;
+    char why[160], used[64];
+    const char *v;
+    if (cfg->heartbeat_timeout_s < hb_min) {
+        double use = ncg_dmax(def.heartbeat_timeout_s, hb_min);
+        snprintf(used, sizeof used, "%g", use);
+        snprintf(why, sizeof why, "must be at least %g (%d report intervals and 1 s)", hb_min,
+                 NCG_MIN_INTERVALS);
+        if ((v = ncg_val(p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S")))
+            ncg_bad(p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", v, why, used);
+        else if ((v = ncg_val(p, "NCCLGUARD_INTERVAL_MS"))) {
+            snprintf(why, sizeof why, "the heartbeat timeout must be at least %d intervals",
+                     NCG_MIN_INTERVALS);
+            snprintf(used, sizeof used, "NCCLGUARD_HEARTBEAT_TIMEOUT_S=%g", use);
+            ncg_bad(p, "NCCLGUARD_INTERVAL_MS", v, why, used);
+        }
+        cfg->heartbeat_timeout_s = use;
+    }
+    if (cfg->lag_warn_s < lag_min) {
+        double use = ncg_dmax(def.lag_warn_s, lag_min);
+        snprintf(used, sizeof used, "%g", use);
+        snprintf(why, sizeof why, "must be at least %g (%d report intervals)", lag_min,
+                 NCG_MIN_INTERVALS);
+        if ((v = ncg_val(p, "NCCLGUARD_LAG_WARN_S")))
+            ncg_bad(p, "NCCLGUARD_LAG_WARN_S", v, why, used);
+        cfg->lag_warn_s = use;
+    }
+    if (cfg->lag_abort_s > 0 && cfg->lag_abort_s < lag_min) {
+        snprintf(why, sizeof why, "must be 0 (never) or at least %g (%d report intervals)", lag_min,
+                 NCG_MIN_INTERVALS);
+        if ((v = ncg_val(p, "NCCLGUARD_LAG_ABORT_S")))
+            ncg_bad(p, "NCCLGUARD_LAG_ABORT_S", v, why, "0");
+        cfg->lag_abort_s = 0;
+    }
+}
+
 /* host:port or [v6addr]:port with 1 <= port <= 65535; "off" disables the side channel. */
 static int ncg_coord_ok(const char *v, const char **why)
 {
@@ -206,8 +257,9 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
     }
     ncg_parse_uint(&p, "NCCLGUARD_INTERVAL_MS", 1, 60000, &cfg->interval_ms);
     ncg_parse_secs(&p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", 0.0, 1, &cfg->heartbeat_timeout_s);
-    ncg_parse_secs(&p, "NCCLGUARD_LAG_WARN_S", 0.0, 0, &cfg->lag_warn_s);
+    ncg_parse_secs(&p, "NCCLGUARD_LAG_WARN_S", 0.0, 1, &cfg->lag_warn_s);
     ncg_parse_secs(&p, "NCCLGUARD_LAG_ABORT_S", 0.0, 0, &cfg->lag_abort_s);
+    ncg_check_periods(&p, cfg);
     if ((v = ncg_val(&p, "NCCLGUARD_REPORT_DIR"))) {
         if (strlen(v) >= sizeof cfg->report_dir)
             ncg_bad(&p, "NCCLGUARD_REPORT_DIR", v, "longer than 255 characters", ".");

@@ -47,6 +47,11 @@ enum ncg_diag_mode {
 /* NCCLGUARD_COMPLETION values: how a call's completion is learned (interpose/completion.h). */
 enum ncg_completion_cfg { NCG_COMPL_AUTO = 0, NCG_COMPL_RETURN = 1, NCG_COMPL_EVENTS = 2 };
 
+/* Lower bounds of the timeouts, in report intervals (NCCLGUARD_INTERVAL_MS), and the
+ * coordinator's fixed ping period (coord.c): the heartbeat timeout must cover two pings. */
+#define NCG_MIN_INTERVALS 5
+#define NCG_PING_PERIOD_S 0.5
+
 /* Looks a variable up; returns NULL when unset. */
 typedef const char *(*ncg_getenv_fn)(const char *name, void *arg);
 /* Receives one complete warning line (already prefixed "ncclguard: "). */

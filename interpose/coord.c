@@ -29,6 +29,7 @@ struct cmember {
     uint64_t done;      /* slots completed (v2) */
     uint32_t tid;       /* the thread driving the comm in that process */
     uint64_t report_ns; /* when its count was last reported */
+    uint8_t how;        /* M_GONE: NCG_BYE_ABORT or NCG_BYE_VERDICT from its goodbye, else 0 */
 };
 
 #define P2P_BUCKETS 1024u
@@ -92,7 +93,37 @@ struct ncg_coord {
     uint32_t dl_n;
     int dl_conn[NCG_WIRE_MAX_CALLS * 8];
     uint64_t dl_gen[NCG_WIRE_MAX_CALLS * 8];
+    int nomem; /* an allocation failed: the state is no longer complete (ncg_coord_out_of_memory) */
 };
+
+/* Every allocation failure goes through here: a checker that lost state must stop (the
+ * server tells its clients) rather than judge from what is left. Returns NULL. */
+static void *co_nomem(struct ncg_coord *co)
+{
+    co->nomem = 1;
+    return NULL;
+}
+
+int ncg_coord_out_of_memory(const struct ncg_coord *co)
+{
+    return co->nomem;
+}
+
+int ncg_coord_unauthed(const struct ncg_coord *co, int *oldest)
+{
+    int n = 0;
+    uint64_t t = UINT64_MAX;
+    *oldest = -1;
+    for (int i = 0; i < co->nconn; i++)
+        if (co->conn[i].used && !co->conn[i].authed) {
+            n++;
+            if (co->conn[i].since_ns < t) {
+                t = co->conn[i].since_ns;
+                *oldest = i;
+            }
+        }
+    return n;
+}
 
 __attribute__((format(printf, 2, 3))) static void co_event(const struct ncg_coord *co,
                                                            const char *fmt, ...)
@@ -194,6 +225,7 @@ void ncg_coord_connected(struct ncg_coord *co, int conn, uint64_t now_ns)
         int n = conn + 16;
         struct cconn *nc = realloc(co->conn, sizeof *nc * (size_t)n);
         if (!nc) {
+            co_nomem(co);
             co->ops.drop(co->ops.arg, conn);
             return;
         }
@@ -227,17 +259,17 @@ static struct ccomm *comm_get(struct ncg_coord *co, uint64_t id, uint32_t nranks
         size_t n = co->capcomm ? co->capcomm * 2 : 16;
         struct ccomm **nc = realloc(co->comm, sizeof *nc * n);
         if (!nc)
-            return NULL;
+            return co_nomem(co);
         co->comm = nc;
         co->capcomm = n;
     }
     c = calloc(1, sizeof *c);
     if (!c)
-        return NULL;
+        return co_nomem(co);
     c->m = calloc(nranks, sizeof *c->m);
     if (!c->m) {
         free(c);
-        return NULL;
+        return co_nomem(co);
     }
     for (uint32_t i = 0; i < nranks; i++) {
         c->m[i].conn = -1;
@@ -315,6 +347,10 @@ static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verd
                  ncg_verdict_summary(v, sum, sizeof sum));
     }
     m.u.verdict = v;
+    if (co->nomem) { /* judged from incomplete state: the server stops the checker instead */
+        ncg_verdict_free(v);
+        return;
+    }
     for (uint32_t i = 0; i < c->nranks; i++) {
         int cn = c->m[i].conn;
         if (cn < 0 || (c->m[i].state != M_ACTIVE && c->m[i].state != M_GONE) || !conn_get(co, cn))
@@ -327,7 +363,7 @@ static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verd
             co->ops.send(co->ops.arg, cn, &m);
     }
     co->st.verdicts++;
-    co->st.by_kind[v->kind < 8 ? v->kind : 0]++;
+    co->st.by_kind[v->kind < NCG_V_KIND_MAX_ ? v->kind : 0]++;
     if (v->severity == NCG_SEV_ERROR) {
         c->done = 1;
         c->q_active = 0;
@@ -347,6 +383,7 @@ static void query_send(struct ncg_coord *co, struct ccomm *c)
     c->ans = calloc((size_t)c->nranks * c->qn, sizeof *c->ans);
     if (!c->ans) {
         c->q_active = 0;
+        co_nomem(co);
         return;
     }
     c->qid = co->next_qid++;
@@ -413,6 +450,7 @@ static void mismatch_verdict(struct ncg_coord *co, struct ccomm *c, uint32_t k)
     uint8_t *valid = calloc(c->nranks, 1);
     const char **sites = calloc(c->nranks, sizeof *sites);
     if (!v || !calls || !valid || !sites) {
+        co_nomem(co);
         ncg_verdict_free(v);
         goto out;
     }
@@ -529,6 +567,8 @@ static void member_lost(struct ncg_coord *co, int conn, uint8_t kind, const char
             if (nlost) {
                 lost = nlost;
                 lost[nl++] = (int32_t)i;
+            } else {
+                co_nomem(co);
             }
         }
         if (nl && !c->done) {
@@ -712,8 +752,10 @@ static void on_p2p(struct ncg_coord *co, int conn, const struct ncg_msg_p2p *p, 
         }
     if (me < 0)
         return;
-    if (!c->bucket && !(c->bucket = calloc(P2P_BUCKETS, sizeof *c->bucket)))
+    if (!c->bucket && !(c->bucket = calloc(P2P_BUCKETS, sizeof *c->bucket))) {
+        co_nomem(co);
         return;
+    }
     for (uint32_t k = 0; k < p->n && !c->done; k++) {
         const struct ncg_p2p_rec *r = &p->r[k];
         if (r->peer < 0 || (uint32_t)r->peer >= c->nranks ||
@@ -743,8 +785,10 @@ static void on_p2p(struct ncg_coord *co, int conn, const struct ncg_msg_p2p *p, 
         if (c->p2p_n >= P2P_MAX)
             continue; /* full: unmatched records age out in the sweep */
         e = malloc(sizeof *e);
-        if (!e)
+        if (!e) {
+            co_nomem(co);
             continue;
+        }
         e->src = src;
         e->dst = dst;
         e->k = r->seq;
@@ -783,6 +827,7 @@ static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_good
             if (c->m[i].conn == conn && c->m[i].state == M_ACTIVE) {
                 c->m[i].state = M_GONE;
                 c->m[i].waiting = 0;
+                c->m[i].how = g->flags & (NCG_BYE_ABORT | NCG_BYE_VERDICT);
                 if (g->count[k] > c->m[i].count)
                     c->m[i].count = g->count[k];
                 break; /* one rank per entry */
@@ -797,6 +842,7 @@ static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_good
                 if (c->m[i].conn == conn && c->m[i].state == M_ACTIVE) {
                     c->m[i].state = M_GONE;
                     c->m[i].waiting = 0;
+                    c->m[i].how = g->flags & NCG_BYE_VERDICT;
                 }
             round_check(co, c);
         }
@@ -870,20 +916,29 @@ static void check_exited(struct ncg_coord *co, struct ccomm *c)
     int32_t *who = malloc(sizeof *who * c->nranks);
     size_t n = 0;
     uint64_t fin = 0;
-    if (!who)
+    if (!who) {
+        co_nomem(co);
         return;
+    }
+    int how = -1; /* how the ranks left, when they all left the same way */
     for (uint32_t i = 0; i < c->nranks; i++)
         if (c->m[i].state == M_GONE && c->m[i].count < mx) {
             fin = c->m[i].count;
             who[n++] = (int32_t)i;
+            how = how == -1 || how == c->m[i].how ? c->m[i].how : 0;
         }
     if (n) {
         struct ncg_verdict *v = verdict_for(c, NCG_V_RANK_EXITED);
         if (v) {
             ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
             v->slot = (int64_t)fin;
+            /* The detail's first words name how (ncg_verdict_summary's headline uses them). */
             snprintf(v->detail, sizeof v->detail,
-                     "left after %" PRIu64 " calls; others issued up to %" PRIu64, fin, mx);
+                     "%s after %" PRIu64 " calls; others issued up to %" PRIu64,
+                     how == NCG_BYE_ABORT     ? NCG_EXITED_ABORT
+                     : how == NCG_BYE_VERDICT ? NCG_EXITED_VERDICT
+                                              : "left",
+                     fin, mx);
             verdict_issue(co, c, v);
         }
     }
@@ -912,6 +967,7 @@ static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
     struct ncg_verdict *v = verdict_for(c, NCG_V_LAG);
     int32_t *who = malloc(sizeof *who * c->nranks);
     if (!v || !who) {
+        co_nomem(co);
         ncg_verdict_free(v);
         free(who);
         return;

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "verdict.h"
 #include "wire.h"
 
 struct ncg_coord_params {
@@ -35,10 +36,11 @@ struct ncg_coord_ops {
 };
 
 struct ncg_coord_stats {
-    uint64_t verdicts;   /* verdicts issued (each comm counts once per verdict) */
-    uint64_t queries;    /* QUERY rounds started */
-    uint64_t dropped;    /* connections dropped for bad token, protocol misuse or silence */
-    uint64_t by_kind[8]; /* verdicts issued per enum ncg_verdict_kind (warnings included) */
+    uint64_t verdicts; /* verdicts issued (each comm counts once per verdict) */
+    uint64_t queries;  /* QUERY rounds started */
+    uint64_t dropped;  /* connections dropped for bad token, protocol misuse or silence */
+    uint64_t by_kind[NCG_V_KIND_MAX_]; /* verdicts issued per enum ncg_verdict_kind (warnings
+                                          included) */
 };
 
 struct ncg_coord;
@@ -55,6 +57,11 @@ void ncg_coord_closed(struct ncg_coord *co, int conn, uint64_t now_ns);
 /* Periodic work: liveness, LAG, RANK EXITED, starting comparison rounds, pings. Call at least
  * every interval_ms. */
 void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns);
+/* 1 once an allocation failed: from then on no verdict is issued, and the caller should stop
+ * the checker (ncg_server_handle does: a SHUTDOWN with NCG_BYE_FAILED to every client). */
+int ncg_coord_out_of_memory(const struct ncg_coord *co);
+/* Connections that have not presented a valid HELLO yet, and the oldest of them (-1: none). */
+int ncg_coord_unauthed(const struct ncg_coord *co, int *oldest);
 /* The coordinator's process exits cleanly: tell every client (SHUTDOWN). */
 void ncg_coord_shutdown(struct ncg_coord *co);
 void ncg_coord_get_stats(const struct ncg_coord *co, struct ncg_coord_stats *st);

@@ -52,7 +52,10 @@ static void members_text(const struct ncg_verdict *v, char *buf, size_t cap)
             snprintf(buf + len, cap - len, "...");
             return;
         }
-        len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? "," : "", v->members[i]);
+        if (v->members[i] < 0) /* a member whose RANK the checker did not hear */
+            len += (size_t)snprintf(buf + len, cap - len, "%s?", i ? "," : "");
+        else
+            len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? "," : "", v->members[i]);
     }
     if (len < cap)
         snprintf(buf + len, cap - len, "]");

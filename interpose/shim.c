@@ -7,6 +7,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include "config.h"
 #include "log.h"
 #include "pyframes.h"
+#include "reportdir.h"
 #include "shm.h"
 
 __thread struct ncg_tls ncg_tls __attribute__((tls_model("initial-exec")));
@@ -43,9 +46,31 @@ static void ncg_keep_warning(const char *line, void *arg)
 
 static pthread_once_t ncg_once = PTHREAD_ONCE_INIT;
 
+/* Below this many descriptors (RLIMIT_NOFILE) the shim opens none of its own: the segment is
+ * private and there is no side channel. Its descriptors (segment, wake pipe, sockets: about 4
+ * per rank, 5 + 1 per rank in the checker's process) would be taken from a job that needs them. */
+#define NCG_MIN_NOFILE 64
+
+static void ncg_check_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur >= NCG_MIN_NOFILE || (!ncg_cfg.check && !ncg_cfg.shm))
+        return;
+    char line[300];
+    snprintf(line, sizeof line,
+             "ncclguard: only %llu file descriptors (ulimit -n; ncclguard needs %d to share): "
+             "recording privately, running unguarded",
+             (unsigned long long)rl.rlim_cur, NCG_MIN_NOFILE);
+    ncg_keep_warning(line, NULL);
+    ncg_cfg.check = 0;
+    ncg_cfg.shm = 0;
+}
+
 static void ncg_configure(void)
 {
     ncg_config_parse(&ncg_cfg, ncg_getenv, ncg_keep_warning, NULL);
+    ncg_check_nofile();
     __atomic_store_n(&ncg_state, ncg_cfg.enabled ? NCG_ST_DORMANT : NCG_ST_DISABLED,
                      __ATOMIC_RELEASE);
 }
@@ -100,6 +125,8 @@ int ncg_activate(void)
     for (int i = 0; i < ncg_nkept; i++)
         ncg_log_line(ncg_kept[i]);
     ncg_nkept = 0;
+    if (ncg_cfg.check)
+        ncg_reportdir_at_start();
     int rc = ncg_shm_create();
     if (rc < 0) {
         NCG_LOG_ONCE("cannot map memory for the call record (%s); running unguarded",

@@ -210,8 +210,8 @@ struct ncg_shm_comm *ncg_shm_comm_alloc(void)
             int err = posix_fallocate(ncg_seg_fd, (off_t)((char *)s - (char *)h), sizeof *s);
             if (err) {
                 ck_pr_inc_32(&h->comms_dropped);
-                NCG_LOG_ONCE("cannot reserve %zu KiB in /dev/shm%s for a communicator (%s); "
-                             "communicators that do not fit are not recorded",
+                NCG_LOG_ONCE("cannot reserve %zu KiB in /dev/shm%s for a communicator (%s); it "
+                             "and any later one that does not fit run unrecorded and unchecked",
                              sizeof *s / 1024, ncg_seg_name, strerror(err));
                 return NULL;
             }
@@ -230,7 +230,8 @@ struct ncg_shm_comm *ncg_shm_comm_alloc(void)
     }
     if (!best) {
         ck_pr_inc_32(&h->comms_dropped);
-        NCG_LOG_ONCE("more than %u communicators live in this process; later ones are not recorded",
+        NCG_LOG_ONCE("more than %u communicators live in this process; later ones run unrecorded "
+                     "and unchecked",
                      NCG_SHM_MAX_COMMS);
         return NULL;
     }

@@ -1,48 +1,62 @@
-/* Capture of another thread's native stack (stack.h). The handler is installed only for the
- * capture (sigaction, restored after) and is async-signal-safe in practice: libunwind's
- * unw_backtrace when libunwind is there, else glibc's backtrace(), warmed up once here (its
- * first call loads libgcc_s). A state word arms it, so a late or stray signal records nothing. */
+/* Capture of another thread's native stack (stack.h). The handler, installed only for the
+ * capture (sigaction, restored after), does only async-signal-safe work: it copies the
+ * interrupted registers (the signal's ucontext) and parks the thread (nanosleep) while the
+ * checker thread walks its stack, which cannot change meanwhile: the handler's own frames are
+ * all below the interrupted stack pointer. No allocation, no lock, no TLS of a library loaded
+ * later (libunwind runs in the checker thread only). A state word arms it, so a late or stray
+ * signal records nothing; a handler left waiting past 2 s returns on its own. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
-#include <execinfo.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include "stack.h"
-#include "symbol.h"
 
 #define NCG_STACK_SIG (SIGRTMIN + 7)
+#define NCG_PARK_MS 2000 /* longest a thread waits in the handler for the walk */
 
-enum { S_IDLE = 0, S_ARMED, S_BUSY, S_DONE };
-
-typedef int (*bt_fn)(void **pcs, int max);
+/* ARMED -> (handler) BUSY -> PARKED -> (checker, walk done) RELEASED -> (handler) DONE; the
+ * handler gives up PARKED -> ABANDONED after NCG_PARK_MS; the checker disarms ARMED -> IDLE. */
+enum { S_IDLE = 0, S_ARMED, S_BUSY, S_PARKED, S_RELEASED, S_DONE, S_ABANDONED };
 
 static struct {
-    int state;  /* S_*, __atomic: the checker arms it, the handler claims and completes it */
-    int broken; /* a handler never finished: the buffer is not ours to reuse */
-    pid_t pid;
-    bt_fn bt;
-    int n;
-    uint64_t ip; /* the interrupted pc, from the signal's ucontext */
-    void *pcs[NCG_STACK_MAX];
+    int state;     /* S_*, __atomic */
+    int broken;    /* a handler never left: the state is not ours to reuse */
+    pid_t pid;     /* __atomic: written before arming, read by the handler */
+    ucontext_t uc; /* the interrupted registers, written by the handler before PARKED */
 } S;
 
-static uint64_t context_ip(const void *ucv)
+/* libunwind's local unwinder (x86_64), dlopen()ed in the checker thread; opaque buffers. */
+typedef struct {
+    _Alignas(16) unsigned char b[4096];
+} ncg_unw_cursor;
+static struct {
+    int tried;
+    int (*init_local2)(void *cur, void *uc, int flags);
+    int (*step)(void *cur);
+    int (*get_reg)(void *cur, int reg, uint64_t *val);
+} U;
+
+static void unw_load(void)
 {
-    const ucontext_t *uc = ucv;
+    U.tried = 1;
 #if defined(__x86_64__)
-    return (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-    return (uint64_t)uc->uc_mcontext.pc;
-#else
-    (void)uc;
-    return 0;
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return;
+    *(void **)&U.init_local2 = dlsym(h, "_ULx86_64_init_local2");
+    *(void **)&U.step = dlsym(h, "_ULx86_64_step");
+    *(void **)&U.get_reg = dlsym(h, "_ULx86_64_get_reg");
+    if (!U.init_local2 || !U.step || !U.get_reg)
+        U.init_local2 = NULL;
 #endif
 }
 
@@ -50,16 +64,78 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
     int saved = errno, armed = S_ARMED;
-    if (si->si_code != SI_TKILL || si->si_pid != S.pid)
+    if (si->si_code != SI_TKILL || si->si_pid != __atomic_load_n(&S.pid, __ATOMIC_RELAXED))
         return; /* not our tgkill */
-    if (!__atomic_compare_exchange_n(&S.state, &armed, S_BUSY, 0, __ATOMIC_ACQUIRE,
-                                     __ATOMIC_RELAXED))
+    if (!ucv || !__atomic_compare_exchange_n(&S.state, &armed, S_BUSY, 0, __ATOMIC_ACQUIRE,
+                                             __ATOMIC_RELAXED))
         return;
-    S.ip = ucv ? context_ip(ucv) : 0;
-    S.n = S.bt(S.pcs, NCG_STACK_MAX);
-    /* The frames before the state: the checker reads them after it sees S_DONE. */
-    __atomic_store_n(&S.state, S_DONE, __ATOMIC_RELEASE);
+    memcpy(&S.uc, ucv, sizeof S.uc);
+    /* The registers before PARKED: the checker reads them once it sees PARKED. */
+    __atomic_store_n(&S.state, S_PARKED, __ATOMIC_RELEASE);
+    struct timespec ms = {0, 1000000};
+    for (int t = 0; t < NCG_PARK_MS && __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) == S_PARKED; t++)
+        nanosleep(&ms, NULL);
+    int parked = S_PARKED;
+    if (!__atomic_compare_exchange_n(&S.state, &parked, S_ABANDONED, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        __atomic_store_n(&S.state, S_DONE, __ATOMIC_RELEASE); /* RELEASED: the walk is over */
     errno = saved;
+}
+
+/* Reads one word of this process's memory without faulting on a bad address. */
+static int peek(uint64_t addr, uint64_t *val)
+{
+    struct iovec l = {val, sizeof *val}, r = {(void *)(uintptr_t)addr, sizeof *val};
+    return syscall(SYS_process_vm_readv, getpid(), &l, 1UL, &r, 1UL, 0UL) == sizeof *val ? 0 : -1;
+}
+
+static uint64_t uc_reg(const ucontext_t *uc, int which)
+{
+#if defined(__x86_64__)
+    return (uint64_t)uc->uc_mcontext.gregs[which == 0 ? REG_RIP : REG_RBP];
+#elif defined(__aarch64__)
+    return which == 0 ? (uint64_t)uc->uc_mcontext.pc : (uint64_t)uc->uc_mcontext.regs[29];
+#else
+    (void)uc;
+    (void)which;
+    return 0;
+#endif
+}
+
+/* The parked thread's stack from its registers, innermost first: pcs[0] is the interrupted pc
+ * + 1 (read as a return address), then return addresses. libunwind when it is there, else a
+ * frame-pointer walk with checked reads. Checker thread. */
+static int walk(const ucontext_t *uc, uint64_t *pcs, int max)
+{
+    int n = 0;
+    if (!U.tried)
+        unw_load();
+    uint64_t ip = uc_reg(uc, 0);
+    if (!ip || max <= 0)
+        return 0;
+    pcs[n++] = ip + 1;
+    if (U.init_local2) {
+        static ncg_unw_cursor cur; /* one capture at a time (checker thread) */
+        static ucontext_t copy;
+        copy = *uc;
+        if (U.init_local2(&cur, &copy, 1 /* UNW_INIT_SIGNAL_FRAME */) == 0) {
+            while (n < max && U.step(&cur) > 0) {
+                uint64_t pc = 0;
+                if (U.get_reg(&cur, 16 /* UNW_X86_64_RIP */, &pc) != 0 || !pc)
+                    break;
+                pcs[n++] = pc;
+            }
+            return n;
+        }
+    }
+    uint64_t fp = uc_reg(uc, 1), ret, next;
+    while (n < max && fp && !(fp & 7) && peek(fp + 8, &ret) == 0 && peek(fp, &next) == 0 && ret) {
+        pcs[n++] = ret;
+        if (next <= fp || next - fp > (1u << 24)) /* frames go up the stack, not too far */
+            break;
+        fp = next;
+    }
+    return n;
 }
 
 /* Whether thread tid of this process blocks sig (SigBlk in /proc). 1, 0, or -errno. */
@@ -89,32 +165,32 @@ static void sleep_ms(long ms)
     }
 }
 
-/* Waits up to ms for the handler to complete. */
-static int wait_done(long ms)
+/* Waits up to ms for the state to become want. */
+static int wait_state(int want, long ms)
 {
     for (long t = 0; t < ms; t++) {
-        if (__atomic_load_n(&S.state, __ATOMIC_ACQUIRE) == S_DONE)
+        if (__atomic_load_n(&S.state, __ATOMIC_ACQUIRE) == want)
             return 1;
         sleep_ms(1);
     }
-    return __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) == S_DONE;
+    return __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) == want;
 }
 
 int ncg_stack_capture(uint32_t tid, uint64_t *pcs, int max)
 {
-    int sig = NCG_STACK_SIG, rc;
+    int sig = NCG_STACK_SIG, rc, n = 0;
+#if defined(__SANITIZE_THREAD__)
+    /* TSan runs an asynchronous signal's handler later, at its own safe point: the registers
+     * the handler sees are no longer where the thread is, and a walk from them reads garbage. */
+    (void)sig, (void)rc, (void)n, (void)pcs, (void)tid, (void)max;
+    return -ENOTSUP;
+#endif
     if (S.broken)
         return -EBUSY;
     if (!tid || tid == (uint32_t)syscall(SYS_gettid) || max <= 0)
         return -EINVAL;
-    if (!S.bt) {
-        S.bt = ncg_symbol_unw_backtrace();
-        if (!S.bt) {
-            void *warm[4];
-            backtrace(warm, 4); /* loads libgcc_s now, not in the handler */
-            S.bt = backtrace;
-        }
-    }
+    if (!U.tried)
+        unw_load(); /* here, not while the thread is parked */
     if ((rc = thread_blocks(tid, sig)) != 0)
         return rc > 0 ? -EAGAIN : rc;
     struct sigaction old, sa;
@@ -128,22 +204,33 @@ int ncg_stack_capture(uint32_t tid, uint64_t *pcs, int max)
     sigfillset(&sa.sa_mask);
     if (sigaction(sig, &sa, NULL) != 0)
         return -errno;
-    S.pid = getpid();
-    S.n = 0;
+    __atomic_store_n(&S.pid, getpid(), __ATOMIC_RELAXED);
     __atomic_store_n(&S.state, S_ARMED, __ATOMIC_RELEASE);
     rc = 0;
-    if (syscall(SYS_tgkill, S.pid, (pid_t)tid, sig) != 0)
+    if (syscall(SYS_tgkill, getpid(), (pid_t)tid, sig) != 0)
         rc = -errno;
-    else if (!wait_done(300))
+    else if (!wait_state(S_PARKED, 300))
         rc = -ETIMEDOUT;
-    if (rc != 0) {
+    if (rc == 0) {
+        n = walk(&S.uc, pcs, max);
+        int parked = S_PARKED;
+        if (!__atomic_compare_exchange_n(&S.state, &parked, S_RELEASED, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            n = 0; /* it gave up waiting: the stack may have moved under the walk */
+        if (!wait_state(S_DONE, 200) && __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) != S_ABANDONED)
+            S.broken = 1;
+    } else {
         int armed = S_ARMED;
         if (!__atomic_compare_exchange_n(&S.state, &armed, S_IDLE, 0, __ATOMIC_ACQUIRE,
-                                         __ATOMIC_ACQUIRE) &&
-            !wait_done(200)) /* the handler is running: give it a moment, then never reuse */
-            S.broken = __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) != S_DONE;
-        if (!S.broken)
-            __atomic_store_n(&S.state, S_IDLE, __ATOMIC_RELEASE);
+                                         __ATOMIC_ACQUIRE)) {
+            /* The handler started after all: let it go, and wait for it to leave. */
+            int parked = S_PARKED;
+            wait_state(S_PARKED, 200);
+            __atomic_compare_exchange_n(&S.state, &parked, S_RELEASED, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE);
+            int st = wait_state(S_DONE, 200) ? S_DONE : __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
+            S.broken = st != S_DONE && st != S_ABANDONED;
+        }
     }
     /* SIG_IGN first: it discards the signal if it is still pending (SIG_DFL would end the
      * process when it is delivered), then the application's disposition back. */
@@ -152,24 +239,11 @@ int ncg_stack_capture(uint32_t tid, uint64_t *pcs, int max)
     ign.sa_handler = SIG_IGN;
     sigaction(sig, &ign, NULL);
     sigaction(sig, &old, NULL);
+    if (!S.broken)
+        __atomic_store_n(&S.state, S_IDLE, __ATOMIC_RELEASE);
     if (rc != 0)
         return rc;
-    /* Drop the handler's own frames: keep from the interrupted pc on (its frame's entry). */
-    int n = S.n < NCG_STACK_MAX ? S.n : NCG_STACK_MAX, first = -1, out = 0;
-    for (int i = 0; i < n && first < 0; i++)
-        if (S.ip && (uint64_t)(uintptr_t)S.pcs[i] == S.ip)
-            first = i;
-    if (first < 0) /* unwinder did not report the exact pc: the handler and the trampoline */
-        first = n > 2 ? 2 : n;
-    if (first < n && S.ip && (uint64_t)(uintptr_t)S.pcs[first] == S.ip) {
-        pcs[out++] = S.ip + 1; /* the exact pc, read as a return address */
-        first++;
-    }
-    for (int i = first; i < n && out < max; i++)
-        if (S.pcs[i])
-            pcs[out++] = (uint64_t)(uintptr_t)S.pcs[i];
-    __atomic_store_n(&S.state, S_IDLE, __ATOMIC_RELEASE);
-    return out ? out : -ENOENT;
+    return n > 0 ? n : -ENOENT;
 }
 
 const char *ncg_stack_strerror(int rc)
@@ -187,6 +261,8 @@ const char *ncg_stack_strerror(int rc)
         return "the thread is gone";
     case -EINVAL:
         return "not an application thread";
+    case -ENOTSUP:
+        return "not under ThreadSanitizer (it defers signals to its own safe points)";
     default:
         return strerror(-rc);
     }

@@ -12,7 +12,8 @@
  * innermost first, without the signal-handler frames; pcs[0] is the interrupted pc + 1 so every
  * entry reads as a return address (ncg_symbolize looks up pc - 1). Returns the number of frames
  * (>= 1) or a negative errno: -EEXIST the application handles the signal, -EAGAIN the thread
- * blocks it, -ETIMEDOUT no answer within ~300 ms, -EBUSY a previous capture never finished.
+ * blocks it, -ETIMEDOUT no answer within ~300 ms, -EBUSY a previous capture never finished,
+ * -ENOTSUP a ThreadSanitizer build.
  * Checker thread only (one capture at a time); blocks up to ~300 ms; no allocation. */
 int ncg_stack_capture(uint32_t tid, uint64_t *pcs, int max);
 

@@ -57,15 +57,15 @@ int ncg_verdict_set_notes(struct ncg_verdict *v, const char *text)
 
 const char *ncg_verdict_name(unsigned kind)
 {
-    static const char *n[] = {"NONE",        "MISMATCH", "P2P MISMATCH", "RANK DIED",
-                              "RANK EXITED", "LAG",      "STUCK",        "DEADLOCK"};
+    static const char *n[] = {"NONE", "MISMATCH", "P2P MISMATCH", "RANK DIED",   "RANK EXITED",
+                              "LAG",  "STUCK",    "DEADLOCK",     "CHECKER LOST"};
     return kind < NCG_V_KIND_MAX_ ? n[kind] : "?";
 }
 
 const char *ncg_verdict_key(unsigned kind)
 {
-    static const char *n[] = {"NONE",        "MISMATCH", "P2P_MISMATCH", "RANK_DIED",
-                              "RANK_EXITED", "LAG",      "STUCK",        "DEADLOCK"};
+    static const char *n[] = {"NONE", "MISMATCH", "P2P_MISMATCH", "RANK_DIED",   "RANK_EXITED",
+                              "LAG",  "STUCK",    "DEADLOCK",     "CHECKER_LOST"};
     return kind < NCG_V_KIND_MAX_ ? n[kind] : "?";
 }
 
@@ -297,9 +297,19 @@ char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
         snprintf(buf + len, left, ": %s %s died%s%s", plural(v->subject), v->subject,
                  v->detail[0] ? ": " : "", v->detail);
         break;
-    case NCG_V_RANK_EXITED:
-        snprintf(buf + len, left, ": %s %s exited while others issued calls it will never match",
-                 plural(v->subject), v->subject);
+    case NCG_V_RANK_EXITED: {
+        const char *how = !strncmp(v->detail, NCG_EXITED_ABORT, strlen(NCG_EXITED_ABORT))
+                              ? NCG_EXITED_ABORT
+                          : !strncmp(v->detail, NCG_EXITED_VERDICT, strlen(NCG_EXITED_VERDICT))
+                              ? (strpbrk(v->subject, ",-") ? "were ended by ncclguard's abort"
+                                                           : "was ended by ncclguard's abort")
+                              : "exited";
+        snprintf(buf + len, left, ": %s %s %s while others issued calls it will never match",
+                 plural(v->subject), v->subject, how);
+        break;
+    }
+    case NCG_V_CHECKER_LOST:
+        snprintf(buf + len, left, ": %s%s%s", v->subject, v->detail[0] ? ": " : "", v->detail);
         break;
     case NCG_V_LAG:
         snprintf(buf + len, left, ": %s %s behind, nobody progressed%s%s", plural(v->subject),

@@ -16,8 +16,9 @@ enum ncg_verdict_kind {
     NCG_V_RANK_DIED = 3,
     NCG_V_RANK_EXITED = 4,
     NCG_V_LAG = 5,
-    NCG_V_STUCK = 6,    /* every member issued slot k identically, it completes nowhere */
-    NCG_V_DEADLOCK = 7, /* a cycle of ranks waiting on each other across communicators */
+    NCG_V_STUCK = 6,        /* every member issued slot k identically, it completes nowhere */
+    NCG_V_DEADLOCK = 7,     /* a cycle of ranks waiting on each other across communicators */
+    NCG_V_CHECKER_LOST = 8, /* local only: a standalone checker unreachable, comms stalled */
     NCG_V_KIND_MAX_
 };
 
@@ -93,5 +94,11 @@ char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap);
 size_t ncg_verdict_wire_size(const struct ncg_verdict *v);
 long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap);
 struct ncg_verdict *ncg_verdict_decode(const uint8_t *p, size_t len);
+
+/* RANK EXITED: a detail that starts with one of these names how the rank left, and the
+ * headline says so instead of "exited". */
+#define NCG_EXITED_ABORT "called ncclCommAbort"
+#define NCG_EXITED_VERDICT                                                                         \
+    "was ended by ncclguard's abort (an error verdict on another communicator)"
 
 #endif

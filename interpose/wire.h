@@ -135,6 +135,13 @@ struct ncg_msg_p2p {
 };
 
 #define NCG_BYE_PROCESS 1u /* the whole process exits: every comm of this connection is gone */
+/* SHUTDOWN only: the checker stopped because its process ran out of memory; the counts are not
+ * final (its ranks live on): clients run on unguarded, with no verdict. */
+#define NCG_BYE_FAILED 2u
+/* GOODBYE and SHUTDOWN: the process ends by ncclguard's abort action (an error verdict). */
+#define NCG_BYE_VERDICT 4u
+/* GOODBYE: the comms listed were ended by ncclCommAbort (not destroyed). */
+#define NCG_BYE_ABORT 8u
 struct ncg_msg_goodbye {
     uint8_t flags;
     uint32_t n;

@@ -237,8 +237,10 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
             fprintf(f, "\nncclguard: pid %d (%s): no communicator recorded yet\n", (int)p->pid,
                     ncg_cli_live_name(p->live));
         if (p->comms_dropped)
-            fprintf(f, "ncclguard: pid %d: %u communicators beyond %u not recorded\n", (int)p->pid,
-                    p->comms_dropped, NCG_SHM_MAX_COMMS);
+            fprintf(f,
+                    "ncclguard: pid %d: %u communicators not recorded nor checked (more than %u "
+                    "live at once, or /dev/shm full)\n",
+                    (int)p->pid, p->comms_dropped, NCG_SHM_MAX_COMMS);
     }
     for (int i = 0; i < s->nskips; i++)
         fprintf(f, "ncclguard: skipped %s: %s\n", s->skips[i].path, s->skips[i].why);

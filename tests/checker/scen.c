@@ -8,6 +8,9 @@
  *   split    comm split by rank%2; rank 2 calls Broadcast instead of AllReduce in the even half
  *   p2p      pipeline ring of send/recv; rank 2 sends one element more to rank 3 (P2P MISMATCH)
  *   early    rank 1 returns from main at ITERS/2 (RANK EXITED)
+ *   mallocspin  20 AllReduce, then rank 1 SIGKILLs itself and the others spin in malloc/free
+ *            for ITERS seconds (the stack capture interrupts a thread inside malloc)
+ *   abort    rank 1 calls ncclCommAbort at ITERS/2, waits 1 s, returns (RANK EXITED, named)
  *   kill     rank 1 SIGKILLs itself at ITERS/2 (RANK DIED)
  *   stop     rank 2 SIGSTOPs itself at ITERS/2 (RANK DIED after the heartbeat timeout)
  *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG)
@@ -15,6 +18,9 @@
  *   invert   world and a second comm (SCEN_INVERT=split: a split child, the default; root: a
  *            second root comm; p2p: rank 0 sends to rank 1 on world instead) used in turn; at
  *            ITERS/2 rank 1 takes them in the other order (DEADLOCK)
+ * steady: $SCEN_PORT_FILE gets the checker's port (rank 0); with $SCEN_FDS=N rank 0 then opens
+ * up to N descriptors and prints how many it got and its checker thread's CPU seconds.
+ * $SCEN_SPLIT_WORLD=1: in split, every rank calls AllReduce on the world comm at the end.
  * $SCEN_VICTIM overrides the rank that kills/stops itself or leaves early.
  * $SCEN_RTSIG=handle installs the application's own handler on SIGRTMIN+7 (the signal ncclguard
  * borrows to capture stacks), =block blocks that signal in the main thread; either way the
@@ -25,6 +31,8 @@
  * synchronizes (and checks the comm's async error) every 4 iterations, as a training step's
  * loss.item() would, and before reading a result.
  * A failed NCCL call prints "scen: rank R: <call>: <error>" and exits 3. */
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,6 +47,57 @@
 
 static int rank, world;
 static ncclComm_t cur; /* the comm of the latest collective, for ncclGetLastError */
+
+/* SCEN_PORT_FILE: the port in bytes 46..47 of the id's tail (docs/checker.md), as text. */
+static void write_port(const char *path, const ncclUniqueId *id)
+{
+    const unsigned char *u = (const unsigned char *)id->internal;
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "%u\n", (unsigned)(u[46] << 8 | u[47]));
+        fclose(f);
+    }
+}
+
+/* SCEN_FDS=N: how many descriptors the application can still open, and the CPU seconds the
+ * checker thread ("ncclguard") has used so far. */
+static void try_fds(int want)
+{
+    int got = 0, *fds = calloc((size_t)want, sizeof *fds);
+    while (fds && got < want && (fds[got] = open("/dev/null", O_RDONLY)) >= 0)
+        got++;
+    for (int i = 0; i < got; i++)
+        close(fds[i]);
+    free(fds);
+    double cpu = -1;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char p[300], name[64] = "", st[1024];
+        snprintf(p, sizeof p, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(p, "r");
+        if (!f)
+            continue;
+        if (!fgets(name, sizeof name, f))
+            name[0] = 0;
+        fclose(f);
+        if (strncmp(name, "ncclguard", 9))
+            continue;
+        snprintf(p, sizeof p, "/proc/self/task/%s/stat", e->d_name);
+        if ((f = fopen(p, "r")) && fgets(st, sizeof st, f)) {
+            char *q = strrchr(st, ')');
+            unsigned long ut = 0, stt = 0;
+            if (q && sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
+                            &stt) == 2)
+                cpu = (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
+        }
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    printf("scen: rank 0 opened %d of %d descriptors; checker thread cpu %.2f s\n", got, want, cpu);
+}
 
 #define CK(call)                                                                                   \
     do {                                                                                           \
@@ -120,7 +179,9 @@ static void p2p_ring(ncclComm_t c, size_t n, size_t send_extra)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: scen healthy|count|split|p2p|early|kill|stop|lag [ITERS]\n");
+        fprintf(stderr,
+                "usage: scen healthy|count|split|p2p|early|abort|kill|stop|lag|mallocspin|steady "
+                "[ITERS]\n");
         return 2;
     }
     const char *sc = argv[1];
@@ -182,7 +243,32 @@ int main(int argc, char **argv)
             printf("scen: healthy done\n");
         return 0;
     }
+    if (!strcmp(sc, "mallocspin")) { /* rank 1 dies; the others spin in malloc/free */
+        for (int i = 0; i < 20; i++)
+            allreduce(comm, 8);
+        if (rank == (victim >= 0 ? victim : 1)) {
+            usleep(300000);
+            kill(getpid(), SIGKILL);
+        }
+        struct timeval t0, t;
+        gettimeofday(&t0, NULL);
+        unsigned long spins = 0, x = (unsigned long)rank + 1;
+        do {
+            for (int k = 0; k < 1000; k++, spins++) {
+                x = x * 6364136223846793005ul + 1442695040888963407ul;
+                void *p = malloc(16 + (x >> 52));
+                if (p)
+                    *(volatile char *)p = 1;
+                free(p);
+            }
+            gettimeofday(&t, NULL);
+        } while (t.tv_sec - t0.tv_sec < iters);
+        printf("scen: rank %d spun %lu mallocs\n", rank, spins);
+        return 0;
+    }
     if (!strcmp(sc, "steady")) {
+        if (getenv("SCEN_PORT_FILE") && rank == 0) /* the checker's port, from the id's tail */
+            write_port(getenv("SCEN_PORT_FILE"), &id);
         struct timeval t0, t;
         gettimeofday(&t0, NULL);
         long n = 0;
@@ -197,6 +283,8 @@ int main(int argc, char **argv)
             CK(ncg_test_sync(comm));
             stop = s1 > 0;
         }
+        if (getenv("SCEN_FDS") && rank == 0)
+            try_fds(atoi(getenv("SCEN_FDS")));
         CK(ncclCommDestroy(comm));
         if (rank == 0)
             printf("scen: steady: %ld calls per rank\n", n);
@@ -248,6 +336,8 @@ int main(int argc, char **argv)
             if (i % 4 == 3)
                 CK(ncg_test_sync(sub));
         }
+        if (getenv("SCEN_SPLIT_WORLD")) /* then the world comm again (the even half is gone) */
+            allreduce(comm, 8);
         CK(ncclCommDestroy(sub));
         CK(ncclCommDestroy(comm));
         fprintf(stderr, "scen: rank %d done\n", rank);
@@ -274,6 +364,12 @@ int main(int argc, char **argv)
             if (!strcmp(sc, "early") && rank == (victim >= 0 ? victim : 1)) {
                 mark();
                 return 0; /* leaves without destroying: atexit says goodbye */
+            }
+            if (!strcmp(sc, "abort") && rank == (victim >= 0 ? victim : 1)) {
+                mark();
+                CK(ncclCommAbort(comm));
+                sleep(1); /* the checker hears of the abort before the process exits */
+                return 0;
             }
             if (!strcmp(sc, "kill") && rank == (victim >= 0 ? victim : 1)) {
                 mark();

@@ -3,6 +3,8 @@
 # RANK DIED verdict still shows the survivors' stacks and ends quickly; a thread stuck in a
 # p2p group shows ncclGroupEnd; a signal the application owns or blocks is left alone.
 . "$NCG_ROOT/tests/checker/lib.sh"
+case "${NCG_SANITIZER:-}" in *thread*)
+  echo "ThreadSanitizer defers asynchronous signals to its own safe points: no stacks under TSan"; exit 77;; esac
 # The block content on every rank (the default, NCCLGUARD_DIAG=auto, prints it on the ranks the
 # verdict is about and one other: tests/checker/t_incident.sh)
 export NCCLGUARD_DIAG=full

@@ -110,8 +110,12 @@ int fn_seg_attach(struct ncclComm *c)
         return -errno;
     size_t total;
     if (creator) {
-        if (ftruncate(fd, (off_t)h0.total) != 0) {
-            int e = errno;
+        /* Reserve every page now (this also sets the size): a sparse tmpfs file on a full
+         * /dev/shm would SIGBUS the first rank that touches a missing page, later, mid-call. A
+         * real library fails init instead, so do we (ENOSPC: ncclSystemError). Peers see the
+         * size only once the pages are there. */
+        int e = posix_fallocate(fd, 0, (off_t)h0.total);
+        if (e != 0) {
             close(fd);
             shm_unlink(c->shm_name);
             return -e;

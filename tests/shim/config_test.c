@@ -118,8 +118,41 @@ int main(void)
                    "ncclguard: NCCLGUARD_HEARTBEAT_TIMEOUT_S=\"0\": must be > 0; using 10"));
     c = one(&e, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", "nan");
     EXPECT(c.heartbeat_timeout_s == 10.0 && e.nwarn == 1);
+    /* Too short to work (issue 13): liveness and LAG need a few report intervals. */
+    c = one(&e, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", "0.05");
+    EXPECT(c.heartbeat_timeout_s == 10.0 && e.nwarn == 1);
+    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_HEARTBEAT_TIMEOUT_S=\"0.05\": must be at "
+                                  "least 1 (5 report intervals and 1 s); using 10"));
+    c = one(&e, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", "0.09");
+    EXPECT(c.heartbeat_timeout_s == 10.0 && e.nwarn == 1);
+    c = one(&e, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", "1");
+    EXPECT(c.heartbeat_timeout_s == 1.0 && e.nwarn == 0);
+    memset(&e, 0, sizeof e);
+    e.kv[0][0] = "NCCLGUARD_INTERVAL_MS", e.kv[0][1] = "1000";
+    e.kv[1][0] = "NCCLGUARD_HEARTBEAT_TIMEOUT_S", e.kv[1][1] = "3";
+    c = parse1(&e);
+    EXPECT(c.heartbeat_timeout_s == 10.0 && e.nwarn == 1);
+    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_HEARTBEAT_TIMEOUT_S=\"3\": must be at "
+                                  "least 5 (5 report intervals and 1 s); using 10"));
+    c = one(&e, "NCCLGUARD_INTERVAL_MS", "60000");
+    EXPECT(c.interval_ms == 60000 && c.heartbeat_timeout_s == 300.0 && c.lag_warn_s == 300.0 &&
+           e.nwarn == 1);
+    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_INTERVAL_MS=\"60000\": the heartbeat "
+                                  "timeout must be at least 5 intervals; using "
+                                  "NCCLGUARD_HEARTBEAT_TIMEOUT_S=300"));
     c = one(&e, "NCCLGUARD_LAG_WARN_S", "0");
-    EXPECT(c.lag_warn_s == 0.0 && e.nwarn == 0);
+    EXPECT(c.lag_warn_s == 60.0 && e.nwarn == 1);
+    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_LAG_WARN_S=\"0\": must be > 0; using 60"));
+    c = one(&e, "NCCLGUARD_LAG_WARN_S", "0.2");
+    EXPECT(c.lag_warn_s == 60.0 && e.nwarn == 1);
+    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_LAG_WARN_S=\"0.2\": must be at least "
+                                  "0.5 (5 report intervals); using 60"));
+    c = one(&e, "NCCLGUARD_LAG_ABORT_S", "0.1");
+    EXPECT(c.lag_abort_s == 0.0 && e.nwarn == 1);
+    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_LAG_ABORT_S=\"0.1\": must be 0 (never) "
+                                  "or at least 0.5 (5 report intervals); using 0"));
+    c = one(&e, "NCCLGUARD_LAG_WARN_S", "1");
+    EXPECT(c.lag_warn_s == 1.0 && e.nwarn == 0);
     c = one(&e, "NCCLGUARD_LAG_WARN_S", "soon");
     EXPECT(c.lag_warn_s == 60.0 && e.nwarn == 1);
     EXPECT(!strcmp(e.warnings[0],

@@ -27,3 +27,10 @@ grep -q "bcast ok" "$NCG_TMP/out" || fail "NCCLGUARD_SHM=0: bcast"
 grep -qx noseg "$NCG_TMP/dump.bcast.0" || fail "NCCLGUARD_SHM=0 still made a shared segment"
 ! grep -q '^ncclguard:' "$NCG_TMP/err" || { cat "$NCG_TMP/err"; fail "NCCLGUARD_SHM=0 warned"; }
 echo "shm=0 ok"
+
+# A timeout too short to work (issue 13): one line, the default, the job unharmed.
+NCCLGUARD_HEARTBEAT_TIMEOUT_S=0.05 LD_PRELOAD="$NCG_PRELOAD" "$LAUNCH" -n 1 -t 60 -- "$CALLS" bcast \
+  >"$NCG_TMP/out" 2>"$NCG_TMP/err" || { cat "$NCG_TMP/err"; fail "calls bcast under a short heartbeat"; }
+n=$(grep -c '^ncclguard: NCCLGUARD_HEARTBEAT_TIMEOUT_S="0.05": must be at least 1 (5 report intervals and 1 s); using 10$' "$NCG_TMP/err")
+[ "$n" = 1 ] || { cat "$NCG_TMP/err"; fail "expected the heartbeat warning once, got $n"; }
+echo "short heartbeat ok"

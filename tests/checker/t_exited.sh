@@ -1,0 +1,29 @@
+# How a rank left is named, never guessed (issue 13, item 8): ranks ended by ncclguard's own
+# abort (a verdict on a split subgroup) are not "died" for the peers they leave behind on the
+# world comm, in zero-config (the checker host's SHUTDOWN says so) and through a standalone
+# checker (their GOODBYE says so); a rank that calls ncclCommAbort is named as such.
+. "$NCG_ROOT/tests/checker/lib.sh"
+SCEN_SPLIT_WORLD=1 guarded "$NCG_TMP/out" "$LAUNCH" -n 4 -t 60 "$SCEN" split
+expect "$(exited 86)" 4 "every rank ends (the even half by the verdict, the odd half after it)"
+expect "$(nlines '^ncclguard: VERDICT: MISMATCH on comm [0-9a-f]+ \(2 ranks\)')" 2 "the subgroup's verdict"
+expect "$(nlines 'RANK DIED|died')" 0 "nobody called dead"
+expect "$(nlines "^ncclguard: VERDICT: RANK EXITED on comm [0-9a-f]+ \(4 ranks\): rank holding the checker \(global rank 0\) was ended by ncclguard's abort while others issued calls it will never match\$")" 2 "the odd half: the checker host was ended by the verdict"
+
+guarded "$NCG_TMP/out2" "$LAUNCH" -n 4 -t 60 "$SCEN" abort
+expect "$(exited 86)" 4 "ncclCommAbort: the others end"
+expect "$(nlines '^ncclguard: VERDICT: RANK EXITED on comm [0-9a-f]+ \(4 ranks\): rank 1 called ncclCommAbort while others issued calls it will never match$')" 4 "ncclCommAbort named"
+expect "$(nlines '^ncclguard:   called ncclCommAbort after 100 calls; others issued up to 101$')" 4 "detail"
+
+CLI=$B/ncclguard
+[ -x "$CLI" ] || { echo "ncclguard CLI not built: NCCLGUARD_COORD part skipped"; exit 0; }
+"$CLI" coord --listen 127.0.0.1:0 >"$NCG_TMP/coord.log" 2>&1 &
+CP=$!
+trap 'kill $CP 2>/dev/null' EXIT
+for _ in $(seq 50); do grep -q 'listening on' "$NCG_TMP/coord.log" && break; sleep 0.1; done
+PORT=$(grep -oE 'listening on [^ ]+' "$NCG_TMP/coord.log" | sed 's/.*://')
+[ -n "$PORT" ] || fail "coordinator did not start: $(cat "$NCG_TMP/coord.log")"
+NCCLGUARD_COORD=127.0.0.1:$PORT SCEN_SPLIT_WORLD=1 guarded "$NCG_TMP/out3" "$LAUNCH" -n 4 -t 60 "$SCEN" split
+expect "$(exited 86)" 4 "COORD: every rank ends"
+expect "$(nlines 'RANK DIED|died')" 0 "COORD: nobody called dead"
+expect "$(nlines "^ncclguard: VERDICT: RANK EXITED on comm [0-9a-f]+ \(4 ranks\): ranks 0,2 were ended by ncclguard's abort while others issued calls it will never match\$")" 2 "COORD: the even half was ended by the verdict"
+echo "exited ok"
