@@ -702,11 +702,13 @@ static void blocked_calls(struct lcomm *lc, struct ncg_msg_wait *w)
         e->tid = r.tid;
         e->p2p = (uint8_t)p2p;
         e->call = (struct ncg_call){r.seq, r.count, r.root_or_peer, r.func, r.dtype, r.redop};
+        /* the WAIT site without file:line: WAITs flow whenever a call waits an interval, and
+         * reading debug information (libdw) there would cost every waiting job memory and CPU */
         unsigned h = (unsigned)((lc->id ^ (key * 2 + (uint64_t)p2p)) % NCG_WIRE_MAX_WAITS);
         if (cache[h].id != lc->id || cache[h].key != key * 2 + (uint64_t)p2p) {
             cache[h].id = lc->id;
             cache[h].key = key * 2 + (uint64_t)p2p;
-            ncg_symbolize(r.caller_pc, cache[h].site, sizeof cache[h].site);
+            ncg_symbolize_opt(r.caller_pc, cache[h].site, sizeof cache[h].site, 0);
         }
         memcpy(e->site, cache[h].site, sizeof e->site);
     }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -172,14 +173,14 @@ static void jcomm(FILE *f, struct ncg_shm_comm *c, const struct tinfo *t, int nt
     fprintf(f, "]}");
 }
 
-static int render(FILE *f, const char *reason)
+#define NCG_DUMP_TEXT (256 * 1024)
+
+static int render_into(FILE *f, const char *reason, struct tinfo *t, char *text)
 {
-    static struct tinfo t[NCG_DUMP_THREADS];
-    static char text[256 * 1024];
     struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
     uint32_t self = (uint32_t)syscall(SYS_gettid);
     int nt = read_threads(t, NCG_DUMP_THREADS);
-    long pylen = ncg_py_dump_text(text, sizeof text);
+    long pylen = ncg_py_dump_text(text, NCG_DUMP_TEXT);
     for (int i = 0; i < nt; i++) {
         if (t[i].tid == self)
             continue;
@@ -233,6 +234,19 @@ static int render(FILE *f, const char *reason)
     }
     fprintf(f, "]}\n");
     return ferror(f) ? -EIO : 0;
+}
+
+/* The dump's working memory (2.5 MB) is mapped only while a dump is written, never reserved
+ * in every process that preloads the shim. Checker thread. */
+static int render(FILE *f, const char *reason)
+{
+    size_t len = sizeof(struct tinfo) * NCG_DUMP_THREADS + NCG_DUMP_TEXT;
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return -ENOMEM;
+    int rc = render_into(f, reason, m, (char *)m + sizeof(struct tinfo) * NCG_DUMP_THREADS);
+    munmap(m, len);
+    return rc;
 }
 
 int ncg_dump_write(const char *dir, const char *reason)

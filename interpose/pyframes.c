@@ -312,14 +312,19 @@ static void source_line(const char *file, int line, char *out, size_t cap)
 int ncg_py_capture(uint32_t tid, struct ncg_pystack *out)
 {
     enum { CAP = 256 * 1024 };
-    static char text[CAP];
     out->n = 0;
     out->tid = tid;
     unsigned long th = ncg_py_thread_of(tid);
-    if (ncg_py_dump_text(text, sizeof text) < 0)
-        return -ENOSYS;
-    if (!th || ncg_py_parse(text, th, out) != 0 || out->n == 0)
-        return -ESRCH;
+    /* mapped for the capture only: nothing reserved in processes that never need it */
+    char *text = mmap(NULL, CAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (text == MAP_FAILED)
+        return -ENOMEM;
+    int bad = ncg_py_dump_text(text, CAP) < 0                          ? -ENOSYS
+              : !th || ncg_py_parse(text, th, out) != 0 || out->n == 0 ? -ESRCH
+                                                                       : 0;
+    munmap(text, CAP);
+    if (bad)
+        return bad;
     out->tid = tid;
     for (int i = 0; i < out->n; i++)
         source_line(out->f[i].file, out->f[i].line, out->f[i].src, sizeof out->f[i].src);

@@ -7,6 +7,8 @@
 # Then the checker crashes (SIGKILL) and is restarted on the same port, and later stopped
 # (SIGTERM: it says SHUTDOWN) and restarted: a healthy job reconnects each time and completes.
 . "$NCG_ROOT/tests/checker/lib.sh"
+# every rank's full block is checked (the default prints it on two ranks)
+export NCCLGUARD_DIAG=full
 command -v ip >/dev/null || { echo "iproute2 not installed"; exit 77; }
 CLI=$B/ncclguard
 [ -x "$CLI" ] || { echo "ncclguard CLI not built"; exit 77; }

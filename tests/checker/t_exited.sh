@@ -3,6 +3,8 @@
 # world comm, in zero-config (the checker host's SHUTDOWN says so) and through a standalone
 # checker (their GOODBYE says so); a rank that calls ncclCommAbort is named as such.
 . "$NCG_ROOT/tests/checker/lib.sh"
+# every rank's full block is checked (the default prints it on two ranks)
+export NCCLGUARD_DIAG=full
 SCEN_SPLIT_WORLD=1 guarded "$NCG_TMP/out" "$LAUNCH" -n 4 -t 60 "$SCEN" split
 expect "$(exited 86)" 4 "every rank ends (the even half by the verdict, the odd half after it)"
 expect "$(nlines '^ncclguard: VERDICT: MISMATCH on comm [0-9a-f]+ \(2 ranks\)')" 2 "the subgroup's verdict"

@@ -4,6 +4,8 @@
 # naming the fallback, and the diagnostic says why and where the report went instead
 # ($TMPDIR/ncclguard-<uid>).
 . "$NCG_ROOT/tests/checker/lib.sh"
+# every rank's full block is checked (the default prints it on two ranks)
+export NCCLGUARD_DIAG=full
 export TMPDIR=$NCG_TMP/tmp
 mkdir -p "$TMPDIR"
 FB=$TMPDIR/ncclguard-$(id -u)

@@ -4,6 +4,8 @@
 # interrupted inside malloc). Under NCCLGUARD_ACTION=warn the survivors of a SIGKILLed rank
 # print their stacks, taken inside malloc or free, and go on spinning to the end. Three times.
 . "$NCG_ROOT/tests/checker/lib.sh"
+# every rank's full block is checked (the default prints it on two ranks)
+export NCCLGUARD_DIAG=full
 case "${NCG_SANITIZER:-}" in *thread*)
   echo "ThreadSanitizer defers asynchronous signals to its own safe points: no stacks under TSan"; exit 77;; esac
 for i in 1 2 3; do
