@@ -786,7 +786,12 @@ static void client_report(uint64_t now)
                 (struct ncg_report_entry){lc->id, (uint32_t)lc->nranks,    (uint32_t)lc->rank, cnt,
                                           gr,     done < cnt ? done : cnt, driver_tid(lc, cnt)};
         }
-        if (wt[lc->link].u.wait.n < NCG_WIRE_MAX_WAITS - 1)
+        /* WAITs (the DEADLOCK wait-for graph) only where a call's return is its completion: with
+         * completion sampled by CUDA events (asynchronous NCCL) a call looks incomplete for a
+         * while after it completed, and a thread is not blocked in the calls it enqueued, so
+         * the graph would hold false edges (a false DEADLOCK; docs/checker.md) */
+        if (wt[lc->link].u.wait.n < NCG_WIRE_MAX_WAITS - 1 &&
+            __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE) == NCG_CMODE_RETURN)
             blocked_calls(lc, &wt[lc->link].u.wait);
         i++;
     }
