@@ -54,8 +54,14 @@ for t in "${tests[@]}"; do
     rm -rf "$NCG_TMP"
     # Ranks a test killed on purpose (SIGKILL) or ended by a verdict leave their segments:
     # reclaim them so a long run does not fill /dev/shm. Only segments of processes that are gone
-    # and ran a program of this build (their command line names $NCG_BUILD) are touched.
-    [ -x "$NCG_BUILD/ncclguard" ] && "$NCG_BUILD/ncclguard" clean --grace 0 --match "$NCG_BUILD/" >/dev/null 2>&1
+    # and ran a program of this build or checkout (their command line names $NCG_BUILD or
+    # $NCG_ROOT/tests/) are touched: a stale segment could be taken for a new process's once
+    # its pid is reused.
+    # Python jobs' command lines name the test script (tests/python/train.py), not the build.
+    if [ -x "$NCG_BUILD/ncclguard" ]; then
+      "$NCG_BUILD/ncclguard" clean --grace 0 --match "$NCG_BUILD/" >/dev/null 2>&1
+      "$NCG_BUILD/ncclguard" clean --grace 0 --match "$NCG_ROOT/tests/" >/dev/null 2>&1
+    fi
   done
 done
 [ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
