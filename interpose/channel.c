@@ -473,12 +473,28 @@ int ncg_server_open_conns(const struct ncg_server *s)
 
 /* ---------- standalone coordinator ---------- */
 
-static const char *host_name(void)
+const char *ncg_host_name(void)
 {
     static char h[64];
     if (!h[0] && gethostname(h, sizeof h - 1) != 0)
         snprintf(h, sizeof h, "localhost");
     return h;
+}
+
+void ncg_coord_params_init(struct ncg_coord_params *cp, const struct ncg_config *cfg,
+                           uint64_t token, int embedded, int32_t global_rank)
+{
+    *cp = (struct ncg_coord_params){.token = token,
+                                    .interval_ms = cfg->interval_ms ? cfg->interval_ms : 100,
+                                    .heartbeat_timeout_s = cfg->heartbeat_timeout_s,
+                                    .lag_warn_s = cfg->lag_warn_s,
+                                    .lag_abort_s = cfg->lag_abort_s,
+                                    .stuck_warn_s = cfg->stuck_warn_s,
+                                    .stuck_abort_s = cfg->stuck_abort_s,
+                                    .embedded = (uint8_t)embedded,
+                                    .global_rank = global_rank,
+                                    .pid = (uint32_t)getpid()};
+    snprintf(cp->host, sizeof cp->host, "%s", ncg_host_name());
 }
 
 static const char *coord_getenv(const char *name, void *arg)
@@ -523,19 +539,8 @@ int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or
     /* The same parsing and checks as in the ranks (bad values: one line, the default). */
     struct ncg_config cfg;
     ncg_config_parse(&cfg, coord_getenv, coord_warn, NULL);
-    struct ncg_coord_params cp = {.token = token_or_null ? ncg_token_hash(token_or_null) : 0,
-                                  .interval_ms = cfg.interval_ms,
-                                  .heartbeat_timeout_s = cfg.heartbeat_timeout_s,
-                                  .lag_warn_s = cfg.lag_warn_s,
-                                  .lag_abort_s = cfg.lag_abort_s,
-                                  .stuck_warn_s = cfg.stuck_warn_s,
-                                  .stuck_abort_s = cfg.stuck_abort_s,
-                                  .embedded = 0,
-                                  .global_rank = -1,
-                                  .pid = (uint32_t)getpid()};
-    if (cp.interval_ms == 0)
-        cp.interval_ms = 100;
-    snprintf(cp.host, sizeof cp.host, "%s", host_name());
+    struct ncg_coord_params cp;
+    ncg_coord_params_init(&cp, &cfg, token_or_null ? ncg_token_hash(token_or_null) : 0, 0, -1);
     struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &s, coord_log};
     s.co = ncg_coord_new(&cp, &ops);
     s.interval_ms = cp.interval_ms;

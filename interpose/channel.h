@@ -60,4 +60,13 @@ void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n,
 int ncg_server_pending_tx(const struct ncg_server *s); /* connections with unsent bytes */
 int ncg_server_open_conns(const struct ncg_server *s);
 
+struct ncg_config;
+struct ncg_coord_params;
+/* This host's name (gethostname, else "localhost"), cached. Any thread; no allocation. */
+const char *ncg_host_name(void);
+/* The coordinator's parameters from a parsed configuration (timeouts, interval), with this
+ * process's pid and host. Any thread; no allocation. */
+void ncg_coord_params_init(struct ncg_coord_params *cp, const struct ncg_config *cfg,
+                           uint64_t token, int embedded, int32_t global_rank);
+
 #endif

@@ -134,14 +134,6 @@ static void wake_thread(void)
     }
 }
 
-static const char *host_name(void)
-{
-    static char h[64];
-    if (!h[0] && gethostname(h, sizeof h - 1) != 0)
-        snprintf(h, sizeof h, "localhost");
-    return h;
-}
-
 static const char *env_get(const char *name, void *arg)
 {
     (void)arg;
@@ -376,7 +368,7 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
                              .rank_var = launch_ranks()->global_var,
                              .diag_mode = ncg_cfg.diag,
                              .pid = (uint32_t)getpid(),
-                             .host = host_name(),
+                             .host = ncg_host_name(),
                              .my_call = "",
                              .my_site = "",
                              .action = "",
@@ -983,7 +975,7 @@ static void link_io(int li, short rev, uint64_t now)
         h.u.hello.token = l->token;
         h.u.hello.pid = (uint32_t)getpid();
         h.u.hello.global_rank = global_rank();
-        snprintf(h.u.hello.host, sizeof h.u.hello.host, "%s", host_name());
+        snprintf(h.u.hello.host, sizeof h.u.hello.host, "%s", ncg_host_name());
         link_send(l, &h);
     }
     if (rev & (POLLIN | POLLHUP | POLLERR)) {
@@ -1236,17 +1228,8 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
         while (tok == 0)
             if (getrandom(&tok, sizeof tok, 0) != sizeof tok)
                 tok = (uint64_t)ncg_chan_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-        struct ncg_coord_params cp = {.token = tok,
-                                      .interval_ms = ncg_cfg.interval_ms,
-                                      .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
-                                      .lag_warn_s = ncg_cfg.lag_warn_s,
-                                      .lag_abort_s = ncg_cfg.lag_abort_s,
-                                      .stuck_warn_s = ncg_cfg.stuck_warn_s,
-                                      .stuck_abort_s = ncg_cfg.stuck_abort_s,
-                                      .embedded = 1,
-                                      .global_rank = global_rank(),
-                                      .pid = (uint32_t)getpid()};
-        snprintf(cp.host, sizeof cp.host, "%s", host_name());
+        struct ncg_coord_params cp;
+        ncg_coord_params_init(&cp, &ncg_cfg, tok, 1, global_rank());
         struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &G.srv, NULL};
         G.srv.co = ncg_coord_new(&cp, &ops);
         if (!G.srv.co) {
@@ -1255,10 +1238,10 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
             goto out;
         }
         G.srv.lfd = fd;
-        G.srv.interval_ms = cp.interval_ms ? cp.interval_ms : 100;
+        G.srv.interval_ms = cp.interval_ms;
         G.port = p;
         G.token = tok;
-        ncg_http_embedded_start(&G.srv, tok, host_name(), (uint32_t)getpid(), cp.global_rank);
+        ncg_http_embedded_start(&G.srv, tok, ncg_host_name(), (uint32_t)getpid(), cp.global_rank);
         /* Publish after the fields above: the thread reads have_srv without the lock. */
         __atomic_store_n(&G.have_srv, 1, __ATOMIC_RELEASE);
     }
