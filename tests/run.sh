@@ -39,6 +39,9 @@ for t in "${tests[@]}"; do
     fi
     export NCG_TMP NCG_NCCL_MODE=${mode/-/sync}
     NCG_TMP=$(mktemp -d /tmp/ncgtest.XXXXXX)
+    # Verdict reports of jobs a script runs without naming a directory land in its scratch
+    # directory, not in the checkout.
+    export NCCLGUARD_REPORT_DIR=$NCG_TMP
     start=$(date +%s.%N)
     log=$NCG_TMP/log
     timeout -k 10 "$limit" bash "$t" >"$log" 2>&1
