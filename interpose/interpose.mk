@@ -154,4 +154,10 @@ BENCH_TARGETS += bench-percall
 bench-percall: $(BUILD)/libncclguard.so $(BUILD)/bench/percall $(BUILD)/bench/mockcudart/libcudart.so
 	tests/bench/percall.sh $(BUILD)
 
+# Python callers (ctypes and a C extension), bare and guarded in one run.
+BENCH_TARGETS += bench-python
+.PHONY: bench-python
+bench-python: $(BUILD)/libncclguard.so $(BUILD)/bench/null/libnccl.so.2
+	tests/bench/pycall.sh $(BUILD)
+
 -include $(wildcard $(BUILD)/obj/interpose/*.d $(BUILD)/tests/shim/*.d $(BUILD)/bench/*.d)

@@ -9,6 +9,8 @@ command -v make >/dev/null 2>&1 || need+=(make)
 have_hdr ck_pr.h || need+=(libck-dev)
 have_hdr libunwind.h || need+=(libunwind-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# Python's headers: the tests build a C extension linked against libnccl (tests/python/ncgext.c).
+ls /usr/include/python3*/Python.h >/dev/null 2>&1 || need+=(python3-dev)
 command -v clang >/dev/null 2>&1 || need+=(clang)
 command -v clang-format >/dev/null 2>&1 || need+=(clang-format)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)

@@ -27,3 +27,15 @@ pythons() {
 has_pyenv311() { pythons | grep -q '^pyenv-3\.11 '; }
 # block R FILE: rank R's diagnostic (one write(2) per rank: its lines are contiguous).
 block() { awk -v r="comm rank $1," 'index($0, r) { on = 1 } on { print } on && /^ncclguard:   action:/ { exit }' "$2"; }
+# build_ext PY DIR: build the C extension tests/python/ncgext.c for interpreter PY into DIR
+# (its own headers and suffix; linked against the CPU libnccl, never against libpython).
+# Returns 1 when PY has no headers.
+build_ext() {
+  local inc suf
+  inc=$("$1" -c 'import sysconfig; print(sysconfig.get_paths()["include"])') || return 1
+  suf=$("$1" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') || return 1
+  [ -f "$inc/Python.h" ] || return 1
+  mkdir -p "$2"
+  ${CC:-cc} -O1 -g -shared -fPIC -std=gnu11 -Wall -Werror -I"$inc" -I"$NCG_ROOT/include" \
+    -o "$2/ncgext$suf" "$NCG_ROOT/tests/python/ncgext.c" -L"$B/fakenccl" -l:libnccl.so.2
+}

@@ -1,8 +1,11 @@
-# The incident as a Python training loop calling NCCL through plain ctypes (tests/python/
-# train.py), under Debian's python3 and pyenv's shared-libpython builds: every rank exits 86
-# within 2 s of the divergence; the short rank's diagnostic shows its Python frames with file,
-# line and source (save_checkpoint), the others theirs (backward); the report carries them
-# (python_stack). Then the same loop run from a threading.Thread: that thread's frames.
+# The incident as a Python training loop (tests/python/train.py), under Debian's python3 and
+# pyenv's shared-libpython builds, calling NCCL through plain ctypes on libnccl's handle (the
+# vLLM shape), then from a threading.Thread, then through a C extension linked against libnccl
+# that releases the GIL around each call (tests/python/ncgext.c, the PyTorch shape): every rank
+# exits 86 within 2 s of the divergence; the short rank's diagnostic shows its Python frames
+# with file, line and source (save_checkpoint), the others theirs (backward); the report
+# carries them (python_stack); a thread's run shows that thread's frames; the extension's
+# headline names its native call sites (ncgext.c).
 . "$NCG_ROOT/tests/python/lib.sh"
 py=$(pythons)
 [ -n "$py" ] || { echo "no CPython 3.9+ here"; exit 77; }
@@ -10,10 +13,13 @@ echo "$py"
 has_pyenv311 || echo "note: no pyenv 3.11 with a shared libpython here"
 N=${NCG_PY_RANKS:-16}
 while read -r label PY; do
-  for variant in main thread; do
+  variants="main thread ext"
+  export NCG_EXT_DIR=$NCG_TMP/ext.$label
+  build_ext "$PY" "$NCG_EXT_DIR" || { echo "$label: no headers for the C extension"; variants="main thread"; }
+  for variant in $variants; do
     REP=$NCG_TMP/rep.$label.$variant; mkdir -p "$REP"
     OUT=$NCG_TMP/out.$label.$variant
-    extra=; [ $variant = thread ] && extra=--thread
+    extra=; [ $variant = thread ] && extra=--thread; [ $variant = ext ] && extra="--via ext"
     # the default NCCLGUARD_DIAG=auto: the full blocks (with the frames) on rank 3 and rank 0;
     # every rank's report carries its frames
     env LD_PRELOAD="$NCG_PRELOAD" NCCLGUARD_REPORT_DIR="$REP" timeout -k 5 60 \
@@ -31,6 +37,9 @@ while read -r label PY; do
       b=$(block $r "$OUT")
       fn=backward; src='nccl\.ncclReduceScatter\(send, recv'
       [ $r = 3 ] && { fn=save_checkpoint; src='nccl\.ncclAllReduce\(flag, flag'; }
+      if [ $variant = ext ]; then
+        src='ext\.reduce_scatter\(64\)'; [ $r = 3 ] && src='ext\.all_reduce\(1\)'
+      fi
       echo "$b" | grep -A1 -E "^ncclguard:     \S*train\.py:[0-9]+ in $fn$" | grep -qE "^ncclguard:         check\($src" \
         || { echo "$b"; fail "$label $variant: rank $r: no frame $fn with its source line"; }
       echo "$b" | grep -qE '^ncclguard:     \S*train\.py:[0-9]+ in train_loop$' || fail "$label $variant: rank $r: no train_loop frame"
@@ -42,7 +51,11 @@ while read -r label PY; do
       fi
       [ $r = 3 ] && ! echo "$b" | grep -qE ' in backward$' && true
     done
-    grep -l '"python_stack":{"tid":[0-9]*,"thread":"0x[0-9a-f]*","frames":\[{"file":"[^"]*train.py","line":[0-9]*,"function":"save_checkpoint","source":"check(nccl.ncclAllReduce' "$REP"/*.json >/dev/null \
+    if [ $variant = ext ]; then
+      grep -qE '^ncclguard:     AllReduce\(count=1, float32, sum\) +on rank 3  from ext_ncclAllReduce\+0x[0-9a-f]+ \(ncgext\S*\.so\+0x[0-9a-f]+\)' "$OUT" \
+        || fail "$label ext: headline call site of rank 3 is not the extension's"
+    fi
+    grep -l '"python_stack":{"tid":[0-9]*,"thread":"0x[0-9a-f]*","frames":\[{"file":"[^"]*train.py","line":[0-9]*,"function":"save_checkpoint","source":"check(' "$REP"/*.json >/dev/null \
       || fail "$label $variant: no report with rank 3's python_stack"
     expect "$(grep -l '"function":"backward"' "$REP"/*.json | wc -l)" $((N - 1)) "$label $variant: reports of the others with backward"
     echo "$label $variant: $N ranks exited 86 ${secs}s after the divergence, frames shown"
