@@ -355,6 +355,21 @@ static int is_stuck_verdict(const struct ncg_verdict *v)
 }
 
 static void client_report(uint64_t now);
+/* A record's call site for a diagnostic; a graph replay's is its capture's, so said. */
+static void site_of(const struct ncg_shm_record *rec, char *buf, size_t n)
+{
+    static const char tag[] = " (in a CUDA graph replay)";
+    if (!(rec->flags & NCG_REC_GRAPH) || n <= sizeof tag) {
+        ncg_symbolize(rec->caller_pc, buf, n);
+        return;
+    }
+    ncg_symbolize(rec->caller_pc, buf, n - (sizeof tag - 1));
+    if (!buf[0])
+        snprintf(buf, n, "a CUDA graph replay");
+    else
+        strcat(buf, tag);
+}
+
 static void client_exit_messages(uint8_t flags);
 
 static void apply_verdict(struct ncg_verdict *v, uint64_t now)
@@ -406,7 +421,7 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
                 snprintf(mycall, sizeof mycall, "slot %" PRId64 " %s%s", slot,
                          ncg_call_format(&c, call, sizeof call),
                          (uint64_t)slot + 1 == cnt ? " (its latest call)" : "");
-                ncg_symbolize(rec.caller_pc, site, sizeof site);
+                site_of(&rec, site, sizeof site);
                 struct timespec wt, mt;
                 clock_gettime(CLOCK_REALTIME, &wt);
                 clock_gettime(CLOCK_MONOTONIC, &mt);
@@ -568,7 +583,7 @@ static void answer_query(int li, const struct ncg_msg_query *q)
                 a->call.dtype = rec.dtype;
                 a->call.redop = rec.redop;
                 if (q->mode & NCG_QUERY_RECORDS)
-                    ncg_symbolize(rec.caller_pc, a->site, sizeof a->site);
+                    site_of(&rec, a->site, sizeof a->site);
             } else {
                 a->status = rc == -ENOENT ? NCG_ANS_GONE : NCG_ANS_NONE;
             }

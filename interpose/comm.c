@@ -12,6 +12,7 @@
 
 #include "checker.h"
 #include "completion.h"
+#include "graph.h"
 #include "hash.h"
 #include "log.h"
 #include "ring.h"
@@ -438,9 +439,29 @@ static inline struct ncg_comm *ncg_comm_for_call(ncclComm_t comm, int *failed)
     return c;
 }
 
+/* Flags of a record issued inside a group: a graph replay's calls are recorded as a group and
+ * carry their own flags (graph.c). */
+static inline uint8_t ncg_group_flags(void)
+{
+    uint8_t f = ncg_tls.rec_flags;
+    return f ? f : NCG_REC_IN_GROUP;
+}
+
 int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, int root,
                     ncclComm_t comm, void *stream)
 {
+    if (ncg_graph_capturing()) {
+        struct ncg_gcall g = {.comm = comm,
+                              .pc = pc,
+                              .count = count,
+                              .root_or_peer = root,
+                              .op = op,
+                              .func = func,
+                              .dtype = dtype,
+                              .in_group = ncg_tls.group > 0};
+        if (ncg_graph_capture_call(stream, &g))
+            return 0;
+    }
     int failed = 0;
     struct ncg_comm *c = ncg_comm_for_call(comm, &failed);
     if (!c)
@@ -462,7 +483,7 @@ int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, in
     int grouped = ncg_tls.group > 0;
     ncg_ring_put_fields(&s->coll[slot & (NCG_COLL_RING - 1)], slot, slot, count, next[1],
                         (uint64_t)(uintptr_t)pc, now, ncg_tid(), root, func, (uint32_t)dtype, redop,
-                        grouped ? NCG_REC_IN_GROUP : 0);
+                        grouped ? ncg_group_flags() : 0);
     if (__builtin_expect(grouped, 0)) {
         ncg_group_note(s, c->cev, 0, slot, stream);
     } else {
@@ -482,6 +503,19 @@ int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, in
 int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, ncclComm_t comm,
                    void *stream)
 {
+    if (ncg_graph_capturing()) {
+        struct ncg_gcall g = {.comm = comm,
+                              .pc = pc,
+                              .count = count,
+                              .root_or_peer = peer,
+                              .op = NCG_NO_OP,
+                              .func = func,
+                              .dtype = dtype,
+                              .p2p = 1,
+                              .in_group = ncg_tls.group > 0};
+        if (ncg_graph_capture_call(stream, &g))
+            return 0;
+    }
     int failed = 0;
     struct ncg_comm *c = ncg_comm_for_call(comm, &failed);
     if (!c)
@@ -499,7 +533,7 @@ int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, n
     ncg_ring_put_fields(&s->p2p[idx & (NCG_P2P_RING - 1)], idx, k, count,
                         ncg_fingerprint(func, count, (uint32_t)dtype, NCG_REDOP_NONE, peer),
                         (uint64_t)(uintptr_t)pc, now, ncg_tid(), peer, func, (uint32_t)dtype,
-                        NCG_REDOP_NONE, grouped ? NCG_REC_IN_GROUP : 0);
+                        NCG_REDOP_NONE, grouped ? ncg_group_flags() : 0);
     if (grouped) {
         ncg_group_note(s, c->cev, 1, idx, stream);
     } else {

@@ -2,9 +2,10 @@
 # checker.mk has already appended the checker's sources to SHIM_SRCS.
 
 # Pure code other components (the CLI) may link: config parsing, hashing, the ring reader, log.
-SHIM_PURE_SRCS := interpose/config.c interpose/hash.c interpose/ring.c interpose/log.c
+SHIM_PURE_SRCS := interpose/config.c interpose/hash.c interpose/ring.c interpose/log.c \
+                  interpose/graphtab.c
 SHIM_SRCS += $(SHIM_PURE_SRCS) interpose/resolve.c interpose/shm.c interpose/comm.c interpose/shim.c \
-             interpose/wrappers.c interpose/completion.c interpose/dlsym.c
+             interpose/wrappers.c interpose/completion.c interpose/dlsym.c interpose/graph.c
 SHIM_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_SRCS))
 SHIM_PURE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_PURE_SRCS))
 SHIM_CFLAGS := -ftls-model=initial-exec -MMD -MP
@@ -35,7 +36,7 @@ ALL_TARGETS += $(BUILD)/libncclguard.so $(BUILD)/libncg_pure.a
 SHIM_TEST_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) -MMD -MP
 SHIM_FAKE := $(BUILD)/fakenccl/libnccl.so.2
 SHIM_TEST_BINS := $(BUILD)/tests/shim/config_test $(BUILD)/tests/shim/api_names \
-                  $(BUILD)/tests/shim/ring_test $(BUILD)/tests/shim/shmread $(BUILD)/tests/shim/calls \
+                  $(BUILD)/tests/shim/ring_test $(BUILD)/tests/shim/graphtab_test $(BUILD)/tests/shim/shmread $(BUILD)/tests/shim/calls \
                   $(BUILD)/tests/shim/realnccl $(BUILD)/tests/shim/dlopen_local \
                   $(BUILD)/tests/shim/libuses_nccl.so $(BUILD)/bench/null/libnccl.so.2 \
                   $(BUILD)/bench/null-norevoke/libnccl.so.2 $(BUILD)/bench/percall \
@@ -73,6 +74,10 @@ $(BUILD)/tests/shim/ranks_test: tests/shim/ranks_test.c $(BUILD)/libncg_pure.a
 $(BUILD)/tests/shim/api_names: tests/shim/api_names.c interpose/api.def
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BASE_LDFLAGS)
+
+$(BUILD)/tests/shim/graphtab_test: tests/shim/graphtab_test.c $(BUILD)/libncg_pure.a
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BUILD)/libncg_pure.a $(BASE_LDFLAGS)
 
 $(BUILD)/tests/shim/ring_test: tests/shim/ring_test.c $(BUILD)/libncg_pure.a
 	@mkdir -p $(@D)
@@ -153,6 +158,17 @@ BENCH_TARGETS += bench-percall
 .PHONY: bench-percall
 bench-percall: $(BUILD)/libncclguard.so $(BUILD)/bench/percall $(BUILD)/bench/mockcudart/libcudart.so
 	tests/bench/percall.sh $(BUILD)
+
+# CUDA graph replays: cudaGraphLaunch of captured NCCL calls over the do-nothing runtime.
+$(BUILD)/bench/graphbench: tests/bench/graphbench.c $(BUILD)/bench/null/libnccl.so.2 $(BUILD)/bench/mockcudart/libcudart.so
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BASE_LDFLAGS) -L$(BUILD)/bench/null -l:libnccl.so.2 \
+	    -L$(BUILD)/bench/mockcudart -l:libcudart.so -Wl,-rpath,'$$ORIGIN/null:$$ORIGIN/mockcudart'
+TEST_BINS += $(BUILD)/bench/graphbench
+BENCH_TARGETS += bench-graph
+.PHONY: bench-graph
+bench-graph: $(BUILD)/libncclguard.so $(BUILD)/bench/graphbench
+	tests/bench/graphbench.sh $(BUILD)
 
 # Python callers (ctypes and a C extension), bare and guarded in one run.
 BENCH_TARGETS += bench-python

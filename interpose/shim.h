@@ -24,6 +24,7 @@ struct ncg_tls {
     uint64_t *done_at;        /* the segment counter to advance, or NULL */
     uint64_t done_val;        /* its new value (slot + 1, or p2p index + 1) */
     struct ncg_cev *done_cev; /* the comm's event tracker (asynchronous NCCL only) */
+    uint8_t rec_flags;        /* NCG_REC_* of the calls a graph replay records (graph.c), else 0 */
 };
 
 extern __thread struct ncg_tls ncg_tls __attribute__((tls_model("initial-exec")));
@@ -72,8 +73,10 @@ static inline uint32_t ncg_tid(void)
 
 #define NCG_NO_OP (-1) /* "this call takes no reduction op" in api.def fingerprints */
 
-/* The application's collective / p2p call about to be forwarded: number and record it.
- * Returns 0 to forward, -1 when the checker failed the comm (return ncclRemoteError).
+/* The application's collective / p2p call about to be forwarded: number and record it (a call
+ * on a capturing stream is kept with its capture instead, graph.h; a graph replay calls these
+ * for each captured call). Returns 0 to forward, -1 when the checker failed the comm (return
+ * ncclRemoteError).
  * Hot path: lock-free, no syscall (vDSO clock), no allocation, no output. */
 int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, int root,
                     ncclComm_t comm, void *stream);

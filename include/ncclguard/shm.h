@@ -49,6 +49,7 @@ enum ncg_func {
 
 /* Record flags. */
 #define NCG_REC_IN_GROUP 0x1u /* issued between ncclGroupStart/End */
+#define NCG_REC_GRAPH 0x2u    /* run by a cudaGraphLaunch (captured earlier; pc: the capture's) */
 
 /* One call. Seqlock-stamped: the writer stores stamp = 2*idx+1, the fields, then
  * stamp = 2*idx+2 (release). A reader copies the record and accepts it only if it read the
