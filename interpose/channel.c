@@ -92,10 +92,11 @@ int ncg_peer_flush(struct ncg_peer *p)
     return 0;
 }
 
-/* Read what is there; -1 on EOF or error. */
+/* Read what is there, bounded per call so that one busy peer cannot hold the thread that also
+ * keeps everyone's liveness; -1 on EOF or error. */
 int ncg_peer_fill(struct ncg_peer *p)
 {
-    for (;;) {
+    for (size_t got = 0; got < NCG_PEER_RX_BUDGET;) {
         if (p->rxcap - p->rxlen < 4096) {
             size_t cap = p->rxcap ? p->rxcap * 2 : 16384;
             if (cap > NCG_WIRE_HDR + NCG_WIRE_MAX_PAYLOAD + 16384)
@@ -115,9 +116,11 @@ int ncg_peer_fill(struct ncg_peer *p)
             return -1;
         p->rxlen += (size_t)r;
         p->nrx += (uint64_t)r;
+        got += (size_t)r;
         if (p->rxlen < p->rxcap)
             return 0;
     }
+    return 0;
 }
 
 /* Next decoded message: 1 with *m filled, 0 none yet, -1 malformed. */
@@ -326,13 +329,22 @@ static void srv_accept(struct ncg_server *s, uint64_t now)
     }
 }
 
-/* Reads and dispatches what conn id has; closes it on EOF or garbage. */
-static void srv_read(struct ncg_server *s, int id, uint64_t now)
+/* Messages dispatched per connection and round: a flood from one peer waits its turn, the
+ * round's tick (pings, liveness) comes on time. */
+#define SRV_MSGS_PER_ROUND 256
+
+/* Reads and dispatches what conn id has (bounded); closes it on EOF or garbage. */
+static void srv_read(struct ncg_server *s, int id, uint64_t now, int fill)
 {
     struct ncg_peer *p = &s->pc[id];
     static struct ncg_msg m;
-    int rc = ncg_peer_fill(p);
-    for (;;) {
+    int rc = fill ? ncg_peer_fill(p) : 0;
+    p->more = 0;
+    for (int done = 0;; done++) {
+        if (done == SRV_MSGS_PER_ROUND) {
+            p->more = 1; /* the rest next round, before poll waits */
+            break;
+        }
         int k = ncg_peer_next(p, &m);
         if (k <= 0) {
             if (k < 0)
@@ -437,8 +449,11 @@ void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n,
         if (s->pc[id].fd < 0 || s->dead[id])
             continue;
         if (pf[k].revents & (POLLIN | POLLHUP | POLLERR))
-            srv_read(s, id, now);
+            srv_read(s, id, now, 1);
     }
+    for (int i = 0; i < s->npc && !s->nomem; i++) /* messages left from the last round */
+        if (s->pc[i].fd >= 0 && s->pc[i].more && !s->dead[i])
+            srv_read(s, i, now, 0);
     if (!s->nomem && now - s->last_tick_ns >= (uint64_t)s->interval_ms * 500000ull) {
         s->last_tick_ns = now;
         ncg_coord_tick(s->co, now);
@@ -453,6 +468,14 @@ void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n,
     srv_reap(s, now);
     if (s->http)
         ncg_http_handle(s->http, pf + http_first, n - http_first, now);
+}
+
+int ncg_server_busy(const struct ncg_server *s)
+{
+    for (int i = 0; i < s->npc; i++)
+        if (s->pc[i].fd >= 0 && s->pc[i].more)
+            return 1;
+    return 0;
 }
 
 int ncg_server_pending_tx(const struct ncg_server *s)
@@ -574,7 +597,7 @@ int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or
     }
     while (!*stop && !s.failed) {
         int n = ncg_server_pollfds(&s, pf, map, MAXFD);
-        int rc = poll(pf, (nfds_t)n, (int)s.interval_ms / 2 + 1);
+        int rc = poll(pf, (nfds_t)n, ncg_server_busy(&s) ? 0 : (int)s.interval_ms / 2 + 1);
         if (rc < 0 && errno != EINTR)
             break;
         ncg_server_handle(&s, pf, map, rc > 0 ? n : 0, ncg_chan_now_ns());

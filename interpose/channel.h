@@ -15,6 +15,7 @@ struct ncg_peer {
     uint8_t *rx, *tx;
     size_t rxlen, rxcap, txlen, txcap;
     uint64_t nrx, ntx; /* bytes received / sent on the socket so far */
+    int more;          /* decoded messages left in rx for the next round (server side) */
 };
 
 void ncg_peer_init(struct ncg_peer *p, int fd);
@@ -22,7 +23,10 @@ void ncg_peer_close(struct ncg_peer *p);                        /* closes fd, fr
 int ncg_peer_send(struct ncg_peer *p, const struct ncg_msg *m); /* queue; -1: backlog over 8 MiB,
                                                                    -2: out of memory */
 int ncg_peer_flush(struct ncg_peer *p);                         /* write what fits; -1: broken */
-int ncg_peer_fill(struct ncg_peer *p); /* read what is there; -1: EOF/error, -2: out of memory */
+/* Read what is there, at most NCG_PEER_RX_BUDGET bytes per call (the kernel keeps the rest and
+ * poll reports it again); -1: EOF/error, -2: out of memory. */
+int ncg_peer_fill(struct ncg_peer *p);
+#define NCG_PEER_RX_BUDGET (256u * 1024u)
 int ncg_peer_next(struct ncg_peer *p, struct ncg_msg *m); /* 1 message, 0 none yet, -1 garbage */
 void ncg_set_nonblock(int fd);                            /* O_NONBLOCK + TCP_NODELAY */
 uint64_t ncg_chan_now_ns(void);                           /* CLOCK_MONOTONIC */
@@ -58,6 +62,8 @@ int ncg_server_pollfds(struct ncg_server *s, struct pollfd *pf, int *map, int ma
 /* Handle poll results (n = 0 after a timeout), tick the coordinator, flush, reap. */
 void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n, uint64_t now);
 int ncg_server_pending_tx(const struct ncg_server *s); /* connections with unsent bytes */
+/* 1 when a connection has decoded messages waiting for the next round (poll with timeout 0). */
+int ncg_server_busy(const struct ncg_server *s);
 int ncg_server_open_conns(const struct ncg_server *s);
 
 struct ncg_config;

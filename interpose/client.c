@@ -1135,6 +1135,8 @@ static void *thread_main(void *arg)
             timeout = (int)ncg_cfg.interval_ms / 2 + 1;
         if (G.abort_at_ns || exiting)
             timeout = 10;
+        if (srv_up() && ncg_server_busy(&G.srv))
+            timeout = 0; /* messages left from a bounded round */
         int rc = poll(pf, (nfds_t)n, timeout);
         if (rc < 0 && errno != EINTR)
             usleep(1000);

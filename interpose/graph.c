@@ -16,9 +16,9 @@
 #include "shim.h"
 
 #define NCG_EXPORT __attribute__((visibility("default")))
-#define CUDA_ERROR_INIT 3         /* cudaErrorInitializationError: no runtime to forward to */
-#define CAPTURE_STATUS_ACTIVE 1   /* cudaStreamCaptureStatusActive */
-#define CAPTURE_STATUS_INVALID 2  /* cudaStreamCaptureStatusInvalidated */
+#define CUDA_ERROR_INIT 3        /* cudaErrorInitializationError: no runtime to forward to */
+#define CAPTURE_STATUS_ACTIVE 1  /* cudaStreamCaptureStatusActive */
+#define CAPTURE_STATUS_INVALID 2 /* cudaStreamCaptureStatusInvalidated */
 
 int ncg_graph_captures;
 
@@ -43,17 +43,45 @@ int cudaGraphLaunch(void *exec, void *stream);
 int cudaGraphLaunch_ptsz(void *exec, void *stream);
 
 enum {
-    R_BEGIN, R_BEGIN_PTSZ, R_BEGIN_TO, R_BEGIN_TO_PTSZ, R_END, R_END_PTSZ, R_INFO, R_INFO_PTSZ,
-    R_INST, R_INST_FLAGS, R_INST_PARAMS, R_INST_PARAMS_PTSZ, R_UPDATE, R_EXEC_DESTROY,
-    R_DESTROY, R_CLONE, R_LAUNCH, R_LAUNCH_PTSZ, R_COUNT
+    R_BEGIN,
+    R_BEGIN_PTSZ,
+    R_BEGIN_TO,
+    R_BEGIN_TO_PTSZ,
+    R_END,
+    R_END_PTSZ,
+    R_INFO,
+    R_INFO_PTSZ,
+    R_INST,
+    R_INST_FLAGS,
+    R_INST_PARAMS,
+    R_INST_PARAMS_PTSZ,
+    R_UPDATE,
+    R_EXEC_DESTROY,
+    R_DESTROY,
+    R_CLONE,
+    R_LAUNCH,
+    R_LAUNCH_PTSZ,
+    R_COUNT
 };
 static const char *const names[R_COUNT] = {
-    "cudaStreamBeginCapture", "cudaStreamBeginCapture_ptsz", "cudaStreamBeginCaptureToGraph",
-    "cudaStreamBeginCaptureToGraph_ptsz", "cudaStreamEndCapture", "cudaStreamEndCapture_ptsz",
-    "cudaStreamGetCaptureInfo", "cudaStreamGetCaptureInfo_ptsz", "cudaGraphInstantiate",
-    "cudaGraphInstantiateWithFlags", "cudaGraphInstantiateWithParams",
-    "cudaGraphInstantiateWithParams_ptsz", "cudaGraphExecUpdate", "cudaGraphExecDestroy",
-    "cudaGraphDestroy", "cudaGraphClone", "cudaGraphLaunch", "cudaGraphLaunch_ptsz",
+    "cudaStreamBeginCapture",
+    "cudaStreamBeginCapture_ptsz",
+    "cudaStreamBeginCaptureToGraph",
+    "cudaStreamBeginCaptureToGraph_ptsz",
+    "cudaStreamEndCapture",
+    "cudaStreamEndCapture_ptsz",
+    "cudaStreamGetCaptureInfo",
+    "cudaStreamGetCaptureInfo_ptsz",
+    "cudaGraphInstantiate",
+    "cudaGraphInstantiateWithFlags",
+    "cudaGraphInstantiateWithParams",
+    "cudaGraphInstantiateWithParams_ptsz",
+    "cudaGraphExecUpdate",
+    "cudaGraphExecDestroy",
+    "cudaGraphDestroy",
+    "cudaGraphClone",
+    "cudaGraphLaunch",
+    "cudaGraphLaunch_ptsz",
 };
 static void *real_fn[R_COUNT];
 #define MISSING ((void *)1)
@@ -93,7 +121,7 @@ static int observed(void)
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct ncg_pmap g_caps, g_graphs, g_execs; /* under g_mu */
-static int g_nexecs;                                /* g_execs.n, read without the lock */
+static int g_nexecs;                              /* g_execs.n, read without the lock */
 
 static void put_locked(struct ncg_pmap *m, uintptr_t key, struct ncg_glist *l)
 {
@@ -260,7 +288,8 @@ static int instantiated(int r, void **pexec, void *graph)
     if (r != 0 || !pexec || !*pexec || !observed())
         return r;
     pthread_mutex_lock(&g_mu);
-    put_locked(&g_execs, (uintptr_t)*pexec, ncg_glist_ref(ncg_pmap_get(&g_graphs, (uintptr_t)graph)));
+    put_locked(&g_execs, (uintptr_t)*pexec,
+               ncg_glist_ref(ncg_pmap_get(&g_graphs, (uintptr_t)graph)));
     pthread_mutex_unlock(&g_mu);
     return r;
 }
@@ -308,7 +337,8 @@ NCG_EXPORT int cudaGraphExecUpdate(void *exec, void *graph, void *a3, void *a4)
     int r = f(exec, graph, a3, a4);
     if (r == 0 && exec && observed()) {
         pthread_mutex_lock(&g_mu);
-        put_locked(&g_execs, (uintptr_t)exec, ncg_glist_ref(ncg_pmap_get(&g_graphs, (uintptr_t)graph)));
+        put_locked(&g_execs, (uintptr_t)exec,
+                   ncg_glist_ref(ncg_pmap_get(&g_graphs, (uintptr_t)graph)));
         pthread_mutex_unlock(&g_mu);
     }
     return r;
@@ -322,7 +352,8 @@ NCG_EXPORT int cudaGraphClone(void **pclone, void *graph)
     int r = f(pclone, graph);
     if (r == 0 && pclone && *pclone && observed()) {
         pthread_mutex_lock(&g_mu);
-        put_locked(&g_graphs, (uintptr_t)*pclone, ncg_glist_ref(ncg_pmap_get(&g_graphs, (uintptr_t)graph)));
+        put_locked(&g_graphs, (uintptr_t)*pclone,
+                   ncg_glist_ref(ncg_pmap_get(&g_graphs, (uintptr_t)graph)));
         pthread_mutex_unlock(&g_mu);
     }
     return r;

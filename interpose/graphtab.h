@@ -29,8 +29,8 @@ struct ncg_glist {
     struct ncg_gcall call[];
 };
 
-/* Append c to *l (a list with one reference, or NULL for a new one; it may move). Any thread (the caller
- * serializes use of *l); allocates. 0, or -ENOMEM with *l unchanged. */
+/* Append c to *l (a list with one reference, or NULL for a new one; it may move). Any thread (the
+ * caller serializes use of *l); allocates. 0, or -ENOMEM with *l unchanged. */
 int ncg_glist_append(struct ncg_glist **l, const struct ncg_gcall *c);
 /* A new list (one reference) holding a's calls then b's (either may be NULL). Allocates.
  * NULL when both are empty, or on allocation failure (*oom set to 1). */
@@ -44,8 +44,8 @@ void ncg_glist_unref(struct ncg_glist *l);
 struct ncg_pmap {
     uintptr_t *keys; /* 0 empty, NCG_PMAP_TOMB deleted */
     struct ncg_glist **vals;
-    uint32_t cap; /* a power of two, or 0 before the first put */
-    uint32_t n;   /* live entries */
+    uint32_t cap;  /* a power of two, or 0 before the first put */
+    uint32_t n;    /* live entries */
     uint32_t used; /* live + tombstones */
 };
 #define NCG_PMAP_TOMB ((uintptr_t)1)

@@ -1,7 +1,9 @@
 /* rawconn: hostile side-channel clients for the auth tests. Usage: rawconn HOST PORT MODE [N]
  * MODE: garbage (random bytes), truncated (half a valid HELLO, then close), badtoken (a HELLO
  * with a wrong token, then a REPORT claiming rank 0 of a comm with a huge count), silent
- * (connect and say nothing for 2 s), tokenhello TOKEN-STRING (a correct HELLO, then garbage).
+ * (connect and say nothing for 2 s), tokenhello TOKEN-STRING (a correct HELLO, then garbage),
+ * bigflood TOKEN-STRING SECONDS (for SECONDS: a correct HELLO, then valid REPORTs as fast as the
+ * socket takes them for 0.3 s, then a frame announcing a 1 MiB payload of garbage; reconnect).
  * Repeats N times (default 20). Exit 0 (it only reports what happened to its connections). */
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -9,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include "coord.h"
 #include "wire.h"
+#include "wire_io.h"
 
 static int dial(const char *host, const char *port)
 {
@@ -28,15 +32,90 @@ static int dial(const char *host, const char *port)
     return fd;
 }
 
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Write all of b (blocking); -1 when the peer closed. */
+static int put(int fd, const uint8_t *b, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, b, n);
+        if (w <= 0)
+            return -1;
+        b += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* bigflood: a peer that holds the token and floods the checker with traffic. */
+static int bigflood(const char *host, const char *port, const char *token, double secs)
+{
+    static uint8_t b[1u << 16], big[NCG_WIRE_HDR + NCG_WIRE_MAX_PAYLOAD];
+    static struct ncg_msg m;
+    long reports = 0, bigs = 0, conns = 0;
+    double end = now_s() + secs;
+    while (now_s() < end) {
+        int fd = dial(host, port);
+        if (fd < 0) {
+            usleep(50000);
+            continue;
+        }
+        conns++;
+        memset(&m, 0, sizeof m);
+        m.type = NCG_MSG_HELLO;
+        m.u.hello.token = ncg_token_hash(token);
+        long len = ncg_wire_encode(&m, b, sizeof b);
+        struct ncg_msg r = {.type = NCG_MSG_REPORT};
+        r.u.report.n = 1;
+        long one = 0;
+        for (int k = 0; len + 512 < (long)sizeof b; k++) {
+            r.u.report.e[0] =
+                (struct ncg_report_entry){0xf100d00 + (uint64_t)conns, 2, 0, (uint64_t)k, -1, 0, 0};
+            one = ncg_wire_encode(&r, b + len, sizeof b - (size_t)len);
+            if (one <= 0)
+                break;
+            len += one;
+        }
+        double burst = now_s() + 0.3;
+        int ok = put(fd, b, (size_t)len) == 0;
+        while (ok && now_s() < burst && now_s() < end) {
+            ok = put(fd, b + (len - one * 64), (size_t)one * 64) == 0;
+            reports += 64;
+        }
+        struct ncg_wbuf h = {big, NCG_WIRE_HDR, 0,
+                             0}; /* a valid header announcing 1 MiB of garbage */
+        ncg_put32(&h, NCG_WIRE_MAGIC);
+        ncg_put8(&h, NCG_WIRE_VERSION);
+        ncg_put8(&h, NCG_MSG_REPORT);
+        ncg_put16(&h, 0);
+        ncg_put32(&h, NCG_WIRE_MAX_PAYLOAD);
+        for (size_t k = NCG_WIRE_HDR; k < sizeof big; k += 4096)
+            big[k] = (uint8_t)rand();
+        if (ok && put(fd, big, sizeof big) == 0)
+            bigs++;
+        close(fd);
+    }
+    printf("rawconn: bigflood %ld connections, %ld reports, %ld 1 MiB frames\n", conns, reports,
+           bigs);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(
-            stderr,
-            "usage: rawconn HOST PORT garbage|truncated|badtoken|silent|tokenhello [N|TOKEN]\n");
+        fprintf(stderr,
+                "usage: rawconn HOST PORT garbage|truncated|badtoken|silent|tokenhello [N|TOKEN]\n"
+                "       rawconn HOST PORT bigflood TOKEN SECONDS\n");
         return 2;
     }
     const char *mode = argv[3];
+    if (!strcmp(mode, "bigflood"))
+        return argc > 5 ? bigflood(argv[1], argv[2], argv[4], atof(argv[5])) : 2;
     int n = argc > 4 && strcmp(mode, "tokenhello") ? atoi(argv[4]) : 20;
     static uint8_t b[8192];
     static struct ncg_msg m;

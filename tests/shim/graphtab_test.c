@@ -18,9 +18,15 @@ static int failures;
 
 static struct ncg_gcall call(uint32_t i)
 {
-    return (struct ncg_gcall){.comm = (void *)(uintptr_t)(0x1000 + i % 3), .pc = (void *)(uintptr_t)i,
-                              .count = 1000 + i, .root_or_peer = (int32_t)i % 5 - 1, .op = 0,
-                              .func = i % 7, .dtype = 7, .p2p = (uint8_t)(i % 2), .in_group = 0};
+    return (struct ncg_gcall){.comm = (void *)(uintptr_t)(0x1000 + i % 3),
+                              .pc = (void *)(uintptr_t)i,
+                              .count = 1000 + i,
+                              .root_or_peer = (int32_t)i % 5 - 1,
+                              .op = 0,
+                              .func = i % 7,
+                              .dtype = 7,
+                              .p2p = (uint8_t)(i % 2),
+                              .in_group = 0};
 }
 
 static void lists(void)
