@@ -25,7 +25,7 @@ struct fc_urefs {
     struct {
         struct fc_uobj *obj;
         unsigned count;
-    } *v;
+    } * v;
     size_t n;
 };
 
@@ -454,8 +454,7 @@ FC_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCa
     return begin_capture(stream, mode, 0);
 }
 
-FC_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
-                                               enum cudaStreamCaptureMode mode)
+FC_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
     return begin_capture(stream, mode, 1);
 }
@@ -567,8 +566,7 @@ FC_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
 
 FC_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
                                                  enum cudaStreamCaptureStatus *captureStatus_out,
-                                                 unsigned long long *id_out,
-                                                 cudaGraph_t *graph_out,
+                                                 unsigned long long *id_out, cudaGraph_t *graph_out,
                                                  const cudaGraphNode_t **dependencies_out,
                                                  const cudaGraphEdgeData **edgeData_out,
                                                  size_t *numDependencies_out)
@@ -579,8 +577,7 @@ FC_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
 
 /* ---- executable graphs ---- */
 
-static cudaError_t instantiate(cudaGraphExec_t *pExec, cudaGraph_t graph,
-                               unsigned long long flags)
+static cudaError_t instantiate(cudaGraphExec_t *pExec, cudaGraph_t graph, unsigned long long flags)
 {
     cudaError_t err = cudaSuccess;
     struct fc_graph *g;
@@ -642,9 +639,8 @@ FC_API cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, c
     return instantiate_with_params(pGraphExec, graph, instantiateParams);
 }
 
-FC_API cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec,
-                                                       cudaGraph_t graph,
-                                                       cudaGraphInstantiateParams *instantiateParams)
+FC_API cudaError_t cudaGraphInstantiateWithParams_ptsz(
+    cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams)
 {
     return instantiate_with_params(pGraphExec, graph, instantiateParams);
 }
