@@ -10,7 +10,7 @@ FC_REAL_LIB := $(wildcard $(FC_CUDA)/lib64/libcudart.so.13)
 
 ifneq ($(FC_HDR),)
 FC_SRCS := $(FC_DIR)/fc_device.c $(FC_DIR)/fc_error.c $(FC_DIR)/fc_mem.c $(FC_DIR)/fc_stream.c \
-  $(FC_DIR)/fc_event.c
+  $(FC_DIR)/fc_event.c $(FC_DIR)/fc_graph.c
 FC_OBJS := $(patsubst $(FC_DIR)/%.c,$(FC_OUT)/obj/%.o,$(FC_SRCS))
 FC_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -isystem $(FC_CUDA)/include
 

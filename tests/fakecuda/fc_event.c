@@ -86,6 +86,7 @@ static cudaError_t event_record(cudaEvent_t event, cudaStream_t stream, unsigned
     struct fc_stream *s;
     struct fc_event *ev;
     struct fc_op *op;
+    int captured;
 
     if (flags & ~(unsigned)cudaEventRecordExternal)
         return fc_ret(cudaErrorInvalidValue);
@@ -104,8 +105,9 @@ static cudaError_t event_record(cudaEvent_t event, cudaStream_t stream, unsigned
         op->u.event.ev = ev;
         op->u.event.gen = ev->record_gen + 1;
         ev->refs++;
+        captured = s->cap != NULL; /* a graph node: each launch records it (fc_graph.c) */
         err = fc_enqueue_locked(s, op);
-        if (err == cudaSuccess)
+        if (err == cudaSuccess && !captured)
             ev->record_gen++; /* only once the op that completes it is queued */
     }
     pthread_mutex_unlock(&fc_rt.lock);
@@ -216,8 +218,8 @@ static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event, uns
     ev = s ? event_lookup_locked(event) : NULL;
     if (s && !ev)
         err = cudaErrorInvalidResourceHandle;
-    if (!ev || complete(ev)) {
-        free(op); /* nothing to wait for */
+    if (!ev || (complete(ev) && !s->cap)) {
+        free(op); /* nothing to wait for (a captured wait is decided at each launch) */
     } else {
         op->u.event.ev = ev;
         op->u.event.gen = ev->record_gen; /* the record at the time of the call */

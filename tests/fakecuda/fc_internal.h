@@ -30,6 +30,7 @@ enum fc_op_kind {
 
 struct fc_event;
 struct fc_stream;
+struct fc_capture; /* fc_graph.c */
 
 /* One unit of stream work. Ops naming an event or another stream hold a reference on it. */
 struct fc_op {
@@ -77,6 +78,7 @@ struct fc_stream {
     int worker; /* 1 while its worker thread runs */
     struct fc_op *head, *tail;
     uint64_t enq_seq, done_seq; /* ops enqueued / completed; pending while they differ */
+    struct fc_capture *cap;     /* non-NULL while capturing: ops go to its graph (fc_graph.c) */
     pthread_cond_t work_cv;     /* the worker waits for ops here */
     pthread_cond_t done_cv;     /* anyone waiting for done_seq to advance */
 };
@@ -93,7 +95,15 @@ struct fc_event {
 };
 
 /* Table entry kinds: allocations (a range) and live handles (their own address). */
-enum fc_kind { FC_KIND_DEVICE_MEM = 1, FC_KIND_HOST_MEM, FC_KIND_STREAM, FC_KIND_EVENT };
+enum fc_kind {
+    FC_KIND_DEVICE_MEM = 1,
+    FC_KIND_HOST_MEM,
+    FC_KIND_STREAM,
+    FC_KIND_EVENT,
+    FC_KIND_GRAPH,
+    FC_KIND_EXEC,
+    FC_KIND_UOBJ,
+};
 
 struct fc_entry {
     uintptr_t base;
@@ -110,6 +120,7 @@ struct fc_runtime {
     struct fc_entry *table; /* sorted by base, non-overlapping */
     size_t n_table, cap_table;
     uint64_t epoch; /* bumped in a fork child: per-thread streams of an older epoch are gone */
+    uint64_t capture_ids; /* capture sequences begun: the next id is capture_ids + 1 */
 };
 
 extern struct fc_runtime fc_rt;
@@ -146,12 +157,23 @@ struct fc_stream *fc_resolve_locked(cudaStream_t h, int ptds, cudaError_t *err);
 /* Allocates a zeroed op (NULL when out of memory). Any thread, no lock needed. */
 struct fc_op *fc_op_new(enum fc_op_kind kind);
 
+/* Releases op and the references it holds. Caller holds fc_rt.lock. */
+void fc_op_release_locked(struct fc_op *op);
+
+/* Drops a reference of s (the last frees it). Caller holds fc_rt.lock. */
+void fc_stream_unref_locked(struct fc_stream *s);
+
 /* Appends op to s after the implicit legacy-stream dependencies, starting s's worker when
  * needed. Takes ownership of op (released on failure). Caller holds fc_rt.lock; never waits. */
 cudaError_t fc_enqueue_locked(struct fc_stream *s, struct fc_op *op);
 
+/* A capturing stream (s->cap) takes op into its capture's graph instead: see fc_graph.c.
+ * fc_enqueue_now_locked queues it even then (work that must run, not be recorded). */
+cudaError_t fc_enqueue_now_locked(struct fc_stream *s, struct fc_op *op);
+
 /* Resolves h and enqueues op (owned, as above); *s_out / *seq_out (optional) name the op for
- * fc_wait_seq. Any thread; takes fc_rt.lock. */
+ * fc_wait_seq, and when asked for, a capturing stream refuses the op (a synchronous call:
+ * cudaErrorStreamCaptureUnsupported, the capture invalidated). Any thread; takes fc_rt.lock. */
 cudaError_t fc_enqueue(cudaStream_t h, int ptds, struct fc_op *op, struct fc_stream **s_out,
                        uint64_t *seq_out);
 
@@ -170,6 +192,19 @@ int fc_in_worker(void);
 /* Events (fc_event.c): drops a reference; caller holds fc_rt.lock. */
 void fc_event_unref_locked(struct fc_event *ev);
 
+/* Stream capture (fc_graph.c). append: op (owned) joins s's capture graph, or is released
+ * with cudaErrorStreamCaptureInvalidated / cudaErrorMemoryAllocation. refuse: a synchronizing
+ * call met s capturing: invalidates the capture, returns cudaErrorStreamCaptureUnsupported.
+ * Caller holds fc_rt.lock; never waits. */
+cudaError_t fc_capture_append_locked(struct fc_stream *s, struct fc_op *op);
+cudaError_t fc_capture_refuse_locked(struct fc_stream *s);
+/* s is destroyed while capturing: the capture ends, its graph is destroyed. Caller holds
+ * fc_rt.lock; returns the user objects that reached zero, for fc_uobjs_destroy once the
+ * caller unlocked (destructors run without the lock). */
+struct fc_uobj;
+struct fc_uobj *fc_capture_drop_locked(struct fc_stream *s);
+void fc_uobjs_destroy(struct fc_uobj *dead);
+
 /* The per-thread-default-stream entry points: what cuda_runtime_api.h names the calls when
  * a program is built with CUDA_API_PER_THREAD_DEFAULT_STREAM (NULL = cudaStreamPerThread). */
 cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
@@ -186,5 +221,18 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
 cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
                                           unsigned int flags);
 cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData);
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph);
+cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *pStatus);
+cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
+                                          enum cudaStreamCaptureStatus *captureStatus_out,
+                                          unsigned long long *id_out, cudaGraph_t *graph_out,
+                                          const cudaGraphNode_t **dependencies_out,
+                                          const cudaGraphEdgeData **edgeData_out,
+                                          size_t *numDependencies_out);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
+cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
+cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                cudaGraphInstantiateParams *instantiateParams);
 
 #endif

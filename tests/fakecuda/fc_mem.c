@@ -204,7 +204,8 @@ static cudaError_t memcpy_async(void *dst, const void *src, size_t count, enum c
     op->u.copy.dst = dst;
     op->u.copy.src = src;
     op->u.copy.n = count;
-    err = fc_enqueue(stream, ptds, op, &s, &seq);
+    /* a synchronous call names its op (and a capturing stream refuses it) */
+    err = fc_enqueue(stream, ptds, op, wait ? &s : NULL, wait ? &seq : NULL);
     if (err == cudaSuccess && wait)
         fc_wait_seq(s, seq);
     return fc_ret(err);
@@ -239,7 +240,8 @@ static cudaError_t memset_async(void *dst, int value, size_t count, cudaStream_t
     op->u.set.dst = dst;
     op->u.set.value = value;
     op->u.set.n = count;
-    err = fc_enqueue(stream, ptds, op, &s, &seq);
+    /* a synchronous call names its op (and a capturing stream refuses it) */
+    err = fc_enqueue(stream, ptds, op, wait ? &s : NULL, wait ? &seq : NULL);
     if (err == cudaSuccess && wait)
         fc_wait_seq(s, seq);
     return fc_ret(err);

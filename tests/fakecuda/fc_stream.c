@@ -55,7 +55,7 @@ static struct fc_stream *stream_new_locked(enum fc_stream_kind kind, int device,
     return s;
 }
 
-static void stream_unref_locked(struct fc_stream *s)
+void fc_stream_unref_locked(struct fc_stream *s)
 {
     if (--s->refs > 0)
         return;
@@ -75,7 +75,7 @@ static void stream_release_owner_locked(struct fc_stream *s)
 {
     s->destroyed = 1;
     pthread_cond_signal(&s->work_cv);
-    stream_unref_locked(s);
+    fc_stream_unref_locked(s);
 }
 
 static void ptds_destructor(void *arg)
@@ -157,12 +157,12 @@ struct fc_op *fc_op_new(enum fc_op_kind kind)
     return op;
 }
 
-static void op_release_locked(struct fc_op *op)
+void fc_op_release_locked(struct fc_op *op)
 {
     if (op->kind == FC_OP_RECORD || op->kind == FC_OP_WAIT_EVENT)
         fc_event_unref_locked(op->u.event.ev);
     else if (op->kind == FC_OP_WAIT_STREAM)
-        stream_unref_locked(op->u.stream.s);
+        fc_stream_unref_locked(op->u.stream.s);
     free(op);
 }
 
@@ -229,10 +229,10 @@ static void *worker_main(void *arg)
         run_op_locked(op);
         s->done_seq = op->seq;
         pthread_cond_broadcast(&s->done_cv);
-        op_release_locked(op);
+        fc_op_release_locked(op);
     }
     s->worker = 0;
-    stream_unref_locked(s); /* the worker's reference */
+    fc_stream_unref_locked(s); /* the worker's reference */
     pthread_mutex_unlock(&fc_rt.lock);
     return NULL;
 }
@@ -284,6 +284,13 @@ static cudaError_t push_wait_stream_locked(struct fc_stream *s, struct fc_stream
 
 cudaError_t fc_enqueue_locked(struct fc_stream *s, struct fc_op *op)
 {
+    if (s->cap)
+        return fc_capture_append_locked(s, op); /* nothing runs, no implicit dependency */
+    return fc_enqueue_now_locked(s, op);
+}
+
+cudaError_t fc_enqueue_now_locked(struct fc_stream *s, struct fc_op *op)
+{
     cudaError_t err = start_worker_locked(s);
     struct fc_stream *b;
 
@@ -300,7 +307,7 @@ cudaError_t fc_enqueue_locked(struct fc_stream *s, struct fc_op *op)
             err = push_wait_stream_locked(s, b);
     }
     if (err != cudaSuccess) {
-        op_release_locked(op);
+        fc_op_release_locked(op);
         return err;
     }
     push_locked(s, op);
@@ -316,8 +323,11 @@ cudaError_t fc_enqueue(cudaStream_t h, int ptds, struct fc_op *op, struct fc_str
     fc_init();
     pthread_mutex_lock(&fc_rt.lock);
     s = fc_resolve_locked(h, ptds, &err);
-    if (!s) {
-        op_release_locked(op);
+    if (s && s->cap && (s_out || seq_out)) {
+        err = fc_capture_refuse_locked(s); /* a synchronous call would wait for nothing */
+        fc_op_release_locked(op);
+    } else if (!s) {
+        fc_op_release_locked(op);
     } else {
         err = fc_enqueue_locked(s, op);
         if (err == cudaSuccess && s_out)
@@ -379,7 +389,7 @@ static cudaError_t wait_covered_locked(int device, int blocking_only)
         while (w[i].s->done_seq < w[i].seq)
             pthread_cond_wait(&w[i].s->done_cv, &fc_rt.lock);
     for (i = 0; i < n; i++)
-        stream_unref_locked(w[i].s);
+        fc_stream_unref_locked(w[i].s);
     free(w);
     return err;
 }
@@ -409,7 +419,7 @@ static cudaError_t stream_create(cudaStream_t *pStream, unsigned int flags, int 
         if (!s) {
             err = cudaErrorMemoryAllocation;
         } else if (fc_table_insert((uintptr_t)s, 1, FC_KIND_STREAM, s->device) != 0) {
-            stream_unref_locked(s);
+            fc_stream_unref_locked(s);
             err = cudaErrorMemoryAllocation;
         } else {
             *pStream = (cudaStream_t)s;
@@ -446,6 +456,7 @@ FC_API cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int *gre
 
 FC_API cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
+    struct fc_uobj *dead = NULL;
     struct fc_entry *e;
     cudaError_t err = cudaSuccess;
 
@@ -457,9 +468,12 @@ FC_API cudaError_t cudaStreamDestroy(cudaStream_t stream)
         err = cudaErrorInvalidResourceHandle;
     } else {
         fc_table_remove(e);
+        if (((struct fc_stream *)stream)->cap)
+            dead = fc_capture_drop_locked((struct fc_stream *)stream);
         stream_release_owner_locked((struct fc_stream *)stream); /* pending work still runs */
     }
     pthread_mutex_unlock(&fc_rt.lock);
+    fc_uobjs_destroy(dead);
     return fc_ret(err);
 }
 
@@ -471,7 +485,9 @@ static cudaError_t stream_query(cudaStream_t h, int ptds)
     fc_init();
     pthread_mutex_lock(&fc_rt.lock);
     s = fc_resolve_locked(h, ptds, &err);
-    if (s && s->kind == FC_STREAM_LEGACY) {
+    if (s && s->cap) {
+        err = fc_capture_refuse_locked(s);
+    } else if (s && s->kind == FC_STREAM_LEGACY) {
         for (b = fc_rt.streams; b; b = b->next)
             if (covers(b, s->device, 1) && pending(b))
                 err = cudaErrorNotReady;
@@ -491,7 +507,9 @@ static cudaError_t stream_sync(cudaStream_t h, int ptds)
     fc_init();
     pthread_mutex_lock(&fc_rt.lock);
     s = fc_resolve_locked(h, ptds, &err);
-    if (s && fc_in_worker()) {
+    if (s && s->cap) {
+        err = fc_capture_refuse_locked(s);
+    } else if (s && fc_in_worker()) {
         err = cudaErrorNotPermitted;
     } else if (s && s->kind == FC_STREAM_LEGACY) {
         err = wait_covered_locked(s->device, 1);
@@ -500,7 +518,7 @@ static cudaError_t stream_sync(cudaStream_t h, int ptds)
         s->refs++;
         while (s->done_seq < seq)
             pthread_cond_wait(&s->done_cv, &fc_rt.lock);
-        stream_unref_locked(s);
+        fc_stream_unref_locked(s);
     }
     pthread_mutex_unlock(&fc_rt.lock);
     return fc_ret(err);

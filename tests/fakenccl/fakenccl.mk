@@ -83,3 +83,13 @@ $(APPS_OUT)/torchlike: $(APPS_DIR)/torchlike.c $(APPS_OUT)/obj/ncg_test.o $(FN_L
 	  -L/usr/local/cuda/lib64 -l:libcudart.so.13 -lpthread
 TEST_BINS += $(APPS_OUT)/torchlike
 endif
+
+# graphs: NCCL calls captured into CUDA graphs and replayed; built like torchlike.
+ifneq ($(and $(FN_REAL_NCCL_H),$(FN_REAL_CUDART)),)
+$(APPS_OUT)/graphs: $(APPS_DIR)/graphs.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -std=gnu11 $(WARN) $(SANFLAGS) -isystem /usr/local/cuda/include -I$(APPS_DIR) \
+	  $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) \
+	  -L/usr/local/cuda/lib64 -l:libcudart.so.13 -lpthread
+TEST_BINS += $(APPS_OUT)/graphs
+endif

@@ -85,10 +85,25 @@ static __thread struct fn_op *t_ops;
 static __thread int t_nops, t_cap;
 static __thread ncclResult_t t_group_err;
 
+void fn_assign_seq(struct fn_op *op)
+{
+    struct ncclComm *c = op->comm;
+    uint64_t *ctr = op->kind == FN_OP_COLL   ? &c->coll_issued
+                    : op->kind == FN_OP_SEND ? &c->send_issued[op->root]
+                    : op->kind == FN_OP_RECV ? &c->recv_issued[op->root]
+                                             : NULL;
+    /* atomic: a graph replay on a stream worker may take the next slot of the same comm */
+    if (ctr)
+        op->seq = __atomic_fetch_add(ctr, 1, __ATOMIC_RELAXED);
+}
+
 static ncclResult_t submit(const struct fn_op *op)
 {
     if (t_depth == 0) {
         struct fn_op one = *op;
+        if (one.kind != FN_OP_JOIN && fn_capturing(one.stream))
+            return fn_capture_submit(&one, 1); /* slots are taken at each replay */
+        fn_assign_seq(&one);
         if (one.kind != FN_OP_JOIN && fn_cuda_on())
             return fn_cuda_run(&one, 1);
         if (one.kind != FN_OP_JOIN && fn_async_on())
@@ -116,6 +131,19 @@ FN_API ncclResult_t pncclGroupStart(void)
 }
 FN_ALIAS(ncclGroupStart);
 
+/* Moves the group's joins (inits inside the group) first; returns how many. */
+static int joins_first(void)
+{
+    int k = 0;
+    for (int i = 0; i < t_nops; i++)
+        if (t_ops[i].kind == FN_OP_JOIN) {
+            struct fn_op tmp = t_ops[k];
+            t_ops[k++] = t_ops[i];
+            t_ops[i] = tmp;
+        }
+    return k;
+}
+
 FN_API ncclResult_t pncclGroupEnd(void)
 {
     if (t_depth == 0) {
@@ -125,17 +153,25 @@ FN_API ncclResult_t pncclGroupEnd(void)
     if (--t_depth > 0)
         return ncclSuccess;
     ncclResult_t res = t_group_err;
-    if (res == ncclSuccess && t_nops > 0 && fn_cuda_on()) {
+    int captured = 0;
+    for (int i = 0; res == ncclSuccess && i < t_nops; i++)
+        if (t_ops[i].kind != FN_OP_JOIN && fn_capturing(t_ops[i].stream))
+            captured = 1;
+    /* Slots in call order (one thread drives a comm); a captured group takes them at each
+     * replay instead. */
+    for (int i = 0; !captured && i < t_nops; i++)
+        fn_assign_seq(&t_ops[i]);
+    if (res == ncclSuccess && t_nops > 0 && captured) {
+        int k = joins_first();
+        if (k > 0)
+            res = fn_run(t_ops, k);
+        if (res == ncclSuccess && k < t_nops)
+            res = fn_capture_submit(t_ops + k, t_nops - k);
+    } else if (res == ncclSuccess && t_nops > 0 && fn_cuda_on()) {
         res = fn_cuda_run(t_ops, t_nops); /* device buffers staged, synchronous */
     } else if (res == ncclSuccess && t_nops > 0 && fn_async_on()) {
         /* Joins (inits inside the group) complete now, the rest goes on the streams. */
-        int k = 0;
-        for (int i = 0; i < t_nops; i++)
-            if (t_ops[i].kind == FN_OP_JOIN) {
-                struct fn_op tmp = t_ops[k];
-                t_ops[k++] = t_ops[i];
-                t_ops[i] = tmp;
-            }
+        int k = joins_first();
         if (k > 0)
             res = fn_run(t_ops, k);
         if (res == ncclSuccess && k < t_nops)
@@ -155,17 +191,11 @@ FN_API ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t *sim)
         return ncclInvalidUsage;
     if (--t_depth > 0)
         return ncclSuccess;
-    /* Nothing is launched: estimate (5 us + bytes at 20 GB/s per op) and roll the slots back. */
+    /* Nothing is launched (no slot was taken): estimate 5 us + bytes at 20 GB/s per op. */
     float us = 0;
     for (int i = t_nops - 1; i >= 0; i--) {
         struct fn_op *op = &t_ops[i];
         us += 5.0f + (float)(op->count * fn_dtype_size(op->dtype)) / 20000.0f;
-        if (op->kind == FN_OP_COLL)
-            op->comm->coll_issued--;
-        else if (op->kind == FN_OP_SEND)
-            op->comm->send_issued[op->root]--;
-        else if (op->kind == FN_OP_RECV)
-            op->comm->recv_issued[op->root]--;
     }
     if (sim)
         sim->estimatedTime = us;
@@ -407,7 +437,7 @@ FN_API ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm
                        .dtype = ncclInt32,
                        .op = ncclSum,
                        .root = 0,
-                       .seq = comm->coll_issued++};
+                       .seq = __atomic_fetch_add(&comm->coll_issued, 1, __ATOMIC_RELAXED)};
     fn_async_drain(comm); /* the parent's queued slots come first, in engine order */
     r = fn_run(&op, 1);
     uint64_t ctr = comm->split_count++;
@@ -508,6 +538,8 @@ FN_API ncclResult_t pncclCommDestroy(ncclComm_t comm)
         return ncclSuccess;
     if (!comm_ok(comm))
         return ncclInvalidArgument;
+    /* Graph replays started from now on skip (fn_async.c); those running are drained. */
+    atomic_store(&comm->dead, 1);
     fn_async_drain(comm); /* as NCCL: the communicator's pending work completes first */
     fn_comm_unref(comm);
     return ncclSuccess;
@@ -529,6 +561,7 @@ FN_API ncclResult_t pncclCommAbort(ncclComm_t comm)
     if (!comm_ok(comm))
         return ncclInvalidArgument;
     atomic_store(&comm->aborted, 1);
+    atomic_store(&comm->dead, 1);
     fn_ring(comm, comm->rank);
     wait_idle(comm);
     fn_comm_unref(comm);
@@ -663,8 +696,7 @@ static ncclResult_t coll(int fn, const void *sendbuff, void *recvbuff, size_t co
                       .dtype = dt,
                       .op = op,
                       .root = rooted(fn) ? root : 0,
-                      .seq = comm->coll_issued++,
-                      .stream = stream};
+                      .stream = stream}; /* the slot is taken when it is submitted */
     return submit(&o);
 }
 
@@ -750,7 +782,6 @@ static ncclResult_t p2p(int kind, const void *sendbuff, void *recvbuff, size_t c
     }
     if (count > 0 && !(kind == FN_OP_SEND ? sendbuff : recvbuff))
         return ncclInvalidArgument;
-    uint64_t *issued = kind == FN_OP_SEND ? comm->send_issued : comm->recv_issued;
     struct fn_op o = {.kind = kind,
                       .comm = comm,
                       .sendbuff = sendbuff,
@@ -758,8 +789,7 @@ static ncclResult_t p2p(int kind, const void *sendbuff, void *recvbuff, size_t c
                       .count = count,
                       .dtype = dt,
                       .root = peer,
-                      .seq = issued[peer]++,
-                      .stream = stream};
+                      .stream = stream}; /* the message index is taken when submitted */
     return submit(&o);
 }
 

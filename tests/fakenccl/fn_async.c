@@ -4,7 +4,8 @@
  * as NCCL does on a GPU. The work runs in stream order on the runtime's stream worker, through
  * the same engine as the synchronous mode, so a mismatched call blocks its stream (not the
  * host call) until an abort or revoke releases it. The runtime is found at run time, never
- * linked: without one that can run work, the mode says so once and calls stay synchronous. */
+ * linked: without one that can run work, the mode says so once and calls stay synchronous.
+ * Calls on a capturing stream (CUDA graphs) are recorded as persistent jobs in any mode. */
 #include <dlfcn.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -24,6 +25,12 @@ typedef int (*evrecord_fn)(void *, cudaStream_t);
 typedef int (*waitev_fn)(cudaStream_t, void *, unsigned int);
 typedef int (*evdestroy_fn)(void *);
 typedef int (*devcount_fn)(int *);
+typedef int (*capturing_fn)(cudaStream_t, int *); /* enum cudaStreamCaptureStatus * */
+typedef int (*capinfo_fn)(cudaStream_t, int *, unsigned long long *, void **, const void **,
+                          const void **, size_t *);
+typedef int (*uobj_create_fn)(void **, void *, void (*)(void *), unsigned int, unsigned int);
+typedef int (*uobj_release_fn)(void *, unsigned int);
+typedef int (*graph_retain_fn)(void *, void *, unsigned int, unsigned int);
 
 static struct {
     launch_fn launch;
@@ -31,22 +38,38 @@ static struct {
     evrecord_fn ev_record;
     waitev_fn wait_event;
     evdestroy_fn ev_destroy;
+    capturing_fn is_capturing;
+    capinfo_fn capture_info;
+    uobj_create_fn uobj_create;
+    uobj_release_fn uobj_release;
+    graph_retain_fn graph_retain;
 } g_rt;
 static int g_on;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 #define CUDA_EVENT_DISABLE_TIMING 0x02u
+#define CUDA_CAPTURE_STATUS_NONE 0 /* cudaStreamCaptureStatusNone */
+#define CUDA_USER_OBJECT_NO_DESTRUCTOR_SYNC 1u
+#define CUDA_GRAPH_USER_OBJECT_MOVE 1u
 
 static void resolve(void)
 {
-    const char *s = getenv("FAKENCCL_ASYNC");
-    if (!s || strcmp(s, "1") != 0)
-        return;
     g_rt.launch = (launch_fn)dlsym(RTLD_DEFAULT, "cudaLaunchHostFunc");
     g_rt.ev_create = (evcreate_fn)dlsym(RTLD_DEFAULT, "cudaEventCreateWithFlags");
     g_rt.ev_record = (evrecord_fn)dlsym(RTLD_DEFAULT, "cudaEventRecord");
     g_rt.wait_event = (waitev_fn)dlsym(RTLD_DEFAULT, "cudaStreamWaitEvent");
     g_rt.ev_destroy = (evdestroy_fn)dlsym(RTLD_DEFAULT, "cudaEventDestroy");
+    /* stream capture: recorded in any mode, wherever the runtime has it */
+    g_rt.is_capturing = (capturing_fn)dlsym(RTLD_DEFAULT, "cudaStreamIsCapturing");
+    g_rt.capture_info = (capinfo_fn)dlsym(RTLD_DEFAULT, "cudaStreamGetCaptureInfo");
+    g_rt.uobj_create = (uobj_create_fn)dlsym(RTLD_DEFAULT, "cudaUserObjectCreate");
+    g_rt.uobj_release = (uobj_release_fn)dlsym(RTLD_DEFAULT, "cudaUserObjectRelease");
+    g_rt.graph_retain = (graph_retain_fn)dlsym(RTLD_DEFAULT, "cudaGraphRetainUserObject");
+    if (!g_rt.launch)
+        g_rt.is_capturing = NULL; /* nothing could be recorded */
+    const char *s = getenv("FAKENCCL_ASYNC");
+    if (!s || strcmp(s, "1") != 0)
+        return;
     devcount_fn count = (devcount_fn)dlsym(RTLD_DEFAULT, "cudaGetDeviceCount");
     int n = 0;
     if (!g_rt.launch || !g_rt.ev_create || !g_rt.ev_record || !g_rt.wait_event ||
@@ -69,8 +92,12 @@ int fn_async_on(void)
     return g_on;
 }
 
+/* A queued call or group. A persistent one (captured into a graph) is run by every replay of
+ * the graph and freed with it; its ops are templates whose slots are taken at each run. */
 struct fn_job {
     int nops;
+    int persistent;
+    _Atomic int skip_reported;
     struct fn_op ops[];
 };
 
@@ -94,6 +121,56 @@ static void job_run(void *arg)
             futex_wake_all(&c->pending);
         fn_comm_unref(c);
     }
+    free(j);
+}
+
+/* One replay of a persistent job, on the stream worker, in stream order. The comms' next
+ * slots are taken now, so a replay is the next collective of its comm whatever the peers do
+ * (an eager call or a replay of their own). */
+static void persistent_run(void *arg)
+{
+    struct fn_job *j = arg;
+    int dead = 0;
+    /* pending first, then dead (seq_cst): destroy stores dead, then drains pending, so either
+     * it waits for this run or this run sees dead and never touches the comm's segment. */
+    for (int i = 0; i < j->nops; i++)
+        atomic_fetch_add(&j->ops[i].comm->pending, 1);
+    for (int i = 0; i < j->nops; i++)
+        if (atomic_load(&j->ops[i].comm->dead))
+            dead = 1;
+    struct fn_op *run = dead ? NULL : malloc((size_t)j->nops * sizeof *run);
+    ncclResult_t r = ncclSuccess;
+    if (dead) {
+        if (!atomic_exchange(&j->skip_reported, 1))
+            fprintf(stderr,
+                    "fakenccl: graph replay of %s on a destroyed or aborted "
+                    "communicator: skipped\n",
+                    fn_op_name(&j->ops[0]));
+    } else if (!run) {
+        r = ncclSystemError;
+    } else {
+        memcpy(run, j->ops, (size_t)j->nops * sizeof *run); /* fresh progress state */
+        for (int i = 0; i < j->nops; i++)
+            fn_assign_seq(&run[i]);
+        r = fn_run(run, j->nops);
+    }
+    free(run);
+    for (int i = 0; i < j->nops; i++) {
+        struct ncclComm *c = j->ops[i].comm;
+        int ok = ncclSuccess;
+        if (r != ncclSuccess)
+            atomic_compare_exchange_strong(&c->async_err, &ok, (int)r);
+        if (atomic_fetch_sub(&c->pending, 1) == 1)
+            futex_wake_all(&c->pending);
+    }
+}
+
+/* The graph (and every exec made from it) is gone: the user object's destructor. */
+static void persistent_free(void *arg)
+{
+    struct fn_job *j = arg;
+    for (int i = 0; i < j->nops; i++)
+        fn_comm_unref(j->ops[i].comm);
     free(j);
 }
 
@@ -160,4 +237,57 @@ void fn_async_drain(struct ncclComm *c)
             return;
         syscall(SYS_futex, (uint32_t *)&c->pending, FUTEX_WAIT, p, NULL, NULL, 0);
     }
+}
+
+int fn_capturing(cudaStream_t stream)
+{
+    pthread_once(&g_once, resolve);
+    int st = CUDA_CAPTURE_STATUS_NONE;
+    return g_rt.is_capturing && g_rt.is_capturing(stream, &st) == 0 &&
+           st != CUDA_CAPTURE_STATUS_NONE;
+}
+
+ncclResult_t fn_capture_submit(const struct fn_op *ops, int nops)
+{
+    cudaStream_t s = ops[0].stream;
+    if (fn_cuda_on()) {
+        fn_set_last_error("stream capture is not supported with FAKENCCL_CUDA=1");
+        return ncclInvalidUsage;
+    }
+    for (int i = 1; i < nops; i++)
+        if (ops[i].stream != s) {
+            /* NCCL joins the streams into the capture; cross-stream capture is not modelled */
+            fn_set_last_error("captured group spans several streams (not supported)");
+            return ncclInvalidUsage;
+        }
+    struct fn_job *j = calloc(1, sizeof *j + (size_t)nops * sizeof *ops);
+    if (!j)
+        return ncclSystemError;
+    j->nops = nops;
+    j->persistent = 1;
+    memcpy(j->ops, ops, (size_t)nops * sizeof *ops);
+    for (int i = 0; i < nops; i++)
+        atomic_fetch_add(&ops[i].comm->refs, 1); /* until the graph is destroyed */
+    /* As NCCL: the job is a user object the capture's graph owns, so it is freed when the
+     * graph and its execs are. A runtime without user objects leaks it (and the comms'
+     * references: their memory and segment are then never released). */
+    int st = 0;
+    void *graph = NULL, *obj = NULL;
+    if (g_rt.capture_info && g_rt.uobj_create && g_rt.graph_retain &&
+        g_rt.capture_info(s, &st, NULL, &graph, NULL, NULL, NULL) == 0 && graph &&
+        g_rt.uobj_create(&obj, j, persistent_free, 1, CUDA_USER_OBJECT_NO_DESTRUCTOR_SYNC) == 0 &&
+        g_rt.graph_retain(graph, obj, 1, CUDA_GRAPH_USER_OBJECT_MOVE) != 0) {
+        if (g_rt.uobj_release)
+            g_rt.uobj_release(obj, 1); /* frees j through persistent_free */
+        fn_set_last_error("CUDA runtime refused to attach work to the graph of stream %p",
+                          (void *)s);
+        return ncclUnhandledCudaError;
+    }
+    if (g_rt.launch(s, persistent_run, j) != 0) {
+        if (!obj)
+            persistent_free(j); /* else the graph frees it */
+        fn_set_last_error("CUDA runtime refused to capture work on stream %p", (void *)s);
+        return ncclUnhandledCudaError;
+    }
+    return ncclSuccess;
 }

@@ -109,6 +109,7 @@ struct ncclComm {
     /* asynchronous mode: queued jobs hold references, the handle holds one */
     _Atomic int refs;
     _Atomic uint32_t pending; /* jobs enqueued on streams, not yet finished (futex word) */
+    _Atomic int dead;         /* destroyed or aborted: graph replays of it skip */
     int finalized;
     struct fn_user_op uops[FN_MAX_USER_OPS];
 };
@@ -176,6 +177,14 @@ int fn_async_on(void);
 ncclResult_t fn_async_submit(const struct fn_op *ops, int nops);
 /* Wait until comm c has no pending job (destroy, finalize, split). Caller thread; blocks. */
 void fn_async_drain(struct ncclComm *c);
+/* 1 when a CUDA runtime is loaded and stream is capturing (or its capture was invalidated).
+ * Any thread; no blocking (one runtime query). */
+int fn_capturing(cudaStream_t stream);
+/* Record ops (a call, or a group's calls without joins, all on one stream) into the stream's
+ * capture as one persistent host function: each replay takes the comms' next slots then and
+ * runs them like an eager asynchronous call; the job lives as long as the graph (a CUDA user
+ * object). Caller thread; allocates; never blocks on the work. */
+ncclResult_t fn_capture_submit(const struct fn_op *ops, int nops);
 
 /* --- fn_cuda.c: FAKENCCL_CUDA=1 --- */
 /* 1 when FAKENCCL_CUDA=1 and a CUDA runtime is loaded in the process (else one line, once).
@@ -188,6 +197,8 @@ int fn_cuda_on(void);
 ncclResult_t fn_cuda_run(const struct fn_op *ops, int nops);
 
 /* --- fn_api.c --- */
+/* Take op's slot (collective) or message index (p2p) on its comm now. Any thread; atomic. */
+void fn_assign_seq(struct fn_op *op);
 /* Drop one reference of c; the last frees it (segment detached). Any thread. */
 void fn_comm_unref(struct ncclComm *c);
 /* Set the calling thread's ncclGetLastError text. Any thread; no blocking, no allocation. */
