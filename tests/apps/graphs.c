@@ -43,13 +43,14 @@ static void usage(void)
     exit(2);
 }
 
-static void issue_a(const struct bufs *b, ncclComm_t comm, cudaStream_t s)
+__attribute__((noinline)) static void issue_a(const struct bufs *b, ncclComm_t comm, cudaStream_t s)
 {
     NCG_CHECK(ncclAllReduce(b->ar_send, b->ar_recv, AR_COUNT, ncclFloat32, ncclSum, comm, s));
     NCG_CHECK(ncclReduceScatter(b->rs_send, b->rs_recv, RS_COUNT, ncclFloat32, ncclSum, comm, s));
 }
 
-static cudaGraph_t capture_graph_a(const struct bufs *b, ncclComm_t comm, cudaStream_t s)
+__attribute__((noinline)) static cudaGraph_t capture_graph_a(const struct bufs *b, ncclComm_t comm,
+                                                             cudaStream_t s)
 {
     cudaGraph_t g;
     CUDA_CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -58,7 +59,8 @@ static cudaGraph_t capture_graph_a(const struct bufs *b, ncclComm_t comm, cudaSt
     return g;
 }
 
-static cudaGraph_t capture_graph_b(const struct bufs *b, ncclComm_t comm, cudaStream_t s)
+__attribute__((noinline)) static cudaGraph_t capture_graph_b(const struct bufs *b, ncclComm_t comm,
+                                                             cudaStream_t s)
 {
     cudaGraph_t g;
     CUDA_CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
