@@ -11,6 +11,7 @@
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "config.h"
 #include "resolve.h"
@@ -191,41 +192,82 @@ struct boot {
     void *ds, *dvs;
 };
 
-static int boot_cb(struct dl_phdr_info *info, size_t size, void *arg)
+/* One loaded object (name, load bias, dynamic section): 1 when it holds the dlsym we want. */
+static int boot_obj(struct boot *b, const char *nm, ElfW(Addr) base, const ElfW(Dyn) * dyn)
 {
-    (void)size;
-    struct boot *b = arg;
-    const char *nm = info->dlpi_name ? info->dlpi_name : "";
     for (const char *p = nm; *p; p++) /* no libc string call: see same() */
         if (*p == '/')
             nm = p + 1;
     if (prefix(nm, "libasan.so") || prefix(nm, "libtsan.so") || prefix(nm, "libubsan.so"))
         b->san = 1;
-    if ((const void *)info->dlpi_addr == (const void *)&__ehdr_start) {
+    if ((const void *)base == (const void *)&__ehdr_start) {
         b->seen_self = 1;
         return 0;
     }
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
-            continue;
-        struct obj o;
-        if (obj_from(info->dlpi_addr,
-                     (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr), &o) != 0)
-            break;
-        /* The next definition after us (true RTLD_NEXT for us): an interposer of dlsym loaded
-         * before us is skipped, so its hook and ours never call each other in a loop. The
-         * second pass (we were not found: never in a preload) takes the first definition. */
-        if (!b->seen_self && !b->any)
-            break;
-        const ElfW(Sym) *s = obj_lookup(&o, "dlsym", NULL), *v = obj_lookup(&o, "dlvsym", NULL);
-        if (s && v && !b->ds) {
-            b->ds = (void *)(o.base + s->st_value);
-            b->dvs = (void *)(o.base + v->st_value);
-            return 1;
-        }
-        break;
+    struct obj o;
+    if (!dyn || obj_from(base, dyn, &o) != 0)
+        return 0;
+    /* The next definition after us (true RTLD_NEXT for us): an interposer of dlsym loaded
+     * before us is skipped, so its hook and ours never call each other in a loop. The
+     * second pass (we were not found: never in a preload) takes the first definition. */
+    if (!b->seen_self && !b->any)
+        return 0;
+    const ElfW(Sym) *s = obj_lookup(&o, "dlsym", NULL), *v = obj_lookup(&o, "dlvsym", NULL);
+    if (s && v && !b->ds) {
+        b->ds = (void *)(o.base + s->st_value);
+        b->dvs = (void *)(o.base + v->st_value);
+        return 1;
     }
     return 0;
+}
+
+static int boot_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum && !dyn; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    return boot_obj(arg, info->dlpi_name ? info->dlpi_name : "", info->dlpi_addr, dyn);
+}
+
+/* ThreadSanitizer intercepts dl_iterate_phdr and resolves its interceptors through dlsym while
+ * it initialises: its dl_iterate_phdr would call a function it has not found yet. Under it the
+ * objects are read from the dynamic linker's list (r_debug) instead, in the same load order
+ * (at that point nothing else runs). */
+extern void __tsan_init(void) __attribute__((weak));
+
+/* The dynamic linker's list, through the executable's DT_DEBUG entry (naming _r_debug would
+ * make ld.so a dependency of ours). NULL when there is none. */
+static const struct r_debug *boot_rdebug(void)
+{
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)getauxval(AT_PHDR);
+    size_t n = getauxval(AT_PHNUM);
+    ElfW(Addr) bias = 0;
+    for (size_t i = 0; ph && i < n; i++)
+        if (ph[i].p_type == PT_PHDR)
+            bias = (ElfW(Addr))ph - ph[i].p_vaddr;
+    for (size_t i = 0; ph && i < n; i++) {
+        if (ph[i].p_type != PT_DYNAMIC)
+            continue;
+        for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(bias + ph[i].p_vaddr); d->d_tag != DT_NULL;
+             d++)
+            if (d->d_tag == DT_DEBUG)
+                return (const struct r_debug *)d->d_un.d_ptr;
+    }
+    return NULL;
+}
+
+static void boot_walk(struct boot *b)
+{
+    const struct r_debug *r = &__tsan_init ? boot_rdebug() : NULL;
+    if (!r || !r->r_map) {
+        dl_iterate_phdr(boot_cb, b);
+        return;
+    }
+    for (const struct link_map *m = r->r_map; m; m = m->l_next)
+        if (boot_obj(b, m->l_name ? m->l_name : "", m->l_addr, (const ElfW(Dyn) *)m->l_ld))
+            return;
 }
 
 static int boot(void)
@@ -235,11 +277,11 @@ static int boot(void)
     if (__atomic_load_n(&boot_failed, __ATOMIC_RELAXED))
         return -1;
     struct boot b = {0, 0, 0, NULL, NULL};
-    dl_iterate_phdr(boot_cb, &b);
+    boot_walk(&b);
     __atomic_store_n(&sanitized, b.san, __ATOMIC_RELAXED);
     if (!b.ds) {
         b.any = 1;
-        dl_iterate_phdr(boot_cb, &b);
+        boot_walk(&b);
     }
     if (!b.ds) {
         __atomic_store_n(&boot_failed, 1, __ATOMIC_RELAXED);

@@ -21,7 +21,7 @@
 #include "ncg_test.h"
 
 static ncclComm_t g_comm;
-static volatile int g_entering;
+static _Atomic int g_entering;
 static int g_revoke;
 
 static void sleep_ms(long ms)
