@@ -422,6 +422,14 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
                          ncg_call_format(&c, call, sizeof call),
                          (uint64_t)slot + 1 == cnt ? " (its latest call)" : "");
                 site_of(&rec, site, sizeof site);
+                if (v->kind == NCG_V_STUCK && !v->ncalls && rec.seq == (uint64_t)v->slot &&
+                    slot == v->slot) {
+                    /* the headline's call (the same on every rank: digests agree), where no
+                     * WAIT named it (asynchronous NCCL: nobody blocks inside the call) */
+                    v->ncalls = 1;
+                    v->calls[0].call = c;
+                    snprintf(v->calls[0].site, sizeof v->calls[0].site, "%s", site);
+                }
                 struct timespec wt, mt;
                 clock_gettime(CLOCK_REALTIME, &wt);
                 clock_gettime(CLOCK_MONOTONIC, &mt);
@@ -788,10 +796,18 @@ static void client_report(uint64_t now)
         }
         struct ncg_msg_report *r = &rep[lc->link].u.report;
         if (r->n < NCG_WIRE_MAX_COMMS) {
-            uint64_t done = lc->shm ? ck_pr_load_64(&lc->shm->coll_done) : 0;
-            r->e[r->n++] =
-                (struct ncg_report_entry){lc->id, (uint32_t)lc->nranks,    (uint32_t)lc->rank, cnt,
-                                          gr,     done < cnt ? done : cnt, driver_tid(lc, cnt)};
+            uint64_t done = lc->shm ? ck_pr_load_64(&lc->shm->coll_done) : 0, hi;
+            done = done < cnt ? done : cnt;
+            int sampled = ncg_cev_bounds(lc->c ? &lc->c->cev[0] : NULL, done, cnt, &hi);
+            r->e[r->n++] = (struct ncg_report_entry){.comm_id = lc->id,
+                                                     .nranks = (uint32_t)lc->nranks,
+                                                     .rank = (uint32_t)lc->rank,
+                                                     .count = cnt,
+                                                     .global_rank = gr,
+                                                     .done = done,
+                                                     .tid = driver_tid(lc, cnt),
+                                                     .done_hi = hi,
+                                                     .flags = sampled ? NCG_REP_SAMPLED : 0};
         }
         /* WAITs (the DEADLOCK wait-for graph) only where a call's return is its completion: with
          * completion sampled by CUDA events (asynchronous NCCL) a call looks incomplete for a

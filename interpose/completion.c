@@ -205,9 +205,33 @@ static void cev_poll_one(struct ncg_cev *e)
      * query (issued is read first; later calls are not claimed). */
     uint64_t iss = ck_pr_load_64(&e->issued);
     void *st = ck_pr_load_ptr(&e->stream);
-    if (iss > ck_pr_load_64(e->done) && e->tail == head &&
-        cuda.stream_query(st) == NCG_CUDA_SUCCESS && iss > ck_pr_load_64(e->done))
-        ck_pr_store_64(e->done, iss);
+    if (iss > ck_pr_load_64(e->done) && e->tail == head) {
+        int q = cuda.stream_query(st);
+        if (q == NCG_CUDA_SUCCESS && iss > ck_pr_load_64(e->done))
+            ck_pr_store_64(e->done, iss);
+        else if (q == NCG_CUDA_NOT_READY) /* issued read after the query: it covers the work */
+            ck_pr_store_64(&e->undrained, ck_pr_load_64(&e->issued));
+    }
+}
+
+int ncg_cev_bounds(const struct ncg_cev *e, uint64_t done, uint64_t issued, uint64_t *hi)
+{
+    *hi = done;
+    if (!e || !e->registered || __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE) != NCG_CMODE_EVENTS)
+        return 0;
+    uint64_t tail = ck_pr_load_64(&e->tail), head = ck_pr_load_64(&e->head);
+    ck_pr_fence_load(); /* the head before the slot it covers */
+    uint64_t h = issued;
+    if (tail != head) {
+        uint64_t v = e->val[tail % NCG_CEV_RING]; /* not reached: fewer than v completed */
+        h = v > 0 ? v - 1 : 0;
+    } else {
+        uint64_t u = ck_pr_load_64(&e->undrained); /* the stream had work left then */
+        if (u > done && u - 1 < h)
+            h = u - 1;
+    }
+    *hi = h < done ? done : h > issued ? issued : h;
+    return 1;
 }
 
 void ncg_completion_poll(void)

@@ -25,8 +25,12 @@ enum ncg_cmode {
 extern int ncg_cmode; /* enum ncg_cmode; written once at activation (and by the probe) */
 
 #define NCG_CEV_GAP_NS 2000000ull /* a new event only when the stream's last one is older */
-#define NCG_CEV_RING 8u           /* events in flight per communicator and kind */
-#define NCG_CEV_PROBES 8          /* calls probed with cudaStreamQuery before deciding */
+#define NCG_CEV_RING                                                                               \
+    64u /* events in flight per communicator and kind: more than one poll                          \
+           interval (100 ms) of events at one per NCG_CEV_GAP_NS */
+#define NCG_CEV_PROBES                                                                             \
+    64 /* calls probed with cudaStreamQuery before deciding: a fast device                         \
+          may finish a few calls before the query that follows them */
 
 /* Event tracking of one communicator and kind (collective or p2p), inside struct ncg_comm.
  * Single producer (the thread driving the comm) and single consumer (the checker thread). */
@@ -40,6 +44,8 @@ struct ncg_cev {
     uint64_t val[NCG_CEV_RING];
     void *spare[NCG_CEV_RING]; /* completed events, handed back to the producer */
     uint64_t spare_head, spare_tail;
+    uint64_t undrained; /* poller: a stream query found work not done with at most this many
+                           issued (so fewer completed); 0: none seen */
     int registered;
 };
 
@@ -68,6 +74,13 @@ void ncg_completion_set_cuda(const struct ncg_cuda_api *api, int mode);
 /* Asynchronous path of ncg_done_after_call (EVENTS / PROBE): application thread, no lock;
  * records at most one event per NCG_CEV_GAP_NS on the stream. */
 void ncg_cev_after_call(struct ncg_cev *e, uint64_t val, void *stream);
+
+/* What a communicator's completed count is known to be, for its REPORT (checker thread):
+ * *lo = done (exact unless sampled), *hi = at most this many completed: done itself where a
+ * call's return is its completion or the tracker is unused; else one below the value of the
+ * oldest event not reached yet, else one below what was issued when a stream query last found
+ * work left, else issued. Returns 1 when sampled. */
+int ncg_cev_bounds(const struct ncg_cev *e, uint64_t done, uint64_t issued, uint64_t *hi);
 
 /* Checker thread (or a test): query events and drained streams, advance the done counters.
  * Lock-free; never blocks (cudaEventQuery / cudaStreamQuery). */

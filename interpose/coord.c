@@ -26,7 +26,9 @@ struct cmember {
     double rate;
     uint32_t pid; /* of the process that registered it, kept after its connection ends */
     char host[64];
-    uint64_t done;      /* slots completed (v2) */
+    uint64_t done;      /* slots completed (v2); a lower bound when sampled */
+    uint64_t done_hi;   /* at most this many completed (v3; = done when exact) */
+    uint8_t sampled;    /* its completion is sampled by CUDA events (asynchronous NCCL) */
     uint32_t tid;       /* the thread driving the comm in that process */
     uint64_t report_ns; /* when its count was last reported */
     uint8_t how;        /* M_GONE: NCG_BYE_ABORT or NCG_BYE_VERDICT from its goodbye, else 0 */
@@ -649,6 +651,8 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
             mb->pid = cc->pid;
             memcpy(mb->host, cc->host, sizeof mb->host);
             mb->done = e->done;
+            mb->done_hi = e->done_hi;
+            mb->sampled = (e->flags & NCG_REP_SAMPLED) != 0;
             mb->tid = e->tid;
             c->progress_ns = c->dprogress_ns = now_ns;
             if (c->done && c->last) { /* too late for the verdict: it still concerns this rank */
@@ -665,10 +669,12 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
             mb->count = e->count;
             c->progress_ns = mb->progress_ns = now_ns;
         }
-        if (e->done > mb->done) {
-            mb->done = e->done;
-            c->dprogress_ns = now_ns;
+        if (e->done > mb->done || e->done_hi > mb->done_hi) {
+            c->dprogress_ns = now_ns; /* completion moved (or what bounds it did) */
+            mb->done = e->done > mb->done ? e->done : mb->done;
         }
+        mb->done_hi = e->done_hi > mb->done ? e->done_hi : mb->done;
+        mb->sampled = (e->flags & NCG_REP_SAMPLED) != 0;
         mb->tid = e->tid;
     }
 }

@@ -43,6 +43,8 @@ static void hang_member_lines(struct ncg_coord *co, const struct ccomm *c, uint6
         const struct cconn *cc = conn_get(co, mb->conn);
         hang_addf(b, cap, "rank %u (global %d%s%s): issued %" PRIu64 ", completed %" PRIu64, r,
                   mb->grank, cc ? ", " : "", cc ? cc->host : "", mb->count, mb->done);
+        if (mb->done_hi > mb->done)
+            hang_addf(b, cap, "-%" PRIu64 " (sampled)", mb->done_hi);
         const struct ncg_wait_ent *w = hang_wait_at(co, c, r, 0, k);
         if (w)
             hang_addf(b, cap, ", thread %u in %s%s%s", w->tid,
@@ -69,19 +71,31 @@ static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_
 {
     if (co->p.stuck_warn_s <= 0 && co->p.stuck_abort_s <= 0)
         return;
-    uint64_t k = UINT64_MAX;
+    /* The first slot some member has not completed lies in [k, khi]: exact (k == khi) where a
+     * call's return is its completion; with completion sampled by CUDA events each member
+     * reports bounds, and the job's first incomplete slot is bounded by their minima. */
+    uint64_t k = UINT64_MAX, khi = UINT64_MAX;
+    int sampled = 0;
     for (uint32_t i = 0; i < c->nranks; i++) {
         if (c->m[i].state != M_ACTIVE)
             return; /* unknown, gone or dead members: other verdicts' business */
         if (c->m[i].done < k)
             k = c->m[i].done;
+        uint64_t hi = c->m[i].done_hi > c->m[i].done ? c->m[i].done_hi : c->m[i].done;
+        if (hi < khi)
+            khi = hi;
+        sampled |= c->m[i].sampled;
     }
     for (uint32_t i = 0; i < c->nranks; i++)
-        if (c->m[i].count <= k)
-            return; /* someone has not issued slot k: LAG territory, or all idle */
-    if (c->vc <= k)
-        return; /* slot k not verified identical (yet): MISMATCH territory */
-    uint64_t last = c->progress_ns > c->dprogress_ns ? c->progress_ns : c->dprogress_ns;
+        if (c->m[i].count <= khi)
+            return; /* someone may not have issued the stalled slot: LAG territory, or idle */
+    if (c->vc <= khi)
+        return; /* not verified identical (yet) up to there: MISMATCH territory */
+    /* Under asynchronous NCCL the hosts keep issuing after a stall (the work only queues):
+     * only completion measures progress there. */
+    uint64_t last = sampled                            ? c->dprogress_ns
+                    : c->progress_ns > c->dprogress_ns ? c->progress_ns
+                                                       : c->dprogress_ns;
     double idle = (double)(now_ns - last) / 1e9;
     int act = co->p.stuck_abort_s > 0 && idle >= co->p.stuck_abort_s;
     if (!act && (co->p.stuck_warn_s <= 0 || idle < co->p.stuck_warn_s || c->stuck_warned == k + 1))
@@ -109,20 +123,33 @@ static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_
     v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
     v->slot = (int64_t)k;
     ncg_ranks_compact(not_done, nn, v->subject, sizeof v->subject);
+    char range[96] = "";
+    if (khi > k)
+        snprintf(range, sizeof range,
+                 " (or a later one up to slot %" PRIu64 ": completion is "
+                 "sampled by CUDA events)",
+                 khi);
     if (nn == c->nranks)
-        snprintf(v->detail, sizeof v->detail, "completed on none for %.1f s", idle);
+        snprintf(v->detail, sizeof v->detail, "completed on none for %.1f s%s", idle, range);
     else
-        snprintf(v->detail, sizeof v->detail, "not completed on %s %.200s for %.1f s",
-                 nn > 1 ? "ranks" : "rank", v->subject, idle);
+        snprintf(v->detail, sizeof v->detail, "not completed on %s %.200s for %.1f s%s",
+                 nn > 1 ? "ranks" : "rank", v->subject, idle, range);
     notes[0] = 0;
     hang_addf(notes, NCG_WIRE_NOTES,
               "a hang inside NCCL (a dead link, a failed device, a peer stuck elsewhere), not a "
               "desync: slot %" PRIu64 " is the same call on every rank\n",
               k);
+    if (khi > k)
+        hang_addf(notes, NCG_WIRE_NOTES,
+                  "completion is sampled by CUDA events (asynchronous NCCL): the stalled slot is "
+                  "one of %" PRIu64 "-%" PRIu64 ", identical on every rank up to there\n",
+                  k, khi);
     if (k)
-        hang_addf(notes, NCG_WIRE_NOTES, "last slot completed on every rank: %" PRIu64 "\n", k - 1);
+        hang_addf(notes, NCG_WIRE_NOTES, "last slot completed on every rank: %s%" PRIu64 "\n",
+                  khi > k ? "at least " : "", k - 1);
     else
-        hang_addf(notes, NCG_WIRE_NOTES, "last slot completed on every rank: none\n");
+        hang_addf(notes, NCG_WIRE_NOTES, "last slot completed on every rank: none%s\n",
+                  khi > k ? " known" : "");
     hang_member_lines(co, c, k, notes, NCG_WIRE_NOTES);
     ncg_verdict_set_notes(v, notes);
     free(notes);

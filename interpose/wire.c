@@ -98,6 +98,8 @@ long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap)
             ncg_put32(&w, (uint32_t)e->global_rank);
             ncg_put64(&w, e->done);
             ncg_put32(&w, e->tid);
+            ncg_put64(&w, e->done_hi);
+            ncg_put8(&w, e->flags);
         }
         break;
     case NCG_MSG_WAIT:
@@ -242,7 +244,9 @@ long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m)
             e->global_rank = (int32_t)ncg_get32(&r);
             e->done = ncg_get64(&r);
             e->tid = ncg_get32(&r);
-            if (e->done > e->count)
+            e->done_hi = ncg_get64(&r);
+            e->flags = ncg_get8(&r);
+            if (e->done > e->done_hi || e->done_hi > e->count || (e->flags & ~NCG_REP_SAMPLED))
                 return -EBADMSG;
             if (e->nranks == 0 || e->nranks > NCG_WIRE_MAX_RANKS || e->rank >= e->nranks)
                 return -EBADMSG;

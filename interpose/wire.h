@@ -9,7 +9,9 @@
 #include <stdint.h>
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
-#define NCG_WIRE_VERSION 2u        /* 2: completed counts and driver threads in REPORT, WAIT */
+#define NCG_WIRE_VERSION                                                                           \
+    3u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds                        \
+        */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* verdicts carry per-rank arrays: 1 MiB bounds them */
 
@@ -59,9 +61,12 @@ struct ncg_report_entry {
     uint32_t rank;
     uint64_t count; /* collective slots issued */
     int32_t global_rank;
-    uint64_t done; /* collective slots completed (v2) */
+    uint64_t done; /* collective slots completed (v2); a lower bound when sampled */
     uint32_t tid;  /* the thread driving the comm here: issuer of its latest call, or its creator */
+    uint64_t done_hi; /* v3: at most this many completed (= done when exact) */
+    uint8_t flags;    /* v3: NCG_REP_* */
 };
+#define NCG_REP_SAMPLED 1u /* completion sampled by CUDA events: done..done_hi bound it */
 
 struct ncg_msg_report {
     uint32_t n;

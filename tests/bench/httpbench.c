@@ -170,6 +170,8 @@ int main(int argc, char **argv)
                                                         1000u * (uint64_t)step + 17u,
                                                         r,
                                                         1000u * (uint64_t)step + 17u,
+                                                        0,
+                                                        1000u * (uint64_t)step + 17u,
                                                         0};
             ncg_coord_message(co, r, &m, t);
         }

@@ -156,7 +156,7 @@ static void report(struct ncg_coord *co, int r, int nranks, uint64_t count, uint
     M.type = NCG_MSG_REPORT;
     M.u.report.n = 1;
     M.u.report.e[0] = (struct ncg_report_entry){
-        0xabcdef0123456789ull, (uint32_t)nranks, (uint32_t)r, count, r, count, 0};
+        0xabcdef0123456789ull, (uint32_t)nranks, (uint32_t)r, count, r, count, 0, count, 0};
     ncg_coord_message(co, r, &M, now);
 }
 

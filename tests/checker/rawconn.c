@@ -74,8 +74,8 @@ static int bigflood(const char *host, const char *port, const char *token, doubl
         r.u.report.n = 1;
         long one = 0;
         for (int k = 0; len + 512 < (long)sizeof b; k++) {
-            r.u.report.e[0] =
-                (struct ncg_report_entry){0xf100d00 + (uint64_t)conns, 2, 0, (uint64_t)k, -1, 0, 0};
+            r.u.report.e[0] = (struct ncg_report_entry){
+                0xf100d00 + (uint64_t)conns, 2, 0, (uint64_t)k, -1, 0, 0, 0, 0};
             one = ncg_wire_encode(&r, b + len, sizeof b - (size_t)len);
             if (one <= 0)
                 break;
@@ -146,7 +146,7 @@ int main(int argc, char **argv)
             len = ncg_wire_encode(&m, b, sizeof b);
             struct ncg_msg r = {.type = NCG_MSG_REPORT};
             r.u.report.n = 1;
-            r.u.report.e[0] = (struct ncg_report_entry){0, 4, 0, 1u << 30, 0, 0, 0};
+            r.u.report.e[0] = (struct ncg_report_entry){0, 4, 0, 1u << 30, 0, 0, 0, 0, 0};
             long k = ncg_wire_encode(&r, b + len, sizeof b - (size_t)len);
             len += k;
             if (!strcmp(mode, "tokenhello"))

@@ -18,13 +18,13 @@
  *   invert   world and a second comm (SCEN_INVERT=split: a split child, the default; root: a
  *            second root comm; p2p: rank 0 sends to rank 1 on world instead) used in turn; at
  *            ITERS/2 rank 1 takes them in the other order (DEADLOCK)
- * steady: $SCEN_PORT_FILE gets the checker's port (rank 0); with $SCEN_FDS=N rank 0 then opens
- * up to N descriptors and prints how many it got and its checker thread's CPU seconds.
- * $SCEN_SPLIT_WORLD=1: in split, every rank calls AllReduce on the world comm at the end.
- * $SCEN_VICTIM overrides the rank that kills/stops itself or leaves early.
- * $SCEN_RTSIG=handle installs the application's own handler on SIGRTMIN+7 (the signal ncclguard
- * borrows to capture stacks), =block blocks that signal in the main thread; either way the
- * checker must leave it alone. The handler, if it ever runs, prints "scen: own handler ran".
+ * steady: $SCEN_GAP_US spaces the calls (as a GPU would); $SCEN_PORT_FILE gets the checker's port
+ * (rank 0); with $SCEN_FDS=N rank 0 then opens up to N descriptors and prints how many it got and
+ * its checker thread's CPU seconds. $SCEN_SPLIT_WORLD=1: in split, every rank calls AllReduce on
+ * the world comm at the end. $SCEN_VICTIM overrides the rank that kills/stops itself or leaves
+ * early. $SCEN_RTSIG=handle installs the application's own handler on SIGRTMIN+7 (the signal
+ * ncclguard borrows to capture stacks), =block blocks that signal in the main thread; either way
+ * the checker must leave it alone. The handler, if it ever runs, prints "scen: own handler ran".
  * healthy also forks a child (a data-loader worker) that exits through exit() meanwhile.
  * Before the diverging call, the diverging rank prints "scen: diverge at <unix time>".
  * Asynchronous mode (FAKENCCL_ASYNC=1): calls enqueue on the thread's stream; the host
@@ -271,11 +271,14 @@ int main(int argc, char **argv)
             write_port(getenv("SCEN_PORT_FILE"), &id);
         struct timeval t0, t;
         gettimeofday(&t0, NULL);
-        long n = 0;
+        long n = 0, gap_us = getenv("SCEN_GAP_US") ? atol(getenv("SCEN_GAP_US")) : 0;
         int stop = 0;
         while (!stop) {
-            for (int k = 0; k < 100; k++, n++)
+            for (int k = 0; k < 100; k++, n++) {
                 allreduce(comm, 8);
+                if (gap_us > 0)
+                    usleep((useconds_t)gap_us); /* calls spaced like a GPU's */
+            }
             gettimeofday(&t, NULL);
             /* everyone must agree on when to stop: rank 0 decides, the others follow */
             float s0 = (float)(rank == 0 && t.tv_sec - t0.tv_sec >= iters), s1 = 0;

@@ -66,8 +66,15 @@ static void test_wire(void)
     m1.type = NCG_MSG_REPORT;
     m1.u.report.n = 3;
     for (int i = 0; i < 3; i++)
-        m1.u.report.e[i] = (struct ncg_report_entry){
-            0xabc + (uint64_t)i, 16, (uint32_t)i, 1000 + (uint64_t)i, i, 900 + (uint64_t)i, 77};
+        m1.u.report.e[i] = (struct ncg_report_entry){0xabc + (uint64_t)i,
+                                                     16,
+                                                     (uint32_t)i,
+                                                     1000 + (uint64_t)i,
+                                                     i,
+                                                     900 + (uint64_t)i,
+                                                     77,
+                                                     950 + (uint64_t)i,
+                                                     (uint8_t)(i & NCG_REP_SAMPLED)};
     roundtrip(&m1);
 
     memset(&m1, 0, sizeof m1);
@@ -126,8 +133,18 @@ static void test_wire(void)
     memset(&m1, 0, sizeof m1);
     m1.type = NCG_MSG_REPORT;
     m1.u.report.n = 1;
-    m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 11, 5}; /* done > count */
+    m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 11, 5, 11, 0}; /* done > count */
     EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
+    m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 6, 5, 5, 1}; /* done > done_hi */
+    EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
+    m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 6, 5, 11, 1}; /* hi > count */
+    EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
+    m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 6, 5, 8, 2}; /* unknown flag */
+    EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
+    m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 6, 5, 8, 1}; /* sampled bounds */
+    EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) > 0 &&
+           m2.u.report.e[0].done == 6 && m2.u.report.e[0].done_hi == 8 &&
+           m2.u.report.e[0].flags == NCG_REP_SAMPLED);
 
     struct ncg_verdict *v = ncg_verdict_new(16);
     v->kind = NCG_V_MISMATCH;
@@ -154,7 +171,7 @@ static void test_wire(void)
     memset(&m1, 0, sizeof m1);
     m1.type = NCG_MSG_REPORT;
     m1.u.report.n = 1;
-    m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 9, 5};
+    m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 9, 5, 9, 0};
     long n = ncg_wire_encode(&m1, buf, sizeof buf);
     EXPECT(ncg_wire_decode((const uint8_t *)"GARBAGE!", 8, &m2) < 0);
     EXPECT(ncg_wire_decode((const uint8_t *)"NCGX", 4, &m2) < 0);
@@ -407,8 +424,8 @@ static void sim_round(int alive_mask)
             continue;
         struct ncg_msg m = {.type = NCG_MSG_REPORT};
         m.u.report.n = 1;
-        m.u.report.e[0] =
-            (struct ncg_report_entry){0xc0, (uint32_t)S.nconn, (uint32_t)r, S.count[r], r, 0, 0};
+        m.u.report.e[0] = (struct ncg_report_entry){
+            0xc0, (uint32_t)S.nconn, (uint32_t)r, S.count[r], r, 0, 0, 0, 0};
         ncg_coord_message(S.co, r, &m, S.now);
     }
     for (int loop = 0; loop < 8; loop++) {
@@ -499,7 +516,7 @@ static void test_coord_auth(void)
     ncg_coord_connected(S.co, 6, S.now);
     struct ncg_msg r = {.type = NCG_MSG_REPORT};
     r.u.report.n = 1;
-    r.u.report.e[0] = (struct ncg_report_entry){0xc0, 2, 0, 999, 0, 0, 0};
+    r.u.report.e[0] = (struct ncg_report_entry){0xc0, 2, 0, 999, 0, 0, 0, 0, 0};
     ncg_coord_message(S.co, 6, &r, S.now);
     EXPECT(S.drops[6] == 1);
     ncg_coord_closed(S.co, 6, S.now); /* no effect after the drop */
