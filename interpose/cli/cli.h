@@ -59,6 +59,10 @@ struct ncg_cli_proc {
     uint32_t ncomms, comms_dropped, verdict_kind;
     uint64_t heartbeat_ns, verdict_comm;
     char hostname[64], cmdline[192], verdict_text[256], report_path[256];
+    char bus_id[32];                 /* its CUDA device's PCI bus id (layout 3), "" unknown */
+    int gpu_ok;                      /* set by ncg_nvml_fill: the fields below are valid */
+    unsigned gpu_util;               /* percent */
+    double gpu_power_w, gpu_limit_w; /* board power, enforced limit (0 unknown) */
     enum ncg_live live;
     const char *live_why;       /* static text: "pid gone", "pid reused", "zombie", "" */
     uint64_t activity_ns;       /* newest of created/heartbeat/last call times (CLOCK_MONOTONIC) */
@@ -83,6 +87,7 @@ struct ncg_snap {
     struct ncg_cli_skip *skips;
     int nskips;
     int remote; /* 1: the whole job through its checker's /status (remote.c), not this host */
+    int gpus;   /* 1: ncg_nvml_fill ran and NVML answered: show the GPU columns */
 };
 
 /* Filters applied while scanning. */
@@ -241,6 +246,14 @@ int ncg_job_fetch(const struct ncg_job_src *j, double timeout_s, struct ncg_json
  * last call (when blocked) as its one tail record, verdicts on every member's process.
  * Pure apart from allocation (ncg_snap_free); 0 or -ENOMEM. */
 int ncg_job_snap(const struct ncg_json *doc, const char *url, struct ncg_snap *s);
+
+/* ---- GPUs (nvml.c): NVML loaded at run time, never linked ---- */
+
+/* Fills gpu_* of every process whose bus id NVML knows. Returns 1 when NVML is usable, else 0
+ * with why filled (absent, no bus ids). Main thread; loads NVML once; blocks in NVML. */
+int ncg_nvml_fill(struct ncg_snap *s, char *why, size_t len);
+/* "100% 62/700W", "-" when unknown. Pure. */
+void ncg_cli_fmt_gpu(char *buf, size_t len, const struct ncg_cli_proc *p);
 
 /* ---- subcommands: main thread only; they block (sleep, file I/O, poll), allocate, and
  * return the process exit status ---- */

@@ -13,7 +13,7 @@
 
 static const char usage[] =
     "usage: ncclguard status [--json] [--watch [SECS]] [--all] [--dir DIR] [--match TEXT]\n"
-    "                        [--no-clean]\n"
+    "                        [--no-clean] [-v]\n"
     "       ncclguard status --job URL|FILE [--token T] [--json] [--watch [SECS]] [--all]\n"
     "  --job URL|FILE  the whole job through its checker's status endpoint (http://HOST:PORT,\n"
     "                  or the job file ncclguard-job.<host>.<pid>.json it wrote)\n"
@@ -25,6 +25,7 @@ static const char usage[] =
     "  --dir DIR       where the segments are (default /dev/shm)\n"
     "  --match TEXT    only processes whose command line contains TEXT\n"
     "  --no-clean      do not remove segments of processes gone for over an hour\n"
+    "  -v, --verbose   say why the GPU columns (NVML: utilization, board power) are missing\n"
     "exit status: 0 shown, 2 usage error, 3 segment directory unreadable, or (--job) the\n"
     "endpoint unreachable, 401, or an answer that is not its /status\n";
 
@@ -114,7 +115,12 @@ static void row_text(const struct ncg_snap *s, const struct ncg_view_comm *c, in
              (unsigned long long)m->coll_done);
     size_t o = (size_t)snprintf(buf, len, "%13s %6llu  %-46s", slots,
                                 (unsigned long long)m->p2p_seq, call);
-    o += (size_t)snprintf(buf + (o < len ? o : len), o < len ? len - o : 0, "\t%s",
+    char gpu[48] = "";
+    if (s->gpus) { /* "<GPU POWER padded> " before the state */
+        ncg_cli_fmt_gpu(gpu, sizeof gpu - 1, p);
+        snprintf(gpu + strlen(gpu), sizeof gpu - strlen(gpu), "%*s", 17 - (int)strlen(gpu), "");
+    }
+    o += (size_t)snprintf(buf + (o < len ? o : len), o < len ? len - o : 0, "\t%s%s", gpu,
                           member_state(s, m, 0));
     if (p->live == NCG_LIVE_DEAD && !ncg_cli_ended_by_verdict(p) && o < len)
         o += (size_t)snprintf(buf + o, len - o, " (%s)", p->live_why);
@@ -215,8 +221,9 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
             behind_list(s, c, b, sizeof(b));
             fprintf(f, "  behind: rank %s", b);
         }
-        fprintf(f, "\n  %5s %5s %5s %8s %13s %6s  %-46s %7s  %s\n", "RANK", "GRANK", "LRANK", "PID",
-                "SLOTS/DONE", "P2P", "LAST CALL", "AGE", "STATE");
+        fprintf(f, "\n  %5s %5s %5s %8s %13s %6s  %-46s %7s  %s%s\n", "RANK", "GRANK", "LRANK",
+                "PID", "SLOTS/DONE", "P2P", "LAST CALL", "AGE", s->gpus ? "GPU POWER        " : "",
+                "STATE");
         print_rows(f, s, c, all_rows);
         if (c->mismatch) {
             fprintf(f, "  MISMATCH at slot %llu%s:\n", (unsigned long long)c->mismatch_slot,
@@ -334,6 +341,13 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
             fprintf(f, ",\"heartbeat_age_s\":%.3f", age_s(s, p->heartbeat_ns));
         else
             fputs(",\"heartbeat_age_s\":null", f);
+        fputs(",\"bus_id\":", f);
+        ncg_cli_json_str(f, p->bus_id);
+        if (p->gpu_ok)
+            fprintf(f, ",\"gpu\":{\"util_pct\":%u,\"power_w\":%.1f,\"power_limit_w\":%.1f}",
+                    p->gpu_util, p->gpu_power_w, p->gpu_limit_w);
+        else
+            fputs(",\"gpu\":null", f);
         fprintf(f, ",\"activity_age_s\":%.3f,\"comms\":%d,\"comms_dropped\":%u,\"verdict\":",
                 age_s(s, p->activity_ns), p->nmembers, p->comms_dropped);
         if (p->state == NCG_PROC_VERDICT) {
@@ -459,7 +473,7 @@ static int job_snap(const struct ncg_job_src *j, char **raw, struct ncg_snap *s,
 int ncg_cmd_status(int argc, char **argv)
 {
     struct ncg_scan_opts o = {NULL, NULL};
-    int json = 0, watch = 0, clean = 1, all_rows = 0;
+    int json = 0, watch = 0, clean = 1, all_rows = 0, verbose = 0;
     const char *job = NULL, *token = NULL;
     double every = 2;
     int err = 0;
@@ -472,6 +486,8 @@ int ncg_cmd_status(int argc, char **argv)
             json = 1;
         } else if (strcmp(argv[i], "--no-clean") == 0) {
             clean = 0;
+        } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
+            verbose = 1;
         } else if (strcmp(argv[i], "--all") == 0) {
             all_rows = 1;
         } else if (strcmp(argv[i], "--watch") == 0) {
@@ -539,6 +555,10 @@ int ncg_cmd_status(int argc, char **argv)
                 return NCG_CLI_ERROR;
             }
             gethostname(where + 5, sizeof(where) - 6);
+            char why[200];
+            s.gpus = ncg_nvml_fill(&s, why, sizeof why);
+            if (!s.gpus && verbose && !json)
+                printf("ncclguard: no GPU columns: %s\n", why);
         }
         if (ncg_view_build(&s, &v) < 0) {
             ncg_snap_free(&s);

@@ -29,6 +29,9 @@ static const char usage[] =
     "  --dir DIR        where the segments are (default /dev/shm)\n"
     "  --match TEXT     only processes whose command line contains TEXT\n"
     "  --no-clean       do not remove segments of processes gone for over an hour\n"
+    "  --power-util PCT, --power-idle FRAC  with NVML: alert on the power signature, a GPU\n"
+    "                   at >= PCT% utilization (default 90) and <= FRAC of its power limit\n"
+    "                   (default 0.25) while its rank made no NCCL call for --stall seconds\n"
     "       ncclguard watch --job URL|FILE [--token T] [--min-rate CALLS_PER_S] [--stall SECS]\n"
     "                       [--interval SECS] [--json] [--exec CMD] [--once] [--exit-on-alert]\n"
     "  --job URL|FILE   the whole job through its checker's status endpoint (http://HOST:PORT,\n"
@@ -115,7 +118,9 @@ struct watch {
     struct held *held;
     int nheld, capheld;
     struct rate rate;
-    const char *url; /* --job */
+    const char *url;         /* --job */
+    double pw_util, pw_idle; /* the power signature's thresholds: percent, fraction of limit */
+    int pw_alerted;          /* raised for the current incident; re-armed once none shows it */
 };
 
 static int was_seen(const struct watch *w, const char *key)
@@ -747,6 +752,71 @@ static int job_poll(struct watch *w, const struct ncg_job_src *j, int first, str
     return 0;
 }
 
+/* The incident's power signature (NVML, this host): a rank whose GPU is busy (utilization >=
+ * --power-util) at near-idle board power (<= --power-idle of its enforced limit) while it made
+ * no NCCL call for --stall seconds: kernels spinning on a peer that never comes. One alert for
+ * all the ranks showing it; re-armed when none does. */
+static void scan_power(struct watch *w, const struct ncg_snap *s)
+{
+    int ranks[ALERT_MAXR], n = 0, first = -1;
+    char buses[512] = "";
+    double quiet = 0;
+    for (int i = 0; i < s->nprocs; i++) {
+        const struct ncg_cli_proc *p = &s->procs[i];
+        if (!p->gpu_ok || p->gpu_limit_w <= 0 || p->gpu_util < w->pw_util ||
+            p->gpu_power_w > w->pw_idle * p->gpu_limit_w ||
+            (p->live != NCG_LIVE_ALIVE && p->live != NCG_LIVE_VERDICT))
+            continue;
+        uint64_t last = 0;
+        int active = 0;
+        for (int k = 0; k < p->nmembers; k++) {
+            const struct ncg_cli_member *m = &s->members[p->first_member + k];
+            active |= m->state == NCG_COMM_ACTIVE;
+            last = m->last_ns > last ? m->last_ns : last;
+        }
+        double idle = last && last <= s->now_ns ? (double)(s->now_ns - last) / 1e9 : 0;
+        if (!active || idle < w->stall_s)
+            continue;
+        if (first < 0)
+            first = i, quiet = idle;
+        if (n < ALERT_MAXR)
+            ranks[n++] = p->global_rank;
+        size_t o = strlen(buses);
+        snprintf(buses + o, sizeof(buses) - o, "%s%s %u%% %.0f/%.0fW", o ? ", " : "", p->bus_id,
+                 p->gpu_util, p->gpu_power_w, p->gpu_limit_w);
+    }
+    if (first < 0) {
+        w->pw_alerted = 0;
+        return;
+    }
+    if (w->pw_alerted)
+        return;
+    w->pw_alerted = 1;
+    const struct ncg_cli_proc *p = &s->procs[first];
+    struct alert a;
+    memset(&a, 0, sizeof(a));
+    a.kind = "power";
+    a.pid = p->pid;
+    a.rank = p->global_rank;
+    a.comm_rank = p->nmembers ? s->members[p->first_member].rank : -1;
+    a.slot = -1;
+    snprintf(a.segment, sizeof(a.segment), "%s", p->path);
+    for (int x = 1; x < n; x++) /* sorted for the compact list */
+        for (int y = x; y > 0 && ranks[y - 1] > ranks[y]; y--) {
+            int t = ranks[y];
+            ranks[y] = ranks[y - 1];
+            ranks[y - 1] = t;
+        }
+    memcpy(a.ranks, ranks, sizeof(int) * (size_t)n);
+    a.nranks = n;
+    ncg_cli_fmt_ranks(a.ranks_txt, sizeof(a.ranks_txt), ranks, n);
+    snprintf(a.detail, sizeof(a.detail),
+             "GPU busy at idle power with no NCCL call for %.0fs on rank%s %s (utilization >= "
+             "%.0f%%, power <= %.0f%% of the limit): %s",
+             quiet, n > 1 ? "s" : "", a.ranks_txt, w->pw_util, w->pw_idle * 100, buses);
+    emit(w, &a);
+}
+
 static void reap_hooks(struct watch *w, int block)
 {
     while (w->hooks_running > 0) {
@@ -766,6 +836,8 @@ int ncg_cmd_watch(int argc, char **argv)
     struct watch w;
     memset(&w, 0, sizeof(w));
     w.stall_s = 60;
+    w.pw_util = 90;
+    w.pw_idle = 0.25;
     double interval = 1;
     int once = 0, exit_on_alert = 0, clean = 1;
     int err = 0;
@@ -794,6 +866,16 @@ int ncg_cmd_watch(int argc, char **argv)
             if (r < 0 || !*val)
                 return ncg_cli_usage_error(usage, "watch: --exec needs a command");
             w.exec = val;
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--power-util", &val)) != 0) {
+            char *end;
+            w.pw_util = r > 0 ? strtod(val, &end) : -1;
+            if (r < 0 || end == val || *end || w.pw_util < 0 || w.pw_util > 100)
+                return ncg_cli_usage_error(usage, "watch: --power-util needs a percentage");
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--power-idle", &val)) != 0) {
+            char *end;
+            w.pw_idle = r > 0 ? strtod(val, &end) : -1;
+            if (r < 0 || end == val || *end || w.pw_idle < 0 || w.pw_idle > 1)
+                return ncg_cli_usage_error(usage, "watch: --power-idle needs a fraction 0..1");
         } else if ((r = ncg_cli_opt(argc, argv, &i, "--job", &job)) != 0) {
             if (r < 0 || !*job)
                 return ncg_cli_usage_error(usage, "watch: --job needs a URL or a job file");
@@ -851,7 +933,12 @@ int ncg_cmd_watch(int argc, char **argv)
                 break;
             }
         }
+        char why[200];
+        if (!job)
+            s.gpus = ncg_nvml_fill(&s, why, sizeof why);
         if (ncg_view_build(&s, &v) == 0) {
+            if (s.gpus)
+                scan_power(&w, &s);
             scan_procs(&w, &s);
             scan_comms(&w, &s, &v); /* before the verdicts: a mismatch names their culprit */
             scan_verdicts(&w, &s);
