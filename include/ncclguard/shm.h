@@ -12,8 +12,9 @@
 #define NCG_SHM_PREFIX "ncclguard."
 #define NCG_SHM_MAGIC 0x314452415547434eull /* "NCGUARD1" little-endian */
 #define NCG_SHM_LAYOUT_VERSION 3u /* 2: completion counters in the comm header; 3: cuda_bus_id */
-#define NCG_SHM_LAYOUT_OLDEST 2u  /* the oldest layout a reader still takes (3 only adds a field in
-                                     the header's zeroed tail: "" in layout 2) */
+/* The oldest layout a reader still takes: 3 only adds a field in the header's zeroed tail ("" in
+ * a layout-2 segment). */
+#define NCG_SHM_LAYOUT_OLDEST 2u
 
 /* Communicators tracked per process (more are counted, not recorded), and the records kept per
  * communicator in its collective and send/recv rings (powers of two). */
