@@ -37,6 +37,7 @@ all:
 -include interpose/interpose.mk
 -include interpose/cli/cli.mk
 -include tests/gpu/gpu.mk
+-include tests/nvml/nvml.mk
 
 all: $(ALL_TARGETS) $(TEST_BINS)
 

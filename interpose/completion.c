@@ -51,6 +51,28 @@ static int find_cuda(struct ncg_cuda_api *a)
     return -1;
 }
 
+void ncg_cuda_bus_id(char *buf, size_t len)
+{
+    static const char *const libs[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+    void *h = RTLD_DEFAULT;
+    buf[0] = 0;
+    for (size_t i = 0; i <= sizeof libs / sizeof *libs; i++) {
+        if (i > 0 && !(h = dlopen(libs[i - 1], RTLD_NOLOAD | RTLD_LAZY)))
+            continue;
+        int (*get_device)(int *) = (int (*)(int *))dlsym(h, "cudaGetDevice");
+        int (*bus_id)(char *, int, int) =
+            (int (*)(char *, int, int))dlsym(h, "cudaDeviceGetPCIBusId");
+        int dev = -1;
+        if (!get_device || !bus_id)
+            continue;
+        if (get_device(&dev) == 0 && bus_id(buf, (int)len, dev) == 0)
+            buf[len - 1] = 0;
+        else
+            buf[0] = 0;
+        return;
+    }
+}
+
 /* auto mode without a runtime at activation: the application may load one later (before its
  * first stream exists); the checker thread looks again each interval. */
 static int g_unresolved;

@@ -12,6 +12,7 @@
 #define NCG_COMPLETION_H
 
 #include <ck_pr.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ncclguard/shm.h"
@@ -66,6 +67,10 @@ struct ncg_cuda_api {
  * line says what was decided. At activation, under
  * ncg_lock; calls dlsym. */
 void ncg_completion_init(void);
+/* The PCI bus id of the calling thread's current CUDA device into buf ("" when the process has
+ * no CUDA runtime loaded, or it fails): cudaGetDevice + cudaDeviceGetPCIBusId resolved from the
+ * process's runtime, never loading one. The thread creating a segment; may block in CUDA. */
+void ncg_cuda_bus_id(char *buf, size_t len);
 
 /* Tests: use api instead of the process's CUDA runtime, in the given mode. Any thread, before
  * the first call. */

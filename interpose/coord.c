@@ -1082,6 +1082,22 @@ static double age_s(uint64_t now_ns, uint64_t t_ns)
     return now_ns > t_ns ? (double)(now_ns - t_ns) / 1e9 : 0.0;
 }
 
+/* The call member r of comm id is blocked in per its process's latest WAIT: the collective
+ * one when there is one, else a p2p one; NULL when none. */
+static const struct ncg_wait_ent *view_wait(const struct cconn *cc, uint64_t id, uint32_t r)
+{
+    const struct ncg_wait_ent *p2p = NULL;
+    for (uint32_t j = 0; cc && j < cc->nwaits; j++) {
+        const struct ncg_wait_ent *w = &cc->waits[j];
+        if (w->comm_id != id || w->rank != r)
+            continue;
+        if (!w->p2p)
+            return w;
+        p2p = p2p ? p2p : w;
+    }
+    return p2p;
+}
+
 void ncg_coord_view(struct ncg_coord *co, uint64_t now_ns, const struct ncg_coord_view_ops *ops)
 {
     for (int i = 0; i < co->nconn && ops->conn; i++) {
@@ -1128,7 +1144,10 @@ void ncg_coord_view(struct ncg_coord *co, uint64_t now_ns, const struct ncg_coor
                 .heartbeat_age_s = cc ? age_s(now_ns, cc->last_rx_ns) : -1,
                 .calls_per_s = mb->rate,
                 .pid = mb->pid,
-                .host = mb->host};
+                .host = mb->host,
+                .done = mb->done,
+                .report_age_s = mb->report_ns ? age_s(now_ns, mb->report_ns) : -1,
+                .wait = view_wait(cc, c->id, i)};
         }
         struct ncg_coord_comm_view v = {
             c->id,   c->nranks, c->vc, c->done, c->lag_warned, age_s(now_ns, c->progress_ns),

@@ -89,7 +89,12 @@ struct ncg_coord_member_view {
     double heartbeat_age_s; /* of its connection (-1: no connection) */
     double calls_per_s;     /* over the last window of at least 1 s (0 before the first) */
     uint32_t pid;
-    const char *host; /* "" when unknown */
+    const char *host;    /* "" when unknown */
+    uint64_t done;       /* collective calls completed, as last reported (wire v2) */
+    double report_age_s; /* since its counts were last reported (-1: never) */
+    /* The collective (else p2p) call its process reported it blocked in (latest WAIT), or
+     * NULL: the rank's last call while it hangs. Valid during the view callback only. */
+    const struct ncg_wait_ent *wait;
 };
 
 struct ncg_coord_comm_view {

@@ -101,6 +101,11 @@ struct smember {
     double progress_age, hb_age, rate;
     uint32_t pid;
     char host[64];
+    uint64_t done;
+    double report_age;
+    uint8_t has_wait, wait_p2p;
+    struct ncg_call wait; /* the call it is blocked in, when has_wait */
+    char site[NCG_WIRE_SITE];
 };
 
 struct scomm {
@@ -117,6 +122,9 @@ struct scomm {
     int vkind, vsev;
     int64_t vslot;
     char vtext[1024];
+    char vsubject[NCG_WIRE_STR];
+    uint32_t vncalls;
+    struct ncg_vcall vcalls[NCG_WIRE_MAX_CALLS];
 };
 
 struct snap {
@@ -191,6 +199,14 @@ static void snap_comm(void *arg, const struct ncg_coord_comm_view *v)
         m->rate = a->calls_per_s;
         m->pid = a->pid;
         snprintf(m->host, sizeof m->host, "%s", a->host);
+        m->done = a->done;
+        m->report_age = a->report_age_s;
+        m->has_wait = a->wait != NULL;
+        if (a->wait) {
+            m->wait_p2p = a->wait->p2p;
+            m->wait = a->wait->call;
+            snprintf(m->site, sizeof m->site, "%s", a->wait->site);
+        }
         c->registered += a->state != 0;
         c->left += a->state == 2;
         c->dead += a->state == 3;
@@ -212,6 +228,10 @@ static void snap_comm(void *arg, const struct ncg_coord_comm_view *v)
         c->vsev = v->verdict->severity;
         c->vslot = v->verdict->slot;
         ncg_verdict_summary(v->verdict, c->vtext, sizeof c->vtext);
+        snprintf(c->vsubject, sizeof c->vsubject, "%s", v->verdict->subject);
+        c->vncalls =
+            v->verdict->ncalls < NCG_WIRE_MAX_CALLS ? v->verdict->ncalls : NCG_WIRE_MAX_CALLS;
+        memcpy(c->vcalls, v->verdict->calls, sizeof c->vcalls[0] * c->vncalls);
     }
 }
 
@@ -251,6 +271,19 @@ static void json_num(struct ncg_buf *b, double d)
         ncg_buf_printf(b, "%.3f", d);
 }
 
+/* {"kind":"coll","func":"AllReduce",...,"site":"..."}: a call as /status writes it. */
+static void json_call(struct ncg_buf *b, const struct ncg_call *c, int p2p, const char *site)
+{
+    ncg_buf_printf(b,
+                   "{\"kind\":\"%s\",\"func\":\"%s\",\"count\":%" PRIu64
+                   ",\"dtype\":\"%s\",\"redop\":\"%s\",\"root_or_peer\":%d,\"seq\":%" PRIu64
+                   ",\"site\":\"",
+                   p2p ? "p2p" : "coll", ncg_v_func_name(c->func), c->count,
+                   ncg_v_dtype_name(c->dtype), ncg_v_redop_name(c->redop), c->root, c->seq);
+    buf_esc(b, site, 1);
+    ncg_buf_add(b, "\"}", 2);
+}
+
 int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, struct ncg_buf *b)
 {
     struct snap s;
@@ -262,9 +295,9 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
     struct ncg_coord_stats st;
     ncg_coord_get_stats(co, &st);
     ncg_buf_printf(b,
-                   "{\"format\":\"ncclguard-job-status\",\"version\":1,\"time_unix\":%.3f,"
+                   "{\"format\":\"ncclguard-job-status\",\"version\":%d,\"time_unix\":%.3f,"
                    "\"checker\":{\"host\":\"",
-                   time_unix);
+                   NCG_JOB_STATUS_VERSION, time_unix);
     buf_esc(b, p->host, 1);
     ncg_buf_printf(b,
                    "\",\"pid\":%u,\"embedded\":%s,\"global_rank\":%d,\"interval_ms\":%u,"
@@ -330,7 +363,17 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
                            c->vkind, ncg_verdict_name((unsigned)c->vkind),
                            c->vsev == NCG_SEV_ERROR ? "error" : "warning", c->vslot);
             buf_esc(b, c->vtext, 1);
-            ncg_buf_add(b, "\"}", 2);
+            ncg_buf_add(b, "\",\"subject\":\"", 13);
+            buf_esc(b, c->vsubject, 1);
+            ncg_buf_add(b, "\",\"calls\":[", 11);
+            for (uint32_t j = 0; j < c->vncalls; j++) {
+                ncg_buf_printf(b, "%s{\"ranks\":\"", j ? "," : "");
+                buf_esc(b, c->vcalls[j].ranks, 1);
+                ncg_buf_add(b, "\",\"call\":", 9);
+                json_call(b, &c->vcalls[j].call, 0, c->vcalls[j].site);
+                ncg_buf_add(b, "}", 1);
+            }
+            ncg_buf_add(b, "]}", 2);
         } else {
             ncg_buf_add(b, "null", 4);
         }
@@ -347,6 +390,15 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
             json_num(b, m->progress_age);
             ncg_buf_add(b, ",\"heartbeat_age_s\":", 19);
             json_num(b, m->hb_age);
+            ncg_buf_printf(b, ",\"completed\":%" PRIu64 ",\"last_call_age_s\":", m->done);
+            json_num(b, m->progress_age);
+            ncg_buf_add(b, ",\"report_age_s\":", 16);
+            json_num(b, m->report_age);
+            ncg_buf_add(b, ",\"last_call\":", 13);
+            if (m->has_wait)
+                json_call(b, &m->wait, m->wait_p2p, m->site);
+            else
+                ncg_buf_add(b, "null", 4);
             ncg_buf_printf(b, ",\"behind\":%s}", behind(c, m) ? "true" : "false");
         }
         ncg_buf_add(b, "]}", 2);

@@ -1,11 +1,17 @@
 /* What the status endpoint serves, rendered from the coordinator's read-only view
- * (coord.h): /status as JSON (format "ncclguard-job-status", version 1) and /metrics in the
- * Prometheus text exposition format (0.0.4). No sockets; the output grows in a heap buffer. */
+ * (coord.h): /status as JSON (format "ncclguard-job-status", version NCG_JOB_STATUS_VERSION) and
+ * /metrics in the Prometheus text exposition format (0.0.4). No sockets; the output grows in a heap
+ * buffer. */
 #ifndef NCG_METRICS_H
 #define NCG_METRICS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* New keys keep the version (readers ignore unknown keys); renames, removals and changes of
+ * meaning bump it. Since 1: members' completed counts, last call and its age, the verdict's
+ * subject and calls (docs/cli.md). */
+#define NCG_JOB_STATUS_VERSION 1
 
 struct ncg_coord;
 

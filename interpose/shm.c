@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "shm.h"
 #include "shim.h"
+#include "completion.h"
 
 #include <ck_pr.h>
 #include <errno.h>
@@ -104,6 +105,7 @@ static void ncg_fill_header(struct ncg_shm_header *h, uint64_t ticks)
     while (n > 0 && cmd[n - 1] == ' ')
         cmd[--n] = 0;
     memcpy(h->cmdline, cmd, sizeof h->cmdline - 1);
+    ncg_cuda_bus_id(h->cuda_bus_id, sizeof h->cuda_bus_id);
     /* Every field before the magic: a reader that sees the magic sees a complete header. */
     ck_pr_fence_store();
     ck_pr_store_64(&h->magic, NCG_SHM_MAGIC);

@@ -11,7 +11,10 @@
 /* /dev/shm/ncclguard.<uid>.<pid>: created at the first communicator, unlinked at clean exit. */
 #define NCG_SHM_PREFIX "ncclguard."
 #define NCG_SHM_MAGIC 0x314452415547434eull /* "NCGUARD1" little-endian */
-#define NCG_SHM_LAYOUT_VERSION 2u           /* 2: completion counters in the comm header */
+#define NCG_SHM_LAYOUT_VERSION 3u /* 2: completion counters in the comm header; 3: cuda_bus_id */
+/* The oldest layout a reader still takes: 3 only adds a field in the header's zeroed tail ("" in
+ * a layout-2 segment). */
+#define NCG_SHM_LAYOUT_OLDEST 2u
 
 /* Communicators tracked per process (more are counted, not recorded), and the records kept per
  * communicator in its collective and send/recv rings (powers of two). */
@@ -151,8 +154,13 @@ struct ncg_shm_header {
     uint32_t dump_req;
     uint32_t dump_done;
     char dump_dir[128]; /* absolute directory, NUL-terminated */
+    /* Layout 3: PCI bus id of the CUDA device current when the segment was created (the
+     * thread creating the first communicator), as cudaDeviceGetPCIBusId writes it
+     * ("0000:3b:00.0"); "" without a CUDA runtime in the process. Written before the magic. */
+    char cuda_bus_id[32];
 };
 _Static_assert(offsetof(struct ncg_shm_header, dump_req) == 856, "dump fields at the old end");
+_Static_assert(offsetof(struct ncg_shm_header, cuda_bus_id) == 992, "bus id after the dump");
 _Static_assert(sizeof(struct ncg_shm_header) <= NCG_SHM_HEADER_SIZE, "header fits");
 
 #define NCG_SHM_SIZE                                                                               \

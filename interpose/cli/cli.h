@@ -59,6 +59,10 @@ struct ncg_cli_proc {
     uint32_t ncomms, comms_dropped, verdict_kind;
     uint64_t heartbeat_ns, verdict_comm;
     char hostname[64], cmdline[192], verdict_text[256], report_path[256];
+    char bus_id[32];                 /* its CUDA device's PCI bus id (layout 3), "" unknown */
+    int gpu_ok;                      /* set by ncg_nvml_fill: the fields below are valid */
+    unsigned gpu_util;               /* percent */
+    double gpu_power_w, gpu_limit_w; /* board power, enforced limit (0 unknown) */
     enum ncg_live live;
     const char *live_why;       /* static text: "pid gone", "pid reused", "zombie", "" */
     uint64_t activity_ns;       /* newest of created/heartbeat/last call times (CLOCK_MONOTONIC) */
@@ -82,6 +86,8 @@ struct ncg_snap {
     int nmembers;
     struct ncg_cli_skip *skips;
     int nskips;
+    int remote; /* 1: the whole job through its checker's /status (remote.c), not this host */
+    int gpus;   /* 1: ncg_nvml_fill ran and NVML answered: show the GPU columns */
 };
 
 /* Filters applied while scanning. */
@@ -202,6 +208,52 @@ int ncg_cli_parse_secs(const char *s, double *out);
 uint64_t ncg_cli_mono_ns(void);
 /* The newest record of member m (collective or p2p), or NULL. */
 const struct ncg_shm_record *ncg_cli_member_last(const struct ncg_cli_member *m, int *is_p2p);
+
+/* ---- the job through its checker's status endpoint (remote.c) ---- */
+
+#define NCG_JOB_MAX_BODY (64u << 20)  /* largest /status accepted (1,024 ranks: ~1 MiB) */
+#define NCG_JOB_STATUS_READ_VERSION 1 /* the /status version this CLI reads */
+#define NCG_JOB_TIMEOUT_S 5.0         /* connect + answer */
+
+struct ncg_job_src {
+    char url[512]; /* "http://HOST:PORT" */
+    char host[256], port[16];
+    char token[256]; /* bearer, "" for none */
+};
+struct ncg_http_resp {
+    int status;
+    char *body; /* NUL-terminated, malloc'ed */
+    size_t len;
+};
+struct ncg_json;
+
+/* spec is "http://HOST:PORT" or a job file (ncclguard-job.<host>.<pid>.json); the token is
+ * token, else $NCCLGUARD_TOKEN, else the job file's. 0 or -errno with err filled. Caller
+ * thread; reads the file. */
+int ncg_job_open(const char *spec, const char *token, struct ncg_job_src *j, char *err,
+                 size_t errlen);
+/* GET path with the bearer token; the whole exchange within timeout_s, the body at most
+ * max_body bytes (-EFBIG). 0 with r filled (free r->body), or -errno with err filled
+ * (-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH, -EBADMSG...). Blocks; allocates. */
+int ncg_http_get(const struct ncg_job_src *j, const char *path, double timeout_s, size_t max_body,
+                 struct ncg_http_resp *r, char *err, size_t errlen);
+/* GET /status and parse it: 0 with *doc set (ncg_cli_json_free) and, when raw is not NULL,
+ * *raw the body as received (free), or -errno with err filled: -EACCES for 401, -EBADMSG for
+ * malformed JSON or another format. Blocks; allocates. */
+int ncg_job_fetch(const struct ncg_job_src *j, double timeout_s, struct ncg_json **doc, char **raw,
+                  char *err, size_t errlen);
+/* The /status document as a snapshot (remote = 1): a process per registered member, its
+ * last call (when blocked) as its one tail record, verdicts on every member's process.
+ * Pure apart from allocation (ncg_snap_free); 0 or -ENOMEM. */
+int ncg_job_snap(const struct ncg_json *doc, const char *url, struct ncg_snap *s);
+
+/* ---- GPUs (nvml.c): NVML loaded at run time, never linked ---- */
+
+/* Fills gpu_* of every process whose bus id NVML knows. Returns 1 when NVML is usable, else 0
+ * with why filled (absent, no bus ids). Main thread; loads NVML once; blocks in NVML. */
+int ncg_nvml_fill(struct ncg_snap *s, char *why, size_t len);
+/* "100% 62/700W", "-" when unknown. Pure. */
+void ncg_cli_fmt_gpu(char *buf, size_t len, const struct ncg_cli_proc *p);
 
 /* ---- subcommands: main thread only; they block (sleep, file I/O, poll), allocate, and
  * return the process exit status ---- */

@@ -225,9 +225,10 @@ static void read_segment(struct ncg_snap *s, struct caps *cp, const struct ncg_s
         snprintf(why, sizeof(why), "not initialised yet");
     else if (magic != NCG_SHM_MAGIC)
         snprintf(why, sizeof(why), "foreign file (bad magic)");
-    else if (h->layout_version != NCG_SHM_LAYOUT_VERSION)
-        snprintf(why, sizeof(why), "layout version %u, this ncclguard reads %u", h->layout_version,
-                 NCG_SHM_LAYOUT_VERSION);
+    else if (h->layout_version < NCG_SHM_LAYOUT_OLDEST ||
+             h->layout_version > NCG_SHM_LAYOUT_VERSION)
+        snprintf(why, sizeof(why), "layout version %u, this ncclguard reads %u..%u",
+                 h->layout_version, NCG_SHM_LAYOUT_OLDEST, NCG_SHM_LAYOUT_VERSION);
     else if (h->header_size != NCG_SHM_HEADER_SIZE || h->comm_size != sizeof(struct ncg_shm_comm) ||
              h->coll_ring != NCG_COLL_RING || h->p2p_ring != NCG_P2P_RING || h->max_comms == 0 ||
              h->max_comms > 65536)
@@ -261,6 +262,7 @@ static void read_segment(struct ncg_snap *s, struct caps *cp, const struct ncg_s
     p->comms_dropped = h->comms_dropped;
     p->heartbeat_ns = __atomic_load_n(&h->heartbeat_ns, __ATOMIC_RELAXED);
     copy_str(p->hostname, h->hostname, sizeof(p->hostname));
+    copy_str(p->bus_id, h->layout_version >= 3 ? h->cuda_bus_id : "", sizeof(p->bus_id));
     copy_str(p->cmdline, h->cmdline, sizeof(p->cmdline));
     if (p->ncomms > h->max_comms)
         p->ncomms = h->max_comms;

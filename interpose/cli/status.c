@@ -9,10 +9,15 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "json.h"
 
 static const char usage[] =
     "usage: ncclguard status [--json] [--watch [SECS]] [--all] [--dir DIR] [--match TEXT]\n"
-    "                        [--no-clean]\n"
+    "                        [--no-clean] [-v]\n"
+    "       ncclguard status --job URL|FILE [--token T] [--json] [--watch [SECS]] [--all]\n"
+    "  --job URL|FILE  the whole job through its checker's status endpoint (http://HOST:PORT,\n"
+    "                  or the job file ncclguard-job.<host>.<pid>.json it wrote)\n"
+    "  --token T       the endpoint's bearer token (default: $NCCLGUARD_TOKEN, the job file's)\n"
     "  --json          print a JSON document (format ncclguard-status, version 1)\n"
     "  --all           one row per rank (default: with more than 8 ranks here, identical rows\n"
     "                  are folded into one \"ranks ...: same as rank R\" line)\n"
@@ -20,7 +25,9 @@ static const char usage[] =
     "  --dir DIR       where the segments are (default /dev/shm)\n"
     "  --match TEXT    only processes whose command line contains TEXT\n"
     "  --no-clean      do not remove segments of processes gone for over an hour\n"
-    "exit status: 0 shown, 2 usage error, 3 segment directory unreadable\n";
+    "  -v, --verbose   say why the GPU columns (NVML: utilization, board power) are missing\n"
+    "exit status: 0 shown, 2 usage error, 3 segment directory unreadable, or (--job) the\n"
+    "endpoint unreachable, 401, or an answer that is not its /status\n";
 
 static volatile sig_atomic_t stop_flag;
 
@@ -100,7 +107,7 @@ static void row_text(const struct ncg_snap *s, const struct ncg_view_comm *c, in
     if (r) {
         ncg_cli_fmt_call(call, sizeof(call), r);
         *age = age_s(s, r->t_ns);
-    } else if (m->coll_seq || m->p2p_seq) {
+    } else if ((m->coll_seq || m->p2p_seq) && !s->remote) { /* remote: not blocked, unknown */
         snprintf(call, sizeof(call), "(record being written)");
     }
     char slots[48]; /* issued/completed */
@@ -108,7 +115,12 @@ static void row_text(const struct ncg_snap *s, const struct ncg_view_comm *c, in
              (unsigned long long)m->coll_done);
     size_t o = (size_t)snprintf(buf, len, "%13s %6llu  %-46s", slots,
                                 (unsigned long long)m->p2p_seq, call);
-    o += (size_t)snprintf(buf + (o < len ? o : len), o < len ? len - o : 0, "\t%s",
+    char gpu[48] = "";
+    if (s->gpus) { /* "<GPU POWER padded> " before the state */
+        ncg_cli_fmt_gpu(gpu, sizeof gpu - 1, p);
+        snprintf(gpu + strlen(gpu), sizeof gpu - strlen(gpu), "%*s", 17 - (int)strlen(gpu), "");
+    }
+    o += (size_t)snprintf(buf + (o < len ? o : len), o < len ? len - o : 0, "\t%s%s", gpu,
                           member_state(s, m, 0));
     if (p->live == NCG_LIVE_DEAD && !ncg_cli_ended_by_verdict(p) && o < len)
         o += (size_t)snprintf(buf + o, len - o, " (%s)", p->live_why);
@@ -181,17 +193,17 @@ static void print_rows(FILE *f, const struct ncg_snap *s, const struct ncg_view_
     free(idx);
 }
 
+/* The one table of both views: this host's segments, or (s->remote) the whole job through
+ * its checker, whose snapshot remote.c builds from /status; `where` names which. */
 static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view *v,
-                        const struct ncg_vgroup *g, int ng, int all_rows)
+                        const struct ncg_vgroup *g, int ng, int all_rows, const char *where)
 {
-    char host[64] = "";
-    gethostname(host, sizeof(host) - 1);
     time_t t = (time_t)s->now_unix;
     struct tm tm;
     char when[32];
     gmtime_r(&t, &tm);
     strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-    fprintf(f, "ncclguard: host %s, %d guarded process%s, %d communicator%s, %s\n", host, s->nprocs,
+    fprintf(f, "ncclguard: %s, %d guarded process%s, %d communicator%s, %s\n", where, s->nprocs,
             s->nprocs == 1 ? "" : "es", v->ncomms, v->ncomms == 1 ? "" : "s", when);
     for (int k = 0; k < v->ncomms; k++) {
         const struct ncg_view_comm *c = &v->comms[k];
@@ -209,8 +221,9 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
             behind_list(s, c, b, sizeof(b));
             fprintf(f, "  behind: rank %s", b);
         }
-        fprintf(f, "\n  %5s %5s %5s %8s %13s %6s  %-46s %7s  %s\n", "RANK", "GRANK", "LRANK", "PID",
-                "SLOTS/DONE", "P2P", "LAST CALL", "AGE", "STATE");
+        fprintf(f, "\n  %5s %5s %5s %8s %13s %6s  %-46s %7s  %s%s\n", "RANK", "GRANK", "LRANK",
+                "PID", "SLOTS/DONE", "P2P", "LAST CALL", "AGE", s->gpus ? "GPU POWER        " : "",
+                "STATE");
         print_rows(f, s, c, all_rows);
         if (c->mismatch) {
             fprintf(f, "  MISMATCH at slot %llu%s:\n", (unsigned long long)c->mismatch_slot,
@@ -244,7 +257,9 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
     }
     for (int i = 0; i < s->nskips; i++)
         fprintf(f, "ncclguard: skipped %s: %s\n", s->skips[i].path, s->skips[i].why);
-    if (s->nprocs == 0 && s->nskips == 0)
+    if (s->nprocs == 0 && s->nskips == 0 && s->remote)
+        fprintf(f, "ncclguard: no process registered with the checker yet (%s)\n", s->dir);
+    else if (s->nprocs == 0 && s->nskips == 0)
         fprintf(f, "ncclguard: no guarded process on this host (looked in %s)\n", s->dir);
 }
 
@@ -326,6 +341,13 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
             fprintf(f, ",\"heartbeat_age_s\":%.3f", age_s(s, p->heartbeat_ns));
         else
             fputs(",\"heartbeat_age_s\":null", f);
+        fputs(",\"bus_id\":", f);
+        ncg_cli_json_str(f, p->bus_id);
+        if (p->gpu_ok)
+            fprintf(f, ",\"gpu\":{\"util_pct\":%u,\"power_w\":%.1f,\"power_limit_w\":%.1f}",
+                    p->gpu_util, p->gpu_power_w, p->gpu_limit_w);
+        else
+            fputs(",\"gpu\":null", f);
         fprintf(f, ",\"activity_age_s\":%.3f,\"comms\":%d,\"comms_dropped\":%u,\"verdict\":",
                 age_s(s, p->activity_ns), p->nmembers, p->comms_dropped);
         if (p->state == NCG_PROC_VERDICT) {
@@ -421,13 +443,42 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
     fputs("]}\n", f);
 }
 
+/* One /status fetched into a snapshot; `where` says whose. NCG_CLI_OK, or NCG_CLI_ERROR after
+ * printing why (unreachable, 401, not a /status). */
+static int job_snap(const struct ncg_job_src *j, char **raw, struct ncg_snap *s, char *where,
+                    size_t wlen)
+{
+    struct ncg_json *doc;
+    char err[1024];
+    if (ncg_job_fetch(j, NCG_JOB_TIMEOUT_S, &doc, raw, err, sizeof err) != 0) {
+        fprintf(stderr, "ncclguard: %s\n", err);
+        return NCG_CLI_ERROR;
+    }
+    const struct ncg_json *ck = ncg_cli_json_get(doc, "checker");
+    const struct ncg_json *hosts = ncg_cli_json_get(doc, "hosts");
+    snprintf(where, wlen, "job %s (checker on %s, pid %d; %zu host%s)", j->url,
+             ncg_cli_json_s(ck, "host", "?"), (int)ncg_cli_json_n(ck, "pid", 0),
+             hosts ? hosts->n : 0, hosts && hosts->n == 1 ? "" : "s");
+    int rc = ncg_job_snap(doc, j->url, s);
+    ncg_cli_json_free(doc);
+    if (rc != 0) {
+        if (raw)
+            free(*raw);
+        fprintf(stderr, "ncclguard: out of memory\n");
+        return NCG_CLI_ERROR;
+    }
+    return NCG_CLI_OK;
+}
+
 int ncg_cmd_status(int argc, char **argv)
 {
     struct ncg_scan_opts o = {NULL, NULL};
-    int json = 0, watch = 0, clean = 1, all_rows = 0;
+    int json = 0, watch = 0, clean = 1, all_rows = 0, verbose = 0;
+    const char *job = NULL, *token = NULL;
     double every = 2;
     int err = 0;
     for (int i = 1; i < argc; i++) {
+        int r;
         if (ncg_cli_is_help(argv[i])) {
             fputs(usage, stdout);
             return NCG_CLI_OK;
@@ -435,6 +486,8 @@ int ncg_cmd_status(int argc, char **argv)
             json = 1;
         } else if (strcmp(argv[i], "--no-clean") == 0) {
             clean = 0;
+        } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
+            verbose = 1;
         } else if (strcmp(argv[i], "--all") == 0) {
             all_rows = 1;
         } else if (strcmp(argv[i], "--watch") == 0) {
@@ -445,12 +498,28 @@ int ncg_cmd_status(int argc, char **argv)
             watch = 1;
             if (ncg_cli_parse_secs(argv[i] + 8, &every) < 0)
                 return ncg_cli_usage_error(usage, "status: bad --watch value '%s'", argv[i] + 8);
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--job", &job)) != 0) {
+            if (r < 0 || !*job)
+                return ncg_cli_usage_error(usage, "status: --job needs a URL or a job file");
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--token", &token)) != 0) {
+            if (r < 0)
+                return ncg_cli_usage_error(usage, "status: --token needs a value");
         } else if (ncg_cli_scan_opt(argc, argv, &i, &o, "status", usage, &err)) {
             if (err)
                 return err;
         } else {
             return ncg_cli_usage_error(usage, "status: unexpected argument '%s'", argv[i]);
         }
+    }
+    if (token && !job)
+        return ncg_cli_usage_error(usage, "status: --token goes with --job");
+    if (job && (o.dir || o.match))
+        return ncg_cli_usage_error(usage, "status: --job reads no segments (--dir, --match)");
+    struct ncg_job_src src;
+    char jerr[1024];
+    if (job && ncg_job_open(job, token, &src, jerr, sizeof jerr) != 0) {
+        fprintf(stderr, "ncclguard: %s\n", jerr);
+        return NCG_CLI_ERROR;
     }
     if (watch && every < 0.1)
         every = 0.1;
@@ -465,11 +534,31 @@ int ncg_cmd_status(int argc, char **argv)
     do {
         struct ncg_snap s;
         struct ncg_view v;
-        int rc = ncg_snap_take(&s, &o);
-        if (rc < 0) {
-            fprintf(stderr, "ncclguard: cannot read %s: %s\n", o.dir ? o.dir : "/dev/shm",
-                    strerror(-rc));
-            return NCG_CLI_ERROR;
+        char where[600] = "host ";
+        if (job) {
+            char *raw = NULL;
+            int rc = job_snap(&src, json ? &raw : NULL, &s, where, sizeof where);
+            if (rc != NCG_CLI_OK)
+                return rc;
+            if (json) { /* the checker's own document, as it came */
+                fputs(raw, stdout);
+                free(raw);
+                ncg_snap_free(&s);
+                fflush(stdout);
+                goto next;
+            }
+        } else {
+            int rc = ncg_snap_take(&s, &o);
+            if (rc < 0) {
+                fprintf(stderr, "ncclguard: cannot read %s: %s\n", o.dir ? o.dir : "/dev/shm",
+                        strerror(-rc));
+                return NCG_CLI_ERROR;
+            }
+            gethostname(where + 5, sizeof(where) - 6);
+            char why[200];
+            s.gpus = ncg_nvml_fill(&s, why, sizeof why);
+            if (!s.gpus && verbose && !json)
+                printf("ncclguard: no GPU columns: %s\n", why);
         }
         if (ncg_view_build(&s, &v) < 0) {
             ncg_snap_free(&s);
@@ -491,13 +580,14 @@ int ncg_cmd_status(int argc, char **argv)
         if (json)
             print_json(stdout, &s, &v, g, ng);
         else
-            print_table(stdout, &s, &v, g, ng, all_rows);
+            print_table(stdout, &s, &v, g, ng, all_rows, where);
         ncg_vgroups_free(g, ng);
         fflush(stdout);
-        if (clean)
+        if (clean && !job)
             ncg_cli_clean_dead(&s, 3600, 0, 1, 1);
         ncg_view_free(&v);
         ncg_snap_free(&s);
+    next:
         if (watch && !stop_flag) {
             struct timespec ts = {(time_t)every, (long)((every - (double)(time_t)every) * 1e9)};
             nanosleep(&ts, NULL); /* a signal cuts it short; the loop then ends */

@@ -350,18 +350,18 @@ void ncg_vgroup_fmt(char *buf, size_t len, const struct ncg_snap *s, const struc
     free(gr);
     free(cr);
     int np = g->nprocs;
-    const char *es = np == 1 ? "" : "es";
+    const char *es = np == 1 ? "" : "es", *here = s->remote ? "in the job" : "on this host";
     if (ng && ng == np && nc == np && strcmp(grk, crk) != 0)
-        snprintf(who, sizeof(who), "rank%s %s (comm rank%s %s; %d process%s on this host)",
-                 ng > 1 ? "s" : "", grk, nc > 1 ? "s" : "", crk, np, es);
+        snprintf(who, sizeof(who), "rank%s %s (comm rank%s %s; %d process%s %s)", ng > 1 ? "s" : "",
+                 grk, nc > 1 ? "s" : "", crk, np, es, here);
     else if (ng)
-        snprintf(who, sizeof(who), "rank%s %s (%d process%s on this host)", ng > 1 ? "s" : "", grk,
-                 np, es);
+        snprintf(who, sizeof(who), "rank%s %s (%d process%s %s)", ng > 1 ? "s" : "", grk, np, es,
+                 here);
     else if (nc)
-        snprintf(who, sizeof(who), "comm rank%s %s (%d process%s on this host)", nc > 1 ? "s" : "",
-                 crk, np, es);
+        snprintf(who, sizeof(who), "comm rank%s %s (%d process%s %s)", nc > 1 ? "s" : "", crk, np,
+                 es, here);
     else
-        snprintf(who, sizeof(who), "%d process%s on this host", np, es);
+        snprintf(who, sizeof(who), "%d process%s %s", np, es, here);
     ncg_vgroup_reports(s, g, where, sizeof(where));
     snprintf(buf, len, "verdict on %s: %s%s%s", who, s->procs[g->procs[0]].verdict_text,
              where[0] ? (np == 1 ? "; report " : "; reports in ") : "", where);

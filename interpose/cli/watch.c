@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "json.h"
 
 static const char usage[] =
     "usage: ncclguard watch [--stall SECS] [--interval SECS] [--json] [--exec CMD] [--once]\n"
@@ -28,7 +29,18 @@ static const char usage[] =
     "  --dir DIR        where the segments are (default /dev/shm)\n"
     "  --match TEXT     only processes whose command line contains TEXT\n"
     "  --no-clean       do not remove segments of processes gone for over an hour\n"
-    "exit status: 0 no alert, 1 at least one alert, 2 usage error, 3 directory unreadable\n";
+    "  --power-util PCT, --power-idle FRAC  with NVML: alert on the power signature, a GPU\n"
+    "                   at >= PCT% utilization (default 90) and <= FRAC of its power limit\n"
+    "                   (default 0.25) while its rank made no NCCL call for --stall seconds\n"
+    "       ncclguard watch --job URL|FILE [--token T] [--min-rate CALLS_PER_S] [--stall SECS]\n"
+    "                       [--interval SECS] [--json] [--exec CMD] [--once] [--exit-on-alert]\n"
+    "  --job URL|FILE   the whole job through its checker's status endpoint (http://HOST:PORT,\n"
+    "                   or the job file ncclguard-job.<host>.<pid>.json it wrote)\n"
+    "  --token T        the endpoint's bearer token (default: $NCCLGUARD_TOKEN, the job file's)\n"
+    "  --min-rate R     the throughput floor: alert when the job made fewer than R calls per\n"
+    "                   second over the last --stall seconds while it is alive\n"
+    "exit status: 0 no alert, 1 at least one alert, 2 usage error, 3 directory unreadable, or\n"
+    "(--job) the endpoint unreachable, 401 or not a /status at the first poll\n";
 
 static volatile sig_atomic_t stop_flag;
 
@@ -79,6 +91,19 @@ struct held {
     struct alert a;
 };
 
+/* The job's throughput (--job): samples of its call total, newest last, over the window. */
+#define RATE_SAMPLES 4096
+struct rate {
+    double floor; /* --min-rate; 0: off */
+    double t[RATE_SAMPLES];
+    double calls[RATE_SAMPLES];
+    int n;
+    int alerted;      /* raised for the current incident: re-armed once the rate is back */
+    double fail_t0;   /* first failed poll of the current run of failures, 0: none */
+    int fail_alerted; /* an unreachable alert was raised for that run */
+    int finished;     /* the last answer had no active member */
+};
+
 struct watch {
     double stall_s;
     int json;
@@ -92,6 +117,10 @@ struct watch {
     int npending, cappending;
     struct held *held;
     int nheld, capheld;
+    struct rate rate;
+    const char *url;         /* --job */
+    double pw_util, pw_idle; /* the power signature's thresholds: percent, fraction of limit */
+    int pw_alerted;          /* raised for the current incident; re-armed once none shows it */
 };
 
 static int was_seen(const struct watch *w, const char *key)
@@ -586,6 +615,208 @@ static void scan_comms(struct watch *w, const struct ncg_snap *s, const struct n
     }
 }
 
+/* The job's call total: per communicator its fastest member's count (slots the communicator
+ * went through), summed. 1 in *alive when some member is still active. */
+static double job_calls(const struct ncg_snap *s, const struct ncg_view *v, int *alive)
+{
+    double total = 0;
+    *alive = 0;
+    for (int k = 0; k < v->ncomms; k++) {
+        uint64_t mx = 0;
+        for (int i = 0; i < v->comms[k].nmembers; i++) {
+            const struct ncg_cli_member *m = &s->members[v->comms[k].members[i]];
+            mx = m->coll_seq > mx ? m->coll_seq : mx;
+            *alive |= m->state == NCG_COMM_ACTIVE;
+        }
+        total += (double)mx;
+    }
+    return total;
+}
+
+static double now_s(void)
+{
+    return (double)ncg_cli_mono_ns() / 1e9;
+}
+
+/* One sample (a failed poll repeats the last total: no progress seen). Raises the throughput
+ * alert once when, over a full --stall window, the job made fewer than --min-rate calls per
+ * second while alive; the rate back above the floor re-arms it. */
+static void rate_sample(struct watch *w, double total, int alive, const char *why)
+{
+    struct rate *r = &w->rate;
+    double t = now_s();
+    if (r->n == RATE_SAMPLES) {
+        memmove(r->t, r->t + 1, sizeof(r->t[0]) * (RATE_SAMPLES - 1));
+        memmove(r->calls, r->calls + 1, sizeof(r->calls[0]) * (RATE_SAMPLES - 1));
+        r->n--;
+    }
+    if (total < 0) /* failed poll */
+        total = r->n ? r->calls[r->n - 1] : 0;
+    r->t[r->n] = t;
+    r->calls[r->n] = total;
+    r->n++;
+    int i = 0; /* oldest sample still inside the window (keep one at or before its start) */
+    while (i + 1 < r->n && r->t[i + 1] <= t - w->stall_s)
+        i++;
+    if (i) {
+        memmove(r->t, r->t + i, sizeof(r->t[0]) * (size_t)(r->n - i));
+        memmove(r->calls, r->calls + i, sizeof(r->calls[0]) * (size_t)(r->n - i));
+        r->n -= i;
+    }
+    if (r->floor <= 0 || !alive)
+        return;
+    double span = t - r->t[0];
+    if (span < w->stall_s)
+        return; /* not watched for a full window yet */
+    double rate = (total - r->calls[0]) / span;
+    if (rate >= r->floor) {
+        r->alerted = 0;
+        return;
+    }
+    if (r->alerted)
+        return;
+    r->alerted = 1;
+    struct alert a;
+    memset(&a, 0, sizeof(a));
+    a.kind = "rate";
+    a.pid = -1;
+    a.rank = -1;
+    a.comm_rank = -1;
+    a.slot = -1;
+    snprintf(a.segment, sizeof(a.segment), "%s", w->url);
+    snprintf(a.detail, sizeof(a.detail),
+             "the job made %.2f calls/s over the last %.0fs, below the floor of %g calls/s%s%s",
+             rate, span, r->floor, why ? "; " : "", why ? why : "");
+    emit(w, &a);
+}
+
+/* A failed poll of the endpoint (the first poll failing ends watch before this). Refused:
+ * nothing listens any more, the checker's process exited (the job ended, or rank 0 did):
+ * watch ends. Else (no answer, a timeout: a frozen job, or its checker) the silence feeds the
+ * throughput floor; without one, one "unreachable" alert per run of failures that lasts
+ * --stall seconds. Returns -1 to end watch. */
+static int poll_failed(struct watch *w, int rc, const char *err)
+{
+    struct rate *r = &w->rate;
+    double t = now_s();
+    if (!r->fail_t0)
+        r->fail_t0 = t;
+    if (rc == -ECONNREFUSED) {
+        fprintf(stderr, "ncclguard: the job ended%s: %s\n",
+                r->finished ? " (every rank had left)" : " (or its checker's process did)", err);
+        return -1;
+    }
+    rate_sample(w, -1, 1, err);
+    if (r->fail_alerted || r->alerted || t - r->fail_t0 < w->stall_s)
+        return 0;
+    r->fail_alerted = 1;
+    struct alert a;
+    memset(&a, 0, sizeof(a));
+    a.kind = "unreachable";
+    a.pid = -1;
+    a.rank = -1;
+    a.comm_rank = -1;
+    a.slot = -1;
+    snprintf(a.segment, sizeof(a.segment), "%s", w->url);
+    snprintf(a.detail, sizeof(a.detail), "the status endpoint did not answer for %.0fs: %s",
+             t - r->fail_t0, err);
+    emit(w, &a);
+    return 0;
+}
+
+/* A poll of --job: 0 with the snapshot, 1 after a failure (handled), -1 to stop with an error
+ * printed (first poll, 401, not a /status), -2 to stop: the job ended. */
+static int job_poll(struct watch *w, const struct ncg_job_src *j, int first, struct ncg_snap *s)
+{
+    struct ncg_json *doc;
+    char err[1024];
+    int rc = ncg_job_fetch(j, NCG_JOB_TIMEOUT_S, &doc, NULL, err, sizeof err);
+    if (rc != 0 && (first || rc == -EACCES || rc == -EBADMSG)) {
+        fprintf(stderr, "ncclguard: %s\n", err);
+        return -1;
+    }
+    if (rc != 0)
+        return poll_failed(w, rc, err) < 0 ? -2 : 1;
+    if (first) {
+        snprintf(w->host, sizeof(w->host), "%s",
+                 ncg_cli_json_s(ncg_cli_json_get(doc, "checker"), "host", w->host));
+    }
+    rc = ncg_job_snap(doc, j->url, s);
+    ncg_cli_json_free(doc);
+    if (rc != 0) {
+        fprintf(stderr, "ncclguard: out of memory\n");
+        return -1;
+    }
+    w->rate.fail_t0 = 0;
+    w->rate.fail_alerted = 0;
+    return 0;
+}
+
+/* The incident's power signature (NVML, this host): a rank whose GPU is busy (utilization >=
+ * --power-util) at near-idle board power (<= --power-idle of its enforced limit) while it made
+ * no NCCL call for --stall seconds: kernels spinning on a peer that never comes. One alert for
+ * all the ranks showing it; re-armed when none does. */
+static void scan_power(struct watch *w, const struct ncg_snap *s)
+{
+    int ranks[ALERT_MAXR], n = 0, first = -1;
+    char buses[512] = "";
+    double quiet = 0;
+    for (int i = 0; i < s->nprocs; i++) {
+        const struct ncg_cli_proc *p = &s->procs[i];
+        if (!p->gpu_ok || p->gpu_limit_w <= 0 || p->gpu_util < w->pw_util ||
+            p->gpu_power_w > w->pw_idle * p->gpu_limit_w ||
+            (p->live != NCG_LIVE_ALIVE && p->live != NCG_LIVE_VERDICT))
+            continue;
+        uint64_t last = 0;
+        int active = 0;
+        for (int k = 0; k < p->nmembers; k++) {
+            const struct ncg_cli_member *m = &s->members[p->first_member + k];
+            active |= m->state == NCG_COMM_ACTIVE;
+            last = m->last_ns > last ? m->last_ns : last;
+        }
+        double idle = last && last <= s->now_ns ? (double)(s->now_ns - last) / 1e9 : 0;
+        if (!active || idle < w->stall_s)
+            continue;
+        if (first < 0)
+            first = i, quiet = idle;
+        if (n < ALERT_MAXR)
+            ranks[n++] = p->global_rank;
+        size_t o = strlen(buses);
+        snprintf(buses + o, sizeof(buses) - o, "%s%s %u%% %.0f/%.0fW", o ? ", " : "", p->bus_id,
+                 p->gpu_util, p->gpu_power_w, p->gpu_limit_w);
+    }
+    if (first < 0) {
+        w->pw_alerted = 0;
+        return;
+    }
+    if (w->pw_alerted)
+        return;
+    w->pw_alerted = 1;
+    const struct ncg_cli_proc *p = &s->procs[first];
+    struct alert a;
+    memset(&a, 0, sizeof(a));
+    a.kind = "power";
+    a.pid = p->pid;
+    a.rank = p->global_rank;
+    a.comm_rank = p->nmembers ? s->members[p->first_member].rank : -1;
+    a.slot = -1;
+    snprintf(a.segment, sizeof(a.segment), "%s", p->path);
+    for (int x = 1; x < n; x++) /* sorted for the compact list */
+        for (int y = x; y > 0 && ranks[y - 1] > ranks[y]; y--) {
+            int t = ranks[y];
+            ranks[y] = ranks[y - 1];
+            ranks[y - 1] = t;
+        }
+    memcpy(a.ranks, ranks, sizeof(int) * (size_t)n);
+    a.nranks = n;
+    ncg_cli_fmt_ranks(a.ranks_txt, sizeof(a.ranks_txt), ranks, n);
+    snprintf(a.detail, sizeof(a.detail),
+             "GPU busy at idle power with no NCCL call for %.0fs on rank%s %s (utilization >= "
+             "%.0f%%, power <= %.0f%% of the limit): %s",
+             quiet, n > 1 ? "s" : "", a.ranks_txt, w->pw_util, w->pw_idle * 100, buses);
+    emit(w, &a);
+}
+
 static void reap_hooks(struct watch *w, int block)
 {
     while (w->hooks_running > 0) {
@@ -605,9 +836,12 @@ int ncg_cmd_watch(int argc, char **argv)
     struct watch w;
     memset(&w, 0, sizeof(w));
     w.stall_s = 60;
+    w.pw_util = 90;
+    w.pw_idle = 0.25;
     double interval = 1;
     int once = 0, exit_on_alert = 0, clean = 1;
     int err = 0;
+    const char *job = NULL, *token = NULL;
     for (int i = 1; i < argc; i++) {
         const char *val;
         int r;
@@ -632,6 +866,27 @@ int ncg_cmd_watch(int argc, char **argv)
             if (r < 0 || !*val)
                 return ncg_cli_usage_error(usage, "watch: --exec needs a command");
             w.exec = val;
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--power-util", &val)) != 0) {
+            char *end;
+            w.pw_util = r > 0 ? strtod(val, &end) : -1;
+            if (r < 0 || end == val || *end || w.pw_util < 0 || w.pw_util > 100)
+                return ncg_cli_usage_error(usage, "watch: --power-util needs a percentage");
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--power-idle", &val)) != 0) {
+            char *end;
+            w.pw_idle = r > 0 ? strtod(val, &end) : -1;
+            if (r < 0 || end == val || *end || w.pw_idle < 0 || w.pw_idle > 1)
+                return ncg_cli_usage_error(usage, "watch: --power-idle needs a fraction 0..1");
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--job", &job)) != 0) {
+            if (r < 0 || !*job)
+                return ncg_cli_usage_error(usage, "watch: --job needs a URL or a job file");
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--token", &token)) != 0) {
+            if (r < 0)
+                return ncg_cli_usage_error(usage, "watch: --token needs a value");
+        } else if ((r = ncg_cli_opt(argc, argv, &i, "--min-rate", &val)) != 0) {
+            char *end;
+            w.rate.floor = r > 0 ? strtod(val, &end) : 0;
+            if (r < 0 || end == val || *end || !(w.rate.floor > 0))
+                return ncg_cli_usage_error(usage, "watch: --min-rate needs calls per second > 0");
         } else if (ncg_cli_scan_opt(argc, argv, &i, &o, "watch", usage, &err)) {
             if (err)
                 return err;
@@ -639,6 +894,18 @@ int ncg_cmd_watch(int argc, char **argv)
             return ncg_cli_usage_error(usage, "watch: unexpected argument '%s'", argv[i]);
         }
     }
+    if ((token || w.rate.floor > 0) && !job)
+        return ncg_cli_usage_error(usage, "watch: --token and --min-rate go with --job");
+    if (job && (o.dir || o.match))
+        return ncg_cli_usage_error(usage, "watch: --job reads no segments (--dir, --match)");
+    struct ncg_job_src src;
+    char jerr[1024];
+    if (job && ncg_job_open(job, token, &src, jerr, sizeof jerr) != 0) {
+        fprintf(stderr, "ncclguard: %s\n", jerr);
+        return NCG_CLI_ERROR;
+    }
+    if (job)
+        w.url = src.url;
     gethostname(w.host, sizeof(w.host) - 1);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -646,26 +913,48 @@ int ncg_cmd_watch(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     int rc = NCG_CLI_OK;
-    while (!stop_flag) {
+    for (int first = 1; !stop_flag; first = 0) {
         struct ncg_snap s;
         struct ncg_view v;
-        int e = ncg_snap_take(&s, &o);
-        if (e < 0) {
-            fprintf(stderr, "ncclguard: cannot read %s: %s\n", o.dir ? o.dir : "/dev/shm",
-                    strerror(-e));
-            rc = NCG_CLI_ERROR;
-            break;
+        if (job) {
+            int e = job_poll(&w, &src, first, &s);
+            if (e < 0) {
+                rc = e == -1 ? NCG_CLI_ERROR : NCG_CLI_OK;
+                break;
+            }
+            if (e > 0)
+                goto next;
+        } else {
+            int e = ncg_snap_take(&s, &o);
+            if (e < 0) {
+                fprintf(stderr, "ncclguard: cannot read %s: %s\n", o.dir ? o.dir : "/dev/shm",
+                        strerror(-e));
+                rc = NCG_CLI_ERROR;
+                break;
+            }
         }
+        char why[200];
+        if (!job)
+            s.gpus = ncg_nvml_fill(&s, why, sizeof why);
         if (ncg_view_build(&s, &v) == 0) {
+            if (s.gpus)
+                scan_power(&w, &s);
             scan_procs(&w, &s);
             scan_comms(&w, &s, &v); /* before the verdicts: a mismatch names their culprit */
             scan_verdicts(&w, &s);
             flush_held(&w, 0);
+            if (job) {
+                int alive;
+                double total = job_calls(&s, &v, &alive);
+                w.rate.finished = !alive;
+                rate_sample(&w, total, alive, NULL);
+            }
             ncg_view_free(&v);
         }
-        if (clean)
+        if (clean && !job)
             ncg_cli_clean_dead(&s, 3600, 0, 1, 1);
         ncg_snap_free(&s);
+    next:
         reap_hooks(&w, 0);
         /* A verdict alert waiting for more ranks gets one more, quick, scan. */
         if ((once || (exit_on_alert && w.alerts)) && !w.npending && !w.nheld)

@@ -100,6 +100,19 @@ grep -q '^ncclguard_comm_slowest_rank{comm="[0-9a-f]*"} 5$' "$NCG_TMP/body" || f
 grep -q '^ncclguard_comm_lag_calls{comm="[0-9a-f]*"} 1$' "$NCG_TMP/body" || fail "lag in calls"
 code -H "$AUTH" "$URL/status" >/dev/null
 python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["communicators"][0]; assert c["behind"]==[5], c["behind"]' "$NCG_TMP/body" || fail "/status behind"
+# the others' last call is the AllReduce they are blocked in (from their WAITs), with its age
+lastcall() { python3 - "$NCG_TMP/body" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))["communicators"][0]
+for m in c["members"]:
+    assert m["completed"] <= m["slots"] and m["last_call_age_s"] >= 0 and m["report_age_s"] >= 0, m
+    if m["rank"] != 5:
+        lc = m["last_call"]
+        assert lc and lc["kind"] == "coll" and lc["func"] == "AllReduce" and lc["seq"] == m["slots"] - 1, m
+EOF
+}
+for _ in $(seq 50); do code -H "$AUTH" "$URL/status" >/dev/null; lastcall 2>/dev/null && break; sleep 0.1; done
+lastcall || fail "/status last_call: $(head -c 1500 "$NCG_TMP/body")"
 kill $JOB 2>/dev/null; wait $JOB 2>/dev/null
 
 # the standalone checker: ncclguard coord --http, a string token

@@ -23,7 +23,8 @@
 static const char usage[] =
     "usage: fakeseg --dir DIR [--ranks N] [--counts C0,C1,..] [--comm HEXID] [--age SECS]\n"
     "               [--last R:FUNC:COUNT:DTYPE] [--dead R] [--exited R] [--torn R]\n"
-    "               [--verdict R] [--p2p R:N] [--junk] [--tag TEXT] [--grank-base G]\n";
+    "               [--verdict R] [--p2p R:N] [--junk] [--tag TEXT] [--grank-base G]\n"
+    "               [--bus-base HEX] [--completed 1]\n";
 
 struct opts {
     const char *dir;
@@ -37,6 +38,8 @@ struct opts {
     uint64_t p2p[MAXR];
     int junk;
     int grank_base; /* global rank of comm rank r: grank_base + r */
+    int bus_base;   /* > 0: rank r's CUDA device is on PCI bus bus_base + r ("0000:BB:00.0") */
+    int completed;  /* --completed 1: every issued slot also completed (layout 2) */
     const char *tag;
 };
 
@@ -121,6 +124,8 @@ static void write_rank(const struct opts *o, int r)
     h->local_rank = r;
     h->world_size = o->nranks;
     gethostname(h->hostname, sizeof(h->hostname) - 1);
+    if (o->bus_base > 0)
+        snprintf(h->cuda_bus_id, sizeof(h->cuda_bus_id), "0000:%02x:00.0", o->bus_base + r);
     snprintf(h->cmdline, sizeof(h->cmdline), "fakeseg rank %d %s", r, o->tag ? o->tag : "");
     uint64_t now = mono_ns();
     uint64_t t = now - (uint64_t)(o->age * 1e9);
@@ -172,6 +177,8 @@ static void write_rank(const struct opts *o, int r)
         rec.t_ns = t - 1;
         put(c->p2p, NCG_P2P_RING, i, &rec, 0);
     }
+    if (o->completed)
+        c->coll_done = n;
     __atomic_store_n(&c->coll_seq, n, __ATOMIC_RELEASE);
     __atomic_store_n(&c->p2p_seq, o->p2p[r], __ATOMIC_RELEASE);
     c->last_ns = t;
@@ -233,6 +240,10 @@ int main(int argc, char **argv)
             o.tag = v;
         else if (strcmp(a, "--grank-base") == 0)
             o.grank_base = atoi(v);
+        else if (strcmp(a, "--bus-base") == 0)
+            o.bus_base = (int)strtol(v, NULL, 16);
+        else if (strcmp(a, "--completed") == 0)
+            o.completed = atoi(v);
         else if (strcmp(a, "--counts") == 0) {
             char *dup = strdup(v), *save = NULL;
             int k = 0;

@@ -125,6 +125,22 @@ FC_API cudaError_t cudaGetDevice(int *device)
     return fc_ret(err);
 }
 
+/* A stable, distinct bus id per device, in the runtime's format: "0000:BB:00.0", bus 0x10 +
+ * the device's index (what a fake NVML keys its GPUs by). */
+FC_API cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
+{
+    cudaError_t err;
+
+    if (!pciBusId || len <= 0)
+        return fc_ret(cudaErrorInvalidValue);
+    err = check_device(device);
+    if (err != cudaSuccess)
+        return fc_ret(err);
+    if (snprintf(pciBusId, (size_t)len, "0000:%02x:00.0", 0x10 + device) >= len)
+        return fc_ret(cudaErrorInvalidValue);
+    return fc_ret(cudaSuccess);
+}
+
 FC_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
     cudaError_t err;
