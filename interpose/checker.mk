@@ -93,3 +93,8 @@ TEST_BINS += $(BUILD)/bench/httpbench
 bench-http: $(BUILD)/bench/httpbench
 	@$(BUILD)/bench/httpbench 1024 $${NCG_BENCH_SCRAPES:-200}
 BENCH_TARGETS += bench-http
+# The same cost in a real 16-rank job on the CPU NCCL (scraped vs not, in one run).
+.PHONY: bench-http-real
+bench-http-real: all
+	tests/bench/httpreal.sh $(BUILD)
+BENCH_TARGETS += bench-http-real
