@@ -328,8 +328,11 @@ static void capture_stack(uint32_t tid, const char *what, struct ncg_diag_ctx *x
     static const char *fp[SHOW];
     uint64_t pcs[NCG_STACK_MAX];
     int n = ncg_stack_capture(tid, pcs, SHOW);
-    if (n <= 0) {
-        ncg_debug(1, "no stack of thread %u: %s", tid, ncg_stack_strerror(n));
+    if (n <= 0) { /* said in the block: the user knows why the stack is missing */
+        x->stack_tid = tid;
+        x->stack_what = what;
+        x->stack_why = n < 0 ? ncg_stack_strerror(n) : "no frames";
+        x->nstack = 0;
         return;
     }
     for (int i = 0; i < n; i++)

@@ -135,9 +135,9 @@ static void cev_register(struct ncg_cev *e)
     if (!e->registered && cev_n < NCG_CEV_MAX) {
         e->registered = 1;
         ck_pr_store_ptr(&cev_all[cev_n], e);
-        /* The pointer before the count: the poller reads entries below the count it loaded. */
-        ck_pr_fence_store();
-        ck_pr_store_32(&cev_n, cev_n + 1);
+        /* The pointer before the count (release): the poller reads entries below the count it
+         * loaded (acquire). */
+        __atomic_store_n(&cev_n, cev_n + 1, __ATOMIC_RELEASE);
     } else if (!e->registered) {
         NCG_LOG_ONCE("completion: more than %u communicators use events; later ones are "
                      "tracked at call return",
@@ -148,9 +148,11 @@ static void cev_register(struct ncg_cev *e)
 
 static void *cev_event(struct ncg_cev *e)
 {
-    if (ck_pr_load_64(&e->spare_tail) != e->spare_head) { /* a recycled one */
+    /* acquire: the slot the poller filled before publishing it; release: read before the
+     * poller may refill it */
+    if (__atomic_load_n(&e->spare_tail, __ATOMIC_ACQUIRE) != e->spare_head) { /* recycled */
         void *ev = e->spare[e->spare_head % NCG_CEV_RING];
-        ck_pr_store_64(&e->spare_head, e->spare_head + 1);
+        __atomic_store_n(&e->spare_head, e->spare_head + 1, __ATOMIC_RELEASE);
         return ev;
     }
     void *ev = NULL;
@@ -188,7 +190,8 @@ void ncg_cev_after_call(struct ncg_cev *e, uint64_t val, void *stream)
     e->stream = stream;
     ck_pr_store_64(&e->issued, val); /* a drained stream completes up to here */
     uint64_t now = coarse_ns();
-    if (now - e->last_ev_ns < NCG_CEV_GAP_NS || e->head - ck_pr_load_64(&e->tail) >= NCG_CEV_RING)
+    if (now - e->last_ev_ns < NCG_CEV_GAP_NS ||
+        e->head - __atomic_load_n(&e->tail, __ATOMIC_ACQUIRE) >= NCG_CEV_RING)
         return; /* the next event, or the stream query, covers this call */
     void *ev = cev_event(e);
     if (!ev || cuda.event_record(ev, stream) != NCG_CUDA_SUCCESS) {
@@ -199,15 +202,13 @@ void ncg_cev_after_call(struct ncg_cev *e, uint64_t val, void *stream)
     e->last_ev_ns = now;
     e->ev[e->head % NCG_CEV_RING] = ev;
     e->val[e->head % NCG_CEV_RING] = val;
-    /* Event and value before the head that publishes them to the poller. */
-    ck_pr_fence_store();
-    ck_pr_store_64(&e->head, e->head + 1);
+    /* Event and value before the head that publishes them to the poller (release). */
+    __atomic_store_n(&e->head, e->head + 1, __ATOMIC_RELEASE);
 }
 
 static void cev_poll_one(struct ncg_cev *e)
 {
-    uint64_t head = ck_pr_load_64(&e->head);
-    ck_pr_fence_load(); /* the head before the slots it covers */
+    uint64_t head = __atomic_load_n(&e->head, __ATOMIC_ACQUIRE); /* before the slots it covers */
     while (e->tail != head) {
         void *ev = e->ev[e->tail % NCG_CEV_RING];
         if (cuda.event_query(ev) != NCG_CUDA_SUCCESS)
@@ -215,13 +216,12 @@ static void cev_poll_one(struct ncg_cev *e)
         uint64_t v = e->val[e->tail % NCG_CEV_RING];
         if (v > ck_pr_load_64(e->done))
             ck_pr_store_64(e->done, v);
-        if (e->spare_tail - ck_pr_load_64(&e->spare_head) < NCG_CEV_RING) {
+        if (e->spare_tail - __atomic_load_n(&e->spare_head, __ATOMIC_ACQUIRE) < NCG_CEV_RING) {
             e->spare[e->spare_tail % NCG_CEV_RING] = ev;
-            ck_pr_fence_store();
-            ck_pr_store_64(&e->spare_tail, e->spare_tail + 1);
+            __atomic_store_n(&e->spare_tail, e->spare_tail + 1, __ATOMIC_RELEASE);
         }
-        ck_pr_fence_store(); /* the slot is read before the producer may reuse it */
-        ck_pr_store_64(&e->tail, e->tail + 1);
+        /* release: the slot is read before the producer may reuse it */
+        __atomic_store_n(&e->tail, e->tail + 1, __ATOMIC_RELEASE);
     }
     /* Calls after the last event: a drained stream has finished everything issued before the
      * query (issued is read first; later calls are not claimed). */
@@ -241,8 +241,8 @@ int ncg_cev_bounds(const struct ncg_cev *e, uint64_t done, uint64_t issued, uint
     *hi = done;
     if (!e || !e->registered || __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE) != NCG_CMODE_EVENTS)
         return 0;
-    uint64_t tail = ck_pr_load_64(&e->tail), head = ck_pr_load_64(&e->head);
-    ck_pr_fence_load(); /* the head before the slot it covers */
+    uint64_t tail = __atomic_load_n(&e->tail, __ATOMIC_ACQUIRE),
+             head = __atomic_load_n(&e->head, __ATOMIC_ACQUIRE); /* before the slot it covers */
     uint64_t h = issued;
     if (tail != head) {
         uint64_t v = e->val[tail % NCG_CEV_RING]; /* not reached: fewer than v completed */
@@ -262,8 +262,7 @@ void ncg_completion_poll(void)
         retry_find();
     if (__atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE) != NCG_CMODE_EVENTS)
         return;
-    uint32_t n = ck_pr_load_32(&cev_n);
-    ck_pr_fence_load();
+    uint32_t n = __atomic_load_n(&cev_n, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < n; i++)
         cev_poll_one(ck_pr_load_ptr(&cev_all[i]));
 }

@@ -249,6 +249,9 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
                  x->stack_what);
             for (int i = 0; i < x->nstack; i++)
                 outf(&o, "%s    #%d %s\n", P, i, x->stack[i]);
+        } else if (x->stack_tid && x->stack_why) {
+            outf(&o, "%s  stack of thread %u (issued %s): not captured: %s\n", P, x->stack_tid,
+                 x->stack_what, x->stack_why);
         }
         ncg_diag_render_py(&o, x->py);
     }

@@ -31,6 +31,7 @@ struct ncg_diag_ctx {
     int diag_mode;        /* enum ncg_diag_mode (config.h): who prints the full block */
     /* The Python frames of that same thread (pyframes.h), NULL when not Python. */
     const struct ncg_pystack *py;
+    const char *stack_why; /* nstack == 0 with stack_tid set: why it was not captured */
 };
 
 /* Whether comm rank `rank` prints the full block under NCCLGUARD_DIAG=auto: the ranks the

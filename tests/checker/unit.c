@@ -269,6 +269,7 @@ static void test_group_and_render(void)
                              0,
                              NULL,
                              0,
+                             NULL,
                              NULL};
     static char d[16384];
     ncg_diag_render(v, &x, d, sizeof d);
