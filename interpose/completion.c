@@ -132,13 +132,13 @@ static pthread_mutex_t cev_lk = PTHREAD_MUTEX_INITIALIZER;
 static void cev_register(struct ncg_cev *e)
 {
     pthread_mutex_lock(&cev_lk);
-    if (!e->registered && cev_n < NCG_CEV_MAX) {
-        e->registered = 1;
+    if (!__atomic_load_n(&e->registered, __ATOMIC_RELAXED) && cev_n < NCG_CEV_MAX) {
+        __atomic_store_n(&e->registered, 1, __ATOMIC_RELEASE);
         ck_pr_store_ptr(&cev_all[cev_n], e);
         /* The pointer before the count (release): the poller reads entries below the count it
          * loaded (acquire). */
         __atomic_store_n(&cev_n, cev_n + 1, __ATOMIC_RELEASE);
-    } else if (!e->registered) {
+    } else if (!__atomic_load_n(&e->registered, __ATOMIC_RELAXED)) {
         NCG_LOG_ONCE("completion: more than %u communicators use events; later ones are "
                      "tracked at call return",
                      NCG_CEV_MAX);
@@ -185,7 +185,7 @@ void ncg_cev_after_call(struct ncg_cev *e, uint64_t val, void *stream)
         ck_pr_store_64(e->done, val);
         return;
     }
-    if (!e->registered)
+    if (!__atomic_load_n(&e->registered, __ATOMIC_ACQUIRE))
         cev_register(e);
     e->stream = stream;
     ck_pr_store_64(&e->issued, val); /* a drained stream completes up to here */
@@ -239,7 +239,8 @@ static void cev_poll_one(struct ncg_cev *e)
 int ncg_cev_bounds(const struct ncg_cev *e, uint64_t done, uint64_t issued, uint64_t *hi)
 {
     *hi = done;
-    if (!e || !e->registered || __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE) != NCG_CMODE_EVENTS)
+    if (!e || !__atomic_load_n(&e->registered, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE) != NCG_CMODE_EVENTS)
         return 0;
     uint64_t tail = __atomic_load_n(&e->tail, __ATOMIC_ACQUIRE),
              head = __atomic_load_n(&e->head, __ATOMIC_ACQUIRE); /* before the slot it covers */

@@ -20,6 +20,9 @@ case "$NCG_SANITIZER" in
   *undefined*) pre="$(${CC:-cc} -print-file-name=libubsan.so) " ;;
 esac
 export NCG_PRELOAD="${pre}$NCG_BUILD/libncclguard.so"
+# Time bounds in the tests are multiplied by NCG_SLOW: ThreadSanitizer runs everything several
+# times slower (the bounds are the product's promises on a normal build).
+case "$NCG_SANITIZER" in *thread*) export NCG_SLOW=${NCG_SLOW:-3} ;; *) export NCG_SLOW=${NCG_SLOW:-1} ;; esac
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:verify_asan_link_order=0:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 limit=${NCG_TEST_TIMEOUT:-300}

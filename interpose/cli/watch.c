@@ -724,7 +724,8 @@ static int poll_failed(struct watch *w, int rc, const char *err)
     return 0;
 }
 
-/* A poll of --job: 0 with the snapshot, 1 after a failure (handled), -1 to stop with an error
+/* A poll of --job: 0 with the snapshot, 1 after a failure (handled) or on the first answer after
+ * failures (not judged), -1 to stop with an error
  * printed (first poll, 401, not a /status), -2 to stop: the job ended. */
 static int job_poll(struct watch *w, const struct ncg_job_src *j, int first, struct ncg_snap *s)
 {
@@ -747,8 +748,16 @@ static int job_poll(struct watch *w, const struct ncg_job_src *j, int first, str
         fprintf(stderr, "ncclguard: out of memory\n");
         return -1;
     }
+    int recovered = w->rate.fail_t0 != 0;
     w->rate.fail_t0 = 0;
     w->rate.fail_alerted = 0;
+    /* The first answer after the checker was unreachable (its process stopped, like the rest
+     * of the job) describes the job as it was when it froze, ages grown since: judged, it
+     * would read as a stall of every call in flight. The next poll judges fresh counts. */
+    if (recovered) {
+        ncg_snap_free(s);
+        return 1;
+    }
     return 0;
 }
 

@@ -17,6 +17,14 @@ failing_call() { [ $async = 1 ] && echo 'ncg_test_sync' || echo "$1"; }
 # stuck_frame FN: the frame the stuck thread's stack shows, as a regex (the NCCL function in
 # libncclguard.so, or the application's synchronization).
 stuck_frame() { if [ $async = 1 ]; then echo 'ncg_test_sync\+0x[0-9a-f]+ \('; else echo "$1"'\+0x[0-9a-f]+ \(libncclguard\.so'; fi; }
+# tsan: 1 in a ThreadSanitizer build. TSan defers asynchronous signals to its own safe points,
+# so no stack is captured there (the diagnostic says "not captured" and why instead), and
+# everything runs several times slower: time bounds are multiplied by SLOW.
+tsan=0; case "${NCG_SANITIZER:-}" in *thread*) tsan=1 ;; esac
+SLOW=${NCG_SLOW:-1} # tests/run.sh: 3 under ThreadSanitizer
+# STACK_HDR: the end of a stack header line: a captured stack's, or TSan's "not captured" one.
+STACK_HDR=', innermost first:$'
+[ $tsan = 1 ] && STACK_HDR=': not captured: not under ThreadSanitizer .*$'
 LAUNCH=$B/tests/ncg-launch
 SCEN=$B/tests/checker/scen
 REPORTS=$NCG_TMP/reports

@@ -23,7 +23,7 @@ run() {
   ! grep -qE '^ncclguard: (VERDICT|WARNING): (MISMATCH|LAG|STUCK)' "$OUT" || fail "$name: another verdict"
   local t0; t0=$(grep -oE '^scen: diverge at [0-9.]+' "$OUT" | head -1 | awk '{print $4}')
   # from the inverted call to every rank gone (the launcher returns after the last exit)
-  awk -v a="$t0" -v b="$end" -v n="$name" 'BEGIN { d = b - a; printf "%s: detected and ended in %.2f s\n", n, d; exit !(d < 2.0) }' ||
+  awk -v a="$t0" -v b="$end" -v n="$name" -v s="$SLOW" 'BEGIN { d = b - a; printf "%s: detected and ended in %.2f s\n", n, d; exit !(d < 2.0 * s) }' ||
     fail "$name: more than 2 s from the inversion to every rank exited"
 }
 run split2 2 split

@@ -7,6 +7,7 @@ export PYTHONDONTWRITEBYTECODE=1
 for f in "$LAUNCH" "$B/libncclguard.so" "$B/fakenccl/libnccl.so.2"; do
   [ -e "$f" ] || { echo "missing $f (run make first)"; exit 77; }
 done
+SLOW=${NCG_SLOW:-1} # time bounds scale (tests/run.sh: 3 under ThreadSanitizer)
 fail() { echo "FAIL: $*"; [ -n "${OUT:-}" ] && [ -f "$OUT" ] && sed 's/^/  | /' "$OUT" | tail -n 60; exit 1; }
 expect() { [ "$1" = "$2" ] || fail "$3: got '$1', want '$2'"; }
 # pythons: "label path" lines: Debian's python3 (libpython inside the executable), a pyenv 3.11

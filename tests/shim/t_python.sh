@@ -22,9 +22,9 @@ else:
     print("run rc=%d magic=%x version=%d state=%d nranks=%d coll_seq=%d" % (rc, magic, version, state, nranks, coll_seq))
 print("fini rc=%d" % ext.uses_nccl_fini())
 PY
-LD_LIBRARY_PATH=$FAKE_DIR python3 "$NCG_TMP/job.py" "$EXT" >"$NCG_TMP/plain" 2>&1 || { cat "$NCG_TMP/plain"; fail "without the shim"; }
+LD_LIBRARY_PATH=$FAKE_DIR LD_PRELOAD="$SANPRE" "$PY3" "$NCG_TMP/job.py" "$EXT" >"$NCG_TMP/plain" 2>&1 || { cat "$NCG_TMP/plain"; fail "without the shim"; }
 grep -qx "run rc=0 noseg" "$NCG_TMP/plain" || { cat "$NCG_TMP/plain"; fail "without the shim: $(cat "$NCG_TMP/plain")"; }
-LD_LIBRARY_PATH=$FAKE_DIR LD_PRELOAD="$NCG_PRELOAD" NCCLGUARD_COORD=off python3 "$NCG_TMP/job.py" "$EXT" >"$NCG_TMP/out" 2>&1 \
+LD_LIBRARY_PATH=$FAKE_DIR LD_PRELOAD="$NCG_PRELOAD" NCCLGUARD_COORD=off "$PY3" "$NCG_TMP/job.py" "$EXT" >"$NCG_TMP/out" 2>&1 \
   || { cat "$NCG_TMP/out"; fail "with the shim"; }
 cat "$NCG_TMP/out"
 V=$(sed -n 's/^#define NCG_SHM_LAYOUT_VERSION \([0-9]*\)u.*/\1/p' "$NCG_ROOT/include/ncclguard/shm.h")

@@ -31,7 +31,7 @@ else
   echo "libffi.so.8 not installed: its sweep skipped"
 fi
 # A Python caller through ctypes: the frames of libffi's trampoline have no symbol of their own
-python3 -c "import ctypes, sys; ctypes.CDLL(sys.argv[1]).symtest_frames()" "$D/libsymtest.so" \
+env LD_PRELOAD="$SANPRE" "$PY3" -c "import ctypes, sys; ctypes.CDLL(sys.argv[1]).symtest_frames()" "$D/libsymtest.so" \
   >"$NCG_TMP/py" 2>&1 || { cat "$NCG_TMP/py"; fail "ctypes caller"; }
 cat "$NCG_TMP/py"
 grep -q ' symtest_frames+0x' "$NCG_TMP/py" || fail "no frame of the ctypes-called function"
@@ -46,7 +46,7 @@ fi
 # libdw absent (here: a file of that name that is no library, found first): names as before,
 # no file:line, and with NCCLGUARD_VERBOSE=1 one line says so
 mkdir -p "$NCG_TMP/nodw" && : >"$NCG_TMP/nodw/libdw.so.1"
-LD_LIBRARY_PATH=$NCG_TMP/nodw python3 -c "import ctypes, sys; ctypes.CDLL(sys.argv[1]).symtest_frames()" \
+LD_LIBRARY_PATH=$NCG_TMP/nodw LD_PRELOAD="$SANPRE" "$PY3" -c "import ctypes, sys; ctypes.CDLL(sys.argv[1]).symtest_frames()" \
   "$D/libsymtest.so" >"$NCG_TMP/py2" 2>&1 || { cat "$NCG_TMP/py2"; fail "ctypes caller without libdw"; }
 grep -qE ' symtest_frames\+0x[0-9a-f]+ \(libsymtest\.so\+0x[0-9a-f]+\)$' "$NCG_TMP/py2" || { cat "$NCG_TMP/py2"; fail "without libdw: frame"; }
 ! grep -q ' at [^ ]*:[0-9]*$' "$NCG_TMP/py2" || fail "without libdw: file:line printed"
