@@ -53,8 +53,9 @@ endif
 deps-check:
 	@scripts/install-deps.sh --check-or-install
 
+# TESTS="tests/x/t_a.sh ..." runs only those scripts.
 test: all
-	@NCG_BUILD=$(BUILD) NCG_SANITIZER=$(SANITIZER) tests/run.sh
+	@NCG_BUILD=$(BUILD) NCG_SANITIZER=$(SANITIZER) tests/run.sh $(TESTS)
 
 bench: all $(BENCH_TARGETS)
 

@@ -19,10 +19,10 @@ for _ in 1 2 3 4; do (while :; do :; done) & burners="$burners $!"; done
 for round in 1 2 3; do
   pids=""
   for f in 1 2 3; do
-    "$RAW" 127.0.0.1 "$PORT" bigflood fl00d 12 >"$NCG_TMP/flood.$round.$f" 2>&1 &
+    "$RAW" 127.0.0.1 "$PORT" bigflood fl00d 8 >"$NCG_TMP/flood.$round.$f" 2>&1 &
     pids="$pids $!"
   done
-  guarded "$NCG_TMP/out.$round" "$LAUNCH" -n 4 -t 90 "$SCEN" steady 10
+  guarded "$NCG_TMP/out.$round" "$LAUNCH" -n 4 -t 90 "$SCEN" steady 6
   for p in $pids; do wait "$p"; done
   cat "$NCG_TMP/flood.$round."*
   OUT=$NCG_TMP/out.$round
