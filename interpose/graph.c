@@ -194,9 +194,9 @@ static void capture_begun(int r)
 typedef int (*begin_fn)(void *, int);
 typedef int (*begin_to_fn)(void *, void *, const void *, const void *, size_t, int);
 
-NCG_EXPORT int cudaStreamBeginCapture(void *stream, int mode)
+static int begin(int i, void *stream, int mode)
 {
-    begin_fn f = real(R_BEGIN);
+    begin_fn f = real(i);
     if (!f)
         return CUDA_ERROR_INIT;
     int r = f(stream, mode);
@@ -205,39 +205,38 @@ NCG_EXPORT int cudaStreamBeginCapture(void *stream, int mode)
     return r;
 }
 
-NCG_EXPORT int cudaStreamBeginCapture_ptsz(void *stream, int mode)
+static int begin_to(int i, void *stream, void *graph, const void *deps, const void *edges,
+                    size_t ndeps, int mode)
 {
-    begin_fn f = real(R_BEGIN_PTSZ);
+    begin_to_fn f = real(i);
     if (!f)
         return CUDA_ERROR_INIT;
-    int r = f(stream, mode);
+    int r = f(stream, graph, deps, edges, ndeps, mode);
     if (observed())
         capture_begun(r);
     return r;
+}
+
+NCG_EXPORT int cudaStreamBeginCapture(void *stream, int mode)
+{
+    return begin(R_BEGIN, stream, mode);
+}
+
+NCG_EXPORT int cudaStreamBeginCapture_ptsz(void *stream, int mode)
+{
+    return begin(R_BEGIN_PTSZ, stream, mode);
 }
 
 NCG_EXPORT int cudaStreamBeginCaptureToGraph(void *stream, void *graph, const void *deps,
                                              const void *edges, size_t ndeps, int mode)
 {
-    begin_to_fn f = real(R_BEGIN_TO);
-    if (!f)
-        return CUDA_ERROR_INIT;
-    int r = f(stream, graph, deps, edges, ndeps, mode);
-    if (observed())
-        capture_begun(r);
-    return r;
+    return begin_to(R_BEGIN_TO, stream, graph, deps, edges, ndeps, mode);
 }
 
 NCG_EXPORT int cudaStreamBeginCaptureToGraph_ptsz(void *stream, void *graph, const void *deps,
                                                   const void *edges, size_t ndeps, int mode)
 {
-    begin_to_fn f = real(R_BEGIN_TO_PTSZ);
-    if (!f)
-        return CUDA_ERROR_INIT;
-    int r = f(stream, graph, deps, edges, ndeps, mode);
-    if (observed())
-        capture_begun(r);
-    return r;
+    return begin_to(R_BEGIN_TO_PTSZ, stream, graph, deps, edges, ndeps, mode);
 }
 
 /* The capture on stream ends (whatever the outcome): its calls go to the graph made, appended
@@ -311,20 +310,22 @@ NCG_EXPORT int cudaGraphInstantiateWithFlags(void **pexec, void *graph, unsigned
     return instantiated(f(pexec, graph, flags), pexec, graph);
 }
 
-NCG_EXPORT int cudaGraphInstantiateWithParams(void **pexec, void *graph, void *params)
+static int inst_params(int i, void **pexec, void *graph, void *params)
 {
-    int (*f)(void **, void *, void *) = real(R_INST_PARAMS);
+    int (*f)(void **, void *, void *) = real(i);
     if (!f)
         return CUDA_ERROR_INIT;
     return instantiated(f(pexec, graph, params), pexec, graph);
 }
 
+NCG_EXPORT int cudaGraphInstantiateWithParams(void **pexec, void *graph, void *params)
+{
+    return inst_params(R_INST_PARAMS, pexec, graph, params);
+}
+
 NCG_EXPORT int cudaGraphInstantiateWithParams_ptsz(void **pexec, void *graph, void *params)
 {
-    int (*f)(void **, void *, void *) = real(R_INST_PARAMS_PTSZ);
-    if (!f)
-        return CUDA_ERROR_INIT;
-    return instantiated(f(pexec, graph, params), pexec, graph);
+    return inst_params(R_INST_PARAMS_PTSZ, pexec, graph, params);
 }
 
 /* CUDA 12/13: (exec, graph, resultInfo*); CUDA 11: (exec, graph, errorNode*, result*). On
