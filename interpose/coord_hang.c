@@ -67,6 +67,35 @@ static void hang_member_lines(struct ncg_coord *co, const struct ccomm *c, uint6
     }
 }
 
+/* Under asynchronous NCCL a member's calls on c may sit on its stream behind a call of another
+ * communicator that waits for a rank that has not issued it (a LAG there, a rank pausing before
+ * a barrier): c then looks stalled although nothing inside NCCL is. 1 when some member of c has
+ * incomplete work on another comm whose first incomplete slot some member has not issued. */
+static int hang_behind_lag(struct ncg_coord *co, const struct ccomm *c)
+{
+    for (uint32_t r = 0; r < c->nranks; r++) {
+        int conn = c->m[r].conn;
+        for (size_t ci = 0; conn >= 0 && ci < co->ncomm; ci++) {
+            const struct ccomm *o = co->comm[ci];
+            if (o == c)
+                continue;
+            uint64_t omin = UINT64_MAX; /* o's first incomplete slot is at most this */
+            int here = 0;
+            for (uint32_t q = 0; q < o->nranks; q++) {
+                uint64_t hi = o->m[q].done_hi > o->m[q].done ? o->m[q].done_hi : o->m[q].done;
+                if (hi < omin)
+                    omin = hi;
+                here |= o->m[q].conn == conn && o->m[q].state == M_ACTIVE &&
+                        o->m[q].done < o->m[q].count;
+            }
+            for (uint32_t q = 0; here && q < o->nranks; q++)
+                if (o->m[q].count <= omin)
+                    return 1; /* o's member q may not have issued what the others wait in */
+        }
+    }
+    return 0;
+}
+
 static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
 {
     if (co->p.stuck_warn_s <= 0 && co->p.stuck_abort_s <= 0)
@@ -91,6 +120,8 @@ static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_
             return; /* someone may not have issued the stalled slot: LAG territory, or idle */
     if (c->vc <= khi)
         return; /* not verified identical (yet) up to there: MISMATCH territory */
+    if (sampled && hang_behind_lag(co, c))
+        return; /* queued behind another comm's wait for a late rank: that comm's LAG */
     /* Under asynchronous NCCL the hosts keep issuing after a stall (the work only queues):
      * only completion measures progress there. */
     uint64_t last = sampled                            ? c->dprogress_ns
