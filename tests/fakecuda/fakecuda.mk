@@ -10,13 +10,13 @@ FC_REAL_LIB := $(wildcard $(FC_CUDA)/lib64/libcudart.so.13)
 
 ifneq ($(FC_HDR),)
 FC_SRCS := $(FC_DIR)/fc_device.c $(FC_DIR)/fc_error.c $(FC_DIR)/fc_mem.c $(FC_DIR)/fc_stream.c \
-  $(FC_DIR)/fc_event.c $(FC_DIR)/fc_graph.c
+  $(FC_DIR)/fc_event.c $(FC_DIR)/fc_graph.c $(FC_DIR)/fc_capture.c
 FC_OBJS := $(patsubst $(FC_DIR)/%.c,$(FC_OUT)/obj/%.o,$(FC_SRCS))
 FC_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -isystem $(FC_CUDA)/include
 
 ALL_TARGETS += $(FC_LIB) $(FC_OUT)/libcudart.so
 
-$(FC_OUT)/obj/%.o: $(FC_DIR)/%.c $(FC_DIR)/fc_internal.h $(FC_DIR)/fc_errors.def
+$(FC_OUT)/obj/%.o: $(FC_DIR)/%.c $(FC_DIR)/fc_internal.h $(FC_DIR)/fc_graph.h $(FC_DIR)/fc_errors.def
 	@mkdir -p $(dir $@)
 	$(CC) $(FC_CFLAGS) -c $< -o $@
 
