@@ -262,7 +262,10 @@ static void read_segment(struct ncg_snap *s, struct caps *cp, const struct ncg_s
     p->comms_dropped = h->comms_dropped;
     p->heartbeat_ns = __atomic_load_n(&h->heartbeat_ns, __ATOMIC_RELAXED);
     copy_str(p->hostname, h->hostname, sizeof(p->hostname));
-    copy_str(p->bus_id, h->layout_version >= 3 ? h->cuda_bus_id : "", sizeof(p->bus_id));
+    if (h->layout_version >= 3)
+        copy_str(p->bus_id, h->cuda_bus_id, sizeof(p->bus_id));
+    else
+        p->bus_id[0] = 0; /* a layout-2 segment records no device */
     copy_str(p->cmdline, h->cmdline, sizeof(p->cmdline));
     if (p->ncomms > h->max_comms)
         p->ncomms = h->max_comms;
