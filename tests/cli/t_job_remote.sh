@@ -24,7 +24,9 @@ registered() { "$NCG" status --job "$F" --json >"$NCG_TMP/st.json" && python3 -c
 # 1. a hang in warn mode: rank 5 stops calling, the others block in one more AllReduce
 NCCLGUARD_ACTION=warn start "$NCG_TMP/hang" "$CLIAPP" --calls 5 --hang-rank 5 --hold-s 30 --tag "$NCG_TMP"
 wait_until 30 registered
-behind() { "$NCG" status --job "$F" >"$NCG_TMP/hang.txt" && grep -q "behind: rank 5" "$NCG_TMP/hang.txt"; }
+# (the blocked ranks' call is known to the checker once they report waiting in it: an interval)
+behind() { "$NCG" status --job "$F" >"$NCG_TMP/hang.txt" && grep -q "behind: rank 5" "$NCG_TMP/hang.txt" &&
+  grep -q "AllReduce(count=256, float32, sum)" "$NCG_TMP/hang.txt"; }
 wait_until 20 behind
 cat "$NCG_TMP/hang.txt"
 contains "$NCG_TMP/hang.txt" "ncclguard: job http://127.0.0.1:" "16 guarded processes, 1 communicator" \
