@@ -40,7 +40,11 @@ static void rm_tree(const char *dir)
     rmdir(dir);
 }
 
-static volatile sig_atomic_t g_alarm;
+static volatile sig_atomic_t g_alarm, g_term;
+static void on_term(int sig)
+{
+    g_term = sig;
+}
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -88,6 +92,10 @@ int main(int argc, char **argv)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm; /* no SA_RESTART: waitpid returns EINTR at the deadline */
     sigaction(SIGALRM, &sa, NULL);
+    sa.sa_handler = on_term; /* killed itself: the ranks go too, never orphans */
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 
     char buf[32];
     for (int r = 0; r < n; r++) {
@@ -118,8 +126,15 @@ int main(int argc, char **argv)
         setitimer(ITIMER_REAL, &it, NULL);
     }
     int left = n, timed_out = 0, rc = 0;
+    int term_sent = 0;
     while (left > 0) {
         int st;
+        if (g_term && !term_sent) { /* also when it came before the first wait */
+            for (int r = 0; r < n; r++)
+                if (pids[r] > 0)
+                    kill(pids[r], SIGKILL);
+            term_sent = 1;
+        }
         pid_t p = waitpid(-1, &st, 0);
         if (p < 0) {
             if (errno == EINTR && g_alarm) {
@@ -146,6 +161,10 @@ int main(int argc, char **argv)
             }
     }
     rm_tree(dir);
+    if (g_term) {
+        fprintf(stderr, "ncg-launch: %s, killed all ranks\n", strsignal(g_term));
+        return 128 + g_term;
+    }
     if (timed_out) {
         fprintf(stderr, "ncg-launch: timed out after %g s, killed all ranks\n", timeout);
         return 124;
