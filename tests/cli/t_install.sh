@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 need "$NCG" "$NCG_BUILD/libncclguard.so"
 D=$NCG_TMP/dest
-make -s -C "$NCG_ROOT" BUILD="$NCG_BUILD" DESTDIR="$D" PREFIX=/opt/ncg install >"$NCG_TMP/install.out" 2>&1 \
+make -s -C "$NCG_ROOT" BUILD="$NCG_BUILD" SANITIZER="${NCG_SANITIZER:-}" DESTDIR="$D" PREFIX=/opt/ncg install >"$NCG_TMP/install.out" 2>&1 \
   || { cat "$NCG_TMP/install.out"; fail "make install"; }
 for f in bin/ncclguard bin/ncclguard-run lib/libncclguard.so share/man/man1/ncclguard.1 \
          share/man/man1/ncclguard-run.1 share/man/man7/ncclguard.7 \
