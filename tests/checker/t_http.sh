@@ -94,7 +94,9 @@ F=$(jobfile "$J2"); [ -n "$F" ] || fail "no job file (hang)"
 URL=$(field url "$F"); AUTH="Authorization: Bearer $(field token "$F")"
 for _ in $(seq 100); do
   code -H "$AUTH" "$URL/metrics" >/dev/null
-  grep -q '^ncclguard_comm_slowest_rank{comm="[0-9a-f]*"} 5$' "$NCG_TMP/body" && break; sleep 0.1
+  grep -q '^ncclguard_comm_slowest_rank{comm="[0-9a-f]*"} 5$' "$NCG_TMP/body" &&
+    grep -q '^ncclguard_comm_lag_calls{comm="[0-9a-f]*"} 1$' "$NCG_TMP/body" && break
+  sleep 0.1 # (the others' extra call is counted once each has reported it)
 done
 grep -q '^ncclguard_comm_slowest_rank{comm="[0-9a-f]*"} 5$' "$NCG_TMP/body" || fail "slowest rank: $(grep slowest "$NCG_TMP/body")"
 grep -q '^ncclguard_comm_lag_calls{comm="[0-9a-f]*"} 1$' "$NCG_TMP/body" || fail "lag in calls"
