@@ -638,6 +638,21 @@ static double now_s(void)
     return (double)ncg_cli_mono_ns() / 1e9;
 }
 
+/* An alert about the whole job (--job): no process, rank or slot; the endpoint's URL. */
+static void job_alert(struct watch *w, const char *kind, const char *detail)
+{
+    struct alert a;
+    memset(&a, 0, sizeof(a));
+    a.kind = kind;
+    a.pid = -1;
+    a.rank = -1;
+    a.comm_rank = -1;
+    a.slot = -1;
+    snprintf(a.segment, sizeof(a.segment), "%s", w->url);
+    snprintf(a.detail, sizeof(a.detail), "%s", detail);
+    emit(w, &a);
+}
+
 /* One sample (a failed poll repeats the last total: no progress seen). Raises the throughput
  * alert once when, over a full --stall window, the job made fewer than --min-rate calls per
  * second while alive; the rate back above the floor re-arms it. */
@@ -676,18 +691,11 @@ static void rate_sample(struct watch *w, double total, int alive, const char *wh
     if (r->alerted)
         return;
     r->alerted = 1;
-    struct alert a;
-    memset(&a, 0, sizeof(a));
-    a.kind = "rate";
-    a.pid = -1;
-    a.rank = -1;
-    a.comm_rank = -1;
-    a.slot = -1;
-    snprintf(a.segment, sizeof(a.segment), "%s", w->url);
-    snprintf(a.detail, sizeof(a.detail),
+    char d[sizeof(((struct alert *)0)->detail)];
+    snprintf(d, sizeof(d),
              "the job made %.2f calls/s over the last %.0fs, below the floor of %g calls/s%s%s",
              rate, span, r->floor, why ? "; " : "", why ? why : "");
-    emit(w, &a);
+    job_alert(w, "rate", d);
 }
 
 /* A failed poll of the endpoint (the first poll failing ends watch before this). Refused:
@@ -710,17 +718,9 @@ static int poll_failed(struct watch *w, int rc, const char *err)
     if (r->fail_alerted || r->alerted || t - r->fail_t0 < w->stall_s)
         return 0;
     r->fail_alerted = 1;
-    struct alert a;
-    memset(&a, 0, sizeof(a));
-    a.kind = "unreachable";
-    a.pid = -1;
-    a.rank = -1;
-    a.comm_rank = -1;
-    a.slot = -1;
-    snprintf(a.segment, sizeof(a.segment), "%s", w->url);
-    snprintf(a.detail, sizeof(a.detail), "the status endpoint did not answer for %.0fs: %s",
-             t - r->fail_t0, err);
-    emit(w, &a);
+    char d[sizeof(((struct alert *)0)->detail)];
+    snprintf(d, sizeof(d), "the status endpoint did not answer for %.0fs: %s", t - r->fail_t0, err);
+    job_alert(w, "unreachable", d);
     return 0;
 }
 
