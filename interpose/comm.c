@@ -18,6 +18,7 @@
 #include "ring.h"
 #include "shim.h"
 #include "shm.h"
+#include "streamtab.h"
 
 /* ---- handle -> comm table: open addressing, readers lock-free, writers under ncg_lock ---- */
 
@@ -483,7 +484,7 @@ int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, in
     int grouped = ncg_tls.group > 0;
     ncg_ring_put_fields(&s->coll[slot & (NCG_COLL_RING - 1)], slot, slot, count, next[1],
                         (uint64_t)(uintptr_t)pc, now, ncg_tid(), root, func, (uint32_t)dtype, redop,
-                        grouped ? ncg_group_flags() : 0);
+                        grouped ? ncg_group_flags() : 0, ncg_rec_reserved(stream, grouped));
     if (__builtin_expect(grouped, 0)) {
         ncg_group_note(s, c->cev, 0, slot, stream);
     } else {
@@ -533,7 +534,8 @@ int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, n
     ncg_ring_put_fields(&s->p2p[idx & (NCG_P2P_RING - 1)], idx, k, count,
                         ncg_fingerprint(func, count, (uint32_t)dtype, NCG_REDOP_NONE, peer),
                         (uint64_t)(uintptr_t)pc, now, ncg_tid(), peer, func, (uint32_t)dtype,
-                        NCG_REDOP_NONE, grouped ? ncg_group_flags() : 0);
+                        NCG_REDOP_NONE, grouped ? ncg_group_flags() : 0,
+                        ncg_rec_reserved(stream, grouped));
     if (grouped) {
         ncg_group_note(s, c->cev, 1, idx, stream);
     } else {

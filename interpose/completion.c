@@ -303,6 +303,7 @@ void ncg_group_note(struct ncg_shm_comm *s, struct ncg_cev *cev, int p2p, uint64
 
 void ncg_group_launch(void)
 {
+    ncg_tls.order++; /* the group's calls were recorded with this launch order (streamtab.h) */
     for (int i = 0; i < g_n; i++) {
         ck_pr_store_64(&g_ent[i].s->coll_held, 0);
         ck_pr_store_64(&g_ent[i].s->p2p_held, 0);

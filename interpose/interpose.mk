@@ -5,7 +5,8 @@
 SHIM_PURE_SRCS := interpose/config.c interpose/hash.c interpose/ring.c interpose/log.c \
                   interpose/graphtab.c
 SHIM_SRCS += $(SHIM_PURE_SRCS) interpose/resolve.c interpose/shm.c interpose/comm.c interpose/shim.c \
-             interpose/wrappers.c interpose/completion.c interpose/dlsym.c interpose/graph.c
+             interpose/wrappers.c interpose/completion.c interpose/dlsym.c interpose/graph.c \
+             interpose/streamtab.c
 SHIM_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_SRCS))
 SHIM_PURE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_PURE_SRCS))
 SHIM_CFLAGS := -ftls-model=initial-exec -MMD -MP

@@ -43,18 +43,20 @@ _Static_assert(offsetof(struct ncg_shm_record, tid) == 48 &&
                    offsetof(struct ncg_shm_record, root_or_peer) == 52 &&
                    offsetof(struct ncg_shm_record, dtype) == 57 &&
                    offsetof(struct ncg_shm_record, redop) == 58 &&
-                   offsetof(struct ncg_shm_record, flags) == 59,
+                   offsetof(struct ncg_shm_record, flags) == 59 &&
+                   offsetof(struct ncg_shm_record, reserved) == 60,
                "record word packing");
 static inline void ncg_ring_put_fields(struct ncg_shm_record *slot, uint64_t idx, uint64_t seq,
                                        uint64_t count, uint64_t digest, uint64_t caller_pc,
                                        uint64_t t_ns, uint32_t tid, int32_t root_or_peer,
                                        uint32_t func, uint32_t dtype, uint32_t redop,
-                                       uint32_t flags)
+                                       uint32_t flags, uint32_t reserved)
 {
     uint64_t *dst = (uint64_t *)slot;
     uint64_t w6 = (uint64_t)tid | (uint64_t)(uint32_t)root_or_peer << 32;
     uint64_t w7 = (uint64_t)(func & 0xff) | (uint64_t)(dtype & 0xff) << 8 |
-                  (uint64_t)(redop & 0xff) << 16 | (uint64_t)(flags & 0xff) << 24;
+                  (uint64_t)(redop & 0xff) << 16 | (uint64_t)(flags & 0xff) << 24 |
+                  (uint64_t)reserved << 32;
     ck_pr_store_64(&slot->stamp, 2 * idx + 1);
     /* Odd stamp before any field (as in ncg_ring_put). */
     ck_pr_fence_store();

@@ -25,6 +25,9 @@ struct ncg_tls {
     uint64_t done_val;        /* its new value (slot + 1, or p2p index + 1) */
     struct ncg_cev *done_cev; /* the comm's event tracker (asynchronous NCCL only) */
     uint8_t rec_flags;        /* NCG_REC_* of the calls a graph replay records (graph.c), else 0 */
+    uint8_t last_sidx;        /* streamtab.h: index of last_stream (0: not looked up yet) */
+    uint32_t order;           /* streamtab.h: launch order of this thread's latest call */
+    void *last_stream;        /* the stream of this thread's latest recorded call */
 };
 
 extern __thread struct ncg_tls ncg_tls __attribute__((tls_model("initial-exec")));

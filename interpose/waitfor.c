@@ -6,10 +6,95 @@
 #include <stdlib.h>
 
 struct edge {
-    size_t from, to; /* thread indexes */
-    size_t wait;     /* the blocked call of `from` that waits */
-    uint32_t target; /* the comm rank it waits for */
+    size_t from, to; /* node indexes */
+    size_t a;        /* threads: the blocked call of `from` that waits; streams: the call before */
+    size_t b;        /* threads: the comm rank it waits for; streams: the call after */
 };
+
+/* Appends an edge, growing the array. 0, or -1 when out of memory. */
+static int edge_add(struct edge **e, size_t *ne, size_t *cap, struct edge x)
+{
+    if (*ne == *cap) {
+        size_t n = *cap ? 2 * *cap : 64;
+        struct edge *ee = realloc(*e, n * sizeof *ee);
+        if (!ee)
+            return -1;
+        *e = ee;
+        *cap = n;
+    }
+    (*e)[(*ne)++] = x;
+    return 0;
+}
+
+/* One cycle of the graph of nn nodes and ne edges: writes up to cap of its edges' indexes in
+ * order into cyc and returns its length, 0 when there is none, -1 when out of memory.
+ * Iterative depth-first search. */
+static long find_cycle(const struct edge *e, size_t ne, size_t nn, size_t *cyc, size_t cap)
+{
+    long found = 0;
+    if (!ne || !nn)
+        return 0;
+    /* Adjacency by source node (counting sort into `order`). */
+    size_t *first = calloc(nn + 1, sizeof *first);
+    size_t *order = malloc(ne * sizeof *order);
+    size_t *stack = malloc(nn * sizeof *stack);
+    size_t *via = malloc(nn * sizeof *via);
+    size_t *pos = malloc(nn * sizeof *pos);
+    uint8_t *color = calloc(nn, 1);
+    if (!first || !order || !stack || !via || !pos || !color) {
+        found = -1;
+        goto out;
+    }
+    for (size_t k = 0; k < ne; k++)
+        first[e[k].from + 1]++;
+    for (size_t t = 0; t < nn; t++)
+        first[t + 1] += first[t];
+    for (size_t k = 0; k < nn; k++)
+        pos[k] = first[k];
+    for (size_t k = 0; k < ne; k++)
+        order[pos[e[k].from]++] = k;
+    /* color 1 = on the stack, 2 = done. via[d] = edge taken from stack[d]. */
+    for (size_t s = 0; s < nn && !found; s++) {
+        if (color[s])
+            continue;
+        size_t d = 0;
+        stack[0] = s;
+        pos[s] = first[s];
+        color[s] = 1;
+        while (d != SIZE_MAX && !found) {
+            size_t u = stack[d];
+            if (pos[u] == first[u + 1]) {
+                color[u] = 2;
+                d = d ? d - 1 : SIZE_MAX;
+                continue;
+            }
+            size_t k = order[pos[u]++];
+            size_t v = e[k].to;
+            via[d] = k;
+            if (color[v] == 0) {
+                color[v] = 1;
+                pos[v] = first[v];
+                stack[++d] = v;
+            } else if (color[v] == 1) { /* back edge: the cycle is stack[i..d] -> v */
+                size_t i0 = 0;
+                while (stack[i0] != v)
+                    i0++;
+                size_t len = d - i0 + 1;
+                for (size_t q = 0; q < len && q < cap; q++)
+                    cyc[q] = via[i0 + q];
+                found = (long)len;
+            }
+        }
+    }
+out:
+    free(first);
+    free(order);
+    free(stack);
+    free(via);
+    free(pos);
+    free(color);
+    return found;
+}
 
 static size_t thread_of(const struct ncg_wf_wait *w, size_t nw, uint32_t proc, uint32_t tid,
                         const size_t *th)
@@ -48,8 +133,6 @@ long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_
     size_t nth = 0, ne = 0, cape = 0;
     size_t *th = calloc(nw ? nw : 1, sizeof *th);
     struct edge *e = NULL;
-    size_t *first = NULL, *stack = NULL, *via = NULL, *pos = NULL;
-    uint8_t *color = NULL;
     if (!th)
         return -1;
     for (size_t i = 0; i < nw; i++) { /* thread index of each wait */
@@ -78,82 +161,133 @@ long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_
             size_t t = thread_of(w, nw, mb->proc, mb->tid, th);
             if (t == SIZE_MAX || t == th[i] || !blocked_elsewhere(w, nw, x, mb->proc, mb->tid, m))
                 continue; /* its driver thread is free to issue the call, or is this thread */
-            if (ne == cape) {
-                size_t n = cape ? 2 * cape : 64;
-                struct edge *ee = realloc(e, n * sizeof *ee);
-                if (!ee) {
-                    found = -1;
-                    goto out;
-                }
-                e = ee;
-                cape = n;
-            }
-            e[ne++] = (struct edge){th[i], t, i, m};
-        }
-    }
-    if (!ne)
-        goto out;
-    /* Adjacency by source thread (counting sort into `order`). */
-    first = calloc(nth + 1, sizeof *first);
-    size_t *order = malloc(ne * sizeof *order);
-    stack = malloc(nth * sizeof *stack);
-    via = malloc(nth * sizeof *via);
-    pos = malloc(nth * sizeof *pos);
-    color = calloc(nth, 1);
-    if (!first || !order || !stack || !via || !pos || !color) {
-        free(order);
-        found = -1;
-        goto out;
-    }
-    for (size_t k = 0; k < ne; k++)
-        first[e[k].from + 1]++;
-    for (size_t t = 0; t < nth; t++)
-        first[t + 1] += first[t];
-    for (size_t k = 0, *fill = pos; k < nth; k++)
-        fill[k] = first[k];
-    for (size_t k = 0; k < ne; k++)
-        order[pos[e[k].from]++] = k;
-    /* Iterative DFS; color 1 = on the stack, 2 = done. via[d] = edge taken from stack[d]. */
-    for (size_t s = 0; s < nth && !found; s++) {
-        if (color[s])
-            continue;
-        size_t d = 0;
-        stack[0] = s;
-        pos[s] = first[s];
-        color[s] = 1;
-        while (d != SIZE_MAX && !found) {
-            size_t u = stack[d];
-            if (pos[u] == first[u + 1]) {
-                color[u] = 2;
-                d = d ? d - 1 : SIZE_MAX;
-                continue;
-            }
-            size_t k = order[pos[u]++];
-            size_t v = e[k].to;
-            via[d] = k;
-            if (color[v] == 0) {
-                color[v] = 1;
-                pos[v] = first[v];
-                stack[++d] = v;
-            } else if (color[v] == 1) { /* back edge: the cycle is stack[i..d] -> v */
-                size_t i0 = 0;
-                while (stack[i0] != v)
-                    i0++;
-                size_t len = d - i0 + 1;
-                for (size_t q = 0; q < len && q < cap; q++)
-                    steps[q] = (struct ncg_wf_step){e[via[i0 + q]].wait, e[via[i0 + q]].target};
-                found = (long)len;
+            if (edge_add(&e, &ne, &cape, (struct edge){th[i], t, i, m}) != 0) {
+                found = -1;
+                goto out;
             }
         }
     }
-    free(order);
+    if (ne) {
+        size_t *cyc = malloc(sizeof *cyc * (cap ? cap : 1));
+        found = cyc ? find_cycle(e, ne, nth, cyc, cap) : -1;
+        for (long q = 0; q < found && (size_t)q < cap; q++)
+            steps[q] = (struct ncg_wf_step){e[cyc[q]].a, (uint32_t)e[cyc[q]].b};
+        free(cyc);
+    }
 out:
     free(th);
     free(e);
-    free(first);
-    free(stack);
-    free(via);
-    free(pos);
-    free(color);
+    return found;
+}
+
+/* ---- streams (asynchronous NCCL) ---- */
+
+static const struct ncg_sd_call *g_sd; /* qsort has no context argument */
+
+static int sd_call_cmp(const void *pa, const void *pb)
+{
+    const struct ncg_sd_call *a = &g_sd[*(const size_t *)pa], *b = &g_sd[*(const size_t *)pb];
+#define SD_CMP(f)                                                                                  \
+    if (a->f != b->f)                                                                              \
+        return a->f < b->f ? -1 : 1;
+    SD_CMP(comm) SD_CMP(p2p) SD_CMP(seq) SD_CMP(src) SD_CMP(dst) return 0;
+}
+
+static int sd_stream_cmp(const void *pa, const void *pb)
+{
+    const struct ncg_sd_call *a = &g_sd[*(const size_t *)pa], *b = &g_sd[*(const size_t *)pb];
+    SD_CMP(proc) SD_CMP(tid) SD_CMP(stream) SD_CMP(order) return 0;
+#undef SD_CMP
+}
+
+/* The launch order of x relative to base (24-bit wrapping). */
+static uint32_t sd_rel(const struct ncg_sd_call *x, uint32_t base)
+{
+    return (x->order - base) & NCG_SD_ORDER_MASK;
+}
+
+static const struct ncg_sd_call *g_sd_rel; /* for sd_rel_cmp */
+static uint32_t g_sd_base;
+static int sd_rel_cmp(const void *pa, const void *pb)
+{
+    uint32_t a = sd_rel(&g_sd_rel[*(const size_t *)pa], g_sd_base);
+    uint32_t b = sd_rel(&g_sd_rel[*(const size_t *)pb], g_sd_base);
+    return a < b ? -1 : a > b;
+}
+
+long ncg_sd_find_cycle(const struct ncg_sd_call *c, size_t n, struct ncg_sd_step *steps,
+                       size_t cap)
+{
+    long found = 0;
+    size_t ne = 0, cape = 0, nn = 0;
+    struct edge *e = NULL;
+    size_t *byk = malloc(sizeof *byk * (n ? n : 1)), *node = malloc(sizeof *node * (n ? n : 1));
+    size_t *bys = malloc(sizeof *bys * (n ? n : 1)), *cyc = malloc(sizeof *cyc * (cap ? cap : 1));
+    if (!byk || !node || !bys || !cyc) {
+        found = -1;
+        goto out;
+    }
+    /* One node per distinct call: the same slot of a comm (or the same send/recv pair) is one
+     * call on every member. */
+    for (size_t i = 0; i < n; i++)
+        byk[i] = bys[i] = i;
+    g_sd = c;
+    qsort(byk, n, sizeof *byk, sd_call_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (i && sd_call_cmp(&byk[i - 1], &byk[i]) != 0)
+            nn++;
+        node[byk[i]] = nn;
+    }
+    nn += n != 0;
+    /* Per (process, thread, stream) in launch order: every call of a launch waits for every
+     * call of the launch before it (a group's calls share one launch and run together). */
+    qsort(bys, n, sizeof *bys, sd_stream_cmp);
+    for (size_t g0 = 0, g1; g0 < n; g0 = g1) {
+        const struct ncg_sd_call *h = &c[bys[g0]];
+        for (g1 = g0 + 1; g1 < n && c[bys[g1]].proc == h->proc && c[bys[g1]].tid == h->tid &&
+                          c[bys[g1]].stream == h->stream;
+             g1++)
+            ;
+        if (!h->stream || g1 - g0 < 2)
+            continue; /* unknown stream: orders nothing */
+        /* Orders wrap at 24 bits: when the group spans more than half the range, the calls
+         * with small orders came after the wrap. */
+        uint32_t lo = c[bys[g0]].order, hi = c[bys[g1 - 1]].order, base = lo;
+        if (hi - lo > NCG_SD_ORDER_MASK / 2)
+            for (size_t q = g0; q < g1; q++)
+                if (c[bys[q]].order > NCG_SD_ORDER_MASK / 2) {
+                    base = c[bys[q]].order;
+                    break;
+                }
+        g_sd_rel = c;
+        g_sd_base = base;
+        qsort(bys + g0, g1 - g0, sizeof *bys, sd_rel_cmp);
+        /* launches [u0, u1) then [u1, u2) */
+        for (size_t u0 = g0, u1, u2; u0 < g1; u0 = u1) {
+            for (u1 = u0 + 1; u1 < g1 && c[bys[u1]].order == c[bys[u0]].order; u1++)
+                ;
+            for (u2 = u1; u2 < g1 && c[bys[u2]].order == c[bys[u1]].order; u2++)
+                ;
+            for (size_t p = u0; p < u1; p++)
+                for (size_t q = u1; q < u2; q++) {
+                    if (node[bys[p]] == node[bys[q]])
+                        continue; /* the same call twice: a malformed report, no order */
+                    if (edge_add(&e, &ne, &cape,
+                                 (struct edge){node[bys[p]], node[bys[q]], bys[p], bys[q]}) != 0) {
+                        found = -1;
+                        goto out;
+                    }
+                }
+        }
+    }
+    found = find_cycle(e, ne, nn, cyc, cap);
+    for (long q = 0; q < found && (size_t)q < cap; q++)
+        steps[q] = (struct ncg_sd_step){e[cyc[q]].a, e[cyc[q]].b};
+out:
+    free(byk);
+    free(node);
+    free(bys);
+    free(cyc);
+    free(e);
     return found;
 }

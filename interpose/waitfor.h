@@ -51,4 +51,38 @@ struct ncg_wf_step {
 long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_wf_comm *comms,
                        size_t ncomms, struct ncg_wf_step *steps, size_t cap);
 
+/* ---- DEADLOCK under asynchronous NCCL: the order of calls on streams ----
+ * An asynchronous call returns once enqueued, so no thread blocks in it; what orders calls is
+ * the stream. On each process, the calls one thread enqueued on one stream run in that order,
+ * and an NCCL call on a stream does not finish before every member of its communicator runs
+ * it. So "x before y on a stream of some member" means y cannot complete before x: an edge
+ * x -> y between calls (a call is one node for all its members: the same slot of a comm, the
+ * same k-th send/recv of a pair). A cycle is a deadlock whatever the timing: none of its calls
+ * can ever complete. The input is each process's first calls not known complete; a call that
+ * already completed can never be part of a cycle, so a sampled (late) completion adds nothing
+ * false. Calls of one group share a launch and run together: no edge between them. */
+#define NCG_SD_ORDER_MASK 0xffffffu /* launch orders wrap at 24 bits */
+struct ncg_sd_call {
+    uint32_t proc;   /* the process */
+    uint32_t tid;    /* the thread that enqueued it */
+    uint8_t stream;  /* the process's stream index (0: unknown, orders nothing) */
+    uint32_t order;  /* the thread's launch order (wrapping; equal: one group) */
+    uint32_t comm;   /* the communicator (any index equal on every member) */
+    uint8_t p2p;     /* 0: collective slot seq; 1: the seq-th send src -> dst */
+    uint64_t seq;
+    uint32_t src, dst; /* p2p: sending and receiving comm ranks (0 for collectives) */
+};
+
+/* One step of a cycle: c[before] precedes c[after] on one stream of one thread; c[after] is
+ * the same call (on another member) as the next step's c[before]. */
+struct ncg_sd_step {
+    size_t before, after;
+};
+
+/* Finds one cycle among the n calls. Writes up to cap steps and returns the cycle's length, 0
+ * when there is none, -1 when out of memory. Pure; one thread at a time (qsort's context is
+ * static); allocates temporary arrays. */
+long ncg_sd_find_cycle(const struct ncg_sd_call *c, size_t n, struct ncg_sd_step *steps,
+                       size_t cap);
+
 #endif

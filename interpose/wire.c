@@ -112,6 +112,9 @@ long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap)
             ncg_put32(&w, e->rank);
             ncg_put32(&w, e->tid);
             ncg_put8(&w, e->p2p);
+            ncg_put8(&w, e->queued);
+            ncg_put8(&w, e->stream);
+            ncg_put32(&w, e->order);
             put_call(&w, &e->call);
             put_str(&w, e->site, sizeof e->site);
         }
@@ -262,9 +265,13 @@ long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m)
             e->rank = ncg_get32(&r);
             e->tid = ncg_get32(&r);
             e->p2p = ncg_get8(&r);
+            e->queued = ncg_get8(&r);
+            e->stream = ncg_get8(&r);
+            e->order = ncg_get32(&r);
             get_call(&r, &e->call);
             get_str(&r, e->site, sizeof e->site);
-            if (e->p2p > 1 || e->rank >= NCG_WIRE_MAX_RANKS)
+            if (e->p2p > 1 || e->queued > 1 || e->order > NCG_WIRE_ORDER_MAX ||
+                e->rank >= NCG_WIRE_MAX_RANKS)
                 return -EBADMSG;
         }
         break;

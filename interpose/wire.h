@@ -10,8 +10,8 @@
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
 #define NCG_WIRE_VERSION                                                                           \
-    3u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds                        \
-        */
+    4u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT       \
+          entries (stream, launch order) */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* verdicts carry per-rank arrays: 1 MiB bounds them */
 
@@ -111,12 +111,19 @@ struct ncg_msg_answer {
 };
 
 /* One call a thread of the reporting process is blocked in: launched, not completed, for at
- * least one report interval (the oldest such call per comm and kind). */
+ * least one report interval (the oldest such call per comm and kind). Under asynchronous NCCL
+ * (v4, queued = 1) instead one of the first launched calls not known complete on a comm whose
+ * completion has not moved for an interval, with the stream it was enqueued on and the issuing
+ * thread's launch order (docs/checker.md, DEADLOCK). */
+#define NCG_WIRE_ORDER_MAX 0xffffffu /* launch orders are 24-bit, wrapping */
 struct ncg_wait_ent {
     uint64_t comm_id;
     uint32_t rank; /* comm rank */
-    uint32_t tid;  /* the blocked thread */
+    uint32_t tid;  /* the blocked thread (queued: the thread that enqueued it) */
     uint8_t p2p;   /* 0: collective at slot call.seq; 1: p2p, call.seq-th to/from call.root */
+    uint8_t queued; /* v4: 1 = enqueued on a stream, not known complete (not a blocked thread) */
+    uint8_t stream; /* v4, queued: the process's stream index, 0 = unknown */
+    uint32_t order; /* v4, queued: the thread's launch order (equal: one group) */
     struct ncg_call call;
     char site[NCG_WIRE_SITE];
 };

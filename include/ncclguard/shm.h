@@ -70,7 +70,7 @@ struct ncg_shm_record {
     uint8_t dtype;        /* ncclDataType_t */
     uint8_t redop;        /* 0..4 or NCG_REDOP_NONE / NCG_REDOP_USER */
     uint8_t flags;        /* NCG_REC_* */
-    uint32_t reserved;
+    uint32_t reserved;    /* stream index (top 8 bits) | the issuing thread's launch order (24) */
 };
 _Static_assert(sizeof(struct ncg_shm_record) == 64, "record layout");
 _Static_assert(offsetof(struct ncg_shm_record, func) == 56, "record layout");

@@ -128,6 +128,20 @@ static void test_wire(void)
     m1.u.wait.w[1] = (struct ncg_wait_ent){.comm_id = 8, .rank = 0, .tid = 98, .p2p = 1};
     m1.u.wait.w[1].call = (struct ncg_call){3, 16, 1, NCG_F_SEND, 7, NCG_REDOP_NONE};
     roundtrip(&m1);
+    /* v4: a queued entry (asynchronous NCCL) with its stream and launch order */
+    m1.u.wait.w[0].queued = 1;
+    m1.u.wait.w[0].stream = 3;
+    m1.u.wait.w[0].order = NCG_WIRE_ORDER_MAX;
+    roundtrip(&m1);
+    EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) > 0 &&
+           m2.u.wait.w[0].queued == 1 && m2.u.wait.w[0].stream == 3 &&
+           m2.u.wait.w[0].order == NCG_WIRE_ORDER_MAX && m2.u.wait.w[1].queued == 0);
+    m1.u.wait.w[0].order = NCG_WIRE_ORDER_MAX + 1; /* launch orders are 24-bit */
+    EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
+    m1.u.wait.w[0].order = 1;
+    m1.u.wait.w[0].queued = 2;
+    EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
+    m1.u.wait.w[0].queued = 1;
     m1.u.wait.w[1].p2p = 2;
     EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
     memset(&m1, 0, sizeof m1);

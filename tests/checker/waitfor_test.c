@@ -65,6 +65,157 @@ static void check(const char *name, struct ncg_wf_wait *w, size_t nw, struct com
     }
 }
 
+/* ---- streams (asynchronous NCCL): ncg_sd_find_cycle ---- */
+
+static struct ncg_sd_call q(uint32_t proc, uint32_t tid, uint8_t stream, uint32_t order,
+                            uint32_t comm, uint64_t slot)
+{
+    return (struct ncg_sd_call){proc, tid, stream, order, comm, 0, slot, 0, 0};
+}
+
+static struct ncg_sd_call qp(uint32_t proc, uint8_t stream, uint32_t order, uint32_t comm,
+                             uint64_t k, uint32_t src, uint32_t dst)
+{
+    return (struct ncg_sd_call){proc, 10 + proc, stream, order, comm, 1, k, src, dst};
+}
+
+static int same_call(const struct ncg_sd_call *a, const struct ncg_sd_call *b)
+{
+    return a->comm == b->comm && a->p2p == b->p2p && a->seq == b->seq && a->src == b->src &&
+           a->dst == b->dst;
+}
+
+/* Runs the case forwards and backwards; want = expected cycle length (0: none). */
+static void sd_check(const char *name, const struct ncg_sd_call *c, size_t n, long want)
+{
+    for (int rev = 0; rev < 2; rev++) {
+        struct ncg_sd_call cc[64];
+        for (size_t i = 0; i < n; i++)
+            cc[i] = c[rev ? n - 1 - i : i];
+        struct ncg_sd_step st[64];
+        long got = ncg_sd_find_cycle(cc, n, st, 64);
+        if (got != want) {
+            printf("FAIL %s%s: cycle of %ld, want %ld\n", name, rev ? " (reversed)" : "", got,
+                   want);
+            failures++;
+            continue;
+        }
+        /* Each step: two calls of one thread's stream, in launch order; the later one is the
+         * next step's earlier one on another member. */
+        for (long k = 0; k < got; k++) {
+            const struct ncg_sd_call *b = &cc[st[k].before], *a = &cc[st[k].after];
+            const struct ncg_sd_call *nb = &cc[st[(k + 1) % got].before];
+            if (b->proc != a->proc || b->tid != a->tid || b->stream != a->stream ||
+                ((a->order - b->order) & NCG_SD_ORDER_MASK) == 0 ||
+                ((a->order - b->order) & NCG_SD_ORDER_MASK) > NCG_SD_ORDER_MASK / 2 ||
+                !same_call(a, nb) || a->proc == nb->proc) {
+                printf("FAIL %s%s: step %ld is not a stream order edge into the next\n", name,
+                       rev ? " (reversed)" : "", k);
+                failures++;
+            }
+        }
+    }
+}
+
+/* Exhaustive: 2 processes, 3 collectives (comms 0-2, slot 0), every launch order and every
+ * assignment to 2 streams per process; the oracle is the transitive closure of "before on a
+ * stream" (every pair, not only neighbours). */
+static void sd_exhaustive(void)
+{
+    static const int perm[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    for (int p0 = 0; p0 < 6; p0++)
+        for (int p1 = 0; p1 < 6; p1++)
+            for (int sm = 0; sm < 64; sm++) {
+                struct ncg_sd_call c[6];
+                int reach[3][3] = {{0}};
+                size_t n = 0;
+                for (int pr = 0; pr < 2; pr++) {
+                    const int *pm = perm[pr ? p1 : p0];
+                    for (int i = 0; i < 3; i++) {
+                        uint8_t stream = (uint8_t)(1 + ((sm >> (pr * 3 + i)) & 1));
+                        c[n++] = q((uint32_t)pr, 10, stream, (uint32_t)i + 1, (uint32_t)pm[i], 0);
+                        for (int j = 0; j < i; j++)
+                            if (((sm >> (pr * 3 + j)) & 1) == ((sm >> (pr * 3 + i)) & 1))
+                                reach[pm[j]][pm[i]] = 1;
+                    }
+                }
+                for (int k = 0; k < 3; k++)
+                    for (int i = 0; i < 3; i++)
+                        for (int j = 0; j < 3; j++)
+                            reach[i][j] |= reach[i][k] && reach[k][j];
+                int cyc = reach[0][0] || reach[1][1] || reach[2][2];
+                struct ncg_sd_step st[8];
+                long got = ncg_sd_find_cycle(c, n, st, 8);
+                /* a cycle among 3 calls over 2 processes has 2 or 3 steps */
+                if (cyc ? got < 2 || got > 3 : got != 0) {
+                    printf("FAIL streams exhaustive p=%d,%d streams=%x: cycle of %ld, want %s\n",
+                           p0, p1, sm, got, cyc ? "one" : "none");
+                    failures++;
+                }
+            }
+}
+
+static void sd_cases(void)
+{
+    /* two ranks, world (comm 0) and a split child (comm 1) inverted on one stream each */
+    struct ncg_sd_call inv[] = {q(0, 10, 1, 7, 0, 20), q(0, 10, 1, 8, 1, 20),
+                                q(1, 11, 1, 3, 1, 20), q(1, 11, 1, 4, 0, 20)};
+    sd_check("inversion, 2 ranks", inv, 4, 2);
+    /* the same calls, rank 1's second comm on another stream: they overlap, no deadlock */
+    struct ncg_sd_call ovl[] = {q(0, 10, 1, 7, 0, 20), q(0, 10, 2, 8, 1, 20),
+                                q(1, 11, 2, 3, 1, 20), q(1, 11, 1, 4, 0, 20)};
+    sd_check("different streams overlap", ovl, 4, 0);
+    /* rank 1's calls from two threads (threads owning comms): no order between them */
+    struct ncg_sd_call thr[] = {q(0, 10, 1, 7, 0, 20), q(0, 10, 1, 8, 1, 20),
+                                q(1, 11, 1, 3, 1, 20), q(1, 12, 1, 4, 0, 20)};
+    sd_check("two threads, one stream index", thr, 4, 0);
+    /* a consistent order, with more calls queued behind */
+    struct ncg_sd_call ok[] = {q(0, 10, 1, 1, 0, 5), q(0, 10, 1, 2, 1, 5), q(0, 10, 1, 3, 0, 6),
+                               q(1, 11, 1, 1, 0, 5), q(1, 11, 1, 2, 1, 5), q(1, 11, 1, 3, 0, 6)};
+    sd_check("consistent order", ok, 6, 0);
+    /* rank 0 launches both in one group: they run together, rank 1's order is fine */
+    struct ncg_sd_call grp[] = {q(0, 10, 1, 7, 0, 20), q(0, 10, 1, 7, 1, 20),
+                                q(1, 11, 1, 3, 1, 20), q(1, 11, 1, 4, 0, 20)};
+    sd_check("a group runs its calls together", grp, 4, 0);
+    /* a group after the inverted pair still orders after both */
+    struct ncg_sd_call grp2[] = {q(0, 10, 1, 6, 2, 0), q(0, 10, 1, 7, 0, 20), q(0, 10, 1, 7, 3, 0),
+                                 q(0, 10, 1, 8, 1, 20), q(1, 11, 1, 3, 1, 20), q(1, 11, 1, 4, 0, 20)};
+    sd_check("inversion through a group", grp2, 6, 2);
+    /* three ranks, three comms in a ring: 0: A B; 1: B C; 2: C A */
+    struct ncg_sd_call ring3[] = {q(0, 10, 1, 1, 0, 0), q(0, 10, 1, 2, 1, 0), q(1, 11, 1, 1, 1, 0),
+                                  q(1, 11, 1, 2, 2, 0), q(2, 12, 1, 1, 2, 0), q(2, 12, 1, 2, 0, 0)};
+    sd_check("ring of 3", ring3, 6, 3);
+    /* 8 ranks: rank r takes comm r then comm r+1 (mod 8) */
+    struct ncg_sd_call ring8[16];
+    for (uint32_t r = 0; r < 8; r++) {
+        ring8[2 * r] = q(r, 10 + r, 1, 1, r, 0);
+        ring8[2 * r + 1] = q(r, 10 + r, 1, 2, (r + 1) % 8, 0);
+    }
+    sd_check("ring of 8", ring8, 16, 8);
+    /* p2p: rank 0 sends to 1 on world then all-reduces the child; rank 1 all-reduces the child
+     * first, then receives */
+    struct ncg_sd_call pp[] = {qp(0, 1, 1, 0, 0, 0, 1), q(0, 10, 1, 2, 1, 3), q(1, 11, 1, 1, 1, 3),
+                               qp(1, 1, 2, 0, 0, 0, 1)};
+    sd_check("send against a collective", pp, 4, 2);
+    /* the matching halves of two different pairs are different calls */
+    struct ncg_sd_call pp2[] = {qp(0, 1, 1, 0, 0, 0, 1), q(0, 10, 1, 2, 1, 3), q(1, 11, 1, 1, 1, 3),
+                                qp(1, 1, 2, 0, 1, 0, 1)};
+    sd_check("another pair's receive", pp2, 4, 0);
+    /* unknown streams order nothing */
+    struct ncg_sd_call unk[] = {q(0, 10, 0, 7, 0, 20), q(0, 10, 0, 8, 1, 20),
+                                q(1, 11, 1, 3, 1, 20), q(1, 11, 1, 4, 0, 20)};
+    sd_check("unknown stream", unk, 4, 0);
+    /* launch orders wrap at 24 bits: 0xffffff comes before 1 */
+    struct ncg_sd_call wr[] = {q(0, 10, 1, 0xffffff, 0, 20), q(0, 10, 1, 1, 1, 20),
+                               q(1, 11, 1, 5, 1, 20), q(1, 11, 1, 6, 0, 20)};
+    sd_check("wrapped orders, inverted", wr, 4, 2);
+    struct ncg_sd_call wr2[] = {q(0, 10, 1, 0xffffff, 0, 20), q(0, 10, 1, 1, 1, 20),
+                                q(1, 11, 1, 5, 0, 20), q(1, 11, 1, 6, 1, 20)};
+    sd_check("wrapped orders, consistent", wr2, 4, 0);
+    sd_check("nothing", NULL, 0, 0);
+    sd_exhaustive();
+}
+
 int main(void)
 {
     struct comm c[4];
@@ -185,6 +336,8 @@ int main(void)
                 snprintf(name, sizeof name, "exhaustive b=%d,%d mask=%x", b0, b1, mask);
                 check(name, w, nw, c, 2, want);
             }
+
+    sd_cases();
 
     if (failures) {
         printf("waitfor: %d failures\n", failures);
