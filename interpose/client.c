@@ -37,6 +37,7 @@
 #include "ring.h"
 #include "shm.h"
 #include "stack.h"
+#include "streamtab.h"
 #include "symbol.h"
 #include "verdict.h"
 #include "wire.h"
@@ -689,10 +690,38 @@ static uint32_t driver_tid(const struct lcomm *lc, uint64_t cnt)
     return hc ? rc.tid : lc->shm->creator_tid;
 }
 
+/* 1 + the oldest launched, incomplete call of lc of the kind (0: none), and how many are
+ * launched. Checker thread, G.lk held. */
+static uint64_t oldest_pending(const struct lcomm *lc, int p2p, uint64_t *launched)
+{
+    const struct ncg_shm_comm *s = lc->shm;
+    uint64_t iss = ck_pr_load_64(p2p ? &s->p2p_seq : &s->coll_seq);
+    uint64_t held = ck_pr_load_64(p2p ? &s->p2p_held : &s->coll_held);
+    uint64_t done = ck_pr_load_64(p2p ? &s->p2p_done : &s->coll_done);
+    *launched = held && held - 1 < iss ? held - 1 : iss;
+    return done < *launched ? done + 1 : 0;
+}
+
+/* How many of lc's kinds (collective, p2p) have had the same oldest incomplete call since the
+ * previous report. Checker thread, G.lk held. */
+static unsigned stalled_kinds(const struct lcomm *lc)
+{
+    unsigned n = 0;
+    uint64_t launched;
+    for (int p2p = 0; lc->shm && p2p < 2; p2p++) {
+        uint64_t key = oldest_pending(lc, p2p, &launched);
+        n += key && key == lc->blocked_prev[p2p];
+    }
+    return n;
+}
+
 /* Adds the oldest launched, incomplete collective and p2p call of lc to w when it was already
- * the oldest one at the previous report (blocked for at least an interval). Checker thread,
- * G.lk held. */
-static void blocked_calls(struct lcomm *lc, struct ncg_msg_wait *w)
+ * the oldest one at the previous report (blocked for at least an interval). Under asynchronous
+ * NCCL (queued) nobody blocks inside a call: then up to per_kind of the first launched calls
+ * not known complete, with their streams and launch orders (the stream-order DEADLOCK,
+ * waitfor.h): completion is sampled, so the calls that really wait may come a few milliseconds
+ * of calls after the first ones not known complete. Checker thread, G.lk held. */
+static void blocked_calls(struct lcomm *lc, struct ncg_msg_wait *w, int queued, uint64_t per_kind)
 {
     static struct {
         uint64_t id, key;
@@ -702,33 +731,39 @@ static void blocked_calls(struct lcomm *lc, struct ncg_msg_wait *w)
         return;
     for (int p2p = 0; p2p < 2; p2p++) {
         const struct ncg_shm_comm *s = lc->shm;
-        uint64_t iss = ck_pr_load_64(p2p ? &s->p2p_seq : &s->coll_seq);
-        uint64_t held = ck_pr_load_64(p2p ? &s->p2p_held : &s->coll_held);
-        uint64_t done = ck_pr_load_64(p2p ? &s->p2p_done : &s->coll_done);
-        uint64_t launched = held && held - 1 < iss ? held - 1 : iss;
-        uint64_t key = done < launched ? done + 1 : 0;
+        uint64_t launched, key = oldest_pending(lc, p2p, &launched);
         uint64_t prev = lc->blocked_prev[p2p];
         lc->blocked_prev[p2p] = key;
-        struct ncg_shm_record r;
-        if (!key || key != prev ||
-            ncg_ring_read(s, p2p ? NCG_RING_P2P : NCG_RING_COLL, key - 1, &r) != 0)
+        if (!key || key != prev)
             continue;
-        struct ncg_wait_ent *e = &w->w[w->n++];
-        memset(e, 0, sizeof *e);
-        e->comm_id = lc->id;
-        e->rank = (uint32_t)lc->rank;
-        e->tid = r.tid;
-        e->p2p = (uint8_t)p2p;
-        e->call = (struct ncg_call){r.seq, r.count, r.root_or_peer, r.func, r.dtype, r.redop};
-        /* the WAIT site without file:line: WAITs flow whenever a call waits an interval, and
-         * reading debug information (libdw) there would cost every waiting job memory and CPU */
-        unsigned h = (unsigned)((lc->id ^ (key * 2 + (uint64_t)p2p)) % NCG_WIRE_MAX_WAITS);
-        if (cache[h].id != lc->id || cache[h].key != key * 2 + (uint64_t)p2p) {
-            cache[h].id = lc->id;
-            cache[h].key = key * 2 + (uint64_t)p2p;
-            ncg_symbolize_opt(r.caller_pc, cache[h].site, sizeof cache[h].site, 0);
+        uint64_t end = queued ? launched : key;
+        if (end - (key - 1) > per_kind)
+            end = key - 1 + per_kind;
+        for (uint64_t k = key; k <= end && w->n < NCG_WIRE_MAX_WAITS; k++) {
+            struct ncg_shm_record r;
+            if (ncg_ring_read(s, p2p ? NCG_RING_P2P : NCG_RING_COLL, k - 1, &r) != 0)
+                break;
+            struct ncg_wait_ent *e = &w->w[w->n++];
+            memset(e, 0, sizeof *e);
+            e->comm_id = lc->id;
+            e->rank = (uint32_t)lc->rank;
+            e->tid = r.tid;
+            e->p2p = (uint8_t)p2p;
+            e->queued = (uint8_t)queued;
+            e->stream = queued ? NCG_REC_STREAM(r.reserved) : 0;
+            e->order = queued ? NCG_REC_ORDER(r.reserved) : 0;
+            e->call = (struct ncg_call){r.seq, r.count, r.root_or_peer, r.func, r.dtype, r.redop};
+            /* the WAIT site without file:line: WAITs flow whenever a call waits an interval, and
+             * reading debug information (libdw) there would cost every waiting job memory and
+             * CPU */
+            unsigned h = (unsigned)((lc->id ^ (k * 2 + (uint64_t)p2p)) % NCG_WIRE_MAX_WAITS);
+            if (cache[h].id != lc->id || cache[h].key != k * 2 + (uint64_t)p2p) {
+                cache[h].id = lc->id;
+                cache[h].key = k * 2 + (uint64_t)p2p;
+                ncg_symbolize_opt(r.caller_pc, cache[h].site, sizeof cache[h].site, 0);
+            }
+            memcpy(e->site, cache[h].site, sizeof e->site);
         }
-        memcpy(e->site, cache[h].site, sizeof e->site);
     }
 }
 
@@ -737,8 +772,10 @@ static void blocked_calls(struct lcomm *lc, struct ncg_msg_wait *w)
 static void client_report(uint64_t now)
 {
     static struct ncg_msg rep[MAX_LINKS], p2p, bye[MAX_LINKS], wt[MAX_LINKS];
+    unsigned stalled[MAX_LINKS] = {0};
     int32_t gr = global_rank();
     ncg_completion_poll(); /* asynchronous NCCL: advance the done counters first */
+    int cm = __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE);
     for (int i = 0; i < G.nlink; i++) {
         memset(&rep[i], 0, sizeof rep[i]);
         rep[i].type = NCG_MSG_REPORT;
@@ -749,6 +786,10 @@ static void client_report(uint64_t now)
     }
     struct ncg_verdict *exited = NULL;
     pthread_mutex_lock(&G.lk);
+    /* Queued WAIT entries share a message: each stalled comm and kind gets its part. */
+    for (size_t i = 0; cm == NCG_CMODE_EVENTS && i < G.nlc; i++)
+        if (G.lc[i].link >= 0 && !G.lc[i].removed)
+            stalled[G.lc[i].link] += stalled_kinds(&G.lc[i]);
     for (size_t i = 0; i < G.nlc;) {
         struct lcomm *lc = &G.lc[i];
         if (lc->link < 0) {
@@ -812,13 +853,17 @@ static void client_report(uint64_t now)
                                                      .done_hi = hi,
                                                      .flags = sampled ? NCG_REP_SAMPLED : 0};
         }
-        /* WAITs (the DEADLOCK wait-for graph) only where a call's return is its completion: with
-         * completion sampled by CUDA events (asynchronous NCCL) a call looks incomplete for a
-         * while after it completed, and a thread is not blocked in the calls it enqueued, so
-         * the graph would hold false edges (a false DEADLOCK; docs/checker.md) */
-        if (wt[lc->link].u.wait.n < NCG_WIRE_MAX_WAITS - 1 &&
-            __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE) == NCG_CMODE_RETURN)
-            blocked_calls(lc, &wt[lc->link].u.wait);
+        /* WAITs: where a call's return is its completion, the calls threads are blocked in (the
+         * DEADLOCK wait-for graph of threads); under asynchronous NCCL (completion from CUDA
+         * events) a thread is not blocked in the calls it enqueued and a completed call looks
+         * incomplete for a while, so instead the first calls queued on each stalled comm with
+         * their streams and launch orders (the stream-order graph; docs/checker.md). While
+         * the mode is still being probed, neither. */
+        if (wt[lc->link].u.wait.n < NCG_WIRE_MAX_WAITS - 1 && cm != NCG_CMODE_PROBE) {
+            unsigned k = stalled[lc->link] ? stalled[lc->link] : 1;
+            uint64_t per = NCG_WIRE_MAX_WAITS / k < 4 ? 4 : NCG_WIRE_MAX_WAITS / k;
+            blocked_calls(lc, &wt[lc->link].u.wait, cm == NCG_CMODE_EVENTS, per);
+        }
         i++;
     }
     pthread_mutex_unlock(&G.lk);

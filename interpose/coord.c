@@ -90,11 +90,14 @@ struct ncg_coord {
     uint64_t last_ping_ns, last_sweep_ns, last_tick_ns;
     struct ncg_coord_stats st;
     /* DEADLOCK: a cycle seen once is confirmed by a second sighting after every process in it
-     * sent a newer WAIT (so they were all blocked in those calls at the same moment). */
-    uint64_t dl_sig;
-    uint32_t dl_n;
-    int dl_conn[NCG_WIRE_MAX_CALLS * 8];
-    uint64_t dl_gen[NCG_WIRE_MAX_CALLS * 8];
+     * sent a newer WAIT (so they were all blocked in those calls at the same moment). One
+     * state per graph: [0] blocked threads, [1] stream order (asynchronous NCCL). */
+    struct dlseen {
+        uint64_t sig;
+        uint32_t n;
+        int conn[NCG_WIRE_MAX_CALLS * 8];
+        uint64_t gen[NCG_WIRE_MAX_CALLS * 8];
+    } dl[2];
     int nomem; /* an allocation failed: the state is no longer complete (ncg_coord_out_of_memory) */
 };
 
@@ -1051,6 +1054,7 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
         ci++;
     }
     ncg_coord_check_deadlock(co);
+    ncg_coord_check_deadlock_streams(co);
     /* Pings let clients tell a frozen coordinator from a quiet one. */
     uint64_t ping_every = 500000000ull;
     if (now_ns - co->last_ping_ns >= ping_every) {

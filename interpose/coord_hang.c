@@ -11,7 +11,8 @@ static const struct ncg_wait_ent *hang_wait_at(struct ncg_coord *co, const struc
     const struct cconn *cc = conn_get(co, c->m[r].conn);
     for (uint32_t j = 0; cc && j < cc->nwaits; j++) {
         const struct ncg_wait_ent *w = &cc->waits[j];
-        if (w->comm_id == c->id && w->rank == r && w->p2p == p2p && (p2p || w->call.seq == k))
+        if (w->comm_id == c->id && w->rank == r && w->p2p == p2p && !w->queued &&
+            (p2p || w->call.seq == k))
             return w;
     }
     return NULL;
@@ -191,58 +192,59 @@ static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_
 
 /* ---- DEADLOCK ---- */
 
-static void deadlock_issue(struct ncg_coord *co, const struct ncg_wf_wait *w, const size_t *wcomm,
-                           const struct ncg_wait_ent *const *went, const struct ncg_wf_step *st,
-                           long n)
+/* 1 when the cycle with signature sig over the processes procs[0..n) is confirmed: seen at an
+ * earlier tick, and every one of those processes sent a newer WAIT since (all were in those
+ * calls at the same moment). Else remembers a first sighting. */
+static int deadlock_confirmed(struct dlseen *d, const struct ncg_coord *co, uint64_t sig,
+                              const uint32_t *procs, long n)
 {
-    char *notes = malloc(NCG_WIRE_NOTES);
-    char call[192], comms[256] = "", who[128] = "";
-    if (!notes)
-        return;
-    notes[0] = 0;
+    int confirmed = sig == d->sig;
+    for (long i = 0; i < n && confirmed; i++)
+        for (uint32_t q = 0; q < d->n; q++)
+            if (d->conn[q] == (int)procs[i] && co->conn[procs[i]].wait_gen <= d->gen[q])
+                confirmed = 0; /* that process has not reported again since the first sighting */
+    if (confirmed) {
+        d->sig = 0;
+        return 1;
+    }
+    if (sig != d->sig) { /* first sighting: remember every process's WAIT count */
+        d->sig = sig;
+        d->n = 0;
+        for (long i = 0; i < n && d->n < sizeof d->conn / sizeof *d->conn; i++) {
+            d->conn[d->n] = (int)procs[i];
+            d->gen[d->n++] = co->conn[procs[i]].wait_gen;
+        }
+    }
+    return 0;
+}
+
+/* One step of a cycle as the diagnostic and the verdicts see it: a rank of a comm in a call. */
+struct dlstep {
+    size_t ci;     /* comm index */
+    uint32_t rank; /* comm rank */
+    int64_t slot;  /* collective slot, or -1 (p2p) */
+};
+
+/* The cycle's verdicts: one per communicator of the cycle, so that every member of each ends,
+ * naming the cycle's global ranks and comms; the notes (the cycle) are the callers'. */
+static void deadlock_verdicts(struct ncg_coord *co, const struct dlstep *d, long n,
+                              const char *notes)
+{
+    char comms[256] = "", who[128] = "";
     int32_t gr[64];
     size_t ng = 0;
     for (long i = 0; i < n; i++) {
-        const struct ccomm *c = co->comm[wcomm[st[i].wait]];
+        const struct ccomm *c = co->comm[d[i].ci];
         char id[24];
         snprintf(id, sizeof id, "%016" PRIx64, c->id);
         if (!strstr(comms, id))
             hang_addf(comms, sizeof comms, "%s%s", comms[0] ? ", " : "", id);
         if (ng < 64)
-            gr[ng++] = c->m[w[st[i].wait].rank].grank;
+            gr[ng++] = c->m[d[i].rank].grank;
     }
     ncg_ranks_compact(gr, ng, who, sizeof who);
-    hang_addf(notes, NCG_WIRE_NOTES,
-              "cycle of %ld (each waits for the next, the last for the first):\n", n);
     for (long i = 0; i < n; i++) {
-        const struct ncg_wf_wait *x = &w[st[i].wait];
-        const struct ncg_wait_ent *e = went[st[i].wait];
-        const struct ccomm *c = co->comm[wcomm[st[i].wait]];
-        const struct cconn *cc = conn_get(co, (int)x->proc);
-        uint32_t t = st[i].target;
-        hang_addf(notes, NCG_WIRE_NOTES,
-                  "global rank %d (rank %u of comm %016" PRIx64 ", pid %u on %s, thread %u): in ",
-                  c->m[x->rank].grank, x->rank, c->id, cc ? cc->pid : 0, cc ? cc->host : "?",
-                  x->tid);
-        if (x->p2p)
-            hang_addf(notes, NCG_WIRE_NOTES, "%s #%" PRIu64 " of the pair",
-                      ncg_call_format(&e->call, call, sizeof call), x->seq);
-        else
-            hang_addf(notes, NCG_WIRE_NOTES, "slot %" PRIu64 " %s", x->seq,
-                      ncg_call_format(&e->call, call, sizeof call));
-        hang_addf(notes, NCG_WIRE_NOTES, "%s%s; waits for rank %u (global %d), ",
-                  e->site[0] ? " from " : "", e->site, t, c->m[t].grank);
-        if (x->p2p)
-            hang_addf(notes, NCG_WIRE_NOTES, "whose thread is blocked in the next call\n");
-        else
-            hang_addf(notes, NCG_WIRE_NOTES,
-                      "which issued %" PRIu64 " and completed %" PRIu64
-                      " slots on this comm; its thread is blocked in the next call\n",
-                      c->m[t].count, c->m[t].done);
-    }
-    /* One verdict per communicator of the cycle: every member of each ends. */
-    for (long i = 0; i < n; i++) {
-        struct ccomm *c = co->comm[wcomm[st[i].wait]];
+        struct ccomm *c = co->comm[d[i].ci];
         if (c->done)
             continue;
         struct ncg_verdict *v = verdict_for(c, NCG_V_DEADLOCK);
@@ -251,16 +253,180 @@ static void deadlock_issue(struct ncg_coord *co, const struct ncg_wf_wait *w, co
         int32_t mine[64];
         size_t nm = 0;
         for (long j = 0; j < n && nm < 64; j++)
-            if (wcomm[st[j].wait] == wcomm[st[i].wait])
-                mine[nm++] = (int32_t)w[st[j].wait].rank;
+            if (d[j].ci == d[i].ci)
+                mine[nm++] = (int32_t)d[j].rank;
         ncg_ranks_compact(mine, nm, v->subject, sizeof v->subject);
-        v->slot = w[st[i].wait].p2p ? -1 : (int64_t)w[st[i].wait].seq;
+        v->slot = d[i].slot;
         snprintf(v->detail, sizeof v->detail, "global ranks %s wait on each other across comms %s",
                  who, comms);
         ncg_verdict_set_notes(v, notes);
         verdict_issue(co, c, v);
     }
+}
+
+/* "in slot k <call>" or "in <call> #k of the pair", then " from <site>". */
+static void deadlock_call(char *notes, const struct ncg_wait_ent *e)
+{
+    char call[192];
+    if (e->p2p)
+        hang_addf(notes, NCG_WIRE_NOTES, "in %s #%" PRIu64 " of the pair",
+                  ncg_call_format(&e->call, call, sizeof call), e->call.seq);
+    else
+        hang_addf(notes, NCG_WIRE_NOTES, "in slot %" PRIu64 " %s", e->call.seq,
+                  ncg_call_format(&e->call, call, sizeof call));
+    hang_addf(notes, NCG_WIRE_NOTES, "%s%s", e->site[0] ? " from " : "", e->site);
+}
+
+/* "global rank G (rank r of comm C, pid P on H, thread T" (the caller closes it). */
+static void deadlock_who(struct ncg_coord *co, char *notes, const struct ccomm *c, uint32_t rank,
+                         int conn, uint32_t tid)
+{
+    const struct cconn *cc = conn_get(co, conn);
+    hang_addf(notes, NCG_WIRE_NOTES,
+              "global rank %d (rank %u of comm %016" PRIx64 ", pid %u on %s, thread %u",
+              c->m[rank].grank, rank, c->id, cc ? cc->pid : 0, cc ? cc->host : "?", tid);
+}
+
+static void deadlock_issue(struct ncg_coord *co, const struct ncg_wf_wait *w, const size_t *wcomm,
+                           const struct ncg_wait_ent *const *went, const struct ncg_wf_step *st,
+                           long n)
+{
+    char *notes = malloc(NCG_WIRE_NOTES);
+    struct dlstep d[NCG_WIRE_MAX_CALLS * 8];
+    if (!notes)
+        return;
+    notes[0] = 0;
+    hang_addf(notes, NCG_WIRE_NOTES,
+              "cycle of %ld (each waits for the next, the last for the first):\n", n);
+    for (long i = 0; i < n; i++) {
+        const struct ncg_wf_wait *x = &w[st[i].wait];
+        const struct ccomm *c = co->comm[wcomm[st[i].wait]];
+        uint32_t t = st[i].target;
+        d[i] = (struct dlstep){wcomm[st[i].wait], x->rank, x->p2p ? -1 : (int64_t)x->seq};
+        deadlock_who(co, notes, c, x->rank, (int)x->proc, x->tid);
+        hang_addf(notes, NCG_WIRE_NOTES, "): ");
+        deadlock_call(notes, went[st[i].wait]);
+        hang_addf(notes, NCG_WIRE_NOTES, "; waits for rank %u (global %d), ", t, c->m[t].grank);
+        if (x->p2p)
+            hang_addf(notes, NCG_WIRE_NOTES, "whose thread is blocked in the next call\n");
+        else
+            hang_addf(notes, NCG_WIRE_NOTES,
+                      "which issued %" PRIu64 " and completed %" PRIu64
+                      " slots on this comm; its thread is blocked in the next call\n",
+                      c->m[t].count, c->m[t].done);
+    }
+    deadlock_verdicts(co, d, n, notes);
     free(notes);
+}
+
+/* The stream-order cycle (asynchronous NCCL): step i's process has c[before] then c[after] on
+ * one stream; the next step's process is in c[after] (its c[before]) and waits for step i's,
+ * which has it queued behind c[before]. Printed in wait-for order (steps reversed). */
+static void deadlock_issue_streams(struct ncg_coord *co, const struct ncg_sd_call *c,
+                                   const struct ncg_wait_ent *const *went,
+                                   const struct ncg_sd_step *st, long n)
+{
+    char *notes = malloc(NCG_WIRE_NOTES);
+    struct dlstep d[NCG_WIRE_MAX_CALLS * 8];
+    if (!notes)
+        return;
+    notes[0] = 0;
+    hang_addf(notes, NCG_WIRE_NOTES,
+              "asynchronous NCCL: each rank below enqueued its call before the next line's call on "
+              "one stream; a stream runs its calls in order and an NCCL call finishes only once "
+              "every member runs it, so none of these calls can ever complete\n"
+              "cycle of %ld (each waits for the next, the last for the first):\n",
+              n);
+    for (long q = 0; q < n; q++) {
+        long i = n - 1 - q, prev = (i + n - 1) % n;
+        const struct ncg_sd_call *x = &c[st[i].before];
+        const struct ncg_wait_ent *e = went[st[i].before], *t = went[st[prev].after];
+        const struct ccomm *cm = co->comm[x->comm];
+        d[q] = (struct dlstep){x->comm, e->rank, e->p2p ? -1 : (int64_t)e->call.seq};
+        deadlock_who(co, notes, cm, e->rank, (int)x->proc, x->tid);
+        hang_addf(notes, NCG_WIRE_NOTES, ", stream %u): ", x->stream);
+        deadlock_call(notes, e);
+        hang_addf(notes, NCG_WIRE_NOTES,
+                  "; waits for rank %u (global %d), whose stream has it queued behind the next "
+                  "call\n",
+                  t->rank, cm->m[t->rank].grank);
+    }
+    deadlock_verdicts(co, d, n, notes);
+    free(notes);
+}
+
+/* DEADLOCK under asynchronous NCCL: a cycle in the stream-order graph (waitfor.h) of the
+ * members' queued WAIT entries, confirmed by a second sighting like the threads' one. */
+static void ncg_coord_check_deadlock_streams(struct ncg_coord *co)
+{
+    size_t cap = 0, n = 0;
+    for (int i = 0; i < co->nconn; i++)
+        if (co->conn[i].used && co->conn[i].authed)
+            for (uint32_t j = 0; j < co->conn[i].nwaits; j++)
+                cap += co->conn[i].waits[j].queued;
+    if (cap < 2) {
+        co->dl[1].sig = 0;
+        return;
+    }
+    struct ncg_sd_call *c = malloc(sizeof *c * cap);
+    const struct ncg_wait_ent **went = malloc(sizeof *went * cap);
+    struct ncg_sd_step st[NCG_WIRE_MAX_CALLS * 8];
+    if (!c || !went)
+        goto out;
+    for (int i = 0; i < co->nconn; i++) {
+        const struct cconn *cc = &co->conn[i];
+        if (!cc->used || !cc->authed)
+            continue;
+        for (uint32_t j = 0; j < cc->nwaits; j++) {
+            const struct ncg_wait_ent *e = &cc->waits[j];
+            size_t ci;
+            if (!e->queued)
+                continue;
+            for (ci = 0; ci < co->ncomm && co->comm[ci]->id != e->comm_id; ci++)
+                ;
+            if (ci == co->ncomm || e->rank >= co->comm[ci]->nranks ||
+                co->comm[ci]->m[e->rank].conn != i || co->comm[ci]->done)
+                continue;
+            const struct ccomm *cm = co->comm[ci];
+            uint32_t src = 0, dst = 0, r;
+            if (e->p2p) {
+                if (e->call.root < 0 || (uint32_t)e->call.root >= cm->nranks)
+                    continue;
+                int send = e->call.func == NCG_F_SEND;
+                src = send ? e->rank : (uint32_t)e->call.root;
+                dst = send ? (uint32_t)e->call.root : e->rank;
+            } else {
+                /* A call some member is known to have completed can never be in a cycle: the
+                 * entry is older than that member's REPORT. */
+                for (r = 0; r < cm->nranks && cm->m[r].done <= e->call.seq; r++)
+                    ;
+                if (r < cm->nranks)
+                    continue;
+            }
+            c[n] = (struct ncg_sd_call){(uint32_t)i, e->tid,      e->stream, e->order, (uint32_t)ci,
+                                        e->p2p,      e->call.seq, src,       dst};
+            went[n++] = e;
+        }
+    }
+    long len = ncg_sd_find_cycle(c, n, st, sizeof st / sizeof *st);
+    if (len <= 0 || (size_t)len > sizeof st / sizeof *st) {
+        co->dl[1].sig = 0;
+        goto out;
+    }
+    uint64_t sig = 0x2545f4914f6cdd1dull;
+    uint32_t procs[NCG_WIRE_MAX_CALLS * 8];
+    for (long i = 0; i < len; i++) {
+        const struct ncg_sd_call *x = &c[st[i].before];
+        sig = (sig ^ (x->proc * 0x100000001b3ull + x->tid + x->stream)) * 0xff51afd7ed558ccdull;
+        sig = (sig ^ (co->comm[x->comm]->id + x->seq * 31 + x->p2p + x->src * 7 + x->dst)) *
+              0xc4ceb9fe1a85ec53ull;
+        procs[i] = x->proc;
+    }
+    if (deadlock_confirmed(&co->dl[1], co, sig, procs, len))
+        deadlock_issue_streams(co, c, went, st, len);
+out:
+    free(c);
+    free(went);
 }
 
 static void ncg_coord_check_deadlock(struct ncg_coord *co)
@@ -270,7 +436,7 @@ static void ncg_coord_check_deadlock(struct ncg_coord *co)
         if (co->conn[i].used && co->conn[i].authed)
             cap += co->conn[i].nwaits;
     if (cap < 2) {
-        co->dl_sig = 0;
+        co->dl[0].sig = 0;
         return;
     }
     struct ncg_wf_wait *w = malloc(sizeof *w * cap);
@@ -299,9 +465,9 @@ static void ncg_coord_check_deadlock(struct ncg_coord *co)
             size_t ci;
             for (ci = 0; ci < co->ncomm && co->comm[ci]->id != e->comm_id; ci++)
                 ;
-            if (ci == co->ncomm || e->rank >= co->comm[ci]->nranks ||
+            if (e->queued || ci == co->ncomm || e->rank >= co->comm[ci]->nranks ||
                 co->comm[ci]->m[e->rank].conn != i || co->comm[ci]->done)
-                continue;
+                continue; /* queued (asynchronous) entries: ncg_coord_check_deadlock_streams */
             /* still incomplete by the latest REPORT (a WAIT lags a REPORT by nothing, but a
              * REPORT may have moved on since) */
             if (!e->p2p && co->comm[ci]->m[e->rank].done > e->call.seq)
@@ -314,34 +480,19 @@ static void ncg_coord_check_deadlock(struct ncg_coord *co)
     }
     long n = ncg_wf_find_cycle(w, nw, wc, co->ncomm, st, sizeof st / sizeof *st);
     if (n <= 0 || (size_t)n > sizeof st / sizeof *st) {
-        co->dl_sig = 0;
+        co->dl[0].sig = 0;
         goto out;
     }
     uint64_t sig = 0x9e3779b97f4a7c15ull;
+    uint32_t procs[NCG_WIRE_MAX_CALLS * 8];
     for (long i = 0; i < n; i++) {
         const struct ncg_wf_wait *x = &w[st[i].wait];
         sig = (sig ^ (x->proc * 0x100000001b3ull + x->tid)) * 0xff51afd7ed558ccdull;
         sig = (sig ^ (co->comm[x->comm]->id + x->seq * 31 + x->p2p)) * 0xc4ceb9fe1a85ec53ull;
+        procs[i] = x->proc;
     }
-    int confirmed = sig == co->dl_sig;
-    for (long i = 0; i < n && confirmed; i++)
-        for (uint32_t q = 0; q < co->dl_n; q++)
-            if (co->dl_conn[q] == (int)w[st[i].wait].proc &&
-                co->conn[w[st[i].wait].proc].wait_gen <= co->dl_gen[q])
-                confirmed = 0; /* that process has not reported again since the first sighting */
-    if (!confirmed) {
-        if (sig != co->dl_sig) { /* first sighting: remember every process's WAIT count */
-            co->dl_sig = sig;
-            co->dl_n = 0;
-            for (long i = 0; i < n; i++) {
-                co->dl_conn[co->dl_n] = (int)w[st[i].wait].proc;
-                co->dl_gen[co->dl_n++] = co->conn[w[st[i].wait].proc].wait_gen;
-            }
-        }
-        goto out;
-    }
-    co->dl_sig = 0;
-    deadlock_issue(co, w, wcomm, went, st, n);
+    if (deadlock_confirmed(&co->dl[0], co, sig, procs, n))
+        deadlock_issue(co, w, wcomm, went, st, n);
 out:
     if (mm)
         for (size_t ci = 0; ci < co->ncomm; ci++)

@@ -16,7 +16,7 @@
 /* The reserved word of a record: stream index in the top 8 bits, the issuing thread's launch
  * order (24 bits, wrapping; the calls of one group share it) below. */
 #define NCG_REC_STREAM(reserved) ((uint8_t)((reserved) >> NCG_ORDER_BITS))
-#define NCG_REC_ORDER(reserved) ((reserved) & NCG_ORDER_MASK)
+#define NCG_REC_ORDER(reserved) ((reserved)&NCG_ORDER_MASK)
 
 /* The index of stream (NULL, the legacy default stream, included), 0 when the table is full.
  * Any thread; lock-free (a compare-and-swap on first sight of a stream); never allocates. */

@@ -215,8 +215,7 @@ static int sd_rel_cmp(const void *pa, const void *pb)
     return a < b ? -1 : a > b;
 }
 
-long ncg_sd_find_cycle(const struct ncg_sd_call *c, size_t n, struct ncg_sd_step *steps,
-                       size_t cap)
+long ncg_sd_find_cycle(const struct ncg_sd_call *c, size_t n, struct ncg_sd_step *steps, size_t cap)
 {
     long found = 0;
     size_t ne = 0, cape = 0, nn = 0;

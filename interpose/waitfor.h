@@ -63,12 +63,12 @@ long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_
  * false. Calls of one group share a launch and run together: no edge between them. */
 #define NCG_SD_ORDER_MASK 0xffffffu /* launch orders wrap at 24 bits */
 struct ncg_sd_call {
-    uint32_t proc;   /* the process */
-    uint32_t tid;    /* the thread that enqueued it */
-    uint8_t stream;  /* the process's stream index (0: unknown, orders nothing) */
-    uint32_t order;  /* the thread's launch order (wrapping; equal: one group) */
-    uint32_t comm;   /* the communicator (any index equal on every member) */
-    uint8_t p2p;     /* 0: collective slot seq; 1: the seq-th send src -> dst */
+    uint32_t proc;  /* the process */
+    uint32_t tid;   /* the thread that enqueued it */
+    uint8_t stream; /* the process's stream index (0: unknown, orders nothing) */
+    uint32_t order; /* the thread's launch order (wrapping; equal: one group) */
+    uint32_t comm;  /* the communicator (any index equal on every member) */
+    uint8_t p2p;    /* 0: collective slot seq; 1: the seq-th send src -> dst */
     uint64_t seq;
     uint32_t src, dst; /* p2p: sending and receiving comm ranks (0 for collectives) */
 };

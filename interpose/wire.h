@@ -10,7 +10,7 @@
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
 #define NCG_WIRE_VERSION                                                                           \
-    4u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT       \
+    4u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT        \
           entries (stream, launch order) */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* verdicts carry per-rank arrays: 1 MiB bounds them */
@@ -118,9 +118,9 @@ struct ncg_msg_answer {
 #define NCG_WIRE_ORDER_MAX 0xffffffu /* launch orders are 24-bit, wrapping */
 struct ncg_wait_ent {
     uint64_t comm_id;
-    uint32_t rank; /* comm rank */
-    uint32_t tid;  /* the blocked thread (queued: the thread that enqueued it) */
-    uint8_t p2p;   /* 0: collective at slot call.seq; 1: p2p, call.seq-th to/from call.root */
+    uint32_t rank;  /* comm rank */
+    uint32_t tid;   /* the blocked thread (queued: the thread that enqueued it) */
+    uint8_t p2p;    /* 0: collective at slot call.seq; 1: p2p, call.seq-th to/from call.root */
     uint8_t queued; /* v4: 1 = enqueued on a stream, not known complete (not a blocked thread) */
     uint8_t stream; /* v4, queued: the process's stream index, 0 = unknown */
     uint32_t order; /* v4, queued: the thread's launch order (equal: one group) */

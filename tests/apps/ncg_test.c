@@ -43,8 +43,9 @@ static struct {
     int on;
 } g_cuda;
 static pthread_once_t g_cuda_once = PTHREAD_ONCE_INIT;
-static __thread cudaStream_t t_stream;
-static __thread int t_stream_made;
+#define NCG_TEST_STREAMS 4
+static __thread cudaStream_t t_stream[NCG_TEST_STREAMS];
+static __thread int t_streams_made; /* t_stream[0..t_streams_made) exist */
 
 static void cuda_load(void)
 {
@@ -74,26 +75,38 @@ int ncg_test_async(void)
     return g_cuda.on;
 }
 
-cudaStream_t ncg_test_stream(void)
+cudaStream_t ncg_test_stream_n(int i)
 {
     if (!ncg_test_async())
         return NULL;
-    if (!t_stream_made) {
-        int e = g_cuda.stream_create(&t_stream, 0x01 /* cudaStreamNonBlocking */);
+    if (i < 0 || i >= NCG_TEST_STREAMS) {
+        fprintf(stderr, "ncg_test: stream %d: at most %d\n", i, NCG_TEST_STREAMS);
+        exit(1);
+    }
+    while (t_streams_made <= i) {
+        int e = g_cuda.stream_create(&t_stream[t_streams_made], 0x01 /* cudaStreamNonBlocking */);
         if (e != 0) {
             fprintf(stderr, "ncg_test: rank %d: cudaStreamCreateWithFlags: %s\n", ncg_test_rank(),
                     g_cuda.error_string(e));
             exit(1);
         }
-        t_stream_made = 1;
+        t_streams_made++;
     }
-    return t_stream;
+    return t_stream[i];
+}
+
+cudaStream_t ncg_test_stream(void)
+{
+    return ncg_test_stream_n(0);
 }
 
 ncclResult_t ncg_test_sync(ncclComm_t comm)
 {
     if (ncg_test_async()) {
-        int e = g_cuda.stream_sync(ncg_test_stream());
+        int e = 0;
+        ncg_test_stream();
+        for (int i = 0; i < t_streams_made && !e; i++)
+            e = g_cuda.stream_sync(t_stream[i]);
         if (e != 0) {
             fprintf(stderr, "ncg_test: rank %d: cudaStreamSynchronize: %s\n", ncg_test_rank(),
                     g_cuda.error_string(e));

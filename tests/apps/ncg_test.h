@@ -30,9 +30,11 @@ int ncg_test_share_id(ncclUniqueId *id);
  * LD_LIBRARY_PATH) is loaded at first use and each thread gets its own non-blocking stream, as
  * a framework's per-process-group NCCL stream. Any thread; allocates on first use. */
 cudaStream_t ncg_test_stream(void);
+/* The calling thread's i-th stream (0..3; 0 is ncg_test_stream()), NULL when synchronous. */
+cudaStream_t ncg_test_stream_n(int i);
 /* 1 when calls run asynchronously (FAKENCCL_ASYNC=1 and the runtime loaded). Any thread. */
 int ncg_test_async(void);
-/* The host's synchronization point (loss.item()): wait for the calling thread's stream, then
+/* The host's synchronization point (loss.item()): wait for the calling thread's streams, then
  * return comm's asynchronous error (ncclCommGetAsyncError), so a failed or revoked
  * communicator surfaces here as on a GPU. Synchronous mode: only the error query. Blocks. */
 ncclResult_t ncg_test_sync(ncclComm_t comm);

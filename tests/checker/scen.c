@@ -16,8 +16,10 @@
  *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG)
  *   steady   AllReduce(8 floats) in a loop for ITERS seconds (side-channel traffic benchmark)
  *   invert   world and a second comm (SCEN_INVERT=split: a split child, the default; root: a
- *            second root comm; p2p: rank 0 sends to rank 1 on world instead) used in turn; at
- *            ITERS/2 rank 1 takes them in the other order (DEADLOCK)
+ *            second root comm; p2p: rank 0 sends to rank 1 on world instead; streams: the split
+ *            child on a second stream of the thread) used in turn; at ITERS/2 rank 1 takes them
+ *            in the other order (DEADLOCK; with streams only in the synchronous mode: two
+ *            streams overlap)
  * steady: $SCEN_GAP_US spaces the calls (as a GPU would); $SCEN_PORT_FILE gets the checker's port
  * (rank 0); with $SCEN_FDS=N rank 0 then opens up to N descriptors and prints how many it got and
  * its checker thread's CPU seconds. $SCEN_SPLIT_WORLD=1: in split, every rank calls AllReduce on
@@ -143,10 +145,15 @@ static void rtsig_setup(void)
 
 static float buf_a[4096], buf_b[4096 * 16];
 
-static void allreduce(ncclComm_t c, size_t n)
+static void allreduce_on(ncclComm_t c, size_t n, cudaStream_t s)
 {
     cur = c;
-    CK(ncclAllReduce(buf_a, buf_b, n, ncclFloat32, ncclSum, c, ncg_test_stream()));
+    CK(ncclAllReduce(buf_a, buf_b, n, ncclFloat32, ncclSum, c, s));
+}
+
+static void allreduce(ncclComm_t c, size_t n)
+{
+    allreduce_on(c, n, ncg_test_stream());
 }
 
 struct second {
@@ -193,6 +200,9 @@ int main(int argc, char **argv)
     if (ncg_test_share_id(&id) != 0)
         return 1;
     ncclComm_t comm;
+    if (!strcmp(sc, "invert"))
+        ncg_test_stream(); /* the device's runtime before the comms, as a framework sets it up
+                              (the checker then decides the completion mode from the first call) */
     CK(ncclCommInitRank(&comm, world, id, rank));
     int half = iters / 2;
     const char *vs = getenv("SCEN_VICTIM");
@@ -305,20 +315,25 @@ int main(int argc, char **argv)
             CK(ncclCommSplit(comm, 0, rank, &other, NULL));
         }
         int p2p = !strcmp(how, "p2p");
+        cudaStream_t s0 = ncg_test_stream();
+        cudaStream_t s1 = !strcmp(how, "streams") ? ncg_test_stream_n(1) : s0;
         for (int i = 0; i < iters; i++) {
             int inverted = i == half && rank == 1;
             if (inverted)
                 mark();
             if (p2p && rank == 0 && i == half)
-                CK(ncclSend(buf_a, 8, ncclFloat32, 1, comm, NULL));
+                CK(ncclSend(buf_a, 8, ncclFloat32, 1, comm, s0));
             else if (!inverted && !(p2p && i == half))
-                allreduce(comm, 8);
-            allreduce(other, 8);
+                allreduce_on(comm, 8, s0);
+            allreduce_on(other, 8, s1);
             if (p2p && rank == 1 && i == half)
-                CK(ncclRecv(buf_b, 8, ncclFloat32, 0, comm, NULL));
+                CK(ncclRecv(buf_b, 8, ncclFloat32, 0, comm, s0));
             else if (inverted)
-                allreduce(comm, 8);
+                allreduce_on(comm, 8, s0);
+            if (i % 4 == 3)
+                CK(ncg_test_sync(comm));
         }
+        CK(ncg_test_sync(comm));
         CK(ncclCommDestroy(other));
         CK(ncclCommDestroy(comm));
         if (rank == 0)

@@ -1,12 +1,14 @@
 # DEADLOCK: two communicators taken in opposite orders by two ranks (issue 10). Rank 1 calls
-# ncg-modes: sync
-# (sync only for now: under asynchronous NCCL completion is sampled with CUDA events, so a
-# member's completed count is a lower bound and the STUCK slot and blame can be wrong, and no
-# thread blocks inside an NCCL call for WAIT; see docs/checker.md)
 # the second comm before world at ITERS/2 while the others keep world first: every comm's
-# stream is identical, yet the job never finishes. Every rank prints DEADLOCK naming the
-# cycle and exits 86, within 2 s of the inversion: split child and parent (2 and 8 ranks), two
-# root comms, a blocking send on world against a collective on the child (2 and 8 ranks).
+# stream of calls is identical, yet the job never finishes. Every rank prints DEADLOCK naming
+# the cycle and exits 86, within 2 s of the inversion: split child and parent (2 and 8 ranks),
+# two root comms, a blocking send on world against a collective on the child (2 and 8 ranks).
+# Synchronous NCCL: the threads are blocked in the calls (the wait-for graph of threads).
+# Asynchronous NCCL: the calls return once enqueued and the hosts block in their stream
+# synchronization; the cycle is in the order of the calls on each rank's stream. There, the
+# same inversion with the child comm on a second stream is no deadlock (the streams overlap):
+# the job ends normally without a verdict.
+# ncg-modes: sync async
 . "$NCG_ROOT/tests/checker/lib.sh"
 # run NAME RANKS INVERT: scen invert under the shim; checks verdicts, exits, detection time.
 run() {
@@ -18,7 +20,8 @@ run() {
   [ "$(nlines '^ncclguard: VERDICT: DEADLOCK on comm [0-9a-f]+ \([0-9]+ ranks\): global ranks [0-9,-]+ wait on each other across comms')" -ge "$n" ] ||
     fail "$name: DEADLOCK headline on every rank"
   [ "$(nlines '^ncclguard:   cycle of [0-9]+ \(each waits for the next')" -ge "$n" ] || fail "$name: cycle"
-  grep -qE '^ncclguard:   global rank 1 \(rank 1 of comm [0-9a-f]+, pid [0-9]+ on .*, thread [0-9]+\): in .* from .*scen' "$OUT" ||
+  local stream=''; [ $async = 1 ] && stream=', stream [0-9]+'
+  grep -qE "^ncclguard:   global rank 1 \(rank 1 of comm [0-9a-f]+, pid [0-9]+ on .*, thread [0-9]+$stream\): in .* from .*scen" "$OUT" ||
     fail "$name: the cycle names rank 1's call and call site"
   ! grep -qE '^ncclguard: (VERDICT|WARNING): (MISMATCH|LAG|STUCK)' "$OUT" || fail "$name: another verdict"
   local t0; t0=$(grep -oE '^scen: diverge at [0-9.]+' "$OUT" | head -1 | awk '{print $4}')
@@ -32,3 +35,12 @@ run root2 2 root
 run p2p2 2 p2p
 run p2p8 8 p2p
 grep -q 'in Send(count=8, float32, peer=1) #0 of the pair' "$NCG_TMP/p2p2" || { OUT=$NCG_TMP/p2p2; fail "p2p: the blocked send is named"; }
+if [ $async = 1 ]; then
+  grep -q 'each rank below enqueued its call before the next line' "$NCG_TMP/split2" ||
+    { OUT=$NCG_TMP/split2; fail "async: the diagnostic says the cycle is in the streams' order"; }
+  # the same inversion, the child comm on a second stream: the streams overlap, no deadlock
+  NCCLGUARD_DIAG=full SCEN_INVERT=streams guarded "$NCG_TMP/streams" "$LAUNCH" -n 2 -t 60 "$SCEN" invert 40
+  expect "$RC" 0 "streams: launcher status (two overlapping streams finish)"
+  grep -q '^scen: invert done' "$OUT" || fail "streams: the job finished"
+  ! grep -qE '^ncclguard: (VERDICT|WARNING):' "$OUT" || fail "streams: a verdict on overlapping streams"
+fi

@@ -122,7 +122,8 @@ static void sd_check(const char *name, const struct ncg_sd_call *c, size_t n, lo
  * stream" (every pair, not only neighbours). */
 static void sd_exhaustive(void)
 {
-    static const int perm[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    static const int perm[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                   {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
     for (int p0 = 0; p0 < 6; p0++)
         for (int p1 = 0; p1 < 6; p1++)
             for (int sm = 0; sm < 64; sm++) {
@@ -158,28 +159,29 @@ static void sd_exhaustive(void)
 static void sd_cases(void)
 {
     /* two ranks, world (comm 0) and a split child (comm 1) inverted on one stream each */
-    struct ncg_sd_call inv[] = {q(0, 10, 1, 7, 0, 20), q(0, 10, 1, 8, 1, 20),
-                                q(1, 11, 1, 3, 1, 20), q(1, 11, 1, 4, 0, 20)};
+    struct ncg_sd_call inv[] = {q(0, 10, 1, 7, 0, 20), q(0, 10, 1, 8, 1, 20), q(1, 11, 1, 3, 1, 20),
+                                q(1, 11, 1, 4, 0, 20)};
     sd_check("inversion, 2 ranks", inv, 4, 2);
     /* the same calls, rank 1's second comm on another stream: they overlap, no deadlock */
-    struct ncg_sd_call ovl[] = {q(0, 10, 1, 7, 0, 20), q(0, 10, 2, 8, 1, 20),
-                                q(1, 11, 2, 3, 1, 20), q(1, 11, 1, 4, 0, 20)};
+    struct ncg_sd_call ovl[] = {q(0, 10, 1, 7, 0, 20), q(0, 10, 2, 8, 1, 20), q(1, 11, 2, 3, 1, 20),
+                                q(1, 11, 1, 4, 0, 20)};
     sd_check("different streams overlap", ovl, 4, 0);
     /* rank 1's calls from two threads (threads owning comms): no order between them */
-    struct ncg_sd_call thr[] = {q(0, 10, 1, 7, 0, 20), q(0, 10, 1, 8, 1, 20),
-                                q(1, 11, 1, 3, 1, 20), q(1, 12, 1, 4, 0, 20)};
+    struct ncg_sd_call thr[] = {q(0, 10, 1, 7, 0, 20), q(0, 10, 1, 8, 1, 20), q(1, 11, 1, 3, 1, 20),
+                                q(1, 12, 1, 4, 0, 20)};
     sd_check("two threads, one stream index", thr, 4, 0);
     /* a consistent order, with more calls queued behind */
     struct ncg_sd_call ok[] = {q(0, 10, 1, 1, 0, 5), q(0, 10, 1, 2, 1, 5), q(0, 10, 1, 3, 0, 6),
                                q(1, 11, 1, 1, 0, 5), q(1, 11, 1, 2, 1, 5), q(1, 11, 1, 3, 0, 6)};
     sd_check("consistent order", ok, 6, 0);
     /* rank 0 launches both in one group: they run together, rank 1's order is fine */
-    struct ncg_sd_call grp[] = {q(0, 10, 1, 7, 0, 20), q(0, 10, 1, 7, 1, 20),
-                                q(1, 11, 1, 3, 1, 20), q(1, 11, 1, 4, 0, 20)};
+    struct ncg_sd_call grp[] = {q(0, 10, 1, 7, 0, 20), q(0, 10, 1, 7, 1, 20), q(1, 11, 1, 3, 1, 20),
+                                q(1, 11, 1, 4, 0, 20)};
     sd_check("a group runs its calls together", grp, 4, 0);
     /* a group after the inverted pair still orders after both */
-    struct ncg_sd_call grp2[] = {q(0, 10, 1, 6, 2, 0), q(0, 10, 1, 7, 0, 20), q(0, 10, 1, 7, 3, 0),
-                                 q(0, 10, 1, 8, 1, 20), q(1, 11, 1, 3, 1, 20), q(1, 11, 1, 4, 0, 20)};
+    struct ncg_sd_call grp2[] = {q(0, 10, 1, 6, 2, 0),  q(0, 10, 1, 7, 0, 20),
+                                 q(0, 10, 1, 7, 3, 0),  q(0, 10, 1, 8, 1, 20),
+                                 q(1, 11, 1, 3, 1, 20), q(1, 11, 1, 4, 0, 20)};
     sd_check("inversion through a group", grp2, 6, 2);
     /* three ranks, three comms in a ring: 0: A B; 1: B C; 2: C A */
     struct ncg_sd_call ring3[] = {q(0, 10, 1, 1, 0, 0), q(0, 10, 1, 2, 1, 0), q(1, 11, 1, 1, 1, 0),
@@ -202,8 +204,8 @@ static void sd_cases(void)
                                 qp(1, 1, 2, 0, 1, 0, 1)};
     sd_check("another pair's receive", pp2, 4, 0);
     /* unknown streams order nothing */
-    struct ncg_sd_call unk[] = {q(0, 10, 0, 7, 0, 20), q(0, 10, 0, 8, 1, 20),
-                                q(1, 11, 1, 3, 1, 20), q(1, 11, 1, 4, 0, 20)};
+    struct ncg_sd_call unk[] = {q(0, 10, 0, 7, 0, 20), q(0, 10, 0, 8, 1, 20), q(1, 11, 1, 3, 1, 20),
+                                q(1, 11, 1, 4, 0, 20)};
     sd_check("unknown stream", unk, 4, 0);
     /* launch orders wrap at 24 bits: 0xffffff comes before 1 */
     struct ncg_sd_call wr[] = {q(0, 10, 1, 0xffffff, 0, 20), q(0, 10, 1, 1, 1, 20),
