@@ -666,6 +666,76 @@ static void test_diag_full(void)
     ncg_verdict_free(v);
 }
 
+/* DEADLOCK under asynchronous NCCL, through the coordinator: two ranks, comms 0xc0 and 0xd0,
+ * slot 20 of each enqueued in opposite orders on one stream (queued WAIT entries). */
+static void dl_report(int r, uint64_t done_c0)
+{
+    struct ncg_msg m = {.type = NCG_MSG_REPORT};
+    m.u.report.n = 2;
+    m.u.report.e[0] = (struct ncg_report_entry){
+        0xc0, 2, (uint32_t)r, 24, r, done_c0, 50, done_c0 > 24 ? done_c0 : 24, NCG_REP_SAMPLED};
+    m.u.report.e[1] =
+        (struct ncg_report_entry){0xd0, 2, (uint32_t)r, 24, r, 20, 50, 24, NCG_REP_SAMPLED};
+    ncg_coord_message(S.co, r, &m, S.now);
+}
+
+static void dl_wait(int r, uint64_t first, uint8_t stream_c0)
+{
+    struct ncg_msg m = {.type = NCG_MSG_WAIT};
+    m.u.wait.n = 2;
+    for (int k = 0; k < 2; k++) {
+        struct ncg_wait_ent *e = &m.u.wait.w[k];
+        /* rank 0: c0 then d0; rank 1: d0 then c0 */
+        int c0 = (k == 0) == (r == 0);
+        *e = (struct ncg_wait_ent){.comm_id = c0 ? 0xc0 : 0xd0,
+                                   .rank = (uint32_t)r,
+                                   .tid = 50,
+                                   .queued = 1,
+                                   .stream = c0 ? stream_c0 : 1,
+                                   .order = (uint32_t)(first + (uint64_t)k)};
+        e->call = AR;
+        e->call.seq = 20;
+        snprintf(e->site, sizeof e->site, "train.c:%d", c0 ? 10 : 11);
+    }
+    ncg_coord_message(S.co, r, &m, S.now);
+}
+
+/* rounds of REPORT + WAIT from both ranks; returns the DEADLOCK verdicts received */
+static int dl_rounds(int rounds, uint64_t done_c0, uint8_t stream_c0)
+{
+    for (int i = 0; i < rounds; i++) {
+        S.now += 100000000ull;
+        for (int r = 0; r < 2; r++) {
+            dl_report(r, done_c0);
+            dl_wait(r, 7 + (uint64_t)r, stream_c0);
+        }
+        ncg_coord_tick(S.co, S.now);
+    }
+    int n = 0;
+    for (int r = 0; r < 2; r++)
+        n += S.verdicts[r] && S.vkind[r] == NCG_V_DEADLOCK ? S.verdicts[r] : 0;
+    return n;
+}
+
+static void test_coord_deadlock_streams(void)
+{
+    /* one sighting is not enough: the second, after both processes sent a newer WAIT, is */
+    sim_init(2, 77, 60, 0);
+    EXPECT(dl_rounds(1, 20, 1) == 0);
+    EXPECT(dl_rounds(1, 20, 1) == 4); /* a verdict per comm, to both members */
+    EXPECT(S.vsev[0] == NCG_SEV_ERROR);
+    EXPECT(strstr(S.vsum[0], "wait on each other across comms") != NULL);
+    ncg_coord_free(S.co);
+    /* rank 1's c0 call on another stream: the two streams may overlap, no verdict */
+    sim_init(2, 77, 60, 0);
+    EXPECT(dl_rounds(6, 20, 2) == 0 && total_verdicts() == 0);
+    ncg_coord_free(S.co);
+    /* slot 20 of c0 known complete on the members (their REPORTs moved on): stale entries */
+    sim_init(2, 77, 60, 0);
+    EXPECT(dl_rounds(6, 21, 1) == 0 && total_verdicts() == 0);
+    ncg_coord_free(S.co);
+}
+
 int main(void)
 {
     test_diag_full();
@@ -686,6 +756,8 @@ int main(void)
     printf("ok coord liveness\n");
     test_coord_lag();
     printf("ok coord lag\n");
+    test_coord_deadlock_streams();
+    printf("ok coord deadlock (streams)\n");
     printf("%d checks, %d failed\n", checks, fails);
     return fails ? 1 : 0;
 }
