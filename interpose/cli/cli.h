@@ -64,7 +64,8 @@ struct ncg_cli_proc {
     unsigned gpu_util;               /* percent */
     double gpu_power_w, gpu_limit_w; /* board power, enforced limit (0 unknown) */
     enum ncg_live live;
-    const char *live_why;       /* static text: "pid gone", "pid reused", "zombie", "" */
+    const char *live_why;       /* static text: "pid gone", "pid reused", "zombie", "" (alive),
+                                   NCG_LIVE_STOPPED (alive, stopped) */
     uint64_t activity_ns;       /* newest of created/heartbeat/last call times (CLOCK_MONOTONIC) */
     int first_member, nmembers; /* range in ncg_snap.members */
 };
@@ -108,7 +109,9 @@ int ncg_cli_read_record(const struct ncg_shm_record *ring, uint32_t ring_size, u
                         struct ncg_shm_record *out);
 
 /* Process liveness from /proc: pid present, not a zombie, start time equal (when known).
- * Sets *why to a static string. Any thread, no allocation. */
+ * Sets *why to a static string (for an alive process "", or NCG_LIVE_STOPPED when it is
+ * stopped by a signal or a debugger). Any thread, no allocation. */
+#define NCG_LIVE_STOPPED "stopped (SIGSTOP or a debugger)"
 enum ncg_live ncg_cli_pid_live(int32_t pid, uint64_t start_ticks, const char **why);
 
 /* ---- per-communicator analysis (view.c): pure, plain data in and out ---- */

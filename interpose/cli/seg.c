@@ -106,6 +106,8 @@ enum ncg_live ncg_cli_pid_live(int32_t pid, uint64_t start_ticks, const char **w
         *why = "pid reused";
         return NCG_LIVE_DEAD;
     }
+    if (st == 'T' || st == 't')
+        *why = NCG_LIVE_STOPPED; /* alive, but it runs nothing until SIGCONT or the debugger */
     return NCG_LIVE_ALIVE;
 }
 

@@ -122,7 +122,9 @@ static void row_text(const struct ncg_snap *s, const struct ncg_view_comm *c, in
     }
     o += (size_t)snprintf(buf + (o < len ? o : len), o < len ? len - o : 0, "\t%s%s", gpu,
                           member_state(s, m, 0));
-    if (p->live == NCG_LIVE_DEAD && !ncg_cli_ended_by_verdict(p) && o < len)
+    if (((p->live == NCG_LIVE_DEAD && !ncg_cli_ended_by_verdict(p)) ||
+         (p->live == NCG_LIVE_ALIVE && p->live_why && p->live_why[0])) &&
+        o < len)
         o += (size_t)snprintf(buf + o, len - o, " (%s)", p->live_why);
     if (ncg_view_is_behind(s, c, mi) && o < len)
         o += (size_t)snprintf(buf + o, len - o, "  <- behind");

@@ -132,6 +132,25 @@ static int was_seen(const struct watch *w, const char *key)
 }
 
 /* Returns 1 the first time `key` is seen. */
+/* Appends "; stopped: rank R (pid P), ..." for the members of c whose process is stopped
+ * (SIGSTOP, a debugger): the reason a stall or a stuck slot does not move. */
+static void add_stopped(const struct ncg_snap *s, const struct ncg_view_comm *c, char *d,
+                        size_t cap)
+{
+    size_t o = strlen(d);
+    int n = 0;
+    for (int i = 0; i < c->nmembers && o + 1 < cap; i++) {
+        const struct ncg_cli_member *m = &s->members[c->members[i]];
+        const struct ncg_cli_proc *p = &s->procs[m->proc];
+        if (p->live != NCG_LIVE_ALIVE || !p->live_why || strcmp(p->live_why, NCG_LIVE_STOPPED))
+            continue;
+        o += (size_t)snprintf(d + o, cap - o, "%s rank %d (pid %d)", n++ ? "," : "; stopped:",
+                              (int)m->rank, (int)p->pid);
+    }
+    if (n && o + 1 < cap)
+        snprintf(d + o, cap - o, ": SIGSTOP or a debugger, it runs nothing until continued");
+}
+
 static int first_time(struct watch *w, const char *key)
 {
     if (was_seen(w, key))
@@ -574,6 +593,7 @@ static void scan_comms(struct watch *w, const struct ncg_snap *s, const struct n
                     "no call for %.0fs while slot counts disagree (%llu..%llu); behind: rank%s %s",
                     (double)(s->now_ns - c->last_ns) / 1e9, (unsigned long long)c->min_seq,
                     (unsigned long long)c->max_seq, n > 1 ? "s" : "", rk);
+                add_stopped(s, c, a.detail, sizeof a.detail);
                 emit(w, &a);
             }
         }
@@ -609,6 +629,7 @@ static void scan_comms(struct watch *w, const struct ncg_snap *s, const struct n
                          (unsigned long long)min_done, c->nactive, (int)s->members[first].rank,
                          (unsigned long long)c->min_seq, (unsigned long long)min_done,
                          (double)(s->now_ns - c->last_ns) / 1e9);
+                add_stopped(s, c, a.detail, sizeof a.detail);
                 emit(w, &a);
             }
         }

@@ -80,4 +80,17 @@ contains "$NCG_TMP/hook2.verdict" "NCCLGUARD_ALERT_KIND=verdict" "NCCLGUARD_ALER
 grep '"kind":"verdict"' "$NCG_TMP/o8" >"$NCG_TMP/o8a"
 [ "$(wc -l <"$NCG_TMP/o8a")" -eq 1 ] || fail "one JSON verdict alert expected"
 jcheck "$NCG_TMP/o8a" 'd["rank"]==8 and d["comm_rank"]==0 and d["ranks"]==[8,9,10,11] and d["comm_ranks"]==[0,1,2,3] and d["processes"]==4 and d["reports"]=="/tmp" and d["pids"]=='"[${CPIDS[0]},${CPIDS[1]},${CPIDS[2]},${CPIDS[3]}]"
+# a slot issued by all 3 ranks and completed by none for 30 s, rank 1's process SIGSTOPped (a
+# debugger, a suspended job): the stuck alert and status say that it is stopped
+D=$NCG_TMP/d; mkdir -p "$D"
+start_fakeseg d --dir "$D" --ranks 3 --counts 9 --age 30 --comm 00000000000000dd
+kill -STOP "${FS_PIDS[1]}"
+"$NCG" watch --once --stall 2 --dir "$D" >"$NCG_TMP/o9"; cat "$NCG_TMP/o9"
+contains "$NCG_TMP/o9" "ALERT stuck " "; stopped: rank 1 (pid ${FS_PIDS[1]}): SIGSTOP or a debugger"
+"$NCG" status --dir "$D" >"$NCG_TMP/o10"
+grep -q "(stopped (SIGSTOP or a debugger))" "$NCG_TMP/o10" || { cat "$NCG_TMP/o10"; fail "status: the stopped rank"; }
+[ "$(grep -c 'SIGSTOP' "$NCG_TMP/o10")" -eq 1 ] || fail "status: only rank 1 is stopped"
+kill -CONT "${FS_PIDS[1]}"
+"$NCG" watch --once --stall 2 --dir "$D" >"$NCG_TMP/o11"
+! grep -q "stopped:" "$NCG_TMP/o11" || fail "continued: no longer stopped"
 echo ok
