@@ -144,11 +144,15 @@ static void rtsig_setup(void)
 }
 
 static float buf_a[4096], buf_b[4096 * 16];
+static float buf_c[64], buf_d[64]; /* a second stream's own buffers (invert, streams) */
 
 static void allreduce_on(ncclComm_t c, size_t n, cudaStream_t s)
 {
     cur = c;
-    CK(ncclAllReduce(buf_a, buf_b, n, ncclFloat32, ncclSum, c, s));
+    if (s && s != ncg_test_stream()) /* another stream runs concurrently: other buffers */
+        CK(ncclAllReduce(buf_c, buf_d, n, ncclFloat32, ncclSum, c, s));
+    else
+        CK(ncclAllReduce(buf_a, buf_b, n, ncclFloat32, ncclSum, c, s));
 }
 
 static void allreduce(ncclComm_t c, size_t n)
