@@ -87,6 +87,7 @@ struct lcomm {
     uint8_t peer_verdict; /* the coordinator's process was ended by a verdict (SHUTDOWN flag) */
     unsigned char uid[NCCL_UNIQUE_ID_BYTES];
     uint64_t blocked_prev[2]; /* 1 + the oldest incomplete slot / p2p index seen last report */
+    uint8_t reported;         /* a REPORT carried it (else its GOODBYE goes with a first REPORT) */
 };
 
 static struct {
@@ -793,17 +794,36 @@ static void client_report(uint64_t now)
     for (size_t i = 0; i < G.nlc;) {
         struct lcomm *lc = &G.lc[i];
         if (lc->link < 0) {
-            if (lc->removed) {
+            if (lc->removed && lc->link == -2) { /* unguarded: nobody to tell */
                 G.lc[i] = G.lc[--G.nlc];
                 continue;
             }
-            i++;
+            i++; /* removed before its link was resolved: told once it is */
             continue;
         }
         struct link *l = &G.link[lc->link];
+        if (lc->removed && (l->state == L_CONNECTING || l->state == L_HELLO)) {
+            i++; /* removed while its link was coming up: its GOODBYE once it is up */
+            continue;
+        }
         if (lc->removed) {
             struct ncg_msg_goodbye *g = &bye[lc->link].u.goodbye;
+            struct ncg_msg_report *rr = &rep[lc->link].u.report;
             uint8_t fl = lc->aborted ? NCG_BYE_ABORT : 0;
+            /* Destroyed or aborted before any REPORT carried it (within the first interval):
+             * the checker does not know this member yet, and would drop its GOODBYE; a REPORT
+             * with its final count goes first (the REPORT is sent before the GOODBYE). */
+            if (!lc->reported && l->state == L_UP && rr->n < NCG_WIRE_MAX_COMMS &&
+                (g->n == 0 || g->flags == fl) && g->n < NCG_WIRE_MAX_COMMS) {
+                rr->e[rr->n++] = (struct ncg_report_entry){.comm_id = lc->id,
+                                                           .nranks = (uint32_t)lc->nranks,
+                                                           .rank = (uint32_t)lc->rank,
+                                                           .count = lc->final,
+                                                           .global_rank = gr,
+                                                           .done = lc->final,
+                                                           .done_hi = lc->final};
+                lc->reported = 1;
+            }
             if (g->n == 0)
                 g->flags = fl;
             if (l->state == L_UP && g->n < NCG_WIRE_MAX_COMMS && g->flags == fl) {
@@ -852,6 +872,7 @@ static void client_report(uint64_t now)
                                                      .tid = driver_tid(lc, cnt),
                                                      .done_hi = hi,
                                                      .flags = sampled ? NCG_REP_SAMPLED : 0};
+            lc->reported = 1;
         }
         /* WAITs: where a call's return is its completion, the calls threads are blocked in (the
          * DEADLOCK wait-for graph of threads); under asynchronous NCCL (completion from CUDA
@@ -870,9 +891,9 @@ static void client_report(uint64_t now)
     for (int i = 0; i < G.nlink; i++) {
         if (G.link[i].state != L_UP)
             continue;
-        if (bye[i].u.goodbye.n)
-            link_send(&G.link[i], &bye[i]);
         link_send(&G.link[i], &rep[i]);
+        if (bye[i].u.goodbye.n) /* after the REPORT that may introduce its comms */
+            link_send(&G.link[i], &bye[i]);
         if (wt[i].u.wait.n || G.link[i].waited) /* after the REPORT: counts first */
             link_send(&G.link[i], &wt[i]);
         G.link[i].waited = wt[i].u.wait.n != 0;
@@ -1025,8 +1046,8 @@ static void checker_lost_tick(uint64_t now)
 static void resolve_links(uint64_t now)
 {
     pthread_mutex_lock(&G.lk);
-    for (size_t i = 0; i < G.nlc; i++)
-        if (G.lc[i].link == -1 && !G.lc[i].removed)
+    for (size_t i = 0; i < G.nlc; i++) /* removed ones too: their GOODBYE needs the link */
+        if (G.lc[i].link == -1)
             G.lc[i].link = link_for(&G.lc[i], now);
     pthread_mutex_unlock(&G.lk);
 }

@@ -144,8 +144,8 @@ static void add_stopped(const struct ncg_snap *s, const struct ncg_view_comm *c,
         const struct ncg_cli_proc *p = &s->procs[m->proc];
         if (p->live != NCG_LIVE_ALIVE || !p->live_why || strcmp(p->live_why, NCG_LIVE_STOPPED))
             continue;
-        o += (size_t)snprintf(d + o, cap - o, "%s rank %d (pid %d)", n++ ? "," : "; stopped:",
-                              (int)m->rank, (int)p->pid);
+        o += (size_t)snprintf(d + o, cap - o, "%s rank %d (pid %d)",
+                              n++ ? "," : "; stopped:", (int)m->rank, (int)p->pid);
     }
     if (n && o + 1 < cap)
         snprintf(d + o, cap - o, ": SIGSTOP or a debugger, it runs nothing until continued");

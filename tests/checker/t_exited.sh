@@ -1,7 +1,8 @@
 # How a rank left is named, never guessed (issue 13, item 8): ranks ended by ncclguard's own
 # abort (a verdict on a split subgroup) are not "died" for the peers they leave behind on the
 # world comm, in zero-config (the checker host's SHUTDOWN says so) and through a standalone
-# checker (their GOODBYE says so); a rank that calls ncclCommAbort is named as such.
+# checker (their GOODBYE says so); a rank that calls ncclCommAbort is named as such, also right
+# after its first call.
 . "$NCG_ROOT/tests/checker/lib.sh"
 # every rank's full block is checked (the default prints it on two ranks)
 export NCCLGUARD_DIAG=full
@@ -15,6 +16,14 @@ guarded "$NCG_TMP/out2" "$LAUNCH" -n 4 -t 60 "$SCEN" abort
 expect "$(exited 86)" 4 "ncclCommAbort: the others end"
 expect "$(nlines '^ncclguard: VERDICT: RANK EXITED on comm [0-9a-f]+ \(4 ranks\): rank 1 called ncclCommAbort while others issued calls it will never match$')" 4 "ncclCommAbort named"
 expect "$(nlines '^ncclguard:   called ncclCommAbort after 100 calls; others issued up to 101$')" 4 "detail"
+# ncclCommAbort after the first call, before the process's link to the checker is up or any
+# REPORT carried the comm: the GOODBYE waits for the link and a first REPORT introduces the
+# comm (it used to be dropped, and the others waited forever: half the runs). Three runs.
+for k in 1 2 3; do
+  guarded "$NCG_TMP/early$k" "$LAUNCH" -n 4 -t 30 "$SCEN" abort 2
+  expect "$(exited 86)" 4 "early ncclCommAbort ($k): the others end"
+  expect "$(nlines '^ncclguard: VERDICT: RANK EXITED on comm [0-9a-f]+ \(4 ranks\): rank 1 called ncclCommAbort while others issued calls it will never match$')" 4 "early ncclCommAbort ($k) named"
+done
 
 CLI=$B/ncclguard
 [ -x "$CLI" ] || { echo "ncclguard CLI not built: NCCLGUARD_COORD part skipped"; exit 0; }
