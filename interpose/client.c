@@ -725,9 +725,9 @@ static unsigned stalled_kinds(const struct lcomm *lc)
 static void blocked_calls(struct lcomm *lc, struct ncg_msg_wait *w, int queued, uint64_t per_kind)
 {
     static struct {
-        uint64_t id, key;
+        uint64_t pc;
         char site[NCG_WIRE_SITE];
-    } cache[NCG_WIRE_MAX_WAITS]; /* call sites symbolized once per blocked call */
+    } cache[64]; /* call sites symbolized once per address (a loop's calls share a few) */
     if (!lc->shm)
         return;
     for (int p2p = 0; p2p < 2; p2p++) {
@@ -757,10 +757,9 @@ static void blocked_calls(struct lcomm *lc, struct ncg_msg_wait *w, int queued, 
             /* the WAIT site without file:line: WAITs flow whenever a call waits an interval, and
              * reading debug information (libdw) there would cost every waiting job memory and
              * CPU */
-            unsigned h = (unsigned)((lc->id ^ (k * 2 + (uint64_t)p2p)) % NCG_WIRE_MAX_WAITS);
-            if (cache[h].id != lc->id || cache[h].key != k * 2 + (uint64_t)p2p) {
-                cache[h].id = lc->id;
-                cache[h].key = k * 2 + (uint64_t)p2p;
+            unsigned h = (unsigned)((r.caller_pc * 0x9e3779b97f4a7c15ull) >> 58); /* 64 */
+            if (cache[h].pc != r.caller_pc || !cache[h].pc) {
+                cache[h].pc = r.caller_pc;
                 ncg_symbolize_opt(r.caller_pc, cache[h].site, sizeof cache[h].site, 0);
             }
             memcpy(e->site, cache[h].site, sizeof e->site);
