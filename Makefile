@@ -23,7 +23,11 @@ ifneq ($(findstring thread,$(SANITIZER)),)
 WARN += -Wno-tsan
 endif
 CFLAGS ?= -O2 -g
-BASE_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARN) $(SANFLAGS) -Iinclude -Iinterpose
+# interpose/ by layer, each including only those below it (tests/shim/t_layers.sh checks):
+# common (config, log, hash) <- shim (the in-process recorder) <- inspect (stacks, symbols)
+# <- checker (client, coordinator, wire, verdicts, diagnostics, actions) <- cli (the command).
+NCG_INC := -Iinterpose/common -Iinterpose/shim -Iinterpose/inspect -Iinterpose/checker
+BASE_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARN) $(SANFLAGS) -Iinclude $(NCG_INC)
 BASE_LDFLAGS := $(SANFLAGS)
 PREFIX ?= /usr/local
 
@@ -35,11 +39,11 @@ BENCH_TARGETS :=
 .PHONY: all test bench demo install clean deps format format-check
 all:
 
-# Order matters: checker.mk appends to SHIM_SRCS before interpose.mk uses it in rules.
+# Order matters: checker.mk appends to SHIM_SRCS before shim.mk uses it in rules.
 -include tests/fakenccl/fakenccl.mk
 -include tests/fakecuda/fakecuda.mk
--include interpose/checker.mk
--include interpose/interpose.mk
+-include interpose/checker/checker.mk
+-include interpose/shim/shim.mk
 -include interpose/cli/cli.mk
 -include tests/gpu/gpu.mk
 -include tests/nvml/nvml.mk

@@ -106,7 +106,7 @@ struct ncg_shm_comm {
     uint64_t created_ns; /* CLOCK_MONOTONIC at creation */
     /* Completion (layout 2). Written by the issuing thread when a call completes (synchronous
      * NCCL: when the call returns; in a group: at the outermost ncclGroupEnd's return), or by
-     * the checker thread polling CUDA events (asynchronous NCCL, interpose/completion.c). */
+     * the checker thread polling CUDA events (asynchronous NCCL, interpose/shim/completion.c). */
     uint64_t coll_done;   /* collective slots completed: slots < coll_done are finished */
     uint64_t p2p_done;    /* p2p records completed (index into the p2p ring, like p2p_seq) */
     uint64_t coll_held;   /* 0, or 1 + the first slot issued inside a group whose ncclGroupEnd
@@ -140,7 +140,8 @@ struct ncg_shm_header {
     int32_t world_size;     /* $WORLD_SIZE, or -1 */
     uint32_t ncomms;        /* comm slots in use (published with release) */
     uint32_t comms_dropped; /* communicators beyond max_comms, not recorded */
-    uint32_t verdict_kind;  /* 0 or a verdict code (interpose/verdict.h), valid in VERDICT state */
+    uint32_t verdict_kind;  /* 0 or a verdict code (interpose/checker/verdict.h), valid in VERDICT
+                               state */
     uint64_t heartbeat_ns;  /* CLOCK_MONOTONIC, bumped by the checker thread */
     uint64_t verdict_comm;  /* comm_id the verdict is about */
     char hostname[64];

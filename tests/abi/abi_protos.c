@@ -1,4 +1,4 @@
-/* Compiles only if every prototype of interpose/api.def (ncclguard's view of the NCCL API, the
+/* Compiles only if every prototype of interpose/shim/api.def (ncclguard's view of the NCCL API, the
  * one its wrappers are generated from) is compatible with NVIDIA's nccl.h: each function and
  * its pnccl twin is redeclared after the real header, and C rejects conflicting types. */
 #include <nccl.h>

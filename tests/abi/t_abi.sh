@@ -13,9 +13,9 @@ $CC -std=gnu11 -Iinclude -o "$NCG_TMP/ours" $src || { echo "FAIL: build with ncc
 "$NCG_TMP/real" >"$NCG_TMP/real.txt" && "$NCG_TMP/ours" >"$NCG_TMP/ours.txt" || { echo "FAIL: run"; exit 1; }
 diff "$NCG_TMP/real.txt" "$NCG_TMP/ours.txt" || { echo "FAIL: ABI differs (< nccl.h, > nccl_abi.h)"; exit 1; }
 echo "$(wc -l <"$NCG_TMP/ours.txt") ABI facts agree"
-$CC -std=gnu11 -Wall -Werror -I"$H" -Iinterpose -c -o "$NCG_TMP/p.o" tests/abi/abi_protos.c \
+$CC -std=gnu11 -Wall -Werror -I"$H" -Iinterpose/shim -c -o "$NCG_TMP/p.o" tests/abi/abi_protos.c \
   || { echo "FAIL: an api.def prototype conflicts with nccl.h"; exit 1; }
-if $CC -std=gnu11 -I"$H" -Iinterpose -DNCG_ABI_NEGATIVE_CONTROL -c -o "$NCG_TMP/n.o" tests/abi/abi_protos.c 2>/dev/null; then
+if $CC -std=gnu11 -I"$H" -Iinterpose/shim -DNCG_ABI_NEGATIVE_CONTROL -c -o "$NCG_TMP/n.o" tests/abi/abi_protos.c 2>/dev/null; then
   echo "FAIL: a wrong prototype was accepted: the check cannot fail"; exit 1
 fi
 echo "41 prototypes (and their pnccl twins) compatible with nccl.h"

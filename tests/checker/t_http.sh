@@ -49,10 +49,11 @@ expect "$(code "$URL/status")" 401 "/status without a token"
 expect "$(code -H "Authorization: Bearer 0000000000000000" "$URL/metrics")" 401 "/metrics, wrong token"
 ! grep -q ncclguard_calls "$NCG_TMP/body" || fail "401 carried metrics"
 expect "$(code "$URL/healthz")" 401 "/healthz without a token"
-# wait until all 16 ranks registered, then check /status and /metrics
+# wait until all 16 ranks registered and reported a call (a rank's first REPORT may come
+# before its first call: slots 0), then check /status and /metrics
 for _ in $(seq 100); do
   code -H "$AUTH" "$URL/metrics" >/dev/null
-  [ "$(grep -c '^ncclguard_calls_issued_total{' "$NCG_TMP/body")" = 16 ] && break; sleep 0.1
+  [ "$(grep -c '^ncclguard_calls_issued_total{.*} [1-9][0-9]*$' "$NCG_TMP/body")" = 16 ] && break; sleep 0.1
 done
 expect "$(grep -c '^ncclguard_calls_issued_total{comm="[0-9a-f]\{16\}",rank="[0-9]*"} [0-9]*$' "$NCG_TMP/body")" 16 "ranks in /metrics"
 for r in $(seq 0 15); do grep -q "^ncclguard_calls_per_second{comm=\"[0-9a-f]*\",rank=\"$r\"} " "$NCG_TMP/body" || fail "no rate of rank $r"; done

@@ -1,4 +1,4 @@
-/* Prints the name of every function of interpose/api.def, one per line: the list the shim must
+/* Prints the name of every function of interpose/shim/api.def, one per line: the list the shim must
  * export (tests/shim/t_exports.sh compares it with nm -D), and the count on stderr. */
 #include <stdio.h>
 

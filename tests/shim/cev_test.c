@@ -1,4 +1,4 @@
-/* Unit test of completion by CUDA events (interpose/completion.c) against a mock runtime: one
+/* Unit test of completion by CUDA events (interpose/shim/completion.c) against a mock runtime: one
  * stream whose device progress the test controls. Completion never runs ahead of the device,
  * events are recorded at most once per NCG_CEV_GAP_NS, a drained stream completes the calls
  * after the last event, the probe picks EVENTS for an async NCCL and RETURN for a synchronous

@@ -1,4 +1,4 @@
-/* Unit test of interpose/graphtab.c: captured call lists (growth, concat, references) and the
+/* Unit test of interpose/shim/graphtab.c: captured call lists (growth, concat, references) and the
  * pointer map (put/replace/get/del, tombstones reused, growth past thousands of keys, keys 0
  * and 1 refused), checked against a plain array model. Exit 0 on success. */
 #include <errno.h>

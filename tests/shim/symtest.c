@@ -1,4 +1,4 @@
-/* Drives interpose/symbol.c for t_symbol.sh: "sweep MODULE STEP" dlopens MODULE and prints
+/* Drives interpose/inspect/symbol.c for t_symbol.sh: "sweep MODULE STEP" dlopens MODULE and prints
  * "<path> 0x<module offset> <symbolized>" for every STEP-th address of its executable segments;
  * "addrs MODULE" prints the symmod_addrs() of tests/shim/symmod.c as module offsets. Built as
  * a library too (libsymtest.so), whose symtest_frames() prints its caller's stack the same way

@@ -1,4 +1,4 @@
-# The CUDA graph tables as plain data (interpose/graphtab.c): captured call lists (growth,
+# The CUDA graph tables as plain data (interpose/shim/graphtab.c): captured call lists (growth,
 # concatenation, references) and the pointer map (replace, delete, tombstone churn, growth),
 # against a model.
 . "$NCG_ROOT/tests/shim/lib.sh"

@@ -1,4 +1,4 @@
-# Symbolization is never wrong (interpose/symbol.c): a frame is named only when its address lies
+# Symbolization is never wrong (interpose/inspect/symbol.c): a frame is named only when its address lies
 # inside that symbol, else it reads module+offset. Every address of a test module (a static
 # function between two exported ones), of its stripped copy, of libffi (where the nearest
 # exported symbol below ctypes' call trampoline is ffi_prep_go_closure, 69 bytes long) and of a

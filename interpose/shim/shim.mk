@@ -2,15 +2,15 @@
 # checker.mk has already appended the checker's sources to SHIM_SRCS.
 
 # Pure code other components (the CLI) may link: config parsing, hashing, the ring reader, log.
-SHIM_PURE_SRCS := interpose/config.c interpose/hash.c interpose/ring.c interpose/log.c \
-                  interpose/graphtab.c
-SHIM_SRCS += $(SHIM_PURE_SRCS) interpose/resolve.c interpose/shm.c interpose/comm.c interpose/shim.c \
-             interpose/wrappers.c interpose/completion.c interpose/dlsym.c interpose/graph.c \
-             interpose/streamtab.c
+SHIM_PURE_SRCS := interpose/common/config.c interpose/common/hash.c interpose/shim/ring.c interpose/common/log.c \
+                  interpose/shim/graphtab.c
+SHIM_SRCS += $(SHIM_PURE_SRCS) interpose/shim/resolve.c interpose/shim/shm.c interpose/shim/comm.c interpose/shim/shim.c \
+             interpose/shim/wrappers.c interpose/shim/completion.c interpose/shim/dlsym.c interpose/shim/graph.c \
+             interpose/shim/streamtab.c
 SHIM_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_SRCS))
 SHIM_PURE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_PURE_SRCS))
 SHIM_CFLAGS := -ftls-model=initial-exec -MMD -MP
-SHIM_LDFLAGS := -shared -Wl,--version-script=interpose/exports.map -Wl,-z,defs -Wl,-z,relro \
+SHIM_LDFLAGS := -shared -Wl,--version-script=interpose/shim/exports.map -Wl,-z,defs -Wl,-z,relro \
                 -Wl,--as-needed
 SHIM_LIBS := -ldl -lpthread
 
@@ -20,9 +20,9 @@ $(BUILD)/obj/interpose/%.o: interpose/%.c
 
 # dlsym.c runs inside a sanitizer runtime's own initialisation (it calls dlsym before its shadow
 # memory exists): never instrumented. It only reads the loader's tables.
-$(BUILD)/obj/interpose/dlsym.o: SHIM_CFLAGS += -fno-sanitize=all
+$(BUILD)/obj/interpose/shim/dlsym.o: SHIM_CFLAGS += -fno-sanitize=all
 
-$(BUILD)/libncclguard.so: $(SHIM_OBJS) interpose/exports.map
+$(BUILD)/libncclguard.so: $(SHIM_OBJS) interpose/shim/exports.map
 	$(CC) $(BASE_LDFLAGS) $(SHIM_LDFLAGS) -o $@ $(SHIM_OBJS) $(SHIM_LIBS)
 
 # Pure helpers as a static archive (no shim state, no wrappers).
@@ -48,7 +48,7 @@ SHIM_TEST_BINS := $(BUILD)/tests/shim/config_test $(BUILD)/tests/shim/api_names 
 TEST_BINS += $(SHIM_TEST_BINS)
 
 # Symbolization (t_symbol.sh): the driver links symbol.c and its helpers directly.
-SYM_SRCS := interpose/symbol.c interpose/elfsym.c interpose/srcline.c
+SYM_SRCS := interpose/inspect/symbol.c interpose/inspect/elfsym.c interpose/inspect/srcline.c
 $(BUILD)/tests/shim/symtest: tests/shim/symtest.c $(SYM_SRCS) $(BUILD)/libncg_pure.a
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(SYM_SRCS) $(BUILD)/libncg_pure.a $(BASE_LDFLAGS) -ldl
@@ -72,7 +72,7 @@ $(BUILD)/tests/shim/ranks_test: tests/shim/ranks_test.c $(BUILD)/libncg_pure.a
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BUILD)/libncg_pure.a $(BASE_LDFLAGS)
 
-$(BUILD)/tests/shim/api_names: tests/shim/api_names.c interpose/api.def
+$(BUILD)/tests/shim/api_names: tests/shim/api_names.c interpose/shim/api.def
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(BASE_LDFLAGS)
 
@@ -119,11 +119,11 @@ $(BUILD)/tests/shim/libown_nccl.so: tests/shim/own_nccl.c
 	$(CC) $(SHIM_TEST_CFLAGS) -shared -o $@ $< $(BASE_LDFLAGS)
 
 # ---- bench: a NCCL whose calls do nothing, and the per-call cost driver (make bench) ----
-$(BUILD)/bench/null/libnccl.so.2: tests/bench/nullnccl.c interpose/api.def
+$(BUILD)/bench/null/libnccl.so.2: tests/bench/nullnccl.c interpose/shim/api.def
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -shared -Wl,-soname,libnccl.so.2 -o $@ $< $(BASE_LDFLAGS)
 
-$(BUILD)/bench/null-norevoke/libnccl.so.2: tests/bench/nullnccl.c interpose/api.def
+$(BUILD)/bench/null-norevoke/libnccl.so.2: tests/bench/nullnccl.c interpose/shim/api.def
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -DNULL_OMIT_REVOKE -shared -Wl,-soname,libnccl.so.2 -o $@ $< $(BASE_LDFLAGS)
 
@@ -133,16 +133,16 @@ $(BUILD)/bench/percall: tests/bench/percall.c $(BUILD)/bench/null/libnccl.so.2
 	    -Wl,-rpath,'$$ORIGIN/null' -lpthread
 
 # Completion by CUDA events against a mock runtime (unit test).
-$(BUILD)/tests/shim/cev_test: tests/shim/cev_test.c interpose/completion.c interpose/completion.h $(BUILD)/libncg_pure.a
+$(BUILD)/tests/shim/cev_test: tests/shim/cev_test.c interpose/shim/completion.c interpose/shim/completion.h $(BUILD)/libncg_pure.a
 	@mkdir -p $(@D)
-	$(CC) $(SHIM_TEST_CFLAGS) -o $@ tests/shim/cev_test.c interpose/completion.c $(BUILD)/libncg_pure.a \
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ tests/shim/cev_test.c interpose/shim/completion.c $(BUILD)/libncg_pure.a \
 	    $(BASE_LDFLAGS) -ldl -lpthread
 TEST_BINS += $(BUILD)/tests/shim/cev_test
 
 # Completion by events against the genuine CUDA runtime (built when it is installed).
 CUDA_HOME ?= /usr/local/cuda
 ifneq ($(wildcard $(CUDA_HOME)/lib64/libcudart.so),)
-$(BUILD)/tests/shim/cuda_bind: tests/shim/cuda_bind.c interpose/completion.h $(BUILD)/bench/null/libnccl.so.2
+$(BUILD)/tests/shim/cuda_bind: tests/shim/cuda_bind.c interpose/shim/completion.h $(BUILD)/bench/null/libnccl.so.2
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_TEST_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(BASE_LDFLAGS) -L$(BUILD)/bench/null \
 	    -l:libnccl.so.2 -L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,$(CUDA_HOME)/lib64
@@ -177,4 +177,4 @@ BENCH_TARGETS += bench-python
 bench-python: $(BUILD)/libncclguard.so $(BUILD)/bench/null/libnccl.so.2
 	tests/bench/pycall.sh $(BUILD)
 
--include $(wildcard $(BUILD)/obj/interpose/*.d $(BUILD)/tests/shim/*.d $(BUILD)/bench/*.d)
+-include $(wildcard $(BUILD)/obj/interpose/*/*.d $(BUILD)/tests/shim/*.d $(BUILD)/bench/*.d)

@@ -8,6 +8,7 @@
 #include "comm.h"
 #include "config.h"
 #include "ncclguard/shm.h"
+#include "reportdir.h"
 
 void ncg_checker_on_unique_id(ncclUniqueId *id)
 {
@@ -42,4 +43,10 @@ void ncg_checker_on_comm_removed(struct ncg_comm *c)
 void ncg_checker_on_fork_child(void)
 {
     ncg_channel_fork_child();
+}
+
+void ncg_checker_on_activate(void)
+{
+    if (ncg_cfg.check)
+        ncg_reportdir_at_start();
 }

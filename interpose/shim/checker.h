@@ -1,5 +1,6 @@
-/* The boundary between the shim (interpose/wrappers, comm tracking), which calls these hooks,
- * and the checker (side channel, comparison, verdicts, actions), which implements them.
+/* The boundary between the shim (interpose/shim: wrappers, comm tracking), which calls these
+ * hooks, and the checker (interpose/checker: side channel, comparison, verdicts, actions),
+ * which implements them: the shim's only way up, so that the layers include downwards only.
  * All hooks are called from application threads outside the per-call hot path, and must
  * return quickly without waiting on the network. */
 #ifndef NCG_CHECKER_H
@@ -21,5 +22,10 @@ void ncg_checker_on_comm_removed(struct ncg_comm *c);
 
 /* In a fork()ed child: forget the parent's threads and connections (no I/O, no locks). */
 void ncg_checker_on_fork_child(void);
+
+/* The shim activates (first communicator, under ncg_lock, before the segment exists): the
+ * checker prepares what its verdicts will need (the report directory; one line if unusable).
+ * May block on file-system calls. */
+void ncg_checker_on_activate(void);
 
 #endif

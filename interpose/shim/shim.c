@@ -16,7 +16,6 @@
 #include "config.h"
 #include "log.h"
 #include "pyframes.h"
-#include "reportdir.h"
 #include "shm.h"
 
 __thread struct ncg_tls ncg_tls __attribute__((tls_model("initial-exec")));
@@ -125,8 +124,7 @@ int ncg_activate(void)
     for (int i = 0; i < ncg_nkept; i++)
         ncg_log_line(ncg_kept[i]);
     ncg_nkept = 0;
-    if (ncg_cfg.check)
-        ncg_reportdir_at_start();
+    ncg_checker_on_activate();
     int rc = ncg_shm_create();
     if (rc < 0) {
         NCG_LOG_ONCE("cannot map memory for the call record (%s); running unguarded",

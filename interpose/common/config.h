@@ -44,7 +44,7 @@ enum ncg_diag_mode {
     NCG_DIAG_SHORT = 2, /* no rank (the report holds everything) */
 };
 
-/* NCCLGUARD_COMPLETION values: how a call's completion is learned (interpose/completion.h). */
+/* NCCLGUARD_COMPLETION values: how a call's completion is learned (interpose/shim/completion.h). */
 enum ncg_completion_cfg { NCG_COMPL_AUTO = 0, NCG_COMPL_RETURN = 1, NCG_COMPL_EVENTS = 2 };
 
 /* Lower bounds of the timeouts, in report intervals (NCCLGUARD_INTERVAL_MS), and the

@@ -1,0 +1,100 @@
+# The checker (issue 4): sources linked into libncclguard.so (appended to SHIM_SRCS before
+# interpose.mk builds it), its unit and end-to-end test programs, the demo and its benchmark.
+CHECKER_PURE_SRCS := interpose/checker/wire.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/diag.c \
+                     interpose/checker/waitfor.c
+# The status endpoint (issue 12): its parser and renderers are pure, the server is http.c.
+HTTP_PURE_SRCS := interpose/checker/http_parse.c interpose/checker/metrics.c
+SHIM_SRCS += interpose/checker/checker.c interpose/checker/client.c interpose/checker/channel.c interpose/checker/action.c \
+             interpose/shim/lasterror.c interpose/inspect/symbol.c interpose/inspect/elfsym.c interpose/inspect/srcline.c \
+             interpose/inspect/stack.c interpose/shim/pyframes.c interpose/checker/dump.c interpose/checker/reportdir.c \
+             $(CHECKER_PURE_SRCS) interpose/checker/http.c interpose/checker/http_job.c $(HTTP_PURE_SRCS)
+
+CHK_OUT = $(BUILD)/tests/checker
+CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps
+
+# Unit tests of the pure parts (wire, verdicts, compact lists, coordinator state machine).
+$(CHK_OUT)/unit: tests/checker/unit.c $(CHECKER_PURE_SRCS) $(wildcard interpose/*/*.h) interpose/checker/coord_hang.c
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/unit.c $(CHECKER_PURE_SRCS)
+
+# Wire decoder fuzzing: a standalone driver over random/mutated frames (always built), and a
+# libFuzzer target when clang is there (make fuzz-wire).
+$(CHK_OUT)/fuzz_wire: tests/checker/fuzz_wire.c interpose/checker/wire.c interpose/checker/verdict.c
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/fuzz_wire.c interpose/checker/wire.c interpose/checker/verdict.c
+
+.PHONY: fuzz-wire
+FUZZ_SECONDS ?= 60
+fuzz-wire:
+	@mkdir -p $(BUILD)/tests/checker
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -DNCG_LIBFUZZER -Iinclude $(NCG_INC) \
+	  -o $(BUILD)/tests/checker/fuzz_wire_lf tests/checker/fuzz_wire.c interpose/checker/wire.c interpose/checker/verdict.c
+	$(BUILD)/tests/checker/fuzz_wire_lf -max_total_time=$(FUZZ_SECONDS)
+
+# Divergence scenarios as an NCCL program (uses the CPU NCCL and tests/apps/ncg_test.h).
+$(CHK_OUT)/scen: tests/checker/scen.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
+
+# A raw TCP client for the "garbage / wrong token" tests.
+$(CHK_OUT)/rawconn: tests/checker/rawconn.c interpose/checker/wire.c interpose/checker/verdict.c interpose/checker/coord.c
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/checker/wire.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/waitfor.c
+
+# The wait-for graph alone (DEADLOCK).
+$(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c interpose/checker/waitfor.c interpose/checker/waitfor.h
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/waitfor_test.c interpose/checker/waitfor.c
+
+# Fault injection: allocations fail in the checker thread of one rank (out-of-memory tests).
+$(CHK_OUT)/failalloc.so: tests/checker/failalloc.c
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -shared -o $@ $<
+
+TEST_BINS += $(CHK_OUT)/waitfor_test
+TEST_BINS += $(CHK_OUT)/unit $(CHK_OUT)/fuzz_wire $(CHK_OUT)/scen $(CHK_OUT)/rawconn \
+             $(CHK_OUT)/failalloc.so
+
+demo: all
+	@scripts/demo.sh
+
+.PHONY: bench-detect
+bench-detect: all
+	@NCG_BUILD=$(BUILD) scripts/bench-detect.sh
+BENCH_TARGETS += bench-detect
+
+# The status endpoint's tests (issue 12): parser, renderers and server state machine; parser
+# fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
+HTTP_TEST_SRCS := $(HTTP_PURE_SRCS) interpose/checker/http.c interpose/checker/channel.c interpose/checker/coord.c \
+                  interpose/checker/wire.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/common/config.c interpose/cli/json.c
+$(CHK_OUT)/http_unit: tests/checker/http_unit.c $(HTTP_TEST_SRCS) $(wildcard interpose/*/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/checker/http_unit.c $(HTTP_TEST_SRCS)
+$(CHK_OUT)/fuzz_http: tests/checker/fuzz_http.c interpose/checker/http_parse.c interpose/checker/http_parse.h
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/fuzz_http.c interpose/checker/http_parse.c
+TEST_BINS += $(CHK_OUT)/http_unit $(CHK_OUT)/fuzz_http
+
+.PHONY: fuzz-http
+fuzz-http:
+	@mkdir -p $(BUILD)/tests/checker
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -DNCG_LIBFUZZER -Iinclude $(NCG_INC) \
+	  -o $(BUILD)/tests/checker/fuzz_http_lf tests/checker/fuzz_http.c interpose/checker/http_parse.c
+	$(BUILD)/tests/checker/fuzz_http_lf -max_total_time=$(FUZZ_SECONDS)
+
+# The endpoint's cost to the checker at 1,024 simulated ranks (BENCHMARKS.md).
+$(BUILD)/bench/httpbench: tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/checker/http.c interpose/checker/channel.c \
+                          interpose/checker/coord.c interpose/checker/wire.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/common/config.c $(wildcard interpose/*/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/checker/http.c \
+	  interpose/checker/channel.c interpose/checker/coord.c interpose/checker/wire.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/common/config.c
+TEST_BINS += $(BUILD)/bench/httpbench
+.PHONY: bench-http
+bench-http: $(BUILD)/bench/httpbench
+	@$(BUILD)/bench/httpbench 1024 $${NCG_BENCH_SCRAPES:-200}
+BENCH_TARGETS += bench-http
+# The same cost in a real 16-rank job on the CPU NCCL (scraped vs not, in one run).
+.PHONY: bench-http-real
+bench-http-real: all
+	tests/bench/httpreal.sh $(BUILD)
+BENCH_TARGETS += bench-http-real
