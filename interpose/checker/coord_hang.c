@@ -192,6 +192,18 @@ static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_
 
 /* ---- DEADLOCK ---- */
 
+/* The comm index of WAIT entry e of connection conn, or SIZE_MAX when the comm is unknown or
+ * done, or e's rank is not that connection's member there. */
+static size_t wait_comm(const struct ncg_coord *co, int conn, const struct ncg_wait_ent *e)
+{
+    for (size_t ci = 0; ci < co->ncomm; ci++) {
+        const struct ccomm *c = co->comm[ci];
+        if (c->id == e->comm_id)
+            return e->rank < c->nranks && c->m[e->rank].conn == conn && !c->done ? ci : SIZE_MAX;
+    }
+    return SIZE_MAX;
+}
+
 /* 1 when the cycle with signature sig over the processes procs[0..n) is confirmed: seen at an
  * earlier tick, and every one of those processes sent a newer WAIT since (all were in those
  * calls at the same moment). Else remembers a first sighting. */
@@ -379,13 +391,8 @@ static void ncg_coord_check_deadlock_streams(struct ncg_coord *co)
             continue;
         for (uint32_t j = 0; j < cc->nwaits; j++) {
             const struct ncg_wait_ent *e = &cc->waits[j];
-            size_t ci;
-            if (!e->queued)
-                continue;
-            for (ci = 0; ci < co->ncomm && co->comm[ci]->id != e->comm_id; ci++)
-                ;
-            if (ci == co->ncomm || e->rank >= co->comm[ci]->nranks ||
-                co->comm[ci]->m[e->rank].conn != i || co->comm[ci]->done)
+            size_t ci = wait_comm(co, i, e);
+            if (!e->queued || ci == SIZE_MAX)
                 continue;
             const struct ccomm *cm = co->comm[ci];
             uint32_t src = 0, dst = 0, r;
@@ -462,11 +469,8 @@ static void ncg_coord_check_deadlock(struct ncg_coord *co)
             continue;
         for (uint32_t j = 0; j < cc->nwaits; j++) {
             const struct ncg_wait_ent *e = &cc->waits[j];
-            size_t ci;
-            for (ci = 0; ci < co->ncomm && co->comm[ci]->id != e->comm_id; ci++)
-                ;
-            if (e->queued || ci == co->ncomm || e->rank >= co->comm[ci]->nranks ||
-                co->comm[ci]->m[e->rank].conn != i || co->comm[ci]->done)
+            size_t ci = wait_comm(co, i, e);
+            if (e->queued || ci == SIZE_MAX)
                 continue; /* queued (asynchronous) entries: ncg_coord_check_deadlock_streams */
             /* still incomplete by the latest REPORT (a WAIT lags a REPORT by nothing, but a
              * REPORT may have moved on since) */
