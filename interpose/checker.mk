@@ -106,3 +106,10 @@ $(CHK_OUT)/relay_unit: tests/checker/relay_unit.c $(RELAY_SRCS) $(wildcard inter
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/relay_unit.c $(RELAY_SRCS)
 TEST_BINS += $(CHK_OUT)/relay_unit
+
+# The simulator: N virtual ranks through the relay tree's code and protocol (tests/sim).
+SIM_SRCS := tests/sim/ncg_sim.c interpose/relay.c $(HTTP_TEST_SRCS)
+$(BUILD)/tests/ncg-sim: $(SIM_SRCS) $(wildcard interpose/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ $(SIM_SRCS)
+TEST_BINS += $(BUILD)/tests/ncg-sim

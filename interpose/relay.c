@@ -39,6 +39,7 @@ struct rcomm {
     uint64_t qslot[NCG_WIRE_MAX_SLOTS];
     struct ncg_msg_ranswer *acc; /* answers merged so far */
     uint64_t vc, lo, hi;         /* root: slots < vc verified; narrowing range [lo, hi] */
+    uint64_t round_ns;           /* root: when its last plain round started (one per interval) */
     struct ncg_msg_rfault *pend; /* faults raised while detached from the parent */
     uint32_t npend;
 };
@@ -147,15 +148,30 @@ char *ncg_rgroup_ranks(const struct ncg_rgroup *g, char *buf, size_t cap)
     size_t len = 0;
     buf[0] = 0;
     for (uint32_t i = 0; i < g->nrange && len < cap; i++) {
-        int w = g->r[i].lo == g->r[i].hi
-                    ? snprintf(buf + len, cap - len, "%s%u", i ? "," : "", g->r[i].lo)
-                    : snprintf(buf + len, cap - len, "%s%u-%u", i ? "," : "", g->r[i].lo,
-                               g->r[i].hi);
+        int w =
+            g->r[i].lo == g->r[i].hi
+                ? snprintf(buf + len, cap - len, "%s%u", i ? "," : "", g->r[i].lo)
+                : snprintf(buf + len, cap - len, "%s%u-%u", i ? "," : "", g->r[i].lo, g->r[i].hi);
         len += w > 0 ? (size_t)w : 0;
     }
     if (g->truncated && len < cap)
         snprintf(buf + len, cap - len, ",... (%u ranks)", g->nranks);
     return buf;
+}
+
+uint32_t ncg_relay_parent(uint32_t node, uint32_t nnodes, uint32_t fanout)
+{
+    uint32_t lo = 0, hi = nnodes;
+    if (node == 0 || node >= nnodes || fanout < 1)
+        return 0;
+    for (;;) {
+        uint32_t rest = hi - lo - 1, sz = (rest + fanout - 1) / fanout;
+        uint32_t c = lo + 1 + (node - lo - 1) / sz * sz; /* the chunk holding node */
+        if (c == node)
+            return lo;
+        lo = c;
+        hi = c + sz < hi ? c + sz : hi;
+    }
 }
 
 /* ---- tables ---- */
@@ -333,7 +349,10 @@ static struct ncg_verdict *verdict_dup(const struct ncg_verdict *v)
 static void verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v)
 {
     char sum[512];
-    r_event(r, "verdict: %s", ncg_verdict_summary(v, sum, sizeof sum));
+    v->nranks = c->nranks; /* the headline's "(N ranks)"; the summary reads no per-rank array */
+    ncg_verdict_summary(v, sum, sizeof sum);
+    v->nranks = 0;
+    r_event(r, "verdict: %s", sum);
     c->done = 1;
     c->q_active = 0;
     ncg_verdict_free(c->last);
@@ -559,8 +578,11 @@ static void round_done(struct ncg_relay *r, struct rcomm *c)
     }
 }
 
-static void root_round_start(struct ncg_relay *r, struct rcomm *c)
+static void root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
 {
+    uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
+    if (c->round_ns && now_ns - c->round_ns < iv - iv / 8)
+        return; /* rounds are paced like the flat coordinator's: one per interval */
     uint64_t mn = UINT64_MAX;
     uint32_t n = 0;
     for (uint32_t i = 0; i < c->nk; i++) {
@@ -574,6 +596,7 @@ static void root_round_start(struct ncg_relay *r, struct rcomm *c)
         return;
     uint64_t t = mn - 1;
     c->q_narrow = 0;
+    c->round_ns = now_ns;
     root_query(r, c, 0, 1, &t);
 }
 
@@ -632,14 +655,12 @@ static void on_rstat(struct ncg_relay *r, int conn, const struct ncg_msg_rstat *
     }
 }
 
-static void answer_group(struct rcomm *c, uint32_t slot, const struct ncg_answer *a,
-                         uint32_t rank)
+static void answer_group(struct rcomm *c, uint32_t slot, const struct ncg_answer *a, uint32_t rank)
 {
     struct ncg_rgroup g = {0};
     if (a->status == NCG_ANS_NONE)
         return;
-    g.status = a->status == NCG_ANS_OK && a->call.seq == c->qslot[slot] ? NCG_ANS_OK
-                                                                          : NCG_ANS_GONE;
+    g.status = a->status == NCG_ANS_OK && a->call.seq == c->qslot[slot] ? NCG_ANS_OK : NCG_ANS_GONE;
     if (g.status == NCG_ANS_OK) {
         g.digest = a->digest;
         g.call = a->call;
@@ -999,11 +1020,12 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
             continue;
         }
         if (r->p.root && !c->done && !c->q_active)
-            root_round_start(r, c);
+            root_round_start(r, c, now_ns);
         ci++;
     }
     uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
-    if (!r->p.root && r->attached && now_ns - r->last_stat_ns >= iv) {
+    if (!r->p.root && r->attached && now_ns - r->last_stat_ns >= iv - iv / 8) { /* a tick a
+                                                                  little early still counts */
         r->last_stat_ns = now_ns;
         send_stats(r);
     }

@@ -63,6 +63,13 @@ int ncg_relay_parent_silent(const struct ncg_relay *r, uint64_t now_ns);
 void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns);
 void ncg_relay_get_stats(const struct ncg_relay *r, struct ncg_relay_stats *st);
 
+/* The tree over nodes 0..nnodes-1 (node 0: the root): each relay's subtree is a contiguous
+ * range of nodes (a relay covering [lo, hi) splits [lo+1, hi) into `fanout` equal chunks; the
+ * first node of each chunk is a child relay covering it), so the ranks beneath any relay are
+ * one range and merged rank lists stay short. Returns the parent of node (0 for node 0).
+ * Pure; the same on every rank (it knows its node, the node count and the fan-out). */
+uint32_t ncg_relay_parent(uint32_t node, uint32_t nnodes, uint32_t fanout);
+
 /* ---- pure helpers, exported for the unit tests ---- */
 
 /* Merges group g (nranks and ranges of its members) into slot s: into the group with the same

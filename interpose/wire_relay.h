@@ -6,10 +6,10 @@
 
 #include <stdint.h>
 
-#define NCG_RELAY_OWN 16u    /* ranks of the relay's own process per RSTAT entry */
-#define NCG_RELAY_GROUPS 4u  /* distinct answers per slot in RANSWER (beyond: "more") */
-#define NCG_RELAY_RANGES 8u  /* rank ranges per answer group (beyond: "truncated") */
-#define NCG_RELAY_DEAD 64u   /* ranks per RFAULT */
+#define NCG_RELAY_OWN 16u   /* ranks of the relay's own process per RSTAT entry */
+#define NCG_RELAY_GROUPS 4u /* distinct answers per slot in RANSWER (beyond: "more") */
+#define NCG_RELAY_RANGES 8u /* rank ranges per answer group (beyond: "truncated") */
+#define NCG_RELAY_DEAD 64u  /* ranks per RFAULT */
 
 struct ncg_msg_rhello {
     uint64_t token;

@@ -175,7 +175,8 @@ static void test_codecs(void)
     m.u.rfault.rank[1] = 99;
     strcpy(m.u.rfault.detail, "pid 1 on h, connection lost");
     roundtrip(&m, &o);
-    CHECK(o.u.rfault.n == 2 && o.u.rfault.rank[1] == 99 && !strcmp(o.u.rfault.detail, m.u.rfault.detail));
+    CHECK(o.u.rfault.n == 2 && o.u.rfault.rank[1] == 99 &&
+          !strcmp(o.u.rfault.detail, m.u.rfault.detail));
 
     memset(&m, 0, sizeof m);
     m.type = NCG_MSG_RVERDICT;
@@ -194,8 +195,8 @@ static void test_codecs(void)
 
 /* ---- trees over an in-memory network ---- */
 
-#define MAXR 4   /* relays */
-#define MAXK 8   /* child connections per relay */
+#define MAXR 4 /* relays */
+#define MAXK 8 /* child connections per relay */
 #define MAXQ 4096
 
 enum { TO_CHILD, TO_PARENT, TO_CLIENT }; /* who receives */
@@ -532,7 +533,7 @@ static void test_detached_fault(void)
         T.cl[i].count = 10;
     report_all();
     tick_all(3);
-    ncg_relay_parent_down(T.r[2]); /* relay 2 lost its parent... */
+    ncg_relay_parent_down(T.r[2]);      /* relay 2 lost its parent... */
     ncg_relay_closed(T.r[2], 0, T.now); /* ...and then rank 4 died: the fault waits */
     T.cl[4].relay = -1;
     pump();
@@ -547,8 +548,42 @@ static void test_detached_fault(void)
     tree_free(3);
 }
 
+static void test_topology(void)
+{
+    /* every node's ancestors cover it, subtrees are contiguous, the depth is log_k */
+    const uint32_t sizes[] = {1, 2, 8, 17, 128, 2048, 3000};
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+        uint32_t n = sizes[t], maxdepth = 0;
+        uint32_t *fan = calloc(n, sizeof *fan);
+        CHECK(ncg_relay_parent(0, n, 16) == 0);
+        for (uint32_t i = 1; i < n; i++) {
+            uint32_t p = ncg_relay_parent(i, n, 16), d = 1;
+            CHECK(p < i); /* a parent precedes its children */
+            fan[p]++;
+            /* contiguity: every node between the parent and i has an ancestor chain to p */
+            if (i > p + 1) {
+                uint32_t q = i - 1;
+                while (q > p)
+                    q = ncg_relay_parent(q, n, 16);
+                CHECK(q == p);
+            }
+            for (uint32_t q = p; q; q = ncg_relay_parent(q, n, 16))
+                d++;
+            maxdepth = d > maxdepth ? d : maxdepth;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            CHECK(fan[i] <= 16);
+        if (n == 2048)
+            CHECK(maxdepth == 3 && fan[0] == 16);
+        free(fan);
+    }
+    CHECK(ncg_relay_parent(5, 8, 2) == 0 && ncg_relay_parent(6, 8, 2) == 5 &&
+          ncg_relay_parent(2, 8, 2) == 1 && ncg_relay_parent(4, 8, 2) == 1);
+}
+
 int main(void)
 {
+    test_topology();
     test_helpers();
     test_codecs();
     test_agree();
