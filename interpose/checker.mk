@@ -113,3 +113,7 @@ $(BUILD)/tests/ncg-sim: $(SIM_SRCS) $(wildcard interpose/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ $(SIM_SRCS)
 TEST_BINS += $(BUILD)/tests/ncg-sim
+.PHONY: bench-scale
+bench-scale: $(BUILD)/tests/ncg-sim
+	@NCG_BUILD=$(BUILD) scripts/bench-scale.sh
+BENCH_TARGETS += bench-scale

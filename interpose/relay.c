@@ -212,6 +212,9 @@ void ncg_relay_free(struct ncg_relay *r)
 void ncg_relay_get_stats(const struct ncg_relay *r, struct ncg_relay_stats *st)
 {
     *st = r->st;
+    st->verified = 0;
+    for (size_t i = 0; i < r->ncomm; i++)
+        st->verified += r->comm[i]->vc;
 }
 
 static struct rconn *conn_get(struct ncg_relay *r, int id)
