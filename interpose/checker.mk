@@ -117,3 +117,9 @@ TEST_BINS += $(BUILD)/tests/ncg-sim
 bench-scale: $(BUILD)/tests/ncg-sim
 	@NCG_BUILD=$(BUILD) scripts/bench-scale.sh
 BENCH_TARGETS += bench-scale
+
+# One relay as a standalone process, for the end-to-end test of real ranks through relays.
+$(BUILD)/tests/ncg-relayd: tests/sim/relayd.c interpose/relay.c $(HTTP_TEST_SRCS) $(wildcard interpose/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/sim/relayd.c interpose/relay.c $(HTTP_TEST_SRCS)
+TEST_BINS += $(BUILD)/tests/ncg-relayd

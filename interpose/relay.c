@@ -305,28 +305,43 @@ static struct rkid *kid_add(struct rcomm *c, int conn, int relay, uint32_t rank)
 
 /* ---- sending ---- */
 
-/* m to every child connection of c once (a process holding several ranks gets it once). */
-static void send_down(struct ncg_relay *r, struct rcomm *c, const struct ncg_msg *m)
+/* The tree's verdict as a client expects it: per-rank arrays (counts unknown here). */
+static struct ncg_verdict *client_verdict(const struct rcomm *c)
 {
-    for (uint32_t i = 0; i < c->nk; i++) {
-        uint32_t j;
-        for (j = 0; j < i; j++)
-            if (c->k[j].conn == c->k[i].conn)
-                break;
-        if (j == i && conn_get(r, c->k[i].conn))
-            r->ops.send(r->ops.arg, c->k[i].conn, m);
-    }
+    struct ncg_verdict *v = ncg_verdict_new(c->nranks);
+    if (!v)
+        return NULL;
+    int64_t *counts = v->counts;
+    int32_t *members = v->members;
+    *v = *c->last;
+    v->nranks = c->nranks;
+    v->counts = counts;
+    v->members = members;
+    v->notes = NULL;
+    if (c->last->notes)
+        ncg_verdict_set_notes(v, c->last->notes);
+    return v;
 }
 
+/* c's verdict to conn, or (conn < 0) to every child once; client connections get a plain
+ * VERDICT when the relay serves real clients. */
 static void send_verdict(struct ncg_relay *r, struct rcomm *c, int conn)
 {
-    struct ncg_msg m = {.type = NCG_MSG_RVERDICT};
+    struct ncg_msg m = {.type = NCG_MSG_RVERDICT}, cm = {.type = NCG_MSG_VERDICT};
     m.u.rverdict.comm_nranks = c->nranks;
     m.u.rverdict.v = c->last;
-    if (conn >= 0)
-        r->ops.send(r->ops.arg, conn, &m);
-    else
-        send_down(r, c, &m);
+    cm.u.verdict = r->p.client_verdicts ? client_verdict(c) : NULL;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        int cn = c->k[i].conn;
+        uint32_t j;
+        for (j = 0; j < i; j++)
+            if (c->k[j].conn == cn)
+                break;
+        if (j < i || (conn >= 0 && cn != conn) || !conn_get(r, cn))
+            continue;
+        r->ops.send(r->ops.arg, cn, !c->k[i].relay && cm.u.verdict ? &cm : &m);
+    }
+    ncg_verdict_free(cm.u.verdict);
 }
 
 static struct ncg_verdict *verdict_dup(const struct ncg_verdict *v)
@@ -825,7 +840,7 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
         struct ncg_msg w = {.type = NCG_MSG_WELCOME};
         w.u.welcome.pid = r->p.pid;
         w.u.welcome.global_rank = -1;
-        w.u.welcome.embedded = 1;
+        w.u.welcome.embedded = r->p.embedded;
         snprintf(w.u.welcome.host, sizeof w.u.welcome.host, "%s", r->p.host);
         r->ops.send(r->ops.arg, conn, &w);
         return;

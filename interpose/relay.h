@@ -20,6 +20,10 @@ struct ncg_relay_params {
     uint8_t root;  /* 1: no parent; compares and issues verdicts */
     uint32_t pid;  /* of the relay's process: the clients with this pid are its own ranks */
     char host[64];
+    uint8_t embedded; /* WELCOME says so: the relay runs inside a rank (its death is theirs) */
+    /* 1: clients get a plain VERDICT (per-rank arrays, counts unknown), as interpose/client.c
+     * expects; 0: RVERDICT (the simulator's virtual ranks read it, saving 12 B x ranks each) */
+    uint8_t client_verdicts;
 };
 
 struct ncg_relay_ops {

@@ -211,7 +211,7 @@ struct client { /* one rank per client process */
     int relay, conn, rank;
     uint32_t pid;
     uint64_t count, odd_from; /* digest differs from slot odd_from (UINT64_MAX: never) */
-    int verdicts;
+    int verdicts, plain;
     struct ncg_verdict *v;
 };
 
@@ -224,6 +224,7 @@ static struct {
     struct pkt q[MAXQ];
     int qh, qt;
     uint64_t now;
+    uint8_t client_verdicts;
 } T;
 
 static void push(int kind, int relay, int conn, const struct ncg_msg *m)
@@ -307,6 +308,13 @@ static void client_rx(struct client *c, const struct ncg_msg *m)
             c->v = m->u.rverdict.v;
             ((struct ncg_msg *)m)->u.rverdict.v = NULL; /* keep it */
         }
+    } else if (m->type == NCG_MSG_VERDICT) { /* client_verdicts: the plain form */
+        c->verdicts++;
+        c->plain++;
+        if (!c->v) {
+            c->v = m->u.verdict;
+            ((struct ncg_msg *)m)->u.verdict = NULL;
+        }
     }
 }
 
@@ -364,7 +372,9 @@ static void tick_all(int nr)
  * relay 1's own process). With three_levels, relay 2 under relay 1 (conn 2) holds ranks 4,5. */
 static void tree(int three_levels)
 {
+    uint8_t cv = T.client_verdicts;
     memset(&T, 0, sizeof T);
+    T.client_verdicts = cv;
     memset(T.child_relay, -1, sizeof T.child_relay);
     int nr = three_levels ? 3 : 2;
     for (int i = 0; i < nr; i++) {
@@ -374,6 +384,7 @@ static void tree(int three_levels)
         p.node = (uint32_t)i;
         p.root = i == 0;
         p.pid = 1000 + 2 * (uint32_t)i; /* = the pid of the relay's first rank */
+        p.client_verdicts = T.client_verdicts;
         strcpy(p.host, "h");
         OA[i].relay = i;
         struct ncg_relay_ops ops = {op_send, op_drop, op_up, NULL, &OA[i]};
@@ -581,6 +592,26 @@ static void test_topology(void)
           ncg_relay_parent(2, 8, 2) == 1 && ncg_relay_parent(4, 8, 2) == 1);
 }
 
+/* Real clients (interpose/client.c) read a plain VERDICT: with client_verdicts, clients get
+ * that form (the comm's size, per-rank arrays) and relays still get RVERDICT. */
+static void test_client_verdicts(void)
+{
+    T.client_verdicts = 1;
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    ncg_relay_closed(T.r[2], 1, T.now);
+    T.cl[5].relay = -1;
+    pump();
+    for (int i = 0; i < 5; i++)
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].plain == 1 && T.cl[i].v && T.cl[i].v->nranks == 6 &&
+              T.cl[i].v->counts[0] == -1 && !strcmp(T.cl[i].v->subject, "5"));
+    tree_free(3);
+    T.client_verdicts = 0;
+}
+
 int main(void)
 {
     test_topology();
@@ -588,6 +619,7 @@ int main(void)
     test_codecs();
     test_agree();
     test_mismatch();
+    test_client_verdicts();
     test_client_died();
     test_relay_died();
     test_detached_fault();
