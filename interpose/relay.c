@@ -24,6 +24,9 @@ struct rkid {
     uint32_t known, active;
     uint8_t nown;
     uint32_t own[NCG_RELAY_OWN];
+    uint8_t how;   /* client, K_GONE: NCG_BYE_ABORT / NCG_BYE_VERDICT of its goodbye */
+    uint8_t ngone; /* child relay: ranks that left beneath it (its last RSTAT) */
+    struct ncg_rgone gone[NCG_RELAY_GONE];
 };
 
 struct rcomm {
@@ -596,6 +599,50 @@ static void round_done(struct ncg_relay *r, struct rcomm *c)
     }
 }
 
+/* coord.c's check_exited over the tree: ranks that left after fewer calls than another
+ * member issued will never be matched (RANK EXITED). */
+static void root_check_exited(struct ncg_relay *r, struct rcomm *c)
+{
+    struct ncg_rgone g[NCG_RELAY_DEAD];
+    uint32_t ng = 0;
+    uint64_t mx = 0;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        if (k->state == K_ACTIVE && (!k->relay || k->active))
+            mx = k->max > mx ? k->max : mx;
+        if (!k->relay && k->state == K_GONE && ng < NCG_RELAY_DEAD)
+            g[ng++] = (struct ncg_rgone){k->rank, k->how, k->max};
+        for (uint32_t j = 0; k->relay && j < k->ngone && ng < NCG_RELAY_DEAD; j++)
+            g[ng++] = k->gone[j];
+    }
+    for (uint32_t j = 0; j < ng; j++)
+        mx = g[j].count > mx ? g[j].count : mx;
+    int32_t who[NCG_RELAY_DEAD];
+    size_t n = 0;
+    uint64_t fin = 0;
+    int how = -1; /* how they left, when all the same way */
+    for (uint32_t j = 0; j < ng; j++)
+        if (g[j].count < mx) {
+            who[n++] = (int32_t)g[j].rank;
+            fin = g[j].count;
+            how = how == -1 || how == g[j].how ? g[j].how : 0;
+        }
+    if (!n)
+        return;
+    struct ncg_verdict *v = tree_verdict(c, NCG_V_RANK_EXITED);
+    if (!v)
+        return;
+    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+    v->slot = (int64_t)fin;
+    snprintf(v->detail, sizeof v->detail,
+             "%s after %" PRIu64 " calls; others issued up to %" PRIu64,
+             how == NCG_BYE_ABORT     ? NCG_EXITED_ABORT
+             : how == NCG_BYE_VERDICT ? NCG_EXITED_VERDICT
+                                      : "left",
+             fin, mx);
+    verdict_issue(r, c, v);
+}
+
 static void root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
 {
     uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
@@ -670,6 +717,8 @@ static void on_rstat(struct ncg_relay *r, int conn, const struct ncg_msg_rstat *
         k->active = x->active;
         k->nown = x->nown;
         memcpy(k->own, x->own, sizeof *x->own * x->nown);
+        k->ngone = x->ngone;
+        memcpy(k->gone, x->gone, sizeof *x->gone * x->ngone);
     }
 }
 
@@ -731,6 +780,9 @@ static void on_goodbye(struct ncg_relay *r, int conn, const struct ncg_msg_goodb
             if (c->k[i].conn == conn && !c->k[i].relay && c->k[i].state == K_ACTIVE) {
                 c->k[i].state = K_GONE;
                 c->k[i].active = 0;
+                c->k[i].how = g->flags & (NCG_BYE_ABORT | NCG_BYE_VERDICT);
+                if (g->count[e] > c->k[i].max)
+                    c->k[i].min = c->k[i].max = g->count[e];
                 if (c->k[i].waiting) {
                     c->k[i].waiting = 0;
                     c->nwait--;
@@ -745,9 +797,10 @@ static void on_goodbye(struct ncg_relay *r, int conn, const struct ncg_msg_goodb
     for (size_t ci = 0; ci < r->ncomm; ci++) {
         struct rcomm *c = r->comm[ci];
         for (uint32_t i = 0; i < c->nk; i++)
-            if (c->k[i].conn == conn && c->k[i].state == K_ACTIVE) {
+            if (c->k[i].conn == conn && !c->k[i].relay && c->k[i].state == K_ACTIVE) {
                 c->k[i].state = K_GONE;
                 c->k[i].active = 0;
+                c->k[i].how = g->flags & NCG_BYE_VERDICT;
                 if (c->k[i].waiting) {
                     c->k[i].waiting = 0;
                     c->nwait--;
@@ -777,6 +830,12 @@ static void conn_lost(struct ncg_relay *r, int conn, const char *why)
         for (uint32_t i = 0; i < c->nk;) {
             struct rkid *k = &c->k[i];
             if (k->conn != conn) {
+                i++;
+                continue;
+            }
+            if (!k->relay && k->state == K_GONE) { /* left: kept for RANK EXITED */
+                k->conn = -1;
+                k->waiting = 0;
                 i++;
                 continue;
             }
@@ -883,6 +942,23 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
 
 /* ---- the parent ---- */
 
+/* Keeps the NCG_RELAY_GONE lowest final counts (those most likely below the others'). */
+static void gone_add(struct ncg_rstat_ent *e, const struct ncg_rgone *g)
+{
+    uint32_t at = e->ngone;
+    if (at == NCG_RELAY_GONE) {
+        at = 0;
+        for (uint32_t j = 1; j < e->ngone; j++)
+            if (e->gone[j].count > e->gone[at].count)
+                at = j;
+        if (e->gone[at].count <= g->count)
+            return;
+    } else {
+        e->ngone++;
+    }
+    e->gone[at] = *g;
+}
+
 static void send_stats(struct ncg_relay *r)
 {
     static struct ncg_msg m;
@@ -902,10 +978,15 @@ static void send_stats(struct ncg_relay *r)
                 e->active += k->active;
             } else {
                 e->active += k->state == K_ACTIVE;
-                const struct rconn *cc = &r->conn[k->conn];
-                if (cc->pid == r->p.pid && e->nown < NCG_RELAY_OWN)
+                const struct rconn *cc = k->conn >= 0 ? &r->conn[k->conn] : NULL;
+                if (cc && k->state == K_ACTIVE && cc->pid == r->p.pid && e->nown < NCG_RELAY_OWN)
                     e->own[e->nown++] = k->rank;
             }
+            if (k->relay)
+                for (uint32_t j = 0; j < k->ngone; j++)
+                    gone_add(e, &k->gone[j]);
+            else if (k->state == K_GONE)
+                gone_add(e, &(struct ncg_rgone){k->rank, k->how, k->max});
             if (k->state == K_ACTIVE && (!k->relay || k->active)) {
                 e->min = k->min < e->min ? k->min : e->min;
                 e->max = k->max > e->max ? k->max : e->max;
@@ -917,7 +998,7 @@ static void send_stats(struct ncg_relay *r)
             e->known = e->nranks;
         if (e->active > e->known)
             e->active = e->known;
-        if (++m.u.rstat.n == NCG_WIRE_MAX_COMMS) {
+        if (++m.u.rstat.n == NCG_RELAY_STAT) {
             r->ops.up(r->ops.arg, &m);
             m.u.rstat.n = 0;
         }
@@ -1030,22 +1111,27 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
             r->ops.drop(r->ops.arg, i);
         }
     }
-    for (size_t ci = 0; ci < r->ncomm;) {
-        struct rcomm *c = r->comm[ci];
-        if (!c->nk && !c->q_active) {
-            comm_free(c);
-            r->comm[ci] = r->comm[--r->ncomm];
-            continue;
-        }
-        if (r->p.root && !c->done && !c->q_active)
-            root_round_start(r, c, now_ns);
-        ci++;
-    }
     uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
     if (!r->p.root && r->attached && now_ns - r->last_stat_ns >= iv - iv / 8) { /* a tick a
                                                                   little early still counts */
         r->last_stat_ns = now_ns;
-        send_stats(r);
+        send_stats(r); /* before a comm whose ranks all left is forgotten below */
+    }
+    for (size_t ci = 0; ci < r->ncomm;) {
+        struct rcomm *c = r->comm[ci];
+        if (r->p.root && !c->done)
+            root_check_exited(r, c);
+        if (r->p.root && !c->done && !c->q_active)
+            root_round_start(r, c, now_ns);
+        int live = 0;
+        for (uint32_t i = 0; i < c->nk && !live; i++)
+            live = c->k[i].relay ? c->k[i].active > 0 : c->k[i].state == K_ACTIVE;
+        if (!live && !c->q_active) {
+            comm_free(c);
+            r->comm[ci] = r->comm[--r->ncomm];
+            continue;
+        }
+        ci++;
     }
     if (now_ns - r->last_ping_ns >= 500000000ull) {
         r->last_ping_ns = now_ns;

@@ -54,12 +54,12 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
         ncg_wire_put_str(w, m->u.rhello.host, sizeof m->u.rhello.host);
         return 0;
     case NCG_MSG_RSTAT:
-        if (m->u.rstat.n > NCG_WIRE_MAX_COMMS)
+        if (m->u.rstat.n > NCG_RELAY_STAT)
             return -1;
         ncg_put16(w, (uint16_t)m->u.rstat.n);
         for (i = 0; i < m->u.rstat.n; i++) {
             const struct ncg_rstat_ent *e = &m->u.rstat.e[i];
-            if (e->nown > NCG_RELAY_OWN)
+            if (e->nown > NCG_RELAY_OWN || e->ngone > NCG_RELAY_GONE)
                 return -1;
             ncg_put64(w, e->comm_id);
             ncg_put32(w, e->nranks);
@@ -70,6 +70,12 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
             ncg_put8(w, e->nown);
             for (j = 0; j < e->nown; j++)
                 ncg_put32(w, e->own[j]);
+            ncg_put8(w, e->ngone);
+            for (j = 0; j < e->ngone; j++) {
+                ncg_put32(w, e->gone[j].rank);
+                ncg_put8(w, e->gone[j].how);
+                ncg_put64(w, e->gone[j].count);
+            }
         }
         return 0;
     case NCG_MSG_RANSWER: {
@@ -130,7 +136,7 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
         return ncg_wire_get_str(r, m->u.rhello.host, sizeof m->u.rhello.host);
     case NCG_MSG_RSTAT:
         m->u.rstat.n = ncg_get16(r);
-        if (m->u.rstat.n > NCG_WIRE_MAX_COMMS)
+        if (m->u.rstat.n > NCG_RELAY_STAT)
             return -1;
         for (i = 0; i < m->u.rstat.n && !r->err; i++) {
             struct ncg_rstat_ent *e = &m->u.rstat.e[i];
@@ -147,6 +153,17 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
             for (j = 0; j < e->nown; j++)
                 if ((e->own[j] = ncg_get32(r)) >= e->nranks)
                     return -1;
+            e->ngone = ncg_get8(r);
+            if (e->ngone > NCG_RELAY_GONE)
+                return -1;
+            for (j = 0; j < e->ngone; j++) {
+                e->gone[j].rank = ncg_get32(r);
+                e->gone[j].how = ncg_get8(r);
+                e->gone[j].count = ncg_get64(r);
+                if (e->gone[j].rank >= e->nranks ||
+                    (e->gone[j].how & ~(NCG_BYE_ABORT | NCG_BYE_VERDICT)))
+                    return -1;
+            }
         }
         return 0;
     case NCG_MSG_RANSWER: {

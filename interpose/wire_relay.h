@@ -10,6 +10,8 @@
 #define NCG_RELAY_GROUPS 4u /* distinct answers per slot in RANSWER (beyond: "more") */
 #define NCG_RELAY_RANGES 8u /* rank ranges per answer group (beyond: "truncated") */
 #define NCG_RELAY_DEAD 64u  /* ranks per RFAULT */
+#define NCG_RELAY_GONE 8u   /* ranks that left, per RSTAT entry (the lowest final counts) */
+#define NCG_RELAY_STAT 32u  /* comm entries per RSTAT (more comms: several RSTATs) */
 
 struct ncg_msg_rhello {
     uint64_t token;
@@ -27,10 +29,17 @@ struct ncg_rstat_ent {
     uint64_t min, max; /* collective calls issued, over the active ranks (0 when none) */
     uint8_t nown;      /* ranks held by the relay's own process: its death is theirs */
     uint32_t own[NCG_RELAY_OWN];
+    /* ranks beneath that left (GOODBYE), lowest final counts first: RANK EXITED at the root */
+    uint8_t ngone;
+    struct ncg_rgone {
+        uint32_t rank;
+        uint8_t how; /* NCG_BYE_ABORT / NCG_BYE_VERDICT from its goodbye, else 0 */
+        uint64_t count;
+    } gone[NCG_RELAY_GONE];
 };
 struct ncg_msg_rstat {
     uint32_t n;
-    struct ncg_rstat_ent e[NCG_WIRE_MAX_COMMS];
+    struct ncg_rstat_ent e[NCG_RELAY_STAT];
 };
 
 struct ncg_rrange {

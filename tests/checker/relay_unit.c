@@ -612,8 +612,60 @@ static void test_client_verdicts(void)
     T.client_verdicts = 0;
 }
 
+static void goodbye(struct client *c, uint64_t count, uint8_t flags)
+{
+    struct ncg_msg m = {.type = NCG_MSG_GOODBYE};
+    m.u.goodbye.flags = flags | NCG_BYE_PROCESS;
+    m.u.goodbye.n = 1;
+    m.u.goodbye.comm_id[0] = 0xc0;
+    m.u.goodbye.count[0] = count;
+    push(TO_CHILD, c->relay, c->conn, &m);
+    pump();
+    ncg_relay_closed(T.r[c->relay], c->conn, T.now); /* then the process exits */
+    c->relay = -1;
+}
+
+static void test_exited(void)
+{
+    /* everyone leaves after the same count: no verdict */
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    for (int i = T.ncl - 1; i >= 1; i--)
+        goodbye(&T.cl[i], 10, 0);
+    for (int t = 0; t < 3; t++)
+        tick_all(3);
+    CHECK(T.cl[0].verdicts == 0);
+    tree_free(3);
+    /* rank 5 (beneath two relays) leaves after 10 calls, the others go on to 20 */
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    goodbye(&T.cl[5], 10, NCG_BYE_ABORT);
+    for (int t = 0; t < 2; t++)
+        tick_all(3);
+    CHECK(T.cl[0].verdicts == 0); /* nobody went beyond it yet */
+    for (int i = 0; i < 5; i++)
+        T.cl[i].count = 20;
+    report_all();
+    for (int t = 0; t < 3; t++)
+        tick_all(3);
+    for (int i = 0; i < 5; i++)
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].v && T.cl[i].v->kind == NCG_V_RANK_EXITED &&
+              !strcmp(T.cl[i].v->subject, "5"));
+    if (T.cl[0].v)
+        CHECK(strstr(T.cl[0].v->detail, NCG_EXITED_ABORT " after 10 calls; others issued up to "
+                                                         "20") == T.cl[0].v->detail);
+    tree_free(3);
+}
+
 int main(void)
 {
+    test_exited();
     test_topology();
     test_helpers();
     test_codecs();

@@ -2,7 +2,7 @@
 # (build/tests/ncg-relayd): 16 ranks in 4 "nodes" of 4 (LOCAL_WORLD_SIZE), node relays 1..3
 # under the root relay 0 in three levels (1 -> 0, 2 -> 1, 3 -> 1); each rank reaches its node's
 # relay through NCCLGUARD_COORD. A count mismatch on rank 1, a SIGKILLed rank 13 (beneath two
-# relays), and a healthy run: verdicts named right on every rank, through the real client.
+# relays), rank 10 returning early (RANK EXITED), and a healthy run: verdicts named right on every rank, through the real client.
 # ncg-modes: sync async
 . "$NCG_ROOT/tests/checker/lib.sh"
 RD=$B/tests/ncg-relayd
@@ -42,11 +42,14 @@ expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*\(16 ranks\): slot 100: AllRed
 SCEN_VICTIM=13 guarded "$NCG_TMP/out2" "$LAUNCH" -n 16 -t 60 "$W" "$SCEN" kill
 expect "$(exited 86)" 15 "survivors of a SIGKILLed rank 13"
 expect "$(nlines '^ncclguard: VERDICT: RANK DIED .*: rank 13 died: .*connection lost without goodbye$')" 15 "RANK DIED headline through relays"
+SCEN_VICTIM=10 guarded "$NCG_TMP/out4" "$LAUNCH" -n 16 -t 60 "$W" "$SCEN" early
+expect "$(exited 86)" 15 "ranks ended after rank 10 returned early"
+expect "$(nlines '^ncclguard: VERDICT: RANK EXITED on comm [0-9a-f]+ \(16 ranks\): rank 10 exited while others issued calls it will never match$')" 15 "RANK EXITED headline through relays"
 guarded "$NCG_TMP/out3" "$LAUNCH" -n 16 -t 60 "$W" "$SCEN" healthy 200
 expect "$RC" 0 "healthy job through relays"
 no_verdict
 for n in 0 1 2 3; do
   grep -q 'verdict' "$NCG_TMP/relay.$n" && [ $n != 0 ] && fail "relay $n issued a verdict: $(cat "$NCG_TMP/relay.$n")"
 done
-expect "$(grep -c '^ncg-relayd: verdict:' "$NCG_TMP/relay.0")" 2 "verdicts issued by the root relay"
-echo "ok: mismatch, rank died and healthy through a 3-level relay tree"
+expect "$(grep -c '^ncg-relayd: verdict:' "$NCG_TMP/relay.0")" 3 "verdicts issued by the root relay"
+echo "ok: mismatch, rank died, rank exited and healthy through a 3-level relay tree"
