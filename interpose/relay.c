@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "relay.h"
+#include "round.h"
 #include "verdict.h"
 
 enum { K_ACTIVE = 1, K_GONE = 2 };
@@ -37,11 +38,10 @@ struct rcomm {
     uint8_t done;             /* a verdict is known: no more checking */
     struct ncg_verdict *last; /* that verdict (nranks 0), for members that attach later */
     /* the round in flight: the root's own, or the parent's QUERY being answered */
-    uint8_t q_active, q_mode, q_narrow;
-    uint32_t qid, qn, nwait;
-    uint64_t qslot[NCG_WIRE_MAX_SLOTS];
+    uint8_t q_active;
+    uint32_t qid, nwait;
+    struct ncg_round rd;         /* its slots; at the root also what is verified (round.h) */
     struct ncg_msg_ranswer *acc; /* answers merged so far */
-    uint64_t vc, lo, hi;         /* root: slots < vc verified; narrowing range [lo, hi] */
     uint64_t round_ns;           /* root: when its last plain round started (one per interval) */
     struct ncg_msg_rfault *pend; /* faults raised while detached from the parent */
     uint32_t npend;
@@ -217,7 +217,7 @@ void ncg_relay_get_stats(const struct ncg_relay *r, struct ncg_relay_stats *st)
     *st = r->st;
     st->verified = 0;
     for (size_t i = 0; i < r->ncomm; i++)
-        st->verified += r->comm[i]->vc;
+        st->verified += r->comm[i]->rd.vc;
 }
 
 static struct rconn *conn_get(struct ncg_relay *r, int id)
@@ -390,7 +390,7 @@ static struct ncg_verdict *tree_verdict(const struct rcomm *c, uint8_t kind)
     v->kind = kind;
     v->severity = NCG_SEV_ERROR;
     v->comm_id = c->id;
-    v->last_agreed = (int64_t)c->vc - 1;
+    v->last_agreed = (int64_t)c->rd.vc - 1;
     return v;
 }
 
@@ -457,9 +457,9 @@ static void round_begin(struct ncg_relay *r, struct rcomm *c, uint32_t qid, uint
     c->acc->qid = qid;
     c->acc->n = n;
     c->qid = qid;
-    c->q_mode = mode;
-    c->qn = n;
-    memcpy(c->qslot, slots, sizeof *slots * n);
+    c->rd.mode = mode;
+    c->rd.qn = n;
+    memcpy(c->rd.qslot, slots, sizeof *slots * n);
     c->q_active = 1;
     c->nwait = 0;
     r->st.rounds++;
@@ -486,25 +486,11 @@ static void round_begin(struct ncg_relay *r, struct rcomm *c, uint32_t qid, uint
     round_check(r, c);
 }
 
-static void root_query(struct ncg_relay *r, struct rcomm *c, uint8_t mode, uint32_t n,
-                       const uint64_t *slots)
+static void root_query(struct ncg_relay *r, struct rcomm *c)
 {
-    round_begin(r, c, r->next_qid++, mode, n, slots);
-}
-
-static void narrow_start(struct ncg_relay *r, struct rcomm *c)
-{
-    uint64_t span = c->hi - c->lo + 1, s[NCG_WIRE_MAX_SLOTS];
-    c->q_narrow = 1;
-    if (span <= NCG_WIRE_MAX_SLOTS) {
-        for (uint32_t k = 0; k < span; k++)
-            s[k] = c->lo + k;
-        root_query(r, c, NCG_QUERY_RECORDS, (uint32_t)span, s);
-        return;
-    }
-    for (uint32_t k = 0; k < NCG_WIRE_MAX_SLOTS; k++)
-        s[k] = c->lo + (k + 1) * span / NCG_WIRE_MAX_SLOTS - 1;
-    root_query(r, c, 0, NCG_WIRE_MAX_SLOTS, s);
+    uint64_t slots[NCG_WIRE_MAX_SLOTS];
+    memcpy(slots, c->rd.qslot, sizeof slots);
+    round_begin(r, c, r->next_qid++, c->rd.mode, c->rd.qn, slots);
 }
 
 static int group_cmp(const void *a, const void *b)
@@ -530,7 +516,7 @@ static void mismatch_verdict(struct ncg_relay *r, struct rcomm *c, uint32_t k)
     for (uint32_t i = 0; i < ng && i < NCG_WIRE_MAX_CALLS; i++) {
         struct ncg_vcall *vc = &v->calls[v->ncalls++];
         vc->call = g[i]->call;
-        vc->call.seq = c->qslot[k];
+        vc->call.seq = c->rd.qslot[k];
         ncg_rgroup_ranks(g[i], vc->ranks, sizeof vc->ranks);
         snprintf(vc->site, sizeof vc->site, "%s", g[i]->site);
         if (i) {
@@ -539,7 +525,7 @@ static void mismatch_verdict(struct ncg_relay *r, struct rcomm *c, uint32_t k)
         }
     }
     ncg_rgroup_ranks(&others, v->subject, sizeof v->subject);
-    v->slot = (int64_t)c->qslot[k];
+    v->slot = (int64_t)c->rd.qslot[k];
     if (s->more)
         snprintf(v->detail, sizeof v->detail,
                  "more than %u distinct calls at this slot: the others are not shown",
@@ -547,42 +533,20 @@ static void mismatch_verdict(struct ncg_relay *r, struct rcomm *c, uint32_t k)
     verdict_issue(r, c, v);
 }
 
-/* The root's decision on a finished round: coord.c's round_done on merged groups. */
+static int root_agrees(void *arg, uint32_t k)
+{
+    return ncg_rslot_agrees(&((struct rcomm *)arg)->acc->s[k]);
+}
+
+/* The root's decision on a finished round: the coordinator's (round.c), on merged groups. */
 static void root_decide(struct ncg_relay *r, struct rcomm *c)
 {
-    if (!c->q_narrow) {
-        if (ncg_rslot_agrees(&c->acc->s[0]) != 0) {
-            if (c->qslot[0] + 1 > c->vc)
-                c->vc = c->qslot[0] + 1;
-            return;
-        }
-        c->lo = c->vc;
-        c->hi = c->qslot[0];
-        narrow_start(r, c);
-        return;
-    }
-    if (c->q_mode == NCG_QUERY_RECORDS) {
-        for (uint32_t k = 0; k < c->qn; k++) {
-            if (ncg_rslot_agrees(&c->acc->s[k]) == 0) {
-                mismatch_verdict(r, c, k);
-                return;
-            }
-            c->vc = c->qslot[k] + 1;
-        }
-        c->q_narrow = 0;
-        return;
-    }
-    for (uint32_t k = 0; k < c->qn; k++) {
-        if (ncg_rslot_agrees(&c->acc->s[k]) == 0) {
-            c->hi = c->qslot[k];
-            c->vc = c->lo;
-            narrow_start(r, c);
-            return;
-        }
-        c->lo = c->qslot[k] + 1;
-    }
-    c->vc = c->lo;
-    c->q_narrow = 0;
+    uint32_t k = 0;
+    int next = ncg_round_done(&c->rd, root_agrees, c, &k);
+    if (next == NCG_ROUND_MISMATCH)
+        mismatch_verdict(r, c, k);
+    else if (next == NCG_ROUND_ASK)
+        root_query(r, c);
 }
 
 static void round_done(struct ncg_relay *r, struct rcomm *c)
@@ -657,12 +621,11 @@ static void root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_
         n += k->relay ? k->active : 1;
         mn = k->min < mn ? k->min : mn;
     }
-    if (n < 2 || mn == UINT64_MAX || mn <= c->vc)
+    if (n < 2 || mn == UINT64_MAX || mn <= c->rd.vc)
         return;
-    uint64_t t = mn - 1;
-    c->q_narrow = 0;
     c->round_ns = now_ns;
-    root_query(r, c, 0, 1, &t);
+    ncg_round_plain(&c->rd, mn - 1);
+    root_query(r, c);
 }
 
 /* ---- children's messages ---- */
@@ -727,7 +690,8 @@ static void answer_group(struct rcomm *c, uint32_t slot, const struct ncg_answer
     struct ncg_rgroup g = {0};
     if (a->status == NCG_ANS_NONE)
         return;
-    g.status = a->status == NCG_ANS_OK && a->call.seq == c->qslot[slot] ? NCG_ANS_OK : NCG_ANS_GONE;
+    g.status =
+        a->status == NCG_ANS_OK && a->call.seq == c->rd.qslot[slot] ? NCG_ANS_OK : NCG_ANS_GONE;
     if (g.status == NCG_ANS_OK) {
         g.digest = a->digest;
         g.call = a->call;
@@ -742,12 +706,12 @@ static void answer_group(struct rcomm *c, uint32_t slot, const struct ncg_answer
 static void on_answer(struct ncg_relay *r, int conn, const struct ncg_msg_answer *a)
 {
     struct rcomm *c = comm_find(r, a->comm_id);
-    if (!c || !c->q_active || a->qid != c->qid || a->n != c->qn || a->rank >= c->nranks)
+    if (!c || !c->q_active || a->qid != c->qid || a->n != c->rd.qn || a->rank >= c->nranks)
         return;
     struct rkid *k = kid_find(c, conn, 0, a->rank);
     if (!k || !k->waiting)
         return;
-    for (uint32_t s = 0; s < c->qn; s++)
+    for (uint32_t s = 0; s < c->rd.qn; s++)
         answer_group(c, s, &a->a[s], a->rank);
     k->waiting = 0;
     c->nwait--;
@@ -757,12 +721,12 @@ static void on_answer(struct ncg_relay *r, int conn, const struct ncg_msg_answer
 static void on_ranswer(struct ncg_relay *r, int conn, const struct ncg_msg_ranswer *a)
 {
     struct rcomm *c = comm_find(r, a->comm_id);
-    if (!c || !c->q_active || a->qid != c->qid || a->n != c->qn)
+    if (!c || !c->q_active || a->qid != c->qid || a->n != c->rd.qn)
         return;
     struct rkid *k = kid_find(c, conn, 1, 0);
     if (!k || !k->waiting)
         return;
-    for (uint32_t s = 0; s < c->qn; s++) {
+    for (uint32_t s = 0; s < c->rd.qn; s++) {
         for (uint32_t j = 0; j < a->s[s].ngroups; j++)
             ncg_rslot_merge(&c->acc->s[s], &a->s[s].g[j]);
         c->acc->s[s].more |= a->s[s].more;
