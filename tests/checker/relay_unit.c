@@ -225,6 +225,7 @@ static struct {
     int qh, qt;
     uint64_t now;
     uint8_t client_verdicts;
+    int frozen; /* a relay that runs no more (frames to it are lost), or -1 */
 } T;
 
 static void push(int kind, int relay, int conn, const struct ncg_msg *m)
@@ -328,6 +329,10 @@ static void pump(void)
         free(p.b);
         if (k != p.n)
             continue;
+        if (p.relay == T.frozen) {
+            ncg_msg_release(&m);
+            continue;
+        }
         if (p.kind == TO_CHILD)
             ncg_relay_message(T.r[p.relay], p.conn, &m, T.now);
         else if (p.kind == TO_PARENT)
@@ -375,6 +380,7 @@ static void tree(int three_levels)
     uint8_t cv = T.client_verdicts;
     memset(&T, 0, sizeof T);
     T.client_verdicts = cv;
+    T.frozen = -1;
     memset(T.child_relay, -1, sizeof T.child_relay);
     int nr = three_levels ? 3 : 2;
     for (int i = 0; i < nr; i++) {
@@ -663,8 +669,45 @@ static void test_exited(void)
     tree_free(3);
 }
 
+/* A frozen relay (SIGSTOP, a partitioned host): its parent hears nothing for the heartbeat
+ * timeout and declares its own ranks dead; its child relay sees a silent parent. */
+static void test_silent_relay(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    CHECK(!ncg_relay_parent_silent(T.r[2], T.now));
+    /* relay 1 freezes: only the root, relay 2 and their own clients go on */
+    T.frozen = 1;
+    for (int t = 0; t < 60; t++) {
+        T.now += 200000000ull;
+        for (int i = 0; i < T.ncl; i++)
+            if (T.cl[i].relay == 0 || T.cl[i].relay == 2) {
+                struct ncg_msg m = {.type = NCG_MSG_REPORT};
+                m.u.report.n = 1;
+                m.u.report.e[0].comm_id = 0xc0;
+                m.u.report.e[0].nranks = (uint32_t)T.ncl;
+                m.u.report.e[0].rank = (uint32_t)T.cl[i].rank;
+                m.u.report.e[0].count = 10;
+                push(TO_CHILD, T.cl[i].relay, T.cl[i].conn, &m);
+            }
+        ncg_relay_tick(T.r[2], T.now);
+        ncg_relay_tick(T.r[0], T.now);
+        pump();
+    }
+    CHECK(ncg_relay_parent_silent(T.r[2], T.now)); /* its caller reattaches it */
+    CHECK(T.cl[0].verdicts == 1 && T.cl[0].v && T.cl[0].v->kind == NCG_V_RANK_DIED &&
+          !strcmp(T.cl[0].v->subject, "2"));
+    if (T.cl[0].v)
+        CHECK(strstr(T.cl[0].v->detail, "silent for") != NULL);
+    tree_free(3);
+}
+
 int main(void)
 {
+    test_silent_relay();
     test_exited();
     test_topology();
     test_helpers();
