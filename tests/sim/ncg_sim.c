@@ -36,7 +36,9 @@ static struct {
     int64_t mismatch_rank, kill_rank, kill_relay;
     uint64_t mismatch_slot;
     int json;
-} A = {1024, 8, 1, 16, 2, 100, 10, 2, 3, -1, -1, -1, 0, 0};
+    int64_t stop_relay;
+    double hb_s;
+} A = {1024, 8, 1, 16, 2, 100, 10, 2, 3, -1, -1, -1, 0, 0, -1, 10};
 
 static uint32_t nnodes;
 static uint64_t T0, t_event, t_end, w_start, w_end;
@@ -100,10 +102,11 @@ static void chains_init(void)
 
 /* ---- the process's objects ---- */
 
-struct vr {                  /* a virtual rank: one client process holding one rank */
-    uint32_t rank, node, at; /* at: the node of the relay it talks to */
-    uint8_t dead, sock;
-    int relay, conn; /* in-process link: relay index here and conn id there */
+struct vr {                     /* a virtual rank: one client process holding one rank */
+    uint32_t rank, node, at;    /* at: the node of the relay it talks to */
+    uint8_t dead, sock, frozen; /* frozen: its process stopped (--stop-relay) */
+    uint64_t rx_ns;             /* its checker was last heard from */
+    int relay, conn;            /* in-process link: relay index here and conn id there */
     struct ncg_peer peer;
     uint32_t verdicts;
     uint64_t got_ns;
@@ -121,7 +124,7 @@ struct sr { /* a relay */
     uint32_t node, up_node;
     struct ncg_relay *r;
     int lfd;
-    uint8_t dead, up_ok;
+    uint8_t dead, up_ok, frozen;
     struct ncg_peer up;
     struct sconn *c;
     int nc;
@@ -332,7 +335,7 @@ static uint64_t count_at(uint64_t t)
 
 static void vr_send(struct vr *v, const struct ncg_msg *m)
 {
-    if (v->dead)
+    if (v->dead || v->frozen)
         return;
     if (v->sock)
         ncg_peer_send(&v->peer, m);
@@ -403,8 +406,9 @@ static void vr_answer(struct vr *v, const struct ncg_msg_query *q)
 
 static void vr_rx(struct vr *v, const struct ncg_msg *m)
 {
-    if (v->dead)
+    if (v->dead || v->frozen)
         return;
+    v->rx_ns = now_ns();
     if (m->type == NCG_MSG_QUERY) {
         vr_answer(v, &m->u.query);
     } else if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
@@ -422,6 +426,7 @@ static void vr_reattach(struct vr *v, uint32_t dead_node)
     if (dead_node == 0)
         return;
     v->at = parent_of(dead_node);
+    v->rx_ns = now_ns();
     int fd = sock_connect(v->at);
     if (fd < 0)
         return;
@@ -456,6 +461,22 @@ static void kill_relay(struct sr *s)
         else
             vr_reattach(v, s->node);
     }
+}
+
+/* The relay's process stops (SIGSTOP, a host cut off): nothing of it runs any more, its
+ * sockets stay open. Its node's other ranks and its child relays notice the silence. */
+static void freeze_relay(struct sr *s)
+{
+    s->frozen = 1;
+    epoll_ctl(ep, EPOLL_CTL_DEL, s->lfd, NULL);
+    if (s->up_ok)
+        epoll_ctl(ep, EPOLL_CTL_DEL, s->up.fd, NULL);
+    for (int i = 0; i < s->nc; i++)
+        if (s->c[i].used && !s->c[i].local)
+            epoll_ctl(ep, EPOLL_CTL_DEL, s->c[i].p.fd, NULL);
+    for (uint32_t i = 0; i < nv; i++)
+        if (!V[i].sock && V[i].relay == (int)(s - R) && V[i].rank % A.per_node == 0)
+            V[i].frozen = 1; /* its own rank */
 }
 
 static void kill_rank(uint32_t rank)
@@ -495,7 +516,7 @@ static void lq_drain(void)
             continue;
         if (h.to_relay) {
             struct sr *s = &R[h.idx];
-            if (!s->dead) {
+            if (!s->dead && !s->frozen) {
                 uint64_t t = now_ns();
                 ncg_relay_message(s->r, h.conn, &m, t);
                 s->busy_ns += now_ns() - t;
@@ -547,7 +568,7 @@ static void flush_all(void)
 {
     for (uint32_t i = 0; i < nr; i++) {
         struct sr *s = &R[i];
-        if (s->dead)
+        if (s->dead || s->frozen)
             continue;
         if (s->up_ok && s->up.txlen && ncg_peer_flush(&s->up) < 0)
             up_lost(s);
@@ -620,7 +641,7 @@ static void run_proc(int wfd, int rel, int proc)
         struct ncg_relay_params p = {0};
         p.token = TOKEN;
         p.interval_ms = 100;
-        p.heartbeat_timeout_s = 10;
+        p.heartbeat_timeout_s = A.hb_s;
         p.node = n;
         p.root = n == 0;
         p.embedded = 1;
@@ -658,8 +679,10 @@ static void run_proc(int wfd, int rel, int proc)
     for (uint32_t i = 0; i < nr; i++)
         if (R[i].node)
             up_attach(&R[i]);
-    for (uint32_t i = 0; i < nv; i++)
+    for (uint32_t i = 0; i < nv; i++) {
+        V[i].rx_ns = now_ns();
         vr_hello(&V[i]);
+    }
     const uint64_t slot_ns = 5000000ull, iv = 100000000ull;
     uint64_t next = T0, tick_no = 0;
     int killed = 0, w0 = 0, w1 = 0;
@@ -683,6 +706,12 @@ static void run_proc(int wfd, int rel, int proc)
             cpu_w1 = cpu_s();
             for (uint32_t i = 0; i < nr; i++)
                 R[i].busy_w1 = R[i].busy_ns;
+        }
+        if (!killed && t_event && t >= t_event && A.stop_relay >= 0) {
+            killed = 1;
+            int ri = relay_index((uint32_t)A.stop_relay);
+            if (ri >= 0)
+                freeze_relay(&R[ri]);
         }
         if (!killed && t_event && t >= t_event && (A.kill_rank >= 0 || A.kill_relay >= 0)) {
             killed = 1;
@@ -730,12 +759,23 @@ static void run_proc(int wfd, int rel, int proc)
         t = now_ns();
         if (t >= next) { /* one of 20 buckets: each rank reports, each relay ticks, every 100 ms */
             uint32_t b = (uint32_t)(tick_no % (iv / slot_ns));
-            for (uint32_t i = 0; i < nv; i++)
-                if (!V[i].dead && (V[i].rank % (iv / slot_ns)) == b)
-                    vr_report(&V[i], t);
+            for (uint32_t i = 0; i < nv; i++) {
+                struct vr *v = &V[i];
+                if (v->dead || v->frozen || (v->rank % (iv / slot_ns)) != b)
+                    continue;
+                if (v->rx_ns && t - v->rx_ns > (uint64_t)(A.hb_s * 1e9) && v->at) {
+                    if (v->sock) { /* silent checker: one level up */
+                        epoll_ctl(ep, EPOLL_CTL_DEL, v->peer.fd, NULL);
+                        ncg_peer_close(&v->peer);
+                        v->sock = 0;
+                    }
+                    vr_reattach(v, v->at);
+                }
+                vr_report(v, t);
+            }
             for (uint32_t i = 0; i < nr; i++) {
                 struct sr *s = &R[i];
-                if (s->dead)
+                if (s->dead || s->frozen)
                     continue;
                 if (s->node == 0 || s->node % (iv / slot_ns) == b) /* the root: every 5 ms */
                     BUSY(s, ncg_relay_tick(s->r, t));
@@ -761,7 +801,7 @@ static void run_proc(int wfd, int rel, int proc)
     res.first_ns = UINT64_MAX;
     for (uint32_t i = 0; i < nv; i++) {
         struct vr *v = &V[i];
-        if (v->dead)
+        if (v->dead || v->frozen)
             continue;
         res.expected++;
         if (!v->verdicts)
@@ -818,7 +858,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: ncg-sim --ranks N --per-node K [--comms C] [--rate CALLS_PER_S] [--seconds T]\n"
-            "               [--fanout F] [--workers W]\n"
+            "               [--fanout F] [--workers W] [--heartbeat-s H] [--stop-relay NODE]\n"
             "               [--mismatch-rank R --mismatch-slot S | --kill-rank R | --kill-relay "
             "NODE] --json\n");
     exit(2);
@@ -853,6 +893,10 @@ int main(int argc, char **argv)
             A.kill_rank = atol(v);
         else if (OPT("--kill-relay"))
             A.kill_relay = atol(v);
+        else if (OPT("--stop-relay"))
+            A.stop_relay = atol(v);
+        else if (OPT("--heartbeat-s"))
+            A.hb_s = atof(v);
         else if (!strcmp(a, "--json"))
             A.json = 1;
         else
@@ -867,9 +911,11 @@ int main(int argc, char **argv)
         A.workers = nnodes - 1;
     if (nnodes == 1)
         A.workers = 0;
-    int faults = (A.mismatch_rank >= 0) + (A.kill_rank >= 0) + (A.kill_relay >= 0);
+    int faults =
+        (A.mismatch_rank >= 0) + (A.kill_rank >= 0) + (A.kill_relay >= 0) + (A.stop_relay >= 0);
     if (faults > 1 || (A.mismatch_rank >= (int64_t)A.ranks) || A.kill_rank >= (int64_t)A.ranks ||
-        A.kill_relay >= (int64_t)nnodes || A.kill_relay == 0 ||
+        A.kill_relay >= (int64_t)nnodes || A.kill_relay == 0 || A.stop_relay >= (int64_t)nnodes ||
+        A.stop_relay == 0 || A.hb_s < 1 ||
         (A.kill_rank >= 0 && A.kill_rank < (int64_t)A.per_node && A.kill_rank % A.per_node == 0)) {
         fprintf(stderr,
                 "ncg-sim: one fault at a time; the root (node 0, rank 0) cannot be killed\n");
@@ -894,6 +940,8 @@ int main(int argc, char **argv)
     if (faults) {
         w_end = t_event > w_start + 500000000ull ? t_event : w_start + 500000000ull;
         t_end = t_event + 4000000000ull; /* the targets are 2 and 3 s */
+        if (A.stop_relay >= 0)           /* found by the heartbeat */
+            t_end += (uint64_t)(A.hb_s * 1e9);
         if (A.seconds > 0 && T0 + (uint64_t)(A.seconds * 1e9) > t_end)
             t_end = T0 + (uint64_t)(A.seconds * 1e9);
     } else {

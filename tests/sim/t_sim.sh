@@ -1,7 +1,7 @@
 # The relay tree through ncg-sim (512 virtual ranks, 64 nodes of 8, fan-out 4 so that the tree
 # has three levels): a healthy run checks slots and draws no verdict; a mismatch, a rank's
-# death and a relay's death are each found, the right rank named, every live rank notified
-# exactly once within the bounds (2 s mismatch, 3 s deaths).
+# death, a relay's death and a frozen relay are each found, the right rank named, every live
+# rank notified exactly once within the bounds (2 s mismatch, 3 s deaths, heartbeat + 1.5 s).
 set -u
 SIM=$NCG_BUILD/tests/ncg-sim
 [ -x "$SIM" ] || { echo "ncg-sim not built"; exit 1; }
@@ -36,4 +36,6 @@ run mismatch MISMATCH 301 2 --mismatch-rank 301 --mismatch-slot 250
 run kill-rank RANK_DIED 77 3 --kill-rank 77
 run kill-relay RANK_DIED 72 3 --kill-relay 9
 run kill-relay-inner RANK_DIED 8 3 --kill-relay 1
+# a frozen relay (its process stopped, sockets open): caught by the heartbeat (2 s here)
+run stop-relay RANK_DIED 8 3.5 --stop-relay 1 --heartbeat-s 2
 exit $fail
