@@ -28,6 +28,8 @@ struct rkid {
     uint8_t how;   /* client, K_GONE: NCG_BYE_ABORT / NCG_BYE_VERDICT of its goodbye */
     uint8_t ngone; /* child relay: ranks that left beneath it (its last RSTAT) */
     struct ncg_rgone gone[NCG_RELAY_GONE];
+    uint8_t nlow, low_more; /* child relay: ranks at its minimum */
+    uint32_t low[NCG_RELAY_LOW];
 };
 
 struct rcomm {
@@ -45,6 +47,8 @@ struct rcomm {
     uint64_t round_ns;           /* root: when its last plain round started (one per interval) */
     struct ncg_msg_rfault *pend; /* faults raised while detached from the parent */
     uint32_t npend;
+    uint64_t progress_ns; /* a count beneath this relay last grew (LAG) */
+    uint8_t lag_warned;   /* root: a LAG warning is outstanding */
 };
 
 struct rconn {
@@ -309,31 +313,31 @@ static struct rkid *kid_add(struct rcomm *c, int conn, int relay, uint32_t rank)
 /* ---- sending ---- */
 
 /* The tree's verdict as a client expects it: per-rank arrays (counts unknown here). */
-static struct ncg_verdict *client_verdict(const struct rcomm *c)
+static struct ncg_verdict *client_verdict(const struct rcomm *c, const struct ncg_verdict *tv)
 {
     struct ncg_verdict *v = ncg_verdict_new(c->nranks);
     if (!v)
         return NULL;
     int64_t *counts = v->counts;
     int32_t *members = v->members;
-    *v = *c->last;
+    *v = *tv;
     v->nranks = c->nranks;
     v->counts = counts;
     v->members = members;
     v->notes = NULL;
-    if (c->last->notes)
-        ncg_verdict_set_notes(v, c->last->notes);
+    if (tv->notes)
+        ncg_verdict_set_notes(v, tv->notes);
     return v;
 }
 
 /* c's verdict to conn, or (conn < 0) to every child once; client connections get a plain
  * VERDICT when the relay serves real clients. */
-static void send_verdict(struct ncg_relay *r, struct rcomm *c, int conn)
+static void send_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v, int conn)
 {
     struct ncg_msg m = {.type = NCG_MSG_RVERDICT}, cm = {.type = NCG_MSG_VERDICT};
     m.u.rverdict.comm_nranks = c->nranks;
-    m.u.rverdict.v = c->last;
-    cm.u.verdict = r->p.client_verdicts ? client_verdict(c) : NULL;
+    m.u.rverdict.v = v;
+    cm.u.verdict = r->p.client_verdicts ? client_verdict(c, v) : NULL;
     for (uint32_t i = 0; i < c->nk; i++) {
         int cn = c->k[i].conn;
         uint32_t j;
@@ -373,13 +377,18 @@ static void verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdi
     v->nranks = c->nranks; /* the headline's "(N ranks)"; the summary reads no per-rank array */
     ncg_verdict_summary(v, sum, sizeof sum);
     v->nranks = 0;
-    r_event(r, "verdict: %s", sum);
+    r_event(r, "%s %s", v->severity == NCG_SEV_WARN ? "warning:" : "verdict:", sum);
+    r->st.verdicts++;
+    if (v->severity == NCG_SEV_WARN) { /* sent, not kept: the checking goes on */
+        send_verdict(r, c, v, -1);
+        ncg_verdict_free(v);
+        return;
+    }
     c->done = 1;
     c->q_active = 0;
     ncg_verdict_free(c->last);
     c->last = v;
-    r->st.verdicts++;
-    send_verdict(r, c, -1);
+    send_verdict(r, c, v, -1);
 }
 
 static struct ncg_verdict *tree_verdict(const struct rcomm *c, uint8_t kind)
@@ -607,6 +616,58 @@ static void root_check_exited(struct ncg_relay *r, struct rcomm *c)
     verdict_issue(r, c, v);
 }
 
+/* coord.c's check_lag over the tree: counts differ and nothing beneath grew for lag_warn_s. */
+static void root_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
+{
+    uint64_t mn = UINT64_MAX, mx = 0;
+    uint32_t known = 0;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        known += k->relay ? k->known : 1;
+        if (k->state != K_ACTIVE || (k->relay && !k->active))
+            continue;
+        mn = k->min < mn ? k->min : mn;
+        mx = k->max > mx ? k->max : mx;
+    }
+    if (known < c->nranks)
+        return; /* not every member known yet */
+    if (mn == UINT64_MAX || mn == mx) {
+        c->lag_warned = 0;
+        return;
+    }
+    double idle = (double)(now_ns - c->progress_ns) / 1e9;
+    int act = r->p.lag_abort_s > 0 && idle >= r->p.lag_abort_s;
+    if (!act && (r->p.lag_warn_s <= 0 || idle < r->p.lag_warn_s || c->lag_warned))
+        return;
+    struct ncg_verdict *v = tree_verdict(c, NCG_V_LAG);
+    int32_t who[NCG_RELAY_DEAD];
+    size_t n = 0;
+    int more = 0;
+    if (!v)
+        return;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        if (k->state != K_ACTIVE || (k->relay && !k->active) || k->min != mn)
+            continue;
+        if (!k->relay && n < NCG_RELAY_DEAD)
+            who[n++] = (int32_t)k->rank;
+        for (uint32_t j = 0; k->relay && j < k->nlow && n < NCG_RELAY_DEAD; j++)
+            who[n++] = (int32_t)k->low[j];
+        more |= k->relay && k->low_more;
+    }
+    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+    if (more) { /* more laggards than listed */
+        size_t len = strlen(v->subject);
+        snprintf(v->subject + len, sizeof v->subject - len, ",...");
+    }
+    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
+    v->slot = (int64_t)mn;
+    snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle,
+             mn, mx);
+    c->lag_warned = 1;
+    verdict_issue(r, c, v);
+}
+
 static void root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
 {
     uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
@@ -638,7 +699,8 @@ static void kid_remove(struct ncg_relay *r, struct rcomm *c, uint32_t i)
     round_check(r, c);
 }
 
-static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report *rep)
+static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report *rep,
+                      uint64_t now_ns)
 {
     for (uint32_t e = 0; e < rep->n; e++) {
         const struct ncg_report_entry *x = &rep->e[e];
@@ -651,16 +713,19 @@ static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report
                 continue;
             k->min = k->max = x->count;
             k->known = k->active = 1;
+            c->progress_ns = now_ns;
             if (c->done && c->last)
-                send_verdict(r, c, conn); /* too late for the verdict: it concerns it */
+                send_verdict(r, c, c->last, conn); /* too late for it: it concerns it */
             continue;
         }
-        if (k->state == K_ACTIVE && x->count > k->max)
+        if (k->state == K_ACTIVE && x->count > k->max) {
             k->min = k->max = x->count;
+            c->progress_ns = now_ns;
+        }
     }
 }
 
-static void on_rstat(struct ncg_relay *r, int conn, const struct ncg_msg_rstat *st)
+static void on_rstat(struct ncg_relay *r, int conn, const struct ncg_msg_rstat *st, uint64_t now_ns)
 {
     for (uint32_t e = 0; e < st->n; e++) {
         const struct ncg_rstat_ent *x = &st->e[e];
@@ -672,7 +737,7 @@ static void on_rstat(struct ncg_relay *r, int conn, const struct ncg_msg_rstat *
             if (!(k = kid_add(c, conn, 1, 0)))
                 continue;
             if (c->done && c->last)
-                send_verdict(r, c, conn);
+                send_verdict(r, c, c->last, conn);
         }
         k->min = x->min;
         k->max = x->max;
@@ -682,6 +747,13 @@ static void on_rstat(struct ncg_relay *r, int conn, const struct ncg_msg_rstat *
         memcpy(k->own, x->own, sizeof *x->own * x->nown);
         k->ngone = x->ngone;
         memcpy(k->gone, x->gone, sizeof *x->gone * x->ngone);
+        k->nlow = x->nlow;
+        k->low_more = x->low_more;
+        memcpy(k->low, x->low, sizeof *x->low * x->nlow);
+        uint64_t idle = (uint64_t)x->idle_ms * 1000000ull;
+        uint64_t at = now_ns > idle ? now_ns - idle : 0; /* its last progress, in our clock */
+        if (at > c->progress_ns)
+            c->progress_ns = at;
     }
 }
 
@@ -872,7 +944,7 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
     switch (m->type) {
     case NCG_MSG_REPORT:
         if (!cc->relay)
-            on_report(r, conn, &m->u.report);
+            on_report(r, conn, &m->u.report, now_ns);
         break;
     case NCG_MSG_ANSWER:
         if (!cc->relay)
@@ -884,7 +956,7 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
         break;
     case NCG_MSG_RSTAT:
         if (cc->relay)
-            on_rstat(r, conn, &m->u.rstat);
+            on_rstat(r, conn, &m->u.rstat, now_ns);
         break;
     case NCG_MSG_RANSWER:
         if (cc->relay)
@@ -923,7 +995,15 @@ static void gone_add(struct ncg_rstat_ent *e, const struct ncg_rgone *g)
     e->gone[at] = *g;
 }
 
-static void send_stats(struct ncg_relay *r)
+static void low_add(struct ncg_rstat_ent *e, uint32_t rank)
+{
+    if (e->nlow < NCG_RELAY_LOW)
+        e->low[e->nlow++] = rank;
+    else
+        e->low_more = 1;
+}
+
+static void send_stats(struct ncg_relay *r, uint64_t now_ns)
 {
     static struct ncg_msg m;
     memset(&m, 0, sizeof m);
@@ -958,6 +1038,18 @@ static void send_stats(struct ncg_relay *r)
         }
         if (e->min == UINT64_MAX)
             e->min = e->max = 0;
+        for (uint32_t i = 0; i < c->nk; i++) { /* the ranks at min: the laggards, for LAG */
+            const struct rkid *k = &c->k[i];
+            if (k->state != K_ACTIVE || (k->relay && !k->active) || k->min != e->min)
+                continue;
+            if (!k->relay)
+                low_add(e, k->rank);
+            for (uint32_t j = 0; k->relay && j < k->nlow; j++)
+                low_add(e, k->low[j]);
+            e->low_more |= k->relay && k->low_more;
+        }
+        uint64_t idle = now_ns > c->progress_ns ? (now_ns - c->progress_ns) / 1000000ull : 0;
+        e->idle_ms = idle > UINT32_MAX ? UINT32_MAX : (uint32_t)idle;
         if (e->known > e->nranks)
             e->known = e->nranks;
         if (e->active > e->known)
@@ -981,7 +1073,7 @@ void ncg_relay_parent_up(struct ncg_relay *r, uint64_t now_ns)
     r->attached = 1;
     r->parent_rx_ns = now_ns;
     r->ops.up(r->ops.arg, &m);
-    send_stats(r);
+    send_stats(r, now_ns);
     r->last_stat_ns = now_ns;
     for (size_t ci = 0; ci < r->ncomm; ci++) {
         struct rcomm *c = r->comm[ci];
@@ -1040,14 +1132,18 @@ void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint
             r->st.ignored++;
             return;
         }
+        r->st.forwarded++;
+        if (m->u.rverdict.v->severity == NCG_SEV_WARN) { /* a warning: passed on, not kept */
+            send_verdict(r, c, m->u.rverdict.v, -1);
+            return;
+        }
         struct ncg_verdict *v = verdict_dup(m->u.rverdict.v);
         if (!v)
             return;
         c->done = 1;
         c->q_active = 0;
         c->last = v;
-        r->st.forwarded++;
-        send_verdict(r, c, -1);
+        send_verdict(r, c, v, -1);
     }
 }
 
@@ -1079,12 +1175,14 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
     if (!r->p.root && r->attached && now_ns - r->last_stat_ns >= iv - iv / 8) { /* a tick a
                                                                   little early still counts */
         r->last_stat_ns = now_ns;
-        send_stats(r); /* before a comm whose ranks all left is forgotten below */
+        send_stats(r, now_ns); /* before a comm whose ranks all left is forgotten below */
     }
     for (size_t ci = 0; ci < r->ncomm;) {
         struct rcomm *c = r->comm[ci];
         if (r->p.root && !c->done)
             root_check_exited(r, c);
+        if (r->p.root && !c->done)
+            root_check_lag(r, c, now_ns);
         if (r->p.root && !c->done && !c->q_active)
             root_round_start(r, c, now_ns);
         int live = 0;

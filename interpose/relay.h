@@ -24,6 +24,8 @@ struct ncg_relay_params {
     /* 1: clients get a plain VERDICT (per-rank arrays, counts unknown), as interpose/client.c
      * expects; 0: RVERDICT (the simulator's virtual ranks read it, saving 12 B x ranks each) */
     uint8_t client_verdicts;
+    double lag_warn_s;  /* root: LAG warning after this long without progress (0: none) */
+    double lag_abort_s; /* root: LAG becomes an error after this long (0: never) */
 };
 
 struct ncg_relay_ops {

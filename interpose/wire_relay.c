@@ -76,6 +76,13 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
                 ncg_put8(w, e->gone[j].how);
                 ncg_put64(w, e->gone[j].count);
             }
+            if (e->nlow > NCG_RELAY_LOW)
+                return -1;
+            ncg_put32(w, e->idle_ms);
+            ncg_put8(w, e->nlow);
+            ncg_put8(w, e->low_more);
+            for (j = 0; j < e->nlow; j++)
+                ncg_put32(w, e->low[j]);
         }
         return 0;
     case NCG_MSG_RANSWER: {
@@ -164,6 +171,14 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
                     (e->gone[j].how & ~(NCG_BYE_ABORT | NCG_BYE_VERDICT)))
                     return -1;
             }
+            e->idle_ms = ncg_get32(r);
+            e->nlow = ncg_get8(r);
+            e->low_more = ncg_get8(r);
+            if (e->nlow > NCG_RELAY_LOW || e->low_more > 1)
+                return -1;
+            for (j = 0; j < e->nlow; j++)
+                if ((e->low[j] = ncg_get32(r)) >= e->nranks)
+                    return -1;
         }
         return 0;
     case NCG_MSG_RANSWER: {

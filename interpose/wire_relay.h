@@ -12,6 +12,7 @@
 #define NCG_RELAY_DEAD 64u  /* ranks per RFAULT */
 #define NCG_RELAY_GONE 8u   /* ranks that left, per RSTAT entry (the lowest final counts) */
 #define NCG_RELAY_STAT 32u  /* comm entries per RSTAT (more comms: several RSTATs) */
+#define NCG_RELAY_LOW 8u    /* ranks at the subtree's minimum count, per RSTAT entry (LAG) */
 
 struct ncg_msg_rhello {
     uint64_t token;
@@ -36,6 +37,10 @@ struct ncg_rstat_ent {
         uint8_t how; /* NCG_BYE_ABORT / NCG_BYE_VERDICT from its goodbye, else 0 */
         uint64_t count;
     } gone[NCG_RELAY_GONE];
+    uint32_t idle_ms; /* since a count beneath it last grew (LAG) */
+    uint8_t nlow;     /* ranks at min (the lagging ones when counts differ) */
+    uint8_t low_more; /* more ranks at min than listed */
+    uint32_t low[NCG_RELAY_LOW];
 };
 struct ncg_msg_rstat {
     uint32_t n;

@@ -225,6 +225,7 @@ static struct {
     int qh, qt;
     uint64_t now;
     uint8_t client_verdicts;
+    double lag_warn_s, lag_abort_s;
     int frozen; /* a relay that runs no more (frames to it are lost), or -1 */
 } T;
 
@@ -378,8 +379,11 @@ static void tick_all(int nr)
 static void tree(int three_levels)
 {
     uint8_t cv = T.client_verdicts;
+    double lw = T.lag_warn_s, la = T.lag_abort_s;
     memset(&T, 0, sizeof T);
     T.client_verdicts = cv;
+    T.lag_warn_s = lw;
+    T.lag_abort_s = la;
     T.frozen = -1;
     memset(T.child_relay, -1, sizeof T.child_relay);
     int nr = three_levels ? 3 : 2;
@@ -391,6 +395,8 @@ static void tree(int three_levels)
         p.root = i == 0;
         p.pid = 1000 + 2 * (uint32_t)i; /* = the pid of the relay's first rank */
         p.client_verdicts = T.client_verdicts;
+        p.lag_warn_s = T.lag_warn_s;
+        p.lag_abort_s = T.lag_abort_s;
         strcpy(p.host, "h");
         OA[i].relay = i;
         struct ncg_relay_ops ops = {op_send, op_drop, op_up, NULL, &OA[i]};
@@ -705,8 +711,55 @@ static void test_silent_relay(void)
     tree_free(3);
 }
 
+/* LAG: rank 5 (beneath two relays) stays 2 calls behind and nobody progresses: one warning
+ * (the checking goes on), or with lag_abort_s an error verdict. */
+static void test_lag(void)
+{
+    T.lag_warn_s = 1;
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = i == 5 ? 8 : 10;
+    report_all();
+    for (int t = 0; t < 5; t++)
+        tick_all(3);
+    CHECK(T.cl[0].verdicts == 0); /* 0.5 s: not yet */
+    for (int t = 0; t < 25; t++) {
+        report_all();
+        tick_all(3);
+    }
+    for (int i = 0; i < T.ncl; i++) /* once, to every rank */
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].v && T.cl[i].v->kind == NCG_V_LAG &&
+              T.cl[i].v->severity == NCG_SEV_WARN && !strcmp(T.cl[i].v->subject, "5"));
+    if (T.cl[0].v)
+        CHECK(strstr(T.cl[0].v->detail, "(slot counts 8..10)") != NULL);
+    /* a warning does not end the checking: a mismatch is still found */
+    T.cl[3].odd_from = 12;
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 20;
+    report_all();
+    for (int t = 0; t < 5; t++)
+        tick_all(3);
+    CHECK(T.cl[0].verdicts == 2);
+    tree_free(3);
+    T.lag_abort_s = 2;
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = i == 5 ? 8 : 10;
+    for (int t = 0; t < 30; t++) {
+        report_all();
+        tick_all(3);
+    }
+    CHECK(T.cl[0].verdicts == 2 && T.cl[4].verdicts == 2); /* the warning, then the error */
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[0], &st);
+    CHECK(st.verdicts == 2);
+    tree_free(3);
+    T.lag_warn_s = T.lag_abort_s = 0;
+}
+
 int main(void)
 {
+    test_lag();
     test_silent_relay();
     test_exited();
     test_topology();

@@ -645,6 +645,7 @@ static void run_proc(int wfd, int rel, int proc)
         p.node = n;
         p.root = n == 0;
         p.embedded = 1;
+        p.lag_warn_s = 60;               /* the coordinator's defaults */
         p.pid = 100000 + n * A.per_node; /* the node's first rank's process */
         snprintf(p.host, sizeof p.host, "n%u", n);
         struct ncg_relay_ops ops = {op_send, op_drop, op_up, op_event, (void *)(uintptr_t)nr};

@@ -3,7 +3,8 @@
  * reach it with NCCLGUARD_COORD=host:port (the client protocol, unchanged: interpose/client.c
  * sees a standalone checker), and it links to its parent relay over TCP. Not the zero-config
  * wiring (docs/checker.md): a test harness.
- *   ncg-relayd --node N [--parent HOST:PORT] [--token STRING] [--interval-ms MS] */
+ *   ncg-relayd --node N [--parent HOST:PORT] [--token STRING] [--interval-ms MS]
+ * NCCLGUARD_LAG_WARN_S / NCCLGUARD_LAG_ABORT_S as for the coordinator (defaults 60 / 0). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netdb.h>
@@ -84,6 +85,9 @@ int main(int argc, char **argv)
     p.interval_ms = 100;
     p.heartbeat_timeout_s = 10;
     p.client_verdicts = 1;
+    const char *lw = getenv("NCCLGUARD_LAG_WARN_S"), *la = getenv("NCCLGUARD_LAG_ABORT_S");
+    p.lag_warn_s = lw ? atof(lw) : 60;
+    p.lag_abort_s = la ? atof(la) : 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--node"))
             p.node = (uint32_t)atol(argv[i + 1]);

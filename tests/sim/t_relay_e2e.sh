@@ -2,7 +2,8 @@
 # (build/tests/ncg-relayd): 16 ranks in 4 "nodes" of 4 (LOCAL_WORLD_SIZE), node relays 1..3
 # under the root relay 0 in three levels (1 -> 0, 2 -> 1, 3 -> 1); each rank reaches its node's
 # relay through NCCLGUARD_COORD. A count mismatch on rank 1, a SIGKILLed rank 13 (beneath two
-# relays), rank 10 returning early (RANK EXITED), and a healthy run: verdicts named right on every rank, through the real client.
+# relays), rank 10 returning early (RANK EXITED), rank 1 lagging 3 s (a LAG warning, the job
+# completes), and a healthy run: verdicts named right on every rank, through the real client.
 # ncg-modes: sync async
 . "$NCG_ROOT/tests/checker/lib.sh"
 RD=$B/tests/ncg-relayd
@@ -21,10 +22,15 @@ start_relay() { # node [parent-node]
   grep -oE 'listening on [^ ]+' "$NCG_TMP/relay.$node" | sed 's/.*://' >"$NCG_TMP/port.$node"
   [ -s "$NCG_TMP/port.$node" ] || fail "relay $node did not start: $(cat "$NCG_TMP/relay.$node")"
 }
-start_relay 0
-start_relay 1 0
-start_relay 2 1
-start_relay 3 1
+start_tree() { # a fresh tree: (re)start relays 0..3
+  for p in $pids; do kill $p 2>/dev/null; wait $p 2>/dev/null; done
+  pids=""
+  start_relay 0
+  start_relay 1 0
+  start_relay 2 1
+  start_relay 3 1
+}
+start_tree
 # each rank: its node's relay (RANK / 4) as its checker
 W=$NCG_TMP/wrap.sh
 cat >"$W" <<WEOF
@@ -52,4 +58,12 @@ for n in 0 1 2 3; do
   grep -q 'verdict' "$NCG_TMP/relay.$n" && [ $n != 0 ] && fail "relay $n issued a verdict: $(cat "$NCG_TMP/relay.$n")"
 done
 expect "$(grep -c '^ncg-relayd: verdict:' "$NCG_TMP/relay.0")" 3 "verdicts issued by the root relay"
-echo "ok: mismatch, rank died, rank exited and healthy through a 3-level relay tree"
+# LAG, with a 1 s threshold in the root relay (a tree of its own: the healthy runs above keep
+# the default, as a short threshold also warns about a slow start)
+NCCLGUARD_LAG_WARN_S=1 start_tree
+SCEN_LAG_S=3 guarded "$NCG_TMP/out5" "$LAUNCH" -n 16 -t 60 "$W" "$SCEN" lag
+expect "$RC" 0 "LAG is a warning: the job completes"
+expect "$(nlines '^ncclguard: WARNING: LAG on comm [0-9a-f]+ \(16 ranks\): rank 1 behind, nobody progressed')" 16 "LAG warning through relays"
+expect "$(nlines '^ncclguard: VERDICT:')" 0 "no error verdict with the LAG warning"
+expect "$(grep -c '^ncg-relayd: warning: LAG' "$NCG_TMP/relay.0")" 1 "warnings issued by the root relay"
+echo "ok: mismatch, rank died, rank exited, LAG and healthy through a 3-level relay tree"
