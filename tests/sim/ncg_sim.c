@@ -136,11 +136,16 @@ static uint32_t nv;
 static struct sr *R;
 static uint32_t nr;
 static int ep;
-static uint64_t bytes_local, bytes_w0, bytes_w1, net_w0, net_w1;
+static uint64_t bytes_local;
 static uint64_t verdict_ns, root_verdicts;
 static char root_summary[512];
 static int is_root_proc;
-static double cpu_w0, cpu_w1;
+/* The steady-state window's ends: bytes sent (all, between relays), CPU, relays' busy time. */
+struct snap {
+    uint64_t bytes, net;
+    double cpu;
+};
+static struct snap win0, win1;
 
 static int relay_index(uint32_t node)
 {
@@ -607,6 +612,15 @@ static double cpu_s(void)
            ru.ru_stime.tv_usec / 1e6;
 }
 
+static void snapshot(struct snap *w, int end)
+{
+    w->net = sock_bytes();
+    w->bytes = bytes_local + w->net;
+    w->cpu = cpu_s();
+    for (uint32_t i = 0; i < nr; i++)
+        *(end ? &R[i].busy_w1 : &R[i].busy_w0) = R[i].busy_ns;
+}
+
 struct result {
     uint64_t expected, notified, dups, wrong;
     uint64_t first_ns, last_ns;
@@ -694,19 +708,11 @@ static void run_proc(int wfd, int rel, int proc)
             break;
         if (!w0 && t >= w_start) {
             w0 = 1;
-            net_w0 = sock_bytes();
-            bytes_w0 = bytes_local + net_w0;
-            cpu_w0 = cpu_s();
-            for (uint32_t i = 0; i < nr; i++)
-                R[i].busy_w0 = R[i].busy_ns;
+            snapshot(&win0, 0);
         }
         if (!w1 && t >= w_end) {
             w1 = 1;
-            net_w1 = sock_bytes();
-            bytes_w1 = bytes_local + net_w1;
-            cpu_w1 = cpu_s();
-            for (uint32_t i = 0; i < nr; i++)
-                R[i].busy_w1 = R[i].busy_ns;
+            snapshot(&win1, 1);
         }
         if (!killed && t_event && t >= t_event && A.stop_relay >= 0) {
             killed = 1;
@@ -791,13 +797,8 @@ static void run_proc(int wfd, int rel, int proc)
         lq_drain();
         flush_all();
     }
-    if (!w1) {
-        net_w1 = sock_bytes();
-        bytes_w1 = bytes_local + net_w1;
-        cpu_w1 = cpu_s();
-        for (uint32_t i = 0; i < nr; i++)
-            R[i].busy_w1 = R[i].busy_ns;
-    }
+    if (!w1)
+        snapshot(&win1, 1);
     struct result res = {0};
     res.first_ns = UINT64_MAX;
     for (uint32_t i = 0; i < nv; i++) {
@@ -832,9 +833,9 @@ static void run_proc(int wfd, int rel, int proc)
             res.fan_in = (uint32_t)fan;
         }
     }
-    res.bytes_win = bytes_w1 - bytes_w0;
-    res.net_win = net_w1 - net_w0;
-    res.cpu_win = cpu_w1 - cpu_w0;
+    res.bytes_win = win1.bytes - win0.bytes;
+    res.net_win = win1.net - win0.net;
+    res.cpu_win = win1.cpu - win0.cpu;
     res.verdict_ns = verdict_ns;
     res.root_verdicts = root_verdicts;
     for (uint32_t i = 0; i < nr; i++)
