@@ -51,8 +51,9 @@ void ncg_peer_close(struct ncg_peer *p)
 /* Queue one message; -1 when the peer's backlog is over TX_CAP (drop it). */
 int ncg_peer_send(struct ncg_peer *p, const struct ncg_msg *m)
 {
-    size_t need =
-        m->type == NCG_MSG_VERDICT ? NCG_WIRE_HDR + ncg_verdict_wire_size(m->u.verdict) : 16384;
+    size_t need = m->type == NCG_MSG_VERDICT   ? NCG_WIRE_HDR + ncg_verdict_wire_size(m->u.verdict)
+                  : m->type == NCG_MSG_RANSWER ? 32768 /* 32 slots of 4 groups: < 30 KB */
+                                               : 16384;
     if (p->fd < 0)
         return -1;
     if (p->txcap - p->txlen < need) {

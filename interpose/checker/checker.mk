@@ -1,6 +1,6 @@
 # The checker (issue 4): sources linked into libncclguard.so (appended to SHIM_SRCS before
 # interpose.mk builds it), its unit and end-to-end test programs, the demo and its benchmark.
-CHECKER_PURE_SRCS := interpose/checker/wire.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/diag.c \
+CHECKER_PURE_SRCS := interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/round.c interpose/checker/diag.c \
                      interpose/checker/waitfor.c
 # The status endpoint (issue 12): its parser and renderers are pure, the server is http.c.
 HTTP_PURE_SRCS := interpose/checker/http_parse.c interpose/checker/metrics.c
@@ -19,16 +19,16 @@ $(CHK_OUT)/unit: tests/checker/unit.c $(CHECKER_PURE_SRCS) $(wildcard interpose/
 
 # Wire decoder fuzzing: a standalone driver over random/mutated frames (always built), and a
 # libFuzzer target when clang is there (make fuzz-wire).
-$(CHK_OUT)/fuzz_wire: tests/checker/fuzz_wire.c interpose/checker/wire.c interpose/checker/verdict.c
+$(CHK_OUT)/fuzz_wire: tests/checker/fuzz_wire.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/fuzz_wire.c interpose/checker/wire.c interpose/checker/verdict.c
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/fuzz_wire.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c
 
 .PHONY: fuzz-wire
 FUZZ_SECONDS ?= 60
 fuzz-wire:
 	@mkdir -p $(BUILD)/tests/checker
 	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -DNCG_LIBFUZZER -Iinclude $(NCG_INC) \
-	  -o $(BUILD)/tests/checker/fuzz_wire_lf tests/checker/fuzz_wire.c interpose/checker/wire.c interpose/checker/verdict.c
+	  -o $(BUILD)/tests/checker/fuzz_wire_lf tests/checker/fuzz_wire.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c
 	$(BUILD)/tests/checker/fuzz_wire_lf -max_total_time=$(FUZZ_SECONDS)
 
 # Divergence scenarios as an NCCL program (uses the CPU NCCL and tests/apps/ncg_test.h).
@@ -37,9 +37,9 @@ $(CHK_OUT)/scen: tests/checker/scen.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
 	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
 
 # A raw TCP client for the "garbage / wrong token" tests.
-$(CHK_OUT)/rawconn: tests/checker/rawconn.c interpose/checker/wire.c interpose/checker/verdict.c interpose/checker/coord.c
+$(CHK_OUT)/rawconn: tests/checker/rawconn.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/round.c
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/checker/wire.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/waitfor.c
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/round.c interpose/checker/waitfor.c
 
 # The wait-for graph alone (DEADLOCK).
 $(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c interpose/checker/waitfor.c interpose/checker/waitfor.h
@@ -65,8 +65,8 @@ BENCH_TARGETS += bench-detect
 
 # The status endpoint's tests (issue 12): parser, renderers and server state machine; parser
 # fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
-HTTP_TEST_SRCS := $(HTTP_PURE_SRCS) interpose/checker/http.c interpose/checker/channel.c interpose/checker/coord.c \
-                  interpose/checker/wire.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/common/config.c interpose/cli/json.c
+HTTP_TEST_SRCS := $(HTTP_PURE_SRCS) interpose/checker/http.c interpose/checker/channel.c interpose/checker/coord.c interpose/checker/round.c \
+                  interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/common/config.c interpose/cli/json.c
 $(CHK_OUT)/http_unit: tests/checker/http_unit.c $(HTTP_TEST_SRCS) $(wildcard interpose/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/checker/http_unit.c $(HTTP_TEST_SRCS)
@@ -84,10 +84,10 @@ fuzz-http:
 
 # The endpoint's cost to the checker at 1,024 simulated ranks (BENCHMARKS.md).
 $(BUILD)/bench/httpbench: tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/checker/http.c interpose/checker/channel.c \
-                          interpose/checker/coord.c interpose/checker/wire.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/common/config.c $(wildcard interpose/*/*.h)
+                          interpose/checker/coord.c interpose/checker/round.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/common/config.c $(wildcard interpose/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/checker/http.c \
-	  interpose/checker/channel.c interpose/checker/coord.c interpose/checker/wire.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/common/config.c
+	  interpose/checker/channel.c interpose/checker/coord.c interpose/checker/round.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/common/config.c
 TEST_BINS += $(BUILD)/bench/httpbench
 .PHONY: bench-http
 bench-http: $(BUILD)/bench/httpbench
@@ -98,3 +98,28 @@ BENCH_TARGETS += bench-http
 bench-http-real: all
 	tests/bench/httpreal.sh $(BUILD)
 BENCH_TARGETS += bench-http-real
+
+# The relay tree (issue 11): its state machine, unit-tested over an in-memory network; not
+# linked into the shim yet (docs/checker.md, "Scaling to thousands of ranks").
+RELAY_SRCS := interpose/checker/relay.c interpose/checker/round.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c
+$(CHK_OUT)/relay_unit: tests/checker/relay_unit.c $(RELAY_SRCS) $(wildcard interpose/*/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/relay_unit.c $(RELAY_SRCS)
+TEST_BINS += $(CHK_OUT)/relay_unit
+
+# The simulator: N virtual ranks through the relay tree's code and protocol (tests/sim).
+SIM_SRCS := tests/sim/ncg_sim.c interpose/checker/relay.c $(HTTP_TEST_SRCS)
+$(BUILD)/tests/ncg-sim: $(SIM_SRCS) $(wildcard interpose/*/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ $(SIM_SRCS)
+TEST_BINS += $(BUILD)/tests/ncg-sim
+.PHONY: bench-scale
+bench-scale: $(BUILD)/tests/ncg-sim
+	@NCG_BUILD=$(BUILD) scripts/bench-scale.sh
+BENCH_TARGETS += bench-scale
+
+# One relay as a standalone process, for the end-to-end test of real ranks through relays.
+$(BUILD)/tests/ncg-relayd: tests/sim/relayd.c interpose/checker/relay.c $(HTTP_TEST_SRCS) $(wildcard interpose/*/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/sim/relayd.c interpose/checker/relay.c $(HTTP_TEST_SRCS)
+TEST_BINS += $(BUILD)/tests/ncg-relayd

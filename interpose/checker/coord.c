@@ -10,6 +10,7 @@
 #include <string.h>
 #include "coord.h"
 #include "ncclguard/shm.h"
+#include "round.h"
 #include "verdict.h"
 #include "waitfor.h"
 
@@ -410,24 +411,6 @@ static void query_send(struct ncg_coord *co, struct ccomm *c)
     }
 }
 
-static void narrow_start(struct ncg_coord *co, struct ccomm *c)
-{
-    uint64_t span = c->hi - c->lo + 1;
-    c->q_narrow = 1;
-    if (span <= NCG_WIRE_MAX_SLOTS) {
-        c->q_mode = NCG_QUERY_RECORDS;
-        c->qn = (uint32_t)span;
-        for (uint32_t k = 0; k < c->qn; k++)
-            c->qslot[k] = c->lo + k;
-    } else {
-        c->q_mode = 0;
-        c->qn = NCG_WIRE_MAX_SLOTS;
-        for (uint32_t k = 0; k < c->qn; k++)
-            c->qslot[k] = c->lo + (k + 1) * span / NCG_WIRE_MAX_SLOTS - 1;
-    }
-    query_send(co, c);
-}
-
 /* Slot k of the current round: 1 if every answer is OK and equal, 0 if answers differ,
  * -1 if someone no longer has the slot (or nobody answered). */
 static int slot_agrees(struct ccomm *c, uint32_t k)
@@ -483,46 +466,31 @@ out:
     free(sites);
 }
 
-/* Every outstanding answer is in (or its member is gone): decide and start the next step. */
+static int round_agrees(void *arg, uint32_t k)
+{
+    return slot_agrees(arg, k);
+}
+
+/* Every outstanding answer is in (or its member is gone): decide and start the next step
+ * (round.c, shared with the relay tree's root). */
 static void round_done(struct ncg_coord *co, struct ccomm *c)
 {
+    struct ncg_round rd = {c->vc, c->lo, c->hi, c->q_narrow, c->q_mode, c->qn, {0}};
+    uint32_t k = 0;
+    memcpy(rd.qslot, c->qslot, sizeof rd.qslot);
     c->q_active = 0;
-    if (!c->q_narrow) { /* single digest at t = qslot[0] */
-        int a = slot_agrees(c, 0);
-        if (a != 0) {
-            if (c->qslot[0] + 1 > c->vc)
-                c->vc = c->qslot[0] + 1;
-            return;
-        }
-        c->lo = c->vc;
-        c->hi = c->qslot[0];
-        narrow_start(co, c);
-        return;
-    }
-    if (c->q_mode == NCG_QUERY_RECORDS) {
-        for (uint32_t k = 0; k < c->qn; k++) {
-            int a = slot_agrees(c, k);
-            if (a == 0) {
-                mismatch_verdict(co, c, k);
-                return;
-            }
-            c->vc = c->qslot[k] + 1;
-        }
-        c->q_narrow = 0; /* no difference found any more: resume plain rounds */
-        return;
-    }
-    for (uint32_t k = 0; k < c->qn; k++) {
-        int a = slot_agrees(c, k);
-        if (a == 0) {
-            c->hi = c->qslot[k];
-            c->vc = c->lo;
-            narrow_start(co, c);
-            return;
-        }
-        c->lo = c->qslot[k] + 1;
-    }
-    c->vc = c->lo;
-    c->q_narrow = 0;
+    int next = ncg_round_done(&rd, round_agrees, c, &k);
+    c->vc = rd.vc;
+    c->lo = rd.lo;
+    c->hi = rd.hi;
+    c->q_narrow = rd.narrow;
+    c->q_mode = rd.mode;
+    c->qn = rd.qn;
+    memcpy(c->qslot, rd.qslot, sizeof c->qslot);
+    if (next == NCG_ROUND_MISMATCH)
+        mismatch_verdict(co, c, k);
+    else if (next == NCG_ROUND_ASK)
+        query_send(co, c);
 }
 
 static void round_check(struct ncg_coord *co, struct ccomm *c)

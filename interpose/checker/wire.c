@@ -181,7 +181,9 @@ long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap)
     case NCG_MSG_PING:
         break;
     default:
-        return -EINVAL;
+        if (ncg_wire_relay_encode(m, &w) < 0)
+            return -EINVAL;
+        break;
     }
     if (w.err)
         return -ENOSPC;
@@ -333,7 +335,11 @@ long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m)
             return -EBADMSG;
         r.pos = r.cap;
         break;
-    default: /* PING: empty */
+    case NCG_MSG_PING:
+        break;
+    default: /* the relay tree's types */
+        if (ncg_wire_relay_decode(&r, m) < 0)
+            r.err = 1;
         break;
     }
     if (r.err || r.pos != r.cap) {
@@ -349,4 +355,5 @@ void ncg_msg_release(struct ncg_msg *m)
         ncg_verdict_free(m->u.verdict);
         m->u.verdict = NULL;
     }
+    ncg_wire_relay_release(m);
 }

@@ -38,6 +38,12 @@ enum ncg_msg_type {
     NCG_MSG_SHUTDOWN =
         10, /* coord -> client: its process exits cleanly (u.goodbye: its final counts) */
     NCG_MSG_WAIT = 11, /* client -> coord: the calls its threads are blocked in (after REPORT) */
+    /* The relay tree (relay.h, codecs in wire_relay.c): */
+    NCG_MSG_RHELLO = 12,   /* child relay -> parent: first frame (answered by WELCOME) */
+    NCG_MSG_RSTAT = 13,    /* child relay -> parent: per-comm subtree figures, the heartbeat */
+    NCG_MSG_RANSWER = 14,  /* child relay -> parent: a QUERY's answers merged per subtree */
+    NCG_MSG_RFAULT = 15,   /* child relay -> parent: ranks died beneath it */
+    NCG_MSG_RVERDICT = 16, /* parent -> child relay or client: a verdict without per-rank arrays */
     NCG_MSG_TYPE_MAX_
 };
 
@@ -161,6 +167,8 @@ struct ncg_msg_goodbye {
     uint64_t count[NCG_WIRE_MAX_COMMS];
 };
 
+#include "wire_relay.h"
+
 struct ncg_msg {
     uint8_t type; /* enum ncg_msg_type */
     union {
@@ -173,6 +181,11 @@ struct ncg_msg {
         struct ncg_msg_goodbye goodbye;
         struct ncg_msg_wait wait;
         struct ncg_verdict *verdict; /* owned by the message: ncg_verdict_free */
+        struct ncg_msg_rhello rhello;
+        struct ncg_msg_rstat rstat;
+        struct ncg_msg_rfault rfault;
+        struct ncg_msg_ranswer *ranswer; /* owned by the message (ncg_msg_release) */
+        struct ncg_msg_rverdict rverdict;
     } u;
 };
 

@@ -39,8 +39,9 @@ int main(int argc, char **argv)
             /* a valid frame of a random type, then mutated */
             memset(&seed, 0, sizeof seed);
             seed.type = (uint8_t)(1 + rand() % (NCG_MSG_TYPE_MAX_ - 1));
-            if (seed.type == NCG_MSG_VERDICT)
-                seed.type = NCG_MSG_PING;
+            if (seed.type == NCG_MSG_VERDICT || seed.type == NCG_MSG_RANSWER ||
+                seed.type == NCG_MSG_RVERDICT)
+                seed.type = NCG_MSG_PING; /* payloads behind pointers: not from a union */
             seed.u.report.n = (uint32_t)(rand() % 4);
             for (uint32_t i = 0; i < seed.u.report.n; i++)
                 seed.u.report.e[i].nranks = 4;

@@ -1,9 +1,11 @@
 # Pure parts: wire codec (incl. every truncation and corrupted frames), compact rank lists,
 # call grouping, diagnostic/report rendering, coordinator state machine, the wait-for graph
-# (DEADLOCK); wire decoder fuzzing.
+# (DEADLOCK), the relay tree (relay_unit); wire decoder fuzzing.
 set -u
 B=$NCG_BUILD/tests/checker
 [ -x "$B/unit" ] && [ -x "$B/fuzz_wire" ] || { echo "unit tests not built"; exit 77; }
 "$B/unit" || exit 1
 [ -x "$B/waitfor_test" ] && { "$B/waitfor_test" || exit 1; }
+[ -x "$B/relay_unit" ] || { echo "relay_unit not built"; exit 1; }
+"$B/relay_unit" || exit 1
 "$B/fuzz_wire" 100000 || exit 1

@@ -1,0 +1,1205 @@
+/* The relay state machine (relay.h): per communicator, its children (a client's rank with its
+ * count, or a child relay with its subtree's min/max), the digest round in flight (answers
+ * merged into groups per slot), and the verdict once known. At the root the rounds are the
+ * flat coordinator's (coord.c: digest at min(count)-1, narrowing with K spaced digests, then
+ * K records), decided on groups instead of per-member answers. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "relay.h"
+#include "round.h"
+#include "verdict.h"
+
+enum { K_ACTIVE = 1, K_GONE = 2 };
+
+struct rkid {
+    int conn;
+    uint8_t relay;   /* 1: a child relay; 0: one rank of a client process */
+    uint8_t state;   /* K_ACTIVE, K_GONE (said goodbye) */
+    uint8_t waiting; /* an answer to the round in flight is outstanding */
+    uint32_t rank;   /* client: its comm rank */
+    uint64_t min, max;
+    uint32_t known, active;
+    uint8_t nown;
+    uint32_t own[NCG_RELAY_OWN];
+    uint8_t how;   /* client, K_GONE: NCG_BYE_ABORT / NCG_BYE_VERDICT of its goodbye */
+    uint8_t ngone; /* child relay: ranks that left beneath it (its last RSTAT) */
+    struct ncg_rgone gone[NCG_RELAY_GONE];
+    uint8_t nlow, low_more; /* child relay: ranks at its minimum */
+    uint32_t low[NCG_RELAY_LOW];
+};
+
+struct rcomm {
+    uint64_t id;
+    uint32_t nranks;
+    struct rkid *k;
+    uint32_t nk, capk;
+    uint8_t done;             /* a verdict is known: no more checking */
+    struct ncg_verdict *last; /* that verdict (nranks 0), for members that attach later */
+    /* the round in flight: the root's own, or the parent's QUERY being answered */
+    uint8_t q_active;
+    uint32_t qid, nwait;
+    struct ncg_round rd;         /* its slots; at the root also what is verified (round.h) */
+    struct ncg_msg_ranswer *acc; /* answers merged so far */
+    uint64_t round_ns;           /* root: when its last plain round started (one per interval) */
+    struct ncg_msg_rfault *pend; /* faults raised while detached from the parent */
+    uint32_t npend;
+    uint64_t progress_ns; /* a count beneath this relay last grew (LAG) */
+    uint8_t lag_warned;   /* root: a LAG warning is outstanding */
+};
+
+struct rconn {
+    uint8_t used, authed, relay, bye;
+    uint64_t since_ns, last_rx_ns;
+    uint32_t pid, node;
+    int32_t grank;
+    char host[64];
+};
+
+struct ncg_relay {
+    struct ncg_relay_params p;
+    struct ncg_relay_ops ops;
+    struct rconn *conn;
+    int nconn;
+    struct rcomm **comm;
+    size_t ncomm, capcomm;
+    uint32_t next_qid;
+    uint8_t attached;
+    uint64_t parent_rx_ns, last_stat_ns, last_ping_ns, last_tick_ns;
+    struct ncg_relay_stats st;
+};
+
+__attribute__((format(printf, 2, 3))) static void r_event(const struct ncg_relay *r,
+                                                          const char *fmt, ...)
+{
+    if (!r->ops.event)
+        return;
+    char line[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    r->ops.event(r->ops.arg, line);
+}
+
+/* ---- pure helpers ---- */
+
+static int range_cmp(const void *a, const void *b)
+{
+    const struct ncg_rrange *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void ranges_union(struct ncg_rgroup *d, const struct ncg_rgroup *s)
+{
+    struct ncg_rrange t[2 * NCG_RELAY_RANGES];
+    size_t n = 0, m = 0;
+    for (uint32_t i = 0; i < d->nrange; i++)
+        t[n++] = d->r[i];
+    for (uint32_t i = 0; i < s->nrange; i++)
+        t[n++] = s->r[i];
+    qsort(t, n, sizeof *t, range_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (m && (uint64_t)t[m - 1].hi + 1 >= t[i].lo) {
+            if (t[i].hi > t[m - 1].hi)
+                t[m - 1].hi = t[i].hi;
+            continue;
+        }
+        t[m++] = t[i];
+    }
+    d->truncated |= s->truncated;
+    if (m > NCG_RELAY_RANGES) {
+        m = NCG_RELAY_RANGES;
+        d->truncated = 1;
+    }
+    memcpy(d->r, t, sizeof *t * m);
+    d->nrange = (uint8_t)m;
+}
+
+void ncg_rslot_merge(struct ncg_rslot *s, const struct ncg_rgroup *g)
+{
+    for (uint32_t i = 0; i < s->ngroups; i++) {
+        struct ncg_rgroup *h = &s->g[i];
+        if (h->status != g->status || (g->status == NCG_ANS_OK && h->digest != g->digest))
+            continue;
+        ranges_union(h, g);
+        h->nranks += g->nranks;
+        return;
+    }
+    if (s->ngroups < NCG_RELAY_GROUPS) {
+        s->g[s->ngroups++] = *g;
+        return;
+    }
+    s->more = 1;
+}
+
+int ncg_rslot_agrees(const struct ncg_rslot *s)
+{
+    uint32_t ok = 0, n = 0;
+    for (uint32_t i = 0; i < s->ngroups; i++) {
+        if (s->g[i].status == NCG_ANS_GONE)
+            return -1;
+        ok++;
+        n += s->g[i].nranks;
+    }
+    if (ok >= 2 || s->more)
+        return 0;
+    return n >= 2 ? 1 : -1;
+}
+
+char *ncg_rgroup_ranks(const struct ncg_rgroup *g, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (uint32_t i = 0; i < g->nrange && len < cap; i++) {
+        int w =
+            g->r[i].lo == g->r[i].hi
+                ? snprintf(buf + len, cap - len, "%s%u", i ? "," : "", g->r[i].lo)
+                : snprintf(buf + len, cap - len, "%s%u-%u", i ? "," : "", g->r[i].lo, g->r[i].hi);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    if (g->truncated && len < cap)
+        snprintf(buf + len, cap - len, ",... (%u ranks)", g->nranks);
+    return buf;
+}
+
+uint32_t ncg_relay_parent(uint32_t node, uint32_t nnodes, uint32_t fanout)
+{
+    uint32_t lo = 0, hi = nnodes;
+    if (node == 0 || node >= nnodes || fanout < 1)
+        return 0;
+    for (;;) {
+        uint32_t rest = hi - lo - 1, sz = (rest + fanout - 1) / fanout;
+        uint32_t c = lo + 1 + (node - lo - 1) / sz * sz; /* the chunk holding node */
+        if (c == node)
+            return lo;
+        lo = c;
+        hi = c + sz < hi ? c + sz : hi;
+    }
+}
+
+/* ---- tables ---- */
+
+struct ncg_relay *ncg_relay_new(const struct ncg_relay_params *p, const struct ncg_relay_ops *ops)
+{
+    struct ncg_relay *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->p = *p;
+    r->ops = *ops;
+    if (!r->p.interval_ms)
+        r->p.interval_ms = 100;
+    r->next_qid = 1;
+    return r;
+}
+
+static void comm_free(struct rcomm *c)
+{
+    ncg_verdict_free(c->last);
+    free(c->acc);
+    free(c->pend);
+    free(c->k);
+    free(c);
+}
+
+void ncg_relay_free(struct ncg_relay *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->ncomm; i++)
+        comm_free(r->comm[i]);
+    free(r->comm);
+    free(r->conn);
+    free(r);
+}
+
+void ncg_relay_get_stats(const struct ncg_relay *r, struct ncg_relay_stats *st)
+{
+    *st = r->st;
+    st->verified = 0;
+    for (size_t i = 0; i < r->ncomm; i++)
+        st->verified += r->comm[i]->rd.vc;
+}
+
+static struct rconn *conn_get(struct ncg_relay *r, int id)
+{
+    if (id < 0 || id >= r->nconn || !r->conn[id].used)
+        return NULL;
+    return &r->conn[id];
+}
+
+void ncg_relay_connected(struct ncg_relay *r, int conn, uint64_t now_ns)
+{
+    if (conn < 0)
+        return;
+    if (conn >= r->nconn) {
+        int n = conn + 16;
+        struct rconn *nc = realloc(r->conn, sizeof *nc * (size_t)n);
+        if (!nc) {
+            r->ops.drop(r->ops.arg, conn);
+            return;
+        }
+        memset(nc + r->nconn, 0, sizeof *nc * (size_t)(n - r->nconn));
+        r->conn = nc;
+        r->nconn = n;
+    }
+    memset(&r->conn[conn], 0, sizeof r->conn[conn]);
+    r->conn[conn].used = 1;
+    r->conn[conn].since_ns = r->conn[conn].last_rx_ns = now_ns;
+    r->conn[conn].grank = -1;
+}
+
+static struct rcomm *comm_find(struct ncg_relay *r, uint64_t id)
+{
+    for (size_t i = 0; i < r->ncomm; i++)
+        if (r->comm[i]->id == id)
+            return r->comm[i];
+    return NULL;
+}
+
+static struct rcomm *comm_get(struct ncg_relay *r, uint64_t id, uint32_t nranks)
+{
+    struct rcomm *c = comm_find(r, id);
+    if (c)
+        return c->nranks == nranks ? c : NULL;
+    if (nranks == 0 || nranks > NCG_WIRE_MAX_RANKS)
+        return NULL;
+    if (r->ncomm == r->capcomm) {
+        size_t n = r->capcomm ? r->capcomm * 2 : 8;
+        struct rcomm **nc = realloc(r->comm, sizeof *nc * n);
+        if (!nc)
+            return NULL;
+        r->comm = nc;
+        r->capcomm = n;
+    }
+    if (!(c = calloc(1, sizeof *c)))
+        return NULL;
+    c->id = id;
+    c->nranks = nranks;
+    r->comm[r->ncomm++] = c;
+    return c;
+}
+
+static struct rkid *kid_find(struct rcomm *c, int conn, int relay, uint32_t rank)
+{
+    for (uint32_t i = 0; i < c->nk; i++)
+        if (c->k[i].conn == conn && c->k[i].relay == relay && (relay || c->k[i].rank == rank))
+            return &c->k[i];
+    return NULL;
+}
+
+static struct rkid *kid_add(struct rcomm *c, int conn, int relay, uint32_t rank)
+{
+    if (c->nk == c->capk) {
+        uint32_t n = c->capk ? c->capk * 2 : 8;
+        struct rkid *nk = realloc(c->k, sizeof *nk * n);
+        if (!nk)
+            return NULL;
+        c->k = nk;
+        c->capk = n;
+    }
+    struct rkid *k = &c->k[c->nk++];
+    memset(k, 0, sizeof *k);
+    k->conn = conn;
+    k->relay = (uint8_t)relay;
+    k->rank = rank;
+    k->state = K_ACTIVE;
+    return k;
+}
+
+/* ---- sending ---- */
+
+/* The tree's verdict as a client expects it: per-rank arrays (counts unknown here). */
+static struct ncg_verdict *client_verdict(const struct rcomm *c, const struct ncg_verdict *tv)
+{
+    struct ncg_verdict *v = ncg_verdict_new(c->nranks);
+    if (!v)
+        return NULL;
+    int64_t *counts = v->counts;
+    int32_t *members = v->members;
+    *v = *tv;
+    v->nranks = c->nranks;
+    v->counts = counts;
+    v->members = members;
+    v->notes = NULL;
+    if (tv->notes)
+        ncg_verdict_set_notes(v, tv->notes);
+    return v;
+}
+
+/* c's verdict to conn, or (conn < 0) to every child once; client connections get a plain
+ * VERDICT when the relay serves real clients. */
+static void send_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v, int conn)
+{
+    struct ncg_msg m = {.type = NCG_MSG_RVERDICT}, cm = {.type = NCG_MSG_VERDICT};
+    m.u.rverdict.comm_nranks = c->nranks;
+    m.u.rverdict.v = v;
+    cm.u.verdict = r->p.client_verdicts ? client_verdict(c, v) : NULL;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        int cn = c->k[i].conn;
+        uint32_t j;
+        for (j = 0; j < i; j++)
+            if (c->k[j].conn == cn)
+                break;
+        if (j < i || (conn >= 0 && cn != conn) || !conn_get(r, cn))
+            continue;
+        r->ops.send(r->ops.arg, cn, !c->k[i].relay && cm.u.verdict ? &cm : &m);
+    }
+    ncg_verdict_free(cm.u.verdict);
+}
+
+static struct ncg_verdict *verdict_dup(const struct ncg_verdict *v)
+{
+    struct ncg_verdict *d = ncg_verdict_new(0);
+    if (!d)
+        return NULL;
+    int64_t *counts = d->counts;
+    int32_t *members = d->members;
+    *d = *v;
+    d->nranks = 0;
+    d->counts = counts;
+    d->members = members;
+    d->notes = NULL;
+    if (v->notes && ncg_verdict_set_notes(d, v->notes) < 0) {
+        ncg_verdict_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* The root's verdict on c (takes v): kept for late members, sent down the whole tree. */
+static void verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v)
+{
+    char sum[512];
+    v->nranks = c->nranks; /* the headline's "(N ranks)"; the summary reads no per-rank array */
+    ncg_verdict_summary(v, sum, sizeof sum);
+    v->nranks = 0;
+    r_event(r, "%s %s", v->severity == NCG_SEV_WARN ? "warning:" : "verdict:", sum);
+    r->st.verdicts++;
+    if (v->severity == NCG_SEV_WARN) { /* sent, not kept: the checking goes on */
+        send_verdict(r, c, v, -1);
+        ncg_verdict_free(v);
+        return;
+    }
+    c->done = 1;
+    c->q_active = 0;
+    ncg_verdict_free(c->last);
+    c->last = v;
+    send_verdict(r, c, v, -1);
+}
+
+static struct ncg_verdict *tree_verdict(const struct rcomm *c, uint8_t kind)
+{
+    struct ncg_verdict *v = ncg_verdict_new(0);
+    if (!v)
+        return NULL;
+    v->kind = kind;
+    v->severity = NCG_SEV_ERROR;
+    v->comm_id = c->id;
+    v->last_agreed = (int64_t)c->rd.vc - 1;
+    return v;
+}
+
+/* Ranks of c died (n of them): the root decides, any other relay tells its parent (or keeps
+ * the fault until it has one again). */
+static void fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, uint32_t n,
+                  const char *detail)
+{
+    if (c->done || !n)
+        return;
+    r->st.faults++;
+    if (n > NCG_RELAY_DEAD)
+        n = NCG_RELAY_DEAD;
+    if (r->p.root) {
+        struct ncg_verdict *v = tree_verdict(c, NCG_V_RANK_DIED);
+        int32_t tmp[NCG_RELAY_DEAD];
+        if (!v)
+            return;
+        for (uint32_t i = 0; i < n; i++)
+            tmp[i] = (int32_t)ranks[i];
+        ncg_ranks_compact(tmp, n, v->subject, sizeof v->subject);
+        snprintf(v->detail, sizeof v->detail, "%s", detail);
+        verdict_issue(r, c, v);
+        return;
+    }
+    struct ncg_msg m = {.type = NCG_MSG_RFAULT};
+    m.u.rfault.comm_id = c->id;
+    m.u.rfault.nranks = c->nranks;
+    m.u.rfault.n = n;
+    memcpy(m.u.rfault.rank, ranks, sizeof *ranks * n);
+    snprintf(m.u.rfault.detail, sizeof m.u.rfault.detail, "%s", detail);
+    if (r->attached) {
+        r->ops.up(r->ops.arg, &m);
+        return;
+    }
+    struct ncg_msg_rfault *np = realloc(c->pend, sizeof *np * (c->npend + 1));
+    if (np) {
+        c->pend = np;
+        c->pend[c->npend++] = m.u.rfault;
+    }
+}
+
+/* ---- rounds ---- */
+
+static void round_done(struct ncg_relay *r, struct rcomm *c);
+
+static void round_check(struct ncg_relay *r, struct rcomm *c)
+{
+    if (c->q_active && c->nwait == 0)
+        round_done(r, c);
+}
+
+/* Starts answering (or, at the root, asking) slots[0..n) on c: the QUERY goes to every
+ * active child; answers are merged into c->acc. */
+static void round_begin(struct ncg_relay *r, struct rcomm *c, uint32_t qid, uint8_t mode,
+                        uint32_t n, const uint64_t *slots)
+{
+    free(c->acc);
+    if (!(c->acc = calloc(1, sizeof *c->acc))) {
+        c->q_active = 0;
+        return;
+    }
+    c->acc->comm_id = c->id;
+    c->acc->qid = qid;
+    c->acc->n = n;
+    c->qid = qid;
+    c->rd.mode = mode;
+    c->rd.qn = n;
+    memcpy(c->rd.qslot, slots, sizeof *slots * n);
+    c->q_active = 1;
+    c->nwait = 0;
+    r->st.rounds++;
+    struct ncg_msg m = {.type = NCG_MSG_QUERY};
+    m.u.query.comm_id = c->id;
+    m.u.query.qid = qid;
+    m.u.query.mode = mode;
+    m.u.query.n = n;
+    memcpy(m.u.query.slot, slots, sizeof *slots * n);
+    for (uint32_t i = 0; i < c->nk; i++) {
+        struct rkid *k = &c->k[i];
+        k->waiting = 0;
+        if (k->state != K_ACTIVE || (k->relay && !k->active) || !conn_get(r, k->conn))
+            continue;
+        k->waiting = 1;
+        c->nwait++;
+        uint32_t j;
+        for (j = 0; j < i; j++)
+            if (c->k[j].conn == k->conn && c->k[j].waiting)
+                break;
+        if (j == i)
+            r->ops.send(r->ops.arg, k->conn, &m);
+    }
+    round_check(r, c);
+}
+
+static void root_query(struct ncg_relay *r, struct rcomm *c)
+{
+    uint64_t slots[NCG_WIRE_MAX_SLOTS];
+    memcpy(slots, c->rd.qslot, sizeof slots);
+    round_begin(r, c, r->next_qid++, c->rd.mode, c->rd.qn, slots);
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+    const struct ncg_rgroup *x = *(const struct ncg_rgroup *const *)a;
+    const struct ncg_rgroup *y = *(const struct ncg_rgroup *const *)b;
+    return x->nranks > y->nranks ? -1 : x->nranks < y->nranks;
+}
+
+static void mismatch_verdict(struct ncg_relay *r, struct rcomm *c, uint32_t k)
+{
+    const struct ncg_rslot *s = &c->acc->s[k];
+    struct ncg_verdict *v = tree_verdict(c, NCG_V_MISMATCH);
+    const struct ncg_rgroup *g[NCG_RELAY_GROUPS];
+    uint32_t ng = 0;
+    if (!v)
+        return;
+    for (uint32_t i = 0; i < s->ngroups; i++)
+        if (s->g[i].status == NCG_ANS_OK)
+            g[ng++] = &s->g[i];
+    qsort(g, ng, sizeof *g, group_cmp);
+    struct ncg_rgroup others = {.status = NCG_ANS_OK};
+    for (uint32_t i = 0; i < ng && i < NCG_WIRE_MAX_CALLS; i++) {
+        struct ncg_vcall *vc = &v->calls[v->ncalls++];
+        vc->call = g[i]->call;
+        vc->call.seq = c->rd.qslot[k];
+        ncg_rgroup_ranks(g[i], vc->ranks, sizeof vc->ranks);
+        snprintf(vc->site, sizeof vc->site, "%s", g[i]->site);
+        if (i) {
+            ranges_union(&others, g[i]);
+            others.nranks += g[i]->nranks;
+        }
+    }
+    ncg_rgroup_ranks(&others, v->subject, sizeof v->subject);
+    v->slot = (int64_t)c->rd.qslot[k];
+    if (s->more)
+        snprintf(v->detail, sizeof v->detail,
+                 "more than %u distinct calls at this slot: the others are not shown",
+                 NCG_RELAY_GROUPS);
+    verdict_issue(r, c, v);
+}
+
+static int root_agrees(void *arg, uint32_t k)
+{
+    return ncg_rslot_agrees(&((struct rcomm *)arg)->acc->s[k]);
+}
+
+/* The root's decision on a finished round: the coordinator's (round.c), on merged groups. */
+static void root_decide(struct ncg_relay *r, struct rcomm *c)
+{
+    uint32_t k = 0;
+    int next = ncg_round_done(&c->rd, root_agrees, c, &k);
+    if (next == NCG_ROUND_MISMATCH)
+        mismatch_verdict(r, c, k);
+    else if (next == NCG_ROUND_ASK)
+        root_query(r, c);
+}
+
+static void round_done(struct ncg_relay *r, struct rcomm *c)
+{
+    c->q_active = 0;
+    if (r->p.root) {
+        root_decide(r, c);
+        return;
+    }
+    if (r->attached) {
+        struct ncg_msg m = {.type = NCG_MSG_RANSWER};
+        m.u.ranswer = c->acc;
+        r->ops.up(r->ops.arg, &m);
+    }
+}
+
+/* coord.c's check_exited over the tree: ranks that left after fewer calls than another
+ * member issued will never be matched (RANK EXITED). */
+static void root_check_exited(struct ncg_relay *r, struct rcomm *c)
+{
+    struct ncg_rgone g[NCG_RELAY_DEAD];
+    uint32_t ng = 0;
+    uint64_t mx = 0;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        if (k->state == K_ACTIVE && (!k->relay || k->active))
+            mx = k->max > mx ? k->max : mx;
+        if (!k->relay && k->state == K_GONE && ng < NCG_RELAY_DEAD)
+            g[ng++] = (struct ncg_rgone){k->rank, k->how, k->max};
+        for (uint32_t j = 0; k->relay && j < k->ngone && ng < NCG_RELAY_DEAD; j++)
+            g[ng++] = k->gone[j];
+    }
+    for (uint32_t j = 0; j < ng; j++)
+        mx = g[j].count > mx ? g[j].count : mx;
+    int32_t who[NCG_RELAY_DEAD];
+    size_t n = 0;
+    uint64_t fin = 0;
+    int how = -1; /* how they left, when all the same way */
+    for (uint32_t j = 0; j < ng; j++)
+        if (g[j].count < mx) {
+            who[n++] = (int32_t)g[j].rank;
+            fin = g[j].count;
+            how = how == -1 || how == g[j].how ? g[j].how : 0;
+        }
+    if (!n)
+        return;
+    struct ncg_verdict *v = tree_verdict(c, NCG_V_RANK_EXITED);
+    if (!v)
+        return;
+    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+    v->slot = (int64_t)fin;
+    snprintf(v->detail, sizeof v->detail,
+             "%s after %" PRIu64 " calls; others issued up to %" PRIu64,
+             how == NCG_BYE_ABORT     ? NCG_EXITED_ABORT
+             : how == NCG_BYE_VERDICT ? NCG_EXITED_VERDICT
+                                      : "left",
+             fin, mx);
+    verdict_issue(r, c, v);
+}
+
+/* coord.c's check_lag over the tree: counts differ and nothing beneath grew for lag_warn_s. */
+static void root_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
+{
+    uint64_t mn = UINT64_MAX, mx = 0;
+    uint32_t known = 0;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        known += k->relay ? k->known : 1;
+        if (k->state != K_ACTIVE || (k->relay && !k->active))
+            continue;
+        mn = k->min < mn ? k->min : mn;
+        mx = k->max > mx ? k->max : mx;
+    }
+    if (known < c->nranks)
+        return; /* not every member known yet */
+    if (mn == UINT64_MAX || mn == mx) {
+        c->lag_warned = 0;
+        return;
+    }
+    double idle = (double)(now_ns - c->progress_ns) / 1e9;
+    int act = r->p.lag_abort_s > 0 && idle >= r->p.lag_abort_s;
+    if (!act && (r->p.lag_warn_s <= 0 || idle < r->p.lag_warn_s || c->lag_warned))
+        return;
+    struct ncg_verdict *v = tree_verdict(c, NCG_V_LAG);
+    int32_t who[NCG_RELAY_DEAD];
+    size_t n = 0;
+    int more = 0;
+    if (!v)
+        return;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        if (k->state != K_ACTIVE || (k->relay && !k->active) || k->min != mn)
+            continue;
+        if (!k->relay && n < NCG_RELAY_DEAD)
+            who[n++] = (int32_t)k->rank;
+        for (uint32_t j = 0; k->relay && j < k->nlow && n < NCG_RELAY_DEAD; j++)
+            who[n++] = (int32_t)k->low[j];
+        more |= k->relay && k->low_more;
+    }
+    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+    if (more) { /* more laggards than listed */
+        size_t len = strlen(v->subject);
+        snprintf(v->subject + len, sizeof v->subject - len, ",...");
+    }
+    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
+    v->slot = (int64_t)mn;
+    snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle,
+             mn, mx);
+    c->lag_warned = 1;
+    verdict_issue(r, c, v);
+}
+
+static void root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
+{
+    uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
+    if (c->round_ns && now_ns - c->round_ns < iv - iv / 8)
+        return; /* rounds are paced like the flat coordinator's: one per interval */
+    uint64_t mn = UINT64_MAX;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        if (k->state != K_ACTIVE || (k->relay && !k->active))
+            continue;
+        n += k->relay ? k->active : 1;
+        mn = k->min < mn ? k->min : mn;
+    }
+    if (n < 2 || mn == UINT64_MAX || mn <= c->rd.vc)
+        return;
+    c->round_ns = now_ns;
+    ncg_round_plain(&c->rd, mn - 1);
+    root_query(r, c);
+}
+
+/* ---- children's messages ---- */
+
+static void kid_remove(struct ncg_relay *r, struct rcomm *c, uint32_t i)
+{
+    if (c->k[i].waiting && c->nwait)
+        c->nwait--;
+    c->k[i] = c->k[--c->nk];
+    round_check(r, c);
+}
+
+static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report *rep,
+                      uint64_t now_ns)
+{
+    for (uint32_t e = 0; e < rep->n; e++) {
+        const struct ncg_report_entry *x = &rep->e[e];
+        struct rcomm *c = comm_get(r, x->comm_id, x->nranks);
+        if (!c || x->rank >= c->nranks)
+            continue;
+        struct rkid *k = kid_find(c, conn, 0, x->rank);
+        if (!k) {
+            if (!(k = kid_add(c, conn, 0, x->rank)))
+                continue;
+            k->min = k->max = x->count;
+            k->known = k->active = 1;
+            c->progress_ns = now_ns;
+            if (c->done && c->last)
+                send_verdict(r, c, c->last, conn); /* too late for it: it concerns it */
+            continue;
+        }
+        if (k->state == K_ACTIVE && x->count > k->max) {
+            k->min = k->max = x->count;
+            c->progress_ns = now_ns;
+        }
+    }
+}
+
+static void on_rstat(struct ncg_relay *r, int conn, const struct ncg_msg_rstat *st, uint64_t now_ns)
+{
+    for (uint32_t e = 0; e < st->n; e++) {
+        const struct ncg_rstat_ent *x = &st->e[e];
+        struct rcomm *c = comm_get(r, x->comm_id, x->nranks);
+        if (!c)
+            continue;
+        struct rkid *k = kid_find(c, conn, 1, 0);
+        if (!k) {
+            if (!(k = kid_add(c, conn, 1, 0)))
+                continue;
+            if (c->done && c->last)
+                send_verdict(r, c, c->last, conn);
+        }
+        k->min = x->min;
+        k->max = x->max;
+        k->known = x->known;
+        k->active = x->active;
+        k->nown = x->nown;
+        memcpy(k->own, x->own, sizeof *x->own * x->nown);
+        k->ngone = x->ngone;
+        memcpy(k->gone, x->gone, sizeof *x->gone * x->ngone);
+        k->nlow = x->nlow;
+        k->low_more = x->low_more;
+        memcpy(k->low, x->low, sizeof *x->low * x->nlow);
+        uint64_t idle = (uint64_t)x->idle_ms * 1000000ull;
+        uint64_t at = now_ns > idle ? now_ns - idle : 0; /* its last progress, in our clock */
+        if (at > c->progress_ns)
+            c->progress_ns = at;
+    }
+}
+
+static void answer_group(struct rcomm *c, uint32_t slot, const struct ncg_answer *a, uint32_t rank)
+{
+    struct ncg_rgroup g = {0};
+    if (a->status == NCG_ANS_NONE)
+        return;
+    g.status =
+        a->status == NCG_ANS_OK && a->call.seq == c->rd.qslot[slot] ? NCG_ANS_OK : NCG_ANS_GONE;
+    if (g.status == NCG_ANS_OK) {
+        g.digest = a->digest;
+        g.call = a->call;
+        snprintf(g.site, sizeof g.site, "%.*s", (int)sizeof g.site - 1, a->site);
+    }
+    g.nranks = 1;
+    g.nrange = 1;
+    g.r[0].lo = g.r[0].hi = rank;
+    ncg_rslot_merge(&c->acc->s[slot], &g);
+}
+
+static void on_answer(struct ncg_relay *r, int conn, const struct ncg_msg_answer *a)
+{
+    struct rcomm *c = comm_find(r, a->comm_id);
+    if (!c || !c->q_active || a->qid != c->qid || a->n != c->rd.qn || a->rank >= c->nranks)
+        return;
+    struct rkid *k = kid_find(c, conn, 0, a->rank);
+    if (!k || !k->waiting)
+        return;
+    for (uint32_t s = 0; s < c->rd.qn; s++)
+        answer_group(c, s, &a->a[s], a->rank);
+    k->waiting = 0;
+    c->nwait--;
+    round_check(r, c);
+}
+
+static void on_ranswer(struct ncg_relay *r, int conn, const struct ncg_msg_ranswer *a)
+{
+    struct rcomm *c = comm_find(r, a->comm_id);
+    if (!c || !c->q_active || a->qid != c->qid || a->n != c->rd.qn)
+        return;
+    struct rkid *k = kid_find(c, conn, 1, 0);
+    if (!k || !k->waiting)
+        return;
+    for (uint32_t s = 0; s < c->rd.qn; s++) {
+        for (uint32_t j = 0; j < a->s[s].ngroups; j++)
+            ncg_rslot_merge(&c->acc->s[s], &a->s[s].g[j]);
+        c->acc->s[s].more |= a->s[s].more;
+    }
+    k->waiting = 0;
+    c->nwait--;
+    round_check(r, c);
+}
+
+static void on_goodbye(struct ncg_relay *r, int conn, const struct ncg_msg_goodbye *g)
+{
+    for (uint32_t e = 0; e < g->n; e++) {
+        struct rcomm *c = comm_find(r, g->comm_id[e]);
+        for (uint32_t i = 0; c && i < c->nk; i++)
+            if (c->k[i].conn == conn && !c->k[i].relay && c->k[i].state == K_ACTIVE) {
+                c->k[i].state = K_GONE;
+                c->k[i].active = 0;
+                c->k[i].how = g->flags & (NCG_BYE_ABORT | NCG_BYE_VERDICT);
+                if (g->count[e] > c->k[i].max)
+                    c->k[i].min = c->k[i].max = g->count[e];
+                if (c->k[i].waiting) {
+                    c->k[i].waiting = 0;
+                    c->nwait--;
+                }
+                round_check(r, c);
+                break; /* one rank per entry */
+            }
+    }
+    if (!(g->flags & NCG_BYE_PROCESS))
+        return;
+    r->conn[conn].bye = 1;
+    for (size_t ci = 0; ci < r->ncomm; ci++) {
+        struct rcomm *c = r->comm[ci];
+        for (uint32_t i = 0; i < c->nk; i++)
+            if (c->k[i].conn == conn && !c->k[i].relay && c->k[i].state == K_ACTIVE) {
+                c->k[i].state = K_GONE;
+                c->k[i].active = 0;
+                c->k[i].how = g->flags & NCG_BYE_VERDICT;
+                if (c->k[i].waiting) {
+                    c->k[i].waiting = 0;
+                    c->nwait--;
+                }
+            }
+        round_check(r, c);
+    }
+}
+
+static void on_rfault(struct ncg_relay *r, const struct ncg_msg_rfault *f)
+{
+    struct rcomm *c = comm_get(r, f->comm_id, f->nranks);
+    if (c)
+        fault(r, c, f->rank, f->n, f->detail);
+}
+
+/* conn is gone (closed, or silent): RANK DIED of what it held, then forget it. */
+static void conn_lost(struct ncg_relay *r, int conn, const char *why)
+{
+    struct rconn *cc = conn_get(r, conn);
+    if (!cc)
+        return;
+    for (size_t ci = 0; ci < r->ncomm; ci++) {
+        struct rcomm *c = r->comm[ci];
+        uint32_t dead[NCG_RELAY_DEAD], nd = 0;
+        char detail[NCG_WIRE_STR];
+        for (uint32_t i = 0; i < c->nk;) {
+            struct rkid *k = &c->k[i];
+            if (k->conn != conn) {
+                i++;
+                continue;
+            }
+            if (!k->relay && k->state == K_GONE) { /* left: kept for RANK EXITED */
+                k->conn = -1;
+                k->waiting = 0;
+                i++;
+                continue;
+            }
+            if (cc->authed && !cc->bye) {
+                if (k->relay)
+                    for (uint32_t j = 0; j < k->nown && nd < NCG_RELAY_DEAD; j++)
+                        dead[nd++] = k->own[j];
+                else if (k->state == K_ACTIVE && nd < NCG_RELAY_DEAD)
+                    dead[nd++] = k->rank;
+            }
+            kid_remove(r, c, i);
+        }
+        if (nd) {
+            if (cc->relay)
+                snprintf(detail, sizeof detail, "the relay of node %u (pid %u on %s) was lost: %s",
+                         cc->node, cc->pid, cc->host, why);
+            else
+                snprintf(detail, sizeof detail, "pid %u on %s, %s", cc->pid, cc->host, why);
+            fault(r, c, dead, nd, detail);
+        }
+    }
+    if (cc->authed)
+        r_event(r, "leave: %s %u on %s (%s)", cc->relay ? "relay of node" : "pid",
+                cc->relay ? cc->node : cc->pid, cc->host, cc->bye ? "clean exit" : why);
+    memset(cc, 0, sizeof *cc);
+}
+
+void ncg_relay_closed(struct ncg_relay *r, int conn, uint64_t now_ns)
+{
+    (void)now_ns;
+    conn_lost(r, conn, "connection lost without goodbye");
+}
+
+void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, uint64_t now_ns)
+{
+    struct rconn *cc = conn_get(r, conn);
+    if (!cc)
+        return;
+    if (!cc->authed) {
+        uint64_t tok = m->type == NCG_MSG_HELLO    ? m->u.hello.token
+                       : m->type == NCG_MSG_RHELLO ? m->u.rhello.token
+                                                   : 0;
+        if ((m->type != NCG_MSG_HELLO && m->type != NCG_MSG_RHELLO) ||
+            (r->p.token && tok != r->p.token)) {
+            memset(cc, 0, sizeof *cc);
+            r->ops.drop(r->ops.arg, conn);
+            return;
+        }
+        cc->authed = 1;
+        cc->relay = m->type == NCG_MSG_RHELLO;
+        if (cc->relay) {
+            cc->pid = m->u.rhello.pid;
+            cc->node = m->u.rhello.node;
+            snprintf(cc->host, sizeof cc->host, "%s", m->u.rhello.host);
+        } else {
+            cc->pid = m->u.hello.pid;
+            cc->grank = m->u.hello.global_rank;
+            snprintf(cc->host, sizeof cc->host, "%s", m->u.hello.host);
+        }
+        cc->last_rx_ns = now_ns;
+        struct ncg_msg w = {.type = NCG_MSG_WELCOME};
+        w.u.welcome.pid = r->p.pid;
+        w.u.welcome.global_rank = -1;
+        w.u.welcome.embedded = r->p.embedded;
+        snprintf(w.u.welcome.host, sizeof w.u.welcome.host, "%s", r->p.host);
+        r->ops.send(r->ops.arg, conn, &w);
+        return;
+    }
+    cc->last_rx_ns = now_ns;
+    switch (m->type) {
+    case NCG_MSG_REPORT:
+        if (!cc->relay)
+            on_report(r, conn, &m->u.report, now_ns);
+        break;
+    case NCG_MSG_ANSWER:
+        if (!cc->relay)
+            on_answer(r, conn, &m->u.answer);
+        break;
+    case NCG_MSG_GOODBYE:
+        if (!cc->relay)
+            on_goodbye(r, conn, &m->u.goodbye);
+        break;
+    case NCG_MSG_RSTAT:
+        if (cc->relay)
+            on_rstat(r, conn, &m->u.rstat, now_ns);
+        break;
+    case NCG_MSG_RANSWER:
+        if (cc->relay)
+            on_ranswer(r, conn, m->u.ranswer);
+        break;
+    case NCG_MSG_RFAULT:
+        if (cc->relay)
+            on_rfault(r, &m->u.rfault);
+        break;
+    case NCG_MSG_P2P: /* not matched in the tree yet (docs/checker.md) */
+    case NCG_MSG_WAIT:
+        break;
+    default: /* a second HELLO, or parent-to-child types: misuse */
+        conn_lost(r, conn, "protocol misuse");
+        r->ops.drop(r->ops.arg, conn);
+        break;
+    }
+}
+
+/* ---- the parent ---- */
+
+/* Keeps the NCG_RELAY_GONE lowest final counts (those most likely below the others'). */
+static void gone_add(struct ncg_rstat_ent *e, const struct ncg_rgone *g)
+{
+    uint32_t at = e->ngone;
+    if (at == NCG_RELAY_GONE) {
+        at = 0;
+        for (uint32_t j = 1; j < e->ngone; j++)
+            if (e->gone[j].count > e->gone[at].count)
+                at = j;
+        if (e->gone[at].count <= g->count)
+            return;
+    } else {
+        e->ngone++;
+    }
+    e->gone[at] = *g;
+}
+
+static void low_add(struct ncg_rstat_ent *e, uint32_t rank)
+{
+    if (e->nlow < NCG_RELAY_LOW)
+        e->low[e->nlow++] = rank;
+    else
+        e->low_more = 1;
+}
+
+static void send_stats(struct ncg_relay *r, uint64_t now_ns)
+{
+    static struct ncg_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_RSTAT;
+    for (size_t ci = 0; ci < r->ncomm; ci++) {
+        const struct rcomm *c = r->comm[ci];
+        struct ncg_rstat_ent *e = &m.u.rstat.e[m.u.rstat.n];
+        memset(e, 0, sizeof *e);
+        e->comm_id = c->id;
+        e->nranks = c->nranks;
+        e->min = UINT64_MAX;
+        for (uint32_t i = 0; i < c->nk; i++) {
+            const struct rkid *k = &c->k[i];
+            e->known += k->relay ? k->known : 1;
+            if (k->relay) {
+                e->active += k->active;
+            } else {
+                e->active += k->state == K_ACTIVE;
+                const struct rconn *cc = k->conn >= 0 ? &r->conn[k->conn] : NULL;
+                if (cc && k->state == K_ACTIVE && cc->pid == r->p.pid && e->nown < NCG_RELAY_OWN)
+                    e->own[e->nown++] = k->rank;
+            }
+            if (k->relay)
+                for (uint32_t j = 0; j < k->ngone; j++)
+                    gone_add(e, &k->gone[j]);
+            else if (k->state == K_GONE)
+                gone_add(e, &(struct ncg_rgone){k->rank, k->how, k->max});
+            if (k->state == K_ACTIVE && (!k->relay || k->active)) {
+                e->min = k->min < e->min ? k->min : e->min;
+                e->max = k->max > e->max ? k->max : e->max;
+            }
+        }
+        if (e->min == UINT64_MAX)
+            e->min = e->max = 0;
+        for (uint32_t i = 0; i < c->nk; i++) { /* the ranks at min: the laggards, for LAG */
+            const struct rkid *k = &c->k[i];
+            if (k->state != K_ACTIVE || (k->relay && !k->active) || k->min != e->min)
+                continue;
+            if (!k->relay)
+                low_add(e, k->rank);
+            for (uint32_t j = 0; k->relay && j < k->nlow; j++)
+                low_add(e, k->low[j]);
+            e->low_more |= k->relay && k->low_more;
+        }
+        uint64_t idle = now_ns > c->progress_ns ? (now_ns - c->progress_ns) / 1000000ull : 0;
+        e->idle_ms = idle > UINT32_MAX ? UINT32_MAX : (uint32_t)idle;
+        if (e->known > e->nranks)
+            e->known = e->nranks;
+        if (e->active > e->known)
+            e->active = e->known;
+        if (++m.u.rstat.n == NCG_RELAY_STAT) {
+            r->ops.up(r->ops.arg, &m);
+            m.u.rstat.n = 0;
+        }
+    }
+    if (m.u.rstat.n || !r->ncomm)
+        r->ops.up(r->ops.arg, &m); /* also the heartbeat when there is nothing to say */
+}
+
+void ncg_relay_parent_up(struct ncg_relay *r, uint64_t now_ns)
+{
+    struct ncg_msg m = {.type = NCG_MSG_RHELLO};
+    m.u.rhello.token = r->p.token;
+    m.u.rhello.pid = r->p.pid;
+    m.u.rhello.node = r->p.node;
+    snprintf(m.u.rhello.host, sizeof m.u.rhello.host, "%s", r->p.host);
+    r->attached = 1;
+    r->parent_rx_ns = now_ns;
+    r->ops.up(r->ops.arg, &m);
+    send_stats(r, now_ns);
+    r->last_stat_ns = now_ns;
+    for (size_t ci = 0; ci < r->ncomm; ci++) {
+        struct rcomm *c = r->comm[ci];
+        c->q_active = 0; /* a round of the previous parent: the new one never asked it */
+        for (uint32_t i = 0; i < c->npend; i++) {
+            struct ncg_msg f = {.type = NCG_MSG_RFAULT};
+            f.u.rfault = c->pend[i];
+            r->ops.up(r->ops.arg, &f);
+        }
+        free(c->pend);
+        c->pend = NULL;
+        c->npend = 0;
+    }
+}
+
+void ncg_relay_parent_down(struct ncg_relay *r)
+{
+    r->attached = 0;
+    for (size_t ci = 0; ci < r->ncomm; ci++)
+        r->comm[ci]->q_active = 0;
+}
+
+int ncg_relay_parent_silent(const struct ncg_relay *r, uint64_t now_ns)
+{
+    uint64_t hb = (uint64_t)(r->p.heartbeat_timeout_s * 1e9);
+    return !r->p.root && r->attached && hb && now_ns > r->parent_rx_ns + hb;
+}
+
+void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint64_t now_ns)
+{
+    r->parent_rx_ns = now_ns;
+    if (r->p.root)
+        return;
+    if (m->type == NCG_MSG_QUERY) {
+        const struct ncg_msg_query *q = &m->u.query;
+        struct rcomm *c = comm_find(r, q->comm_id);
+        if (!c || c->done) {
+            static struct ncg_msg_ranswer empty;
+            struct ncg_msg a = {.type = NCG_MSG_RANSWER};
+            memset(&empty, 0, sizeof empty);
+            empty.comm_id = q->comm_id;
+            empty.qid = q->qid;
+            empty.n = q->n;
+            a.u.ranswer = &empty;
+            r->ops.up(r->ops.arg, &a);
+            return;
+        }
+        round_begin(r, c, q->qid, q->mode, q->n, q->slot);
+        return;
+    }
+    if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
+        struct rcomm *c = comm_get(r, m->u.rverdict.v->comm_id, m->u.rverdict.comm_nranks);
+        if (!c)
+            return;
+        if (c->done) {
+            r->st.ignored++;
+            return;
+        }
+        r->st.forwarded++;
+        if (m->u.rverdict.v->severity == NCG_SEV_WARN) { /* a warning: passed on, not kept */
+            send_verdict(r, c, m->u.rverdict.v, -1);
+            return;
+        }
+        struct ncg_verdict *v = verdict_dup(m->u.rverdict.v);
+        if (!v)
+            return;
+        c->done = 1;
+        c->q_active = 0;
+        c->last = v;
+        send_verdict(r, c, v, -1);
+    }
+}
+
+void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
+{
+    uint64_t hb = (uint64_t)(r->p.heartbeat_timeout_s * 1e9);
+    if (r->last_tick_ns && hb && now_ns - r->last_tick_ns > hb / 2) { /* we were not running */
+        for (int i = 0; i < r->nconn; i++)
+            r->conn[i].last_rx_ns = now_ns;
+        r->parent_rx_ns = now_ns;
+    }
+    r->last_tick_ns = now_ns;
+    for (int i = 0; i < r->nconn; i++) {
+        struct rconn *cc = &r->conn[i];
+        if (!cc->used)
+            continue;
+        if (!cc->authed && now_ns - cc->since_ns > 5000000000ull) {
+            memset(cc, 0, sizeof *cc);
+            r->ops.drop(r->ops.arg, i);
+        } else if (cc->authed && hb && now_ns - cc->last_rx_ns > hb) {
+            char why[96];
+            snprintf(why, sizeof why, "silent for %.1f s (frozen or unreachable)",
+                     (double)(now_ns - cc->last_rx_ns) / 1e9);
+            conn_lost(r, i, why);
+            r->ops.drop(r->ops.arg, i);
+        }
+    }
+    uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
+    if (!r->p.root && r->attached && now_ns - r->last_stat_ns >= iv - iv / 8) { /* a tick a
+                                                                  little early still counts */
+        r->last_stat_ns = now_ns;
+        send_stats(r, now_ns); /* before a comm whose ranks all left is forgotten below */
+    }
+    for (size_t ci = 0; ci < r->ncomm;) {
+        struct rcomm *c = r->comm[ci];
+        if (r->p.root && !c->done)
+            root_check_exited(r, c);
+        if (r->p.root && !c->done)
+            root_check_lag(r, c, now_ns);
+        if (r->p.root && !c->done && !c->q_active)
+            root_round_start(r, c, now_ns);
+        int live = 0;
+        for (uint32_t i = 0; i < c->nk && !live; i++)
+            live = c->k[i].relay ? c->k[i].active > 0 : c->k[i].state == K_ACTIVE;
+        if (!live && !c->q_active) {
+            comm_free(c);
+            r->comm[ci] = r->comm[--r->ncomm];
+            continue;
+        }
+        ci++;
+    }
+    if (now_ns - r->last_ping_ns >= 500000000ull) {
+        r->last_ping_ns = now_ns;
+        struct ncg_msg m = {.type = NCG_MSG_PING};
+        for (int i = 0; i < r->nconn; i++)
+            if (r->conn[i].used && r->conn[i].authed)
+                r->ops.send(r->ops.arg, i, &m);
+    }
+}

@@ -1,0 +1,93 @@
+/* A relay of the checker tree (docs/checker.md, "Scaling to thousands of ranks"): the state
+ * machine that serves its node's client processes (the client protocol, unchanged) and its
+ * child relays, sends its subtree's figures to its parent, merges the answers of a digest
+ * round per subtree, and forwards verdicts down. The relay without a parent (the root) runs
+ * the comparison and issues every verdict. Pure like the coordinator: fed decoded messages,
+ * connection events and the time, it emits messages through callbacks; no sockets, threads or
+ * clock of its own (unit-tested in tests/checker/relay_unit.c). */
+#ifndef NCG_RELAY_H
+#define NCG_RELAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "wire.h"
+
+struct ncg_relay_params {
+    uint64_t token; /* 0: none required */
+    uint32_t interval_ms;
+    double heartbeat_timeout_s;
+    uint32_t node; /* this relay's node number (0: the root) */
+    uint8_t root;  /* 1: no parent; compares and issues verdicts */
+    uint32_t pid;  /* of the relay's process: the clients with this pid are its own ranks */
+    char host[64];
+    uint8_t embedded; /* WELCOME says so: the relay runs inside a rank (its death is theirs) */
+    /* 1: clients get a plain VERDICT (per-rank arrays, counts unknown), as
+     * interpose/checker/client.c expects; 0: RVERDICT (the simulator's virtual ranks read it,
+     * saving 12 B x ranks each) */
+    uint8_t client_verdicts;
+    double lag_warn_s;  /* root: LAG warning after this long without progress (0: none) */
+    double lag_abort_s; /* root: LAG becomes an error after this long (0: never) */
+};
+
+struct ncg_relay_ops {
+    void (*send)(void *arg, int conn, const struct ncg_msg *m); /* to a child connection */
+    void (*drop)(void *arg, int conn); /* close it later (the relay has forgotten it) */
+    void (*up)(void *arg, const struct ncg_msg *m); /* to the parent (never called at the root) */
+    void (*event)(void *arg, const char *line);     /* optional: one line per event */
+    void *arg;
+};
+
+struct ncg_relay_stats {
+    uint64_t verdicts;  /* root: verdicts issued */
+    uint64_t forwarded; /* verdicts received from the parent and passed down */
+    uint64_t ignored;   /* verdicts received for a communicator that had one already */
+    uint64_t rounds;    /* QUERY rounds started (root) or forwarded */
+    uint64_t faults;    /* RANK DIED events raised or forwarded */
+    uint64_t verified;  /* root: slots proven equal on every member, summed over comms */
+};
+
+struct ncg_relay;
+
+/* All functions below: one thread at a time, never block; they allocate. */
+struct ncg_relay *ncg_relay_new(const struct ncg_relay_params *p, const struct ncg_relay_ops *ops);
+void ncg_relay_free(struct ncg_relay *r);
+void ncg_relay_connected(struct ncg_relay *r, int conn, uint64_t now_ns);
+/* A message from a child connection: a client (HELLO first) or a child relay (RHELLO first). */
+void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, uint64_t now_ns);
+/* The child connection ended: without a GOODBYE, a RANK DIED of its ranks (a child relay: of
+ * the ranks of its own process). */
+void ncg_relay_closed(struct ncg_relay *r, int conn, uint64_t now_ns);
+/* The link to a parent is up (first time, or reattached to another ancestor): the relay sends
+ * RHELLO and, from the next tick on, RSTAT; faults queued while detached are sent. */
+void ncg_relay_parent_up(struct ncg_relay *r, uint64_t now_ns);
+/* The parent link is gone: the relay stops sending up (and queues faults) until parent_up. */
+void ncg_relay_parent_down(struct ncg_relay *r);
+/* A message from the parent: WELCOME, QUERY, RVERDICT, PING. */
+void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint64_t now_ns);
+/* 1 when the parent has been silent for the heartbeat timeout (the caller reattaches). */
+int ncg_relay_parent_silent(const struct ncg_relay *r, uint64_t now_ns);
+/* Periodic work: heartbeats of children, RSTAT up, pings down; at the root, rounds. Call at
+ * least every interval_ms. */
+void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns);
+void ncg_relay_get_stats(const struct ncg_relay *r, struct ncg_relay_stats *st);
+
+/* The tree over nodes 0..nnodes-1 (node 0: the root): each relay's subtree is a contiguous
+ * range of nodes (a relay covering [lo, hi) splits [lo+1, hi) into `fanout` equal chunks; the
+ * first node of each chunk is a child relay covering it), so the ranks beneath any relay are
+ * one range and merged rank lists stay short. Returns the parent of node (0 for node 0).
+ * Pure; the same on every rank (it knows its node, the node count and the fan-out). */
+uint32_t ncg_relay_parent(uint32_t node, uint32_t nnodes, uint32_t fanout);
+
+/* ---- pure helpers, exported for the unit tests ---- */
+
+/* Merges group g (nranks and ranges of its members) into slot s: into the group with the same
+ * status and digest, else a new group, else s->more. Ranges stay sorted and coalesced; past
+ * NCG_RELAY_RANGES the group is marked truncated (its nranks stays exact). */
+void ncg_rslot_merge(struct ncg_rslot *s, const struct ncg_rgroup *g);
+/* Like the coordinator's slot_agrees: 1 every answer OK and equal (at least 2 ranks), 0 they
+ * differ, -1 unverifiable (a slot left some ring, or fewer than 2 answers). */
+int ncg_rslot_agrees(const struct ncg_rslot *s);
+/* The group's ranks in compact form ("0-7,9-15"; truncated: "0-7,16-23,... (N ranks)"). */
+char *ncg_rgroup_ranks(const struct ncg_rgroup *g, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,240 @@
+/* Codecs of the relay tree's messages (wire_relay.h). Same rules as wire.c: big-endian,
+ * bounded, every count and string checked against its bound and the bytes left. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "wire.h"
+#include "wire_io.h"
+#include "verdict.h"
+
+static void put_group(struct ncg_wbuf *w, const struct ncg_rgroup *g)
+{
+    ncg_put8(w, g->status);
+    ncg_put64(w, g->digest);
+    ncg_wire_put_call(w, &g->call);
+    ncg_wire_put_str(w, g->site, sizeof g->site);
+    ncg_put32(w, g->nranks);
+    ncg_put8(w, g->truncated);
+    ncg_put8(w, g->nrange);
+    for (uint32_t i = 0; i < g->nrange && i < NCG_RELAY_RANGES; i++) {
+        ncg_put32(w, g->r[i].lo);
+        ncg_put32(w, g->r[i].hi);
+    }
+}
+
+static int get_group(struct ncg_rbuf *r, struct ncg_rgroup *g)
+{
+    g->status = ncg_get8(r);
+    g->digest = ncg_get64(r);
+    ncg_wire_get_call(r, &g->call);
+    ncg_wire_get_str(r, g->site, sizeof g->site);
+    g->nranks = ncg_get32(r);
+    g->truncated = ncg_get8(r);
+    g->nrange = ncg_get8(r);
+    if (g->status == NCG_ANS_NONE || g->status > NCG_ANS_NONE || g->truncated > 1 ||
+        g->nrange > NCG_RELAY_RANGES || g->nranks > NCG_WIRE_MAX_RANKS)
+        return -1;
+    for (uint32_t i = 0; i < g->nrange; i++) {
+        g->r[i].lo = ncg_get32(r);
+        g->r[i].hi = ncg_get32(r);
+        if (g->r[i].lo > g->r[i].hi || g->r[i].hi >= NCG_WIRE_MAX_RANKS)
+            return -1;
+    }
+    return 0;
+}
+
+int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
+{
+    uint32_t i, j;
+    switch (m->type) {
+    case NCG_MSG_RHELLO:
+        ncg_put64(w, m->u.rhello.token);
+        ncg_put32(w, m->u.rhello.pid);
+        ncg_put32(w, m->u.rhello.node);
+        ncg_wire_put_str(w, m->u.rhello.host, sizeof m->u.rhello.host);
+        return 0;
+    case NCG_MSG_RSTAT:
+        if (m->u.rstat.n > NCG_RELAY_STAT)
+            return -1;
+        ncg_put16(w, (uint16_t)m->u.rstat.n);
+        for (i = 0; i < m->u.rstat.n; i++) {
+            const struct ncg_rstat_ent *e = &m->u.rstat.e[i];
+            if (e->nown > NCG_RELAY_OWN || e->ngone > NCG_RELAY_GONE)
+                return -1;
+            ncg_put64(w, e->comm_id);
+            ncg_put32(w, e->nranks);
+            ncg_put32(w, e->known);
+            ncg_put32(w, e->active);
+            ncg_put64(w, e->min);
+            ncg_put64(w, e->max);
+            ncg_put8(w, e->nown);
+            for (j = 0; j < e->nown; j++)
+                ncg_put32(w, e->own[j]);
+            ncg_put8(w, e->ngone);
+            for (j = 0; j < e->ngone; j++) {
+                ncg_put32(w, e->gone[j].rank);
+                ncg_put8(w, e->gone[j].how);
+                ncg_put64(w, e->gone[j].count);
+            }
+            if (e->nlow > NCG_RELAY_LOW)
+                return -1;
+            ncg_put32(w, e->idle_ms);
+            ncg_put8(w, e->nlow);
+            ncg_put8(w, e->low_more);
+            for (j = 0; j < e->nlow; j++)
+                ncg_put32(w, e->low[j]);
+        }
+        return 0;
+    case NCG_MSG_RANSWER: {
+        const struct ncg_msg_ranswer *a = m->u.ranswer;
+        if (!a || a->n > NCG_WIRE_MAX_SLOTS)
+            return -1;
+        ncg_put64(w, a->comm_id);
+        ncg_put32(w, a->qid);
+        ncg_put16(w, (uint16_t)a->n);
+        for (i = 0; i < a->n; i++) {
+            if (a->s[i].ngroups > NCG_RELAY_GROUPS)
+                return -1;
+            ncg_put8(w, a->s[i].ngroups);
+            ncg_put8(w, a->s[i].more);
+            for (j = 0; j < a->s[i].ngroups; j++)
+                put_group(w, &a->s[i].g[j]);
+        }
+        return 0;
+    }
+    case NCG_MSG_RFAULT:
+        if (m->u.rfault.n > NCG_RELAY_DEAD)
+            return -1;
+        ncg_put64(w, m->u.rfault.comm_id);
+        ncg_put32(w, m->u.rfault.nranks);
+        ncg_put16(w, (uint16_t)m->u.rfault.n);
+        for (i = 0; i < m->u.rfault.n; i++)
+            ncg_put32(w, m->u.rfault.rank[i]);
+        ncg_wire_put_str(w, m->u.rfault.detail, sizeof m->u.rfault.detail);
+        return 0;
+    case NCG_MSG_RVERDICT: {
+        const struct ncg_verdict *v = m->u.rverdict.v;
+        if (!v || v->nranks != 0)
+            return -1;
+        ncg_put32(w, m->u.rverdict.comm_nranks);
+        if (w->err)
+            return 0;
+        long n = ncg_verdict_encode(v, w->p + w->len, w->cap - w->len);
+        if (n < 0) {
+            w->err = 1;
+            return 0;
+        }
+        w->len += (size_t)n;
+        return 0;
+    }
+    default:
+        return -1;
+    }
+}
+
+int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
+{
+    uint32_t i, j;
+    switch (m->type) {
+    case NCG_MSG_RHELLO:
+        m->u.rhello.token = ncg_get64(r);
+        m->u.rhello.pid = ncg_get32(r);
+        m->u.rhello.node = ncg_get32(r);
+        return ncg_wire_get_str(r, m->u.rhello.host, sizeof m->u.rhello.host);
+    case NCG_MSG_RSTAT:
+        m->u.rstat.n = ncg_get16(r);
+        if (m->u.rstat.n > NCG_RELAY_STAT)
+            return -1;
+        for (i = 0; i < m->u.rstat.n && !r->err; i++) {
+            struct ncg_rstat_ent *e = &m->u.rstat.e[i];
+            e->comm_id = ncg_get64(r);
+            e->nranks = ncg_get32(r);
+            e->known = ncg_get32(r);
+            e->active = ncg_get32(r);
+            e->min = ncg_get64(r);
+            e->max = ncg_get64(r);
+            e->nown = ncg_get8(r);
+            if (e->nranks == 0 || e->nranks > NCG_WIRE_MAX_RANKS || e->known > e->nranks ||
+                e->active > e->known || e->min > e->max || e->nown > NCG_RELAY_OWN)
+                return -1;
+            for (j = 0; j < e->nown; j++)
+                if ((e->own[j] = ncg_get32(r)) >= e->nranks)
+                    return -1;
+            e->ngone = ncg_get8(r);
+            if (e->ngone > NCG_RELAY_GONE)
+                return -1;
+            for (j = 0; j < e->ngone; j++) {
+                e->gone[j].rank = ncg_get32(r);
+                e->gone[j].how = ncg_get8(r);
+                e->gone[j].count = ncg_get64(r);
+                if (e->gone[j].rank >= e->nranks ||
+                    (e->gone[j].how & ~(NCG_BYE_ABORT | NCG_BYE_VERDICT)))
+                    return -1;
+            }
+            e->idle_ms = ncg_get32(r);
+            e->nlow = ncg_get8(r);
+            e->low_more = ncg_get8(r);
+            if (e->nlow > NCG_RELAY_LOW || e->low_more > 1)
+                return -1;
+            for (j = 0; j < e->nlow; j++)
+                if ((e->low[j] = ncg_get32(r)) >= e->nranks)
+                    return -1;
+        }
+        return 0;
+    case NCG_MSG_RANSWER: {
+        struct ncg_msg_ranswer *a = calloc(1, sizeof *a);
+        if (!a)
+            return -1;
+        m->u.ranswer = a;
+        a->comm_id = ncg_get64(r);
+        a->qid = ncg_get32(r);
+        a->n = ncg_get16(r);
+        if (a->n > NCG_WIRE_MAX_SLOTS)
+            return -1;
+        for (i = 0; i < a->n && !r->err; i++) {
+            a->s[i].ngroups = ncg_get8(r);
+            a->s[i].more = ncg_get8(r);
+            if (a->s[i].ngroups > NCG_RELAY_GROUPS || a->s[i].more > 1)
+                return -1;
+            for (j = 0; j < a->s[i].ngroups; j++)
+                if (get_group(r, &a->s[i].g[j]) < 0)
+                    return -1;
+        }
+        return 0;
+    }
+    case NCG_MSG_RFAULT:
+        m->u.rfault.comm_id = ncg_get64(r);
+        m->u.rfault.nranks = ncg_get32(r);
+        m->u.rfault.n = ncg_get16(r);
+        if (m->u.rfault.n > NCG_RELAY_DEAD || m->u.rfault.nranks == 0 ||
+            m->u.rfault.nranks > NCG_WIRE_MAX_RANKS)
+            return -1;
+        for (i = 0; i < m->u.rfault.n; i++)
+            if ((m->u.rfault.rank[i] = ncg_get32(r)) >= m->u.rfault.nranks)
+                return -1;
+        return ncg_wire_get_str(r, m->u.rfault.detail, sizeof m->u.rfault.detail);
+    case NCG_MSG_RVERDICT:
+        m->u.rverdict.comm_nranks = ncg_get32(r);
+        if (r->err || m->u.rverdict.comm_nranks == 0 ||
+            m->u.rverdict.comm_nranks > NCG_WIRE_MAX_RANKS)
+            return -1;
+        m->u.rverdict.v = ncg_verdict_decode(r->p + r->pos, r->cap - r->pos);
+        if (!m->u.rverdict.v || m->u.rverdict.v->nranks != 0)
+            return -1;
+        r->pos = r->cap;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+void ncg_wire_relay_release(struct ncg_msg *m)
+{
+    if (m->type == NCG_MSG_RANSWER) {
+        free(m->u.ranswer);
+        m->u.ranswer = NULL;
+    } else if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
+        ncg_verdict_free(m->u.rverdict.v);
+        m->u.rverdict.v = NULL;
+    }
+}

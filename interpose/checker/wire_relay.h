@@ -1,0 +1,99 @@
+/* The relay tree's messages (docs/checker.md, "Scaling to thousands of ranks"): structs and
+ * their codecs, kept apart from wire.c's client protocol. Included by wire.h (the structs sit
+ * in struct ncg_msg's union); nothing here touches the client protocol's frames. */
+#ifndef NCG_WIRE_RELAY_H
+#define NCG_WIRE_RELAY_H
+
+#include <stdint.h>
+
+#define NCG_RELAY_OWN 16u   /* ranks of the relay's own process per RSTAT entry */
+#define NCG_RELAY_GROUPS 4u /* distinct answers per slot in RANSWER (beyond: "more") */
+#define NCG_RELAY_RANGES 8u /* rank ranges per answer group (beyond: "truncated") */
+#define NCG_RELAY_DEAD 64u  /* ranks per RFAULT */
+#define NCG_RELAY_GONE 8u   /* ranks that left, per RSTAT entry (the lowest final counts) */
+#define NCG_RELAY_STAT 32u  /* comm entries per RSTAT (more comms: several RSTATs) */
+#define NCG_RELAY_LOW 8u    /* ranks at the subtree's minimum count, per RSTAT entry (LAG) */
+
+struct ncg_msg_rhello {
+    uint64_t token;
+    uint32_t pid;
+    uint32_t node; /* the child relay's node number */
+    char host[64];
+};
+
+/* One communicator as seen from a relay's subtree. */
+struct ncg_rstat_ent {
+    uint64_t comm_id;
+    uint32_t nranks;
+    uint32_t known;    /* ranks registered beneath (active or gone) */
+    uint32_t active;   /* of which still active */
+    uint64_t min, max; /* collective calls issued, over the active ranks (0 when none) */
+    uint8_t nown;      /* ranks held by the relay's own process: its death is theirs */
+    uint32_t own[NCG_RELAY_OWN];
+    /* ranks beneath that left (GOODBYE), lowest final counts first: RANK EXITED at the root */
+    uint8_t ngone;
+    struct ncg_rgone {
+        uint32_t rank;
+        uint8_t how; /* NCG_BYE_ABORT / NCG_BYE_VERDICT from its goodbye, else 0 */
+        uint64_t count;
+    } gone[NCG_RELAY_GONE];
+    uint32_t idle_ms; /* since a count beneath it last grew (LAG) */
+    uint8_t nlow;     /* ranks at min (the lagging ones when counts differ) */
+    uint8_t low_more; /* more ranks at min than listed */
+    uint32_t low[NCG_RELAY_LOW];
+};
+struct ncg_msg_rstat {
+    uint32_t n;
+    struct ncg_rstat_ent e[NCG_RELAY_STAT];
+};
+
+struct ncg_rrange {
+    uint32_t lo, hi; /* comm ranks lo..hi inclusive */
+};
+/* Ranks whose answers at one slot are equal (status, and digest when OK). */
+struct ncg_rgroup {
+    uint8_t status; /* enum ncg_answer_status, never NCG_ANS_NONE */
+    uint64_t digest;
+    struct ncg_call call;     /* one member's record (records mode) */
+    char site[NCG_WIRE_SITE]; /* that member's call site, or "" */
+    uint32_t nranks;          /* exact */
+    uint8_t nrange;
+    uint8_t truncated; /* more ranks than the ranges list (nranks stays exact) */
+    struct ncg_rrange r[NCG_RELAY_RANGES];
+};
+struct ncg_rslot {
+    uint8_t ngroups;
+    uint8_t more; /* further distinct answers were left out */
+    struct ncg_rgroup g[NCG_RELAY_GROUPS];
+};
+struct ncg_msg_ranswer {
+    uint64_t comm_id;
+    uint32_t qid;
+    uint32_t n; /* = the QUERY's slot count */
+    struct ncg_rslot s[NCG_WIRE_MAX_SLOTS];
+};
+
+struct ncg_msg_rfault {
+    uint64_t comm_id;
+    uint32_t nranks;
+    uint32_t n;
+    uint32_t rank[NCG_RELAY_DEAD]; /* comm ranks that died */
+    char detail[NCG_WIRE_STR];     /* "pid 123 on host, connection lost without goodbye" */
+};
+
+struct ncg_verdict;
+struct ncg_msg_rverdict {
+    uint32_t comm_nranks;  /* the communicator's size (v carries no per-rank arrays) */
+    struct ncg_verdict *v; /* owned by the message; v->nranks is 0 */
+};
+
+struct ncg_msg;
+struct ncg_wbuf;
+struct ncg_rbuf;
+/* Payload codecs for types >= NCG_MSG_RHELLO, called by wire.c; -1 on a bad message (encode:
+ * unknown type or missing payload). Pure; decode allocates RANSWER / RVERDICT payloads. */
+int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w);
+int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m);
+void ncg_wire_relay_release(struct ncg_msg *m);
+
+#endif

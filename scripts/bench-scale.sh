@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `make bench-scale`: the relay tree at N = 64, 1,024, 4,096 and 16,384 virtual ranks
+# (build/tests/ncg-sim, 8 ranks per node, fan-out 16, 100 calls/s per rank, one communicator).
+# Per N: one healthy run of BENCH_HEALTHY_S seconds (steady-state figures), BENCH_RUNS mismatch
+# runs (a different rank each run, slot 300, i.e. 3 s in), and BENCH_RUNS runs each of
+# --kill-rank and --kill-relay (3 s in), and one --stop-relay run (a frozen relay, found by a
+# 2 s heartbeat: --heartbeat-s 2). Prints every run's JSON line into $OUT (default
+# build/bench-scale) and a table of medians; no pass/fail (BENCHMARKS.md has the targets).
+set -u
+cd "$(dirname "$0")/.." || exit 2
+B=${NCG_BUILD:-build}
+SIM=$B/tests/ncg-sim
+RUNS=${BENCH_RUNS:-5}
+HEALTHY=${BENCH_HEALTHY_S:-10}
+SIZES=${BENCH_SIZES:-64 1024 4096 16384}
+OUT=${OUT_DIR:-$B/bench-scale}
+[ -x "$SIM" ] || { echo "bench-scale: $SIM not built (make)"; exit 2; }
+mkdir -p "$OUT"
+field() { sed -n "s/.*\"$1\": \([^,}]*\).*/\1/p" | tr -d '"'; }
+median() { sort -g | awk '{v[NR]=$1} END{ if (!NR) {print "-"; exit} printf "%s", (NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2 }'; }
+worst() { sort -g | tail -n 1; }
+echo "bench-scale: $(nproc) CPUs, sizes $SIZES, $RUNS runs per fault, healthy ${HEALTHY} s"
+printf '%-6s | %-9s %-9s %-9s %-9s %-9s | %-19s | %-19s | %-19s | %-13s | %s\n' N root_cpu relay_max B/rank/s net_B/r/s rss_kB "mismatch det/all" "kill-rank det/all" "kill-relay det/all" "stop(hb 2 s)" "named (ok runs)"
+for n in $SIZES; do
+  f=$OUT/n$n.jsonl
+  : >"$f"
+  "$SIM" --ranks "$n" --per-node 8 --seconds "$HEALTHY" --json | sed 's/^{/{"run": "healthy", /' >>"$f"
+  nodes=$(( (n + 7) / 8 ))
+  for r in $(seq "$RUNS"); do
+    mr=$(( (r * 7919 + n / 3) % n ))
+    "$SIM" --ranks "$n" --per-node 8 --mismatch-rank "$mr" --json | sed "s/^{/{\"run\": \"mismatch\", \"want\": \"$mr\", /" >>"$f"
+    kr=$(( (r * 104729 + 5) % n )); [ $((kr % 8)) = 0 ] && kr=$((kr + 1))
+    "$SIM" --ranks "$n" --per-node 8 --kill-rank "$kr" --json | sed "s/^{/{\"run\": \"kill-rank\", \"want\": \"$kr\", /" >>"$f"
+    kn=$(( 1 + (r * 31 + nodes / 2) % (nodes - 1) ))
+    "$SIM" --ranks "$n" --per-node 8 --kill-relay "$kn" --json | sed "s/^{/{\"run\": \"kill-relay\", \"want\": \"$((kn * 8))\", /" >>"$f"
+  done
+  kn=$(( 1 + (nodes / 3) % (nodes - 1) ))
+  "$SIM" --ranks "$n" --per-node 8 --stop-relay "$kn" --heartbeat-s 2 --json | sed "s/^{/{\"run\": \"stop-relay\", \"want\": \"$((kn * 8))\", /" >>"$f"
+  h=$(grep '"run": "healthy"' "$f")
+  cell() { # kind -> "det/all"
+    local d a
+    d=$(grep "\"run\": \"$1\"" "$f" | field detect_s | median)
+    a=$(grep "\"run\": \"$1\"" "$f" | field all_notified_s | median)
+    echo "$d/$a (worst $(grep "\"run\": \"$1\"" "$f" | field all_notified_s | worst))"
+  }
+  ok=0 tot=0
+  while read -r line; do
+    tot=$((tot + 1))
+    w=$(echo "$line" | field want) g=$(echo "$line" | field named_ranks)
+    nt=$(echo "$line" | field notified) ex=$(echo "$line" | field expected) du=$(echo "$line" | field duplicates)
+    [ "$w" = "$g" ] && [ "$nt" = "$ex" ] && [ "$du" = 0 ] && ok=$((ok + 1))
+  done < <(grep -v '"run": "healthy"' "$f")
+  printf '%-6s | %-9s %-9s %-9s %-9s %-9s | %-19s | %-19s | %-19s | %-13s | %s/%s; healthy verdict: %s\n' "$n" \
+    "$(echo "$h" | field root_cpu_s_per_s)" "$(echo "$h" | field relay_cpu_s_per_s_max)" \
+    "$(echo "$h" | field bytes_per_rank_per_s)" "$(echo "$h" | field net_bytes_per_rank_per_s)" \
+    "$(echo "$h" | field root_rss_kb)" "$(cell mismatch)" "$(cell kill-rank)" "$(cell kill-relay)" \
+    "$(grep '"run": "stop-relay"' "$f" | field detect_s)/$(grep '"run": "stop-relay"' "$f" | field all_notified_s)" \
+    "$ok" "$tot" "$(echo "$h" | field verdict)"
+done
+echo "bench-scale: runs in $OUT/n*.jsonl"

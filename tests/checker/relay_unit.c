@@ -1,0 +1,780 @@
+/* Unit tests of the relay tree (interpose/relay.[ch], wire_relay.c): the pure helpers (group
+ * merging, rank ranges, agreement), the new frames' codecs (round trip, every truncation),
+ * and small trees driven through an in-memory network where every message is encoded and
+ * decoded: counts as min/max, digest rounds, a mismatch found and named, verdict fan-out
+ * exactly once, a client's death and a relay's death. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "relay.h"
+#include "verdict.h"
+#include "wire.h"
+
+static int fails;
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "relay_unit: %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);      \
+            fails++;                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* ---- pure helpers ---- */
+
+static struct ncg_rgroup grp(uint8_t st, uint64_t d, uint32_t lo, uint32_t hi)
+{
+    struct ncg_rgroup g = {0};
+    g.status = st;
+    g.digest = d;
+    g.nranks = hi - lo + 1;
+    g.nrange = 1;
+    g.r[0].lo = lo;
+    g.r[0].hi = hi;
+    return g;
+}
+
+static void test_helpers(void)
+{
+    struct ncg_rslot s = {0};
+    char b[256];
+    struct ncg_rgroup g = grp(NCG_ANS_OK, 7, 0, 3);
+    ncg_rslot_merge(&s, &g);
+    g = grp(NCG_ANS_OK, 7, 5, 7);
+    ncg_rslot_merge(&s, &g);
+    CHECK(ncg_rslot_agrees(&s) == 1);
+    g = grp(NCG_ANS_OK, 7, 4, 4);
+    ncg_rslot_merge(&s, &g);
+    CHECK(s.ngroups == 1 && s.g[0].nranks == 8 && s.g[0].nrange == 1);
+    CHECK(!strcmp(ncg_rgroup_ranks(&s.g[0], b, sizeof b), "0-7"));
+    g = grp(NCG_ANS_OK, 9, 12, 12);
+    ncg_rslot_merge(&s, &g);
+    CHECK(ncg_rslot_agrees(&s) == 0 && s.ngroups == 2);
+    g = grp(NCG_ANS_GONE, 0, 20, 21);
+    ncg_rslot_merge(&s, &g);
+    CHECK(ncg_rslot_agrees(&s) == -1);
+    /* more distinct answers than groups: "more", still a difference */
+    struct ncg_rslot t = {0};
+    for (uint32_t i = 0; i < NCG_RELAY_GROUPS + 2; i++) {
+        g = grp(NCG_ANS_OK, 100 + i, i, i);
+        ncg_rslot_merge(&t, &g);
+    }
+    CHECK(t.ngroups == NCG_RELAY_GROUPS && t.more == 1 && ncg_rslot_agrees(&t) == 0);
+    /* one rank alone cannot agree with anyone */
+    struct ncg_rslot u = {0};
+    g = grp(NCG_ANS_OK, 1, 3, 3);
+    ncg_rslot_merge(&u, &g);
+    CHECK(ncg_rslot_agrees(&u) == -1);
+    /* ranges past the bound: truncated, count exact */
+    struct ncg_rslot v = {0};
+    for (uint32_t i = 0; i < 2 * NCG_RELAY_RANGES; i++) {
+        g = grp(NCG_ANS_OK, 5, 10 * i, 10 * i + 1);
+        ncg_rslot_merge(&v, &g);
+    }
+    CHECK(v.g[0].truncated && v.g[0].nranks == 4 * NCG_RELAY_RANGES &&
+          v.g[0].nrange == NCG_RELAY_RANGES);
+    ncg_rgroup_ranks(&v.g[0], b, sizeof b);
+    CHECK(strstr(b, "0-1,10-11,") == b && strstr(b, "... (32 ranks)"));
+}
+
+/* ---- codecs ---- */
+
+static void roundtrip(const struct ncg_msg *m, struct ncg_msg *out)
+{
+    static uint8_t buf[1 << 17];
+    long n = ncg_wire_encode(m, buf, sizeof buf);
+    CHECK(n > 0);
+    if (n <= 0)
+        return;
+    for (long cut = 0; cut < n; cut++) { /* every truncation: "more bytes", never a message */
+        struct ncg_msg t;
+        long k = ncg_wire_decode(buf, (size_t)cut, &t);
+        CHECK(k == 0);
+        if (k > 0)
+            ncg_msg_release(&t);
+    }
+    CHECK(ncg_wire_decode(buf, (size_t)n, out) == n);
+    buf[NCG_WIRE_HDR + 1] ^= 0xff; /* corrupt the payload: decoded or refused, never a crash */
+    struct ncg_msg t;
+    if (ncg_wire_decode(buf, (size_t)n, &t) > 0)
+        ncg_msg_release(&t);
+}
+
+static void test_codecs(void)
+{
+    static struct ncg_msg m, o;
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_RHELLO;
+    m.u.rhello.token = 0x1122334455667788ull;
+    m.u.rhello.pid = 77;
+    m.u.rhello.node = 12;
+    strcpy(m.u.rhello.host, "h1");
+    roundtrip(&m, &o);
+    CHECK(o.u.rhello.token == m.u.rhello.token && o.u.rhello.node == 12 &&
+          !strcmp(o.u.rhello.host, "h1"));
+
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_RSTAT;
+    m.u.rstat.n = 2;
+    for (int i = 0; i < 2; i++) {
+        struct ncg_rstat_ent *e = &m.u.rstat.e[i];
+        e->comm_id = 100 + (uint64_t)i;
+        e->nranks = 64;
+        e->known = 8;
+        e->active = 7;
+        e->min = 5;
+        e->max = 9;
+        e->nown = 2;
+        e->own[0] = 8;
+        e->own[1] = 9;
+    }
+    roundtrip(&m, &o);
+    CHECK(o.u.rstat.n == 2 && o.u.rstat.e[1].comm_id == 101 && o.u.rstat.e[1].min == 5 &&
+          o.u.rstat.e[1].nown == 2 && o.u.rstat.e[1].own[1] == 9);
+    m.u.rstat.e[0].min = 10; /* min > max: refused */
+    {
+        static uint8_t buf[8192];
+        long n = ncg_wire_encode(&m, buf, sizeof buf);
+        struct ncg_msg t;
+        CHECK(n > 0 && ncg_wire_decode(buf, (size_t)n, &t) < 0);
+    }
+
+    static struct ncg_msg_ranswer a;
+    memset(&a, 0, sizeof a);
+    a.comm_id = 5;
+    a.qid = 3;
+    a.n = 2;
+    a.s[0].ngroups = 2;
+    a.s[0].g[0] = grp(NCG_ANS_OK, 11, 0, 14);
+    a.s[0].g[1] = grp(NCG_ANS_OK, 12, 15, 15);
+    a.s[0].g[1].call.func = 2;
+    a.s[0].g[1].call.count = 64;
+    strcpy(a.s[0].g[1].site, "main+0x10");
+    a.s[1].ngroups = 1;
+    a.s[1].more = 1;
+    a.s[1].g[0] = grp(NCG_ANS_GONE, 0, 0, 15);
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_RANSWER;
+    m.u.ranswer = &a;
+    roundtrip(&m, &o);
+    CHECK(o.u.ranswer && o.u.ranswer->n == 2 && o.u.ranswer->s[0].g[1].digest == 12 &&
+          o.u.ranswer->s[0].g[1].call.count == 64 &&
+          !strcmp(o.u.ranswer->s[0].g[1].site, "main+0x10") && o.u.ranswer->s[1].more == 1);
+    ncg_msg_release(&o);
+    m.u.ranswer = NULL; /* no payload: refused by the encoder */
+    {
+        uint8_t buf[64];
+        CHECK(ncg_wire_encode(&m, buf, sizeof buf) < 0);
+    }
+
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_RFAULT;
+    m.u.rfault.comm_id = 9;
+    m.u.rfault.nranks = 100;
+    m.u.rfault.n = 2;
+    m.u.rfault.rank[0] = 4;
+    m.u.rfault.rank[1] = 99;
+    strcpy(m.u.rfault.detail, "pid 1 on h, connection lost");
+    roundtrip(&m, &o);
+    CHECK(o.u.rfault.n == 2 && o.u.rfault.rank[1] == 99 &&
+          !strcmp(o.u.rfault.detail, m.u.rfault.detail));
+
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_RVERDICT;
+    m.u.rverdict.comm_nranks = 16384;
+    m.u.rverdict.v = ncg_verdict_new(0);
+    m.u.rverdict.v->kind = NCG_V_RANK_DIED;
+    m.u.rverdict.v->severity = NCG_SEV_ERROR;
+    m.u.rverdict.v->comm_id = 42;
+    strcpy(m.u.rverdict.v->subject, "12345");
+    roundtrip(&m, &o);
+    CHECK(o.u.rverdict.comm_nranks == 16384 && o.u.rverdict.v &&
+          !strcmp(o.u.rverdict.v->subject, "12345") && o.u.rverdict.v->comm_id == 42);
+    ncg_msg_release(&o);
+    ncg_verdict_free(m.u.rverdict.v);
+}
+
+/* ---- trees over an in-memory network ---- */
+
+#define MAXR 4 /* relays */
+#define MAXK 8 /* child connections per relay */
+#define MAXQ 4096
+
+enum { TO_CHILD, TO_PARENT, TO_CLIENT }; /* who receives */
+struct pkt {
+    int kind, relay, conn; /* TO_CHILD: relay's child conn; TO_PARENT: relay gets it from its
+                              parent; TO_CLIENT: relay's client on conn */
+    long n;
+    uint8_t *b;
+};
+
+struct client { /* one rank per client process */
+    int relay, conn, rank;
+    uint32_t pid;
+    uint64_t count, odd_from; /* digest differs from slot odd_from (UINT64_MAX: never) */
+    int verdicts, plain;
+    struct ncg_verdict *v;
+};
+
+static struct {
+    struct ncg_relay *r[MAXR];
+    int parent[MAXR], parent_conn[MAXR]; /* the conn id this relay has at its parent */
+    int child_relay[MAXR][MAXK];         /* -1: conn is a client */
+    struct client cl[64];
+    int ncl;
+    struct pkt q[MAXQ];
+    int qh, qt;
+    uint64_t now;
+    uint8_t client_verdicts;
+    double lag_warn_s, lag_abort_s;
+    int frozen; /* a relay that runs no more (frames to it are lost), or -1 */
+} T;
+
+static void push(int kind, int relay, int conn, const struct ncg_msg *m)
+{
+    static uint8_t buf[1 << 17];
+    long n = ncg_wire_encode(m, buf, sizeof buf);
+    CHECK(n > 0);
+    if (n <= 0 || T.qt - T.qh >= MAXQ)
+        return;
+    struct pkt *p = &T.q[T.qt++ % MAXQ];
+    p->kind = kind;
+    p->relay = relay;
+    p->conn = conn;
+    p->n = n;
+    p->b = malloc((size_t)n);
+    memcpy(p->b, buf, (size_t)n);
+}
+
+struct opsarg {
+    int relay;
+};
+static struct opsarg OA[MAXR];
+
+static void op_send(void *arg, int conn, const struct ncg_msg *m)
+{
+    int ri = ((struct opsarg *)arg)->relay;
+    int cr = T.child_relay[ri][conn];
+    if (cr >= 0)
+        push(TO_PARENT, cr, 0, m);
+    else
+        push(TO_CLIENT, ri, conn, m);
+}
+static void op_drop(void *arg, int conn)
+{
+    (void)arg;
+    (void)conn;
+}
+static void op_up(void *arg, const struct ncg_msg *m)
+{
+    int ri = ((struct opsarg *)arg)->relay;
+    push(TO_CHILD, T.parent[ri], T.parent_conn[ri], m);
+}
+
+static uint64_t digest_of(const struct client *c, uint64_t slot)
+{
+    return slot >= c->odd_from ? 0xbad0000 + slot : 0x600d0000 + slot;
+}
+
+static struct client *client_at(int relay, int conn)
+{
+    for (int i = 0; i < T.ncl; i++)
+        if (T.cl[i].relay == relay && T.cl[i].conn == conn)
+            return &T.cl[i];
+    return NULL;
+}
+
+static void client_rx(struct client *c, const struct ncg_msg *m)
+{
+    if (m->type == NCG_MSG_QUERY) {
+        static struct ncg_msg a;
+        memset(&a, 0, sizeof a);
+        a.type = NCG_MSG_ANSWER;
+        a.u.answer.comm_id = m->u.query.comm_id;
+        a.u.answer.qid = m->u.query.qid;
+        a.u.answer.rank = (uint32_t)c->rank;
+        a.u.answer.n = m->u.query.n;
+        for (uint32_t k = 0; k < m->u.query.n; k++) {
+            uint64_t s = m->u.query.slot[k];
+            struct ncg_answer *x = &a.u.answer.a[k];
+            x->status = NCG_ANS_OK;
+            x->digest = digest_of(c, s);
+            x->call.seq = s;
+            x->call.func = s >= c->odd_from ? 2 : 1;
+            x->call.count = 8;
+            x->call.root = -1;
+        }
+        push(TO_CHILD, c->relay, c->conn, &a);
+    } else if (m->type == NCG_MSG_RVERDICT) {
+        c->verdicts++;
+        if (!c->v) {
+            c->v = m->u.rverdict.v;
+            ((struct ncg_msg *)m)->u.rverdict.v = NULL; /* keep it */
+        }
+    } else if (m->type == NCG_MSG_VERDICT) { /* client_verdicts: the plain form */
+        c->verdicts++;
+        c->plain++;
+        if (!c->v) {
+            c->v = m->u.verdict;
+            ((struct ncg_msg *)m)->u.verdict = NULL;
+        }
+    }
+}
+
+static void pump(void)
+{
+    while (T.qh < T.qt) {
+        struct pkt p = T.q[T.qh++ % MAXQ];
+        struct ncg_msg m;
+        long k = ncg_wire_decode(p.b, (size_t)p.n, &m);
+        CHECK(k == p.n);
+        free(p.b);
+        if (k != p.n)
+            continue;
+        if (p.relay == T.frozen) {
+            ncg_msg_release(&m);
+            continue;
+        }
+        if (p.kind == TO_CHILD)
+            ncg_relay_message(T.r[p.relay], p.conn, &m, T.now);
+        else if (p.kind == TO_PARENT)
+            ncg_relay_parent_message(T.r[p.relay], &m, T.now);
+        else {
+            struct client *c = client_at(p.relay, p.conn);
+            if (c)
+                client_rx(c, &m);
+        }
+        ncg_msg_release(&m);
+    }
+}
+
+static void report_all(void)
+{
+    for (int i = 0; i < T.ncl; i++) {
+        struct client *c = &T.cl[i];
+        if (c->relay < 0)
+            continue;
+        struct ncg_msg m = {.type = NCG_MSG_REPORT};
+        m.u.report.n = 1;
+        m.u.report.e[0].comm_id = 0xc0;
+        m.u.report.e[0].nranks = (uint32_t)T.ncl;
+        m.u.report.e[0].rank = (uint32_t)c->rank;
+        m.u.report.e[0].count = c->count;
+        m.u.report.e[0].global_rank = c->rank;
+        push(TO_CHILD, c->relay, c->conn, &m);
+    }
+    pump();
+}
+
+static void tick_all(int nr)
+{
+    T.now += 100000000ull;
+    for (int i = nr - 1; i >= 0; i--) { /* leaves first: their RSTAT reaches the root */
+        ncg_relay_tick(T.r[i], T.now);
+        pump();
+    }
+}
+
+/* Root 0 with clients 0,1 and child relay 1 (conn 2); relay 1 with clients 2,3 (rank 2 is in
+ * relay 1's own process). With three_levels, relay 2 under relay 1 (conn 2) holds ranks 4,5. */
+static void tree(int three_levels)
+{
+    uint8_t cv = T.client_verdicts;
+    double lw = T.lag_warn_s, la = T.lag_abort_s;
+    memset(&T, 0, sizeof T);
+    T.client_verdicts = cv;
+    T.lag_warn_s = lw;
+    T.lag_abort_s = la;
+    T.frozen = -1;
+    memset(T.child_relay, -1, sizeof T.child_relay);
+    int nr = three_levels ? 3 : 2;
+    for (int i = 0; i < nr; i++) {
+        struct ncg_relay_params p = {0};
+        p.interval_ms = 100;
+        p.heartbeat_timeout_s = 10;
+        p.node = (uint32_t)i;
+        p.root = i == 0;
+        p.pid = 1000 + 2 * (uint32_t)i; /* = the pid of the relay's first rank */
+        p.client_verdicts = T.client_verdicts;
+        p.lag_warn_s = T.lag_warn_s;
+        p.lag_abort_s = T.lag_abort_s;
+        strcpy(p.host, "h");
+        OA[i].relay = i;
+        struct ncg_relay_ops ops = {op_send, op_drop, op_up, NULL, &OA[i]};
+        T.r[i] = ncg_relay_new(&p, &ops);
+    }
+    int nranks = 2 * nr;
+    for (int rk = 0; rk < nranks; rk++) {
+        struct client *c = &T.cl[T.ncl++];
+        c->relay = rk / 2;
+        c->conn = rk % 2;
+        c->rank = rk;
+        c->pid = 1000 + (uint32_t)rk;
+        c->odd_from = UINT64_MAX;
+        ncg_relay_connected(T.r[c->relay], c->conn, T.now);
+        struct ncg_msg h = {.type = NCG_MSG_HELLO};
+        h.u.hello.pid = c->pid;
+        h.u.hello.global_rank = rk;
+        strcpy(h.u.hello.host, "h");
+        push(TO_CHILD, c->relay, c->conn, &h);
+    }
+    for (int i = 1; i < nr; i++) {
+        T.parent[i] = i - 1;
+        T.parent_conn[i] = 2;
+        T.child_relay[i - 1][2] = i;
+        ncg_relay_connected(T.r[i - 1], 2, T.now);
+        ncg_relay_parent_up(T.r[i], T.now);
+    }
+    pump();
+}
+
+static void tree_free(int nr)
+{
+    for (int i = 0; i < nr; i++)
+        ncg_relay_free(T.r[i]);
+    for (int i = 0; i < T.ncl; i++)
+        ncg_verdict_free(T.cl[i].v);
+    while (T.qh < T.qt)
+        free(T.q[T.qh++ % MAXQ].b);
+}
+
+static void test_agree(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    for (int t = 0; t < 5; t++)
+        tick_all(3);
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[0], &st);
+    CHECK(st.rounds >= 1 && st.verdicts == 0);
+    ncg_relay_get_stats(T.r[2], &st);
+    CHECK(st.rounds >= 1); /* the root's query reached the leaf */
+    for (int i = 0; i < T.ncl; i++)
+        CHECK(T.cl[i].verdicts == 0);
+    tree_free(3);
+}
+
+static void test_mismatch(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    for (int t = 0; t < 4; t++)
+        tick_all(3); /* slots 0..9 verified */
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 100;
+    T.cl[5].odd_from = 57; /* rank 5, under two relays */
+    report_all();
+    for (int t = 0; t < 10; t++)
+        tick_all(3);
+    for (int i = 0; i < T.ncl; i++) {
+        CHECK(T.cl[i].verdicts == 1); /* every rank, exactly once */
+        CHECK(T.cl[i].v && T.cl[i].v->kind == NCG_V_MISMATCH);
+    }
+    const struct ncg_verdict *v = T.cl[0].v;
+    if (v) {
+        CHECK(v->slot == 57 && !strcmp(v->subject, "5") && v->ncalls == 2);
+        CHECK(!strcmp(v->calls[0].ranks, "0-4") && !strcmp(v->calls[1].ranks, "5"));
+        CHECK(v->calls[1].call.func == 2 && v->last_agreed == 56);
+    }
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[0], &st);
+    CHECK(st.verdicts == 1);
+    /* the same verdict again from the parent: ignored, not delivered twice */
+    struct ncg_msg m = {.type = NCG_MSG_RVERDICT};
+    m.u.rverdict.comm_nranks = 6;
+    m.u.rverdict.v = T.cl[0].v;
+    ncg_relay_parent_message(T.r[2], &m, T.now);
+    pump();
+    ncg_relay_get_stats(T.r[2], &st);
+    CHECK(st.forwarded == 1 && st.ignored == 1 && T.cl[4].verdicts == 1);
+    tree_free(3);
+}
+
+static void test_client_died(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    ncg_relay_closed(T.r[2], 1, T.now); /* rank 5's process */
+    T.cl[5].relay = -1;
+    pump();
+    for (int i = 0; i < 5; i++)
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].v && T.cl[i].v->kind == NCG_V_RANK_DIED &&
+              !strcmp(T.cl[i].v->subject, "5"));
+    CHECK(T.cl[5].verdicts == 0);
+    if (T.cl[0].v)
+        CHECK(strstr(T.cl[0].v->detail, "pid 1005") != NULL);
+    tree_free(3);
+}
+
+static void test_relay_died(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3); /* relay 1 reports its own rank (2, pid 1002) */
+    /* relay 1's process dies: its rank 2 with it; rank 3 and relay 2 reattach to the root */
+    ncg_relay_closed(T.r[0], 2, T.now);
+    T.cl[2].relay = T.cl[3].relay = -1;
+    pump();
+    for (int i = 0; i < 2; i++)
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].v && T.cl[i].v->kind == NCG_V_RANK_DIED &&
+              !strcmp(T.cl[i].v->subject, "2"));
+    if (T.cl[0].v)
+        CHECK(strstr(T.cl[0].v->detail, "relay of node 1") != NULL);
+    /* reattach: relay 2 as a child of the root on conn 3, rank 3 as a client on conn 4 */
+    ncg_relay_parent_down(T.r[2]);
+    T.parent[2] = 0;
+    T.parent_conn[2] = 3;
+    T.child_relay[0][3] = 2;
+    ncg_relay_connected(T.r[0], 3, T.now);
+    ncg_relay_parent_up(T.r[2], T.now);
+    T.cl[3].relay = 0;
+    T.cl[3].conn = 4;
+    ncg_relay_connected(T.r[0], 4, T.now);
+    struct ncg_msg h = {.type = NCG_MSG_HELLO};
+    h.u.hello.pid = T.cl[3].pid;
+    push(TO_CHILD, 0, 4, &h);
+    pump();
+    report_all();
+    tick_all(3);
+    for (int i = 3; i < 6; i++) /* the late ones get it from the root, once */
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].v && T.cl[i].v->kind == NCG_V_RANK_DIED);
+    tree_free(3);
+}
+
+static void test_detached_fault(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    ncg_relay_parent_down(T.r[2]);      /* relay 2 lost its parent... */
+    ncg_relay_closed(T.r[2], 0, T.now); /* ...and then rank 4 died: the fault waits */
+    T.cl[4].relay = -1;
+    pump();
+    CHECK(T.cl[0].verdicts == 0);
+    T.parent_conn[2] = 3; /* reattached on a new connection: the fault goes up */
+    T.child_relay[1][3] = 2;
+    ncg_relay_connected(T.r[1], 3, T.now);
+    ncg_relay_parent_up(T.r[2], T.now);
+    pump();
+    CHECK(T.cl[0].verdicts == 1 && T.cl[0].v && !strcmp(T.cl[0].v->subject, "4"));
+    CHECK(T.cl[5].verdicts == 1);
+    tree_free(3);
+}
+
+static void test_topology(void)
+{
+    /* every node's ancestors cover it, subtrees are contiguous, the depth is log_k */
+    const uint32_t sizes[] = {1, 2, 8, 17, 128, 2048, 3000};
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+        uint32_t n = sizes[t], maxdepth = 0;
+        uint32_t *fan = calloc(n, sizeof *fan);
+        CHECK(ncg_relay_parent(0, n, 16) == 0);
+        for (uint32_t i = 1; i < n; i++) {
+            uint32_t p = ncg_relay_parent(i, n, 16), d = 1;
+            CHECK(p < i); /* a parent precedes its children */
+            fan[p]++;
+            /* contiguity: every node between the parent and i has an ancestor chain to p */
+            if (i > p + 1) {
+                uint32_t q = i - 1;
+                while (q > p)
+                    q = ncg_relay_parent(q, n, 16);
+                CHECK(q == p);
+            }
+            for (uint32_t q = p; q; q = ncg_relay_parent(q, n, 16))
+                d++;
+            maxdepth = d > maxdepth ? d : maxdepth;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            CHECK(fan[i] <= 16);
+        if (n == 2048)
+            CHECK(maxdepth == 3 && fan[0] == 16);
+        free(fan);
+    }
+    CHECK(ncg_relay_parent(5, 8, 2) == 0 && ncg_relay_parent(6, 8, 2) == 5 &&
+          ncg_relay_parent(2, 8, 2) == 1 && ncg_relay_parent(4, 8, 2) == 1);
+}
+
+/* Real clients (interpose/checker/client.c) read a plain VERDICT: with client_verdicts, clients get
+ * that form (the comm's size, per-rank arrays) and relays still get RVERDICT. */
+static void test_client_verdicts(void)
+{
+    T.client_verdicts = 1;
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    ncg_relay_closed(T.r[2], 1, T.now);
+    T.cl[5].relay = -1;
+    pump();
+    for (int i = 0; i < 5; i++)
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].plain == 1 && T.cl[i].v && T.cl[i].v->nranks == 6 &&
+              T.cl[i].v->counts[0] == -1 && !strcmp(T.cl[i].v->subject, "5"));
+    tree_free(3);
+    T.client_verdicts = 0;
+}
+
+static void goodbye(struct client *c, uint64_t count, uint8_t flags)
+{
+    struct ncg_msg m = {.type = NCG_MSG_GOODBYE};
+    m.u.goodbye.flags = flags | NCG_BYE_PROCESS;
+    m.u.goodbye.n = 1;
+    m.u.goodbye.comm_id[0] = 0xc0;
+    m.u.goodbye.count[0] = count;
+    push(TO_CHILD, c->relay, c->conn, &m);
+    pump();
+    ncg_relay_closed(T.r[c->relay], c->conn, T.now); /* then the process exits */
+    c->relay = -1;
+}
+
+static void test_exited(void)
+{
+    /* everyone leaves after the same count: no verdict */
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    for (int i = T.ncl - 1; i >= 1; i--)
+        goodbye(&T.cl[i], 10, 0);
+    for (int t = 0; t < 3; t++)
+        tick_all(3);
+    CHECK(T.cl[0].verdicts == 0);
+    tree_free(3);
+    /* rank 5 (beneath two relays) leaves after 10 calls, the others go on to 20 */
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    goodbye(&T.cl[5], 10, NCG_BYE_ABORT);
+    for (int t = 0; t < 2; t++)
+        tick_all(3);
+    CHECK(T.cl[0].verdicts == 0); /* nobody went beyond it yet */
+    for (int i = 0; i < 5; i++)
+        T.cl[i].count = 20;
+    report_all();
+    for (int t = 0; t < 3; t++)
+        tick_all(3);
+    for (int i = 0; i < 5; i++)
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].v && T.cl[i].v->kind == NCG_V_RANK_EXITED &&
+              !strcmp(T.cl[i].v->subject, "5"));
+    if (T.cl[0].v)
+        CHECK(strstr(T.cl[0].v->detail, NCG_EXITED_ABORT " after 10 calls; others issued up to "
+                                                         "20") == T.cl[0].v->detail);
+    tree_free(3);
+}
+
+/* A frozen relay (SIGSTOP, a partitioned host): its parent hears nothing for the heartbeat
+ * timeout and declares its own ranks dead; its child relay sees a silent parent. */
+static void test_silent_relay(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    CHECK(!ncg_relay_parent_silent(T.r[2], T.now));
+    /* relay 1 freezes: only the root, relay 2 and their own clients go on */
+    T.frozen = 1;
+    for (int t = 0; t < 60; t++) {
+        T.now += 200000000ull;
+        for (int i = 0; i < T.ncl; i++)
+            if (T.cl[i].relay == 0 || T.cl[i].relay == 2) {
+                struct ncg_msg m = {.type = NCG_MSG_REPORT};
+                m.u.report.n = 1;
+                m.u.report.e[0].comm_id = 0xc0;
+                m.u.report.e[0].nranks = (uint32_t)T.ncl;
+                m.u.report.e[0].rank = (uint32_t)T.cl[i].rank;
+                m.u.report.e[0].count = 10;
+                push(TO_CHILD, T.cl[i].relay, T.cl[i].conn, &m);
+            }
+        ncg_relay_tick(T.r[2], T.now);
+        ncg_relay_tick(T.r[0], T.now);
+        pump();
+    }
+    CHECK(ncg_relay_parent_silent(T.r[2], T.now)); /* its caller reattaches it */
+    CHECK(T.cl[0].verdicts == 1 && T.cl[0].v && T.cl[0].v->kind == NCG_V_RANK_DIED &&
+          !strcmp(T.cl[0].v->subject, "2"));
+    if (T.cl[0].v)
+        CHECK(strstr(T.cl[0].v->detail, "silent for") != NULL);
+    tree_free(3);
+}
+
+/* LAG: rank 5 (beneath two relays) stays 2 calls behind and nobody progresses: one warning
+ * (the checking goes on), or with lag_abort_s an error verdict. */
+static void test_lag(void)
+{
+    T.lag_warn_s = 1;
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = i == 5 ? 8 : 10;
+    report_all();
+    for (int t = 0; t < 5; t++)
+        tick_all(3);
+    CHECK(T.cl[0].verdicts == 0); /* 0.5 s: not yet */
+    for (int t = 0; t < 25; t++) {
+        report_all();
+        tick_all(3);
+    }
+    for (int i = 0; i < T.ncl; i++) /* once, to every rank */
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].v && T.cl[i].v->kind == NCG_V_LAG &&
+              T.cl[i].v->severity == NCG_SEV_WARN && !strcmp(T.cl[i].v->subject, "5"));
+    if (T.cl[0].v)
+        CHECK(strstr(T.cl[0].v->detail, "(slot counts 8..10)") != NULL);
+    /* a warning does not end the checking: a mismatch is still found */
+    T.cl[3].odd_from = 12;
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 20;
+    report_all();
+    for (int t = 0; t < 5; t++)
+        tick_all(3);
+    CHECK(T.cl[0].verdicts == 2);
+    tree_free(3);
+    T.lag_abort_s = 2;
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = i == 5 ? 8 : 10;
+    for (int t = 0; t < 30; t++) {
+        report_all();
+        tick_all(3);
+    }
+    CHECK(T.cl[0].verdicts == 2 && T.cl[4].verdicts == 2); /* the warning, then the error */
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[0], &st);
+    CHECK(st.verdicts == 2);
+    tree_free(3);
+    T.lag_warn_s = T.lag_abort_s = 0;
+}
+
+int main(void)
+{
+    test_lag();
+    test_silent_relay();
+    test_exited();
+    test_topology();
+    test_helpers();
+    test_codecs();
+    test_agree();
+    test_mismatch();
+    test_client_verdicts();
+    test_client_died();
+    test_relay_died();
+    test_detached_fault();
+    if (fails) {
+        fprintf(stderr, "relay_unit: %d check(s) failed\n", fails);
+        return 1;
+    }
+    printf("relay_unit: all checks passed\n");
+    return 0;
+}
