@@ -78,6 +78,8 @@ struct cconn {
     struct ncg_wait_ent *waits; /* the calls its threads are blocked in (latest WAIT) */
     uint32_t nwaits;
     uint64_t wait_gen; /* WAITs received */
+    uint32_t q_sent;   /* 1 + the qid of the QUERY last sent (once per process: it answers for
+                          each of its ranks on the comm) */
 };
 
 struct ncg_coord {
@@ -404,9 +406,12 @@ static void query_send(struct ncg_coord *co, struct ccomm *c)
         c->ans[k].status = NCG_ANS_NONE; /* members not asked count as "no answer" */
     for (uint32_t i = 0; i < c->nranks; i++) {
         c->m[i].waiting = 0;
-        if (c->m[i].state == M_ACTIVE && conn_get(co, c->m[i].conn)) {
+        struct cconn *cc = conn_get(co, c->m[i].conn);
+        if (c->m[i].state == M_ACTIVE && cc) {
             c->m[i].waiting = 1;
-            co->ops.send(co->ops.arg, c->m[i].conn, &m);
+            if (cc->q_sent != c->qid + 1) /* a process holding k ranks: one QUERY, k ANSWERs */
+                co->ops.send(co->ops.arg, c->m[i].conn, &m);
+            cc->q_sent = c->qid + 1;
         }
     }
 }

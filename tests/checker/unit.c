@@ -359,6 +359,7 @@ struct sim {
     struct ncg_msg_query q[MAXC]; /* last query per conn */
     int has_q[MAXC];
     int verdicts[MAXC];
+    int nq[MAXC]; /* QUERYs sent to each connection */
     int drops[MAXC];
     uint8_t vkind[MAXC];
     uint8_t vsev[MAXC];
@@ -377,6 +378,7 @@ static void sim_send(void *arg, int conn, const struct ncg_msg *m)
     if (m->type == NCG_MSG_QUERY) {
         S.q[conn] = m->u.query;
         S.has_q[conn] = 1;
+        S.nq[conn]++;
     } else if (m->type == NCG_MSG_VERDICT) {
         S.verdicts[conn]++;
         S.vkind[conn] = m->u.verdict->kind;
@@ -736,6 +738,49 @@ static void test_coord_deadlock_streams(void)
     ncg_coord_free(S.co);
 }
 
+/* A process holding two ranks of a comm gets one QUERY per round (it answers for both). */
+static void test_coord_multirank(void)
+{
+    sim_init(2, 77, 60, 0);
+    for (int round = 0; round < 3; round++) {
+        S.now += 100000000ull;
+        for (int p = 0; p < 2; p++) {
+            struct ncg_msg m = {.type = NCG_MSG_REPORT};
+            m.u.report.n = 2;
+            for (uint32_t k = 0; k < 2; k++)
+                m.u.report.e[k] = (struct ncg_report_entry){
+                    0xe0, 4, 2 * (uint32_t)p + k, 10 * ((uint64_t)round + 1), 2 * p + (int)k, 0, 0,
+                    0,    0};
+            ncg_coord_message(S.co, p, &m, S.now);
+        }
+        ncg_coord_tick(S.co, S.now);
+        for (int p = 0; p < 2; p++) {
+            EXPECT(S.nq[p] == round + 1);
+            if (!S.has_q[p])
+                continue;
+            S.has_q[p] = 0;
+            for (uint32_t k = 0; k < 2; k++) { /* the client's answer for each of its ranks */
+                static struct ncg_msg a;
+                memset(&a, 0, sizeof a);
+                a.type = NCG_MSG_ANSWER;
+                a.u.answer.comm_id = 0xe0;
+                a.u.answer.qid = S.q[p].qid;
+                a.u.answer.rank = 2 * (uint32_t)p + k;
+                a.u.answer.n = S.q[p].n;
+                for (uint32_t j = 0; j < S.q[p].n; j++) {
+                    a.u.answer.a[j].status = NCG_ANS_OK;
+                    a.u.answer.a[j].call = AR;
+                    a.u.answer.a[j].call.seq = S.q[p].slot[j];
+                    a.u.answer.a[j].digest = 0x1234 + S.q[p].slot[j];
+                }
+                ncg_coord_message(S.co, p, &a, S.now);
+            }
+        }
+    }
+    EXPECT(total_verdicts() == 0);
+    ncg_coord_free(S.co);
+}
+
 int main(void)
 {
     test_diag_full();
@@ -758,6 +803,8 @@ int main(void)
     printf("ok coord lag\n");
     test_coord_deadlock_streams();
     printf("ok coord deadlock (streams)\n");
+    test_coord_multirank();
+    printf("ok coord multi-rank process\n");
     printf("%d checks, %d failed\n", checks, fails);
     return fails ? 1 : 0;
 }
