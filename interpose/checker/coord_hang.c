@@ -382,9 +382,16 @@ static void ncg_coord_check_deadlock_streams(struct ncg_coord *co)
     }
     struct ncg_sd_call *c = malloc(sizeof *c * cap);
     const struct ncg_wait_ent **went = malloc(sizeof *went * cap);
+    uint64_t *maxd = malloc(sizeof *maxd * (co->ncomm ? co->ncomm : 1));
     struct ncg_sd_step st[NCG_WIRE_MAX_CALLS * 8];
-    if (!c || !went)
+    if (!c || !went || !maxd)
         goto out;
+    for (size_t ci = 0; ci < co->ncomm; ci++) { /* once per tick, not per entry and member */
+        maxd[ci] = 0;
+        for (uint32_t r = 0; r < co->comm[ci]->nranks; r++)
+            if (co->comm[ci]->m[r].done > maxd[ci])
+                maxd[ci] = co->comm[ci]->m[r].done;
+    }
     for (int i = 0; i < co->nconn; i++) {
         const struct cconn *cc = &co->conn[i];
         if (!cc->used || !cc->authed)
@@ -395,7 +402,7 @@ static void ncg_coord_check_deadlock_streams(struct ncg_coord *co)
             if (!e->queued || ci == SIZE_MAX)
                 continue;
             const struct ccomm *cm = co->comm[ci];
-            uint32_t src = 0, dst = 0, r;
+            uint32_t src = 0, dst = 0;
             if (e->p2p) {
                 if (e->call.root < 0 || (uint32_t)e->call.root >= cm->nranks)
                     continue;
@@ -405,9 +412,7 @@ static void ncg_coord_check_deadlock_streams(struct ncg_coord *co)
             } else {
                 /* A call some member is known to have completed can never be in a cycle: the
                  * entry is older than that member's REPORT. */
-                for (r = 0; r < cm->nranks && cm->m[r].done <= e->call.seq; r++)
-                    ;
-                if (r < cm->nranks)
+                if (maxd[ci] > e->call.seq)
                     continue;
             }
             c[n] = (struct ncg_sd_call){(uint32_t)i, e->tid,      e->stream, e->order, (uint32_t)ci,
@@ -434,6 +439,7 @@ static void ncg_coord_check_deadlock_streams(struct ncg_coord *co)
 out:
     free(c);
     free(went);
+    free(maxd);
 }
 
 static void ncg_coord_check_deadlock(struct ncg_coord *co)

@@ -49,6 +49,8 @@ struct rcomm {
     uint32_t npend;
     uint64_t progress_ns; /* a count beneath this relay last grew (LAG) */
     uint8_t lag_warned;   /* root: a LAG warning is outstanding */
+    uint8_t sent_dead;    /* the latest RSTAT up carried it with no active rank (its last word:
+                             only then may a non-root relay forget it) */
 };
 
 struct rconn {
@@ -925,11 +927,11 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
         if (cc->relay) {
             cc->pid = m->u.rhello.pid;
             cc->node = m->u.rhello.node;
-            snprintf(cc->host, sizeof cc->host, "%s", m->u.rhello.host);
+            snprintf(cc->host, sizeof cc->host, "%.*s", (int)sizeof cc->host - 1, m->u.rhello.host);
         } else {
             cc->pid = m->u.hello.pid;
             cc->grank = m->u.hello.global_rank;
-            snprintf(cc->host, sizeof cc->host, "%s", m->u.hello.host);
+            snprintf(cc->host, sizeof cc->host, "%.*s", (int)sizeof cc->host - 1, m->u.hello.host);
         }
         cc->last_rx_ns = now_ns;
         struct ncg_msg w = {.type = NCG_MSG_WELCOME};
@@ -1009,7 +1011,7 @@ static void send_stats(struct ncg_relay *r, uint64_t now_ns)
     memset(&m, 0, sizeof m);
     m.type = NCG_MSG_RSTAT;
     for (size_t ci = 0; ci < r->ncomm; ci++) {
-        const struct rcomm *c = r->comm[ci];
+        struct rcomm *c = r->comm[ci];
         struct ncg_rstat_ent *e = &m.u.rstat.e[m.u.rstat.n];
         memset(e, 0, sizeof *e);
         e->comm_id = c->id;
@@ -1054,6 +1056,7 @@ static void send_stats(struct ncg_relay *r, uint64_t now_ns)
             e->known = e->nranks;
         if (e->active > e->known)
             e->active = e->known;
+        c->sent_dead = e->active == 0;
         if (++m.u.rstat.n == NCG_RELAY_STAT) {
             r->ops.up(r->ops.arg, &m);
             m.u.rstat.n = 0;
@@ -1185,7 +1188,9 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
             root_check_lag(r, c, now_ns);
         if (r->p.root && !c->done && !c->q_active)
             root_round_start(r, c, now_ns);
-        int live = 0;
+        /* Faults queued while detached, and (below the root) a comm whose last RSTAT still
+         * showed active ranks, are kept: the parent must hear of the ranks that left or died. */
+        int live = c->npend != 0 || (!r->p.root && !c->sent_dead);
         for (uint32_t i = 0; i < c->nk && !live; i++)
             live = c->k[i].relay ? c->k[i].active > 0 : c->k[i].state == K_ACTIVE;
         if (!live && !c->q_active) {

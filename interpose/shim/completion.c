@@ -28,6 +28,15 @@ void ncg_completion_set_cuda(const struct ncg_cuda_api *api, int mode)
     __atomic_store_n(&ncg_cmode, mode, __ATOMIC_RELEASE);
 }
 
+int ncg_cuda_device_now(void)
+{
+    int dev = 0;
+    if (__atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE) != NCG_CMODE_EVENTS || !cuda.get_device ||
+        cuda.get_device(&dev) != NCG_CUDA_SUCCESS || dev < 0)
+        return 0;
+    return dev;
+}
+
 /* The process's CUDA runtime: global symbols first, then a libcudart already loaded with
  * RTLD_LOCAL (Python extensions such as PyTorch's load it so). Never loads one. 0 / -1. */
 static int find_cuda(struct ncg_cuda_api *a)
@@ -43,6 +52,7 @@ static int find_cuda(struct ncg_cuda_api *a)
             .event_record = (int (*)(void *, void *))dlsym(h, "cudaEventRecord"),
             .event_query = (int (*)(void *))dlsym(h, "cudaEventQuery"),
             .stream_query = (int (*)(void *))dlsym(h, "cudaStreamQuery"),
+            .get_device = (int (*)(int *))dlsym(h, "cudaGetDevice"),
         };
         /* the handle stays open: the runtime is in use by the process anyway */
         if (a->event_create_with_flags && a->event_record && a->event_query && a->stream_query)

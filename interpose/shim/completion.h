@@ -57,6 +57,7 @@ struct ncg_cuda_api {
     int (*event_record)(void *event, void *stream);
     int (*event_query)(void *event);
     int (*stream_query)(void *stream);
+    int (*get_device)(int *device); /* optional (NULL: one device) */
 };
 #define NCG_CUDA_SUCCESS 0
 #define NCG_CUDA_NOT_READY 600
@@ -71,6 +72,11 @@ void ncg_completion_init(void);
  * no CUDA runtime loaded, or it fails): cudaGetDevice + cudaDeviceGetPCIBusId resolved from the
  * process's runtime, never loading one. The thread creating a segment; may block in CUDA. */
 void ncg_cuda_bus_id(char *buf, size_t len);
+
+/* The calling thread's current CUDA device under asynchronous NCCL (EVENTS mode), for the
+ * stream handles that name a different stream on each device (streamtab.h); 0 otherwise or
+ * when unknown. Application thread; one cudaGetDevice. */
+int ncg_cuda_device_now(void);
 
 /* Tests: use api instead of the process's CUDA runtime, in the given mode. Any thread, before
  * the first call. */

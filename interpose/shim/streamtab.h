@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "completion.h"
 #include "shim.h"
 
 #define NCG_STREAMS 256u
@@ -18,11 +19,18 @@
 #define NCG_REC_STREAM(reserved) ((uint8_t)((reserved) >> NCG_ORDER_BITS))
 #define NCG_REC_ORDER(reserved) ((reserved)&NCG_ORDER_MASK)
 
-/* The index of stream (NULL, the legacy default stream, included), 0 when the table is full.
- * Any thread; lock-free (a compare-and-swap on first sight of a stream); never allocates. */
+/* The index of stream, 0 when the table is full. Any thread; lock-free (a compare-and-swap on
+ * first sight of a stream); never allocates. The handles 0 (the legacy default stream), 1
+ * (cudaStreamLegacy) and 2 (cudaStreamPerThread) name another stream on each device: they
+ * are keyed with the thread's current device (one cudaGetDevice per call, asynchronous NCCL
+ * only), and the per-thread one is told apart by the thread id the checker pairs it with. */
 uint8_t ncg_stream_index_slow(void *stream);
+uint8_t ncg_stream_index_special(void *stream);
 static inline uint8_t ncg_stream_index(void *stream)
 {
+    if (__builtin_expect((uintptr_t)stream <= 2, 0) &&
+        __atomic_load_n(&ncg_cmode, __ATOMIC_RELAXED) == NCG_CMODE_EVENTS)
+        return ncg_stream_index_special(stream); /* only there do stream orders matter */
     if (__builtin_expect(stream == ncg_tls.last_stream && ncg_tls.last_sidx, 1))
         return ncg_tls.last_sidx;
     uint8_t i = ncg_stream_index_slow(stream);

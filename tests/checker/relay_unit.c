@@ -757,6 +757,88 @@ static void test_lag(void)
     T.lag_warn_s = T.lag_abort_s = 0;
 }
 
+/* (Found in review.) Every rank under relay 2 leaves, then relayd's frequent ticks come before
+ * the next RSTAT: the comm must not be forgotten before its last RSTAT says the ranks left
+ * (fast = a tick 20 ms later); RANK EXITED reaches the others either way. */
+static void probe_exited(int fast)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    goodbye(&T.cl[4], 10, 0);
+    goodbye(&T.cl[5], 10, 0);
+    if (fast) { /* relayd ticks every poll (<= 20 ms), not once per interval */
+        T.now += 20000000ull;
+        ncg_relay_tick(T.r[2], T.now);
+        pump();
+    }
+    for (int i = 0; i < 4; i++)
+        T.cl[i].count = 20;
+    report_all();
+    for (int t = 0; t < 5; t++)
+        tick_all(3);
+    CHECK(T.cl[0].verdicts == 1 && T.cl[0].v && T.cl[0].v->kind == NCG_V_RANK_EXITED &&
+          !strcmp(T.cl[0].v->subject, "4-5"));
+    (void)fast;
+    tree_free(3);
+}
+
+/* (Found in review.) A member that registers after the verdict, once the other members under its
+ * relay ended, still gets it. */
+static void probe_late(void)
+{
+    tree(0); /* root: ranks 0,1; relay 1: ranks 2,3 */
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    T.cl[3].relay = -1; /* rank 3 slow to register */
+    report_all();
+    tick_all(2);
+    ncg_relay_closed(T.r[0], 0, T.now); /* rank 0 died */
+    T.cl[0].relay = -1;
+    pump();
+    CHECK(T.cl[1].verdicts == 1 && T.cl[2].verdicts == 1);
+    goodbye(&T.cl[2], 10, NCG_BYE_VERDICT); /* rank 2 ends by the verdict */
+    T.now += 20000000ull;
+    ncg_relay_tick(T.r[1], T.now);
+    pump();
+    T.cl[3].relay = 1; /* rank 3 registers now */
+    report_all();
+    for (int t = 0; t < 3; t++)
+        tick_all(2);
+    CHECK(T.cl[3].verdicts == 1);
+    tree_free(2);
+}
+
+/* (Found in review.) Ranks die while their relay is detached from its parent, and the relay
+ * ticks while it redials: the queued RANK DIED survives and goes up on reattach. */
+static void probe_detached(int tick_between)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    ncg_relay_parent_down(T.r[2]);
+    ncg_relay_closed(T.r[2], 0, T.now); /* rank 4 died */
+    ncg_relay_closed(T.r[2], 1, T.now); /* rank 5 died (node-wide kill) */
+    T.cl[4].relay = T.cl[5].relay = -1;
+    pump();
+    if (tick_between) { /* the relay keeps ticking while it redials (200 ms) */
+        T.now += 20000000ull;
+        ncg_relay_tick(T.r[2], T.now);
+        pump();
+    }
+    T.parent_conn[2] = 3;
+    T.child_relay[1][3] = 2;
+    ncg_relay_connected(T.r[1], 3, T.now);
+    ncg_relay_parent_up(T.r[2], T.now);
+    pump();
+    CHECK(T.cl[0].verdicts == 1 && T.cl[0].v && !strcmp(T.cl[0].v->subject, "4"));
+    tree_free(3);
+}
+
 int main(void)
 {
     test_lag();
@@ -771,6 +853,11 @@ int main(void)
     test_client_died();
     test_relay_died();
     test_detached_fault();
+    for (int k = 0; k < 2; k++) {
+        probe_exited(k);
+        probe_detached(k);
+    }
+    probe_late();
     if (fails) {
         fprintf(stderr, "relay_unit: %d check(s) failed\n", fails);
         return 1;

@@ -10,6 +10,7 @@
 
 #include "completion.h"
 #include "config.h"
+#include "streamtab.h"
 
 __thread struct ncg_tls ncg_tls __attribute__((tls_model("initial-exec")));
 
@@ -52,7 +53,35 @@ static int m_squery(void *s)
     (void)s;
     return dev >= enq ? NCG_CUDA_SUCCESS : NCG_CUDA_NOT_READY;
 }
-static const struct ncg_cuda_api mock = {m_create, m_record, m_equery, m_squery};
+static const struct ncg_cuda_api mock = {m_create, m_record, m_equery, m_squery, NULL};
+static int cur_dev;
+static int m_getdev(int *d)
+{
+    *d = cur_dev;
+    return 0;
+}
+
+/* Stream indices (streamtab.c): a handle keeps its index; the default-stream handles (0, 1, 2)
+ * name one stream per device, so the device is part of their key under asynchronous NCCL. */
+static void test_streams(void)
+{
+    struct ncg_cuda_api a = mock;
+    a.get_device = m_getdev;
+    ncg_completion_set_cuda(&a, NCG_CMODE_EVENTS);
+    uint8_t x = ncg_stream_index((void *)0x7000), y = ncg_stream_index((void *)0x8000);
+    EXPECT(x && y && x != y && ncg_stream_index((void *)0x7000) == x);
+    for (uintptr_t h = 0; h <= 2; h++) {
+        cur_dev = 0;
+        uint8_t d0 = ncg_stream_index((void *)h);
+        cur_dev = 1;
+        uint8_t d1 = ncg_stream_index((void *)h);
+        EXPECT(d0 && d1 && d0 != d1 && d0 != x && d1 != y);
+        cur_dev = 0;
+        EXPECT(ncg_stream_index((void *)h) == d0); /* back on device 0: the same stream */
+    }
+    cur_dev = 0;
+    EXPECT(ncg_stream_index(NULL) != ncg_stream_index((void *)2)); /* legacy vs per-thread */
+}
 
 static void sleep_ms(int ms)
 {
@@ -67,6 +96,7 @@ int main(void)
     memset(&cev, 0, sizeof cev);
     cev.done = &s->coll_done;
     void *stream = (void *)0x1234;
+    test_streams();
 
     /* EVENTS: 1000 calls enqueued in a burst: few events, completion follows the device */
     ncg_completion_set_cuda(&mock, NCG_CMODE_EVENTS);
