@@ -22,7 +22,9 @@ static void narrow_start(struct ncg_round *r)
         r->mode = 0;
         r->qn = NCG_WIRE_MAX_SLOTS;
         for (uint32_t k = 0; k < r->qn; k++)
-            r->qslot[k] = r->lo + (k + 1) * span / NCG_WIRE_MAX_SLOTS - 1;
+            /* (k+1)*span/32 without the product, which overflows for absurd (hostile) counts */
+            r->qslot[k] = r->lo + span / NCG_WIRE_MAX_SLOTS * (k + 1) +
+                          span % NCG_WIRE_MAX_SLOTS * (k + 1) / NCG_WIRE_MAX_SLOTS - 1;
     }
 }
 
