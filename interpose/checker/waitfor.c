@@ -96,25 +96,47 @@ out:
     return found;
 }
 
-static size_t thread_of(const struct ncg_wf_wait *w, size_t nw, uint32_t proc, uint32_t tid,
-                        const size_t *th)
+/* The waits sorted by thread: thread t's waits are keys[run[t] .. run[t + 1]). Lookups are
+ * binary searches, so a hang where every rank waits costs O(edges log waits), not
+ * O(waits^2 * members). */
+struct tkey {
+    uint32_t proc, tid;
+    size_t idx;
+};
+
+static int tkey_cmp(const void *pa, const void *pb)
 {
-    for (size_t i = 0; i < nw; i++)
-        if (w[i].proc == proc && w[i].tid == tid)
-            return th[i];
-    return SIZE_MAX;
+    const struct tkey *a = pa, *b = pb;
+    if (a->proc != b->proc)
+        return a->proc < b->proc ? -1 : 1;
+    if (a->tid != b->tid)
+        return a->tid < b->tid ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
-/* 1 when thread (proc, tid) is blocked in a call other than x's own counterpart (the same
- * collective slot, or the matching half of x's send/recv: those complete together with x). */
-static int blocked_elsewhere(const struct ncg_wf_wait *w, size_t nw, const struct ncg_wf_wait *x,
-                             uint32_t proc, uint32_t tid, uint32_t m)
+/* The thread index of (proc, tid), SIZE_MAX when it waits in nothing. */
+static size_t thread_of(const struct tkey *keys, size_t nw, uint32_t proc, uint32_t tid,
+                        const size_t *th)
+{
+    size_t lo = 0, hi = nw;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (keys[mid].proc < proc || (keys[mid].proc == proc && keys[mid].tid < tid))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < nw && keys[lo].proc == proc && keys[lo].tid == tid ? th[keys[lo].idx] : SIZE_MAX;
+}
+
+/* 1 when thread t is blocked in a call other than x's own counterpart (the same collective
+ * slot, or the matching half of x's send/recv: those complete together with x). */
+static int blocked_elsewhere(const struct ncg_wf_wait *w, const struct tkey *keys,
+                             const size_t *run, size_t t, const struct ncg_wf_wait *x, uint32_t m)
 {
     int other = 0;
-    for (size_t j = 0; j < nw; j++) {
-        const struct ncg_wf_wait *y = &w[j];
-        if (y->proc != proc || y->tid != tid)
-            continue;
+    for (size_t k = run[t]; k < run[t + 1]; k++) {
+        const struct ncg_wf_wait *y = &w[keys[k].idx];
         /* Blocked in x's counterpart too (alone or in a group with other calls): it takes part
          * in x, which can complete. */
         if (x->p2p && y->p2p && y->comm == x->comm && y->rank == m && y->peer == (int32_t)x->rank)
@@ -132,16 +154,22 @@ long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_
     long found = 0;
     size_t nth = 0, ne = 0, cape = 0;
     size_t *th = calloc(nw ? nw : 1, sizeof *th);
+    size_t *run = malloc(sizeof *run * (nw + 1));
+    struct tkey *keys = malloc(sizeof *keys * (nw ? nw : 1));
     struct edge *e = NULL;
-    if (!th)
-        return -1;
-    for (size_t i = 0; i < nw; i++) { /* thread index of each wait */
-        size_t j;
-        for (j = 0; j < i; j++)
-            if (w[j].proc == w[i].proc && w[j].tid == w[i].tid)
-                break;
-        th[i] = j < i ? th[j] : nth++;
+    if (!th || !run || !keys) {
+        found = -1;
+        goto out;
     }
+    for (size_t i = 0; i < nw; i++)
+        keys[i] = (struct tkey){w[i].proc, w[i].tid, i};
+    qsort(keys, nw, sizeof *keys, tkey_cmp);
+    for (size_t k = 0; k < nw; k++) { /* thread index of each wait, numbered in key order */
+        if (!k || keys[k].proc != keys[k - 1].proc || keys[k].tid != keys[k - 1].tid)
+            run[nth++] = k;
+        th[keys[k].idx] = nth - 1;
+    }
+    run[nth] = nw;
     for (size_t i = 0; i < nw; i++) {
         const struct ncg_wf_wait *x = &w[i];
         if (x->comm >= ncomms || x->rank >= comms[x->comm].nranks)
@@ -158,8 +186,8 @@ long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_
             const struct ncg_wf_member *mb = &c->m[m];
             if (m == x->rank || !mb->known || (!x->p2p && mb->done > x->seq))
                 continue; /* itself, unknown, or it has completed the slot already */
-            size_t t = thread_of(w, nw, mb->proc, mb->tid, th);
-            if (t == SIZE_MAX || t == th[i] || !blocked_elsewhere(w, nw, x, mb->proc, mb->tid, m))
+            size_t t = thread_of(keys, nw, mb->proc, mb->tid, th);
+            if (t == SIZE_MAX || t == th[i] || !blocked_elsewhere(w, keys, run, t, x, m))
                 continue; /* its driver thread is free to issue the call, or is this thread */
             if (edge_add(&e, &ne, &cape, (struct edge){th[i], t, i, m}) != 0) {
                 found = -1;
@@ -176,6 +204,8 @@ long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_
     }
 out:
     free(th);
+    free(run);
+    free(keys);
     free(e);
     return found;
 }
