@@ -511,36 +511,61 @@ static int group_cmp(const void *a, const void *b)
     return x->nranks > y->nranks ? -1 : x->nranks < y->nranks;
 }
 
+/* Slot k's records differ: the verdict names each distinct call (coord.c groups members by
+ * call, not digest: groups whose digests differ but whose calls read the same are one call). */
 static void mismatch_verdict(struct ncg_relay *r, struct rcomm *c, uint32_t k)
 {
     const struct ncg_rslot *s = &c->acc->s[k];
     struct ncg_verdict *v = tree_verdict(c, NCG_V_MISMATCH);
     const struct ncg_rgroup *g[NCG_RELAY_GROUPS];
-    uint32_t ng = 0;
+    struct ncg_rgroup byc[NCG_RELAY_GROUPS]; /* the groups merged per distinct call */
+    const struct ncg_rgroup *bys[NCG_RELAY_GROUPS];
+    uint32_t ng = 0, nc = 0;
     if (!v)
         return;
     for (uint32_t i = 0; i < s->ngroups; i++)
         if (s->g[i].status == NCG_ANS_OK)
             g[ng++] = &s->g[i];
     qsort(g, ng, sizeof *g, group_cmp);
+    for (uint32_t i = 0; i < ng; i++) {
+        uint32_t j;
+        for (j = 0; j < nc; j++)
+            if (ncg_call_same(&byc[j].call, &g[i]->call))
+                break;
+        if (j == nc) {
+            byc[nc++] = *g[i];
+            continue;
+        }
+        ranges_union(&byc[j], g[i]);
+        byc[j].nranks += g[i]->nranks;
+    }
+    for (uint32_t i = 0; i < nc; i++)
+        bys[i] = &byc[i];
+    qsort(bys, nc, sizeof *bys, group_cmp);
     struct ncg_rgroup others = {.status = NCG_ANS_OK};
-    for (uint32_t i = 0; i < ng && i < NCG_WIRE_MAX_CALLS; i++) {
+    for (uint32_t i = 0; i < nc && i < NCG_WIRE_MAX_CALLS; i++) {
         struct ncg_vcall *vc = &v->calls[v->ncalls++];
-        vc->call = g[i]->call;
+        vc->call = bys[i]->call;
         vc->call.seq = c->rd.qslot[k];
-        ncg_rgroup_ranks(g[i], vc->ranks, sizeof vc->ranks);
-        snprintf(vc->site, sizeof vc->site, "%s", g[i]->site);
+        ncg_rgroup_ranks(bys[i], vc->ranks, sizeof vc->ranks);
+        snprintf(vc->site, sizeof vc->site, "%s", bys[i]->site);
         if (i) {
-            ranges_union(&others, g[i]);
-            others.nranks += g[i]->nranks;
+            ranges_union(&others, bys[i]);
+            others.nranks += bys[i]->nranks;
         }
     }
-    ncg_rgroup_ranks(&others, v->subject, sizeof v->subject);
+    if (nc > 1)
+        ncg_rgroup_ranks(&others, v->subject, sizeof v->subject);
     v->slot = (int64_t)c->rd.qslot[k];
     if (s->more)
         snprintf(v->detail, sizeof v->detail,
                  "more than %u distinct calls at this slot: the others are not shown",
                  NCG_RELAY_GROUPS);
+    else if (nc < 2)
+        snprintf(v->detail, sizeof v->detail,
+                 "the calls at slot %" PRIu64
+                 " look alike: the first difference lies in slots no longer kept",
+                 c->rd.qslot[k]);
     verdict_issue(r, c, v);
 }
 

@@ -211,6 +211,7 @@ struct client { /* one rank per client process */
     int relay, conn, rank;
     uint32_t pid;
     uint64_t count, odd_from; /* digest differs from slot odd_from (UINT64_MAX: never) */
+    uint8_t same_call;        /* from odd_from the digest differs but the call looks the same */
     int verdicts, plain;
     struct ncg_verdict *v;
 };
@@ -299,7 +300,7 @@ static void client_rx(struct client *c, const struct ncg_msg *m)
             x->status = NCG_ANS_OK;
             x->digest = digest_of(c, s);
             x->call.seq = s;
-            x->call.func = s >= c->odd_from ? 2 : 1;
+            x->call.func = s >= c->odd_from && !c->same_call ? 2 : 1;
             x->call.count = 8;
             x->call.root = -1;
         }
@@ -490,6 +491,29 @@ static void test_mismatch(void)
     pump();
     ncg_relay_get_stats(T.r[2], &st);
     CHECK(st.forwarded == 1 && st.ignored == 1 && T.cl[4].verdicts == 1);
+    tree_free(3);
+}
+
+/* The digests differ from slot 57 on but every record there reads the same call (the
+ * difference lies in slots the rings no longer keep): one call, said so as coord.c does. */
+static void test_mismatch_alike(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 100;
+    T.cl[5].odd_from = 57;
+    T.cl[5].same_call = 1;
+    report_all();
+    for (int t = 0; t < 10; t++)
+        tick_all(3);
+    const struct ncg_verdict *v = T.cl[0].v;
+    CHECK(T.cl[0].verdicts == 1 && v && v->kind == NCG_V_MISMATCH);
+    if (v) {
+        CHECK(v->slot == 57 && v->ncalls == 1 && !strcmp(v->calls[0].ranks, "0-5"));
+        CHECK(!strcmp(v->detail, "the calls at slot 57 look alike: the first difference lies in "
+                                 "slots no longer kept"));
+        CHECK(v->subject[0] == 0);
+    }
     tree_free(3);
 }
 
@@ -849,6 +873,7 @@ int main(void)
     test_codecs();
     test_agree();
     test_mismatch();
+    test_mismatch_alike();
     test_client_verdicts();
     test_client_died();
     test_relay_died();
