@@ -72,7 +72,21 @@ struct ncg_relay {
     uint8_t attached;
     uint64_t parent_rx_ns, last_stat_ns, last_ping_ns, last_tick_ns;
     struct ncg_relay_stats st;
+    int nomem; /* an allocation failed: the state is no longer complete (ncg_relay_out_of_memory) */
 };
+
+/* Every allocation failure goes through here (as coord.c's co_nomem): a relay that lost state
+ * must not judge from what is left; its host stops the checker. Returns NULL. */
+static void *r_nomem(struct ncg_relay *r)
+{
+    r->nomem = 1;
+    return NULL;
+}
+
+int ncg_relay_out_of_memory(const struct ncg_relay *r)
+{
+    return r->nomem;
+}
 
 __attribute__((format(printf, 2, 3))) static void r_event(const struct ncg_relay *r,
                                                           const char *fmt, ...)
@@ -241,6 +255,7 @@ void ncg_relay_connected(struct ncg_relay *r, int conn, uint64_t now_ns)
         int n = conn + 16;
         struct rconn *nc = realloc(r->conn, sizeof *nc * (size_t)n);
         if (!nc) {
+            r_nomem(r);
             r->ops.drop(r->ops.arg, conn);
             return;
         }
@@ -273,12 +288,12 @@ static struct rcomm *comm_get(struct ncg_relay *r, uint64_t id, uint32_t nranks)
         size_t n = r->capcomm ? r->capcomm * 2 : 8;
         struct rcomm **nc = realloc(r->comm, sizeof *nc * n);
         if (!nc)
-            return NULL;
+            return r_nomem(r);
         r->comm = nc;
         r->capcomm = n;
     }
     if (!(c = calloc(1, sizeof *c)))
-        return NULL;
+        return r_nomem(r);
     c->id = id;
     c->nranks = nranks;
     r->comm[r->ncomm++] = c;
@@ -293,13 +308,14 @@ static struct rkid *kid_find(struct rcomm *c, int conn, int relay, uint32_t rank
     return NULL;
 }
 
-static struct rkid *kid_add(struct rcomm *c, int conn, int relay, uint32_t rank)
+static struct rkid *kid_add(struct ncg_relay *r, struct rcomm *c, int conn, int relay,
+                            uint32_t rank)
 {
     if (c->nk == c->capk) {
         uint32_t n = c->capk ? c->capk * 2 : 8;
         struct rkid *nk = realloc(c->k, sizeof *nk * n);
         if (!nk)
-            return NULL;
+            return r_nomem(r);
         c->k = nk;
         c->capk = n;
     }
@@ -315,11 +331,12 @@ static struct rkid *kid_add(struct rcomm *c, int conn, int relay, uint32_t rank)
 /* ---- sending ---- */
 
 /* The tree's verdict as a client expects it: per-rank arrays (counts unknown here). */
-static struct ncg_verdict *client_verdict(const struct rcomm *c, const struct ncg_verdict *tv)
+static struct ncg_verdict *client_verdict(struct ncg_relay *r, const struct rcomm *c,
+                                          const struct ncg_verdict *tv)
 {
     struct ncg_verdict *v = ncg_verdict_new(c->nranks);
     if (!v)
-        return NULL;
+        return r_nomem(r);
     int64_t *counts = v->counts;
     int32_t *members = v->members;
     *v = *tv;
@@ -327,8 +344,8 @@ static struct ncg_verdict *client_verdict(const struct rcomm *c, const struct nc
     v->counts = counts;
     v->members = members;
     v->notes = NULL;
-    if (tv->notes)
-        ncg_verdict_set_notes(v, tv->notes);
+    if (tv->notes && ncg_verdict_set_notes(v, tv->notes) < 0)
+        r_nomem(r);
     return v;
 }
 
@@ -339,7 +356,7 @@ static void send_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdic
     struct ncg_msg m = {.type = NCG_MSG_RVERDICT}, cm = {.type = NCG_MSG_VERDICT};
     m.u.rverdict.comm_nranks = c->nranks;
     m.u.rverdict.v = v;
-    cm.u.verdict = r->p.client_verdicts ? client_verdict(c, v) : NULL;
+    cm.u.verdict = r->p.client_verdicts ? client_verdict(r, c, v) : NULL;
     for (uint32_t i = 0; i < c->nk; i++) {
         int cn = c->k[i].conn;
         uint32_t j;
@@ -353,11 +370,11 @@ static void send_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdic
     ncg_verdict_free(cm.u.verdict);
 }
 
-static struct ncg_verdict *verdict_dup(const struct ncg_verdict *v)
+static struct ncg_verdict *verdict_dup(struct ncg_relay *r, const struct ncg_verdict *v)
 {
     struct ncg_verdict *d = ncg_verdict_new(0);
     if (!d)
-        return NULL;
+        return r_nomem(r);
     int64_t *counts = d->counts;
     int32_t *members = d->members;
     *d = *v;
@@ -367,7 +384,7 @@ static struct ncg_verdict *verdict_dup(const struct ncg_verdict *v)
     d->notes = NULL;
     if (v->notes && ncg_verdict_set_notes(d, v->notes) < 0) {
         ncg_verdict_free(d);
-        return NULL;
+        return r_nomem(r);
     }
     return d;
 }
@@ -376,6 +393,10 @@ static struct ncg_verdict *verdict_dup(const struct ncg_verdict *v)
 static void verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v)
 {
     char sum[512];
+    if (r->nomem) { /* judged from incomplete state: the host stops the checker instead */
+        ncg_verdict_free(v);
+        return;
+    }
     v->nranks = c->nranks; /* the headline's "(N ranks)"; the summary reads no per-rank array */
     ncg_verdict_summary(v, sum, sizeof sum);
     v->nranks = 0;
@@ -393,11 +414,11 @@ static void verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdi
     send_verdict(r, c, v, -1);
 }
 
-static struct ncg_verdict *tree_verdict(const struct rcomm *c, uint8_t kind)
+static struct ncg_verdict *tree_verdict(struct ncg_relay *r, const struct rcomm *c, uint8_t kind)
 {
     struct ncg_verdict *v = ncg_verdict_new(0);
     if (!v)
-        return NULL;
+        return r_nomem(r);
     v->kind = kind;
     v->severity = NCG_SEV_ERROR;
     v->comm_id = c->id;
@@ -416,7 +437,7 @@ static void fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, u
     if (n > NCG_RELAY_DEAD)
         n = NCG_RELAY_DEAD;
     if (r->p.root) {
-        struct ncg_verdict *v = tree_verdict(c, NCG_V_RANK_DIED);
+        struct ncg_verdict *v = tree_verdict(r, c, NCG_V_RANK_DIED);
         int32_t tmp[NCG_RELAY_DEAD];
         if (!v)
             return;
@@ -438,10 +459,12 @@ static void fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, u
         return;
     }
     struct ncg_msg_rfault *np = realloc(c->pend, sizeof *np * (c->npend + 1));
-    if (np) {
-        c->pend = np;
-        c->pend[c->npend++] = m.u.rfault;
+    if (!np) {
+        r_nomem(r);
+        return;
     }
+    c->pend = np;
+    c->pend[c->npend++] = m.u.rfault;
 }
 
 /* ---- rounds ---- */
@@ -462,6 +485,7 @@ static void round_begin(struct ncg_relay *r, struct rcomm *c, uint32_t qid, uint
     free(c->acc);
     if (!(c->acc = calloc(1, sizeof *c->acc))) {
         c->q_active = 0;
+        r_nomem(r);
         return;
     }
     c->acc->comm_id = c->id;
@@ -516,7 +540,7 @@ static int group_cmp(const void *a, const void *b)
 static void mismatch_verdict(struct ncg_relay *r, struct rcomm *c, uint32_t k)
 {
     const struct ncg_rslot *s = &c->acc->s[k];
-    struct ncg_verdict *v = tree_verdict(c, NCG_V_MISMATCH);
+    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_MISMATCH);
     const struct ncg_rgroup *g[NCG_RELAY_GROUPS];
     struct ncg_rgroup byc[NCG_RELAY_GROUPS]; /* the groups merged per distinct call */
     const struct ncg_rgroup *bys[NCG_RELAY_GROUPS];
@@ -629,7 +653,7 @@ static void root_check_exited(struct ncg_relay *r, struct rcomm *c)
         }
     if (!n)
         return;
-    struct ncg_verdict *v = tree_verdict(c, NCG_V_RANK_EXITED);
+    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_RANK_EXITED);
     if (!v)
         return;
     ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
@@ -666,7 +690,7 @@ static void root_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns
     int act = r->p.lag_abort_s > 0 && idle >= r->p.lag_abort_s;
     if (!act && (r->p.lag_warn_s <= 0 || idle < r->p.lag_warn_s || c->lag_warned))
         return;
-    struct ncg_verdict *v = tree_verdict(c, NCG_V_LAG);
+    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_LAG);
     int32_t who[NCG_RELAY_DEAD];
     size_t n = 0;
     int more = 0;
@@ -736,7 +760,7 @@ static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report
             continue;
         struct rkid *k = kid_find(c, conn, 0, x->rank);
         if (!k) {
-            if (!(k = kid_add(c, conn, 0, x->rank)))
+            if (!(k = kid_add(r, c, conn, 0, x->rank)))
                 continue;
             k->min = k->max = x->count;
             k->known = k->active = 1;
@@ -761,7 +785,7 @@ static void on_rstat(struct ncg_relay *r, int conn, const struct ncg_msg_rstat *
             continue;
         struct rkid *k = kid_find(c, conn, 1, 0);
         if (!k) {
-            if (!(k = kid_add(c, conn, 1, 0)))
+            if (!(k = kid_add(r, c, conn, 1, 0)))
                 continue;
             if (c->done && c->last)
                 send_verdict(r, c, c->last, conn);
@@ -1165,7 +1189,7 @@ void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint
             send_verdict(r, c, m->u.rverdict.v, -1);
             return;
         }
-        struct ncg_verdict *v = verdict_dup(m->u.rverdict.v);
+        struct ncg_verdict *v = verdict_dup(r, m->u.rverdict.v);
         if (!v)
             return;
         c->done = 1;

@@ -70,6 +70,9 @@ int ncg_relay_parent_silent(const struct ncg_relay *r, uint64_t now_ns);
  * least every interval_ms. */
 void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns);
 void ncg_relay_get_stats(const struct ncg_relay *r, struct ncg_relay_stats *st);
+/* 1 once an allocation failed (coord.h's ncg_coord_out_of_memory): the state is incomplete, the
+ * root issues no more verdicts and the host is to stop the checker. Does not allocate. */
+int ncg_relay_out_of_memory(const struct ncg_relay *r);
 
 /* The tree over nodes 0..nnodes-1 (node 0: the root): each relay's subtree is a contiguous
  * range of nodes (a relay covering [lo, hi) splits [lo+1, hi) into `fanout` equal chunks; the
