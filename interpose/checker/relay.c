@@ -55,6 +55,8 @@ struct rcomm {
 
 struct rconn {
     uint8_t used, authed, relay, bye;
+    uint8_t refused; /* past its bound (relay.h): said once */
+    uint32_t nkids;  /* its kids that count against that bound (kid_counts) */
     uint64_t since_ns, last_rx_ns;
     uint32_t pid, node;
     int32_t grank;
@@ -72,6 +74,7 @@ struct ncg_relay {
     uint8_t attached;
     uint64_t parent_rx_ns, last_stat_ns, last_ping_ns, last_tick_ns;
     struct ncg_relay_stats st;
+    uint8_t refused; /* past NCG_RELAY_MAX_COMMS: said once */
     int nomem; /* an allocation failed: the state is no longer complete (ncg_relay_out_of_memory) */
 };
 
@@ -235,6 +238,7 @@ void ncg_relay_free(struct ncg_relay *r)
 void ncg_relay_get_stats(const struct ncg_relay *r, struct ncg_relay_stats *st)
 {
     *st = r->st;
+    st->comms = r->ncomm;
     st->verified = 0;
     for (size_t i = 0; i < r->ncomm; i++)
         st->verified += r->comm[i]->rd.vc;
@@ -277,13 +281,42 @@ static struct rcomm *comm_find(struct ncg_relay *r, uint64_t id)
     return NULL;
 }
 
-static struct rcomm *comm_get(struct ncg_relay *r, uint64_t id, uint32_t nranks)
+/* 1 when conn may register one more kid (relay.h's bounds), else refused (said once). */
+static int kid_room(struct ncg_relay *r, int conn, int relay)
+{
+    struct rconn *cc = conn_get(r, conn);
+    uint32_t cap = relay ? NCG_RELAY_MAX_COMMS : NCG_RELAY_CONN_RANKS;
+    if (!cc || cc->nkids < cap)
+        return 1;
+    r->st.refused++;
+    if (!cc->refused)
+        r_event(r, "refused: %s %u on %s registers more than %u %s; the others go unchecked",
+                relay ? "the relay of node" : "pid", relay ? cc->node : cc->pid, cc->host, cap,
+                relay ? "communicators" : "communicator ranks");
+    cc->refused = 1;
+    return 0;
+}
+
+/* The comm, created if new (within NCG_RELAY_MAX_COMMS). conn >= 0: for a kid of conn's about to
+ * be added (relay: a child relay's), so a new comm is not created when conn has no room. */
+static struct rcomm *comm_get(struct ncg_relay *r, uint64_t id, uint32_t nranks, int conn,
+                              int relay)
 {
     struct rcomm *c = comm_find(r, id);
     if (c)
         return c->nranks == nranks ? c : NULL;
     if (nranks == 0 || nranks > NCG_WIRE_MAX_RANKS)
         return NULL;
+    if (conn >= 0 && !kid_room(r, conn, relay))
+        return NULL;
+    if (r->ncomm >= NCG_RELAY_MAX_COMMS) {
+        r->st.refused++;
+        if (!r->refused)
+            r_event(r, "refused: more than %u communicators; the others go unchecked here",
+                    NCG_RELAY_MAX_COMMS);
+        r->refused = 1;
+        return NULL;
+    }
     if (r->ncomm == r->capcomm) {
         size_t n = r->capcomm ? r->capcomm * 2 : 8;
         struct rcomm **nc = realloc(r->comm, sizeof *nc * n);
@@ -308,9 +341,27 @@ static struct rkid *kid_find(struct rcomm *c, int conn, int relay, uint32_t rank
     return NULL;
 }
 
+/* The kids that count against their connection's bound: a child relay's (one per comm), a
+ * client's live ranks (a process holds no more at once). */
+static int kid_counts(const struct rkid *k)
+{
+    return k->relay || k->state == K_ACTIVE;
+}
+
+/* k stops counting against its connection's bound (it leaves, or is removed). */
+static void kid_uncount(struct ncg_relay *r, const struct rkid *k)
+{
+    struct rconn *cc = conn_get(r, k->conn);
+    if (cc && kid_counts(k) && cc->nkids)
+        cc->nkids--;
+}
+
 static struct rkid *kid_add(struct ncg_relay *r, struct rcomm *c, int conn, int relay,
                             uint32_t rank)
 {
+    struct rconn *cc = conn_get(r, conn);
+    if (!cc || !kid_room(r, conn, relay))
+        return NULL;
     if (c->nk == c->capk) {
         uint32_t n = c->capk ? c->capk * 2 : 8;
         struct rkid *nk = realloc(c->k, sizeof *nk * n);
@@ -325,6 +376,7 @@ static struct rkid *kid_add(struct ncg_relay *r, struct rcomm *c, int conn, int 
     k->relay = (uint8_t)relay;
     k->rank = rank;
     k->state = K_ACTIVE;
+    cc->nkids++;
     return k;
 }
 
@@ -746,6 +798,7 @@ static void kid_remove(struct ncg_relay *r, struct rcomm *c, uint32_t i)
 {
     if (c->k[i].waiting && c->nwait)
         c->nwait--;
+    kid_uncount(r, &c->k[i]);
     c->k[i] = c->k[--c->nk];
     round_check(r, c);
 }
@@ -755,8 +808,8 @@ static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report
 {
     for (uint32_t e = 0; e < rep->n; e++) {
         const struct ncg_report_entry *x = &rep->e[e];
-        struct rcomm *c = comm_get(r, x->comm_id, x->nranks);
-        if (!c || x->rank >= c->nranks)
+        struct rcomm *c = x->rank < x->nranks ? comm_get(r, x->comm_id, x->nranks, conn, 0) : NULL;
+        if (!c)
             continue;
         struct rkid *k = kid_find(c, conn, 0, x->rank);
         if (!k) {
@@ -780,7 +833,7 @@ static void on_rstat(struct ncg_relay *r, int conn, const struct ncg_msg_rstat *
 {
     for (uint32_t e = 0; e < st->n; e++) {
         const struct ncg_rstat_ent *x = &st->e[e];
-        struct rcomm *c = comm_get(r, x->comm_id, x->nranks);
+        struct rcomm *c = comm_get(r, x->comm_id, x->nranks, conn, 1);
         if (!c)
             continue;
         struct rkid *k = kid_find(c, conn, 1, 0);
@@ -865,6 +918,7 @@ static void on_goodbye(struct ncg_relay *r, int conn, const struct ncg_msg_goodb
         struct rcomm *c = comm_find(r, g->comm_id[e]);
         for (uint32_t i = 0; c && i < c->nk; i++)
             if (c->k[i].conn == conn && !c->k[i].relay && c->k[i].state == K_ACTIVE) {
+                kid_uncount(r, &c->k[i]);
                 c->k[i].state = K_GONE;
                 c->k[i].active = 0;
                 c->k[i].how = g->flags & (NCG_BYE_ABORT | NCG_BYE_VERDICT);
@@ -885,6 +939,7 @@ static void on_goodbye(struct ncg_relay *r, int conn, const struct ncg_msg_goodb
         struct rcomm *c = r->comm[ci];
         for (uint32_t i = 0; i < c->nk; i++)
             if (c->k[i].conn == conn && !c->k[i].relay && c->k[i].state == K_ACTIVE) {
+                kid_uncount(r, &c->k[i]);
                 c->k[i].state = K_GONE;
                 c->k[i].active = 0;
                 c->k[i].how = g->flags & NCG_BYE_VERDICT;
@@ -899,7 +954,7 @@ static void on_goodbye(struct ncg_relay *r, int conn, const struct ncg_msg_goodb
 
 static void on_rfault(struct ncg_relay *r, const struct ncg_msg_rfault *f)
 {
-    struct rcomm *c = comm_get(r, f->comm_id, f->nranks);
+    struct rcomm *c = comm_get(r, f->comm_id, f->nranks, -1, 0);
     if (c)
         fault(r, c, f->rank, f->n, f->detail);
 }
@@ -1177,7 +1232,7 @@ void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint
         return;
     }
     if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
-        struct rcomm *c = comm_get(r, m->u.rverdict.v->comm_id, m->u.rverdict.comm_nranks);
+        struct rcomm *c = comm_get(r, m->u.rverdict.v->comm_id, m->u.rverdict.comm_nranks, -1, 0);
         if (!c)
             return;
         if (c->done) {
@@ -1243,6 +1298,8 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
         for (uint32_t i = 0; i < c->nk && !live; i++)
             live = c->k[i].relay ? c->k[i].active > 0 : c->k[i].state == K_ACTIVE;
         if (!live && !c->q_active) {
+            for (uint32_t i = 0; i < c->nk; i++)
+                kid_uncount(r, &c->k[i]);
             comm_free(c);
             r->comm[ci] = r->comm[--r->ncomm];
             continue;

@@ -10,7 +10,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "ncclguard/shm.h"
 #include "wire.h"
+
+/* Bounds on what peers make a relay hold (a refusal: one event line, not one per message).
+ * Communicators tracked, in all and per child relay (its subtree may hold every comm of the
+ * job); live (comm, rank) registrations per client connection (what one process tracks). */
+#define NCG_RELAY_MAX_COMMS 16384u
+#define NCG_RELAY_CONN_RANKS NCG_SHM_MAX_COMMS
 
 struct ncg_relay_params {
     uint64_t token; /* 0: none required */
@@ -44,6 +51,8 @@ struct ncg_relay_stats {
     uint64_t rounds;    /* QUERY rounds started (root) or forwarded */
     uint64_t faults;    /* RANK DIED events raised or forwarded */
     uint64_t verified;  /* root: slots proven equal on every member, summed over comms */
+    uint64_t comms;     /* communicators tracked now */
+    uint64_t refused;   /* comms or registrations refused by a bound above */
 };
 
 struct ncg_relay;

@@ -271,6 +271,12 @@ static struct {
     uint8_t client_verdicts;
     double lag_warn_s, lag_abort_s;
     int frozen; /* a relay that runs no more (frames to it are lost), or -1 */
+    /* what each relay said: event lines about a bound (refused, merged), and sent up */
+    int refused_ev[MAXR], merged_ev[MAXR];
+    int stat_ents[MAXR];                      /* RSTAT entries */
+    struct ncg_rstat_ent stat_last[MAXR];     /* the latest RSTAT entry */
+    int rfaults[MAXR], rfault_ranks[MAXR];    /* RFAULTs, and ranks in them */
+    struct ncg_msg_rfault rfault_first[MAXR]; /* the first RFAULT */
 } T;
 
 static void push(int kind, int relay, int conn, const struct ncg_msg *m)
@@ -311,7 +317,22 @@ static void op_drop(void *arg, int conn)
 static void op_up(void *arg, const struct ncg_msg *m)
 {
     int ri = ((struct opsarg *)arg)->relay;
+    if (m->type == NCG_MSG_RSTAT && m->u.rstat.n) {
+        T.stat_ents[ri] += (int)m->u.rstat.n;
+        T.stat_last[ri] = m->u.rstat.e[m->u.rstat.n - 1];
+    }
+    if (m->type == NCG_MSG_RFAULT) {
+        if (!T.rfaults[ri]++)
+            T.rfault_first[ri] = m->u.rfault;
+        T.rfault_ranks[ri] += (int)m->u.rfault.n;
+    }
     push(TO_CHILD, T.parent[ri], T.parent_conn[ri], m);
+}
+static void op_event(void *arg, const char *line)
+{
+    int ri = ((struct opsarg *)arg)->relay;
+    T.refused_ev[ri] += strstr(line, "refused") != NULL;
+    T.merged_ev[ri] += strstr(line, "merged") != NULL;
 }
 
 static uint64_t digest_of(const struct client *c, uint64_t slot)
@@ -443,7 +464,7 @@ static void tree(int three_levels)
         p.lag_abort_s = T.lag_abort_s;
         strcpy(p.host, "h");
         OA[i].relay = i;
-        struct ncg_relay_ops ops = {op_send, op_drop, op_up, NULL, &OA[i]};
+        struct ncg_relay_ops ops = {op_send, op_drop, op_up, op_event, &OA[i]};
         T.r[i] = ncg_relay_new(&p, &ops);
     }
     int nranks = 2 * nr;
@@ -906,6 +927,59 @@ static void probe_detached(int tick_between)
     tree_free(3);
 }
 
+/* A client connection registers more comm ranks than a process holds (NCG_RELAY_CONN_RANKS):
+ * the rest are refused with one event line, and only the first go up. */
+static void test_conn_cap(void)
+{
+    tree(1);
+    struct ncg_msg m = {.type = NCG_MSG_REPORT};
+    for (uint32_t b = 0; b < 2; b++) { /* rank 4 (relay 2, conn 0): 100 comms in two reports */
+        m.u.report.n = 50;
+        for (uint32_t e = 0; e < 50; e++) {
+            m.u.report.e[e].comm_id = 0x1000 + b * 50 + e;
+            m.u.report.e[e].nranks = 6;
+            m.u.report.e[e].rank = 4;
+            m.u.report.e[e].count = 5;
+        }
+        ncg_relay_message(T.r[2], 0, &m, T.now);
+    }
+    tick_all(3);
+    CHECK(T.stat_ents[2] == (int)NCG_RELAY_CONN_RANKS && T.refused_ev[2] == 1);
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[2], &st);
+    CHECK(st.comms == NCG_RELAY_CONN_RANKS && st.refused == 100 - NCG_RELAY_CONN_RANKS);
+    tree_free(3);
+}
+
+/* A child relay announces more communicators than a relay tracks (NCG_RELAY_MAX_COMMS). */
+static void test_comm_cap(void)
+{
+    tree(1);
+    static struct ncg_msg m;
+    uint32_t total = NCG_RELAY_MAX_COMMS + 100;
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_RSTAT;
+    for (uint32_t b = 0; b * NCG_RELAY_STAT < total; b++) { /* to relay 1 from relay 2 (conn 2) */
+        m.u.rstat.n = 0;
+        for (uint32_t e = 0; e < NCG_RELAY_STAT && b * NCG_RELAY_STAT + e < total; e++) {
+            struct ncg_rstat_ent *x = &m.u.rstat.e[m.u.rstat.n++];
+            memset(x, 0, sizeof *x);
+            x->comm_id = 0x100000 + b * NCG_RELAY_STAT + e;
+            x->nranks = 6;
+            x->known = x->active = 1;
+            x->min = x->max = 5;
+        }
+        ncg_relay_message(T.r[1], 2, &m, T.now);
+    }
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[1], &st);
+    CHECK(st.comms == NCG_RELAY_MAX_COMMS && st.refused == 100 && T.refused_ev[1] == 1);
+    T.now += 100000000ull;
+    ncg_relay_tick(T.r[1], T.now);
+    CHECK(T.stat_ents[1] == (int)NCG_RELAY_MAX_COMMS);
+    tree_free(3);
+}
+
 /* A report for a new comm while allocations fail: the relay says it lost state, and the root
  * issues no verdict from it (as coord.c: its host stops the checker instead). */
 static void test_nomem(void)
@@ -963,6 +1037,8 @@ int main(void)
     }
     probe_late();
     test_nomem();
+    test_conn_cap();
+    test_comm_cap();
     if (fails) {
         fprintf(stderr, "relay_unit: %d check(s) failed\n", fails);
         return 1;
