@@ -342,7 +342,8 @@ static struct rkid *kid_find(struct rcomm *c, int conn, int relay, uint32_t rank
 }
 
 /* The kids that count against their connection's bound: a child relay's (one per comm), a
- * client's live ranks (a process holds no more at once). */
+ * client's live ranks (a process holds no more at once; those that said goodbye are kept, one
+ * per rank: on_report). */
 static int kid_counts(const struct rkid *k)
 {
     return k->relay || k->state == K_ACTIVE;
@@ -354,6 +355,15 @@ static void kid_uncount(struct ncg_relay *r, const struct rkid *k)
     struct rconn *cc = conn_get(r, k->conn);
     if (cc && kid_counts(k) && cc->nkids)
         cc->nkids--;
+}
+
+/* A client kid of rank that said goodbye, on any connection. */
+static struct rkid *kid_gone(struct rcomm *c, uint32_t rank)
+{
+    for (uint32_t i = 0; i < c->nk; i++)
+        if (!c->k[i].relay && c->k[i].state == K_GONE && c->k[i].rank == rank)
+            return &c->k[i];
+    return NULL;
 }
 
 static struct rkid *kid_add(struct ncg_relay *r, struct rcomm *c, int conn, int relay,
@@ -812,6 +822,16 @@ static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report
         if (!c)
             continue;
         struct rkid *k = kid_find(c, conn, 0, x->rank);
+        if (!k && (k = kid_gone(c, x->rank))) {
+            /* The rank left and registers again (another connection): no second kid. Held by
+             * no connection any more, it is this one's now (it gets the verdict). */
+            if (!conn_get(r, k->conn)) {
+                k->conn = conn;
+                if (c->done && c->last)
+                    send_verdict(r, c, c->last, conn);
+            }
+            continue;
+        }
         if (!k) {
             if (!(k = kid_add(r, c, conn, 0, x->rank)))
                 continue;

@@ -980,6 +980,35 @@ static void test_comm_cap(void)
     tree_free(3);
 }
 
+/* Rank 4's process says goodbye and exits, then the same rank registers again, twenty times,
+ * on new connections: its one kid is reused (was one more per registration). */
+static void test_reregister(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    struct client *c = &T.cl[4];
+    for (int t = 0; t < 20; t++) {
+        goodbye(c, 10, 0);
+        c->relay = 2;
+        ncg_relay_connected(T.r[2], c->conn, T.now);
+        struct ncg_msg h = {.type = NCG_MSG_HELLO};
+        h.u.hello.pid = c->pid;
+        push(TO_CHILD, 2, c->conn, &h);
+        pump();
+        report_all();
+    }
+    T.now += 100000000ull;
+    ncg_relay_tick(T.r[2], T.now);
+    pump();
+    const struct ncg_rstat_ent *e = &T.stat_last[2];
+    CHECK(e->comm_id == 0xc0 && e->known == 2 && e->active == 1 && e->ngone == 1 &&
+          e->gone[0].rank == 4);
+    tree_free(3);
+}
+
 /* A report for a new comm while allocations fail: the relay says it lost state, and the root
  * issues no verdict from it (as coord.c: its host stops the checker instead). */
 static void test_nomem(void)
@@ -1039,6 +1068,7 @@ int main(void)
     test_nomem();
     test_conn_cap();
     test_comm_cap();
+    test_reregister();
     if (fails) {
         fprintf(stderr, "relay_unit: %d check(s) failed\n", fails);
         return 1;
