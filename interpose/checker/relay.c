@@ -47,6 +47,7 @@ struct rcomm {
     uint64_t round_ns;           /* root: when its last plain round started (one per interval) */
     struct ncg_msg_rfault *pend; /* faults raised while detached from the parent */
     uint32_t npend;
+    uint8_t pend_full;    /* past NCG_RELAY_PEND in this detachment: said once */
     uint64_t progress_ns; /* a count beneath this relay last grew (LAG) */
     uint8_t lag_warned;   /* root: a LAG warning is outstanding */
     uint8_t sent_dead;    /* the latest RSTAT up carried it with no active rank (its last word:
@@ -488,6 +489,29 @@ static struct ncg_verdict *tree_verdict(struct ncg_relay *r, const struct rcomm 
     return v;
 }
 
+/* Past NCG_RELAY_PEND queued faults: the new fault's ranks not queued yet join the last one
+ * (the first, which the root's verdict will name, is never touched); beyond NCG_RELAY_DEAD
+ * ranks they are dropped. Said once per detachment. */
+static void pend_merge(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, uint32_t n)
+{
+    struct ncg_msg_rfault *last = &c->pend[c->npend - 1];
+    for (uint32_t i = 0; i < n; i++) {
+        int have = 0;
+        for (uint32_t p = 0; p < c->npend && !have; p++)
+            for (uint32_t j = 0; j < c->pend[p].n && !have; j++)
+                have = c->pend[p].rank[j] == ranks[i];
+        if (!have && last->n < NCG_RELAY_DEAD)
+            last->rank[last->n++] = ranks[i];
+    }
+    r->st.refused++;
+    if (!c->pend_full)
+        r_event(r,
+                "comm %016" PRIx64 ": more than %u faults while detached from the parent; later "
+                "ones merged into the last",
+                c->id, NCG_RELAY_PEND);
+    c->pend_full = 1;
+}
+
 /* Ranks of c died (n of them): the root decides, any other relay tells its parent (or keeps
  * the fault until it has one again). */
 static void fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, uint32_t n,
@@ -518,6 +542,10 @@ static void fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, u
     snprintf(m.u.rfault.detail, sizeof m.u.rfault.detail, "%s", detail);
     if (r->attached) {
         r->ops.up(r->ops.arg, &m);
+        return;
+    }
+    if (c->npend >= NCG_RELAY_PEND) {
+        pend_merge(r, c, ranks, n);
         return;
     }
     struct ncg_msg_rfault *np = realloc(c->pend, sizeof *np * (c->npend + 1));
@@ -1213,6 +1241,7 @@ void ncg_relay_parent_up(struct ncg_relay *r, uint64_t now_ns)
         free(c->pend);
         c->pend = NULL;
         c->npend = 0;
+        c->pend_full = 0;
     }
 }
 

@@ -18,6 +18,8 @@
  * job); live (comm, rank) registrations per client connection (what one process tracks). */
 #define NCG_RELAY_MAX_COMMS 16384u
 #define NCG_RELAY_CONN_RANKS NCG_SHM_MAX_COMMS
+/* Faults queued per comm while detached from the parent (more: merged into the last). */
+#define NCG_RELAY_PEND 8u
 
 struct ncg_relay_params {
     uint64_t token; /* 0: none required */
@@ -52,7 +54,7 @@ struct ncg_relay_stats {
     uint64_t faults;    /* RANK DIED events raised or forwarded */
     uint64_t verified;  /* root: slots proven equal on every member, summed over comms */
     uint64_t comms;     /* communicators tracked now */
-    uint64_t refused;   /* comms or registrations refused by a bound above */
+    uint64_t refused;   /* comms or registrations refused by a bound above, faults merged */
 };
 
 struct ncg_relay;

@@ -1009,6 +1009,40 @@ static void test_reregister(void)
     tree_free(3);
 }
 
+/* Faults keep coming while a relay is detached (a child relay floods RFAULTs): at most
+ * NCG_RELAY_PEND are queued, the later ranks merged into the last, the first kept as it was;
+ * one event line. */
+static void test_pend_cap(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    ncg_relay_parent_down(T.r[1]);
+    for (uint32_t i = 0; i < 40; i++) {
+        struct ncg_msg f = {.type = NCG_MSG_RFAULT};
+        f.u.rfault.comm_id = 0xe0;
+        f.u.rfault.nranks = 1000;
+        f.u.rfault.n = 1;
+        f.u.rfault.rank[0] = 100 + i;
+        snprintf(f.u.rfault.detail, sizeof f.u.rfault.detail, "fault %u", i);
+        ncg_relay_message(T.r[1], 2, &f, T.now);
+        if (i == 20) /* a duplicate: nothing new */
+            ncg_relay_message(T.r[1], 2, &f, T.now);
+    }
+    CHECK(T.rfaults[1] == 0 && T.merged_ev[1] == 1);
+    T.parent_conn[1] = 3; /* reattached to the root on a new connection */
+    T.child_relay[0][3] = 1;
+    ncg_relay_connected(T.r[0], 3, T.now);
+    ncg_relay_parent_up(T.r[1], T.now);
+    pump();
+    CHECK(T.rfaults[1] == (int)NCG_RELAY_PEND && T.rfault_ranks[1] == 40);
+    CHECK(T.rfault_first[1].n == 1 && T.rfault_first[1].rank[0] == 100 &&
+          !strcmp(T.rfault_first[1].detail, "fault 0"));
+    tree_free(3);
+}
+
 /* A report for a new comm while allocations fail: the relay says it lost state, and the root
  * issues no verdict from it (as coord.c: its host stops the checker instead). */
 static void test_nomem(void)
@@ -1069,6 +1103,7 @@ int main(void)
     test_conn_cap();
     test_comm_cap();
     test_reregister();
+    test_pend_cap();
     if (fails) {
         fprintf(stderr, "relay_unit: %d check(s) failed\n", fails);
         return 1;
