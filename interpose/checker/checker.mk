@@ -7,7 +7,8 @@ HTTP_PURE_SRCS := interpose/checker/http_parse.c interpose/checker/metrics.c
 SHIM_SRCS += interpose/checker/checker.c interpose/checker/client.c interpose/checker/channel.c interpose/checker/action.c \
              interpose/shim/lasterror.c interpose/inspect/symbol.c interpose/inspect/elfsym.c interpose/inspect/srcline.c \
              interpose/inspect/stack.c interpose/shim/pyframes.c interpose/checker/dump.c interpose/checker/reportdir.c \
-             $(CHECKER_PURE_SRCS) interpose/checker/http.c interpose/checker/http_job.c $(HTTP_PURE_SRCS)
+             $(CHECKER_PURE_SRCS) interpose/checker/http.c interpose/checker/http_job.c $(HTTP_PURE_SRCS) \
+             interpose/checker/relay.c interpose/checker/relayhost.c
 
 CHK_OUT = $(BUILD)/tests/checker
 CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps
@@ -99,8 +100,8 @@ bench-http-real: all
 	tests/bench/httpreal.sh $(BUILD)
 BENCH_TARGETS += bench-http-real
 
-# The relay tree (issue 11): its state machine, unit-tested over an in-memory network; not
-# linked into the shim yet (docs/checker.md, "Scaling to thousands of ranks").
+# The relay tree (issue 11): its state machine, unit-tested over an in-memory network, and in
+# the shim with its host (relayhost.c) under NCCLGUARD_TREE (docs/checker.md, "the relay tree").
 RELAY_SRCS := interpose/checker/relay.c interpose/checker/round.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c
 $(CHK_OUT)/relay_unit: tests/checker/relay_unit.c $(RELAY_SRCS) $(wildcard interpose/*/*.h)
 	@mkdir -p $(@D)

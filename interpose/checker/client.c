@@ -34,6 +34,7 @@
 #include "dump.h"
 #include "http.h"
 #include "log.h"
+#include "relayhost.h"
 #include "ring.h"
 #include "shm.h"
 #include "stack.h"
@@ -51,15 +52,25 @@
 #define TAIL_OFF 40 /* ncclguard's bytes in the id: after NCCL's 40 used bytes */
 #define TAIL_TAG "NCGD"
 #define TAIL_VERSION 1
+#define TAIL_TREE 1u /* flags byte: the root is a relay tree's (node, nodes and fan-out follow) */
 
 enum { L_FREE = 0, L_CONNECTING, L_HELLO, L_UP, L_DOWN };
+
+/* A relay tree as an id's tail announces it (coord_for). */
+struct tree {
+    uint8_t on;
+    uint32_t root_node, nnodes, fanout, node; /* node: this process's */
+    struct sockaddr_storage root;             /* the root's TCP listener */
+    socklen_t root_len;
+};
 
 struct link {
     uint64_t nrx, ntx, up_ns; /* traffic of closed connections, time it came up */
     int state;
     struct ncg_peer io;
-    struct sockaddr_storage addr;
-    socklen_t alen;
+    struct sockaddr_storage addr, key; /* key: the address the id named (addr may move to the
+                                          tree's root) */
+    socklen_t alen, klen;
     char name[300];
     uint64_t token;
     uint64_t start_ns, last_rx_ns;
@@ -70,6 +81,8 @@ struct link {
     uint64_t lost_ns, retry_ns;
     char lost_why[96];
     int lost_acted;
+    struct tree tr;        /* tr.on: the link goes to this node's relay (a Unix name), else flat */
+    uint64_t tree_fail_ns; /* the node's relay unreachable since (said once, after 5 s) */
 };
 
 struct lcomm {
@@ -105,6 +118,12 @@ static struct {
     int have_srv;
     uint16_t port;
     uint64_t token;
+    /* the relay tree: this process's relay (the root's, made under lk like srv, or a node's,
+     * made by the thread), owned by the thread once published */
+    struct ncg_rhost *rh;
+    int rh_claim; /* __atomic: 0 -> 1 by whoever makes rh (one relay per process) */
+    int have_rh;
+    struct tree root_tree; /* the root's layout, written into the ids' tails */
     /* exit handshake (under lk) */
     int exiting, exit_done;
     /* thread-owned */
@@ -119,6 +138,12 @@ static struct {
        .cv = PTHREAD_COND_INITIALIZER,
        .wake = {-1, -1},
        .srv = {.lfd = -1}};
+
+/* This process hosts a relay that runs (acquire: pairs with the release that published it). */
+static int rh_up(void)
+{
+    return __atomic_load_n(&G.have_rh, __ATOMIC_ACQUIRE) && !ncg_rhost_stopped(G.rh);
+}
 
 /* The embedded coordinator is ready (acquire: pairs with ncg_channel_listen's release). */
 static int srv_up(void)
@@ -168,9 +193,10 @@ static int32_t global_rank(void)
 
 /* Coordinator address for an id: from NCCLGUARD_COORD, else from the id's tail. 0 / -1. */
 static int coord_for(const unsigned char *uid, struct sockaddr_storage *ss, socklen_t *sl,
-                     uint64_t *token, char *name, size_t namelen)
+                     uint64_t *token, char *name, size_t namelen, struct tree *tr)
 {
     memset(ss, 0, sizeof *ss);
+    memset(tr, 0, sizeof *tr);
     if (ncg_cfg.coord[0]) {
         char host[256];
         const char *s = ncg_cfg.coord, *port;
@@ -230,6 +256,32 @@ static int coord_for(const unsigned char *uid, struct sockaddr_storage *ss, sock
     }
     *token = tok;
     snprintf(name, namelen, "%s:%u", ip, port);
+    if (t[5] & TAIL_TREE) {
+        uint32_t node, nnodes, root_node = 0, tn = 0;
+        for (int i = 0; i < 4; i++) {
+            root_node = root_node << 8 | t[16 + i];
+            tn = tn << 8 | t[20 + i];
+        }
+        /* A process whose node is unknown (or disagrees with the root's count) reports to
+         * the root directly, as one of the root node's clients. */
+        if (ncg_tree_node(launch_ranks(), &node, &nnodes) == 0 && nnodes == tn && node < tn &&
+            root_node < tn && t[24] >= 2) {
+            tr->on = 1;
+            tr->root_node = root_node;
+            tr->nnodes = tn;
+            tr->fanout = t[24];
+            tr->node = node;
+            tr->root = *ss;
+            tr->root_len = *sl;
+            ncg_rhost_unix_addr(tok, node, ss, sl);
+            snprintf(name, namelen, "the relay of node %u (root %s:%u)", node, ip, port);
+        } else {
+            NCG_LOG_ONCE("this process's node is unknown (LOCAL_RANK, LOCAL_WORLD_SIZE, RANK "
+                         "and WORLD_SIZE do not place it among the relay tree's %u nodes): it "
+                         "reports to the tree's root at %s:%u directly",
+                         tn, ip, port);
+        }
+    }
     return 0;
 }
 
@@ -240,18 +292,69 @@ static void link_close(struct link *l)
     ncg_peer_close(&l->io);
 }
 
+/* This process becomes its node's relay of l's tree (nobody answered on the node's name). 0:
+ * it is (or another process just became it: connect again); -1: it cannot be one. */
+static int become_relay(struct link *l)
+{
+    int zero = 0;
+    if (!__atomic_compare_exchange_n(&G.rh_claim, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return -1; /* a relay of another tree already: this one reports to its root directly */
+    struct ncg_rhost_params p = {.token = l->token,
+                                 .node = l->tr.node,
+                                 .root_node = l->tr.root_node,
+                                 .nnodes = l->tr.nnodes,
+                                 .fanout = l->tr.fanout,
+                                 .root_addr = l->tr.root,
+                                 .root_alen = l->tr.root_len,
+                                 .interval_ms = ncg_cfg.interval_ms,
+                                 .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
+                                 .lag_warn_s = ncg_cfg.lag_warn_s,
+                                 .lag_abort_s = ncg_cfg.lag_abort_s};
+    char err[160];
+    struct ncg_rhost *h;
+    int rc = ncg_rhost_start(&h, &p, err, sizeof err);
+    if (rc != 0)
+        __atomic_store_n(&G.rh_claim, 0, __ATOMIC_RELEASE);
+    if (rc == -EADDRINUSE)
+        return 0;
+    if (rc != 0) {
+        ncg_log("cannot be the relay of node %u: %s; this process reports to the tree's root "
+                "directly",
+                l->tr.node, err);
+        return -1;
+    }
+    ncg_debug(1, "this process is the relay of node %u (relay tree of %u nodes)", l->tr.node,
+              l->tr.nnodes);
+    G.rh = h;
+    __atomic_store_n(&G.have_rh, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
 static void link_connect(struct link *l, uint64_t now)
 {
-    int fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     l->start_ns = l->last_rx_ns = now;
-    if (fd < 0) {
-        l->state = L_DOWN;
-        return;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) {
+            l->state = L_DOWN;
+            return;
+        }
+        ncg_set_nonblock(fd);
+        ncg_peer_init(&l->io, fd);
+        int rc = connect(fd, (struct sockaddr *)&l->addr, l->alen);
+        l->state = rc == 0 || errno == EINPROGRESS ? L_CONNECTING : L_DOWN;
+        if (l->state != L_DOWN || !l->tr.on || attempt)
+            return;
+        /* No relay on this node's name: this process binds it (the first to bind wins); it
+         * the name stays taken by another, connect again; if it cannot be a relay, the
+         * root directly. */
+        link_close(l);
+        if (become_relay(l) != 0) {
+            l->tr.on = 0;
+            l->addr = l->tr.root;
+            l->alen = l->tr.root_len;
+        }
     }
-    ncg_set_nonblock(fd);
-    ncg_peer_init(&l->io, fd);
-    int rc = connect(fd, (struct sockaddr *)&l->addr, l->alen);
-    l->state = rc == 0 || errno == EINPROGRESS ? L_CONNECTING : L_DOWN;
 }
 
 static int link_for(const struct lcomm *c, uint64_t now)
@@ -260,7 +363,8 @@ static int link_for(const struct lcomm *c, uint64_t now)
     socklen_t sl = 0;
     uint64_t tok = 0;
     char name[300];
-    if (coord_for(c->uid, &ss, &sl, &tok, name, sizeof name) != 0) {
+    struct tree tr;
+    if (coord_for(c->uid, &ss, &sl, &tok, name, sizeof name, &tr) != 0) {
         NCG_LOG_ONCE("communicator %016" PRIx64
                      " is not checked: its id carries no ncclguard coordinator "
                      "(root process without ncclguard, or an NCCL_COMM_ID id); set "
@@ -269,18 +373,23 @@ static int link_for(const struct lcomm *c, uint64_t now)
         return -2;
     }
     for (int i = 0; i < G.nlink; i++)
-        if (G.link[i].alen == sl && !memcmp(&G.link[i].addr, &ss, sl) && G.link[i].token == tok)
+        if (G.link[i].klen == sl && !memcmp(&G.link[i].key, &ss, sl) && G.link[i].token == tok)
             return G.link[i].state == L_DOWN && !G.link[i].lost_ns ? -2 : i; /* lost: retried */
     if (G.nlink == MAX_LINKS)
         return -2;
     struct link *l = &G.link[G.nlink];
     memset(l, 0, sizeof *l);
-    l->addr = ss;
-    l->alen = sl;
+    l->addr = l->key = ss;
+    l->alen = l->klen = sl;
     l->token = tok;
+    l->tr = tr;
     snprintf(l->name, sizeof l->name, "%s", name);
     link_connect(l, now);
-    if (l->state == L_DOWN) {
+    if (l->state == L_DOWN && l->tr.on) { /* no node relay yet: retried (link_connect) */
+        l->lost_ns = now;
+        l->lost_acted = 1;
+        l->retry_ns = now + 100000000ull;
+    } else if (l->state == L_DOWN) {
         ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name, strerror(errno));
         return -2;
     }
@@ -471,7 +580,7 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
         ncg_dump_on_warning(v->comm_id); /* NCCLGUARD_DUMP_ON_WARN=1 */
     if (must_exit && !G.abort_at_ns) {
         G.abort_at_ns =
-            now + (srv_up() ? 1000000000ull : 1); /* let our verdicts reach the others */
+            now + (srv_up() || rh_up() ? 1000000000ull : 1); /* let our verdicts reach the others */
         /* Our end is the verdict's doing, not a death: peers on our other comms say so. */
         client_report(now);
         client_exit_messages(NCG_BYE_VERDICT);
@@ -479,14 +588,21 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
 }
 
 /* The coordinator's process vanished (connection lost, or silent): a rank died. */
+static void link_lost_as(int li, const char *why, int rootlost, uint64_t now);
 static void link_lost(int li, const char *why, uint64_t now)
+{
+    link_lost_as(li, why, 0, now);
+}
+
+/* rootlost: the node's relay said the tree's root is gone (its SHUTDOWN NCG_BYE_ROOT). */
+static void link_lost_as(int li, const char *why, int rootlost, uint64_t now)
 {
     struct link *l = &G.link[li];
     int was_up = l->state == L_UP, was_hello = l->state == L_HELLO;
     link_close(l);
     l->state = L_DOWN;
-    if (l->lost_ns) { /* a retry that failed: the next one in a second */
-        l->retry_ns = now + 1000000000ull;
+    if (l->lost_ns) { /* a retry that failed: the next one in a second (a node relay: soon) */
+        l->retry_ns = now + (l->tr.on ? 100000000ull : 1000000000ull);
         return;
     }
     if (!was_up) {
@@ -548,12 +664,28 @@ static void link_lost(int li, const char *why, uint64_t now)
             v->members[me[k]] = global_rank();
             v->counts[me[k]] = (int64_t)cnt[k];
         }
-        if (l->w.global_rank >= 0)
+        char root[INET6_ADDRSTRLEN] = "?";
+        if (l->tr.root.ss_family == AF_INET6)
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&l->tr.root)->sin6_addr, root,
+                      sizeof root);
+        else
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&l->tr.root)->sin_addr, root, sizeof root);
+        if (rootlost)
+            snprintf(v->subject, sizeof v->subject, "holding the relay tree's root (at %s)", root);
+        else if (l->tr.on)
+            snprintf(v->subject, sizeof v->subject, "holding the relay of node %u", l->tr.node);
+        else if (l->w.global_rank >= 0)
             snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)",
                      l->w.global_rank);
         else
             snprintf(v->subject, sizeof v->subject, "holding the checker");
-        snprintf(v->detail, sizeof v->detail, "pid %u on %s, %s", l->w.pid, l->w.host, why);
+        if (rootlost)
+            snprintf(v->detail, sizeof v->detail,
+                     "this node's relay (pid %u on %s) lost it: its process died or is "
+                     "unreachable",
+                     l->w.pid, l->w.host);
+        else
+            snprintf(v->detail, sizeof v->detail, "pid %u on %s, %s", l->w.pid, l->w.host, why);
         apply_verdict(v, now);
         ncg_verdict_free(v);
     }
@@ -616,7 +748,11 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             l->w = m->u.welcome;
             l->state = L_UP;
             l->up_ns = now;
-            if (l->lost_ns) {
+            if (l->lost_ns && l->tr.on) {
+                ncg_debug(1, "reattached to %s", l->name);
+                l->lost_ns = 0;
+                l->tree_fail_ns = 0;
+            } else if (l->lost_ns) {
                 ncg_log("reconnected to the standalone checker at %s", l->name);
                 l->lost_ns = 0;
                 l->lost_acted = 0;
@@ -633,6 +769,23 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             apply_verdict(m->u.verdict, now);
         break;
     case NCG_MSG_SHUTDOWN:
+        if ((m->u.goodbye.flags & NCG_BYE_RELAY) && l->tr.on) {
+            /* The node's relay leaves (its process exits cleanly): reattach to the node's next
+             * relay, which may be this process (link_connect). Exiting: no need. */
+            link_close(l);
+            l->state = L_DOWN;
+            l->lost_ns = now;
+            l->lost_acted = 1;
+            pthread_mutex_lock(&G.lk);
+            int exiting = G.exiting;
+            pthread_mutex_unlock(&G.lk);
+            l->retry_ns = exiting ? UINT64_MAX : now;
+            break;
+        }
+        if (m->u.goodbye.flags & NCG_BYE_ROOT) {
+            link_lost_as(li, "the relay tree's root was lost", 1, now);
+            break;
+        }
         if (m->u.goodbye.flags & NCG_BYE_FAILED) {
             /* Not a death and not an exit: its ranks live on, only the checking stopped. The
              * process whose own checker failed has said so already. */
@@ -939,12 +1092,13 @@ static void client_report(uint64_t now)
 
 /* At clean process exit: GOODBYE with final counts to every coordinator; SHUTDOWN (with this
  * process's final counts) to every client of ours. */
+static struct ncg_msg exit_sd; /* this process's SHUTDOWN (a tree's root sends it on leaving) */
 static void client_exit_messages(uint8_t flags)
 {
-    static struct ncg_msg bye[MAX_LINKS], sd;
-    memset(&sd, 0, sizeof sd);
-    sd.type = NCG_MSG_SHUTDOWN;
-    sd.u.goodbye.flags = flags;
+    static struct ncg_msg bye[MAX_LINKS];
+    memset(&exit_sd, 0, sizeof exit_sd);
+    exit_sd.type = NCG_MSG_SHUTDOWN;
+    exit_sd.u.goodbye.flags = flags;
     for (int i = 0; i < G.nlink; i++) {
         memset(&bye[i], 0, sizeof bye[i]);
         bye[i].type = NCG_MSG_GOODBYE;
@@ -961,9 +1115,9 @@ static void client_exit_messages(uint8_t flags)
                 g->count[g->n++] = cnt;
             }
         }
-        if (sd.u.goodbye.n < NCG_WIRE_MAX_COMMS) {
-            sd.u.goodbye.comm_id[sd.u.goodbye.n] = lc->id;
-            sd.u.goodbye.count[sd.u.goodbye.n++] = cnt;
+        if (exit_sd.u.goodbye.n < NCG_WIRE_MAX_COMMS) {
+            exit_sd.u.goodbye.comm_id[exit_sd.u.goodbye.n] = lc->id;
+            exit_sd.u.goodbye.count[exit_sd.u.goodbye.n++] = cnt;
         }
     }
     pthread_mutex_unlock(&G.lk);
@@ -973,7 +1127,7 @@ static void client_exit_messages(uint8_t flags)
     if (srv_up())
         for (int i = 0; i < G.srv.npc; i++)
             if (G.srv.pc[i].fd >= 0)
-                ncg_peer_send(&G.srv.pc[i], &sd);
+                ncg_peer_send(&G.srv.pc[i], &exit_sd);
 }
 
 /* ---------- the thread ---------- */
@@ -991,7 +1145,14 @@ static void checker_lost_tick(uint64_t now)
         if (l->state == L_DOWN && now >= l->retry_ns) {
             link_connect(l, now);
             if (l->state == L_DOWN)
-                l->retry_ns = now + 1000000000ull;
+                l->retry_ns = now + (l->tr.on ? 100000000ull : 1000000000ull);
+            if (l->state == L_DOWN && l->tr.on && !l->tree_fail_ns)
+                l->tree_fail_ns = now;
+            if (l->state == L_DOWN && l->tr.on && l->tree_fail_ns != 1 &&
+                now - l->tree_fail_ns > 5000000000ull) {
+                ncg_log("cannot reach %s for 5 s; still trying (unguarded meanwhile)", l->name);
+                l->tree_fail_ns = 1; /* said */
+            }
         }
         if (l->lost_acted)
             continue;
@@ -1112,6 +1273,8 @@ static void link_io(int li, short rev, uint64_t now)
 static int tx_pending(void)
 {
     int n = srv_up() ? ncg_server_pending_tx(&G.srv) : 0;
+    if (rh_up())
+        n += ncg_rhost_pending_tx(G.rh);
     for (int i = 0; i < G.nlink; i++)
         n += G.link[i].state == L_UP && G.link[i].io.txlen > 0;
     return n;
@@ -1126,7 +1289,7 @@ static void *thread_main(void *arg)
     static int map[MAXFD];
     uint64_t interval = (uint64_t)(ncg_cfg.interval_ms ? ncg_cfg.interval_ms : 100) * 1000000ull;
     uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
-    uint64_t exit_deadline = 0;
+    uint64_t exit_deadline = 0, exit_sent_ns = 0;
     int exit_sent = 0;
     uint64_t last_loop = 0;
     for (;;) {
@@ -1150,8 +1313,13 @@ static void *thread_main(void *arg)
                 client_report(now); /* registers comms not reported yet, so the goodbye counts */
                 client_exit_messages(0);
                 exit_sent = 1;
+                exit_sent_ns = now;
             }
         }
+        /* A relay here leaves once its parent heard of this process's goodbyes (an RSTAT a
+         * little over an interval later): below it, the node's processes reattach. */
+        if (exit_sent && rh_up() && now >= exit_sent_ns + interval + interval / 2)
+            ncg_rhost_leave(G.rh, &exit_sd);
         resolve_links(now);
         if (!exiting)
             checker_lost_tick(now);
@@ -1174,12 +1342,14 @@ static void *thread_main(void *arg)
         if (G.abort_at_ns) {
             int pending =
                 srv_up() ? ncg_server_pending_tx(&G.srv) + ncg_server_open_conns(&G.srv) : 0;
+            if (rh_up()) /* the verdict passed on to the node's processes first */
+                pending += ncg_rhost_pending_tx(G.rh) + ncg_rhost_open_conns(G.rh);
             /* Our own link to our own listener stays open: exit once only it is left. */
             if (now >= G.abort_at_ns || pending <= 1)
                 ncg_action_exit();
         }
         if (exiting && !__atomic_load_n(&G.aborting, __ATOMIC_ACQUIRE) &&
-            (now >= exit_deadline || (exit_sent && !tx_pending()))) {
+            (now >= exit_deadline || (exit_sent && !tx_pending() && !rh_up()))) {
             for (int i = 0; i < G.nlink; i++) {
                 struct link *l = &G.link[i];
                 if (l->up_ns)
@@ -1203,6 +1373,11 @@ static void *thread_main(void *arg)
             nsrv = ncg_server_pollfds(&G.srv, pf + n, map + n, MAXFD - n - MAX_LINKS);
             n += nsrv;
         }
+        int rh_first = n, nrh = 0;
+        if (rh_up()) {
+            nrh = ncg_rhost_pollfds(G.rh, pf + n, MAXFD - n - MAX_LINKS);
+            n += nrh;
+        }
         int link_first = n;
         for (int i = 0; i < G.nlink; i++)
             if (G.link[i].state >= L_CONNECTING && G.link[i].state <= L_UP &&
@@ -1215,7 +1390,7 @@ static void *thread_main(void *arg)
             }
         uint64_t next = G.last_report_ns + interval;
         int timeout = next > now ? (int)((next - now) / 1000000ull) + 1 : 0;
-        if (srv_up() && timeout > (int)ncg_cfg.interval_ms / 2)
+        if ((srv_up() || rh_up()) && timeout > (int)ncg_cfg.interval_ms / 2)
             timeout = (int)ncg_cfg.interval_ms / 2 + 1;
         if (G.abort_at_ns || exiting)
             timeout = 10;
@@ -1236,6 +1411,8 @@ static void *thread_main(void *arg)
                 ncg_log("the checker in this process ran out of memory and stopped; this job runs "
                         "unguarded");
         }
+        if (rh_up())
+            ncg_rhost_handle(G.rh, pf + rh_first, rc > 0 ? nrh : 0, now);
         for (int k = link_first; k < n; k++)
             if (rc > 0 && pf[k].revents)
                 link_io(map[k], pf[k].revents, now);
@@ -1308,10 +1485,68 @@ static int start_thread_locked(void)
     return 0;
 }
 
+/* Tree mode for the ids this process makes: NCCLGUARD_TREE, and the launcher's node figures. */
+static int tree_wanted(uint32_t *node, uint32_t *nnodes)
+{
+    if (ncg_cfg.tree == NCG_TREE_OFF || ncg_tree_node(launch_ranks(), node, nnodes) != 0)
+        return 0;
+    return ncg_cfg.tree == NCG_TREE_ON || launch_ranks()->world >= NCG_TREE_AUTO_RANKS;
+}
+
+/* Caller holds G.lk: this process's ids get a relay tree's root (its relay). 0, or -errno
+ * (the caller falls back to the flat coordinator). */
+static int root_start_locked(uint32_t node, uint32_t nnodes, uint64_t tok)
+{
+    struct ncg_rhost_params p = {.token = tok,
+                                 .node = node,
+                                 .root_node = node,
+                                 .nnodes = nnodes,
+                                 .fanout = ncg_cfg.fanout,
+                                 .interval_ms = ncg_cfg.interval_ms,
+                                 .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
+                                 .lag_warn_s = ncg_cfg.lag_warn_s,
+                                 .lag_abort_s = ncg_cfg.lag_abort_s};
+    char err[160];
+    struct ncg_rhost *h;
+    int zero = 0;
+    if (!__atomic_compare_exchange_n(&G.rh_claim, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return -EBUSY; /* this process is another tree's node relay: the flat checker */
+    int rc = ncg_rhost_start(&h, &p, err, sizeof err);
+    if (rc != 0) {
+        __atomic_store_n(&G.rh_claim, 0, __ATOMIC_RELEASE);
+        ncg_log("cannot start the relay tree's root (%s); using the flat checker", err);
+        return rc;
+    }
+    G.rh = h;
+    G.port = ncg_rhost_port(h);
+    G.token = tok;
+    G.root_tree.on = 1;
+    G.root_tree.root_node = node;
+    G.root_tree.nnodes = nnodes;
+    G.root_tree.fanout = ncg_cfg.fanout;
+    ncg_log("checking through a relay tree: %u nodes of %d ranks, fan-out %u; not yet in this "
+            "mode: p2p matching, STUCK, DEADLOCK and the status endpoint (NCCLGUARD_TREE=off: "
+            "the flat checker)",
+            nnodes, launch_ranks()->local_world, ncg_cfg.fanout);
+    __atomic_store_n(&G.have_rh, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
 int ncg_channel_listen(uint16_t *port, uint64_t *token)
 {
     int rc = 0;
     pthread_mutex_lock(&G.lk);
+    uint32_t node, nnodes;
+    if (G.root_tree.on) /* this process's earlier ids' tree */
+        goto started;
+    if (!G.have_srv && tree_wanted(&node, &nnodes)) {
+        uint64_t tok = 0;
+        while (tok == 0)
+            if (getrandom(&tok, sizeof tok, 0) != sizeof tok)
+                tok = (uint64_t)ncg_chan_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+        if (root_start_locked(node, nnodes, tok) == 0)
+            goto started;
+    }
     if (__atomic_load_n(&G.srv.failed, __ATOMIC_ACQUIRE)) {
         rc = -ENOMEM; /* it stopped: ids get no tail, their ranks run unguarded */
         goto out;
@@ -1346,6 +1581,7 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
         /* Publish after the fields above: the thread reads have_srv without the lock. */
         __atomic_store_n(&G.have_srv, 1, __ATOMIC_RELEASE);
     }
+started:
     rc = start_thread_locked();
     *port = G.port;
     *token = G.token;
@@ -1364,6 +1600,16 @@ void ncg_channel_write_tail(unsigned char *uid, uint16_t port, uint64_t token)
     memcpy(t, TAIL_TAG, 4);
     t[4] = TAIL_VERSION;
     t[5] = 0;
+    pthread_mutex_lock(&G.lk);
+    if (G.root_tree.on && G.token == token) {
+        t[5] = TAIL_TREE;
+        for (int i = 0; i < 4; i++) {
+            t[16 + i] = (unsigned char)(G.root_tree.root_node >> (24 - 8 * i));
+            t[20 + i] = (unsigned char)(G.root_tree.nnodes >> (24 - 8 * i));
+        }
+        t[24] = (unsigned char)G.root_tree.fanout;
+    }
+    pthread_mutex_unlock(&G.lk);
     t[6] = (unsigned char)(port >> 8);
     t[7] = (unsigned char)port;
     for (int i = 0; i < 8; i++)
@@ -1428,6 +1674,8 @@ void ncg_channel_fork_child(void)
         if (G.srv.http)
             ncg_http_fork_child(G.srv.http);
     }
+    if (G.have_rh)
+        ncg_rhost_fork_child(G.rh);
     if (G.wake[0] >= 0)
         close(G.wake[0]);
     if (G.wake[1] >= 0)

@@ -29,12 +29,18 @@ __attribute__((format(printf, 2, 3))) static void outf(struct out *o, const char
         o->len += (size_t)n;
 }
 
-static void members_text(const struct ncg_verdict *v, char *buf, size_t cap)
+static void members_text(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
+                         size_t cap)
 {
     int ident = 1, known = 0;
     for (uint32_t i = 0; i < v->nranks; i++) {
         ident &= v->members[i] == (int32_t)i;
         known |= v->members[i] >= 0;
+    }
+    if (!known && x->global_rank >= 0) { /* a relay tree's verdict carries no per-rank arrays */
+        snprintf(buf, cap, "global ranks not carried by the relay tree (this process: %d)",
+                 x->global_rank);
+        return;
     }
     if (!known) {
         snprintf(buf, cap,
@@ -207,7 +213,7 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
         (x->diag_mode == NCG_DIAG_AUTO && ncg_diag_full_here(v, x->rank, full_on, sizeof full_on));
     if (!full)
         return render_short(&o, v, x, full_on, buf, cap);
-    members_text(v, tmp, sizeof tmp);
+    members_text(v, x, tmp, sizeof tmp);
     outf(&o, "%s  communicator %016" PRIx64 ", %u ranks, %s\n", P, v->comm_id, v->nranks, tmp);
     if (v->kind == NCG_V_MISMATCH) {
         outf(&o, "%s  slot %" PRId64 " (0-based) differs:\n", P, v->slot);

@@ -44,6 +44,8 @@ enum ncg_msg_type {
     NCG_MSG_RANSWER = 14,  /* child relay -> parent: a QUERY's answers merged per subtree */
     NCG_MSG_RFAULT = 15,   /* child relay -> parent: ranks died beneath it */
     NCG_MSG_RVERDICT = 16, /* parent -> child relay or client: a verdict without per-rank arrays */
+    NCG_MSG_RWHERE = 17,   /* relay -> root: registers its port, asks where a node's relay is */
+    NCG_MSG_RHERE = 18,    /* root -> relay: the nearest registered relay at or above that node */
     NCG_MSG_TYPE_MAX_
 };
 
@@ -160,6 +162,12 @@ struct ncg_msg_p2p {
 #define NCG_BYE_VERDICT 4u
 /* GOODBYE: the comms listed were ended by ncclCommAbort (not destroyed). */
 #define NCG_BYE_ABORT 8u
+/* SHUTDOWN from a node relay (relay tree): the relay's process exits cleanly but the checking
+ * goes on: clients and child relays reattach (a new node relay, or the parent's). */
+#define NCG_BYE_RELAY 16u
+/* SHUTDOWN from a relay: the tree's root was lost (its process died or is unreachable), so no
+ * verdict can come any more: a RANK DIED of the root's process, as the flat checker's loss. */
+#define NCG_BYE_ROOT 32u
 struct ncg_msg_goodbye {
     uint8_t flags;
     uint32_t n;
@@ -186,6 +194,8 @@ struct ncg_msg {
         struct ncg_msg_rfault rfault;
         struct ncg_msg_ranswer *ranswer; /* owned by the message (ncg_msg_release) */
         struct ncg_msg_rverdict rverdict;
+        struct ncg_msg_rwhere rwhere;
+        struct ncg_msg_rhere rhere;
     } u;
 };
 

@@ -127,6 +127,19 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
         w->len += (size_t)n;
         return 0;
     }
+    case NCG_MSG_RWHERE:
+        ncg_put64(w, m->u.rwhere.token);
+        ncg_put32(w, m->u.rwhere.node);
+        ncg_put32(w, m->u.rwhere.want);
+        ncg_put16(w, m->u.rwhere.port);
+        return 0;
+    case NCG_MSG_RHERE:
+        ncg_put32(w, m->u.rhere.want);
+        ncg_put32(w, m->u.rhere.found);
+        ncg_put8(w, m->u.rhere.exact);
+        ncg_put16(w, m->u.rhere.port);
+        ncg_wire_put_str(w, m->u.rhere.ip, sizeof m->u.rhere.ip);
+        return 0;
     default:
         return -1;
     }
@@ -223,6 +236,20 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
             return -1;
         r->pos = r->cap;
         return 0;
+    case NCG_MSG_RWHERE:
+        m->u.rwhere.token = ncg_get64(r);
+        m->u.rwhere.node = ncg_get32(r);
+        m->u.rwhere.want = ncg_get32(r);
+        m->u.rwhere.port = ncg_get16(r);
+        return 0;
+    case NCG_MSG_RHERE:
+        m->u.rhere.want = ncg_get32(r);
+        m->u.rhere.found = ncg_get32(r);
+        m->u.rhere.exact = ncg_get8(r);
+        m->u.rhere.port = ncg_get16(r);
+        if (m->u.rhere.exact > 1)
+            return -1;
+        return ncg_wire_get_str(r, m->u.rhere.ip, sizeof m->u.rhere.ip);
     default:
         return -1;
     }

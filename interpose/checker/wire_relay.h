@@ -87,6 +87,24 @@ struct ncg_msg_rverdict {
     struct ncg_verdict *v; /* owned by the message; v->nranks is 0 */
 };
 
+/* The root's directory of relays (the tree's zero-config wiring, relayhost.c): a relay that
+ * starts registers the port its children reach it on (the root takes the address the
+ * connection came from) and asks for the relay of node `want`, its parent in the tree. */
+#define NCG_RELAY_NODE_NONE UINT32_MAX
+struct ncg_msg_rwhere {
+    uint64_t token;
+    uint32_t node; /* the sender's node */
+    uint32_t want; /* the node whose relay it looks for */
+    uint16_t port; /* where the sender's relay listens for child relays (0: not listening) */
+};
+struct ncg_msg_rhere {
+    uint32_t want;
+    uint32_t found; /* the nearest registered relay at or above want (the root at worst) */
+    uint8_t exact;  /* found == want */
+    uint16_t port;  /* 0 with found = the root: stay on this connection */
+    char ip[48];    /* numeric address, "" for the root */
+};
+
 struct ncg_msg;
 struct ncg_wbuf;
 struct ncg_rbuf;

@@ -15,7 +15,7 @@
         .enabled = 1, .check = 1, .action = NCG_ACTION_ABORT, .coord = "", .interval_ms = 100,     \
         .heartbeat_timeout_s = 10.0, .lag_warn_s = 60.0, .lag_abort_s = 0.0, .report_dir = ".",    \
         .shm = 1, .verbose = 0, .stacks = 1, .stuck_warn_s = 60.0, .stuck_abort_s = 0.0,           \
-        .completion = NCG_COMPL_AUTO,                                                              \
+        .completion = NCG_COMPL_AUTO, .tree = NCG_TREE_AUTO, .fanout = 16,                         \
     }
 
 struct ncg_config ncg_cfg = NCG_CONFIG_DEFAULTS;
@@ -291,6 +291,17 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
             ncg_bad(&p, "NCCLGUARD_COMPLETION", v, "expected auto, return or events", "auto");
     }
     ncg_parse_diag(&p, &cfg->diag);
+    if ((v = ncg_val(&p, "NCCLGUARD_TREE"))) {
+        if (!strcasecmp(v, "auto"))
+            cfg->tree = NCG_TREE_AUTO;
+        else if (!strcasecmp(v, "on") || !strcmp(v, "1"))
+            cfg->tree = NCG_TREE_ON;
+        else if (!strcasecmp(v, "off") || !strcmp(v, "0"))
+            cfg->tree = NCG_TREE_OFF;
+        else
+            ncg_bad(&p, "NCCLGUARD_TREE", v, "expected auto, on or off", "auto");
+    }
+    ncg_parse_uint(&p, "NCCLGUARD_TREE_FANOUT", 2, 64, &cfg->fanout);
 }
 
 /* A launcher's rank variable: a whole number 0..INT32_MAX, else -1. */
@@ -325,9 +336,24 @@ void ncg_launch_ranks_parse(struct ncg_launch_ranks *r, ncg_getenv_fn get, void 
                              *const local[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                                                "MPI_LOCALRANKID", "SLURM_LOCALID", NULL},
                              *const world[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                                               "SLURM_NTASKS", NULL};
+                                               "SLURM_NTASKS", NULL},
+                             *const local_world[] = {"LOCAL_WORLD_SIZE",
+                                                     "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                                     "MPI_LOCALNRANKS", NULL};
     const char *w;
     r->global = ncg_first_rank(global, get, arg, &r->global_var);
     r->local = ncg_first_rank(local, get, arg, &r->local_var);
     r->world = ncg_first_rank(world, get, arg, &w);
+    r->local_world = ncg_first_rank(local_world, get, arg, &w);
+}
+
+int ncg_tree_node(const struct ncg_launch_ranks *r, uint32_t *node, uint32_t *nnodes)
+{
+    if (r->global < 0 || r->local < 0 || r->world <= 0 || r->local_world <= 0 ||
+        r->local >= r->local_world || r->local > r->global || r->global >= r->world ||
+        (r->global - r->local) % r->local_world != 0)
+        return -1;
+    *node = (uint32_t)((r->global - r->local) / r->local_world);
+    *nnodes = (uint32_t)((r->world + (int64_t)r->local_world - 1) / r->local_world);
+    return 0;
 }

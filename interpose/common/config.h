@@ -34,7 +34,15 @@ struct ncg_config {
     double stuck_abort_s; /* NCCLGUARD_STUCK_ABORT_S (default 0 = never an error) */
     int completion;       /* NCCLGUARD_COMPLETION: enum ncg_completion_cfg (default auto) */
     int diag;             /* NCCLGUARD_DIAG=auto|full|short (enum ncg_diag_mode, default auto) */
+    /* the relay tree (issue 11, docs/checker.md) */
+    int tree;        /* NCCLGUARD_TREE: enum ncg_tree_cfg (default auto) */
+    uint32_t fanout; /* NCCLGUARD_TREE_FANOUT: child relays per relay, 2..64 (default 16) */
 };
+
+/* NCCLGUARD_TREE values: auto = the relay tree from NCG_TREE_AUTO_RANKS ranks on, when the
+ * launcher names each process's node (LOCAL_RANK and LOCAL_WORLD_SIZE); on = whenever it does. */
+enum ncg_tree_cfg { NCG_TREE_AUTO = 0, NCG_TREE_ON = 1, NCG_TREE_OFF = 2 };
+#define NCG_TREE_AUTO_RANKS 1024
 
 /* Which ranks print the full diagnostic block (calls, stacks); the others print its headline,
  * their own call and the report path. */
@@ -72,11 +80,19 @@ extern struct ncg_config ncg_cfg;
  * (torchrun's RANK first: under srun, SLURM_PROCID numbers the torchrun agents, not workers). */
 struct ncg_launch_ranks {
     int32_t global, local, world; /* -1 when no variable of the list is set */
-    const char *global_var;       /* the variable global came from (static string), or "" */
+    /* local_world: LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS */
+    int32_t local_world;
+    const char *global_var; /* the variable global came from (static string), or "" */
     const char *local_var;
 };
 
 /* Fills r from the lookup. Pure: any thread, no allocation, no I/O. */
 void ncg_launch_ranks_parse(struct ncg_launch_ranks *r, ncg_getenv_fn get, void *arg);
+
+/* This process's node in the relay tree: nodes are blocks of local_world consecutive global
+ * ranks (torchrun's and mpirun's block placement), node = (global - local) / local_world, of
+ * ceil(world / local_world). 0, or -1 when the launcher does not say (or the figures disagree:
+ * local >= local_world, global - local not a multiple of it, global >= world). Pure. */
+int ncg_tree_node(const struct ncg_launch_ranks *r, uint32_t *node, uint32_t *nnodes);
 
 #endif

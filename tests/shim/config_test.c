@@ -216,6 +216,19 @@ int main(void)
     EXPECT(!strcmp(e.warnings[0],
                    "ncclguard: NCCLGUARD_DIAG=\"long\": expected auto, full or short; using auto"));
 
+    c = one(&e, "NCCLGUARD_TREE", "on");
+    EXPECT(c.tree == NCG_TREE_ON && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_TREE", "OFF");
+    EXPECT(c.tree == NCG_TREE_OFF && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_TREE", "flat");
+    EXPECT(c.tree == NCG_TREE_AUTO && e.nwarn == 1);
+    EXPECT(!strcmp(e.warnings[0],
+                   "ncclguard: NCCLGUARD_TREE=\"flat\": expected auto, on or off; using auto"));
+    c = one(&e, "NCCLGUARD_TREE_FANOUT", "4");
+    EXPECT(c.fanout == 4 && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_TREE_FANOUT", "1");
+    EXPECT(c.fanout == 16 && e.nwarn == 1);
+
     /* Unprintable bytes are shown as '?', never echoed raw. */
     c = one(&e, "NCCLGUARD_ACTION", "a\x1b[2Jb");
     EXPECT(e.nwarn == 1 && strstr(e.warnings[0], "\"a?[2Jb\""));

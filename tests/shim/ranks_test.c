@@ -1,5 +1,6 @@
 /* Unit test of the launcher rank variables (config.h, ncg_launch_ranks_parse): each launcher's
  * variables alone, their precedence when several are set, and values that are not ranks. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "config.h"
@@ -31,6 +32,21 @@ static void check(const char *what, struct env e, int g, int l, int w, const cha
         fails++;
     } else {
         printf("ok %s\n", what);
+    }
+}
+
+static void tree(const char *what, struct env e, int rc, uint32_t node, uint32_t nnodes)
+{
+    struct ncg_launch_ranks r;
+    uint32_t n = 0, nn = 0;
+    ncg_launch_ranks_parse(&r, get, &e);
+    int got = ncg_tree_node(&r, &n, &nn);
+    if (got != rc || (rc == 0 && (n != node || nn != nnodes))) {
+        printf("FAIL tree %s: got %d node %u of %u, want %d node %u of %u\n", what, got, n, nn, rc,
+               node, nnodes);
+        fails++;
+    } else {
+        printf("ok tree %s\n", what);
     }
 }
 
@@ -81,6 +97,32 @@ int main(void)
                         {"LOCAL_RANK", "1 "},
                         {"SLURM_LOCALID", "0"}}},
           2, 0, -1, "SLURM_PROCID", "SLURM_LOCALID");
+    /* the relay tree's node (ncg_tree_node): blocks of LOCAL_WORLD_SIZE consecutive ranks */
+    tree(
+        "torchrun 4x4, rank 13",
+        (struct env){
+            {{"RANK", "13"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "16"}, {"LOCAL_WORLD_SIZE", "4"}}},
+        0, 3, 4);
+    tree("open mpi 3 nodes of 8, 20 ranks",
+         (struct env){{{"OMPI_COMM_WORLD_RANK", "17"},
+                       {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                       {"OMPI_COMM_WORLD_SIZE", "20"},
+                       {"OMPI_COMM_WORLD_LOCAL_SIZE", "8"}}},
+         0, 2, 3);
+    tree("no local world size",
+         (struct env){{{"RANK", "3"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "8"}}}, -1, 0, 0);
+    tree("local rank past the local world",
+         (struct env){
+             {{"RANK", "5"}, {"LOCAL_RANK", "4"}, {"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "4"}}},
+         -1, 0, 0);
+    tree("not block placement",
+         (struct env){
+             {{"RANK", "5"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "4"}}},
+         -1, 0, 0);
+    tree("rank past the world",
+         (struct env){
+             {{"RANK", "9"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "4"}}},
+         -1, 0, 0);
     printf("%s\n", fails ? "ranks_test: FAILED" : "ranks_test: ok");
     return fails != 0;
 }

@@ -1,0 +1,57 @@
+/* The relay tree's host inside a guarded process (docs/checker.md, "the relay tree"): runs a
+ * relay (relay.h) in the checker thread with its sockets: an abstract Unix socket for the
+ * processes of its node (named from the tree's token and the node), a TCP listener for child
+ * relays, the link to its parent found through the root's directory (RWHERE / RHERE), and at
+ * the root that directory. The node's first process to bind the name is its relay. */
+#ifndef NCG_RELAYHOST_H
+#define NCG_RELAYHOST_H
+
+#include <poll.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct ncg_rhost_params {
+    uint64_t token;
+    uint32_t node;      /* this relay's node */
+    uint32_t root_node; /* the root's node (node == root_node: this is the root) */
+    uint32_t nnodes, fanout;
+    struct sockaddr_storage root_addr; /* below the root: where the root listens (TCP) */
+    socklen_t root_alen;
+    uint32_t interval_ms;
+    double heartbeat_timeout_s, lag_warn_s, lag_abort_s;
+};
+
+struct ncg_rhost;
+
+/* Binds the node's Unix name and a TCP listener (all interfaces, any port) and makes the
+ * relay. 0 with *out set; -EADDRINUSE when another process is the node's relay already; other
+ * negative errno with err filled. The checker thread; allocates. */
+int ncg_rhost_start(struct ncg_rhost **out, const struct ncg_rhost_params *p, char *err,
+                    size_t errlen);
+void ncg_rhost_free(struct ncg_rhost *h);
+/* The node relay's Unix address for a tree (abstract: nothing on disk; the name is a hash of
+ * the token, which it does not reveal). Pure. */
+void ncg_rhost_unix_addr(uint64_t token, uint32_t node, struct sockaddr_storage *ss,
+                         socklen_t *len);
+uint16_t ncg_rhost_port(const struct ncg_rhost *h); /* the TCP listener's port */
+/* The relay tree's parent of node, the tree rooted at root (ncg_relay_parent, rotated). Pure. */
+uint32_t ncg_rhost_parent(uint32_t node, uint32_t root, uint32_t nnodes, uint32_t fanout);
+
+/* Fills pf with the host's sockets (at most max); returns how many. The checker thread. */
+int ncg_rhost_pollfds(struct ncg_rhost *h, struct pollfd *pf, int max);
+/* Handles what poll reported on those n entries (n = 0 after a timeout), ticks the relay,
+ * flushes. Never blocks. */
+void ncg_rhost_handle(struct ncg_rhost *h, const struct pollfd *pf, int n, uint64_t now_ns);
+int ncg_rhost_pending_tx(const struct ncg_rhost *h); /* connections with unsent bytes */
+int ncg_rhost_open_conns(const struct ncg_rhost *h); /* child connections open */
+/* The process exits cleanly: SHUTDOWN to every child (below the root NCG_BYE_RELAY: they
+ * reattach; at the root sd, this process's final counts, passed down the tree: the checking
+ * ends), listeners closed; keep calling handle to flush. */
+struct ncg_msg;
+void ncg_rhost_leave(struct ncg_rhost *h, const struct ncg_msg *sd);
+/* 1 once the host has stopped (left, out of memory, or the root was lost): nothing to poll. */
+int ncg_rhost_stopped(const struct ncg_rhost *h);
+/* After fork, in the child: closes the parent's sockets; the memory is leaked on purpose. */
+void ncg_rhost_fork_child(struct ncg_rhost *h);
+
+#endif
