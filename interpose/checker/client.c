@@ -60,6 +60,7 @@ enum { L_FREE = 0, L_CONNECTING, L_HELLO, L_UP, L_DOWN };
 struct tree {
     uint8_t on;
     uint32_t root_node, nnodes, fanout, node; /* node: this process's */
+    int32_t root_grank;                       /* the root's process's global rank, or -1 */
     struct sockaddr_storage root;             /* the root's TCP listener */
     socklen_t root_len;
 };
@@ -257,11 +258,15 @@ static int coord_for(const unsigned char *uid, struct sockaddr_storage *ss, sock
     *token = tok;
     snprintf(name, namelen, "%s:%u", ip, port);
     if (t[5] & TAIL_TREE) {
-        uint32_t node, nnodes, root_node = 0, tn = 0;
+        uint32_t node, nnodes, root_node = 0, tn = 0, grank = 0;
         for (int i = 0; i < 4; i++) {
             root_node = root_node << 8 | t[16 + i];
             tn = tn << 8 | t[20 + i];
+            grank = grank << 8 | t[25 + i];
         }
+        tr->root_grank = (int32_t)grank;
+        tr->root = *ss; /* also without a node: the root's rank names its loss */
+        tr->root_len = *sl;
         /* A process whose node is unknown (or disagrees with the root's count) reports to
          * the root directly, as one of the root node's clients. */
         if (ncg_tree_node(launch_ranks(), &node, &nnodes) == 0 && nnodes == tn && node < tn &&
@@ -271,8 +276,6 @@ static int coord_for(const unsigned char *uid, struct sockaddr_storage *ss, sock
             tr->nnodes = tn;
             tr->fanout = t[24];
             tr->node = node;
-            tr->root = *ss;
-            tr->root_len = *sl;
             ncg_rhost_unix_addr(tok, node, ss, sl);
             snprintf(name, namelen, "the relay of node %u (root %s:%u)", node, ip, port);
         } else {
@@ -309,7 +312,8 @@ static int become_relay(struct link *l)
                                  .interval_ms = ncg_cfg.interval_ms,
                                  .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
                                  .lag_warn_s = ncg_cfg.lag_warn_s,
-                                 .lag_abort_s = ncg_cfg.lag_abort_s};
+                                 .lag_abort_s = ncg_cfg.lag_abort_s,
+                                 .global_rank = global_rank()};
     char err[160];
     struct ncg_rhost *h;
     int rc = ncg_rhost_start(&h, &p, err, sizeof err);
@@ -601,6 +605,37 @@ static void link_lost_as(int li, const char *why, int rootlost, uint64_t now)
     int was_up = l->state == L_UP, was_hello = l->state == L_HELLO;
     link_close(l);
     l->state = L_DOWN;
+    if (was_up && !rootlost && l->tr.on && l->tr.node != l->tr.root_node) {
+        /* This node's relay died or froze: its process's ranks are the root's to name (it
+         * lost the relay too), so this process reports to the root directly from now on,
+         * and gets that verdict there like every other member. */
+        ncg_debug(1, "lost %s (%s): reporting to the relay tree's root directly", l->name, why);
+        l->tr.on = 0;
+        l->addr = l->tr.root;
+        l->alen = l->tr.root_len;
+        l->lost_ns = now;
+        l->lost_acted = 0; /* the root unreachable too: CHECKER LOST, as for a standalone one */
+        l->retry_ns = now;
+        snprintf(l->lost_why, sizeof l->lost_why, "%s", why);
+        char ip[INET6_ADDRSTRLEN] = "?";
+        uint16_t port = 0;
+        if (l->addr.ss_family == AF_INET6) {
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&l->addr)->sin6_addr, ip, sizeof ip);
+            port = ntohs(((struct sockaddr_in6 *)&l->addr)->sin6_port);
+        } else {
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&l->addr)->sin_addr, ip, sizeof ip);
+            port = ntohs(((struct sockaddr_in *)&l->addr)->sin_port);
+        }
+        snprintf(l->name, sizeof l->name, "the relay tree's root at %s:%u", ip, port);
+        pthread_mutex_lock(&G.lk);
+        for (size_t i = 0; i < G.nlc; i++)
+            if (G.lc[i].link == li) {
+                G.lc[i].lost_cnt = G.lc[i].shm ? ck_pr_load_64(&G.lc[i].shm->coll_seq) : 0;
+                G.lc[i].lost_prog_ns = now;
+            }
+        pthread_mutex_unlock(&G.lk);
+        return;
+    }
     if (l->lost_ns) { /* a retry that failed: the next one in a second (a node relay: soon) */
         l->retry_ns = now + (l->tr.on ? 100000000ull : 1000000000ull);
         return;
@@ -670,8 +705,16 @@ static void link_lost_as(int li, const char *why, int rootlost, uint64_t now)
                       sizeof root);
         else
             inet_ntop(AF_INET, &((struct sockaddr_in *)&l->tr.root)->sin_addr, root, sizeof root);
-        if (rootlost)
-            snprintf(v->subject, sizeof v->subject, "holding the relay tree's root (at %s)", root);
+        int32_t rg = rootlost || (l->tr.on && l->tr.node == l->tr.root_node) ? l->tr.root_grank
+                                                                               : -2;
+        if (rg >= 0) /* the root's process: it holds the checker, as under the flat one */
+            snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)", rg);
+        else if (rg == -1)
+            snprintf(v->subject, sizeof v->subject,
+                     "holding the checker (the relay tree's root at %s)", root);
+        else if (l->tr.on && l->w.global_rank >= 0)
+            snprintf(v->subject, sizeof v->subject, "holding the relay of node %u (global rank %d)",
+                     l->tr.node, l->w.global_rank);
         else if (l->tr.on)
             snprintf(v->subject, sizeof v->subject, "holding the relay of node %u", l->tr.node);
         else if (l->w.global_rank >= 0)
@@ -999,8 +1042,10 @@ static void client_report(uint64_t now)
                     exited->slot = (int64_t)lc->peer_final;
                     if (lc->rank >= 0 && lc->rank < lc->nranks) /* what this side knows */
                         exited->members[lc->rank] = global_rank();
+                    /* a tree's SHUTDOWN with counts is the root's, passed down */
                     snprintf(exited->subject, sizeof exited->subject,
-                             "holding the checker (global rank %d)", l->w.global_rank);
+                             "holding the checker (global rank %d)",
+                             l->tr.root_len ? l->tr.root_grank : l->w.global_rank);
                     snprintf(exited->detail, sizeof exited->detail,
                              "%s after %" PRIu64 " calls; this rank issued %" PRIu64,
                              lc->peer_verdict ? NCG_EXITED_VERDICT : "left", lc->peer_final, cnt);
@@ -1191,7 +1236,10 @@ static void checker_lost_tick(uint64_t now)
                 v->members[me[k]] = global_rank();
                 v->counts[me[k]] = (int64_t)cnt[k];
             }
-            snprintf(v->subject, sizeof v->subject, "the standalone checker at %s", l->name);
+            if (l->tr.root_len) /* fell back from a lost node relay to the tree's root */
+                snprintf(v->subject, sizeof v->subject, "%s", l->name);
+            else
+                snprintf(v->subject, sizeof v->subject, "the standalone checker at %s", l->name);
             snprintf(v->detail, sizeof v->detail,
                      "unreachable for %.1f s (%s), and this process issued no call on this "
                      "communicator for %g s (%" PRIu64 " so far)",
@@ -1289,7 +1337,7 @@ static void *thread_main(void *arg)
     static int map[MAXFD];
     uint64_t interval = (uint64_t)(ncg_cfg.interval_ms ? ncg_cfg.interval_ms : 100) * 1000000ull;
     uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
-    uint64_t exit_deadline = 0, exit_sent_ns = 0;
+    uint64_t exit_deadline = 0, exit_sent_ns = 0, root_left_ns = 0;
     int exit_sent = 0;
     uint64_t last_loop = 0;
     for (;;) {
@@ -1344,9 +1392,16 @@ static void *thread_main(void *arg)
                 srv_up() ? ncg_server_pending_tx(&G.srv) + ncg_server_open_conns(&G.srv) : 0;
             if (rh_up()) /* the verdict passed on to the node's processes first */
                 pending += ncg_rhost_pending_tx(G.rh) + ncg_rhost_open_conns(G.rh);
-            /* Our own link to our own listener stays open: exit once only it is left. */
-            if (now >= G.abort_at_ns || pending <= 1)
+            /* Our own link to our own listener stays open: exit once only it is left. A tree's
+             * root first says it leaves, with its counts, down the tree (late members got the
+             * verdict until then), and waits a moment for that to be read. */
+            if ((now >= G.abort_at_ns || pending <= 1) && rh_up() && G.root_tree.on &&
+                !root_left_ns) {
+                ncg_rhost_leave(G.rh, &exit_sd);
+                root_left_ns = now;
+            } else if (now >= G.abort_at_ns + 300000000ull || pending <= 1) {
                 ncg_action_exit();
+            }
         }
         if (exiting && !__atomic_load_n(&G.aborting, __ATOMIC_ACQUIRE) &&
             (now >= exit_deadline || (exit_sent && !tx_pending() && !rh_up()))) {
@@ -1505,7 +1560,8 @@ static int root_start_locked(uint32_t node, uint32_t nnodes, uint64_t tok)
                                  .interval_ms = ncg_cfg.interval_ms,
                                  .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
                                  .lag_warn_s = ncg_cfg.lag_warn_s,
-                                 .lag_abort_s = ncg_cfg.lag_abort_s};
+                                 .lag_abort_s = ncg_cfg.lag_abort_s,
+                                 .global_rank = global_rank()};
     char err[160];
     struct ncg_rhost *h;
     int zero = 0;
@@ -1608,6 +1664,9 @@ void ncg_channel_write_tail(unsigned char *uid, uint16_t port, uint64_t token)
             t[20 + i] = (unsigned char)(G.root_tree.nnodes >> (24 - 8 * i));
         }
         t[24] = (unsigned char)G.root_tree.fanout;
+        uint32_t g = (uint32_t)global_rank();
+        for (int i = 0; i < 4; i++)
+            t[25 + i] = (unsigned char)(g >> (24 - 8 * i));
     }
     pthread_mutex_unlock(&G.lk);
     t[6] = (unsigned char)(port >> 8);

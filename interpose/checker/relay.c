@@ -1088,7 +1088,7 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
         cc->last_rx_ns = now_ns;
         struct ncg_msg w = {.type = NCG_MSG_WELCOME};
         w.u.welcome.pid = r->p.pid;
-        w.u.welcome.global_rank = -1;
+        w.u.welcome.global_rank = r->p.has_global_rank ? r->p.global_rank : -1;
         w.u.welcome.embedded = r->p.embedded;
         snprintf(w.u.welcome.host, sizeof w.u.welcome.host, "%s", r->p.host);
         r->ops.send(r->ops.arg, conn, &w);

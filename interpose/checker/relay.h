@@ -34,6 +34,8 @@ struct ncg_relay_params {
      * interpose/checker/client.c expects; 0: RVERDICT (the simulator's virtual ranks read it,
      * saving 12 B x ranks each) */
     uint8_t client_verdicts;
+    uint8_t has_global_rank; /* WELCOME carries global_rank (the relay's process's), else -1 */
+    int32_t global_rank;
     double lag_warn_s;  /* root: LAG warning after this long without progress (0: none) */
     double lag_abort_s; /* root: LAG becomes an error after this long (0: never) */
 };

@@ -162,7 +162,9 @@ int ncg_rhost_start(struct ncg_rhost **out, const struct ncg_rhost_params *p, ch
                                   .embedded = 1,
                                   .client_verdicts = 1,
                                   .lag_warn_s = p->lag_warn_s,
-                                  .lag_abort_s = p->lag_abort_s};
+                                  .lag_abort_s = p->lag_abort_s,
+                                  .has_global_rank = 1,
+                                  .global_rank = p->global_rank};
     snprintf(rp.host, sizeof rp.host, "%s", ncg_host_name());
     struct ncg_relay_ops ops = {h_send, h_drop, h_up, h_event, h};
     if (!(h->r = ncg_relay_new(&rp, &ops))) {

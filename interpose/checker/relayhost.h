@@ -19,6 +19,7 @@ struct ncg_rhost_params {
     socklen_t root_alen;
     uint32_t interval_ms;
     double heartbeat_timeout_s, lag_warn_s, lag_abort_s;
+    int32_t global_rank; /* of this process (-1: unknown), in WELCOME to the node's processes */
 };
 
 struct ncg_rhost;

@@ -5,7 +5,8 @@
  * not exit 0 ("ncg-launch: rank R exited with status S" / "killed by signal SIG"), and exits
  * with the first non-zero status of any rank (128+SIG for a signal), 0 if all
  * exited 0 ("first" in time), or 124 after SIGKILLing every rank still running when TIMEOUT_S
- * passes. */
+ * passes. NCG_LAUNCH_PER_NODE=K: the ranks form "nodes" of K (LOCAL_RANK = RANK % K,
+ * LOCAL_WORLD_SIZE = K), as torchrun on several hosts would number them; default: one node. */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -107,11 +108,15 @@ int main(int argc, char **argv)
             return 2;
         }
         if (p == 0) {
+            const char *pn = getenv("NCG_LAUNCH_PER_NODE");
+            int k = pn && atoi(pn) > 0 ? atoi(pn) : n;
             snprintf(buf, sizeof buf, "%d", r);
             setenv("RANK", buf, 1);
+            snprintf(buf, sizeof buf, "%d", r % k);
             setenv("LOCAL_RANK", buf, 1);
             snprintf(buf, sizeof buf, "%d", n);
             setenv("WORLD_SIZE", buf, 1);
+            snprintf(buf, sizeof buf, "%d", k < n ? k : n);
             setenv("LOCAL_WORLD_SIZE", buf, 1);
             setenv("NCG_ID_FILE", idfile, 1);
             execvp(prog[0], prog);
