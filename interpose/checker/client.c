@@ -84,6 +84,8 @@ struct link {
     int lost_acted;
     struct tree tr;        /* tr.on: the link goes to this node's relay (a Unix name), else flat */
     uint64_t tree_fail_ns; /* the node's relay unreachable since (said once, after 5 s) */
+    uint64_t born_ns;      /* made; in its first second only LOCAL_RANK 0 becomes a relay */
+    uint8_t reelect;       /* its relay left: any process may take over at once */
 };
 
 struct lcomm {
@@ -327,8 +329,8 @@ static int become_relay(struct link *l)
                 l->tr.node, err);
         return -1;
     }
-    ncg_debug(1, "this process is the relay of node %u (relay tree of %u nodes)", l->tr.node,
-              l->tr.nnodes);
+    ncg_debug(1, "this process (global rank %d) is the relay of node %u (relay tree of %u nodes)",
+              global_rank(), l->tr.node, l->tr.nnodes);
     G.rh = h;
     __atomic_store_n(&G.have_rh, 1, __ATOMIC_RELEASE);
     return 0;
@@ -349,6 +351,12 @@ static void link_connect(struct link *l, uint64_t now)
         l->state = rc == 0 || errno == EINPROGRESS ? L_CONNECTING : L_DOWN;
         if (l->state != L_DOWN || !l->tr.on || attempt)
             return;
+        /* The node's relay is LOCAL_RANK 0's checker thread; another process takes the role
+         * only when that one is not there after a second (not guarded, or gone), or left. */
+        if (launch_ranks()->local != 0 && !l->reelect && now - l->born_ns < 1000000000ull) {
+            link_close(l);
+            return;
+        }
         /* No relay on this node's name: this process binds it (the first to bind wins); it
          * the name stays taken by another, connect again; if it cannot be a relay, the
          * root directly. */
@@ -387,12 +395,13 @@ static int link_for(const struct lcomm *c, uint64_t now)
     l->alen = l->klen = sl;
     l->token = tok;
     l->tr = tr;
+    l->born_ns = now;
     snprintf(l->name, sizeof l->name, "%s", name);
     link_connect(l, now);
     if (l->state == L_DOWN && l->tr.on) { /* no node relay yet: retried (link_connect) */
         l->lost_ns = now;
         l->lost_acted = 1;
-        l->retry_ns = now + 100000000ull;
+        l->retry_ns = now + 10000000ull; /* LOCAL_RANK 0's relay comes within milliseconds */
     } else if (l->state == L_DOWN) {
         ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name, strerror(errno));
         return -2;
@@ -819,6 +828,7 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             l->state = L_DOWN;
             l->lost_ns = now;
             l->lost_acted = 1;
+            l->reelect = 1;
             pthread_mutex_lock(&G.lk);
             int exiting = G.exiting;
             pthread_mutex_unlock(&G.lk);
@@ -1189,8 +1199,10 @@ static void checker_lost_tick(uint64_t now)
             continue;
         if (l->state == L_DOWN && now >= l->retry_ns) {
             link_connect(l, now);
-            if (l->state == L_DOWN)
-                l->retry_ns = now + (l->tr.on ? 100000000ull : 1000000000ull);
+            if (l->state == L_DOWN) /* a node relay: soon, at first very soon */
+                l->retry_ns = now + (!l->tr.on                          ? 1000000000ull
+                                     : now - l->born_ns < 1000000000ull ? 10000000ull
+                                                                        : 100000000ull);
             if (l->state == L_DOWN && l->tr.on && !l->tree_fail_ns)
                 l->tree_fail_ns = now;
             if (l->state == L_DOWN && l->tr.on && l->tree_fail_ns != 1 &&
@@ -1365,8 +1377,11 @@ static void *thread_main(void *arg)
             }
         }
         /* A relay here leaves once its parent heard of this process's goodbyes (an RSTAT a
-         * little over an interval later): below it, the node's processes reattach. */
-        if (exit_sent && rh_up() && now >= exit_sent_ns + interval + interval / 2)
+         * little over an interval later): below it, the node's processes reattach. The root
+         * waits for its children's next figures (a RANK EXITED of its own ranks is judged
+         * there; after it, each client judges from the counts the root leaves with). */
+        if (exit_sent && rh_up() &&
+            now >= exit_sent_ns + (G.root_tree.on ? 3 * interval : interval + interval / 2))
             ncg_rhost_leave(G.rh, &exit_sd);
         resolve_links(now);
         if (!exiting)
@@ -1447,6 +1462,10 @@ static void *thread_main(void *arg)
         int timeout = next > now ? (int)((next - now) / 1000000ull) + 1 : 0;
         if ((srv_up() || rh_up()) && timeout > (int)ncg_cfg.interval_ms / 2)
             timeout = (int)ncg_cfg.interval_ms / 2 + 1;
+        for (int i = 0; i < G.nlink; i++) /* a link to retry soon (a node relay's) */
+            if (G.link[i].state == L_DOWN && G.link[i].lost_ns && G.link[i].retry_ns > now &&
+                G.link[i].retry_ns - now < (uint64_t)timeout * 1000000ull)
+                timeout = (int)((G.link[i].retry_ns - now) / 1000000ull) + 1;
         if (G.abort_at_ns || exiting)
             timeout = 10;
         if (srv_up() && ncg_server_busy(&G.srv))

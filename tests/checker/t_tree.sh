@@ -1,0 +1,97 @@
+# The relay tree with zero configuration (NCCLGUARD_TREE=on): 16 real guarded ranks in 4
+# "nodes" of 4 (LOCAL_RANK / LOCAL_WORLD_SIZE from ncg-launch's NCG_LAUNCH_PER_NODE): rank 0's
+# checker thread is the root, each node's LOCAL_RANK 0 its relay (4, 8, 12), the others connect
+# to their node's relay. Every verdict the tree issues, named right on every rank: MISMATCH, RANK
+# DIED (a plain rank, a node relay killed or frozen, the root), RANK EXITED (a plain rank, a node
+# relay, the root), LAG; the warn and fail actions; a deeper tree (fan-out 2: three levels, the
+# parents found through the root); a rank whose node is unknown; a healthy job.
+# ncg-modes: sync async
+. "$NCG_ROOT/tests/checker/lib.sh"
+export NCCLGUARD_TREE=on NCG_LAUNCH_PER_NODE=4 NCCLGUARD_DIAG=full
+BANNER='^ncclguard: checking through a relay tree: 4 nodes of 4 ranks, fan-out 16; not yet in this mode: '
+# ours: ncclguard's lines other than the banner (a healthy run has none)
+ours() { grep '^ncclguard:' "$OUT" | grep -vE "$BANNER|^ncclguard: (recording to|completion: )"; }
+
+NCCLGUARD_VERBOSE=1 guarded "$NCG_TMP/mm" "$LAUNCH" -n 16 -t 60 "$SCEN" count
+expect "$RC" 86 "mismatch: launcher status"
+expect "$(exited 86)" 16 "mismatch: ranks that exited 86"
+expect "$(nlines "$BANNER")" 1 "the banner, once (the root)"
+expect "$(nlines '^ncclguard: this process \(global rank (4|8|12)\) is the relay of node (1|2|3) ')" 3 "node relays: LOCAL_RANK 0 of nodes 1-3"
+expect "$(nlines '^ncclguard: VERDICT: MISMATCH on comm [0-9a-f]+ \(16 ranks\): slot 100: AllReduce\(count=9, float32, sum\) on rank 1 vs AllReduce\(count=8, float32, sum\) on ranks 0,2-15$')" 16 "mismatch headline"
+expect "$(nlines '^ncclguard:   communicator [0-9a-f]+, 16 ranks, global ranks not carried by the relay tree \(this process: [0-9]+\)$')" 16 "members line"
+grep -q '"verdict":"MISMATCH"' "$REPORTS"/*.json || fail "mismatch report"
+
+# a plain rank (13) and a node relay (12, node 3's) killed: every survivor names the rank
+for v in 13 12; do
+  SCEN_VICTIM=$v guarded "$NCG_TMP/kill$v" "$LAUNCH" -n 16 -t 60 "$SCEN" kill
+  expect "$(exited 86)" 15 "survivors of a SIGKILLed rank $v"
+  expect "$(nlines "^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\): rank $v died: ")" 15 "RANK DIED of rank $v"
+done
+expect "$(nlines '^ncclguard: VERDICT: RANK DIED .*: rank 12 died: the relay of node 3 \(pid [0-9]+ on .*\) was lost: connection lost without goodbye$')" 15 "the dead relay named"
+# the root's process (rank 0) killed: no verdict can come from it; each rank says who died
+SCEN_VICTIM=0 guarded "$NCG_TMP/kill0" "$LAUNCH" -n 16 -t 60 "$SCEN" kill
+expect "$(exited 86)" 15 "survivors of the root"
+expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\): rank holding the checker \(global rank 0\) died: ')" 15 "the root's death"
+# a frozen node relay (rank 4, SIGSTOP): its parent and its node's processes find it silent
+SCEN_VICTIM=4 NCCLGUARD_HEARTBEAT_TIMEOUT_S=2 guarded "$NCG_TMP/stop" "$LAUNCH" -n 16 -t 15 "$SCEN" stop
+expect "$RC" 124 "a stopped rank never ends"
+expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\): rank 4 died: .*silent for')" 15 "frozen relay"
+
+# RANK EXITED: a plain rank (9), a node relay (8), the root (0) returning early (a relay's
+# process stays a moment for its parent to hear of its goodbye: the verdict may reach it too)
+for v in 9 8 0; do
+  SCEN_VICTIM=$v guarded "$NCG_TMP/early$v" "$LAUNCH" -n 16 -t 60 "$SCEN" early
+  expect "$RC" 86 "early $v: launcher status"
+  # (the root's own: judged at the root, or by each rank from the counts it left with)
+  who=$v; [ $v = 0 ] && who='(0|holding the checker \(global rank 0\))'
+  n=$(nlines "^ncclguard: VERDICT: RANK EXITED on comm [0-9a-f]+ \(16 ranks\): rank $who exited while others issued calls it will never match\$")
+  [ "$n" -ge 15 ] || fail "RANK EXITED of rank $v: on $n ranks, want 15 or 16"
+  expect "$(nlines 'RANK DIED|died')" 0 "early $v: nobody called dead"
+done
+
+# LAG: a warning (the job completes), then an error
+NCCLGUARD_LAG_WARN_S=1 SCEN_LAG_S=3 guarded "$NCG_TMP/lag" "$LAUNCH" -n 16 -t 60 "$SCEN" lag
+expect "$RC" 0 "lag warning: the job completes"
+expect "$(nlines '^ncclguard: WARNING: LAG on comm [0-9a-f]+ \(16 ranks\): rank 1 behind, nobody progressed')" 16 "lag warning"
+NCCLGUARD_LAG_WARN_S=1 NCCLGUARD_LAG_ABORT_S=2 SCEN_LAG_S=6 guarded "$NCG_TMP/lag2" "$LAUNCH" -n 16 -t 60 "$SCEN" lag
+expect "$(exited 86)" 16 "lag abort"
+expect "$(nlines '^ncclguard: VERDICT: LAG on comm')" 16 "lag verdict"
+
+# the actions through the tree
+NCCLGUARD_ACTION=warn guarded "$NCG_TMP/warn" "$LAUNCH" -n 16 -t 6 "$SCEN" count
+expect "$RC" 124 "warn: the diverged job stays blocked"
+expect "$(nlines 'action: warn')" 16 "warn: action line"
+NCCLGUARD_ACTION=fail guarded "$NCG_TMP/fail" "$LAUNCH" -n 16 -t 60 "$SCEN" count
+expect "$RC" 3 "fail: the app's own error path"
+expect "$(nlines "^scen: rank [0-9]+: $(failing_call ncclAllReduce).*: remote process exited or there was a network error \(ncclguard: MISMATCH on comm [0-9a-f]{16} \(16 ranks\): slot [0-9]+: AllReduce\(count=9, float32, sum\) on rank 1 vs ")" 16 "fail: the error names the verdict"
+
+# fan-out 2 over 8 nodes of 2: nodes 3-7 sit two and three levels down (their parents are
+# relays, found through the root); a mismatch, and the death of node 1's relay (rank 2: parent
+# of nodes 2-4)
+export NCG_LAUNCH_PER_NODE=2 NCCLGUARD_TREE_FANOUT=2
+guarded "$NCG_TMP/deep" "$LAUNCH" -n 16 -t 60 "$SCEN" count
+expect "$(exited 86)" 16 "deep tree: mismatch"
+expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*on rank 1 vs AllReduce\(count=8, float32, sum\) on ranks 0,2-15$')" 16 "deep tree: headline"
+SCEN_VICTIM=2 guarded "$NCG_TMP/deepkill" "$LAUNCH" -n 16 -t 60 "$SCEN" kill
+expect "$(exited 86)" 15 "deep tree: survivors of a mid-level relay"
+expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\): rank 2 died: ')" 15 "deep tree: RANK DIED of the mid-level relay"
+export NCG_LAUNCH_PER_NODE=4
+unset NCCLGUARD_TREE_FANOUT
+
+# rank 6 does not know its node (no LOCAL_WORLD_SIZE): it reports to the root directly
+cat >"$NCG_TMP/nolocal.sh" <<'EOS'
+#!/bin/sh
+[ "$RANK" = 6 ] && unset LOCAL_WORLD_SIZE
+exec "$@"
+EOS
+chmod +x "$NCG_TMP/nolocal.sh"
+guarded "$NCG_TMP/nolocal" "$LAUNCH" -n 16 -t 60 "$NCG_TMP/nolocal.sh" "$SCEN" count
+expect "$(exited 86)" 16 "a rank of unknown node: mismatch"
+expect "$(nlines '^ncclguard: this process.s node is unknown .*: it reports to the tree.s root at [0-9.]+:[0-9]+ directly$')" 1 "said once, by that rank"
+
+# healthy: no verdict, nothing printed but the banner
+guarded "$NCG_TMP/healthy" "$LAUNCH" -n 16 -t 120 "$SCEN" healthy 300
+expect "$RC" 0 "healthy job"
+no_verdict
+[ -z "$(ours)" ] || fail "ncclguard printed something on a healthy run: $(ours | head -n 3)"
+echo ok
