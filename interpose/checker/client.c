@@ -714,8 +714,8 @@ static void link_lost_as(int li, const char *why, int rootlost, uint64_t now)
                       sizeof root);
         else
             inet_ntop(AF_INET, &((struct sockaddr_in *)&l->tr.root)->sin_addr, root, sizeof root);
-        int32_t rg = rootlost || (l->tr.on && l->tr.node == l->tr.root_node) ? l->tr.root_grank
-                                                                               : -2;
+        int32_t rg =
+            rootlost || (l->tr.on && l->tr.node == l->tr.root_node) ? l->tr.root_grank : -2;
         if (rg >= 0) /* the root's process: it holds the checker, as under the flat one */
             snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)", rg);
         else if (rg == -1)
@@ -800,9 +800,10 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             l->w = m->u.welcome;
             l->state = L_UP;
             l->up_ns = now;
-            if (l->lost_ns && l->tr.on) {
-                ncg_debug(1, "reattached to %s", l->name);
+            if (l->lost_ns && (l->tr.on || l->tr.root_len)) { /* a tree's: said at -v */
+                ncg_debug(1, "attached to %s", l->name);
                 l->lost_ns = 0;
+                l->lost_acted = 0;
                 l->tree_fail_ns = 0;
             } else if (l->lost_ns) {
                 ncg_log("reconnected to the standalone checker at %s", l->name);
@@ -1410,7 +1411,11 @@ static void *thread_main(void *arg)
             /* Our own link to our own listener stays open: exit once only it is left. A tree's
              * root first says it leaves, with its counts, down the tree (late members got the
              * verdict until then), and waits a moment for that to be read. */
-            if ((now >= G.abort_at_ns || pending <= 1) && rh_up() && G.root_tree.on &&
+            /* (the root waits two intervals at least: the processes of a node whose relay died
+             * meanwhile come to it directly, and get the verdict there) */
+            int grace =
+                rh_up() && G.root_tree.on && now + 1000000000ull < G.abort_at_ns + 2 * interval;
+            if ((now >= G.abort_at_ns || (pending <= 1 && !grace)) && rh_up() && G.root_tree.on &&
                 !root_left_ns) {
                 ncg_rhost_leave(G.rh, &exit_sd);
                 root_left_ns = now;

@@ -19,7 +19,7 @@
 #include "relayhost.h"
 #include "wire.h"
 
-#define RH_MAX_CONNS 4096      /* child connections (clients of the node, child relays) */
+#define RH_MAX_CONNS 4096            /* child connections (clients of the node, child relays) */
 #define RH_PATIENCE_NS 1000000000ull /* wait this long for the exact parent before an ancestor */
 #define RH_RETRY_NS 100000000ull
 
@@ -50,12 +50,12 @@ struct ncg_rhost {
     /* the parent link (below the root) */
     struct ncg_peer up;
     int pstate;
-    uint32_t want;        /* the node whose relay is asked for */
-    uint64_t ask_since;   /* first question for want */
-    uint64_t retry_at;    /* next attempt (P_IDLE) */
-    uint64_t root_fail;   /* the root unreachable since (0: reachable) */
-    uint8_t root_seen;    /* the root answered once */
-    struct dent *dir;     /* the root: node -> its relay's address */
+    uint32_t want;      /* the node whose relay is asked for */
+    uint64_t ask_since; /* first question for want */
+    uint64_t retry_at;  /* next attempt (P_IDLE) */
+    uint64_t root_fail; /* the root unreachable since (0: reachable) */
+    uint8_t root_seen;  /* the root answered once */
+    struct dent *dir;   /* the root: node -> its relay's address */
     int stopped, left;
 };
 
@@ -95,8 +95,7 @@ uint32_t ncg_rhost_parent(uint32_t node, uint32_t root, uint32_t nnodes, uint32_
     return (ncg_relay_parent(rel, nnodes, fanout) + root) % nnodes;
 }
 
-void ncg_rhost_unix_addr(uint64_t token, uint32_t node, struct sockaddr_storage *ss,
-                         socklen_t *len)
+void ncg_rhost_unix_addr(uint64_t token, uint32_t node, struct sockaddr_storage *ss, socklen_t *len)
 {
     /* FNV-1a over the token and the node: the name is visible in /proc/net/unix, the token
      * (which HELLO must carry) is not. */
@@ -268,8 +267,7 @@ static void accept_on(struct ncg_rhost *h, int lfd, int tcp, uint64_t now)
 static void on_rwhere(struct ncg_rhost *h, int id, const struct ncg_msg_rwhere *q)
 {
     struct hconn *c = &h->c[id];
-    if (!h->dir || q->token != h->p.token || q->node >= h->p.nnodes ||
-        q->want >= h->p.nnodes) {
+    if (!h->dir || q->token != h->p.token || q->node >= h->p.nnodes || q->want >= h->p.nnodes) {
         c->closing = 1;
         return;
     }
@@ -363,8 +361,8 @@ static void root_lost(struct ncg_rhost *h, const char *why)
  * skipped; the root answers with the nearest relay above it that is registered). */
 static void parent_lost(struct ncg_rhost *h, uint64_t now, int escalate)
 {
-    ncg_debug(1, "the relay of node %u lost its parent (the relay of node %u, state %d)",
-              h->p.node, h->want, h->pstate);
+    ncg_debug(1, "the relay of node %u lost its parent (the relay of node %u, state %d)", h->p.node,
+              h->want, h->pstate);
     if (h->pstate == P_UP)
         ncg_relay_parent_down(h->r);
     ncg_peer_close(&h->up);
