@@ -2,11 +2,13 @@
  * merging, rank ranges, agreement), the new frames' codecs (round trip, every truncation),
  * and small trees driven through an in-memory network where every message is encoded and
  * decoded: counts as min/max, digest rounds, a mismatch found and named, verdict fan-out
- * exactly once, a client's death and a relay's death. */
+ * exactly once, a client's death and a relay's death, p2p records matched where they meet. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ncclguard/shm.h"
+#include "p2pmatch.h"
 #include "relay.h"
 #include "verdict.h"
 #include "wire.h"
@@ -234,6 +236,72 @@ static void test_codecs(void)
           !strcmp(o.u.rverdict.v->subject, "12345") && o.u.rverdict.v->comm_id == 42);
     ncg_msg_release(&o);
     ncg_verdict_free(m.u.rverdict.v);
+}
+
+static long encode_decode(const struct ncg_msg *m)
+{
+    static uint8_t buf[8192];
+    struct ncg_msg t;
+    long n = ncg_wire_encode(m, buf, sizeof buf);
+    if (n <= 0)
+        return n;
+    n = ncg_wire_decode(buf, (size_t)n, &t);
+    if (n > 0)
+        ncg_msg_release(&t);
+    return n;
+}
+
+/* RP2P: round trip (every truncation: roundtrip), a full frame, and each refused field. */
+static void test_codec_rp2p(void)
+{
+    static struct ncg_msg m, o;
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_RP2P;
+    m.u.rp2p.comm_id = 0x1234567890abcdefull;
+    m.u.rp2p.nranks = NCG_WIRE_MAX_RANKS;
+    m.u.rp2p.n = 2;
+    m.u.rp2p.r[0] = (struct ncg_rp2p_rec){65535, {1ull << 40, 33, 3, NCG_F_SEND, 7}};
+    m.u.rp2p.r[1] = (struct ncg_rp2p_rec){3, {1ull << 40, 32, 65535, NCG_F_RECV, 7}};
+    roundtrip(&m, &o);
+    CHECK(o.type == NCG_MSG_RP2P && o.u.rp2p.comm_id == m.u.rp2p.comm_id &&
+          o.u.rp2p.nranks == NCG_WIRE_MAX_RANKS && o.u.rp2p.n == 2);
+    CHECK(!memcmp(&o.u.rp2p.r[0].rec, &m.u.rp2p.r[0].rec, sizeof o.u.rp2p.r[0].rec) &&
+          o.u.rp2p.r[0].rank == 65535 && o.u.rp2p.r[1].rank == 3 &&
+          o.u.rp2p.r[1].rec.peer == 65535 && o.u.rp2p.r[1].rec.count == 32);
+    m.u.rp2p.n = NCG_WIRE_MAX_P2P; /* the bound itself */
+    for (uint32_t i = 0; i < NCG_WIRE_MAX_P2P; i++)
+        m.u.rp2p.r[i] = (struct ncg_rp2p_rec){i, {i, 8, (int32_t)i + 1, NCG_F_SEND, 7}};
+    roundtrip(&m, &o);
+    CHECK(o.u.rp2p.n == NCG_WIRE_MAX_P2P && o.u.rp2p.r[63].rank == 63 &&
+          o.u.rp2p.r[63].rec.peer == 64);
+    {
+        uint8_t buf[8192];
+        long n = ncg_wire_encode(&m, buf, sizeof buf);
+        struct ncg_msg t;
+        buf[NCG_WIRE_HDR + 13] = NCG_WIRE_MAX_P2P + 1; /* the count past it: refused */
+        CHECK(n > 0 && ncg_wire_decode(buf, (size_t)n, &t) < 0);
+        m.u.rp2p.n = NCG_WIRE_MAX_P2P + 1; /* and by the encoder */
+        CHECK(ncg_wire_encode(&m, buf, sizeof buf) < 0);
+    }
+    m.u.rp2p.n = 1;
+    m.u.rp2p.nranks = 8;
+    m.u.rp2p.r[0] = (struct ncg_rp2p_rec){2, {0, 8, 3, NCG_F_SEND, 7}};
+    CHECK(encode_decode(&m) > 0);
+    m.u.rp2p.r[0].rank = 8; /* each field out of its bounds: refused by the decoder */
+    CHECK(encode_decode(&m) < 0);
+    m.u.rp2p.r[0].rank = 2;
+    m.u.rp2p.r[0].rec.peer = 8;
+    CHECK(encode_decode(&m) < 0);
+    m.u.rp2p.r[0].rec.peer = -1;
+    CHECK(encode_decode(&m) < 0);
+    m.u.rp2p.r[0].rec.peer = 3;
+    m.u.rp2p.r[0].rec.func = NCG_F_ALLREDUCE;
+    CHECK(encode_decode(&m) < 0);
+    m.u.rp2p.r[0].rec.func = NCG_F_RECV;
+    m.u.rp2p.nranks = 0;
+    CHECK(encode_decode(&m) < 0);
+    m.u.rp2p.nranks = NCG_WIRE_MAX_RANKS + 1;
+    CHECK(encode_decode(&m) < 0);
 }
 
 /* ---- trees over an in-memory network ---- */
@@ -1087,6 +1155,7 @@ int main(void)
     test_topology();
     test_helpers();
     test_codecs();
+    test_codec_rp2p();
     test_agree();
     test_mismatch();
     test_mismatch_alike();
