@@ -1605,8 +1605,8 @@ static int root_start_locked(uint32_t node, uint32_t nnodes, uint64_t tok)
     G.root_tree.nnodes = nnodes;
     G.root_tree.fanout = ncg_cfg.fanout;
     ncg_log("checking through a relay tree: %u nodes of %d ranks, fan-out %u; not yet in this "
-            "mode: p2p matching, STUCK, DEADLOCK and the status endpoint (NCCLGUARD_TREE=off: "
-            "the flat checker)",
+            "mode: STUCK, DEADLOCK and the status endpoint (NCCLGUARD_TREE=off: the flat "
+            "checker)",
             nnodes, launch_ranks()->local_world, ncg_cfg.fanout);
     __atomic_store_n(&G.have_rh, 1, __ATOMIC_RELEASE);
     return 0;

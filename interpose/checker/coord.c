@@ -10,6 +10,7 @@
 #include <string.h>
 #include "coord.h"
 #include "ncclguard/shm.h"
+#include "p2pmatch.h"
 #include "round.h"
 #include "verdict.h"
 #include "waitfor.h"
@@ -35,18 +36,6 @@ struct cmember {
     uint8_t how;        /* M_GONE: NCG_BYE_ABORT or NCG_BYE_VERDICT from its goodbye, else 0 */
 };
 
-#define P2P_BUCKETS 1024u
-#define P2P_MAX 65536u
-#define P2P_AGE_NS (60ull * 1000000000ull)
-struct p2p_ent {
-    struct p2p_ent *next;
-    int32_t src, dst;
-    uint64_t k;
-    struct ncg_p2p_rec rec;
-    int32_t from; /* comm rank that reported it */
-    uint64_t t_ns;
-};
-
 struct ccomm {
     uint64_t id;
     uint32_t nranks;
@@ -64,9 +53,7 @@ struct ccomm {
     uint64_t qslot[NCG_WIRE_MAX_SLOTS];
     uint64_t lo, hi;        /* narrowing range [lo, hi] */
     struct ncg_answer *ans; /* [nranks * qn] */
-    /* p2p */
-    struct p2p_ent **bucket;
-    uint32_t p2p_n;
+    struct ncg_p2pm p2p;    /* records waiting for their other side */
 };
 
 struct cconn {
@@ -177,23 +164,9 @@ struct ncg_coord *ncg_coord_new(const struct ncg_coord_params *p, const struct n
     return co;
 }
 
-static void p2p_clear(struct ccomm *c)
-{
-    if (!c->bucket)
-        return;
-    for (uint32_t b = 0; b < P2P_BUCKETS; b++)
-        for (struct p2p_ent *e = c->bucket[b], *n; e; e = n) {
-            n = e->next;
-            free(e);
-        }
-    free(c->bucket);
-    c->bucket = NULL;
-    c->p2p_n = 0;
-}
-
 static void comm_free(struct ccomm *c)
 {
-    p2p_clear(c);
+    ncg_p2pm_clear(&c->p2p);
     ncg_verdict_free(c->last);
     free(c->ans);
     free(c->m);
@@ -688,36 +661,12 @@ static void on_answer(struct ncg_coord *co, int conn, const struct ncg_msg_answe
     round_check(co, c);
 }
 
-static uint32_t p2p_hash(int32_t s, int32_t d, uint64_t k)
-{
-    uint64_t h = ((uint64_t)(uint32_t)s * 0x9e3779b97f4a7c15ull) ^
-                 ((uint64_t)(uint32_t)d * 0xc2b2ae3d27d4eb4full) ^ (k * 0x165667b19e3779f9ull);
-    return (uint32_t)(h >> 40) % P2P_BUCKETS;
-}
-
-static void p2p_verdict(struct ncg_coord *co, struct ccomm *c, const struct ncg_p2p_rec *snd,
-                        int32_t src, const struct ncg_p2p_rec *rcv, int32_t dst)
+static void p2p_verdict(struct ncg_coord *co, struct ccomm *c, const struct ncg_p2pm_rec pair[2])
 {
     struct ncg_verdict *v = verdict_for(c, NCG_V_P2P_MISMATCH);
     if (!v)
         return;
-    const struct ncg_p2p_rec *r[2] = {snd, rcv};
-    int32_t who[2] = {src, dst};
-    v->ncalls = 2;
-    for (int i = 0; i < 2; i++) {
-        struct ncg_vcall *vc = &v->calls[i];
-        vc->call.seq = r[i]->seq;
-        vc->call.count = r[i]->count;
-        vc->call.dtype = r[i]->dtype;
-        vc->call.func = r[i]->func;
-        vc->call.redop = NCG_REDOP_NONE;
-        vc->call.root = r[i]->peer;
-        snprintf(vc->ranks, sizeof vc->ranks, "%d", who[i]);
-    }
-    v->slot = (int64_t)snd->seq;
-    snprintf(v->subject, sizeof v->subject, "%d,%d", src < dst ? src : dst, src < dst ? dst : src);
-    snprintf(v->detail, sizeof v->detail, "send #%" PRIu64 " from rank %d to rank %d", snd->seq,
-             src, dst);
+    ncg_p2pm_verdict(v, pair);
     verdict_issue(co, c, v);
 }
 
@@ -734,69 +683,15 @@ static void on_p2p(struct ncg_coord *co, int conn, const struct ncg_msg_p2p *p, 
         }
     if (me < 0)
         return;
-    if (!c->bucket && !(c->bucket = calloc(P2P_BUCKETS, sizeof *c->bucket))) {
-        co_nomem(co);
-        return;
-    }
     for (uint32_t k = 0; k < p->n && !c->done; k++) {
-        const struct ncg_p2p_rec *r = &p->r[k];
-        if (r->peer < 0 || (uint32_t)r->peer >= c->nranks ||
-            (r->func != NCG_F_SEND && r->func != NCG_F_RECV))
-            continue;
-        int send = r->func == NCG_F_SEND;
-        int32_t src = send ? me : r->peer, dst = send ? r->peer : me;
-        uint32_t h = p2p_hash(src, dst, r->seq);
-        struct p2p_ent **pp = &c->bucket[h], *e;
-        for (e = *pp; e; pp = &e->next, e = e->next)
-            if (e->src == src && e->dst == dst && e->k == r->seq)
-                break;
-        if (e) {
-            if (e->rec.func == r->func)
-                continue; /* the same side reported twice */
-            if (e->rec.count != r->count || e->rec.dtype != r->dtype) {
-                if (send)
-                    p2p_verdict(co, c, r, src, &e->rec, dst);
-                else
-                    p2p_verdict(co, c, &e->rec, src, r, dst);
-            }
-            *pp = e->next;
-            free(e);
-            c->p2p_n--;
-            continue;
-        }
-        if (c->p2p_n >= P2P_MAX)
-            continue; /* full: unmatched records age out in the sweep */
-        e = malloc(sizeof *e);
-        if (!e) {
+        struct ncg_p2pm_rec pair[2];
+        int res = ncg_p2pm_add(&c->p2p, me, c->nranks, &p->r[k], now_ns, pair);
+        if (res == NCG_P2PM_DIFFER)
+            p2p_verdict(co, c, pair);
+        else if (res == NCG_P2PM_NOMEM)
             co_nomem(co);
-            continue;
-        }
-        e->src = src;
-        e->dst = dst;
-        e->k = r->seq;
-        e->rec = *r;
-        e->from = me;
-        e->t_ns = now_ns;
-        e->next = c->bucket[h];
-        c->bucket[h] = e;
-        c->p2p_n++;
+        /* NCG_P2PM_FULL: unmatched records age out in the sweep */
     }
-}
-
-static void p2p_sweep(struct ccomm *c, uint64_t now_ns)
-{
-    if (!c->bucket)
-        return;
-    for (uint32_t b = 0; b < P2P_BUCKETS; b++)
-        for (struct p2p_ent **pp = &c->bucket[b], *e; (e = *pp);) {
-            if (now_ns - e->t_ns > P2P_AGE_NS) {
-                *pp = e->next;
-                free(e);
-                c->p2p_n--;
-            } else {
-                pp = &e->next;
-            }
-        }
 }
 
 static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_goodbye *g)
@@ -1023,7 +918,7 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
         if (!c->done && !c->q_active)
             round_start(co, c);
         if (sweep)
-            p2p_sweep(c, now_ns);
+            ncg_p2pm_take(&c->p2p, now_ns, NCG_P2PM_AGE_NS, NULL, NULL);
         ci++;
     }
     ncg_coord_check_deadlock(co);

@@ -2,13 +2,16 @@
  * count, or a child relay with its subtree's min/max), the digest round in flight (answers
  * merged into groups per slot), and the verdict once known. At the root the rounds are the
  * flat coordinator's (coord.c: digest at min(count)-1, narrowing with K spaced digests, then
- * K records), decided on groups instead of per-member answers. */
+ * K records), decided on groups instead of per-member answers. P2P records are matched where
+ * they meet (p2pmatch.h); what is not matched within about an interval goes up (RP2P), a pair
+ * that differs goes up as its two records, and the root issues the verdict. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "p2pmatch.h"
 #include "relay.h"
 #include "round.h"
 #include "verdict.h"
@@ -52,6 +55,10 @@ struct rcomm {
     uint8_t lag_warned;   /* root: a LAG warning is outstanding */
     uint8_t sent_dead;    /* the latest RSTAT up carried it with no active rank (its last word:
                              only then may a non-root relay forget it) */
+    struct ncg_p2pm p2p;  /* p2p records that met no other side here yet */
+    uint8_t p2p_full;     /* past NCG_P2PM_MAX: said once */
+    uint8_t nbad;         /* below the root: 2 when bad[] holds a differing pair for the root */
+    struct ncg_rp2p_rec bad[2];
 };
 
 struct rconn {
@@ -73,7 +80,7 @@ struct ncg_relay {
     size_t ncomm, capcomm;
     uint32_t next_qid;
     uint8_t attached;
-    uint64_t parent_rx_ns, last_stat_ns, last_ping_ns, last_tick_ns;
+    uint64_t parent_rx_ns, last_stat_ns, last_ping_ns, last_tick_ns, last_sweep_ns;
     struct ncg_relay_stats st;
     uint8_t refused; /* past NCG_RELAY_MAX_COMMS: said once */
     int nomem; /* an allocation failed: the state is no longer complete (ncg_relay_out_of_memory) */
@@ -218,6 +225,7 @@ struct ncg_relay *ncg_relay_new(const struct ncg_relay_params *p, const struct n
 
 static void comm_free(struct rcomm *c)
 {
+    ncg_p2pm_clear(&c->p2p);
     ncg_verdict_free(c->last);
     free(c->acc);
     free(c->pend);
@@ -241,8 +249,11 @@ void ncg_relay_get_stats(const struct ncg_relay *r, struct ncg_relay_stats *st)
     *st = r->st;
     st->comms = r->ncomm;
     st->verified = 0;
-    for (size_t i = 0; i < r->ncomm; i++)
+    st->p2p_held = 0;
+    for (size_t i = 0; i < r->ncomm; i++) {
         st->verified += r->comm[i]->rd.vc;
+        st->p2p_held += r->comm[i]->p2p.n;
+    }
 }
 
 static struct rconn *conn_get(struct ncg_relay *r, int id)
@@ -830,6 +841,136 @@ static void root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_
     root_query(r, c);
 }
 
+/* ---- p2p ---- */
+
+/* Records on their way to the parent, one RP2P frame at a time. */
+struct p2p_out {
+    struct ncg_relay *r;
+    struct ncg_msg_rp2p f;
+};
+
+static void p2p_out_flush(struct p2p_out *o)
+{
+    static struct ncg_msg m;
+    if (!o->f.n)
+        return;
+    m.type = NCG_MSG_RP2P;
+    m.u.rp2p = o->f;
+    o->r->ops.up(o->r->ops.arg, &m);
+    o->r->st.p2p_up += o->f.n;
+    o->f.n = 0;
+}
+
+static void p2p_out_add(void *arg, const struct ncg_p2pm_rec *e)
+{
+    struct p2p_out *o = arg;
+    if (o->f.n == NCG_WIRE_MAX_P2P)
+        p2p_out_flush(o);
+    o->f.r[o->f.n++] = (struct ncg_rp2p_rec){(uint32_t)ncg_p2pm_origin(e), e->rec};
+}
+
+static void p2p_verdict(struct ncg_relay *r, struct rcomm *c, const struct ncg_p2pm_rec pair[2])
+{
+    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_P2P_MISMATCH);
+    if (!v)
+        return;
+    ncg_p2pm_verdict(v, pair); /* the flat coordinator's words */
+    verdict_issue(r, c, v);
+}
+
+/* Records that meet at this relay, each with the comm rank that reported it: a pair that
+ * agrees ends here; one that differs is the root's verdict (below the root its two records
+ * wait in bad[] for the next tick, which sends them up after the RSTAT that names the comm;
+ * the first such pair suffices); the others are held (p2p_tick). */
+static void p2p_match(struct ncg_relay *r, struct rcomm *c, const struct ncg_rp2p_rec *in,
+                      uint32_t n, uint64_t now_ns)
+{
+    for (uint32_t i = 0; i < n && !c->done; i++) {
+        struct ncg_p2pm_rec pair[2];
+        int res = ncg_p2pm_add(&c->p2p, (int32_t)in[i].rank, c->nranks, &in[i].rec, now_ns, pair);
+        if (res == NCG_P2PM_EQUAL || res == NCG_P2PM_DIFFER)
+            r->st.p2p_matched++;
+        if (res == NCG_P2PM_DIFFER && r->p.root) {
+            p2p_verdict(r, c, pair);
+        } else if (res == NCG_P2PM_DIFFER && !c->nbad) {
+            for (int j = 0; j < 2; j++)
+                c->bad[j] = (struct ncg_rp2p_rec){(uint32_t)ncg_p2pm_origin(&pair[j]), pair[j].rec};
+            c->nbad = 2;
+        } else if (res == NCG_P2PM_FULL) {
+            r->st.refused++;
+            if (!c->p2p_full)
+                r_event(r,
+                        "comm %016" PRIx64 ": more than %u p2p records unmatched here; later ones "
+                        "refused until some match or age out",
+                        c->id, NCG_P2PM_MAX);
+            c->p2p_full = 1;
+        } else if (res == NCG_P2PM_NOMEM) {
+            r_nomem(r);
+        }
+    }
+}
+
+/* A client's records: from its lowest live rank on the comm, as coord.c's on_p2p. */
+static void on_p2p(struct ncg_relay *r, int conn, const struct ncg_msg_p2p *p, uint64_t now_ns)
+{
+    struct rcomm *c = comm_find(r, p->comm_id);
+    if (!c || c->done || p->n > NCG_WIRE_MAX_P2P)
+        return;
+    int64_t me = -1;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        if (!k->relay && k->conn == conn && k->state == K_ACTIVE && (me < 0 || k->rank < me))
+            me = k->rank;
+    }
+    if (me < 0)
+        return; /* not registered (its REPORT comes first) */
+    struct ncg_rp2p_rec in[NCG_WIRE_MAX_P2P];
+    for (uint32_t i = 0; i < p->n; i++)
+        in[i] = (struct ncg_rp2p_rec){(uint32_t)me, p->r[i]};
+    p2p_match(r, c, in, p->n, now_ns);
+}
+
+static void on_rp2p(struct ncg_relay *r, const struct ncg_msg_rp2p *p, uint64_t now_ns)
+{
+    struct rcomm *c = comm_get(r, p->comm_id, p->nranks, -1, 0);
+    if (c && !c->done)
+        p2p_match(r, c, p->r, p->n, now_ns);
+}
+
+/* Below the root and attached, in a tick that sent RSTAT (up: so the parent knows the comm
+ * first; once an interval), a differing pair and the records held for more than an interval go
+ * up; all: every held record (the comm is about to be forgotten). At the root, or detached,
+ * records older than NCG_P2PM_AGE_NS are dropped (sweep: once a second). */
+static void p2p_tick(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns, int sweep, int up,
+                     int all)
+{
+    if (c->done) {
+        ncg_p2pm_clear(&c->p2p);
+        c->nbad = 0;
+        return;
+    }
+    if (!c->p2p.n && !c->nbad)
+        return;
+    if (r->p.root || !r->attached) {
+        if (sweep)
+            ncg_p2pm_take(&c->p2p, now_ns, NCG_P2PM_AGE_NS, NULL, NULL);
+        return;
+    }
+    if (!up && !all)
+        return;
+    struct p2p_out o;
+    o.r = r;
+    o.f.comm_id = c->id;
+    o.f.nranks = c->nranks;
+    o.f.n = 0;
+    for (uint32_t j = 0; j < c->nbad; j++)
+        o.f.r[o.f.n++] = c->bad[j];
+    c->nbad = 0;
+    uint64_t hold = (uint64_t)r->p.interval_ms * 1000000ull;
+    ncg_p2pm_take(&c->p2p, all ? UINT64_MAX : now_ns, all ? 0 : hold, p2p_out_add, &o);
+    p2p_out_flush(&o);
+}
+
 /* ---- children's messages ---- */
 
 static void kid_remove(struct ncg_relay *r, struct rcomm *c, uint32_t i)
@@ -1120,8 +1261,15 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
         if (cc->relay)
             on_rfault(r, &m->u.rfault);
         break;
-    case NCG_MSG_P2P: /* not matched in the tree yet (docs/checker.md) */
-    case NCG_MSG_WAIT:
+    case NCG_MSG_P2P:
+        if (!cc->relay)
+            on_p2p(r, conn, &m->u.p2p, now_ns);
+        break;
+    case NCG_MSG_RP2P:
+        if (cc->relay)
+            on_rp2p(r, &m->u.rp2p, now_ns);
+        break;
+    case NCG_MSG_WAIT: /* not forwarded in the tree yet (docs/checker.md) */
         break;
     default: /* a second HELLO, or parent-to-child types: misuse */
         conn_lost(r, conn, "protocol misuse");
@@ -1328,13 +1476,19 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
         }
     }
     uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
+    int stat_sent = 0;
     if (!r->p.root && r->attached && now_ns - r->last_stat_ns >= iv - iv / 8) { /* a tick a
                                                                   little early still counts */
         r->last_stat_ns = now_ns;
         send_stats(r, now_ns); /* before a comm whose ranks all left is forgotten below */
+        stat_sent = 1;
     }
+    int sweep = now_ns - r->last_sweep_ns > 1000000000ull;
+    if (sweep)
+        r->last_sweep_ns = now_ns;
     for (size_t ci = 0; ci < r->ncomm;) {
         struct rcomm *c = r->comm[ci];
+        p2p_tick(r, c, now_ns, sweep, stat_sent, 0);
         if (r->p.root && !c->done)
             root_check_exited(r, c);
         if (r->p.root && !c->done)
@@ -1343,10 +1497,11 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
             root_round_start(r, c, now_ns);
         /* Faults queued while detached, and (below the root) a comm whose last RSTAT still
          * showed active ranks, are kept: the parent must hear of the ranks that left or died. */
-        int live = c->npend != 0 || (!r->p.root && !c->sent_dead);
+        int live = c->npend != 0 || c->nbad != 0 || (!r->p.root && !c->sent_dead);
         for (uint32_t i = 0; i < c->nk && !live; i++)
             live = c->k[i].relay ? c->k[i].active > 0 : c->k[i].state == K_ACTIVE;
         if (!live && !c->q_active) {
+            p2p_tick(r, c, now_ns, 0, 0, 1); /* what it holds still concerns the parent */
             for (uint32_t i = 0; i < c->nk; i++)
                 kid_uncount(r, &c->k[i]);
             comm_free(c);

@@ -49,14 +49,18 @@ struct ncg_relay_ops {
 };
 
 struct ncg_relay_stats {
-    uint64_t verdicts;  /* root: verdicts issued */
-    uint64_t forwarded; /* verdicts received from the parent and passed down */
-    uint64_t ignored;   /* verdicts received for a communicator that had one already */
-    uint64_t rounds;    /* QUERY rounds started (root) or forwarded */
-    uint64_t faults;    /* RANK DIED events raised or forwarded */
-    uint64_t verified;  /* root: slots proven equal on every member, summed over comms */
-    uint64_t comms;     /* communicators tracked now */
-    uint64_t refused;   /* comms or registrations refused by a bound above, faults merged */
+    uint64_t verdicts;    /* root: verdicts issued */
+    uint64_t forwarded;   /* verdicts received from the parent and passed down */
+    uint64_t ignored;     /* verdicts received for a communicator that had one already */
+    uint64_t rounds;      /* QUERY rounds started (root) or forwarded */
+    uint64_t faults;      /* RANK DIED events raised or forwarded */
+    uint64_t verified;    /* root: slots proven equal on every member, summed over comms */
+    uint64_t comms;       /* communicators tracked now */
+    uint64_t refused;     /* comms or registrations refused by a bound above, faults merged, p2p
+                             records past NCG_P2PM_MAX */
+    uint64_t p2p_held;    /* p2p records held now (waiting for their other side), over comms */
+    uint64_t p2p_matched; /* p2p pairs whose two sides met here (agreeing or not) */
+    uint64_t p2p_up;      /* p2p records sent to the parent (RP2P) */
 };
 
 struct ncg_relay;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ncclguard/shm.h"
 #include "wire.h"
 #include "wire_io.h"
 #include "verdict.h"
@@ -140,6 +141,22 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
         ncg_put16(w, m->u.rhere.port);
         ncg_wire_put_str(w, m->u.rhere.ip, sizeof m->u.rhere.ip);
         return 0;
+    case NCG_MSG_RP2P:
+        if (m->u.rp2p.n > NCG_WIRE_MAX_P2P)
+            return -1;
+        ncg_put64(w, m->u.rp2p.comm_id);
+        ncg_put32(w, m->u.rp2p.nranks);
+        ncg_put16(w, (uint16_t)m->u.rp2p.n);
+        for (i = 0; i < m->u.rp2p.n; i++) {
+            const struct ncg_rp2p_rec *x = &m->u.rp2p.r[i];
+            ncg_put32(w, x->rank);
+            ncg_put64(w, x->rec.seq);
+            ncg_put64(w, x->rec.count);
+            ncg_put32(w, (uint32_t)x->rec.peer);
+            ncg_put8(w, x->rec.func);
+            ncg_put8(w, x->rec.dtype);
+        }
+        return 0;
     default:
         return -1;
     }
@@ -250,6 +267,27 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
         if (m->u.rhere.exact > 1)
             return -1;
         return ncg_wire_get_str(r, m->u.rhere.ip, sizeof m->u.rhere.ip);
+    case NCG_MSG_RP2P:
+        m->u.rp2p.comm_id = ncg_get64(r);
+        m->u.rp2p.nranks = ncg_get32(r);
+        m->u.rp2p.n = ncg_get16(r);
+        if (m->u.rp2p.nranks == 0 || m->u.rp2p.nranks > NCG_WIRE_MAX_RANKS ||
+            m->u.rp2p.n > NCG_WIRE_MAX_P2P)
+            return -1;
+        for (i = 0; i < m->u.rp2p.n; i++) {
+            struct ncg_rp2p_rec *x = &m->u.rp2p.r[i];
+            x->rank = ncg_get32(r);
+            x->rec.seq = ncg_get64(r);
+            x->rec.count = ncg_get64(r);
+            x->rec.peer = (int32_t)ncg_get32(r);
+            x->rec.func = ncg_get8(r);
+            x->rec.dtype = ncg_get8(r);
+            if (x->rank >= m->u.rp2p.nranks || x->rec.peer < 0 ||
+                (uint32_t)x->rec.peer >= m->u.rp2p.nranks ||
+                (x->rec.func != NCG_F_SEND && x->rec.func != NCG_F_RECV))
+                return -1;
+        }
+        return 0;
     default:
         return -1;
     }

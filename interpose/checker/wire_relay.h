@@ -105,6 +105,20 @@ struct ncg_msg_rhere {
     char ip[48];    /* numeric address, "" for the root */
 };
 
+/* P2P records a relay could not match within its hold (or whose pair it found to differ: both
+ * sides, for the root's verdict), each with the comm rank that reported it (the send's sender,
+ * the recv's receiver); the parent matches them as the coordinator does (p2pmatch.h). */
+struct ncg_rp2p_rec {
+    uint32_t rank;
+    struct ncg_p2p_rec rec; /* rec.peer < nranks, rec.func NCG_F_SEND or NCG_F_RECV */
+};
+struct ncg_msg_rp2p {
+    uint64_t comm_id;
+    uint32_t nranks;
+    uint32_t n; /* at most NCG_WIRE_MAX_P2P */
+    struct ncg_rp2p_rec r[NCG_WIRE_MAX_P2P];
+};
+
 struct ncg_msg;
 struct ncg_wbuf;
 struct ncg_rbuf;

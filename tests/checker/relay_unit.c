@@ -2,11 +2,13 @@
  * merging, rank ranges, agreement), the new frames' codecs (round trip, every truncation),
  * and small trees driven through an in-memory network where every message is encoded and
  * decoded: counts as min/max, digest rounds, a mismatch found and named, verdict fan-out
- * exactly once, a client's death and a relay's death. */
+ * exactly once, a client's death and a relay's death, p2p records matched where they meet. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ncclguard/shm.h"
+#include "p2pmatch.h"
 #include "relay.h"
 #include "verdict.h"
 #include "wire.h"
@@ -236,6 +238,72 @@ static void test_codecs(void)
     ncg_verdict_free(m.u.rverdict.v);
 }
 
+static long encode_decode(const struct ncg_msg *m)
+{
+    static uint8_t buf[8192];
+    struct ncg_msg t;
+    long n = ncg_wire_encode(m, buf, sizeof buf);
+    if (n <= 0)
+        return n;
+    n = ncg_wire_decode(buf, (size_t)n, &t);
+    if (n > 0)
+        ncg_msg_release(&t);
+    return n;
+}
+
+/* RP2P: round trip (every truncation: roundtrip), a full frame, and each refused field. */
+static void test_codec_rp2p(void)
+{
+    static struct ncg_msg m, o;
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_RP2P;
+    m.u.rp2p.comm_id = 0x1234567890abcdefull;
+    m.u.rp2p.nranks = NCG_WIRE_MAX_RANKS;
+    m.u.rp2p.n = 2;
+    m.u.rp2p.r[0] = (struct ncg_rp2p_rec){65535, {1ull << 40, 33, 3, NCG_F_SEND, 7}};
+    m.u.rp2p.r[1] = (struct ncg_rp2p_rec){3, {1ull << 40, 32, 65535, NCG_F_RECV, 7}};
+    roundtrip(&m, &o);
+    CHECK(o.type == NCG_MSG_RP2P && o.u.rp2p.comm_id == m.u.rp2p.comm_id &&
+          o.u.rp2p.nranks == NCG_WIRE_MAX_RANKS && o.u.rp2p.n == 2);
+    CHECK(!memcmp(&o.u.rp2p.r[0].rec, &m.u.rp2p.r[0].rec, sizeof o.u.rp2p.r[0].rec) &&
+          o.u.rp2p.r[0].rank == 65535 && o.u.rp2p.r[1].rank == 3 &&
+          o.u.rp2p.r[1].rec.peer == 65535 && o.u.rp2p.r[1].rec.count == 32);
+    m.u.rp2p.n = NCG_WIRE_MAX_P2P; /* the bound itself */
+    for (uint32_t i = 0; i < NCG_WIRE_MAX_P2P; i++)
+        m.u.rp2p.r[i] = (struct ncg_rp2p_rec){i, {i, 8, (int32_t)i + 1, NCG_F_SEND, 7}};
+    roundtrip(&m, &o);
+    CHECK(o.u.rp2p.n == NCG_WIRE_MAX_P2P && o.u.rp2p.r[63].rank == 63 &&
+          o.u.rp2p.r[63].rec.peer == 64);
+    {
+        uint8_t buf[8192];
+        long n = ncg_wire_encode(&m, buf, sizeof buf);
+        struct ncg_msg t;
+        buf[NCG_WIRE_HDR + 13] = NCG_WIRE_MAX_P2P + 1; /* the count past it: refused */
+        CHECK(n > 0 && ncg_wire_decode(buf, (size_t)n, &t) < 0);
+        m.u.rp2p.n = NCG_WIRE_MAX_P2P + 1; /* and by the encoder */
+        CHECK(ncg_wire_encode(&m, buf, sizeof buf) < 0);
+    }
+    m.u.rp2p.n = 1;
+    m.u.rp2p.nranks = 8;
+    m.u.rp2p.r[0] = (struct ncg_rp2p_rec){2, {0, 8, 3, NCG_F_SEND, 7}};
+    CHECK(encode_decode(&m) > 0);
+    m.u.rp2p.r[0].rank = 8; /* each field out of its bounds: refused by the decoder */
+    CHECK(encode_decode(&m) < 0);
+    m.u.rp2p.r[0].rank = 2;
+    m.u.rp2p.r[0].rec.peer = 8;
+    CHECK(encode_decode(&m) < 0);
+    m.u.rp2p.r[0].rec.peer = -1;
+    CHECK(encode_decode(&m) < 0);
+    m.u.rp2p.r[0].rec.peer = 3;
+    m.u.rp2p.r[0].rec.func = NCG_F_ALLREDUCE;
+    CHECK(encode_decode(&m) < 0);
+    m.u.rp2p.r[0].rec.func = NCG_F_RECV;
+    m.u.rp2p.nranks = 0;
+    CHECK(encode_decode(&m) < 0);
+    m.u.rp2p.nranks = NCG_WIRE_MAX_RANKS + 1;
+    CHECK(encode_decode(&m) < 0);
+}
+
 /* ---- trees over an in-memory network ---- */
 
 #define MAXR 4 /* relays */
@@ -269,6 +337,7 @@ static struct {
     int qh, qt;
     uint64_t now;
     uint8_t client_verdicts;
+    uint8_t fork; /* tree(1): relay 2 under the root (conn 3), a sibling of relay 1 */
     double lag_warn_s, lag_abort_s;
     int frozen; /* a relay that runs no more (frames to it are lost), or -1 */
     /* what each relay said: event lines about a bound (refused, merged), and sent up */
@@ -277,6 +346,8 @@ static struct {
     struct ncg_rstat_ent stat_last[MAXR];     /* the latest RSTAT entry */
     int rfaults[MAXR], rfault_ranks[MAXR];    /* RFAULTs, and ranks in them */
     struct ncg_msg_rfault rfault_first[MAXR]; /* the first RFAULT */
+    int rp2p_recs[MAXR];                      /* p2p records sent up (RP2P) */
+    int p2p_ev[MAXR];                         /* event lines about the p2p bound */
 } T;
 
 static void push(int kind, int relay, int conn, const struct ncg_msg *m)
@@ -321,6 +392,8 @@ static void op_up(void *arg, const struct ncg_msg *m)
         T.stat_ents[ri] += (int)m->u.rstat.n;
         T.stat_last[ri] = m->u.rstat.e[m->u.rstat.n - 1];
     }
+    if (m->type == NCG_MSG_RP2P)
+        T.rp2p_recs[ri] += (int)m->u.rp2p.n;
     if (m->type == NCG_MSG_RFAULT) {
         if (!T.rfaults[ri]++)
             T.rfault_first[ri] = m->u.rfault;
@@ -333,6 +406,7 @@ static void op_event(void *arg, const char *line)
     int ri = ((struct opsarg *)arg)->relay;
     T.refused_ev[ri] += strstr(line, "refused") != NULL;
     T.merged_ev[ri] += strstr(line, "merged") != NULL;
+    T.p2p_ev[ri] += strstr(line, "p2p records") != NULL;
 }
 
 static uint64_t digest_of(const struct client *c, uint64_t slot)
@@ -440,13 +514,15 @@ static void tick_all(int nr)
 }
 
 /* Root 0 with clients 0,1 and child relay 1 (conn 2); relay 1 with clients 2,3 (rank 2 is in
- * relay 1's own process). With three_levels, relay 2 under relay 1 (conn 2) holds ranks 4,5. */
+ * relay 1's own process). With three_levels, relay 2 under relay 1 (conn 2) holds ranks 4,5
+ * (with T.fork: under the root, conn 3). */
 static void tree(int three_levels)
 {
-    uint8_t cv = T.client_verdicts;
+    uint8_t cv = T.client_verdicts, fork = T.fork;
     double lw = T.lag_warn_s, la = T.lag_abort_s;
     memset(&T, 0, sizeof T);
     T.client_verdicts = cv;
+    T.fork = fork;
     T.lag_warn_s = lw;
     T.lag_abort_s = la;
     T.frozen = -1;
@@ -483,10 +559,11 @@ static void tree(int three_levels)
         push(TO_CHILD, c->relay, c->conn, &h);
     }
     for (int i = 1; i < nr; i++) {
-        T.parent[i] = i - 1;
-        T.parent_conn[i] = 2;
-        T.child_relay[i - 1][2] = i;
-        ncg_relay_connected(T.r[i - 1], 2, T.now);
+        int up = T.fork && i == 2 ? 0 : i - 1, conn = T.fork && i == 2 ? 3 : 2;
+        T.parent[i] = up;
+        T.parent_conn[i] = conn;
+        T.child_relay[up][conn] = i;
+        ncg_relay_connected(T.r[up], conn, T.now);
         ncg_relay_parent_up(T.r[i], T.now);
     }
     pump();
@@ -1079,6 +1156,265 @@ static void test_nomem(void)
     tree_free(2);
 }
 
+/* ---- p2p ---- */
+
+/* Client c's k-th send to (send) or recv from peer, of count float32 elements. */
+static void p2p(const struct client *c, int send, int peer, uint64_t k, uint64_t count)
+{
+    struct ncg_msg m = {.type = NCG_MSG_P2P};
+    m.u.p2p.comm_id = 0xc0;
+    m.u.p2p.n = 1;
+    m.u.p2p.r[0] = (struct ncg_p2p_rec){k, count, peer, send ? NCG_F_SEND : NCG_F_RECV, 7};
+    push(TO_CHILD, c->relay, c->conn, &m);
+    pump();
+}
+
+static void stats(int relay, struct ncg_relay_stats *st)
+{
+    ncg_relay_get_stats(T.r[relay], st);
+}
+
+static int verdicts_total(void)
+{
+    int n = 0;
+    for (int i = 0; i < T.ncl; i++)
+        n += T.cl[i].verdicts;
+    return n;
+}
+
+/* Both ends beneath one relay: matched there, nothing sent up, no verdict. The other side may
+ * come an interval later (the hold). */
+static void test_p2p_leaf(void)
+{
+    tree(1);
+    report_all();
+    tick_all(3);
+    p2p(&T.cl[4], 1, 5, 0, 8);
+    p2p(&T.cl[5], 0, 4, 0, 8);
+    p2p(&T.cl[5], 0, 4, 1, 16); /* the recv first, the send one tick later */
+    p2p(&T.cl[5], 0, 4, 1, 16); /* the same side again: dropped */
+    tick_all(3);
+    p2p(&T.cl[4], 1, 5, 1, 16);
+    for (int t = 0; t < 5; t++)
+        tick_all(3);
+    struct ncg_relay_stats st;
+    stats(2, &st);
+    CHECK(st.p2p_matched == 2 && st.p2p_held == 0 && st.p2p_up == 0 && T.rp2p_recs[2] == 0);
+    stats(0, &st);
+    CHECK(st.p2p_matched == 0 && st.p2p_held == 0 && st.verdicts == 0);
+    CHECK(verdicts_total() == 0);
+    tree_free(3);
+}
+
+/* Ends beneath different relays: each sends its record up after the hold and the lowest
+ * common relay matches them. Forked tree: relays 1 and 2 under the root (ranks 2 and 4); chain:
+ * rank 3 at relay 1, rank 5 at relay 2 beneath it (matched at relay 1, not at the root). */
+static void test_p2p_cross(void)
+{
+    T.fork = 1;
+    tree(1);
+    report_all();
+    tick_all(3);
+    p2p(&T.cl[2], 1, 4, 0, 8);
+    p2p(&T.cl[4], 0, 2, 0, 8);
+    for (int t = 0; t < 4; t++)
+        tick_all(3);
+    struct ncg_relay_stats st;
+    CHECK(T.rp2p_recs[1] == 1 && T.rp2p_recs[2] == 1);
+    stats(0, &st);
+    CHECK(st.p2p_matched == 1 && st.p2p_held == 0 && st.verdicts == 0);
+    stats(1, &st);
+    CHECK(st.p2p_matched == 0 && st.p2p_held == 0);
+    CHECK(verdicts_total() == 0);
+    tree_free(3);
+    T.fork = 0;
+
+    tree(1);
+    report_all();
+    tick_all(3);
+    p2p(&T.cl[5], 1, 3, 0, 8);
+    p2p(&T.cl[3], 0, 5, 0, 8);
+    for (int t = 0; t < 4; t++)
+        tick_all(3);
+    CHECK(T.rp2p_recs[2] == 1 && T.rp2p_recs[1] == 0);
+    stats(1, &st);
+    CHECK(st.p2p_matched == 1 && st.p2p_held == 0);
+    stats(0, &st);
+    CHECK(st.p2p_matched == 0 && st.p2p_held == 0 && st.verdicts == 0);
+    CHECK(verdicts_total() == 0);
+    tree_free(3);
+}
+
+/* The verdict every client got: the flat coordinator's P2P MISMATCH, word for word. */
+static void check_p2p_verdict(int src, int dst, const char *summary)
+{
+    char want[256], sum[512];
+    snprintf(want, sizeof want, "%d,%d", src < dst ? src : dst, src < dst ? dst : src);
+    for (int i = 0; i < T.ncl; i++) {
+        const struct ncg_verdict *v = T.cl[i].v;
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].plain == 1 && v && v->kind == NCG_V_P2P_MISMATCH);
+        if (!v)
+            continue;
+        CHECK(!strcmp(v->subject, want) && v->slot == 0 && v->ncalls == 2 && v->nranks == 6);
+        snprintf(want, sizeof want, "send #0 from rank %d to rank %d", src, dst);
+        CHECK(!strcmp(v->detail, want));
+        ncg_verdict_summary(v, sum, sizeof sum);
+        CHECK(strstr(sum, summary) != NULL);
+        snprintf(want, sizeof want, "%d,%d", src < dst ? src : dst, src < dst ? dst : src);
+    }
+}
+
+/* A send of 33 against a recv of 32 beneath one relay: found there, sent up as its two
+ * records, the root's verdict reaches every client once (as real clients read it). */
+static void test_p2p_mismatch_leaf(void)
+{
+    T.client_verdicts = 1;
+    tree(1);
+    report_all();
+    tick_all(3);
+    p2p(&T.cl[4], 1, 5, 0, 33);
+    p2p(&T.cl[5], 0, 4, 0, 32);
+    struct ncg_relay_stats st;
+    stats(2, &st);
+    CHECK(st.p2p_matched == 1 && st.p2p_held == 0);
+    for (int t = 0; t < 4; t++)
+        tick_all(3);
+    CHECK(T.rp2p_recs[2] == 2 && T.rp2p_recs[1] == 2); /* the pair, passed on by relay 1 */
+    stats(0, &st);
+    CHECK(st.verdicts == 1);
+    stats(2, &st);
+    CHECK(st.verdicts == 0); /* only the root issues verdicts */
+    check_p2p_verdict(4, 5,
+                      "P2P MISMATCH on comm 00000000000000c0 (6 ranks): Send(count=33, float32, "
+                      "peer=5) on rank 4 vs Recv(count=32, float32, peer=4) on rank 5");
+    p2p(&T.cl[4], 1, 5, 1, 40); /* after the verdict: ignored */
+    p2p(&T.cl[5], 0, 4, 1, 41);
+    for (int t = 0; t < 4; t++)
+        tick_all(3);
+    CHECK(verdicts_total() == T.ncl);
+    tree_free(3);
+    T.client_verdicts = 0;
+}
+
+/* The mismatching ends in sibling subtrees (forked tree, ranks 2 and 4): matched at the root. */
+static void test_p2p_mismatch_cross(void)
+{
+    T.client_verdicts = 1;
+    T.fork = 1;
+    tree(1);
+    report_all();
+    tick_all(3);
+    p2p(&T.cl[4], 0, 2, 0, 32); /* the recv first */
+    tick_all(3);
+    p2p(&T.cl[2], 1, 4, 0, 33);
+    for (int t = 0; t < 4; t++)
+        tick_all(3);
+    struct ncg_relay_stats st;
+    stats(0, &st);
+    CHECK(st.verdicts == 1 && st.p2p_matched == 1);
+    check_p2p_verdict(2, 4,
+                      "P2P MISMATCH on comm 00000000000000c0 (6 ranks): Send(count=33, float32, "
+                      "peer=4) on rank 2 vs Recv(count=32, float32, peer=2) on rank 4");
+    tree_free(3);
+    T.fork = 0;
+    T.client_verdicts = 0;
+}
+
+/* Unmatched records go up to the root and age out there after NCG_P2PM_AGE_NS: the other side
+ * arriving later is held alone (no verdict, even though it differs). */
+static void test_p2p_age(void)
+{
+    tree(1);
+    report_all();
+    tick_all(3);
+    p2p(&T.cl[4], 1, 0, 0, 8); /* to rank 0, which never receives it (yet) */
+    p2p(&T.cl[1], 1, 0, 0, 8);
+    for (int t = 0; t < 5; t++)
+        tick_all(3);
+    struct ncg_relay_stats st;
+    stats(2, &st);
+    CHECK(st.p2p_held == 0 && st.p2p_up == 1);
+    stats(1, &st);
+    CHECK(st.p2p_held == 0 && st.p2p_up == 1);
+    stats(0, &st);
+    CHECK(st.p2p_held == 2);
+    T.now += NCG_P2PM_AGE_NS - 2000000000ull; /* not yet */
+    report_all();
+    tick_all(3);
+    stats(0, &st);
+    CHECK(st.p2p_held == 2);
+    T.now += 3000000000ull;
+    report_all();
+    tick_all(3);
+    tick_all(3);
+    stats(0, &st);
+    CHECK(st.p2p_held == 0);
+    p2p(&T.cl[0], 0, 4, 0, 9);
+    for (int t = 0; t < 3; t++)
+        tick_all(3);
+    stats(0, &st);
+    CHECK(st.p2p_held == 1 && st.verdicts == 0 && verdicts_total() == 0);
+    tree_free(3);
+}
+
+/* At most NCG_P2PM_MAX records held per comm: the others are refused with one event line
+ * (at the root, and at a relay beneath it whose parent link is down, which holds them). */
+static void test_p2p_cap(void)
+{
+    tree(1);
+    report_all();
+    tick_all(3);
+    static struct ncg_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_P2P;
+    m.u.p2p.comm_id = 0xc0;
+    uint32_t total = NCG_P2PM_MAX + 100;
+    for (int relay = 0; relay < 3; relay += 2) {
+        if (relay)
+            ncg_relay_parent_down(T.r[2]);
+        for (uint32_t k = 0; k < total; k += NCG_WIRE_MAX_P2P) {
+            m.u.p2p.n = 0;
+            for (uint32_t j = 0; j < NCG_WIRE_MAX_P2P && k + j < total; j++)
+                m.u.p2p.r[m.u.p2p.n++] =
+                    (struct ncg_p2p_rec){k + j, 8, relay ? 5 : 1, NCG_F_SEND, 7};
+            ncg_relay_message(T.r[relay], 0, &m, T.now); /* rank 0 to 1, or 4 to 5 */
+        }
+        struct ncg_relay_stats st;
+        stats(relay, &st);
+        CHECK(st.p2p_held == NCG_P2PM_MAX && st.refused == 100 && T.p2p_ev[relay] == 1);
+        /* one of them received, as sent: it matches, and makes room for one more */
+        m.u.p2p.n = 1;
+        m.u.p2p.r[0] = (struct ncg_p2p_rec){7, 8, relay ? 4 : 0, NCG_F_RECV, 7};
+        ncg_relay_message(T.r[relay], 1, &m, T.now);
+        m.u.p2p.r[0] = (struct ncg_p2p_rec){total, 8, relay ? 5 : 1, NCG_F_SEND, 7};
+        ncg_relay_message(T.r[relay], 0, &m, T.now);
+        stats(relay, &st);
+        CHECK(st.p2p_matched == 1 && st.p2p_held == NCG_P2PM_MAX && st.refused == 100);
+    }
+    CHECK(T.rp2p_recs[2] == 0 && verdicts_total() == 0);
+    tree_free(3);
+}
+
+/* An allocation failing for a p2p record: the relay says it lost state. */
+static void test_p2p_nomem(void)
+{
+#ifdef NCG_SANITIZED
+    return;
+#endif
+    tree(1);
+    report_all();
+    tick_all(3);
+    struct ncg_msg m = {.type = NCG_MSG_P2P};
+    m.u.p2p.comm_id = 0xc0;
+    m.u.p2p.n = 1;
+    m.u.p2p.r[0] = (struct ncg_p2p_rec){0, 8, 5, NCG_F_SEND, 7};
+    fail_alloc = 1;
+    ncg_relay_message(T.r[2], 0, &m, T.now);
+    fail_alloc = 0;
+    CHECK(ncg_relay_out_of_memory(T.r[2]));
+    tree_free(3);
+}
+
 int main(void)
 {
     test_lag();
@@ -1087,6 +1423,7 @@ int main(void)
     test_topology();
     test_helpers();
     test_codecs();
+    test_codec_rp2p();
     test_agree();
     test_mismatch();
     test_mismatch_alike();
@@ -1104,6 +1441,13 @@ int main(void)
     test_comm_cap();
     test_reregister();
     test_pend_cap();
+    test_p2p_leaf();
+    test_p2p_cross();
+    test_p2p_mismatch_leaf();
+    test_p2p_mismatch_cross();
+    test_p2p_age();
+    test_p2p_cap();
+    test_p2p_nomem();
     if (fails) {
         fprintf(stderr, "relay_unit: %d check(s) failed\n", fails);
         return 1;
