@@ -53,6 +53,7 @@ struct rcomm {
     uint8_t pend_full;    /* past NCG_RELAY_PEND in this detachment: said once */
     uint64_t progress_ns; /* a count beneath this relay last grew (LAG) */
     uint8_t lag_warned;   /* root: a LAG warning is outstanding */
+    uint64_t seen_ns;     /* root: its first round was due then (rounds wait for every rank) */
     uint8_t sent_dead;    /* the latest RSTAT up carried it with no active rank (its last word:
                              only then may a non-root relay forget it) */
     struct ncg_p2pm p2p;  /* p2p records that met no other side here yet */
@@ -826,14 +827,21 @@ static void root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_
     if (c->round_ns && now_ns - c->round_ns < iv - iv / 8)
         return; /* rounds are paced like the flat coordinator's: one per interval */
     uint64_t mn = UINT64_MAX;
-    uint32_t n = 0;
+    uint32_t n = 0, known = 0;
     for (uint32_t i = 0; i < c->nk; i++) {
         const struct rkid *k = &c->k[i];
+        known += k->relay ? k->known : 1;
         if (k->state != K_ACTIVE || (k->relay && !k->active))
             continue;
         n += k->relay ? k->active : 1;
         mn = k->min < mn ? k->min : mn;
     }
+    if (!c->seen_ns)
+        c->seen_ns = now_ns;
+    /* Subtrees attach one after another (parents are looked up): a round waits up to a
+     * second for every rank, so that a verdict names the whole communicator. */
+    if (known < c->nranks && now_ns - c->seen_ns < 1000000000ull)
+        return;
     if (n < 2 || mn == UINT64_MAX || mn <= c->rd.vc)
         return;
     c->round_ns = now_ns;
@@ -1497,7 +1505,10 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
             root_round_start(r, c, now_ns);
         /* Faults queued while detached, and (below the root) a comm whose last RSTAT still
          * showed active ranks, are kept: the parent must hear of the ranks that left or died. */
-        int live = c->npend != 0 || c->nbad != 0 || (!r->p.root && !c->sent_dead);
+        /* A comm with a verdict is kept: members that attach late (the processes of a node
+         * whose relay died come to the root directly) still get it. */
+        int live =
+            c->npend != 0 || c->nbad != 0 || (!r->p.root && !c->sent_dead) || (c->done && c->last);
         for (uint32_t i = 0; i < c->nk && !live; i++)
             live = c->k[i].relay ? c->k[i].active > 0 : c->k[i].state == K_ACTIVE;
         if (!live && !c->q_active) {

@@ -21,7 +21,7 @@
 
 #define RH_MAX_CONNS 4096            /* child connections (clients of the node, child relays) */
 #define RH_PATIENCE_NS 1000000000ull /* wait this long for the exact parent before an ancestor */
-#define RH_RETRY_NS 100000000ull
+#define RH_RETRY_NS 20000000ull      /* a parent not registered yet: asked again this soon */
 
 enum { P_IDLE = 0, P_ASK_CONNECTING, P_ASKING, P_CONNECTING, P_UP };
 

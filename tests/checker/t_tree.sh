@@ -1,10 +1,11 @@
 # The relay tree with zero configuration (NCCLGUARD_TREE=on): 16 real guarded ranks in 4
 # "nodes" of 4 (LOCAL_RANK / LOCAL_WORLD_SIZE from ncg-launch's NCG_LAUNCH_PER_NODE): rank 0's
 # checker thread is the root, each node's LOCAL_RANK 0 its relay (4, 8, 12), the others connect
-# to their node's relay. Every verdict the tree issues, named right on every rank: MISMATCH, RANK
-# DIED (a plain rank, a node relay killed or frozen, the root), RANK EXITED (a plain rank, a node
-# relay, the root), LAG; the warn and fail actions; a deeper tree (fan-out 2: three levels, the
-# parents found through the root); a rank whose node is unknown; a healthy job.
+# to their node's relay. Every verdict the tree issues, named right on every rank: MISMATCH, P2P
+# MISMATCH (within a node, across nodes), RANK DIED (a plain rank, a node relay killed or frozen,
+# the root), RANK EXITED (a plain rank, a node relay, the root), LAG; the warn and fail actions;
+# a deeper tree (fan-out 2: three levels, the parents found through the root); a rank whose node
+# is unknown; a healthy job.
 # ncg-modes: sync async
 . "$NCG_ROOT/tests/checker/lib.sh"
 export NCCLGUARD_TREE=on NCG_LAUNCH_PER_NODE=4 NCCLGUARD_DIAG=full
@@ -20,6 +21,13 @@ expect "$(nlines '^ncclguard: this process \(global rank (4|8|12)\) is the relay
 expect "$(nlines '^ncclguard: VERDICT: MISMATCH on comm [0-9a-f]+ \(16 ranks\): slot 100: AllReduce\(count=9, float32, sum\) on rank 1 vs AllReduce\(count=8, float32, sum\) on ranks 0,2-15$')" 16 "mismatch headline"
 expect "$(nlines '^ncclguard:   communicator [0-9a-f]+, 16 ranks, global ranks not carried by the relay tree \(this process: [0-9]+\)$')" 16 "members line"
 grep -q '"verdict":"MISMATCH"' "$REPORTS"/*.json || fail "mismatch report"
+
+# P2P MISMATCH: rank 2 sends 33 elements to rank 3, which receives 32 (both beneath the root's
+# node here; across two node relays in the fan-out 2 part below)
+guarded "$NCG_TMP/p2p" "$LAUNCH" -n 16 -t 60 "$SCEN" p2p
+expect "$(exited 86)" 16 "p2p: ranks that exited 86"
+P2P_HEAD='^ncclguard: VERDICT: P2P MISMATCH on comm [0-9a-f]+ \(16 ranks\): Send\(count=33, float32, peer=3\) on rank 2 vs Recv\(count=32, float32, peer=2\) on rank 3$'
+expect "$(nlines "$P2P_HEAD")" 16 "p2p headline"
 
 # a plain rank (13) and a node relay (12, node 3's) killed: every survivor names the rank
 for v in 13 12; do
@@ -42,9 +50,10 @@ expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\):
 for v in 9 8 0; do
   SCEN_VICTIM=$v guarded "$NCG_TMP/early$v" "$LAUNCH" -n 16 -t 60 "$SCEN" early
   expect "$RC" 86 "early $v: launcher status"
-  # (the root's own: judged at the root, or by each rank from the counts it left with)
-  who=$v; [ $v = 0 ] && who='(0|holding the checker \(global rank 0\))'
-  n=$(nlines "^ncclguard: VERDICT: RANK EXITED on comm [0-9a-f]+ \(16 ranks\): rank $who exited while others issued calls it will never match\$")
+  # (the root's own: judged at the root, or by each rank from the counts it left with; it may
+  # have been ended by that very verdict meanwhile)
+  who="$v exited"; [ $v = 0 ] && who="(0|holding the checker \\(global rank 0\\)) (exited|was ended by ncclguard's abort)"
+  n=$(nlines "^ncclguard: VERDICT: RANK EXITED on comm [0-9a-f]+ \(16 ranks\): rank $who while others issued calls it will never match\$")
   [ "$n" -ge 15 ] || fail "RANK EXITED of rank $v: on $n ranks, want 15 or 16"
   expect "$(nlines 'RANK DIED|died')" 0 "early $v: nobody called dead"
 done
@@ -75,6 +84,9 @@ expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*on rank 1 vs AllReduce\(count=
 SCEN_VICTIM=2 guarded "$NCG_TMP/deepkill" "$LAUNCH" -n 16 -t 60 "$SCEN" kill
 expect "$(exited 86)" 15 "deep tree: survivors of a mid-level relay"
 expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\): rank 2 died: ')" 15 "deep tree: RANK DIED of the mid-level relay"
+# nodes of 3: ranks 2 and 3 on nodes 0 and 1, their records matched at the root
+NCG_LAUNCH_PER_NODE=3 guarded "$NCG_TMP/deepp2p" "$LAUNCH" -n 16 -t 60 "$SCEN" p2p
+expect "$(nlines "$P2P_HEAD")" 16 "p2p across node relays"
 export NCG_LAUNCH_PER_NODE=4
 unset NCCLGUARD_TREE_FANOUT
 
