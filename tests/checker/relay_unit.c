@@ -1004,6 +1004,74 @@ static void probe_detached(int tick_between)
     tree_free(3);
 }
 
+/* A node relay dies (rank 2's process); its other process (rank 3) comes to the root directly,
+ * after every other member has left: the root kept the comm and its verdict for it (it was
+ * forgotten once its last kid left, and rank 3 waited for nothing forever). */
+static void test_late_at_root(void)
+{
+    tree(0); /* root: ranks 0,1; relay 1: ranks 2,3 (rank 2 in relay 1's process) */
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(2);
+    ncg_relay_closed(T.r[0], 2, T.now); /* relay 1's process died */
+    T.cl[2].relay = T.cl[3].relay = -1;
+    pump();
+    CHECK(T.cl[0].verdicts == 1 && T.cl[0].v && !strcmp(T.cl[0].v->subject, "2"));
+    goodbye(&T.cl[0], 10, NCG_BYE_VERDICT);
+    goodbye(&T.cl[1], 10, NCG_BYE_VERDICT);
+    for (int t = 0; t < 5; t++)
+        tick_all(1);
+    T.cl[3].relay = 0;
+    T.cl[3].conn = 5;
+    ncg_relay_connected(T.r[0], 5, T.now);
+    struct ncg_msg h = {.type = NCG_MSG_HELLO};
+    h.u.hello.pid = T.cl[3].pid;
+    strcpy(h.u.hello.host, "h");
+    push(TO_CHILD, 0, 5, &h);
+    report_all();
+    tick_all(1);
+    CHECK(T.cl[3].verdicts == 1 && T.cl[3].v && !strcmp(T.cl[3].v->subject, "2"));
+    tree_free(2);
+}
+
+/* The root's rounds wait (up to a second) for every rank of the comm: a mismatch found among
+ * the ranks attached first would name only them. */
+static void test_round_waits(void)
+{
+    tree(0);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    T.cl[1].odd_from = 5;
+    T.cl[2].relay = T.cl[3].relay = -1; /* relay 1's ranks attach late */
+    report_all();
+    for (int t = 0; t < 5; t++)
+        tick_all(2);
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[0], &st);
+    CHECK(st.rounds == 0 && T.cl[0].verdicts == 0);
+    T.cl[2].relay = T.cl[3].relay = 1;
+    report_all();
+    for (int t = 0; t < 8; t++)
+        tick_all(2);
+    CHECK(T.cl[0].verdicts == 1 && T.cl[3].verdicts == 1);
+    if (T.cl[0].v) /* every member named: 1 vs 0,2-3 */
+        CHECK(T.cl[0].v->ncalls == 2 && (!strcmp(T.cl[0].v->calls[0].ranks, "0,2-3") ||
+                                         !strcmp(T.cl[0].v->calls[1].ranks, "0,2-3")));
+    tree_free(2);
+    /* a rank that never registers delays the check by a second only */
+    tree(0);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    T.cl[3].relay = -1;
+    report_all();
+    for (int t = 0; t < 14; t++)
+        tick_all(2);
+    ncg_relay_get_stats(T.r[0], &st);
+    CHECK(st.rounds >= 1);
+    tree_free(2);
+}
+
 /* A client connection registers more comm ranks than a process holds (NCG_RELAY_CONN_RANKS):
  * the rest are refused with one event line, and only the first go up. */
 static void test_conn_cap(void)
@@ -1448,6 +1516,8 @@ int main(void)
     test_p2p_age();
     test_p2p_cap();
     test_p2p_nomem();
+    test_late_at_root();
+    test_round_waits();
     if (fails) {
         fprintf(stderr, "relay_unit: %d check(s) failed\n", fails);
         return 1;
