@@ -1569,7 +1569,17 @@ static int tree_wanted(uint32_t *node, uint32_t *nnodes)
 {
     if (ncg_cfg.tree == NCG_TREE_OFF || ncg_tree_node(launch_ranks(), node, nnodes) != 0)
         return 0;
-    return ncg_cfg.tree == NCG_TREE_ON || launch_ranks()->world >= NCG_TREE_AUTO_RANKS;
+    if (ncg_cfg.tree == NCG_TREE_ON)
+        return 1;
+    if (launch_ranks()->world < NCG_TREE_AUTO_RANKS)
+        return 0;
+    if (ncg_cfg.http[0]) { /* the endpoint is the flat checker's (docs/checker.md) */
+        NCG_LOG_ONCE("NCCLGUARD_HTTP: the flat checker for %d ranks (the relay tree does not "
+                     "serve the status endpoint yet)",
+                     launch_ranks()->world);
+        return 0;
+    }
+    return 1;
 }
 
 /* Caller holds G.lk: this process's ids get a relay tree's root (its relay). 0, or -errno
@@ -1604,6 +1614,9 @@ static int root_start_locked(uint32_t node, uint32_t nnodes, uint64_t tok)
     G.root_tree.root_node = node;
     G.root_tree.nnodes = nnodes;
     G.root_tree.fanout = ncg_cfg.fanout;
+    if (ncg_cfg.http[0])
+        ncg_log("NCCLGUARD_HTTP: not served in the relay tree yet (NCCLGUARD_TREE=off for the "
+                "status endpoint)");
     ncg_log("checking through a relay tree: %u nodes of %d ranks, fan-out %u; not yet in this "
             "mode: STUCK, DEADLOCK and the status endpoint (NCCLGUARD_TREE=off: the flat "
             "checker)",
