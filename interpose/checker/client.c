@@ -607,6 +607,33 @@ static void link_lost(int li, const char *why, uint64_t now)
     link_lost_as(li, why, 0, now);
 }
 
+/* An IP address as text into ip ("?" if not IP); returns its port. */
+static uint16_t addr_text(const struct sockaddr_storage *ss, char *ip, size_t cap)
+{
+    snprintf(ip, cap, "?");
+    if (ss->ss_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, ip, (socklen_t)cap);
+        return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+    }
+    if (ss->ss_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, ip, (socklen_t)cap);
+        return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+    }
+    return 0;
+}
+
+/* A link's checker is lost: the CHECKER LOST clock of each of its comms starts now. */
+static void lost_clock_start(int li, uint64_t now)
+{
+    pthread_mutex_lock(&G.lk);
+    for (size_t i = 0; i < G.nlc; i++)
+        if (G.lc[i].link == li) {
+            G.lc[i].lost_cnt = G.lc[i].shm ? ck_pr_load_64(&G.lc[i].shm->coll_seq) : 0;
+            G.lc[i].lost_prog_ns = now;
+        }
+    pthread_mutex_unlock(&G.lk);
+}
+
 /* rootlost: the node's relay said the tree's root is gone (its SHUTDOWN NCG_BYE_ROOT). */
 static void link_lost_as(int li, const char *why, int rootlost, uint64_t now)
 {
@@ -626,23 +653,10 @@ static void link_lost_as(int li, const char *why, int rootlost, uint64_t now)
         l->lost_acted = 0; /* the root unreachable too: CHECKER LOST, as for a standalone one */
         l->retry_ns = now;
         snprintf(l->lost_why, sizeof l->lost_why, "%s", why);
-        char ip[INET6_ADDRSTRLEN] = "?";
-        uint16_t port = 0;
-        if (l->addr.ss_family == AF_INET6) {
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&l->addr)->sin6_addr, ip, sizeof ip);
-            port = ntohs(((struct sockaddr_in6 *)&l->addr)->sin6_port);
-        } else {
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&l->addr)->sin_addr, ip, sizeof ip);
-            port = ntohs(((struct sockaddr_in *)&l->addr)->sin_port);
-        }
+        char ip[INET6_ADDRSTRLEN];
+        uint16_t port = addr_text(&l->addr, ip, sizeof ip);
         snprintf(l->name, sizeof l->name, "the relay tree's root at %s:%u", ip, port);
-        pthread_mutex_lock(&G.lk);
-        for (size_t i = 0; i < G.nlc; i++)
-            if (G.lc[i].link == li) {
-                G.lc[i].lost_cnt = G.lc[i].shm ? ck_pr_load_64(&G.lc[i].shm->coll_seq) : 0;
-                G.lc[i].lost_prog_ns = now;
-            }
-        pthread_mutex_unlock(&G.lk);
+        lost_clock_start(li, now);
         return;
     }
     if (l->lost_ns) { /* a retry that failed: the next one in a second (a node relay: soon) */
@@ -669,13 +683,7 @@ static void link_lost_as(int li, const char *why, int rootlost, uint64_t now)
         l->lost_ns = now;
         l->retry_ns = now + 1000000000ull;
         snprintf(l->lost_why, sizeof l->lost_why, "%s", why);
-        pthread_mutex_lock(&G.lk);
-        for (size_t i = 0; i < G.nlc; i++)
-            if (G.lc[i].link == li) {
-                G.lc[i].lost_cnt = G.lc[i].shm ? ck_pr_load_64(&G.lc[i].shm->coll_seq) : 0;
-                G.lc[i].lost_prog_ns = now;
-            }
-        pthread_mutex_unlock(&G.lk);
+        lost_clock_start(li, now);
         return;
     }
     /* A local verdict per comm checked there (the coordinator can no longer send one). */
@@ -708,12 +716,8 @@ static void link_lost_as(int li, const char *why, int rootlost, uint64_t now)
             v->members[me[k]] = global_rank();
             v->counts[me[k]] = (int64_t)cnt[k];
         }
-        char root[INET6_ADDRSTRLEN] = "?";
-        if (l->tr.root.ss_family == AF_INET6)
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&l->tr.root)->sin6_addr, root,
-                      sizeof root);
-        else
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&l->tr.root)->sin_addr, root, sizeof root);
+        char root[INET6_ADDRSTRLEN];
+        addr_text(&l->tr.root, root, sizeof root);
         int32_t rg =
             rootlost || (l->tr.on && l->tr.node == l->tr.root_node) ? l->tr.root_grank : -2;
         if (rg >= 0) /* the root's process: it holds the checker, as under the flat one */

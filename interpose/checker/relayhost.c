@@ -339,8 +339,20 @@ static int dial(const struct sockaddr_storage *ss, socklen_t sl)
     return fd;
 }
 
-/* Every child connection is closed abruptly: to a client that reads as its checker's death
- * (a local RANK DIED), which is what the loss of the root is. */
+/* The host stops: m to every child connection, then every socket closed. */
+static void stop_with(struct ncg_rhost *h, const struct ncg_msg *m)
+{
+    for (int i = 0; i < h->nc; i++)
+        if (h->c[i].io.fd >= 0) {
+            ncg_peer_send(&h->c[i].io, m);
+            ncg_peer_flush(&h->c[i].io);
+        }
+    conns_close(h);
+    h->stopped = 1;
+}
+
+/* The root is gone: every process beneath is told (NCG_BYE_ROOT: a local RANK DIED of the
+ * checker's host, as under the flat checker). */
 static void root_lost(struct ncg_rhost *h, const char *why)
 {
     ncg_log("the relay of node %u lost the relay tree's root (%s): its processes get a RANK "
@@ -348,13 +360,7 @@ static void root_lost(struct ncg_rhost *h, const char *why)
             h->p.node, why);
     struct ncg_msg m = {.type = NCG_MSG_SHUTDOWN};
     m.u.goodbye.flags = NCG_BYE_ROOT;
-    for (int i = 0; i < h->nc; i++)
-        if (h->c[i].io.fd >= 0) {
-            ncg_peer_send(&h->c[i].io, &m);
-            ncg_peer_flush(&h->c[i].io);
-        }
-    conns_close(h);
-    h->stopped = 1;
+    stop_with(h, &m);
 }
 
 /* The parent cannot be reached, or left: ask again, for its parent (a relay that died is
@@ -461,13 +467,7 @@ static void parent_shutdown(struct ncg_rhost *h, const struct ncg_msg_goodbye *g
     static struct ncg_msg m;
     m.type = NCG_MSG_SHUTDOWN;
     m.u.goodbye = *g;
-    for (int i = 0; i < h->nc; i++)
-        if (h->c[i].io.fd >= 0) {
-            ncg_peer_send(&h->c[i].io, &m);
-            ncg_peer_flush(&h->c[i].io);
-        }
-    conns_close(h);
-    h->stopped = 1;
+    stop_with(h, &m);
 }
 
 static void parent_io(struct ncg_rhost *h, short rev, uint64_t now)
@@ -610,16 +610,13 @@ void ncg_rhost_handle(struct ncg_rhost *h, const struct pollfd *pf, int n, uint6
             return;
     }
     ncg_relay_tick(h->r, now);
-    if (ncg_relay_out_of_memory(h->r)) {
+    if (ncg_relay_out_of_memory(h->r)) { /* its state is partial: no verdict from it */
+        ncg_log("the relay of node %u ran out of memory and stopped; the processes beneath it "
+                "run on unguarded",
+                h->p.node);
         struct ncg_msg m = {.type = NCG_MSG_SHUTDOWN};
         m.u.goodbye.flags = NCG_BYE_FAILED;
-        for (int i = 0; i < h->nc; i++)
-            if (h->c[i].io.fd >= 0) {
-                ncg_peer_send(&h->c[i].io, &m);
-                ncg_peer_flush(&h->c[i].io);
-            }
-        conns_close(h);
-        h->stopped = 1;
+        stop_with(h, &m);
         return;
     }
     if (h->up.fd >= 0 && h->up.txlen && ncg_peer_flush(&h->up) != 0)

@@ -47,3 +47,23 @@ exited() { grep -cE "^ncg-launch: rank [0-9]+ exited with status $1\$" "$OUT"; }
 printers() { grep -oE "this process \(comm rank [0-9]+, global rank [0-9]+" "$OUT" | sed 's/.*global rank //' | sort -n | uniq | tr '\n' ' '; }
 expect() { [ "$1" = "$2" ] || fail "$3: got '$1', want '$2'"; }
 no_verdict() { ! grep -qE "^ncclguard: (VERDICT|WARNING):" "$OUT" || fail "unexpected verdict"; }
+# two_hosts SPLIT PREFIX: two "hosts" on this machine, network namespaces $A ($NET.1) and $B
+# ($NET.2, NET=PREFIX.x) joined by a veth pair; $NCG_TMP/onhost.sh runs a rank in its host's
+# namespace (ranks below SPLIT on A). Removed at exit (and the process $CP, if set, killed).
+two_hosts() {
+  command -v ip >/dev/null || { echo "iproute2 not installed"; exit 77; }
+  A=ncgA$$ B=ncgB$$ NET=$2.$(( $$ % 250 ))
+  ip netns add $A 2>/dev/null || { echo "cannot create network namespaces here"; exit 77; }
+  trap 'kill ${CP:-} 2>/dev/null; ip netns del $A 2>/dev/null; ip netns del $B 2>/dev/null' EXIT
+  ip netns add $B || fail "netns $B"
+  ip link add va$$ netns $A type veth peer name vb$$ netns $B || fail "veth"
+  ip -n $A addr add $NET.1/24 dev va$$ && ip -n $B addr add $NET.2/24 dev vb$$ || fail "addresses"
+  ip -n $A link set va$$ up && ip -n $B link set vb$$ up || fail "link up"
+  ip -n $A link set lo up && ip -n $B link set lo up
+  cat >"$NCG_TMP/onhost.sh" <<EOS
+#!/bin/sh
+if [ "\$RANK" -lt $1 ]; then ns=$A; else ns=$B; fi
+exec ip netns exec \$ns "\$@"
+EOS
+  chmod +x "$NCG_TMP/onhost.sh"
+}

@@ -9,24 +9,10 @@
 . "$NCG_ROOT/tests/checker/lib.sh"
 # every rank's full block is checked (the default prints it on two ranks)
 export NCCLGUARD_DIAG=full
-command -v ip >/dev/null || { echo "iproute2 not installed"; exit 77; }
 CLI=$B/ncclguard
 [ -x "$CLI" ] || { echo "ncclguard CLI not built"; exit 77; }
-A=ncgA$$ B=ncgB$$ NET=10.78.$(( $$ % 250 ))
-ip netns add $A 2>/dev/null || { echo "cannot create network namespaces here"; exit 77; }
 CP=""
-trap 'kill $CP 2>/dev/null; ip netns del $A 2>/dev/null; ip netns del $B 2>/dev/null' EXIT
-ip netns add $B || fail "netns $B"
-ip link add va$$ netns $A type veth peer name vb$$ netns $B || fail "veth"
-ip -n $A addr add $NET.1/24 dev va$$ && ip -n $B addr add $NET.2/24 dev vb$$ || fail "addresses"
-ip -n $A link set va$$ up && ip -n $B link set vb$$ up || fail "link up"
-ip -n $A link set lo up && ip -n $B link set lo up
-cat >"$NCG_TMP/onhost.sh" <<EOS
-#!/bin/sh
-if [ "\$RANK" -lt 2 ]; then ns=$A; else ns=$B; fi
-exec ip netns exec \$ns "\$@"
-EOS
-chmod +x "$NCG_TMP/onhost.sh"
+two_hosts 2 10.78
 start_coord() { # PORT (0: ephemeral) -> CP, PORT
   ip netns exec $A "$CLI" coord --listen "$NET.1:$1" >"$NCG_TMP/coord.log" 2>&1 &
   CP=$!

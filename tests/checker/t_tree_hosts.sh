@@ -5,21 +5,7 @@
 # mismatch on host B, and the death of node 2's relay (rank 4, host B): every rank names it.
 # ncg-modes: sync async
 . "$NCG_ROOT/tests/checker/lib.sh"
-command -v ip >/dev/null || { echo "iproute2 not installed"; exit 77; }
-A=ncgA$$ B=ncgB$$ NET=10.78.$(( $$ % 250 ))
-ip netns add $A 2>/dev/null || { echo "cannot create network namespaces here"; exit 77; }
-trap 'ip netns del $A 2>/dev/null; ip netns del $B 2>/dev/null' EXIT
-ip netns add $B || fail "netns $B"
-ip link add va$$ netns $A type veth peer name vb$$ netns $B || fail "veth"
-ip -n $A addr add $NET.1/24 dev va$$ && ip -n $B addr add $NET.2/24 dev vb$$ || fail "addresses"
-ip -n $A link set va$$ up && ip -n $B link set vb$$ up || fail "link up"
-ip -n $A link set lo up && ip -n $B link set lo up
-cat >"$NCG_TMP/onhost.sh" <<EOS
-#!/bin/sh
-if [ "\$RANK" -lt 4 ]; then ns=$A; else ns=$B; fi
-exec ip netns exec \$ns "\$@"
-EOS
-chmod +x "$NCG_TMP/onhost.sh"
+two_hosts 4 10.79
 export NCCLGUARD_TREE=on NCG_LAUNCH_PER_NODE=2 NCCLGUARD_TREE_FANOUT=2 NCCLGUARD_VERBOSE=1
 
 guarded "$NCG_TMP/out" "$LAUNCH" -n 8 -t 90 "$NCG_TMP/onhost.sh" "$SCEN" healthy 200
