@@ -297,6 +297,22 @@ static void link_close(struct link *l)
     ncg_peer_close(&l->io);
 }
 
+/* A relay's parameters from this process's configuration. */
+static struct ncg_rhost_params rhost_params(uint64_t tok, uint32_t node, uint32_t root,
+                                            uint32_t nnodes, uint32_t fanout)
+{
+    return (struct ncg_rhost_params){.token = tok,
+                                     .node = node,
+                                     .root_node = root,
+                                     .nnodes = nnodes,
+                                     .fanout = fanout,
+                                     .interval_ms = ncg_cfg.interval_ms,
+                                     .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
+                                     .lag_warn_s = ncg_cfg.lag_warn_s,
+                                     .lag_abort_s = ncg_cfg.lag_abort_s,
+                                     .global_rank = global_rank()};
+}
+
 /* This process becomes its node's relay of l's tree (nobody answered on the node's name). 0:
  * it is (or another process just became it: connect again); -1: it cannot be one. */
 static int become_relay(struct link *l)
@@ -304,18 +320,10 @@ static int become_relay(struct link *l)
     int zero = 0;
     if (!__atomic_compare_exchange_n(&G.rh_claim, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return -1; /* a relay of another tree already: this one reports to its root directly */
-    struct ncg_rhost_params p = {.token = l->token,
-                                 .node = l->tr.node,
-                                 .root_node = l->tr.root_node,
-                                 .nnodes = l->tr.nnodes,
-                                 .fanout = l->tr.fanout,
-                                 .root_addr = l->tr.root,
-                                 .root_alen = l->tr.root_len,
-                                 .interval_ms = ncg_cfg.interval_ms,
-                                 .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
-                                 .lag_warn_s = ncg_cfg.lag_warn_s,
-                                 .lag_abort_s = ncg_cfg.lag_abort_s,
-                                 .global_rank = global_rank()};
+    struct ncg_rhost_params p =
+        rhost_params(l->token, l->tr.node, l->tr.root_node, l->tr.nnodes, l->tr.fanout);
+    p.root_addr = l->tr.root;
+    p.root_alen = l->tr.root_len;
     char err[160];
     struct ncg_rhost *h;
     int rc = ncg_rhost_start(&h, &p, err, sizeof err);
@@ -1590,16 +1598,7 @@ static int tree_wanted(uint32_t *node, uint32_t *nnodes)
  * (the caller falls back to the flat coordinator). */
 static int root_start_locked(uint32_t node, uint32_t nnodes, uint64_t tok)
 {
-    struct ncg_rhost_params p = {.token = tok,
-                                 .node = node,
-                                 .root_node = node,
-                                 .nnodes = nnodes,
-                                 .fanout = ncg_cfg.fanout,
-                                 .interval_ms = ncg_cfg.interval_ms,
-                                 .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
-                                 .lag_warn_s = ncg_cfg.lag_warn_s,
-                                 .lag_abort_s = ncg_cfg.lag_abort_s,
-                                 .global_rank = global_rank()};
+    struct ncg_rhost_params p = rhost_params(tok, node, node, nnodes, ncg_cfg.fanout);
     char err[160];
     struct ncg_rhost *h;
     int zero = 0;
