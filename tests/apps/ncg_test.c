@@ -24,7 +24,7 @@ int ncg_test_rank(void)
 }
 int ncg_test_world(void)
 {
-    return env_int("WORLD_SIZE", 1);
+    return env_int("NCG_TEST_WORLD", env_int("WORLD_SIZE", 1));
 }
 
 void ncg_test_fail(const char *what, ncclResult_t r, const char *file, int line)

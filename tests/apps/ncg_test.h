@@ -16,7 +16,8 @@ extern "C" {
 
 /* $RANK (default 0). Any thread; no allocation. */
 int ncg_test_rank(void);
-/* $WORLD_SIZE (default 1). Any thread; no allocation. */
+/* $NCG_TEST_WORLD, else $WORLD_SIZE (default 1): the first lets a test place its ranks in a
+ * larger job as the launcher's variables tell ncclguard. Any thread; no allocation. */
 int ncg_test_world(void);
 /* Rank 0: ncclGetUniqueId, write $NCG_ID_FILE (tmp + rename). Others: wait up to
  * $NCG_ID_TIMEOUT_S (default 60) seconds for the file, then read it. Blocking (sleeps);
