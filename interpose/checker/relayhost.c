@@ -54,6 +54,7 @@ struct ncg_rhost {
     uint64_t ask_since; /* first question for want */
     uint64_t retry_at;  /* next attempt (P_IDLE) */
     uint64_t root_fail; /* the root unreachable since (0: reachable) */
+    uint64_t dial_ns;   /* the current connection attempt (ask or parent) started then */
     uint8_t root_seen;  /* the root answered once */
     struct dent *dir;   /* the root: node -> its relay's address */
     int stopped, left;
@@ -264,10 +265,11 @@ static void accept_on(struct ncg_rhost *h, int lfd, int tcp, uint64_t now)
 
 /* The root's directory: registers the asker, answers with the nearest registered relay at or
  * above the node it wants (the root at worst). */
-static void on_rwhere(struct ncg_rhost *h, int id, const struct ncg_msg_rwhere *q)
+static void on_rwhere(struct ncg_rhost *h, int id, const struct ncg_msg_rwhere *q, uint64_t now)
 {
     struct hconn *c = &h->c[id];
     if (!h->dir || q->token != h->p.token || q->node >= h->p.nnodes || q->want >= h->p.nnodes) {
+        ncg_relay_closed(h->r, id, now); /* the relay forgets it too (its id is reused) */
         c->closing = 1;
         return;
     }
@@ -304,8 +306,8 @@ static void conn_read(struct ncg_rhost *h, int id, uint64_t now)
             ncg_peer_close(&c->io);
         return;
     }
-    int rc = ncg_peer_fill(&c->io);
-    for (int done = 0; done < 256 && !c->closing; done++) {
+    int rc = ncg_peer_fill(&c->io); /* bounded per call: so is the work below */
+    while (!c->closing) {
         int k = ncg_peer_next(&c->io, &m);
         if (k <= 0) {
             if (k < 0)
@@ -313,7 +315,7 @@ static void conn_read(struct ncg_rhost *h, int id, uint64_t now)
             break;
         }
         if (m.type == NCG_MSG_RWHERE && c->tcp)
-            on_rwhere(h, id, &m.u.rwhere);
+            on_rwhere(h, id, &m.u.rwhere, now);
         else
             ncg_relay_message(h->r, id, &m, now);
         ncg_msg_release(&m);
@@ -403,6 +405,7 @@ static void parent_start(struct ncg_rhost *h, uint64_t now)
     }
     ncg_peer_init(&h->up, fd);
     h->pstate = P_ASK_CONNECTING;
+    h->dial_ns = now;
     if (!h->ask_since)
         h->ask_since = now;
 }
@@ -448,6 +451,7 @@ static void on_rhere(struct ncg_rhost *h, const struct ncg_msg_rhere *a, uint64_
     }
     ncg_peer_init(&h->up, fd);
     h->pstate = P_CONNECTING;
+    h->dial_ns = now;
 }
 
 /* The parent sent SHUTDOWN: a relay leaving (reattach), or the root's process exiting cleanly
@@ -602,9 +606,18 @@ void ncg_rhost_handle(struct ncg_rhost *h, const struct pollfd *pf, int n, uint6
         return;
     }
     if (h->p.node != h->p.root_node) {
-        if (h->pstate == P_IDLE && now >= h->retry_at)
+        /* An answer that never comes (a frozen root's or parent's backlog accepts the
+         * connection): given up after two seconds, like a refused one. */
+        int dialing =
+            h->pstate == P_ASK_CONNECTING || h->pstate == P_ASKING || h->pstate == P_CONNECTING;
+        if (dialing && now - h->dial_ns > 2000000000ull) {
+            if (h->pstate == P_CONNECTING)
+                parent_lost(h, now, 1);
+            else
+                root_unreachable(h, now, 0);
+        } else if (h->pstate == P_IDLE && now >= h->retry_at) {
             parent_start(h, now);
-        else if (h->pstate == P_UP && ncg_relay_parent_silent(h->r, now))
+        } else if (h->pstate == P_UP && ncg_relay_parent_silent(h->r, now))
             parent_lost(h, now, 1);
         if (h->stopped)
             return;
