@@ -356,19 +356,20 @@ static void link_connect(struct link *l, uint64_t now)
         ncg_set_nonblock(fd);
         ncg_peer_init(&l->io, fd);
         int rc = connect(fd, (struct sockaddr *)&l->addr, l->alen);
-        l->state = rc == 0 || errno == EINPROGRESS ? L_CONNECTING : L_DOWN;
+        int e = errno;
+        l->state = rc == 0 || e == EINPROGRESS ? L_CONNECTING : L_DOWN;
+        if (l->state == L_DOWN) /* refused at once (a Unix name, a local port): no fd kept */
+            link_close(l);
+        errno = e; /* for the caller's message */
         if (l->state != L_DOWN || !l->tr.on || attempt)
             return;
         /* The node's relay is LOCAL_RANK 0's checker thread; another process takes the role
          * only when that one is not there after a second (not guarded, or gone), or left. */
-        if (launch_ranks()->local != 0 && !l->reelect && now - l->born_ns < 1000000000ull) {
-            link_close(l);
+        if (launch_ranks()->local != 0 && !l->reelect && now - l->born_ns < 1000000000ull)
             return;
-        }
-        /* No relay on this node's name: this process binds it (the first to bind wins); it
-         * the name stays taken by another, connect again; if it cannot be a relay, the
-         * root directly. */
-        link_close(l);
+        /* No relay on this node's name: this process binds it (the first to bind wins); if
+         * the name is taken by another meanwhile, connect again; if it cannot be a relay,
+         * the root directly. */
         if (become_relay(l) != 0) {
             l->tr.on = 0;
             l->addr = l->tr.root;
