@@ -650,10 +650,10 @@ static void link_lost_as(int li, const char *why, int rootlost, uint64_t now)
     int was_up = l->state == L_UP, was_hello = l->state == L_HELLO;
     link_close(l);
     l->state = L_DOWN;
-    if (was_up && !rootlost && l->tr.on && l->tr.node != l->tr.root_node) {
-        /* This node's relay died or froze: its process's ranks are the root's to name (it
-         * lost the relay too), so this process reports to the root directly from now on,
-         * and gets that verdict there like every other member. */
+    if (!rootlost && l->tr.on && l->tr.node != l->tr.root_node) {
+        /* This node's relay died or froze (also before it welcomed us): its process's ranks
+         * are the root's to name (it lost the relay too), so this process reports to the root
+         * directly from now on, and gets that verdict there like every other member. */
         ncg_debug(1, "lost %s (%s): reporting to the relay tree's root directly", l->name, why);
         l->tr.on = 0;
         l->addr = l->tr.root;
