@@ -3,7 +3,8 @@
 #  1. MISMATCH: the 16-rank incident, from the later of the two mismatching calls (the reports'
 #     call_time_unix) to every rank exited (the launcher returning), BENCH_RUNS times.
 #  2. RANK DIED: 16 ranks, one SIGKILLs itself; from its kill to every rank exited.
-#     Both in the synchronous and the asynchronous mode of the CPU NCCL.
+#     Both in the synchronous and the asynchronous mode of the CPU NCCL, and with the flat
+#     checker and through the relay tree (NCCLGUARD_TREE=on, 4 "nodes" of 4 ranks).
 #  3. Steady-state traffic: 16 ranks, AllReduce loop for BENCH_STEADY_S seconds, bytes per rank
 #     per second on the side channel (from NCCLGUARD_VERBOSE=1's per-link totals), and the same
 #     for a mixed workload with a p2p ring (4 ranks, scen healthy).
@@ -29,26 +30,29 @@ echo "bench-detect: $N ranks on $(nproc) CPUs, interval ${NCCLGUARD_INTERVAL_MS:
 MODES=sync
 [ -e "$B/fakecuda/libcudart.so.13" ] && MODES="sync async"
 mode_env() { [ "$1" = async ] && echo "FAKENCCL_ASYNC=1 LD_LIBRARY_PATH=$B/fakecuda:$LD_LIBRARY_PATH" || echo "FAKENCCL_ASYNC=0"; }
-for m in $MODES; do : >"$T/mm.$m"; : >"$T/kill.$m"; done
+# The checker: flat (one connection per process into rank 0's checker thread), or the relay tree.
+CFGS=${BENCH_CHECKERS:-flat tree}
+cfg_env() { [ "$1" = tree ] && echo "NCCLGUARD_TREE=on NCG_LAUNCH_PER_NODE=4" || echo "NCCLGUARD_TREE=off"; }
+for c in $CFGS; do for m in $MODES; do : >"$T/mm.$m.$c"; : >"$T/kill.$m.$c"; done; done
 for r in $(seq "$RUNS"); do
-  for m in $MODES; do
+  for c in $CFGS; do for m in $MODES; do
     rm -rf "$T/rep" && mkdir -p "$T/rep"
-    env $(mode_env $m) LD_PRELOAD=$B/libncclguard.so NCCLGUARD_REPORT_DIR=$T/rep "$L" -n "$N" -t 60 "$I" >"$T/log" 2>&1
+    env $(mode_env $m) $(cfg_env $c) LD_PRELOAD=$B/libncclguard.so NCCLGUARD_REPORT_DIR=$T/rep "$L" -n "$N" -t 60 "$I" >"$T/log" 2>&1
     rc=$?
     te=$(now)
     td=$(grep -ho '"call_time_unix":[0-9.]*' "$T"/rep/*.json | cut -d: -f2 | sort -g | tail -n 1)
-    [ $rc -eq 86 ] && [ -n "$td" ] && awk -v a="$td" -v b="$te" 'BEGIN{printf "%.3f\n", b-a}' >>"$T/mm.$m"
-    env $(mode_env $m) LD_PRELOAD=$B/libncclguard.so NCCLGUARD_REPORT_DIR=$T "$L" -n "$N" -t 60 "$S" kill 100 >"$T/log" 2>&1
+    [ $rc -eq 86 ] && [ -n "$td" ] && awk -v a="$td" -v b="$te" 'BEGIN{printf "%.3f\n", b-a}' >>"$T/mm.$m.$c"
+    env $(mode_env $m) $(cfg_env $c) LD_PRELOAD=$B/libncclguard.so NCCLGUARD_REPORT_DIR=$T "$L" -n "$N" -t 60 "$S" kill 100 >"$T/log" 2>&1
     te=$(now)
     td=$(grep -o 'scen: diverge at [0-9.]*' "$T/log" | awk '{print $4}')
     n86=$(grep -cE 'exited with status 86$' "$T/log")
-    [ -n "$td" ] && [ "$n86" -eq $((N - 1)) ] && awk -v a="$td" -v b="$te" 'BEGIN{printf "%.3f\n", b-a}' >>"$T/kill.$m"
-  done
+    [ -n "$td" ] && [ "$n86" -eq $((N - 1)) ] && awk -v a="$td" -v b="$te" 'BEGIN{printf "%.3f\n", b-a}' >>"$T/kill.$m.$c"
+  done; done
 done
-for m in $MODES; do
-  printf "MISMATCH (incident, %-5s), later mismatching call -> all ranks exited: " $m; stats <"$T/mm.$m"
-  printf "RANK DIED (SIGKILL, %-5s), kill -> all ranks exited:                   " $m; stats <"$T/kill.$m"
-done
+for c in $CFGS; do for m in $MODES; do
+  printf "MISMATCH (incident, %-5s %-4s), later mismatching call -> all ranks exited: " $m $c; stats <"$T/mm.$m.$c"
+  printf "RANK DIED (SIGKILL, %-5s %-4s), kill -> all ranks exited:                   " $m $c; stats <"$T/kill.$m.$c"
+done; done
 
 traffic() { # label ranks scen-args...
   local label=$1 n=$2; shift 2
