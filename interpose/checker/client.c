@@ -310,6 +310,8 @@ static struct ncg_rhost_params rhost_params(uint64_t tok, uint32_t node, uint32_
                                      .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
                                      .lag_warn_s = ncg_cfg.lag_warn_s,
                                      .lag_abort_s = ncg_cfg.lag_abort_s,
+                                     .stuck_warn_s = ncg_cfg.stuck_warn_s,
+                                     .stuck_abort_s = ncg_cfg.stuck_abort_s,
                                      .global_rank = global_rank()};
 }
 
