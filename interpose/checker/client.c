@@ -310,6 +310,8 @@ static struct ncg_rhost_params rhost_params(uint64_t tok, uint32_t node, uint32_
                                      .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
                                      .lag_warn_s = ncg_cfg.lag_warn_s,
                                      .lag_abort_s = ncg_cfg.lag_abort_s,
+                                     .stuck_warn_s = ncg_cfg.stuck_warn_s,
+                                     .stuck_abort_s = ncg_cfg.stuck_abort_s,
                                      .global_rank = global_rank()};
 }
 
@@ -1622,8 +1624,7 @@ static int root_start_locked(uint32_t node, uint32_t nnodes, uint64_t tok)
         ncg_log("NCCLGUARD_HTTP: not served in the relay tree yet (NCCLGUARD_TREE=off for the "
                 "status endpoint)");
     ncg_log("checking through a relay tree: %u nodes of %d ranks, fan-out %u; not yet in this "
-            "mode: STUCK, DEADLOCK and the status endpoint (NCCLGUARD_TREE=off: the flat "
-            "checker)",
+            "mode: DEADLOCK and the status endpoint (NCCLGUARD_TREE=off: the flat checker)",
             nnodes, launch_ranks()->local_world, ncg_cfg.fanout);
     __atomic_store_n(&G.have_rh, 1, __ATOMIC_RELEASE);
     return 0;

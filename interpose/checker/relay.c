@@ -33,6 +33,12 @@ struct rkid {
     struct ncg_rgone gone[NCG_RELAY_GONE];
     uint8_t nlow, low_more; /* child relay: ranks at its minimum */
     uint32_t low[NCG_RELAY_LOW];
+    /* completion (STUCK): a client's done and max(done, done_hi); a child relay's minima */
+    uint64_t dmin, dhi;
+    uint8_t sampled; /* completion sampled by CUDA events (a child relay: somewhere) */
+    uint32_t ndlow;  /* child relay: ranks at its dmin, exact */
+    uint8_t ndlow_l; /* of which listed */
+    uint32_t dlow[NCG_RELAY_LOW];
 };
 
 struct rcomm {
@@ -50,15 +56,17 @@ struct rcomm {
     uint64_t round_ns;           /* root: when its last plain round started (one per interval) */
     struct ncg_msg_rfault *pend; /* faults raised while detached from the parent */
     uint32_t npend;
-    uint8_t pend_full;    /* past NCG_RELAY_PEND in this detachment: said once */
-    uint64_t progress_ns; /* a count beneath this relay last grew (LAG) */
-    uint8_t lag_warned;   /* root: a LAG warning is outstanding */
-    uint64_t seen_ns;     /* root: its first round was due then (rounds wait for every rank) */
-    uint8_t sent_dead;    /* the latest RSTAT up carried it with no active rank (its last word:
-                             only then may a non-root relay forget it) */
-    struct ncg_p2pm p2p;  /* p2p records that met no other side here yet */
-    uint8_t p2p_full;     /* past NCG_P2PM_MAX: said once */
-    uint8_t nbad;         /* below the root: 2 when bad[] holds a differing pair for the root */
+    uint8_t pend_full;     /* past NCG_RELAY_PEND in this detachment: said once */
+    uint64_t progress_ns;  /* a count beneath this relay last grew (LAG) */
+    uint8_t lag_warned;    /* root: a LAG warning is outstanding */
+    uint64_t dprogress_ns; /* a completed count (or its bound) beneath last grew (STUCK) */
+    uint64_t stuck_warned; /* root: 1 + the slot a STUCK warning was issued for, 0 none */
+    uint64_t seen_ns;      /* root: its first round was due then (rounds wait for every rank) */
+    uint8_t sent_dead;     /* the latest RSTAT up carried it with no active rank (its last word:
+                              only then may a non-root relay forget it) */
+    struct ncg_p2pm p2p;   /* p2p records that met no other side here yet */
+    uint8_t p2p_full;      /* past NCG_P2PM_MAX: said once */
+    uint8_t nbad;          /* below the root: 2 when bad[] holds a differing pair for the root */
     struct ncg_rp2p_rec bad[2];
 };
 
@@ -821,6 +829,169 @@ static void root_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns
     verdict_issue(r, c, v);
 }
 
+/* c's figures over its active kids, for STUCK: min and max count, the completion bounds. */
+struct dfig {
+    uint64_t mn, mx, dmin, dhi;
+    uint32_t known, active;
+    uint8_t sampled;
+};
+
+static struct dfig comm_dfig(const struct rcomm *c)
+{
+    struct dfig f = {UINT64_MAX, 0, UINT64_MAX, UINT64_MAX, 0, 0, 0};
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        f.known += k->relay ? k->known : 1;
+        if (k->state != K_ACTIVE || (k->relay && !k->active))
+            continue;
+        f.active += k->relay ? k->active : 1;
+        f.mn = k->min < f.mn ? k->min : f.mn;
+        f.mx = k->max > f.mx ? k->max : f.mx;
+        f.dmin = k->dmin < f.dmin ? k->dmin : f.dmin;
+        f.dhi = k->dhi < f.dhi ? k->dhi : f.dhi;
+        f.sampled |= k->sampled;
+    }
+    return f;
+}
+
+/* coord_hang.c's hang_behind_lag needs to know which members of c share a process with
+ * members of another comm: the tree carries no such thing. A conservative stand-in: some other
+ * comm has incomplete work (its max count above its min completed) while some member may not
+ * have issued its first incomplete slot (min count at most its min upper bound): while so, no
+ * sampled STUCK (a missed STUCK rather than a false one). Called only when one is due. */
+static int root_behind_lag(const struct ncg_relay *r, const struct rcomm *c)
+{
+    for (size_t ci = 0; ci < r->ncomm; ci++) {
+        const struct rcomm *o = r->comm[ci];
+        if (o == c || o->done)
+            continue;
+        struct dfig f = comm_dfig(o);
+        if (f.mn != UINT64_MAX && f.mn <= f.dhi && f.mx > f.dmin)
+            return 1;
+    }
+    return 0;
+}
+
+/* The call at slot k from the last round's records, when it asked them (one call everywhere). */
+static void stuck_call(const struct rcomm *c, uint64_t k, struct ncg_verdict *v)
+{
+    if (!c->acc || c->rd.mode != NCG_QUERY_RECORDS)
+        return;
+    for (uint32_t j = 0; j < c->rd.qn && j < c->acc->n; j++) {
+        const struct ncg_rslot *s = &c->acc->s[j];
+        if (c->rd.qslot[j] != k || s->ngroups != 1 || s->more || s->g[0].status != NCG_ANS_OK)
+            continue;
+        v->ncalls = 1;
+        v->calls[0].call = s->g[0].call;
+        v->calls[0].call.seq = k;
+        snprintf(v->calls[0].site, sizeof v->calls[0].site, "%s", s->g[0].site);
+        return;
+    }
+}
+
+/* coord_hang.c's STUCK over the tree, on aggregates: every rank known and active issued the
+ * first slot some rank has not completed ([dmin, dhi] of the minima), it is verified identical
+ * (rd.vc), and no completion (sampled; synchronous: nor issue) grew for stuck_warn_s. The
+ * member lines of the flat checker (threads, call sites, other comms) are not gathered. */
+static void root_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
+{
+    if (r->p.stuck_warn_s <= 0 && r->p.stuck_abort_s <= 0)
+        return;
+    struct dfig f = comm_dfig(c);
+    if (f.known < c->nranks || f.active < c->nranks || f.mn == UINT64_MAX)
+        return; /* unknown, gone or dead members: other verdicts' business */
+    uint64_t k = f.dmin, khi = f.dhi;
+    if (f.mn <= khi)
+        return; /* someone may not have issued the stalled slot: LAG territory, or idle */
+    if (c->rd.vc <= khi)
+        return; /* not verified identical (yet) up to there: MISMATCH territory */
+    uint64_t last =
+        f.sampled || c->dprogress_ns > c->progress_ns ? c->dprogress_ns : c->progress_ns;
+    double idle = (double)(now_ns - last) / 1e9;
+    int act = r->p.stuck_abort_s > 0 && idle >= r->p.stuck_abort_s;
+    if (!act && (r->p.stuck_warn_s <= 0 || idle < r->p.stuck_warn_s || c->stuck_warned == k + 1))
+        return;
+    if (f.sampled && root_behind_lag(r, c))
+        return; /* possibly queued behind another comm's wait for a late rank: its LAG */
+    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_STUCK);
+    char *notes = malloc(NCG_WIRE_NOTES);
+    if (!v || !notes) {
+        ncg_verdict_free(v);
+        free(notes);
+        if (!notes)
+            r_nomem(r);
+        return;
+    }
+    int32_t who[NCG_RELAY_DEAD];
+    size_t n = 0;
+    uint64_t nat = 0; /* ranks at dmin, exact */
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *x = &c->k[i];
+        if (x->state != K_ACTIVE || (x->relay && !x->active) || x->dmin != k)
+            continue;
+        nat += x->relay ? x->ndlow : 1;
+        if (!x->relay && n < NCG_RELAY_DEAD)
+            who[n++] = (int32_t)x->rank;
+        for (uint32_t j = 0; x->relay && j < x->ndlow_l && n < NCG_RELAY_DEAD; j++)
+            who[n++] = (int32_t)x->dlow[j];
+    }
+    if (nat >= c->nranks) { /* every rank: named whole, however many the lists held */
+        n = 0;
+        snprintf(v->subject, sizeof v->subject, c->nranks > 1 ? "0-%u" : "0", c->nranks - 1);
+    } else {
+        ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+        if (nat > n) { /* more than listed */
+            size_t len = strlen(v->subject);
+            snprintf(v->subject + len, sizeof v->subject - len, ",...");
+        }
+    }
+    stuck_call(c, k, v);
+    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
+    v->slot = (int64_t)k;
+    char range[96] = "";
+    if (khi > k)
+        snprintf(range, sizeof range,
+                 " (or a later one up to slot %" PRIu64 ": completion is "
+                 "sampled by CUDA events)",
+                 khi);
+    if (nat >= c->nranks)
+        snprintf(v->detail, sizeof v->detail, "completed on none for %.1f s%s", idle, range);
+    else
+        snprintf(v->detail, sizeof v->detail, "not completed on %s %.200s for %.1f s%s",
+                 nat > 1 ? "ranks" : "rank", v->subject, idle, range);
+    int w = snprintf(notes, NCG_WIRE_NOTES,
+                     "a hang inside NCCL (a dead link, a failed device, a peer stuck elsewhere), "
+                     "not a desync: slot %" PRIu64 " is the same call on every rank\n",
+                     k);
+    size_t len = w > 0 ? (size_t)w : 0;
+    if (khi > k && len < NCG_WIRE_NOTES) {
+        w = snprintf(notes + len, NCG_WIRE_NOTES - len,
+                     "completion is sampled by CUDA events (asynchronous NCCL): the stalled slot "
+                     "is one of %" PRIu64 "-%" PRIu64 ", identical on every rank up to there\n",
+                     k, khi);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    if (len < NCG_WIRE_NOTES) {
+        if (k)
+            w = snprintf(notes + len, NCG_WIRE_NOTES - len,
+                         "last slot completed on every rank: %s%" PRIu64 "\n",
+                         khi > k ? "at least " : "", k - 1);
+        else
+            w = snprintf(notes + len, NCG_WIRE_NOTES - len,
+                         "last slot completed on every rank: none%s\n", khi > k ? " known" : "");
+        len += w > 0 ? (size_t)w : 0;
+    }
+    if (len < NCG_WIRE_NOTES)
+        snprintf(notes + len, NCG_WIRE_NOTES - len,
+                 "each member's thread, call site and other communicators are not gathered "
+                 "through the relay tree (NCCLGUARD_TREE=off for them)\n");
+    if (ncg_verdict_set_notes(v, notes) < 0)
+        r_nomem(r);
+    free(notes);
+    c->stuck_warned = k + 1;
+    verdict_issue(r, c, v);
+}
+
 static void root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
 {
     uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
@@ -1014,15 +1185,28 @@ static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report
                 continue;
             k->min = k->max = x->count;
             k->known = k->active = 1;
-            c->progress_ns = now_ns;
+            k->dmin = x->done;
+            k->dhi = x->done_hi > x->done ? x->done_hi : x->done;
+            k->sampled = (x->flags & NCG_REP_SAMPLED) != 0;
+            c->progress_ns = c->dprogress_ns = now_ns;
             if (c->done && c->last)
                 send_verdict(r, c, c->last, conn); /* too late for it: it concerns it */
             continue;
         }
-        if (k->state == K_ACTIVE && x->count > k->max) {
+        if (k->state != K_ACTIVE)
+            continue;
+        if (x->count > k->max) {
             k->min = k->max = x->count;
             c->progress_ns = now_ns;
         }
+        /* as coord.c's on_report: done only grows; the upper bound is the latest one */
+        uint64_t hi = x->done_hi > x->done ? x->done_hi : x->done;
+        if (x->done > k->dmin || hi > k->dhi) {
+            c->dprogress_ns = now_ns; /* completion moved (or what bounds it did) */
+            k->dmin = x->done > k->dmin ? x->done : k->dmin;
+        }
+        k->dhi = hi > k->dmin ? hi : k->dmin;
+        k->sampled = (x->flags & NCG_REP_SAMPLED) != 0;
     }
 }
 
@@ -1051,10 +1235,20 @@ static void on_rstat(struct ncg_relay *r, int conn, const struct ncg_msg_rstat *
         k->nlow = x->nlow;
         k->low_more = x->low_more;
         memcpy(k->low, x->low, sizeof *x->low * x->nlow);
+        k->dmin = x->dmin;
+        k->dhi = x->dhi;
+        k->sampled = x->sampled;
+        k->ndlow = x->ndlow;
+        k->ndlow_l = x->ndlow_l;
+        memcpy(k->dlow, x->dlow, sizeof *x->dlow * x->ndlow_l);
         uint64_t idle = (uint64_t)x->idle_ms * 1000000ull;
         uint64_t at = now_ns > idle ? now_ns - idle : 0; /* its last progress, in our clock */
         if (at > c->progress_ns)
             c->progress_ns = at;
+        idle = (uint64_t)x->didle_ms * 1000000ull;
+        at = now_ns > idle ? now_ns - idle : 0;
+        if (at > c->dprogress_ns)
+            c->dprogress_ns = at;
     }
 }
 
@@ -1324,7 +1518,7 @@ static void send_stats(struct ncg_relay *r, uint64_t now_ns)
         memset(e, 0, sizeof *e);
         e->comm_id = c->id;
         e->nranks = c->nranks;
-        e->min = UINT64_MAX;
+        e->min = e->dmin = e->dhi = UINT64_MAX;
         for (uint32_t i = 0; i < c->nk; i++) {
             const struct rkid *k = &c->k[i];
             e->known += k->relay ? k->known : 1;
@@ -1344,10 +1538,15 @@ static void send_stats(struct ncg_relay *r, uint64_t now_ns)
             if (k->state == K_ACTIVE && (!k->relay || k->active)) {
                 e->min = k->min < e->min ? k->min : e->min;
                 e->max = k->max > e->max ? k->max : e->max;
+                e->dmin = k->dmin < e->dmin ? k->dmin : e->dmin;
+                e->dhi = k->dhi < e->dhi ? k->dhi : e->dhi;
+                e->sampled |= k->sampled;
             }
         }
         if (e->min == UINT64_MAX)
             e->min = e->max = 0;
+        if (e->dmin == UINT64_MAX)
+            e->dmin = e->dhi = 0;
         for (uint32_t i = 0; i < c->nk; i++) { /* the ranks at min: the laggards, for LAG */
             const struct rkid *k = &c->k[i];
             if (k->state != K_ACTIVE || (k->relay && !k->active) || k->min != e->min)
@@ -1358,12 +1557,28 @@ static void send_stats(struct ncg_relay *r, uint64_t now_ns)
                 low_add(e, k->low[j]);
             e->low_more |= k->relay && k->low_more;
         }
+        for (uint32_t i = 0; i < c->nk; i++) { /* the ranks at dmin: the stalled ones (STUCK) */
+            const struct rkid *k = &c->k[i];
+            if (k->state != K_ACTIVE || (k->relay && !k->active) || k->dmin != e->dmin)
+                continue;
+            e->ndlow += k->relay ? k->ndlow : 1;
+            if (!k->relay && e->ndlow_l < NCG_RELAY_LOW)
+                e->dlow[e->ndlow_l++] = k->rank;
+            for (uint32_t j = 0; k->relay && j < k->ndlow_l && e->ndlow_l < NCG_RELAY_LOW; j++)
+                e->dlow[e->ndlow_l++] = k->dlow[j];
+        }
         uint64_t idle = now_ns > c->progress_ns ? (now_ns - c->progress_ns) / 1000000ull : 0;
         e->idle_ms = idle > UINT32_MAX ? UINT32_MAX : (uint32_t)idle;
+        idle = now_ns > c->dprogress_ns ? (now_ns - c->dprogress_ns) / 1000000ull : 0;
+        e->didle_ms = idle > UINT32_MAX ? UINT32_MAX : (uint32_t)idle;
         if (e->known > e->nranks)
             e->known = e->nranks;
         if (e->active > e->known)
             e->active = e->known;
+        if (e->ndlow > e->active)
+            e->ndlow = e->active;
+        if (e->ndlow_l > e->ndlow)
+            e->ndlow_l = (uint8_t)e->ndlow;
         c->sent_dead = e->active == 0;
         if (++m.u.rstat.n == NCG_RELAY_STAT) {
             r->ops.up(r->ops.arg, &m);
@@ -1501,6 +1716,8 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
             root_check_exited(r, c);
         if (r->p.root && !c->done)
             root_check_lag(r, c, now_ns);
+        if (r->p.root && !c->done)
+            root_check_stuck(r, c, now_ns);
         if (r->p.root && !c->done && !c->q_active)
             root_round_start(r, c, now_ns);
         /* Faults queued while detached, and (below the root) a comm whose last RSTAT still

@@ -36,8 +36,10 @@ struct ncg_relay_params {
     uint8_t client_verdicts;
     uint8_t has_global_rank; /* WELCOME carries global_rank (the relay's process's), else -1 */
     int32_t global_rank;
-    double lag_warn_s;  /* root: LAG warning after this long without progress (0: none) */
-    double lag_abort_s; /* root: LAG becomes an error after this long (0: never) */
+    double lag_warn_s;    /* root: LAG warning after this long without progress (0: none) */
+    double lag_abort_s;   /* root: LAG becomes an error after this long (0: never) */
+    double stuck_warn_s;  /* root: STUCK warning after this long without completion (0: none) */
+    double stuck_abort_s; /* root: STUCK becomes an error after this long (0: never) */
 };
 
 struct ncg_relay_ops {

@@ -163,6 +163,8 @@ int ncg_rhost_start(struct ncg_rhost **out, const struct ncg_rhost_params *p, ch
                                   .client_verdicts = 1,
                                   .lag_warn_s = p->lag_warn_s,
                                   .lag_abort_s = p->lag_abort_s,
+                                  .stuck_warn_s = p->stuck_warn_s,
+                                  .stuck_abort_s = p->stuck_abort_s,
                                   .has_global_rank = 1,
                                   .global_rank = p->global_rank};
     snprintf(rp.host, sizeof rp.host, "%s", ncg_host_name());

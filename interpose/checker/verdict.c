@@ -316,9 +316,10 @@ char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
                  v->subject, v->detail[0] ? ": " : "", v->detail);
         break;
     case NCG_V_STUCK:
-        snprintf(buf + len, left, ": slot %" PRId64 " %s issued identically by all %u ranks, %s",
-                 v->slot, v->ncalls ? ncg_call_format(&v->calls[0].call, a, sizeof a) : "",
-                 v->nranks, v->detail);
+        snprintf(buf + len, left, ": slot %" PRId64 "%s%s issued identically by all %u ranks, %s",
+                 v->slot, v->ncalls ? " " : "", /* no call: the relay tree's root, no records */
+                 v->ncalls ? ncg_call_format(&v->calls[0].call, a, sizeof a) : "", v->nranks,
+                 v->detail);
         break;
     case NCG_V_DEADLOCK:
         snprintf(buf + len, left, ": %s", v->detail);

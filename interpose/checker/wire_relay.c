@@ -84,6 +84,16 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
             ncg_put8(w, e->low_more);
             for (j = 0; j < e->nlow; j++)
                 ncg_put32(w, e->low[j]);
+            if (e->ndlow_l > NCG_RELAY_LOW)
+                return -1;
+            ncg_put64(w, e->dmin);
+            ncg_put64(w, e->dhi);
+            ncg_put8(w, e->sampled);
+            ncg_put32(w, e->didle_ms);
+            ncg_put32(w, e->ndlow);
+            ncg_put8(w, e->ndlow_l);
+            for (j = 0; j < e->ndlow_l; j++)
+                ncg_put32(w, e->dlow[j]);
         }
         return 0;
     case NCG_MSG_RANSWER: {
@@ -208,6 +218,18 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
                 return -1;
             for (j = 0; j < e->nlow; j++)
                 if ((e->low[j] = ncg_get32(r)) >= e->nranks)
+                    return -1;
+            e->dmin = ncg_get64(r);
+            e->dhi = ncg_get64(r);
+            e->sampled = ncg_get8(r);
+            e->didle_ms = ncg_get32(r);
+            e->ndlow = ncg_get32(r);
+            e->ndlow_l = ncg_get8(r);
+            if (e->dmin > e->dhi || e->sampled > 1 || e->ndlow > e->active ||
+                e->ndlow_l > NCG_RELAY_LOW || e->ndlow_l > e->ndlow)
+                return -1;
+            for (j = 0; j < e->ndlow_l; j++)
+                if ((e->dlow[j] = ncg_get32(r)) >= e->nranks)
                     return -1;
         }
         return 0;

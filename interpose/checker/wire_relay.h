@@ -41,6 +41,15 @@ struct ncg_rstat_ent {
     uint8_t nlow;     /* ranks at min (the lagging ones when counts differ) */
     uint8_t low_more; /* more ranks at min than listed */
     uint32_t low[NCG_RELAY_LOW];
+    /* completion (STUCK at the root), over the active ranks (0 when none): the first slot
+     * some rank has not completed lies in [dmin, dhi] (exact when equal) */
+    uint64_t dmin;     /* min completed */
+    uint64_t dhi;      /* min of each rank's upper bound max(done, done_hi) */
+    uint8_t sampled;   /* some rank's completion is sampled by CUDA events */
+    uint32_t didle_ms; /* since a completed count (or its bound) beneath last grew */
+    uint32_t ndlow;    /* ranks at dmin, exact */
+    uint8_t ndlow_l;   /* of which listed in dlow[] (beyond: ndlow says how many) */
+    uint32_t dlow[NCG_RELAY_LOW];
 };
 struct ncg_msg_rstat {
     uint32_t n;

@@ -171,16 +171,46 @@ static void test_codecs(void)
         e->nown = 2;
         e->own[0] = 8;
         e->own[1] = 9;
+        e->dmin = 3; /* completion: bounds, idle time, the ranks at the minimum */
+        e->dhi = 4;
+        e->sampled = 1;
+        e->didle_ms = 2500;
+        e->ndlow = 5;
+        e->ndlow_l = 2;
+        e->dlow[0] = 10;
+        e->dlow[1] = 63;
     }
     roundtrip(&m, &o);
     CHECK(o.u.rstat.n == 2 && o.u.rstat.e[1].comm_id == 101 && o.u.rstat.e[1].min == 5 &&
           o.u.rstat.e[1].nown == 2 && o.u.rstat.e[1].own[1] == 9);
-    m.u.rstat.e[0].min = 10; /* min > max: refused */
+    CHECK(o.u.rstat.e[1].dmin == 3 && o.u.rstat.e[1].dhi == 4 && o.u.rstat.e[1].sampled == 1 &&
+          o.u.rstat.e[1].didle_ms == 2500 && o.u.rstat.e[1].ndlow == 5 &&
+          o.u.rstat.e[1].ndlow_l == 2 && o.u.rstat.e[1].dlow[1] == 63);
     {
         static uint8_t buf[8192];
-        long n = ncg_wire_encode(&m, buf, sizeof buf);
         struct ncg_msg t;
-        CHECK(n > 0 && ncg_wire_decode(buf, (size_t)n, &t) < 0);
+        /* each out of bounds: refused by the decoder (or the encoder, past the array) */
+        struct ncg_rstat_ent *e = &m.u.rstat.e[0], keep = *e;
+        for (int c = 0; c < 7; c++) {
+            *e = keep;
+            if (c == 0)
+                e->min = 10; /* min > max */
+            else if (c == 1)
+                e->dmin = 5; /* dmin > dhi */
+            else if (c == 2)
+                e->sampled = 2;
+            else if (c == 3)
+                e->ndlow = 8; /* more at the minimum than active */
+            else if (c == 4)
+                e->ndlow_l = 6; /* more listed than at the minimum */
+            else if (c == 5)
+                e->dlow[1] = 64; /* not a rank of the comm */
+            else
+                e->ndlow_l = NCG_RELAY_LOW + 1;
+            long n = ncg_wire_encode(&m, buf, sizeof buf);
+            CHECK(c == 6 ? n < 0 : n > 0 && ncg_wire_decode(buf, (size_t)n, &t) < 0);
+        }
+        *e = keep;
     }
 
     static struct ncg_msg_ranswer a;
@@ -323,6 +353,8 @@ struct client { /* one rank per client process */
     uint32_t pid;
     uint64_t count, odd_from; /* digest differs from slot odd_from (UINT64_MAX: never) */
     uint8_t same_call;        /* from odd_from the digest differs but the call looks the same */
+    uint64_t done, done_hi;   /* completed slots, and the upper bound when sampled */
+    uint8_t sampled;
     int verdicts, plain;
     struct ncg_verdict *v;
 };
@@ -338,7 +370,7 @@ static struct {
     uint64_t now;
     uint8_t client_verdicts;
     uint8_t fork; /* tree(1): relay 2 under the root (conn 3), a sibling of relay 1 */
-    double lag_warn_s, lag_abort_s;
+    double lag_warn_s, lag_abort_s, stuck_warn_s, stuck_abort_s;
     int frozen; /* a relay that runs no more (frames to it are lost), or -1 */
     /* what each relay said: event lines about a bound (refused, merged), and sent up */
     int refused_ev[MAXR], merged_ev[MAXR];
@@ -499,6 +531,9 @@ static void report_all(void)
         m.u.report.e[0].rank = (uint32_t)c->rank;
         m.u.report.e[0].count = c->count;
         m.u.report.e[0].global_rank = c->rank;
+        m.u.report.e[0].done = c->done;
+        m.u.report.e[0].done_hi = c->done_hi;
+        m.u.report.e[0].flags = c->sampled ? NCG_REP_SAMPLED : 0;
         push(TO_CHILD, c->relay, c->conn, &m);
     }
     pump();
@@ -519,12 +554,14 @@ static void tick_all(int nr)
 static void tree(int three_levels)
 {
     uint8_t cv = T.client_verdicts, fork = T.fork;
-    double lw = T.lag_warn_s, la = T.lag_abort_s;
+    double lw = T.lag_warn_s, la = T.lag_abort_s, sw = T.stuck_warn_s, sa = T.stuck_abort_s;
     memset(&T, 0, sizeof T);
     T.client_verdicts = cv;
     T.fork = fork;
     T.lag_warn_s = lw;
     T.lag_abort_s = la;
+    T.stuck_warn_s = sw;
+    T.stuck_abort_s = sa;
     T.frozen = -1;
     memset(T.child_relay, -1, sizeof T.child_relay);
     int nr = three_levels ? 3 : 2;
@@ -538,6 +575,8 @@ static void tree(int three_levels)
         p.client_verdicts = T.client_verdicts;
         p.lag_warn_s = T.lag_warn_s;
         p.lag_abort_s = T.lag_abort_s;
+        p.stuck_warn_s = T.stuck_warn_s;
+        p.stuck_abort_s = T.stuck_abort_s;
         strcpy(p.host, "h");
         OA[i].relay = i;
         struct ncg_relay_ops ops = {op_send, op_drop, op_up, op_event, &OA[i]};
@@ -920,6 +959,163 @@ static void test_lag(void)
     CHECK(st.verdicts == 2);
     tree_free(3);
     T.lag_warn_s = T.lag_abort_s = 0;
+}
+
+/* STUCK through the tree: every rank (under the root, relay 1, relay 2) issued 31 slots and
+ * completed 30 (slot 30 stalled): one warning per rank once nothing completed for 1 s, naming
+ * the ranks at the minimum and the slot; with rank 0 past it, the others only. */
+static void stuck_run(int ticks)
+{
+    for (int t = 0; t < ticks; t++) {
+        report_all();
+        tick_all(3);
+    }
+}
+
+static void stuck_tree(uint64_t count, uint64_t done)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++) {
+        T.cl[i].count = count;
+        T.cl[i].done = T.cl[i].done_hi = done;
+    }
+}
+
+static void test_stuck(void)
+{
+    T.stuck_warn_s = 1;
+    stuck_tree(31, 30);
+    stuck_run(5);
+    CHECK(T.cl[0].verdicts == 0); /* 0.5 s: not yet */
+    stuck_run(25);
+    for (int i = 0; i < T.ncl; i++) /* once, to every rank */
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].v && T.cl[i].v->kind == NCG_V_STUCK &&
+              T.cl[i].v->severity == NCG_SEV_WARN && T.cl[i].v->slot == 30 &&
+              !strcmp(T.cl[i].v->subject, "0-5"));
+    const struct ncg_verdict *v = T.cl[4].v;
+    if (v) {
+        CHECK(!strncmp(v->detail, "completed on none for ", 22) && !strstr(v->detail, "sampled"));
+        CHECK(v->notes && strstr(v->notes, "a hang inside NCCL") == v->notes &&
+              strstr(v->notes, "slot 30 is the same call on every rank\n") &&
+              strstr(v->notes, "\nlast slot completed on every rank: 29\n") &&
+              strstr(v->notes, "not gathered through the relay tree") &&
+              !strstr(v->notes, "sampled"));
+        CHECK(v->ncalls == 0 && v->last_agreed >= 30); /* the client names its own call */
+        char sum[512];
+        struct ncg_verdict tmp = *v;
+        tmp.nranks = 6;
+        ncg_verdict_summary(&tmp, sum, sizeof sum);
+        CHECK(strstr(sum, ": slot 30 issued identically by all 6 ranks, completed on none") !=
+              NULL);
+    }
+    tree_free(3);
+
+    /* rank 0 completed slot 30; ranks 1-5 (under all three relays) did not */
+    stuck_tree(31, 30);
+    T.cl[0].done = T.cl[0].done_hi = 31;
+    stuck_run(30);
+    CHECK(T.cl[3].verdicts == 1 && T.cl[3].v && T.cl[3].v->kind == NCG_V_STUCK);
+    if (T.cl[3].v) {
+        CHECK(!strcmp(T.cl[3].v->subject, "1-5") && T.cl[3].v->slot == 30);
+        CHECK(!strncmp(T.cl[3].v->detail, "not completed on ranks 1-5 for ", 31));
+    }
+    tree_free(3);
+    /* only rank 4 (two levels down) did not */
+    stuck_tree(31, 31);
+    T.cl[4].done = T.cl[4].done_hi = 30;
+    stuck_run(30);
+    CHECK(T.cl[0].verdicts == 1 && T.cl[0].v && T.cl[0].v->kind == NCG_V_STUCK);
+    if (T.cl[0].v)
+        CHECK(!strcmp(T.cl[0].v->subject, "4") &&
+              !strncmp(T.cl[0].v->detail, "not completed on rank 4 for ", 28));
+    tree_free(3);
+
+    /* the warning, then the error (a verdict: the checking ends) */
+    T.stuck_abort_s = 2;
+    stuck_tree(31, 30);
+    stuck_run(40);
+    for (int i = 0; i < T.ncl; i++)
+        CHECK(T.cl[i].verdicts == 2);
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[0], &st);
+    CHECK(st.verdicts == 2);
+    tree_free(3);
+    T.stuck_abort_s = 0;
+
+    /* rank 5 has not issued slot 30 (LAG territory): no STUCK */
+    stuck_tree(31, 30);
+    T.cl[5].count = 30;
+    stuck_run(30);
+    for (int i = 0; i < T.ncl; i++)
+        CHECK(T.cl[i].verdicts == 0);
+    tree_free(3);
+    /* completion progresses (sync: counts too), each report: no STUCK */
+    stuck_tree(31, 30);
+    for (int t = 0; t < 30; t++) {
+        for (int i = 0; i < T.ncl; i++) {
+            T.cl[i].count++;
+            T.cl[i].done = T.cl[i].done_hi = T.cl[i].done + 1;
+        }
+        stuck_run(1);
+    }
+    for (int i = 0; i < T.ncl; i++)
+        CHECK(T.cl[i].verdicts == 0);
+    tree_free(3);
+    /* sampled (asynchronous NCCL): the hosts keep issuing (counts grow), completion does not;
+     * completed between 28 and 31 on every rank: the range */
+    stuck_tree(33, 28);
+    for (int i = 0; i < T.ncl; i++) {
+        T.cl[i].done_hi = 31;
+        T.cl[i].sampled = i == 4;
+    }
+    for (int t = 0; t < 30; t++) {
+        for (int i = 0; i < T.ncl; i++)
+            T.cl[i].count++;
+        stuck_run(1);
+    }
+    for (int i = 0; i < T.ncl; i++)
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].v && T.cl[i].v->kind == NCG_V_STUCK &&
+              T.cl[i].v->slot == 28 && !strcmp(T.cl[i].v->subject, "0-5"));
+    v = T.cl[1].v;
+    if (v) {
+        CHECK(strstr(v->detail, "completed on none for ") == v->detail &&
+              strstr(v->detail, " s (or a later one up to slot 31: completion is sampled by CUDA "
+                                "events)") != NULL);
+        CHECK(v->notes &&
+              strstr(v->notes, "the stalled slot is one of 28-31, identical on every rank") &&
+              strstr(v->notes, "last slot completed on every rank: at least 27\n"));
+    }
+    tree_free(3);
+    /* sampled, another comm lagging (a member has not issued its first incomplete slot while
+     * others wait): possibly queued behind it, no STUCK */
+    stuck_tree(33, 28);
+    for (int i = 0; i < T.ncl; i++) {
+        T.cl[i].done_hi = 31;
+        T.cl[i].sampled = 1;
+    }
+    for (int t = 0; t < 30; t++) {
+        report_all();
+        for (int i = 0; i < T.ncl; i++) { /* comm 0xc1: rank 3 issued 5, the others 7, done 5 */
+            struct client *c = &T.cl[i];
+            struct ncg_msg m = {.type = NCG_MSG_REPORT};
+            m.u.report.n = 1;
+            m.u.report.e[0] = (struct ncg_report_entry){.comm_id = 0xc1,
+                                                        .nranks = (uint32_t)T.ncl,
+                                                        .rank = (uint32_t)c->rank,
+                                                        .count = i == 3 ? 5 : 7,
+                                                        .global_rank = c->rank,
+                                                        .done = 5,
+                                                        .done_hi = 5,
+                                                        .flags = NCG_REP_SAMPLED};
+            push(TO_CHILD, c->relay, c->conn, &m);
+        }
+        pump();
+        tick_all(3);
+    }
+    for (int i = 0; i < T.ncl; i++)
+        CHECK(T.cl[i].verdicts == 0);
+    tree_free(3);
+    T.stuck_warn_s = 0;
 }
 
 /* (Found in review.) Every rank under relay 2 leaves, then relayd's frequent ticks come before
@@ -1486,6 +1682,7 @@ static void test_p2p_nomem(void)
 int main(void)
 {
     test_lag();
+    test_stuck();
     test_silent_relay();
     test_exited();
     test_topology();

@@ -3,9 +3,9 @@
 # checker thread is the root, each node's LOCAL_RANK 0 its relay (4, 8, 12), the others connect
 # to their node's relay. Every verdict the tree issues, named right on every rank: MISMATCH, P2P
 # MISMATCH (within a node, across nodes), RANK DIED (a plain rank, a node relay killed or frozen,
-# the root), RANK EXITED (a plain rank, a node relay, the root), LAG; the warn and fail actions;
-# a deeper tree (fan-out 2: three levels, the parents found through the root); a rank whose node
-# is unknown; a healthy job.
+# the root), RANK EXITED (a plain rank, a node relay, the root), LAG, STUCK; the warn and fail
+# actions; a deeper tree (fan-out 2: three levels, the parents found through the root); a rank
+# whose node is unknown; a healthy job.
 # ncg-modes: sync async
 . "$NCG_ROOT/tests/checker/lib.sh"
 # Under sanitizers the synchronous pass covers the tree's code (the modes differ in the client).
@@ -68,6 +68,35 @@ NCCLGUARD_LAG_WARN_S=1 NCCLGUARD_LAG_ABORT_S=2 SCEN_LAG_S=6 guarded "$NCG_TMP/la
 expect "$(exited 86)" 16 "lag abort"
 expect "$(nlines '^ncclguard: VERDICT: LAG on comm')" 16 "lag verdict"
 
+# STUCK: rank 1 never finishes slot 30 of the world comm (FAKENCCL_STALL), which every rank
+# issued identically: a warning on every rank naming the slot and the call (each rank's own
+# ring: the root's aggregates carry no call), then an error with the abort threshold. As in
+# t_stuck.sh: asynchronous mode spaces the calls 5 ms apart (one event each: the slot exact),
+# and a sampled range within 3 slots of it is allowed.
+[ $async = 1 ] && export SCEN_GAP_US=5000
+FAKENCCL_STALL=1:30 NCCLGUARD_STUCK_WARN_S=2 guarded "$NCG_TMP/stuck" "$LAUNCH" -n 16 -t 6 "$SCEN" steady 30
+expect "$RC" 124 "stuck: a stalled job stays blocked after a warning"
+# stuck_slots KIND SLOT: headlines of KIND whose slot (or sampled range) holds SLOT
+stuck_slots() {
+  grep -E "^ncclguard: $1: STUCK on comm [0-9a-f]+ \(16 ranks\): slot [0-9]+ AllReduce\(count=8, float32, sum\) issued identically by all 16 ranks, " "$OUT" |
+    sed -E 's/.*: slot ([0-9]+) .*/\1 &/; s/^([0-9]+) .*or a later one up to slot ([0-9]+):.*/\1 \2/; s/^([0-9]+) .*/\1 \1/' |
+    awk -v s="$2" -v a=$async '$1 <= s && s <= $2 && (a ? $2 - $1 <= 3 : $1 == $2)' | wc -l
+}
+expect "$(stuck_slots WARNING 30)" 16 "stuck: a warning on every rank naming slot 30"
+if [ $async = 0 ]; then
+  expect "$(nlines '^ncclguard: WARNING: STUCK .*: slot 30 .*, completed on none for [0-9.]+ s$')" 16 "stuck: completed on none"
+  expect "$(nlines '^ncclguard:   last slot completed on every rank: 29$')" 16 "stuck: last completed slot"
+else
+  expect "$(nlines '^ncclguard:   last slot completed on every rank: (at least )?(2[6-9])$')" 16 "stuck: last completed slot"
+fi
+expect "$(nlines '^ncclguard:   each member.s thread, call site and other communicators are not gathered through the relay tree')" 16 "stuck: member lines not gathered, said"
+expect "$(nlines '^ncclguard: VERDICT:')" 0 "stuck: no error verdict"
+FAKENCCL_STALL=2:12 NCCLGUARD_STUCK_WARN_S=1 NCCLGUARD_STUCK_ABORT_S=2 guarded "$NCG_TMP/stuckabort" "$LAUNCH" -n 16 -t 30 "$SCEN" steady 30
+expect "$RC" 86 "stuck abort: launcher status"
+expect "$(exited 86)" 16 "stuck abort: ranks that exited 86"
+expect "$(stuck_slots VERDICT 12)" 16 "stuck abort: an error naming slot 12"
+unset SCEN_GAP_US
+
 # the actions through the tree
 NCCLGUARD_ACTION=warn guarded "$NCG_TMP/warn" "$LAUNCH" -n 16 -t $((4 * SLOW)) "$SCEN" count
 expect "$RC" 124 "warn: the diverged job stays blocked"
@@ -103,8 +132,9 @@ guarded "$NCG_TMP/nolocal" "$LAUNCH" -n 16 -t 60 "$NCG_TMP/nolocal.sh" "$SCEN" c
 expect "$(exited 86)" 16 "a rank of unknown node: mismatch"
 expect "$(nlines '^ncclguard: this process.s node is unknown .*: it reports to the tree.s root at [0-9.]+:[0-9]+ directly$')" 1 "said once, by that rank"
 
-# healthy: no verdict, nothing printed but the banner
-guarded "$NCG_TMP/healthy" "$LAUNCH" -n 16 -t 120 "$SCEN" healthy 300
+# healthy: no verdict, nothing printed but the banner (no STUCK at a 2 s threshold while rank 0
+# pauses 5 s before a barrier: a LAG, not STUCK)
+NCCLGUARD_STUCK_WARN_S=2 SCEN_PAUSE_S=5 guarded "$NCG_TMP/healthy" "$LAUNCH" -n 16 -t 120 "$SCEN" healthy 300
 expect "$RC" 0 "healthy job"
 no_verdict
 [ -z "$(ours)" ] || fail "ncclguard printed something on a healthy run: $(ours | head -n 3)"

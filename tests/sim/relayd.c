@@ -88,6 +88,9 @@ int main(int argc, char **argv)
     const char *lw = getenv("NCCLGUARD_LAG_WARN_S"), *la = getenv("NCCLGUARD_LAG_ABORT_S");
     p.lag_warn_s = lw ? atof(lw) : 60;
     p.lag_abort_s = la ? atof(la) : 0;
+    const char *sw = getenv("NCCLGUARD_STUCK_WARN_S"), *sa = getenv("NCCLGUARD_STUCK_ABORT_S");
+    p.stuck_warn_s = sw ? atof(sw) : 0; /* off unless asked (its clients' defaults differ) */
+    p.stuck_abort_s = sa ? atof(sa) : 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--node"))
             p.node = (uint32_t)atol(argv[i + 1]);
