@@ -42,10 +42,13 @@ expect "$(nlines '^ncclguard: VERDICT: RANK DIED .*: rank 12 died: the relay of 
 SCEN_VICTIM=0 guarded "$NCG_TMP/kill0" "$LAUNCH" -n 16 -t 60 "$SCEN" kill
 expect "$(exited 86)" 15 "survivors of the root"
 expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\): rank holding the checker \(global rank 0\) died: ')" 15 "the root's death"
-# a frozen node relay (rank 4, SIGSTOP): its parent and its node's processes find it silent
-SCEN_VICTIM=4 NCCLGUARD_HEARTBEAT_TIMEOUT_S=2 guarded "$NCG_TMP/stop" "$LAUNCH" -n 16 -t $((8 * SLOW)) "$SCEN" stop
-expect "$RC" 124 "a stopped rank never ends"
-expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\): rank 4 died: .*silent for')" 15 "frozen relay"
+# (the synchronous pass only: the same in both modes)
+if [ $async = 0 ]; then
+  # a frozen node relay (rank 4, SIGSTOP): its parent and its node's processes find it silent
+  SCEN_VICTIM=4 NCCLGUARD_HEARTBEAT_TIMEOUT_S=2 guarded "$NCG_TMP/stop" "$LAUNCH" -n 16 -t $((8 * SLOW)) "$SCEN" stop
+  expect "$RC" 124 "a stopped rank never ends"
+  expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\): rank 4 died: .*silent for')" 15 "frozen relay"
+fi
 
 # RANK EXITED: a plain rank (9), a node relay (8), the root (0) returning early (a relay's
 # process stays a moment for its parent to hear of its goodbye: the verdict may reach it too)
@@ -60,13 +63,16 @@ for v in 9 8 0; do
   expect "$(nlines 'RANK DIED|died')" 0 "early $v: nobody called dead"
 done
 
-# LAG: a warning (the job completes), then an error
-NCCLGUARD_LAG_WARN_S=1 SCEN_LAG_S=3 guarded "$NCG_TMP/lag" "$LAUNCH" -n 16 -t 60 "$SCEN" lag
-expect "$RC" 0 "lag warning: the job completes"
-expect "$(nlines '^ncclguard: WARNING: LAG on comm [0-9a-f]+ \(16 ranks\): rank 1 behind, nobody progressed')" 16 "lag warning"
-NCCLGUARD_LAG_WARN_S=1 NCCLGUARD_LAG_ABORT_S=2 SCEN_LAG_S=6 guarded "$NCG_TMP/lag2" "$LAUNCH" -n 16 -t 60 "$SCEN" lag
-expect "$(exited 86)" 16 "lag abort"
-expect "$(nlines '^ncclguard: VERDICT: LAG on comm')" 16 "lag verdict"
+# (the synchronous pass only: the same in both modes)
+if [ $async = 0 ]; then
+  # LAG: a warning (the job completes), then an error
+  NCCLGUARD_LAG_WARN_S=1 SCEN_LAG_S=3 guarded "$NCG_TMP/lag" "$LAUNCH" -n 16 -t 60 "$SCEN" lag
+  expect "$RC" 0 "lag warning: the job completes"
+  expect "$(nlines '^ncclguard: WARNING: LAG on comm [0-9a-f]+ \(16 ranks\): rank 1 behind, nobody progressed')" 16 "lag warning"
+  NCCLGUARD_LAG_WARN_S=1 NCCLGUARD_LAG_ABORT_S=2 SCEN_LAG_S=6 guarded "$NCG_TMP/lag2" "$LAUNCH" -n 16 -t 60 "$SCEN" lag
+  expect "$(exited 86)" 16 "lag abort"
+  expect "$(nlines '^ncclguard: VERDICT: LAG on comm')" 16 "lag verdict"
+fi
 
 # STUCK: rank 1 never finishes slot 30 of the world comm (FAKENCCL_STALL), which every rank
 # issued identically: a warning on every rank naming the slot and the call (each rank's own
@@ -105,32 +111,31 @@ NCCLGUARD_ACTION=fail guarded "$NCG_TMP/fail" "$LAUNCH" -n 16 -t 60 "$SCEN" coun
 expect "$RC" 3 "fail: the app's own error path"
 expect "$(nlines "^scen: rank [0-9]+: $(failing_call ncclAllReduce).*: remote process exited or there was a network error \(ncclguard: MISMATCH on comm [0-9a-f]{16} \(16 ranks\): slot [0-9]+: AllReduce\(count=9, float32, sum\) on rank 1 vs ")" 16 "fail: the error names the verdict"
 
-# fan-out 2 over 8 nodes of 2: nodes 3-7 sit two and three levels down (their parents are
-# relays, found through the root); a mismatch, and the death of node 1's relay (rank 2: parent
-# of nodes 2-4)
-export NCG_LAUNCH_PER_NODE=2 NCCLGUARD_TREE_FANOUT=2
-guarded "$NCG_TMP/deep" "$LAUNCH" -n 16 -t 60 "$SCEN" count
-expect "$(exited 86)" 16 "deep tree: mismatch"
-expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*on rank 1 vs AllReduce\(count=8, float32, sum\) on ranks 0,2-15$')" 16 "deep tree: headline"
-SCEN_VICTIM=2 guarded "$NCG_TMP/deepkill" "$LAUNCH" -n 16 -t 60 "$SCEN" kill
-expect "$(exited 86)" 15 "deep tree: survivors of a mid-level relay"
-expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\): rank 2 died: ')" 15 "deep tree: RANK DIED of the mid-level relay"
-# nodes of 3: ranks 2 and 3 on nodes 0 and 1, their records matched at the root
-NCG_LAUNCH_PER_NODE=3 guarded "$NCG_TMP/deepp2p" "$LAUNCH" -n 16 -t 60 "$SCEN" p2p
-expect "$(nlines "$P2P_HEAD")" 16 "p2p across node relays"
-export NCG_LAUNCH_PER_NODE=4
-unset NCCLGUARD_TREE_FANOUT
+# (the synchronous pass only: the tree's shape and wiring are the same in both modes)
+if [ $async = 0 ]; then
+  # fan-out 2 over 8 nodes of 2: nodes 3-7 sit two and three levels down (their parents are
+  # relays, found through the root); a mismatch, and the death of node 1's relay (rank 2: parent
+  # of nodes 2-4)
+  export NCG_LAUNCH_PER_NODE=2 NCCLGUARD_TREE_FANOUT=2
+  guarded "$NCG_TMP/deep" "$LAUNCH" -n 16 -t 60 "$SCEN" count
+  expect "$(exited 86)" 16 "deep tree: mismatch"
+  expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*on rank 1 vs AllReduce\(count=8, float32, sum\) on ranks 0,2-15$')" 16 "deep tree: headline"
+  SCEN_VICTIM=2 guarded "$NCG_TMP/deepkill" "$LAUNCH" -n 16 -t 60 "$SCEN" kill
+  expect "$(exited 86)" 15 "deep tree: survivors of a mid-level relay"
+  expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\): rank 2 died: ')" 15 "deep tree: RANK DIED of the mid-level relay"
+  # nodes of 3: ranks 2 and 3 on nodes 0 and 1, their records matched at the root
+  NCG_LAUNCH_PER_NODE=3 guarded "$NCG_TMP/deepp2p" "$LAUNCH" -n 16 -t 60 "$SCEN" p2p
+  expect "$(nlines "$P2P_HEAD")" 16 "p2p across node relays"
+  export NCG_LAUNCH_PER_NODE=4
+  unset NCCLGUARD_TREE_FANOUT
 
-# rank 6 does not know its node (no LOCAL_WORLD_SIZE): it reports to the root directly
-cat >"$NCG_TMP/nolocal.sh" <<'EOS'
-#!/bin/sh
-[ "$RANK" = 6 ] && unset LOCAL_WORLD_SIZE
-exec "$@"
-EOS
-chmod +x "$NCG_TMP/nolocal.sh"
-guarded "$NCG_TMP/nolocal" "$LAUNCH" -n 16 -t 60 "$NCG_TMP/nolocal.sh" "$SCEN" count
-expect "$(exited 86)" 16 "a rank of unknown node: mismatch"
-expect "$(nlines '^ncclguard: this process.s node is unknown .*: it reports to the tree.s root at [0-9.]+:[0-9]+ directly$')" 1 "said once, by that rank"
+  # rank 6 does not know its node (no LOCAL_WORLD_SIZE): it reports to the root directly
+  printf '#!/bin/sh\n[ "$RANK" = 6 ] && unset LOCAL_WORLD_SIZE\nexec "$@"\n' >"$NCG_TMP/nolocal.sh"
+  chmod +x "$NCG_TMP/nolocal.sh"
+  guarded "$NCG_TMP/nolocal" "$LAUNCH" -n 16 -t 60 "$NCG_TMP/nolocal.sh" "$SCEN" count
+  expect "$(exited 86)" 16 "a rank of unknown node: mismatch"
+  expect "$(nlines '^ncclguard: this process.s node is unknown .*: it reports to the tree.s root at [0-9.]+:[0-9]+ directly$')" 1 "said once, by that rank"
+fi
 
 # healthy: no verdict, nothing printed but the banner (no STUCK at a 2 s threshold while rank 0
 # pauses 5 s before a barrier: a LAG, not STUCK)
