@@ -169,7 +169,9 @@ struct lq_hdr {
 static uint8_t *lq;
 static size_t lq_len, lq_cap, lq_pos;
 
-static void lq_push(int to_relay, int idx, int conn, const struct ncg_msg *m)
+/* ref: the sending end's REPORT reference (a virtual rank's; NULL for frames to ranks). */
+static void lq_push(int to_relay, int idx, int conn, const struct ncg_msg *m,
+                    struct ncg_report_ref *ref)
 {
     size_t need = sizeof(struct lq_hdr) + 40000;
     if (lq_cap - lq_len < need) {
@@ -178,7 +180,7 @@ static void lq_push(int to_relay, int idx, int conn, const struct ncg_msg *m)
             lq_cap *= 2;
         lq = realloc(lq, lq_cap);
     }
-    long n = ncg_wire_encode(m, lq + lq_len + sizeof(struct lq_hdr), 40000);
+    long n = ncg_wire_encode_ref(m, lq + lq_len + sizeof(struct lq_hdr), 40000, ref);
     if (n <= 0)
         return;
     struct lq_hdr h = {to_relay, idx, conn, (uint32_t)n};
@@ -252,7 +254,7 @@ static void op_send(void *arg, int conn, const struct ncg_msg *m)
     if (conn < 0 || conn >= s->nc || !s->c[conn].used || s->c[conn].closing)
         return;
     if (s->c[conn].local)
-        lq_push(0, s->c[conn].vr, 0, m);
+        lq_push(0, s->c[conn].vr, 0, m, NULL);
     else
         net_send(&s->c[conn].p, m);
 }
@@ -358,7 +360,7 @@ static void vr_send(struct vr *v, const struct ncg_msg *m)
     if (v->sock)
         net_send(&v->peer, m);
     else
-        lq_push(1, v->relay, v->conn, m);
+        lq_push(1, v->relay, v->conn, m, &v->peer.tref); /* the queue is its connection */
 }
 
 static void vr_hello(struct vr *v)
@@ -530,7 +532,8 @@ static void lq_drain(void)
         const uint8_t *b = lq + lq_pos + sizeof h;
         lq_pos += sizeof h + h.len;
         struct ncg_msg m;
-        if (ncg_wire_decode(b, h.len, &m) != (long)h.len)
+        struct ncg_report_ref *ref = h.to_relay ? &R[h.idx].c[h.conn].p.rref : NULL;
+        if (ncg_wire_decode_ref(b, h.len, &m, ref) != (long)h.len)
             continue;
         if (h.to_relay) {
             struct sr *s = &R[h.idx];
