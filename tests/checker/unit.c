@@ -360,10 +360,11 @@ static void test_report_ref(void)
         }
         for (uint32_t i = 0; i < rep.n; i++) {
             struct ncg_report_entry *e = &rep.e[i];
+            int big = rand() % 8 == 0, shift = rand() % 32; /* one order of rand() calls */
             if (rand() % 3)
-                e->count += (uint64_t)(rand() % (rand() % 8 ? 40 : 100000));
+                e->count += (uint64_t)(rand() % (big ? 100000 : 40));
             if (rand() % 50 == 0)
-                e->count = (uint64_t)rand() << (rand() % 32);
+                e->count = (uint64_t)rand() << shift;
             e->done_hi = e->count - (rand() % 2 ? 0 : (uint64_t)rand() % (e->count + 1));
             e->done = e->done_hi - (rand() % 2 ? 0 : (uint64_t)rand() % (e->done_hi + 1));
             e->flags = e->done != e->count ? NCG_REP_SAMPLED : 0;
