@@ -5,7 +5,8 @@
 # runs (a different rank each run, slot 300, i.e. 3 s in), and BENCH_RUNS runs each of
 # --kill-rank and --kill-relay (3 s in), and one --stop-relay run (a frozen relay, found by a
 # 2 s heartbeat: --heartbeat-s 2). Prints every run's JSON line into $OUT (default
-# build/bench-scale) and a table of medians; no pass/fail (BENCHMARKS.md has the targets).
+# build/bench-scale; the healthy run's with its bytes per frame type, --frames) and a table of
+# medians; no pass/fail (BENCHMARKS.md has the targets).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 B=${NCG_BUILD:-build}
@@ -24,7 +25,7 @@ printf '%-6s | %-9s %-9s %-9s %-9s %-9s | %-19s | %-19s | %-19s | %-13s | %s\n' 
 for n in $SIZES; do
   f=$OUT/n$n.jsonl
   : >"$f"
-  "$SIM" --ranks "$n" --per-node 8 --seconds "$HEALTHY" --json | sed 's/^{/{"run": "healthy", /' >>"$f"
+  "$SIM" --ranks "$n" --per-node 8 --seconds "$HEALTHY" --json --frames | sed 's/^{/{"run": "healthy", /' >>"$f"
   nodes=$(( (n + 7) / 8 ))
   for r in $(seq "$RUNS"); do
     mr=$(( (r * 7919 + n / 3) % n ))

@@ -68,7 +68,7 @@ int ncg_peer_send(struct ncg_peer *p, const struct ncg_msg *m)
         p->tx = n;
         p->txcap = cap;
     }
-    long n = ncg_wire_encode(m, p->tx + p->txlen, p->txcap - p->txlen);
+    long n = ncg_wire_encode_ref(m, p->tx + p->txlen, p->txcap - p->txlen, &p->tref);
     if (n < 0)
         return -1;
     p->txlen += (size_t)n;
@@ -129,7 +129,7 @@ int ncg_peer_next(struct ncg_peer *p, struct ncg_msg *m)
 {
     if (!p->rxlen)
         return 0;
-    long n = ncg_wire_decode(p->rx, p->rxlen, m);
+    long n = ncg_wire_decode_ref(p->rx, p->rxlen, m, &p->rref);
     if (n < 0)
         return -1;
     if (n == 0)

@@ -16,6 +16,7 @@ struct ncg_peer {
     size_t rxlen, rxcap, txlen, txcap;
     uint64_t nrx, ntx; /* bytes received / sent on the socket so far */
     int more;          /* decoded messages left in rx for the next round (server side) */
+    struct ncg_report_ref tref, rref; /* the last REPORT sent / received here (wire.h, v5) */
 };
 
 void ncg_peer_init(struct ncg_peer *p, int fd);

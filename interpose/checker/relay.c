@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ncclguard/shm.h"
 #include "p2pmatch.h"
 #include "relay.h"
 #include "round.h"
@@ -53,7 +54,7 @@ struct rcomm {
     uint32_t qid, nwait;
     struct ncg_round rd;         /* its slots; at the root also what is verified (round.h) */
     struct ncg_msg_ranswer *acc; /* answers merged so far */
-    uint64_t round_ns;           /* root: when its last plain round started (one per interval) */
+    uint64_t round_ns;           /* root: when its last plain round started (root_round_start) */
     struct ncg_msg_rfault *pend; /* faults raised while detached from the parent */
     uint32_t npend;
     uint8_t pend_full;     /* past NCG_RELAY_PEND in this detachment: said once */
@@ -992,11 +993,20 @@ static void root_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_
     verdict_issue(r, c, v);
 }
 
+/* Unverified slots below which plain rounds come every other interval: a quarter of the
+ * shim's ring, so a difference found is narrowed while every member still holds its slots. */
+#define PACE_SLOTS (NCG_COLL_RING / 4)
+
+/* A plain round when the slowest member moved past what is verified: one per interval, as the
+ * flat coordinator, while more than PACE_SLOTS slots wait; else one per two intervals (each
+ * round is a QUERY and an ANSWER per rank, more than half of a rank's traffic; digests are
+ * chained, so a later round still covers every slot: a difference is found up to an interval
+ * later, never missed). Only when no round is in flight (narrowing follows at once). */
 static void root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
 {
     uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
     if (c->round_ns && now_ns - c->round_ns < iv - iv / 8)
-        return; /* rounds are paced like the flat coordinator's: one per interval */
+        return; /* a tick a little early still counts */
     uint64_t mn = UINT64_MAX;
     uint32_t n = 0, known = 0;
     for (uint32_t i = 0; i < c->nk; i++) {
@@ -1014,6 +1024,8 @@ static void root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_
     if (known < c->nranks && now_ns - c->seen_ns < 1000000000ull)
         return;
     if (n < 2 || mn == UINT64_MAX || mn <= c->rd.vc)
+        return;
+    if (c->round_ns && now_ns - c->round_ns < 2 * iv - iv / 8 && mn - c->rd.vc <= PACE_SLOTS)
         return;
     c->round_ns = now_ns;
     ncg_round_plain(&c->rd, mn - 1);

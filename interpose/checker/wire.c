@@ -66,7 +66,106 @@ int ncg_wire_get_str(struct ncg_rbuf *r, char *s, size_t bound)
     return get_str(r, s, bound);
 }
 
+/* ---- REPORT entries (v5): what changed since the reference entry ---- */
+
+static int same_comm(const struct ncg_report_entry *a, const struct ncg_report_entry *b)
+{
+    return a->comm_id == b->comm_id && a->nranks == b->nranks && a->rank == b->rank &&
+           a->global_rank == b->global_rank;
+}
+
+/* Entry i against ref (NULL: none). -EINVAL when its completion bounds are not ordered
+ * (done <= done_hi <= count), which no receiver accepts. */
+static int put_entry(struct ncg_wbuf *w, const struct ncg_report_entry *e, uint32_t i,
+                     const struct ncg_report_ref *ref)
+{
+    static const struct ncg_report_entry zero;
+    const struct ncg_report_entry *b = &zero;
+    if (e->done > e->done_hi || e->done_hi > e->count)
+        return -EINVAL;
+    if (ref && i < ref->n && same_comm(e, &ref->e[i]) && e->count >= ref->e[i].count)
+        b = &ref->e[i];
+    uint8_t mask = b == &zero ? NCG_RE_ID : 0;
+    mask |= e->count != b->count ? NCG_RE_COUNT : 0;
+    mask |= e->count - e->done != b->count - b->done ? NCG_RE_DONE : 0;
+    mask |= e->count - e->done_hi != b->count - b->done_hi ? NCG_RE_HI : 0;
+    mask |= e->tid != b->tid ? NCG_RE_TID : 0;
+    mask |= e->flags != b->flags ? NCG_RE_FLAGS : 0;
+    ncg_put8(w, mask);
+    if (mask & NCG_RE_ID) {
+        ncg_put64(w, e->comm_id);
+        ncg_putv(w, e->nranks);
+        ncg_putv(w, e->rank);
+        ncg_putv(w, (uint32_t)e->global_rank);
+    }
+    if (mask & NCG_RE_COUNT)
+        ncg_putv(w, e->count - b->count);
+    if (mask & NCG_RE_DONE)
+        ncg_putv(w, e->count - e->done);
+    if (mask & NCG_RE_HI)
+        ncg_putv(w, e->count - e->done_hi);
+    if (mask & NCG_RE_TID)
+        ncg_putv(w, e->tid);
+    if (mask & NCG_RE_FLAGS)
+        ncg_put8(w, e->flags);
+    return 0;
+}
+
+/* Entry i rebuilt against ref (NULL: none); -EBADMSG when it refers to an entry ref lacks or
+ * its fields are out of bounds. */
+static int get_entry(struct ncg_rbuf *r, struct ncg_report_entry *e, uint32_t i,
+                     const struct ncg_report_ref *ref)
+{
+    static const struct ncg_report_entry zero;
+    const struct ncg_report_entry *b = &zero;
+    uint8_t mask = ncg_get8(r);
+    if (mask & ~(NCG_RE_ID | NCG_RE_COUNT | NCG_RE_DONE | NCG_RE_HI | NCG_RE_TID | NCG_RE_FLAGS))
+        return -EBADMSG;
+    if (mask & NCG_RE_ID) {
+        e->comm_id = ncg_get64(r);
+        e->nranks = (uint32_t)ncg_getv(r, NCG_WIRE_MAX_RANKS);
+        e->rank = (uint32_t)ncg_getv(r, NCG_WIRE_MAX_RANKS);
+        e->global_rank = (int32_t)(uint32_t)ncg_getv(r, UINT32_MAX);
+    } else if (ref && i < ref->n) {
+        b = &ref->e[i];
+        e->comm_id = b->comm_id;
+        e->nranks = b->nranks;
+        e->rank = b->rank;
+        e->global_rank = b->global_rank;
+    } else {
+        return -EBADMSG; /* nothing to refer to */
+    }
+    uint64_t inc = mask & NCG_RE_COUNT ? ncg_getv(r, UINT64_MAX - b->count) : 0;
+    e->count = b->count + inc;
+    uint64_t gap = mask & NCG_RE_DONE ? ncg_getv(r, UINT64_MAX) : b->count - b->done;
+    uint64_t gap_hi = mask & NCG_RE_HI ? ncg_getv(r, UINT64_MAX) : b->count - b->done_hi;
+    e->tid = mask & NCG_RE_TID ? (uint32_t)ncg_getv(r, UINT32_MAX) : b->tid;
+    e->flags = mask & NCG_RE_FLAGS ? ncg_get8(r) : b->flags;
+    if (r->err || gap > e->count || gap_hi > gap)
+        return -EBADMSG; /* done <= done_hi <= count */
+    e->done = e->count - gap;
+    e->done_hi = e->count - gap_hi;
+    if (e->flags & ~NCG_REP_SAMPLED)
+        return -EBADMSG;
+    if (e->nranks == 0 || e->rank >= e->nranks)
+        return -EBADMSG;
+    return 0;
+}
+
+/* The reference after a REPORT went (or came) whole: its first entries. */
+static void ref_keep(struct ncg_report_ref *ref, const struct ncg_msg_report *rep)
+{
+    ref->n = rep->n < NCG_WIRE_REF_COMMS ? rep->n : NCG_WIRE_REF_COMMS;
+    memcpy(ref->e, rep->e, sizeof *ref->e * ref->n);
+}
+
 long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap)
+{
+    return ncg_wire_encode_ref(m, buf, cap, NULL);
+}
+
+long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
+                         struct ncg_report_ref *ref)
 {
     if (cap < NCG_WIRE_HDR)
         return -ENOSPC;
@@ -89,18 +188,9 @@ long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap)
         if (m->u.report.n > NCG_WIRE_MAX_COMMS)
             return -EINVAL;
         ncg_put16(&w, (uint16_t)m->u.report.n);
-        for (i = 0; i < m->u.report.n; i++) {
-            const struct ncg_report_entry *e = &m->u.report.e[i];
-            ncg_put64(&w, e->comm_id);
-            ncg_put32(&w, e->nranks);
-            ncg_put32(&w, e->rank);
-            ncg_put64(&w, e->count);
-            ncg_put32(&w, (uint32_t)e->global_rank);
-            ncg_put64(&w, e->done);
-            ncg_put32(&w, e->tid);
-            ncg_put64(&w, e->done_hi);
-            ncg_put8(&w, e->flags);
-        }
+        for (i = 0; i < m->u.report.n; i++)
+            if (put_entry(&w, &m->u.report.e[i], i, ref) < 0)
+                return -EINVAL;
         break;
     case NCG_MSG_WAIT:
         if (m->u.wait.n > NCG_WIRE_MAX_WAITS)
@@ -195,10 +285,18 @@ long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap)
     ncg_put8(&h, m->type);
     ncg_put16(&h, 0);
     ncg_put32(&h, (uint32_t)w.len);
+    if (ref && m->type == NCG_MSG_REPORT)
+        ref_keep(ref, &m->u.report);
     return (long)(NCG_WIRE_HDR + w.len);
 }
 
 long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m)
+{
+    return ncg_wire_decode_ref(buf, len, m, NULL);
+}
+
+long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
+                         struct ncg_report_ref *ref)
 {
     /* Reject a bad magic as soon as its bytes are in, so garbage never waits for a length. */
     static const uint8_t magic[4] = {'N', 'C', 'G', 'W'};
@@ -240,22 +338,9 @@ long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m)
         m->u.report.n = ncg_get16(&r);
         if (m->u.report.n > NCG_WIRE_MAX_COMMS)
             return -EBADMSG;
-        for (i = 0; i < m->u.report.n; i++) {
-            struct ncg_report_entry *e = &m->u.report.e[i];
-            e->comm_id = ncg_get64(&r);
-            e->nranks = ncg_get32(&r);
-            e->rank = ncg_get32(&r);
-            e->count = ncg_get64(&r);
-            e->global_rank = (int32_t)ncg_get32(&r);
-            e->done = ncg_get64(&r);
-            e->tid = ncg_get32(&r);
-            e->done_hi = ncg_get64(&r);
-            e->flags = ncg_get8(&r);
-            if (e->done > e->done_hi || e->done_hi > e->count || (e->flags & ~NCG_REP_SAMPLED))
+        for (i = 0; i < m->u.report.n; i++)
+            if (get_entry(&r, &m->u.report.e[i], i, ref) < 0)
                 return -EBADMSG;
-            if (e->nranks == 0 || e->nranks > NCG_WIRE_MAX_RANKS || e->rank >= e->nranks)
-                return -EBADMSG;
-        }
         break;
     case NCG_MSG_WAIT:
         m->u.wait.n = ncg_get16(&r);
@@ -346,6 +431,8 @@ long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m)
         ncg_msg_release(m);
         return -EBADMSG;
     }
+    if (ref && type == NCG_MSG_REPORT)
+        ref_keep(ref, &m->u.report);
     return (long)(NCG_WIRE_HDR + plen);
 }
 

@@ -10,8 +10,8 @@
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
 #define NCG_WIRE_VERSION                                                                           \
-    4u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT        \
-          entries (stream, launch order) */
+    5u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT        \
+          entries (stream, launch order); 5: REPORT entries as what changed (ncg_report_ref) */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* verdicts carry per-rank arrays: 1 MiB bounds them */
 
@@ -81,6 +81,25 @@ struct ncg_msg_report {
     uint32_t n;
     struct ncg_report_entry e[NCG_WIRE_MAX_COMMS];
 };
+
+/* v5: a REPORT entry carries only the fields that differ from the entry at the same position
+ * of the previous REPORT on the same connection (counts as the increase, completed counts as
+ * their distance to the count), so a steady REPORT is 2 bytes per communicator. Each end of a
+ * connection keeps that previous REPORT here (its first NCG_WIRE_REF_COMMS entries; later ones
+ * always go whole); a new connection starts from a zeroed one. Without one (NULL), entries are
+ * encoded whole and a compact entry does not decode. */
+#define NCG_WIRE_REF_COMMS 8u
+struct ncg_report_ref {
+    uint32_t n; /* entries held: positions 0..n-1 of the previous REPORT */
+    struct ncg_report_entry e[NCG_WIRE_REF_COMMS];
+};
+/* Entry field mask (v5): which fields follow; absent ones equal the reference entry's. */
+#define NCG_RE_ID 0x01u    /* comm_id, nranks, rank, global_rank: a new entry (reference: 0) */
+#define NCG_RE_COUNT 0x02u /* count's increase */
+#define NCG_RE_DONE 0x04u  /* count - done */
+#define NCG_RE_HI 0x08u    /* count - done_hi */
+#define NCG_RE_TID 0x10u
+#define NCG_RE_FLAGS 0x20u
 
 #define NCG_QUERY_RECORDS 1u /* want full records and call sites, not only digests */
 struct ncg_msg_query {
@@ -204,11 +223,20 @@ struct ncg_msg {
 /* Encodes m as one frame into buf (capacity cap). Returns the frame length, or -ENOSPC /
  * -EINVAL. Any thread, no allocation. */
 long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap);
+/* The same for one connection's sending end: a REPORT is encoded against *ref (NULL: whole),
+ * which then holds it; ref changes only when the frame is encoded. */
+long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
+                         struct ncg_report_ref *ref);
 
 /* Decodes the first frame of buf[0..len). Returns the frame length consumed (>0), 0 when more
  * bytes are needed, or -EBADMSG / -EPROTO / -EMSGSIZE on a malformed frame. A VERDICT's
- * struct is allocated (malloc): the caller frees it with ncg_verdict_free. Any thread. */
+ * struct is allocated (malloc): the caller frees it with ncg_verdict_free. Any thread.
+ * A REPORT with compact entries (v5) needs the connection's reference: ncg_wire_decode_ref. */
 long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m);
+/* The same for one connection's receiving end: REPORT entries are rebuilt from *ref (NULL:
+ * only whole entries), which then holds the REPORT; ref changes only when a frame decodes. */
+long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
+                         struct ncg_report_ref *ref);
 
 /* Frees what a decoded message owns (a VERDICT's struct); safe on any message. */
 void ncg_msg_release(struct ncg_msg *m);

@@ -51,6 +51,19 @@ static inline void ncg_put64(struct ncg_wbuf *w, uint64_t v)
     ncg_putbe(w, v, 8);
 }
 
+/* Unsigned LEB128 (v5 REPORT entries): 7 bits a byte, low first, at most 10 bytes. */
+static inline void ncg_putv(struct ncg_wbuf *w, uint64_t v)
+{
+    uint8_t b[10];
+    unsigned n = 0;
+    do {
+        b[n] = (uint8_t)(v & 0x7fu);
+        v >>= 7;
+        b[n++] |= v ? 0x80u : 0u;
+    } while (v);
+    ncg_putb(w, b, n);
+}
+
 static inline size_t ncg_rleft(const struct ncg_rbuf *r)
 {
     return r->err ? 0 : r->cap - r->pos;
@@ -89,6 +102,25 @@ static inline uint32_t ncg_get32(struct ncg_rbuf *r)
 static inline uint64_t ncg_get64(struct ncg_rbuf *r)
 {
     return ncg_getbe(r, 8);
+}
+
+/* A LEB128 value of at most max: longer than 10 bytes, above max or past the end sets err. */
+static inline uint64_t ncg_getv(struct ncg_rbuf *r, uint64_t max)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 10; i++) {
+        uint8_t b = ncg_get8(r);
+        if (i == 9 && b > 1)
+            break; /* bits beyond 64 */
+        v |= (uint64_t)(b & 0x7fu) << (7 * i);
+        if (!(b & 0x80u)) {
+            if (v > max)
+                break;
+            return v;
+        }
+    }
+    r->err = 1;
+    return 0;
 }
 
 struct ncg_call;

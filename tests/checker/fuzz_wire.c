@@ -1,6 +1,7 @@
 /* Fuzzing of the wire decoder: with -DNCG_LIBFUZZER a libFuzzer target (make fuzz-wire), else
- * a standalone driver that decodes random and mutated frames (tests/checker/t_unit.sh). The
- * property: the decoder never crashes or reads out of bounds, and what it accepts re-encodes. */
+ * a standalone driver that decodes random and mutated frames (tests/checker/t_unit.sh). An
+ * input is one connection's bytes (v5 REPORTs refer to the previous one). The property: the
+ * decoder never crashes or reads out of bounds, and what it accepts re-encodes whole. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,13 +14,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct ncg_msg m;
     static uint8_t out[NCG_WIRE_HDR + NCG_WIRE_MAX_PAYLOAD];
+    struct ncg_report_ref ref = {0};
     size_t off = 0;
     while (off < size) {
-        long n = ncg_wire_decode(data + off, size - off, &m);
+        long n = ncg_wire_decode_ref(data + off, size - off, &m, &ref);
         if (n <= 0)
             break;
-        if (ncg_wire_encode(&m, out, sizeof out) < 0)
-            abort(); /* accepted but not re-encodable: a decoder bug */
+        long w = ncg_wire_encode(&m, out, sizeof out);
+        if (w < 0)
+            abort();                    /* accepted but not re-encodable: a decoder bug */
+        if (m.type == NCG_MSG_REPORT) { /* whole, it decodes alone; the reference is this one */
+            static struct ncg_msg again;
+            if (ncg_wire_decode(out, (size_t)w, &again) != w || ref.n > m.u.report.n ||
+                memcmp(ref.e, m.u.report.e, sizeof *ref.e * ref.n))
+                abort();
+        }
         ncg_msg_release(&m);
         off += (size_t)n;
     }
@@ -45,8 +54,22 @@ int main(int argc, char **argv)
             seed.u.report.n = (uint32_t)(rand() % 4);
             for (uint32_t i = 0; i < seed.u.report.n; i++)
                 seed.u.report.e[i].nranks = 4;
-            long k = ncg_wire_encode(&seed, b, sizeof b);
+            struct ncg_report_ref tx = {0};
+            long k = ncg_wire_encode_ref(&seed, b, sizeof b, &tx);
             n = k > 0 ? (size_t)k : 0;
+            if (seed.type == NCG_MSG_REPORT && n) { /* then compact ones referring to it */
+                for (int more = rand() % 3; more >= 0; more--) {
+                    for (uint32_t i = 0; i < seed.u.report.n; i++) {
+                        struct ncg_report_entry *e = &seed.u.report.e[i];
+                        e->count += (uint64_t)(rand() % 300);
+                        e->done_hi = e->count - (uint64_t)(rand() % 2);
+                        e->done = e->done_hi - (uint64_t)(rand() % 2);
+                        e->tid ^= (uint32_t)(rand() % 2);
+                    }
+                    k = ncg_wire_encode_ref(&seed, b + n, sizeof b - n, &tx);
+                    n += k > 0 ? (size_t)k : 0;
+                }
+            }
             for (int f = rand() % 6; f >= 0 && n; f--)
                 b[(size_t)rand() % n] = (uint8_t)rand();
             if (n && rand() % 3 == 0)

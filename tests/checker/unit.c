@@ -15,6 +15,7 @@
 #include "ncclguard/shm.h"
 #include "verdict.h"
 #include "wire.h"
+#include "wire_io.h"
 
 static int fails, checks;
 #define EXPECT(cond)                                                                               \
@@ -147,12 +148,13 @@ static void test_wire(void)
     memset(&m1, 0, sizeof m1);
     m1.type = NCG_MSG_REPORT;
     m1.u.report.n = 1;
+    /* v5 sends completed counts as distances to the count: unordered bounds do not encode */
     m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 11, 5, 11, 0}; /* done > count */
-    EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
+    EXPECT(ncg_wire_encode(&m1, buf, sizeof buf) == -EINVAL);
     m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 6, 5, 5, 1}; /* done > done_hi */
-    EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
+    EXPECT(ncg_wire_encode(&m1, buf, sizeof buf) == -EINVAL);
     m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 6, 5, 11, 1}; /* hi > count */
-    EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
+    EXPECT(ncg_wire_encode(&m1, buf, sizeof buf) == -EINVAL);
     m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 6, 5, 8, 2}; /* unknown flag */
     EXPECT(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
     m1.u.report.e[0] = (struct ncg_report_entry){1, 4, 1, 10, 1, 6, 5, 8, 1}; /* sampled bounds */
@@ -202,7 +204,7 @@ static void test_wire(void)
     buf[11]--; /* payload shorter than its content */
     EXPECT(ncg_wire_decode(buf, (size_t)n, &m2) < 0);
     n = ncg_wire_encode(&m1, buf, sizeof buf);
-    buf[NCG_WIRE_HDR + 2 + 8 + 4 + 3] = 9; /* rank 9 of 4 */
+    buf[NCG_WIRE_HDR + 2 + 1 + 8 + 1] = 9; /* rank 9 of 4 (n, mask, comm_id, nranks) */
     EXPECT(ncg_wire_decode(buf, (size_t)n, &m2) < 0);
     /* random bit flips never crash; a decoded frame re-encodes */
     srand(1);
@@ -216,6 +218,161 @@ static void test_wire(void)
             ncg_msg_release(&m2);
     }
     EXPECT(ncg_wire_encode(&m1, buf, 5) < 0); /* too small a buffer */
+}
+
+/* One REPORT over a connection (tx: the sender's reference, rx: the receiver's): the receiver
+ * rebuilds every field exactly. Returns the frame's length. */
+static long rep_over(const struct ncg_msg_report *rep, struct ncg_report_ref *tx,
+                     struct ncg_report_ref *rx)
+{
+    static struct ncg_msg m, d;
+    m.type = NCG_MSG_REPORT;
+    m.u.report = *rep;
+    long n = ncg_wire_encode_ref(&m, buf, sizeof buf, tx);
+    EXPECT(n > 0);
+    if (n <= 0)
+        return n;
+    struct ncg_report_ref keep = *rx;
+    for (long k = 0; k < n; k++) /* a prefix: more bytes needed, the reference untouched */
+        EXPECT(ncg_wire_decode_ref(buf, (size_t)k, &d, rx) == 0);
+    EXPECT(!memcmp(&keep, rx, sizeof keep));
+    EXPECT(ncg_wire_decode_ref(buf, (size_t)n, &d, rx) == n);
+    EXPECT(d.type == NCG_MSG_REPORT && d.u.report.n == rep->n);
+    for (uint32_t i = 0; i < rep->n && i < d.u.report.n; i++) {
+        const struct ncg_report_entry *a = &rep->e[i], *b = &d.u.report.e[i];
+        EXPECT(a->comm_id == b->comm_id && a->nranks == b->nranks && a->rank == b->rank &&
+               a->count == b->count && a->global_rank == b->global_rank && a->done == b->done &&
+               a->tid == b->tid && a->done_hi == b->done_hi && a->flags == b->flags);
+    }
+    EXPECT(!memcmp(tx, rx, sizeof *tx)); /* both ends hold the same reference */
+    return n;
+}
+
+/* v5 REPORT entries: only what changed since the previous REPORT on the connection. */
+static void test_report_ref(void)
+{
+    static struct ncg_report_ref tx, rx;
+    static struct ncg_msg_report rep;
+    memset(&tx, 0, sizeof tx);
+    memset(&rx, 0, sizeof rx);
+    memset(&rep, 0, sizeof rep);
+    rep.n = 3;
+    for (uint32_t i = 0; i < 3; i++)
+        rep.e[i] = (struct ncg_report_entry){0xc0ffee00u + i, 8, 3, 100, 11, 100, 4242, 100, 0};
+    long first = rep_over(&rep, &tx, &rx);
+    for (uint32_t i = 0; i < 3; i++)
+        rep.e[i].count = rep.e[i].done = rep.e[i].done_hi = 110;
+    /* steady: a mask byte and the increase per communicator */
+    EXPECT(rep_over(&rep, &tx, &rx) == (long)(NCG_WIRE_HDR + 2 + 3 * 2));
+    EXPECT(rep_over(&rep, &tx, &rx) == (long)(NCG_WIRE_HDR + 2 + 3 * 1)); /* nothing moved */
+    EXPECT(first > (long)(NCG_WIRE_HDR + 2 + 3 * 2));
+    /* each field alone; sampled completion bounds (done < done_hi < count) */
+    rep.e[1].done = 90;
+    rep_over(&rep, &tx, &rx);
+    rep.e[1].done_hi = 105;
+    rep.e[1].flags = NCG_REP_SAMPLED;
+    rep_over(&rep, &tx, &rx);
+    rep.e[1].count = 120; /* bounds stay where they were: their distances change */
+    rep_over(&rep, &tx, &rx);
+    rep.e[2].tid = 7;
+    rep_over(&rep, &tx, &rx);
+    rep.e[0].count = 50; /* a count going down: sent whole */
+    rep.e[0].done = rep.e[0].done_hi = 50;
+    rep_over(&rep, &tx, &rx);
+    rep.e[0] = rep.e[2]; /* the first comm destroyed: the others move up a position */
+    rep.e[1].comm_id = 0xc0ffee01u;
+    rep.n = 2;
+    rep_over(&rep, &tx, &rx);
+    /* past the reference's size: later entries go whole, still rebuilt */
+    rep.n = NCG_WIRE_REF_COMMS + 4;
+    for (uint32_t i = 0; i < rep.n; i++)
+        rep.e[i] = (struct ncg_report_entry){0xd0 + i, 2, 1, i, -1, i, i, i, 0};
+    rep_over(&rep, &tx, &rx);
+    long n = rep_over(&rep, &tx, &rx);
+    EXPECT(n == (long)(NCG_WIRE_HDR + 2 + NCG_WIRE_REF_COMMS + 4 * (1 + 8 + 1 + 1 + 5 + 1 + 1)));
+    /* a compact entry without a reference, or past it, is garbage; the reference is kept */
+    struct ncg_report_ref empty = {0}, keep = rx;
+    EXPECT(ncg_wire_decode_ref(buf, (size_t)n, &m2, NULL) < 0);
+    EXPECT(ncg_wire_decode_ref(buf, (size_t)n, &m2, &empty) < 0 && empty.n == 0);
+    buf[NCG_WIRE_HDR + 1] = NCG_WIRE_REF_COMMS + 5; /* n: one entry more than the frame holds */
+    EXPECT(ncg_wire_decode_ref(buf, (size_t)n, &m2, &rx) < 0);
+    EXPECT(!memcmp(&keep, &rx, sizeof keep));
+    /* hand-made entries against a reference of one {count 10, done 8, done_hi 9} */
+    struct ncg_report_ref one = {1, {{5, 4, 1, 10, 1, 8, 3, 9, NCG_REP_SAMPLED}}};
+    static const struct {
+        uint8_t b[16];
+        size_t len;
+        int ok;
+    } cases[] = {
+        {{0x00}, 1, 1},                               /* unchanged */
+        {{0x02, 0x05}, 2, 1},                         /* count 15, done 13, done_hi 14 */
+        {{0x40}, 1, 0},                               /* an unknown field */
+        {{0x04, 0x0b}, 2, 0},                         /* done 10 below zero */
+        {{0x08, 0x03}, 2, 0},                         /* done_hi below done */
+        {{0x0c, 0x05, 0x06}, 3, 0},                   /* the same */
+        {{0x10, 0xff, 0xff, 0xff, 0xff, 0x10}, 6, 0}, /* a tid over 32 bits */
+        {{0x02, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, 12, 0},
+        {{0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 11, 0}, /* wraps */
+        {{0x02, 0x80}, 2, 0},                                      /* cut inside a number */
+        {{0x01, 0, 0, 0, 0, 0, 0, 0, 5, 0x04, 0x04}, 11, 0},       /* rank 4 of 4 */
+        {{0x01, 0, 0, 0, 0, 0, 0, 0, 5, 0x00, 0x00, 0x00}, 12, 0}, /* no ranks */
+        {{0x01, 0, 0, 0, 0, 0, 0, 0, 5, 0x84, 0x80, 0x04, 0x01, 0x00}, 14, 0}, /* 65540 ranks */
+        {{0x01, 0, 0, 0, 0, 0, 0, 0, 6, 0x04, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f}, 16, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint8_t f[64];
+        struct ncg_wbuf w = {f, sizeof f, 0, 0};
+        ncg_put32(&w, NCG_WIRE_MAGIC);
+        ncg_put8(&w, NCG_WIRE_VERSION);
+        ncg_put8(&w, NCG_MSG_REPORT);
+        ncg_put16(&w, 0);
+        ncg_put32(&w, (uint32_t)(2 + cases[i].len));
+        ncg_put16(&w, 1);
+        ncg_putb(&w, cases[i].b, cases[i].len);
+        struct ncg_report_ref r = one;
+        long got = ncg_wire_decode_ref(f, w.len, &m2, &r);
+        EXPECT((got == (long)w.len) == cases[i].ok);
+        EXPECT(cases[i].ok || !memcmp(&r, &one, sizeof r));
+        if (got > 0 && i == 1)
+            EXPECT(m2.u.report.e[0].count == 15 && m2.u.report.e[0].done == 13 &&
+                   m2.u.report.e[0].done_hi == 14 && m2.u.report.e[0].tid == 3);
+        if (got > 0 && i == sizeof cases / sizeof cases[0] - 1)
+            EXPECT(m2.u.report.e[0].comm_id == 6 && m2.u.report.e[0].global_rank == -1 &&
+                   m2.u.report.e[0].count == 0 && r.e[0].comm_id == 6);
+    }
+    /* random evolutions of up to 12 comms: every field rebuilt exactly, every time */
+    memset(&tx, 0, sizeof tx);
+    memset(&rx, 0, sizeof rx);
+    memset(&rep, 0, sizeof rep);
+    srand(7);
+    for (int it = 0; it < 3000; it++) {
+        if (rep.n < 12 && rand() % 20 == 0) { /* a comm created */
+            struct ncg_report_entry *e = &rep.e[rep.n++];
+            *e = (struct ncg_report_entry){.comm_id = (uint64_t)rand() << 20,
+                                           .nranks = 1 + (uint32_t)(rand() % 64)};
+            e->rank = (uint32_t)rand() % e->nranks;
+            e->global_rank = rand() % 3 ? rand() % 4096 : -1;
+        }
+        if (rep.n && rand() % 30 == 0) { /* one destroyed */
+            uint32_t k = (uint32_t)rand() % rep.n;
+            memmove(&rep.e[k], &rep.e[k + 1], sizeof rep.e[0] * (rep.n - k - 1));
+            rep.n--;
+        }
+        for (uint32_t i = 0; i < rep.n; i++) {
+            struct ncg_report_entry *e = &rep.e[i];
+            int big = rand() % 8 == 0, shift = rand() % 32; /* one order of rand() calls */
+            if (rand() % 3)
+                e->count += (uint64_t)(rand() % (big ? 100000 : 40));
+            if (rand() % 50 == 0)
+                e->count = (uint64_t)rand() << shift;
+            e->done_hi = e->count - (rand() % 2 ? 0 : (uint64_t)rand() % (e->count + 1));
+            e->done = e->done_hi - (rand() % 2 ? 0 : (uint64_t)rand() % (e->done_hi + 1));
+            e->flags = e->done != e->count ? NCG_REP_SAMPLED : 0;
+            if (rand() % 10 == 0)
+                e->tid = (uint32_t)rand();
+        }
+        rep_over(&rep, &tx, &rx);
+    }
 }
 
 static void test_ranks(void)
@@ -787,6 +944,8 @@ int main(void)
     printf("ok diag full/short\n");
     test_wire();
     printf("ok wire\n");
+    test_report_ref();
+    printf("ok report reference (v5)\n");
     test_ranks();
     printf("ok ranks\n");
     test_group_and_render();

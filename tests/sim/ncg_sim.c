@@ -38,7 +38,8 @@ static struct {
     int json;
     int64_t stop_relay;
     double hb_s;
-} A = {1024, 8, 1, 16, 2, 100, 10, 2, 3, -1, -1, -1, 0, 0, -1, 10};
+    int frames;
+} A = {1024, 8, 1, 16, 2, 100, 10, 2, 3, -1, -1, -1, 0, 0, -1, 10, 0};
 
 static uint32_t nnodes;
 static uint64_t T0, t_event, t_end, w_start, w_end;
@@ -137,6 +138,8 @@ static struct sr *R;
 static uint32_t nr;
 static int ep;
 static uint64_t bytes_local;
+/* Bytes sent per frame type, [0] node-local (the queue), [1] between relays (--frames). */
+static uint64_t bytes_type[2][NCG_MSG_TYPE_MAX_];
 static uint64_t verdict_ns, root_verdicts;
 static char root_summary[512];
 static int is_root_proc;
@@ -144,6 +147,7 @@ static int is_root_proc;
 struct snap {
     uint64_t bytes, net;
     double cpu;
+    uint64_t type[2][NCG_MSG_TYPE_MAX_];
 };
 static struct snap win0, win1;
 
@@ -165,7 +169,9 @@ struct lq_hdr {
 static uint8_t *lq;
 static size_t lq_len, lq_cap, lq_pos;
 
-static void lq_push(int to_relay, int idx, int conn, const struct ncg_msg *m)
+/* ref: the sending end's REPORT reference (a virtual rank's; NULL for frames to ranks). */
+static void lq_push(int to_relay, int idx, int conn, const struct ncg_msg *m,
+                    struct ncg_report_ref *ref)
 {
     size_t need = sizeof(struct lq_hdr) + 40000;
     if (lq_cap - lq_len < need) {
@@ -174,13 +180,22 @@ static void lq_push(int to_relay, int idx, int conn, const struct ncg_msg *m)
             lq_cap *= 2;
         lq = realloc(lq, lq_cap);
     }
-    long n = ncg_wire_encode(m, lq + lq_len + sizeof(struct lq_hdr), 40000);
+    long n = ncg_wire_encode_ref(m, lq + lq_len + sizeof(struct lq_hdr), 40000, ref);
     if (n <= 0)
         return;
     struct lq_hdr h = {to_relay, idx, conn, (uint32_t)n};
     memcpy(lq + lq_len, &h, sizeof h);
     lq_len += sizeof h + (size_t)n;
     bytes_local += (uint64_t)n;
+    bytes_type[0][m->type] += (uint64_t)n;
+}
+
+/* Queues m on a socket peer, its bytes counted per type. */
+static void net_send(struct ncg_peer *p, const struct ncg_msg *m)
+{
+    size_t before = p->txlen;
+    if (ncg_peer_send(p, m) == 0)
+        bytes_type[1][m->type] += p->txlen - before;
 }
 
 /* ---- epoll keys ---- */
@@ -239,9 +254,9 @@ static void op_send(void *arg, int conn, const struct ncg_msg *m)
     if (conn < 0 || conn >= s->nc || !s->c[conn].used || s->c[conn].closing)
         return;
     if (s->c[conn].local)
-        lq_push(0, s->c[conn].vr, 0, m);
+        lq_push(0, s->c[conn].vr, 0, m, NULL);
     else
-        ncg_peer_send(&s->c[conn].p, m);
+        net_send(&s->c[conn].p, m);
 }
 
 static void op_drop(void *arg, int conn)
@@ -255,7 +270,7 @@ static void op_up(void *arg, const struct ncg_msg *m)
 {
     struct sr *s = relay_of(arg);
     if (s->up_ok)
-        ncg_peer_send(&s->up, m);
+        net_send(&s->up, m);
 }
 
 static void op_event(void *arg, const char *line)
@@ -343,9 +358,9 @@ static void vr_send(struct vr *v, const struct ncg_msg *m)
     if (v->dead || v->frozen)
         return;
     if (v->sock)
-        ncg_peer_send(&v->peer, m);
+        net_send(&v->peer, m);
     else
-        lq_push(1, v->relay, v->conn, m);
+        lq_push(1, v->relay, v->conn, m, &v->peer.tref); /* the queue is its connection */
 }
 
 static void vr_hello(struct vr *v)
@@ -517,7 +532,8 @@ static void lq_drain(void)
         const uint8_t *b = lq + lq_pos + sizeof h;
         lq_pos += sizeof h + h.len;
         struct ncg_msg m;
-        if (ncg_wire_decode(b, h.len, &m) != (long)h.len)
+        struct ncg_report_ref *ref = h.to_relay ? &R[h.idx].c[h.conn].p.rref : NULL;
+        if (ncg_wire_decode_ref(b, h.len, &m, ref) != (long)h.len)
             continue;
         if (h.to_relay) {
             struct sr *s = &R[h.idx];
@@ -617,6 +633,7 @@ static void snapshot(struct snap *w, int end)
     w->net = sock_bytes();
     w->bytes = bytes_local + w->net;
     w->cpu = cpu_s();
+    memcpy(w->type, bytes_type, sizeof w->type);
     for (uint32_t i = 0; i < nr; i++)
         *(end ? &R[i].busy_w1 : &R[i].busy_w0) = R[i].busy_ns;
 }
@@ -631,6 +648,7 @@ struct result {
     double relay_busy_max;
     uint32_t relay_busy_node;
     uint64_t bytes_win, net_win;
+    uint64_t type_win[2][NCG_MSG_TYPE_MAX_];
     double cpu_win;
     long rss_kb;
     uint32_t fan_in;
@@ -835,6 +853,9 @@ static void run_proc(int wfd, int rel, int proc)
     }
     res.bytes_win = win1.bytes - win0.bytes;
     res.net_win = win1.net - win0.net;
+    for (int d = 0; d < 2; d++)
+        for (int t = 0; t < NCG_MSG_TYPE_MAX_; t++)
+            res.type_win[d][t] = win1.type[d][t] - win0.type[d][t];
     res.cpu_win = win1.cpu - win0.cpu;
     res.verdict_ns = verdict_ns;
     res.root_verdicts = root_verdicts;
@@ -861,6 +882,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: ncg-sim --ranks N --per-node K [--comms C] [--rate CALLS_PER_S] [--seconds T]\n"
             "               [--fanout F] [--workers W] [--heartbeat-s H] [--stop-relay NODE]\n"
+            "               [--frames]\n"
             "               [--mismatch-rank R --mismatch-slot S | --kill-rank R | --kill-relay "
             "NODE] --json\n");
     exit(2);
@@ -901,6 +923,8 @@ int main(int argc, char **argv)
             A.hb_s = atof(v);
         else if (!strcmp(a, "--json"))
             A.json = 1;
+        else if (!strcmp(a, "--frames"))
+            A.frames = 1;
         else
             usage();
 #undef OPT
@@ -987,6 +1011,9 @@ int main(int argc, char **argv)
         tot.wrong += r.wrong;
         tot.bytes_win += r.bytes_win;
         tot.net_win += r.net_win;
+        for (int d = 0; d < 2; d++)
+            for (int t = 0; t < NCG_MSG_TYPE_MAX_; t++)
+                tot.type_win[d][t] += r.type_win[d][t];
         if (r.notified) {
             if (!tot.kind) {
                 tot.kind = r.kind;
@@ -1032,12 +1059,31 @@ int main(int argc, char **argv)
            "\"relay_cpu_s_per_s_max\": %.4f, \"relay_max_node\": %u, "
            "\"bytes_per_rank_per_s\": %.1f, \"net_bytes_per_rank_per_s\": %.1f, \"root_rss_kb\": "
            "%ld, \"fan_in\": %u, "
-           "\"window_s\": %.2f, \"summary\": \"%s\"}\n",
+           "\"window_s\": %.2f, \"summary\": \"%s\"",
            A.ranks, A.per_node, A.comms, A.rate, nnodes, A.fanout, depth, nproc, verdict,
            tot.notified ? "\"" : "", tot.notified ? tot.subject : "null", tot.notified ? "\"" : "",
            detect, alln, tot.notified, tot.expected, tot.dups, tot.wrong, root.root_verdicts,
            root.verified, count_at(t_end) * A.comms, root.cpu_win / win, root.relay_busy_max,
            relay_max, relay_max_node, (double)tot.bytes_win / A.ranks / win,
            (double)tot.net_win / A.ranks / win, root.rss_kb, root.fan_in, win, root.summary);
+    if (A.frames) { /* per frame type: [node-local, between relays] bytes per rank and second */
+        static const char *const name[NCG_MSG_TYPE_MAX_] = {
+            "?",       "HELLO",   "WELCOME",  "REPORT",   "QUERY", "ANSWER", "P2P",
+            "GOODBYE", "VERDICT", "PING",     "SHUTDOWN", "WAIT",  "RHELLO", "RSTAT",
+            "RANSWER", "RFAULT",  "RVERDICT", "RWHERE",   "RHERE", "RP2P"};
+        _Static_assert(NCG_MSG_RP2P + 1 == NCG_MSG_TYPE_MAX_, "a frame type without a name");
+        printf(", \"frames\": {");
+        const char *sep = "";
+        for (int t = 0; t < NCG_MSG_TYPE_MAX_; t++) {
+            if (!tot.type_win[0][t] && !tot.type_win[1][t])
+                continue;
+            printf("%s\"%s\": [%.1f, %.1f]", sep, name[t],
+                   (double)tot.type_win[0][t] / A.ranks / win,
+                   (double)tot.type_win[1][t] / A.ranks / win);
+            sep = ", ";
+        }
+        printf("}");
+    }
+    printf("}\n");
     return 0;
 }
