@@ -155,33 +155,7 @@ static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_
     v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
     v->slot = (int64_t)k;
     ncg_ranks_compact(not_done, nn, v->subject, sizeof v->subject);
-    char range[96] = "";
-    if (khi > k)
-        snprintf(range, sizeof range,
-                 " (or a later one up to slot %" PRIu64 ": completion is "
-                 "sampled by CUDA events)",
-                 khi);
-    if (nn == c->nranks)
-        snprintf(v->detail, sizeof v->detail, "completed on none for %.1f s%s", idle, range);
-    else
-        snprintf(v->detail, sizeof v->detail, "not completed on %s %.200s for %.1f s%s",
-                 nn > 1 ? "ranks" : "rank", v->subject, idle, range);
-    notes[0] = 0;
-    hang_addf(notes, NCG_WIRE_NOTES,
-              "a hang inside NCCL (a dead link, a failed device, a peer stuck elsewhere), not a "
-              "desync: slot %" PRIu64 " is the same call on every rank\n",
-              k);
-    if (khi > k)
-        hang_addf(notes, NCG_WIRE_NOTES,
-                  "completion is sampled by CUDA events (asynchronous NCCL): the stalled slot is "
-                  "one of %" PRIu64 "-%" PRIu64 ", identical on every rank up to there\n",
-                  k, khi);
-    if (k)
-        hang_addf(notes, NCG_WIRE_NOTES, "last slot completed on every rank: %s%" PRIu64 "\n",
-                  khi > k ? "at least " : "", k - 1);
-    else
-        hang_addf(notes, NCG_WIRE_NOTES, "last slot completed on every rank: none%s\n",
-                  khi > k ? " known" : "");
+    ncg_stuck_words(v, k, khi, idle, nn == c->nranks, nn > 1, notes, NCG_WIRE_NOTES);
     hang_member_lines(co, c, k, notes, NCG_WIRE_NOTES);
     ncg_verdict_set_notes(v, notes);
     free(notes);

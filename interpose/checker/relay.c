@@ -62,6 +62,7 @@ struct rcomm {
     uint8_t lag_warned;    /* root: a LAG warning is outstanding */
     uint64_t dprogress_ns; /* a completed count (or its bound) beneath last grew (STUCK) */
     uint64_t stuck_warned; /* root: 1 + the slot a STUCK warning was issued for, 0 none */
+    uint64_t behind_ns;    /* root: root_behind_lag last held then (a sampled STUCK waits) */
     uint64_t seen_ns;      /* root: its first round was due then (rounds wait for every rank) */
     uint8_t sent_dead;     /* the latest RSTAT up carried it with no active rank (its last word:
                               only then may a non-root relay forget it) */
@@ -899,6 +900,15 @@ static void root_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_
     if (r->p.stuck_warn_s <= 0 && r->p.stuck_abort_s <= 0)
         return;
     struct dfig f = comm_dfig(c);
+    /* Under sampled completion a comm's calls may sit on streams behind another comm's wait
+     * for a late rank (its LAG): watched whenever completion lags issue here, and a STUCK waits
+     * two intervals and a half after it last held (when that wait ends, the other comm's counts
+     * may reach the root before this comm's sampled completions do). */
+    uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
+    if (f.sampled && f.mx > f.dmin && root_behind_lag(r, c))
+        c->behind_ns = now_ns;
+    if (f.sampled && c->behind_ns && now_ns - c->behind_ns < 2 * iv + iv / 2)
+        return;
     if (f.known < c->nranks || f.active < c->nranks || f.mn == UINT64_MAX)
         return; /* unknown, gone or dead members: other verdicts' business */
     uint64_t k = f.dmin, khi = f.dhi;
@@ -912,8 +922,7 @@ static void root_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_
     int act = r->p.stuck_abort_s > 0 && idle >= r->p.stuck_abort_s;
     if (!act && (r->p.stuck_warn_s <= 0 || idle < r->p.stuck_warn_s || c->stuck_warned == k + 1))
         return;
-    if (f.sampled && root_behind_lag(r, c))
-        return; /* possibly queued behind another comm's wait for a late rank: its LAG */
+
     struct ncg_verdict *v = tree_verdict(r, c, NCG_V_STUCK);
     char *notes = malloc(NCG_WIRE_NOTES);
     if (!v || !notes) {
@@ -949,39 +958,8 @@ static void root_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_
     stuck_call(c, k, v);
     v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
     v->slot = (int64_t)k;
-    char range[96] = "";
-    if (khi > k)
-        snprintf(range, sizeof range,
-                 " (or a later one up to slot %" PRIu64 ": completion is "
-                 "sampled by CUDA events)",
-                 khi);
-    if (nat >= c->nranks)
-        snprintf(v->detail, sizeof v->detail, "completed on none for %.1f s%s", idle, range);
-    else
-        snprintf(v->detail, sizeof v->detail, "not completed on %s %.200s for %.1f s%s",
-                 nat > 1 ? "ranks" : "rank", v->subject, idle, range);
-    int w = snprintf(notes, NCG_WIRE_NOTES,
-                     "a hang inside NCCL (a dead link, a failed device, a peer stuck elsewhere), "
-                     "not a desync: slot %" PRIu64 " is the same call on every rank\n",
-                     k);
-    size_t len = w > 0 ? (size_t)w : 0;
-    if (khi > k && len < NCG_WIRE_NOTES) {
-        w = snprintf(notes + len, NCG_WIRE_NOTES - len,
-                     "completion is sampled by CUDA events (asynchronous NCCL): the stalled slot "
-                     "is one of %" PRIu64 "-%" PRIu64 ", identical on every rank up to there\n",
-                     k, khi);
-        len += w > 0 ? (size_t)w : 0;
-    }
-    if (len < NCG_WIRE_NOTES) {
-        if (k)
-            w = snprintf(notes + len, NCG_WIRE_NOTES - len,
-                         "last slot completed on every rank: %s%" PRIu64 "\n",
-                         khi > k ? "at least " : "", k - 1);
-        else
-            w = snprintf(notes + len, NCG_WIRE_NOTES - len,
-                         "last slot completed on every rank: none%s\n", khi > k ? " known" : "");
-        len += w > 0 ? (size_t)w : 0;
-    }
+    ncg_stuck_words(v, k, khi, idle, nat >= c->nranks, nat > 1, notes, NCG_WIRE_NOTES);
+    size_t len = strlen(notes);
     if (len < NCG_WIRE_NOTES)
         snprintf(notes + len, NCG_WIRE_NOTES - len,
                  "each member's thread, call site and other communicators are not gathered "

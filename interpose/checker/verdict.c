@@ -268,6 +268,42 @@ static const char *plural(const char *list)
     return strpbrk(list, ",-") ? "ranks" : "rank";
 }
 
+void ncg_stuck_words(struct ncg_verdict *v, uint64_t k, uint64_t khi, double idle, int none_done,
+                     int plural, char *notes, size_t cap)
+{
+    char range[96] = "";
+    if (khi > k)
+        snprintf(range, sizeof range,
+                 " (or a later one up to slot %" PRIu64 ": completion is sampled by CUDA events)",
+                 khi);
+    if (none_done)
+        snprintf(v->detail, sizeof v->detail, "completed on none for %.1f s%s", idle, range);
+    else
+        snprintf(v->detail, sizeof v->detail, "not completed on %s %.200s for %.1f s%s",
+                 plural ? "ranks" : "rank", v->subject, idle, range);
+    if (!cap)
+        return;
+    size_t len = 0;
+    int w = snprintf(notes, cap,
+                     "a hang inside NCCL (a dead link, a failed device, a peer stuck elsewhere), "
+                     "not a desync: slot %" PRIu64 " is the same call on every rank\n",
+                     k);
+    len = w > 0 ? (size_t)w : 0;
+    if (khi > k && len < cap) {
+        w = snprintf(notes + len, cap - len,
+                     "completion is sampled by CUDA events (asynchronous NCCL): the stalled slot "
+                     "is one of %" PRIu64 "-%" PRIu64 ", identical on every rank up to there\n",
+                     k, khi);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    if (len < cap && k)
+        snprintf(notes + len, cap - len, "last slot completed on every rank: %s%" PRIu64 "\n",
+                 khi > k ? "at least " : "", k - 1);
+    else if (len < cap)
+        snprintf(notes + len, cap - len, "last slot completed on every rank: none%s\n",
+                 khi > k ? " known" : "");
+}
+
 char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
 {
     char a[160], b[160];

@@ -89,6 +89,13 @@ uint32_t ncg_group_calls(struct ncg_verdict *v, const struct ncg_call *calls, co
  * thread; no allocation. */
 char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap);
 
+/* STUCK's words, the same from the flat coordinator and the tree's root: with v->subject (the
+ * ranks that have not completed slot k) set, writes v->detail (none_done: no rank completed it;
+ * khi > k: completion sampled, the stalled slot in k..khi; idle seconds) and the first lines of
+ * the notes into notes (cap bytes, NUL-terminated; the caller appends its own). Pure. */
+void ncg_stuck_words(struct ncg_verdict *v, uint64_t k, uint64_t khi, double idle, int none_done,
+                     int plural, char *notes, size_t cap);
+
 /* Verdict codec helpers used by wire.c: an upper bound of the payload size, and encode/decode
  * of the payload (-ENOSPC / NULL on error). Any thread; decode allocates the verdict. */
 size_t ncg_verdict_wire_size(const struct ncg_verdict *v);
