@@ -84,8 +84,15 @@ void ncg_cuda_bus_id(char *buf, size_t len)
 }
 
 /* auto mode without a runtime at activation: the application may load one later (before its
- * first stream exists); the checker thread looks again each interval. */
+ * first stream exists). The checker thread looks again each interval (g_unresolved); a call
+ * given a stream looks at once (ncg_cuda_late, up to NCG_LATE_TRIES times), since a stream
+ * means a runtime is loaded: until it is found, an asynchronous call would count as complete
+ * when it returns. find_lk keeps the two from installing it twice. */
 static int g_unresolved;
+int ncg_cuda_late;
+static int late_tries;
+static pthread_mutex_t find_lk = PTHREAD_MUTEX_INITIALIZER;
+#define NCG_LATE_TRIES 16
 
 void ncg_completion_init(void)
 {
@@ -98,6 +105,7 @@ void ncg_completion_init(void)
         ncg_debug(1, "completion: no CUDA runtime in this process (yet); a call's return is its "
                      "completion");
         __atomic_store_n(&g_unresolved, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&ncg_cuda_late, 1, __ATOMIC_RELEASE);
         return;
     }
     int forced = ncg_cfg.completion == NCG_COMPL_EVENTS;
@@ -106,17 +114,32 @@ void ncg_completion_init(void)
     ncg_completion_set_cuda(&a, forced ? NCG_CMODE_EVENTS : NCG_CMODE_PROBE);
 }
 
-/* Checker thread: a runtime loaded after activation switches to probing. */
-static void retry_find(void)
+/* A runtime loaded after activation switches to probing. caller: 1 from an application
+ * thread (never waits for the lock), 0 from the checker thread. */
+static void retry_find(int caller)
 {
-    struct ncg_cuda_api a;
-    if (find_cuda(&a) != 0)
+    if (caller ? pthread_mutex_trylock(&find_lk) != 0 : pthread_mutex_lock(&find_lk) != 0)
         return;
+    struct ncg_cuda_api a;
+    if (!__atomic_load_n(&g_unresolved, __ATOMIC_ACQUIRE) || find_cuda(&a) != 0) {
+        if (caller && __atomic_add_fetch(&late_tries, 1, __ATOMIC_RELAXED) >= NCG_LATE_TRIES)
+            __atomic_store_n(&ncg_cuda_late, 0, __ATOMIC_RELAXED); /* the checker keeps looking */
+        pthread_mutex_unlock(&find_lk);
+        return;
+    }
     __atomic_store_n(&g_unresolved, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&ncg_cuda_late, 0, __ATOMIC_RELEASE);
     int forced = ncg_cfg.completion == NCG_COMPL_EVENTS;
-    ncg_debug(1, "completion: a CUDA runtime was loaded; %s",
+    ncg_debug(1, "completion: a CUDA runtime was loaded (found by %s); %s",
+              caller ? "a call's stream" : "the checker",
               forced ? "CUDA events (NCCLGUARD_COMPLETION)" : "probing whether NCCL is async");
     ncg_completion_set_cuda(&a, forced ? NCG_CMODE_EVENTS : NCG_CMODE_PROBE);
+    pthread_mutex_unlock(&find_lk);
+}
+
+void ncg_cuda_find_late(void)
+{
+    retry_find(1);
 }
 
 static void cmode_return(const char *why)
@@ -270,7 +293,7 @@ int ncg_cev_bounds(const struct ncg_cev *e, uint64_t done, uint64_t issued, uint
 void ncg_completion_poll(void)
 {
     if (__atomic_load_n(&g_unresolved, __ATOMIC_ACQUIRE))
-        retry_find();
+        retry_find(0);
     if (__atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE) != NCG_CMODE_EVENTS)
         return;
     uint32_t n = __atomic_load_n(&cev_n, __ATOMIC_ACQUIRE);
@@ -323,6 +346,11 @@ void ncg_group_launch(void)
 void ncg_group_done(void)
 {
     int mode = __atomic_load_n(&ncg_cmode, __ATOMIC_RELAXED);
+    if (mode == NCG_CMODE_RETURN && g_n > 0 && g_ent[0].stream &&
+        __atomic_load_n(&ncg_cuda_late, __ATOMIC_RELAXED)) {
+        retry_find(1); /* as ncg_done_after_call: a stream means a runtime */
+        mode = __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE);
+    }
     for (int i = 0; i < g_n; i++) {
         struct gent *g = &g_ent[i];
         for (int k = 0; k < 2; k++) {

@@ -64,7 +64,8 @@ struct ncg_cuda_api {
 #define NCG_CUDA_EVENT_DISABLE_TIMING 0x2u
 
 /* Decide the mode (NCCLGUARD_COMPLETION=auto|return|events; auto: RETURN unless a CUDA runtime
- * is in the process, then PROBE; one loaded later is found by ncg_completion_poll). One verbose
+ * is in the process, then PROBE; one loaded later is found by the first calls given a stream,
+ * or by ncg_completion_poll). One verbose
  * line says what was decided. At activation, under
  * ncg_lock; calls dlsym. */
 void ncg_completion_init(void);
@@ -106,15 +107,28 @@ void ncg_group_note(struct ncg_shm_comm *s, struct ncg_cev *cev, int p2p, uint64
 void ncg_group_launch(void);
 void ncg_group_done(void);
 
+/* 1 while auto mode has not found a CUDA runtime and a call given a stream should look for one
+ * (completion.c; a stream means the application loaded one after activation). */
+extern int ncg_cuda_late;
+/* Application thread, slow path of ncg_done_after_call: look for the runtime now. */
+void ncg_cuda_find_late(void);
+
 /* After the application's recorded call returned (wrappers.c): store its completion (RETURN)
- * or hand it to the event path. Hot path: two TLS loads and a store in RETURN mode. */
+ * or hand it to the event path (also the first calls with a stream while no runtime was
+ * found). Hot path: two TLS loads and a store in RETURN mode. */
 static inline void ncg_done_after_call(void *stream)
 {
     uint64_t *at = ncg_tls.done_at;
     if (!at)
         return;
     ncg_tls.done_at = 0;
-    if (__builtin_expect(__atomic_load_n(&ncg_cmode, __ATOMIC_RELAXED) == NCG_CMODE_RETURN, 1))
+    int mode = __atomic_load_n(&ncg_cmode, __ATOMIC_RELAXED);
+    if (__builtin_expect(mode == NCG_CMODE_RETURN && stream != NULL, 0) &&
+        __atomic_load_n(&ncg_cuda_late, __ATOMIC_RELAXED)) {
+        ncg_cuda_find_late();
+        mode = __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE);
+    }
+    if (__builtin_expect(mode == NCG_CMODE_RETURN, 1))
         ck_pr_store_64(at, ncg_tls.done_val); /* x86: a plain store orders after the record */
     else
         ncg_cev_after_call(ncg_tls.done_cev, ncg_tls.done_val, stream);
