@@ -1,7 +1,7 @@
 /* rawconn: hostile side-channel clients for the auth tests. Usage: rawconn HOST PORT MODE [N]
  * MODE: garbage (random bytes), truncated (half a valid HELLO, then close), badtoken (a HELLO
  * with a wrong token, then a REPORT claiming rank 0 of a comm with a huge count), silent
- * (connect and say nothing for 2 s), tokenhello TOKEN-STRING (a correct HELLO, then garbage),
+ * (connect and say nothing; the N connections all held open together for 2 s), tokenhello TOKEN-STRING (a correct HELLO, then garbage),
  * bigflood TOKEN-STRING SECONDS (for SECONDS: a correct HELLO, then valid REPORTs as fast as the
  * socket takes them for 0.3 s, then a frame announcing a 1 MiB payload of garbage; reconnect).
  * Repeats N times (default 20). Exit 0 (it only reports what happened to its connections). */
@@ -119,7 +119,7 @@ int main(int argc, char **argv)
     int n = argc > 4 && strcmp(mode, "tokenhello") ? atoi(argv[4]) : 20;
     static uint8_t b[8192];
     static struct ncg_msg m;
-    int refused = 0;
+    int refused = 0, silent[64], nsilent = 0;
     srand((unsigned)getpid());
     for (int i = 0; i < n; i++) {
         int fd = dial(argv[1], argv[2]);
@@ -153,13 +153,20 @@ int main(int argc, char **argv)
                 for (int g = 0; g < 64; g++)
                     b[len++] = (uint8_t)rand();
         } else if (!strcmp(mode, "silent")) {
-            sleep(2);
+            if (nsilent < (int)(sizeof silent / sizeof *silent)) {
+                silent[nsilent++] = fd; /* held: closed together after 2 s */
+                continue;
+            }
         }
         if (len > 0 && write(fd, b, (size_t)len) < 0)
             refused++;
         usleep(20000);
         close(fd);
     }
+    if (nsilent > 0)
+        sleep(2);
+    for (int i = 0; i < nsilent; i++)
+        close(silent[i]);
     printf("rawconn: %s x%d done (%d refused)\n", mode, n, refused);
     return 0;
 }
