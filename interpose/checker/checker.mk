@@ -1,7 +1,7 @@
 # The checker (issue 4): sources linked into libncclguard.so (appended to SHIM_SRCS before
 # interpose.mk builds it), its unit and end-to-end test programs, the demo and its benchmark.
 CHECKER_PURE_SRCS := interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/diag.c \
-                     interpose/checker/waitfor.c
+                     interpose/checker/waitfor.c interpose/checker/deadlock.c
 # The status endpoint (issue 12): its parser and renderers are pure, the server is http.c.
 HTTP_PURE_SRCS := interpose/checker/http_parse.c interpose/checker/metrics.c
 SHIM_SRCS += interpose/checker/checker.c interpose/checker/client.c interpose/checker/channel.c interpose/checker/action.c \
@@ -40,7 +40,7 @@ $(CHK_OUT)/scen: tests/checker/scen.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
 # A raw TCP client for the "garbage / wrong token" tests.
 $(CHK_OUT)/rawconn: tests/checker/rawconn.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/waitfor.c
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/waitfor.c interpose/checker/deadlock.c
 
 # The wait-for graph alone (DEADLOCK).
 $(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c interpose/checker/waitfor.c interpose/checker/waitfor.h
@@ -67,7 +67,7 @@ BENCH_TARGETS += bench-detect
 # The status endpoint's tests (issue 12): parser, renderers and server state machine; parser
 # fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
 HTTP_TEST_SRCS := $(HTTP_PURE_SRCS) interpose/checker/http.c interpose/checker/channel.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c \
-                  interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/common/config.c interpose/cli/json.c
+                  interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/checker/deadlock.c interpose/common/config.c interpose/cli/json.c
 $(CHK_OUT)/http_unit: tests/checker/http_unit.c $(HTTP_TEST_SRCS) $(wildcard interpose/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/checker/http_unit.c $(HTTP_TEST_SRCS)
@@ -85,10 +85,10 @@ fuzz-http:
 
 # The endpoint's cost to the checker at 1,024 simulated ranks (BENCHMARKS.md).
 $(BUILD)/bench/httpbench: tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/checker/http.c interpose/checker/channel.c \
-                          interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/common/config.c $(wildcard interpose/*/*.h)
+                          interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/checker/deadlock.c interpose/common/config.c $(wildcard interpose/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/checker/http.c \
-	  interpose/checker/channel.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/common/config.c
+	  interpose/checker/channel.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/checker/deadlock.c interpose/common/config.c
 TEST_BINS += $(BUILD)/bench/httpbench
 .PHONY: bench-http
 bench-http: $(BUILD)/bench/httpbench

@@ -13,7 +13,7 @@
 #include "p2pmatch.h"
 #include "round.h"
 #include "verdict.h"
-#include "waitfor.h"
+#include "deadlock.h"
 
 enum { M_UNKNOWN = 0, M_ACTIVE = 1, M_GONE = 2, M_DEAD = 3 };
 
@@ -82,12 +82,7 @@ struct ncg_coord {
     /* DEADLOCK: a cycle seen once is confirmed by a second sighting after every process in it
      * sent a newer WAIT (so they were all blocked in those calls at the same moment). One
      * state per graph: [0] blocked threads, [1] stream order (asynchronous NCCL). */
-    struct dlseen {
-        uint64_t sig;
-        uint32_t n;
-        int conn[NCG_WIRE_MAX_CALLS * 8];
-        uint64_t gen[NCG_WIRE_MAX_CALLS * 8];
-    } dl[2];
+    struct ncg_dl_seen dl[2];
     int nomem; /* an allocation failed: the state is no longer complete (ncg_coord_out_of_memory) */
 };
 

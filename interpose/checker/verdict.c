@@ -2,6 +2,7 @@
  * formatting, compact rank lists, grouping calls at a slot, and the verdict's wire payload. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,17 @@ static int cmp_i32(const void *a, const void *b)
 {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return (x > y) - (x < y);
+}
+
+void ncg_addf(char *b, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(b);
+    if (n + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b + n, cap - n, fmt, ap);
+    va_end(ap);
 }
 
 char *ncg_ranks_compact(int32_t *ranks, size_t n, char *buf, size_t cap)

@@ -70,6 +70,10 @@ int ncg_call_same(const struct ncg_call *a, const struct ncg_call *b);
  * Pure; any thread; no allocation. */
 char *ncg_call_format(const struct ncg_call *c, char *buf, size_t cap);
 
+/* Appends printf output to the NUL-terminated text in b (cap bytes in all), truncating.
+ * Pure; any thread; no allocation. */
+void ncg_addf(char *b, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Writes the sorted, deduplicated ranks in compact form ("0-2,4-15"); ends with ",..." when
  * it does not fit. ranks is reordered (sorted in place). Returns buf. Pure, no allocation. */
 char *ncg_ranks_compact(int32_t *ranks, size_t n, char *buf, size_t cap);

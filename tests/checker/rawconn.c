@@ -1,10 +1,11 @@
 /* rawconn: hostile side-channel clients for the auth tests. Usage: rawconn HOST PORT MODE [N]
  * MODE: garbage (random bytes), truncated (half a valid HELLO, then close), badtoken (a HELLO
  * with a wrong token, then a REPORT claiming rank 0 of a comm with a huge count), silent
- * (connect and say nothing; the N connections all held open together for 2 s), tokenhello TOKEN-STRING (a correct HELLO, then garbage),
- * bigflood TOKEN-STRING SECONDS (for SECONDS: a correct HELLO, then valid REPORTs as fast as the
- * socket takes them for 0.3 s, then a frame announcing a 1 MiB payload of garbage; reconnect).
- * Repeats N times (default 20). Exit 0 (it only reports what happened to its connections). */
+ * (connect and say nothing; the N connections all held open together for 2 s), tokenhello
+ * TOKEN-STRING (a correct HELLO, then garbage), bigflood TOKEN-STRING SECONDS (for SECONDS: a
+ * correct HELLO, then valid REPORTs as fast as the socket takes them for 0.3 s, then a frame
+ * announcing a 1 MiB payload of garbage; reconnect). Repeats N times (default 20). Exit 0 (it only
+ * reports what happened to its connections). */
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <stdio.h>
