@@ -1624,7 +1624,7 @@ static int root_start_locked(uint32_t node, uint32_t nnodes, uint64_t tok)
         ncg_log("NCCLGUARD_HTTP: not served in the relay tree yet (NCCLGUARD_TREE=off for the "
                 "status endpoint)");
     ncg_log("checking through a relay tree: %u nodes of %d ranks, fan-out %u; not yet in this "
-            "mode: DEADLOCK and the status endpoint (NCCLGUARD_TREE=off: the flat checker)",
+            "mode: the status endpoint (NCCLGUARD_TREE=off: the flat checker)",
             nnodes, launch_ranks()->local_world, ncg_cfg.fanout);
     __atomic_store_n(&G.have_rh, 1, __ATOMIC_RELEASE);
     return 0;

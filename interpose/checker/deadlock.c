@@ -95,8 +95,8 @@ static int find_threads(const struct ncg_dl_proc *p, size_t np, const struct ncg
         const struct ncg_wf_wait *x = &w[st[i].wait];
         sig = (sig ^ (x->proc * 0x100000001b3ull + x->tid)) * 0xff51afd7ed558ccdull;
         sig = (sig ^ (c[x->comm].id + x->seq * 31 + x->p2p)) * 0xc4ceb9fe1a85ec53ull;
-        out->step[i] = (struct ncg_dl_step){x->proc, x->comm, x->rank,
-                                            x->p2p ? -1 : (int64_t)x->seq};
+        out->step[i] =
+            (struct ncg_dl_step){x->proc, x->comm, x->rank, x->p2p ? -1 : (int64_t)x->seq};
     }
     out->n = n;
     out->sig = sig;
@@ -189,8 +189,8 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
         long i = len - 1 - q;
         const struct ncg_sd_call *x = &k[st[i].before];
         const struct ncg_wait_ent *e = ref[st[i].before];
-        out->step[q] = (struct ncg_dl_step){x->proc, x->comm, e->rank,
-                                            e->p2p ? -1 : (int64_t)e->call.seq};
+        out->step[q] =
+            (struct ncg_dl_step){x->proc, x->comm, e->rank, e->p2p ? -1 : (int64_t)e->call.seq};
     }
     out->n = len;
     out->sig = sig;

@@ -4,13 +4,15 @@
  * flat coordinator's (coord.c: digest at min(count)-1, narrowing with K spaced digests, then
  * K records), decided on groups instead of per-member answers. P2P records are matched where
  * they meet (p2pmatch.h); what is not matched within about an interval goes up (RP2P), a pair
- * that differs goes up as its two records, and the root issues the verdict. */
+ * that differs goes up as its two records, and the root issues the verdict. DEADLOCK: the
+ * clients' WAITs go up to the root (relay_dl.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "deadlock.h"
 #include "ncclguard/shm.h"
 #include "p2pmatch.h"
 #include "relay.h"
@@ -40,6 +42,7 @@ struct rkid {
     uint32_t ndlow;  /* child relay: ranks at its dmin, exact */
     uint8_t ndlow_l; /* of which listed */
     uint32_t dlow[NCG_RELAY_LOW];
+    uint32_t tid; /* client: the thread driving the comm (its latest REPORT; DEADLOCK) */
 };
 
 struct rcomm {
@@ -80,6 +83,7 @@ struct rconn {
     uint32_t pid, node;
     int32_t grank;
     char host[64];
+    uint64_t wait_gen; /* client: its WAITs so far (DEADLOCK: relay_dl.c) */
 };
 
 struct ncg_relay {
@@ -95,6 +99,7 @@ struct ncg_relay {
     struct ncg_relay_stats st;
     uint8_t refused; /* past NCG_RELAY_MAX_COMMS: said once */
     int nomem; /* an allocation failed: the state is no longer complete (ncg_relay_out_of_memory) */
+    struct rdl *dl; /* root: the processes with blocked calls (relay_dl.c), NULL until one */
 };
 
 /* Every allocation failure goes through here (as coord.c's co_nomem): a relay that lost state
@@ -244,10 +249,13 @@ static void comm_free(struct rcomm *c)
     free(c);
 }
 
+static void dl_free(struct ncg_relay *r); /* relay_dl.c */
+
 void ncg_relay_free(struct ncg_relay *r)
 {
     if (!r)
         return;
+    dl_free(r);
     for (size_t i = 0; i < r->ncomm; i++)
         comm_free(r->comm[i]);
     free(r->comm);
@@ -1178,6 +1186,7 @@ static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report
             k->dmin = x->done;
             k->dhi = x->done_hi > x->done ? x->done_hi : x->done;
             k->sampled = (x->flags & NCG_REP_SAMPLED) != 0;
+            k->tid = x->tid;
             c->progress_ns = c->dprogress_ns = now_ns;
             if (c->done && c->last)
                 send_verdict(r, c, c->last, conn); /* too late for it: it concerns it */
@@ -1197,6 +1206,7 @@ static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report
         }
         k->dhi = hi > k->dmin ? hi : k->dmin;
         k->sampled = (x->flags & NCG_REP_SAMPLED) != 0;
+        k->tid = x->tid;
     }
 }
 
@@ -1392,6 +1402,8 @@ void ncg_relay_closed(struct ncg_relay *r, int conn, uint64_t now_ns)
     conn_lost(r, conn, "connection lost without goodbye");
 }
 
+#include "relay_dl.c" /* DEADLOCK through the tree: it reads this file's state */
+
 void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, uint64_t now_ns)
 {
     struct rconn *cc = conn_get(r, conn);
@@ -1461,7 +1473,13 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
         if (cc->relay)
             on_rp2p(r, &m->u.rp2p, now_ns);
         break;
-    case NCG_MSG_WAIT: /* not forwarded in the tree yet (docs/checker.md) */
+    case NCG_MSG_WAIT:
+        if (!cc->relay)
+            on_wait(r, conn, &m->u.wait, now_ns);
+        break;
+    case NCG_MSG_RWAIT:
+        if (cc->relay && m->u.rwait)
+            on_rwait(r, m->u.rwait, now_ns);
         break;
     default: /* a second HELLO, or parent-to-child types: misuse */
         conn_lost(r, conn, "protocol misuse");
@@ -1728,6 +1746,8 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
         }
         ci++;
     }
+    if (r->p.root)
+        root_check_deadlock(r, now_ns);
     if (now_ns - r->last_ping_ns >= 500000000ull) {
         r->last_ping_ns = now_ns;
         struct ncg_msg m = {.type = NCG_MSG_PING};

@@ -57,6 +57,49 @@ void ncg_wire_get_call(struct ncg_rbuf *r, struct ncg_call *c)
 {
     get_call(r, c);
 }
+int ncg_wire_put_wait(struct ncg_wbuf *w, const struct ncg_msg_wait *m)
+{
+    if (m->n > NCG_WIRE_MAX_WAITS)
+        return -1;
+    ncg_put16(w, (uint16_t)m->n);
+    for (uint32_t i = 0; i < m->n; i++) {
+        const struct ncg_wait_ent *e = &m->w[i];
+        ncg_put64(w, e->comm_id);
+        ncg_put32(w, e->rank);
+        ncg_put32(w, e->tid);
+        ncg_put8(w, e->p2p);
+        ncg_put8(w, e->queued);
+        ncg_put8(w, e->stream);
+        ncg_put32(w, e->order);
+        put_call(w, &e->call);
+        put_str(w, e->site, sizeof e->site);
+    }
+    return 0;
+}
+
+int ncg_wire_get_wait(struct ncg_rbuf *r, struct ncg_msg_wait *m)
+{
+    m->n = ncg_get16(r);
+    if (m->n > NCG_WIRE_MAX_WAITS)
+        return -1;
+    for (uint32_t i = 0; i < m->n && !r->err; i++) {
+        struct ncg_wait_ent *e = &m->w[i];
+        e->comm_id = ncg_get64(r);
+        e->rank = ncg_get32(r);
+        e->tid = ncg_get32(r);
+        e->p2p = ncg_get8(r);
+        e->queued = ncg_get8(r);
+        e->stream = ncg_get8(r);
+        e->order = ncg_get32(r);
+        get_call(r, &e->call);
+        get_str(r, e->site, sizeof e->site);
+        if (e->p2p > 1 || e->queued > 1 || e->order > NCG_WIRE_ORDER_MAX ||
+            e->rank >= NCG_WIRE_MAX_RANKS)
+            return -1;
+    }
+    return 0;
+}
+
 void ncg_wire_put_str(struct ncg_wbuf *w, const char *s, size_t bound)
 {
     put_str(w, s, bound);
@@ -193,21 +236,8 @@ long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
                 return -EINVAL;
         break;
     case NCG_MSG_WAIT:
-        if (m->u.wait.n > NCG_WIRE_MAX_WAITS)
+        if (ncg_wire_put_wait(&w, &m->u.wait) < 0)
             return -EINVAL;
-        ncg_put16(&w, (uint16_t)m->u.wait.n);
-        for (i = 0; i < m->u.wait.n; i++) {
-            const struct ncg_wait_ent *e = &m->u.wait.w[i];
-            ncg_put64(&w, e->comm_id);
-            ncg_put32(&w, e->rank);
-            ncg_put32(&w, e->tid);
-            ncg_put8(&w, e->p2p);
-            ncg_put8(&w, e->queued);
-            ncg_put8(&w, e->stream);
-            ncg_put32(&w, e->order);
-            put_call(&w, &e->call);
-            put_str(&w, e->site, sizeof e->site);
-        }
         break;
     case NCG_MSG_QUERY:
         if (m->u.query.n > NCG_WIRE_MAX_SLOTS)
@@ -343,24 +373,8 @@ long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
                 return -EBADMSG;
         break;
     case NCG_MSG_WAIT:
-        m->u.wait.n = ncg_get16(&r);
-        if (m->u.wait.n > NCG_WIRE_MAX_WAITS)
+        if (ncg_wire_get_wait(&r, &m->u.wait) < 0)
             return -EBADMSG;
-        for (i = 0; i < m->u.wait.n && !r.err; i++) {
-            struct ncg_wait_ent *e = &m->u.wait.w[i];
-            e->comm_id = ncg_get64(&r);
-            e->rank = ncg_get32(&r);
-            e->tid = ncg_get32(&r);
-            e->p2p = ncg_get8(&r);
-            e->queued = ncg_get8(&r);
-            e->stream = ncg_get8(&r);
-            e->order = ncg_get32(&r);
-            get_call(&r, &e->call);
-            get_str(&r, e->site, sizeof e->site);
-            if (e->p2p > 1 || e->queued > 1 || e->order > NCG_WIRE_ORDER_MAX ||
-                e->rank >= NCG_WIRE_MAX_RANKS)
-                return -EBADMSG;
-        }
         break;
     case NCG_MSG_QUERY:
         m->u.query.comm_id = ncg_get64(&r);

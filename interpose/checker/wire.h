@@ -47,6 +47,7 @@ enum ncg_msg_type {
     NCG_MSG_RWHERE = 17,   /* relay -> root: registers its port, asks where a node's relay is */
     NCG_MSG_RHERE = 18,    /* root -> relay: the nearest registered relay at or above that node */
     NCG_MSG_RP2P = 19,     /* child relay -> parent: p2p records not matched beneath it */
+    NCG_MSG_RWAIT = 20,    /* child relay -> parent: one process's WAIT, passed up to the root */
     NCG_MSG_TYPE_MAX_
 };
 
@@ -217,6 +218,7 @@ struct ncg_msg {
         struct ncg_msg_rwhere rwhere;
         struct ncg_msg_rhere rhere;
         struct ncg_msg_rp2p rp2p;
+        struct ncg_msg_rwait *rwait; /* owned by the message (ncg_msg_release) */
     } u;
 };
 

@@ -127,6 +127,9 @@ struct ncg_call;
 /* Shared field codecs (wire.c). Pure. */
 void ncg_wire_put_call(struct ncg_wbuf *w, const struct ncg_call *c);
 void ncg_wire_get_call(struct ncg_rbuf *r, struct ncg_call *c);
+/* A WAIT's body (also inside the tree's RWAIT); -1 past NCG_WIRE_MAX_WAITS or a bad entry. */
+int ncg_wire_put_wait(struct ncg_wbuf *w, const struct ncg_msg_wait *m);
+int ncg_wire_get_wait(struct ncg_rbuf *r, struct ncg_msg_wait *m);
 void ncg_wire_put_str(struct ncg_wbuf *w, const char *s, size_t bound);
 int ncg_wire_get_str(struct ncg_rbuf *r, char *s, size_t bound);
 

@@ -167,6 +167,25 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
             ncg_put8(w, x->rec.dtype);
         }
         return 0;
+    case NCG_MSG_RWAIT: {
+        const struct ncg_msg_rwait *x = m->u.rwait;
+        if (!x || x->nm > NCG_WIRE_MAX_COMMS)
+            return -1;
+        ncg_put32(w, x->pid);
+        ncg_put32(w, (uint32_t)x->grank);
+        ncg_wire_put_str(w, x->host, sizeof x->host);
+        ncg_put64(w, x->gen);
+        ncg_put16(w, (uint16_t)x->nm);
+        for (i = 0; i < x->nm; i++) {
+            ncg_put64(w, x->m[i].comm_id);
+            ncg_put32(w, x->m[i].nranks);
+            ncg_put32(w, x->m[i].rank);
+            ncg_put32(w, x->m[i].tid);
+            ncg_put64(w, x->m[i].count);
+            ncg_put64(w, x->m[i].done);
+        }
+        return ncg_wire_put_wait(w, &x->w);
+    }
     default:
         return -1;
     }
@@ -310,6 +329,32 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
                 return -1;
         }
         return 0;
+    case NCG_MSG_RWAIT: {
+        struct ncg_msg_rwait *x = calloc(1, sizeof *x);
+        if (!x)
+            return -1;
+        m->u.rwait = x; /* released with the message, also on an error below */
+        x->pid = ncg_get32(r);
+        x->grank = (int32_t)ncg_get32(r);
+        if (ncg_wire_get_str(r, x->host, sizeof x->host) < 0)
+            return -1;
+        x->gen = ncg_get64(r);
+        x->nm = ncg_get16(r);
+        if (x->nm > NCG_WIRE_MAX_COMMS)
+            return -1;
+        for (i = 0; i < x->nm; i++) {
+            struct ncg_rwait_mem *e = &x->m[i];
+            e->comm_id = ncg_get64(r);
+            e->nranks = ncg_get32(r);
+            e->rank = ncg_get32(r);
+            e->tid = ncg_get32(r);
+            e->count = ncg_get64(r);
+            e->done = ncg_get64(r);
+            if (e->nranks == 0 || e->nranks > NCG_WIRE_MAX_RANKS || e->rank >= e->nranks)
+                return -1;
+        }
+        return ncg_wire_get_wait(r, &x->w);
+    }
     default:
         return -1;
     }
@@ -320,6 +365,9 @@ void ncg_wire_relay_release(struct ncg_msg *m)
     if (m->type == NCG_MSG_RANSWER) {
         free(m->u.ranswer);
         m->u.ranswer = NULL;
+    } else if (m->type == NCG_MSG_RWAIT) {
+        free(m->u.rwait);
+        m->u.rwait = NULL;
     } else if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
         ncg_verdict_free(m->u.rverdict.v);
         m->u.rverdict.v = NULL;

@@ -128,6 +128,27 @@ struct ncg_msg_rp2p {
     struct ncg_rp2p_rec r[NCG_WIRE_MAX_P2P];
 };
 
+/* One process's blocked calls (its latest WAIT), as its node relay heard them, passed up
+ * unchanged to the root (DEADLOCK through the tree: relay_dl.c), with what the graph needs of
+ * its memberships: for each of its comms its rank, driver thread, issued and completed
+ * counts. Sent only while the process sends WAITs (its calls wait an interval or more), and
+ * once empty when they stop. */
+struct ncg_rwait_mem {
+    uint64_t comm_id;
+    uint32_t nranks, rank;
+    uint32_t tid;
+    uint64_t count, done;
+};
+struct ncg_msg_rwait {
+    uint32_t pid;
+    int32_t grank; /* its global rank (-1: unknown) */
+    char host[64];
+    uint64_t gen; /* its WAITs so far, as counted by its node relay */
+    uint32_t nm;  /* at most NCG_WIRE_MAX_COMMS */
+    struct ncg_rwait_mem m[NCG_WIRE_MAX_COMMS];
+    struct ncg_msg_wait w;
+};
+
 struct ncg_msg;
 struct ncg_wbuf;
 struct ncg_rbuf;

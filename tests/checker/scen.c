@@ -17,20 +17,19 @@
  *   steady   AllReduce(8 floats) in a loop for ITERS seconds (side-channel traffic benchmark)
  *   invert   world and a second comm (SCEN_INVERT=split: a split child, the default; root: a
  *            second root comm; p2p: rank 0 sends to rank 1 on world instead; streams: the split
- *            child on a second stream of the thread) used in turn; at ITERS/2 rank 1 takes them
- *            in the other order (DEADLOCK; with streams only in the synchronous mode: two
- *            streams overlap)
- * steady: $SCEN_GAP_US spaces the calls (as a GPU would); $SCEN_PORT_FILE gets the checker's port
- * (rank 0); with $SCEN_FDS=N rank 0 then opens up to N descriptors and prints how many it got and
- * its checker thread's CPU seconds. $SCEN_SPLIT_WORLD=1: in split, every rank calls AllReduce on
- * the world comm at the end. $SCEN_VICTIM overrides the rank that kills/stops itself or leaves
- * early. $SCEN_RTSIG=handle installs the application's own handler on SIGRTMIN+7 (the signal
- * ncclguard borrows to capture stacks), =block blocks that signal in the main thread; either way
- * the checker must leave it alone. The handler, if it ever runs, prints "scen: own handler ran".
- * healthy also forks a child (a data-loader worker) that exits through exit() meanwhile.
- * Before the diverging call, the diverging rank prints "scen: diverge at <unix time>".
- * Asynchronous mode (FAKENCCL_ASYNC=1): calls enqueue on the thread's stream; the host
- * synchronizes (and checks the comm's async error) every 4 iterations, as a training step's
+ *            child on a second stream of the thread) used in turn; at ITERS/2 rank 1 (or
+ *            SCEN_VICTIM) takes them in the other order (DEADLOCK; with streams only in the
+ * synchronous mode: two streams overlap) steady: $SCEN_GAP_US spaces the calls (as a GPU would);
+ * $SCEN_PORT_FILE gets the checker's port (rank 0); with $SCEN_FDS=N rank 0 then opens up to N
+ * descriptors and prints how many it got and its checker thread's CPU seconds. $SCEN_SPLIT_WORLD=1:
+ * in split, every rank calls AllReduce on the world comm at the end. $SCEN_VICTIM overrides the
+ * rank that kills/stops itself or leaves early. $SCEN_RTSIG=handle installs the application's own
+ * handler on SIGRTMIN+7 (the signal ncclguard borrows to capture stacks), =block blocks that signal
+ * in the main thread; either way the checker must leave it alone. The handler, if it ever runs,
+ * prints "scen: own handler ran". healthy also forks a child (a data-loader worker) that exits
+ * through exit() meanwhile. Before the diverging call, the diverging rank prints "scen: diverge at
+ * <unix time>". Asynchronous mode (FAKENCCL_ASYNC=1): calls enqueue on the thread's stream; the
+ * host synchronizes (and checks the comm's async error) every 4 iterations, as a training step's
  * loss.item() would, and before reading a result.
  * A failed NCCL call prints "scen: rank R: <call>: <error>" and exits 3. */
 #include <dirent.h>
@@ -321,16 +320,17 @@ int main(int argc, char **argv)
         int p2p = !strcmp(how, "p2p");
         cudaStream_t s0 = ncg_test_stream();
         cudaStream_t s1 = !strcmp(how, "streams") ? ncg_test_stream_n(1) : s0;
+        int inv = victim > 0 && victim < world ? victim : 1; /* the rank taking them inverted */
         for (int i = 0; i < iters; i++) {
-            int inverted = i == half && rank == 1;
+            int inverted = i == half && rank == inv;
             if (inverted)
                 mark();
             if (p2p && rank == 0 && i == half)
-                CK(ncclSend(buf_a, 8, ncclFloat32, 1, comm, s0));
+                CK(ncclSend(buf_a, 8, ncclFloat32, inv, comm, s0));
             else if (!inverted && !(p2p && i == half))
                 allreduce_on(comm, 8, s0);
             allreduce_on(other, 8, s1);
-            if (p2p && rank == 1 && i == half)
+            if (p2p && rank == inv && i == half)
                 CK(ncclRecv(buf_b, 8, ncclFloat32, 0, comm, s0));
             else if (inverted)
                 allreduce_on(comm, 8, s0);

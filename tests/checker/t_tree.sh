@@ -3,7 +3,8 @@
 # checker thread is the root, each node's LOCAL_RANK 0 its relay (4, 8, 12), the others connect
 # to their node's relay. Every verdict the tree issues, named right on every rank: MISMATCH, P2P
 # MISMATCH (within a node, across nodes), RANK DIED (a plain rank, a node relay killed or frozen,
-# the root), RANK EXITED (a plain rank, a node relay, the root), LAG, STUCK; the warn and fail
+# the root), RANK EXITED (a plain rank, a node relay, the root), LAG, STUCK, DEADLOCK (split,
+# second root comm, p2p; a cycle across two nodes); the warn and fail
 # actions; a deeper tree (fan-out 2: three levels, the parents found through the root); a rank
 # whose node is unknown; a healthy job.
 # ncg-modes: sync async
@@ -11,7 +12,7 @@
 # Under sanitizers the synchronous pass covers the tree's code (the modes differ in the client).
 [ -n "${NCG_SANITIZER:-}" ] && [ $async = 1 ] && { echo "tree: sanitizers run the sync pass only"; exit 77; }
 export NCCLGUARD_TREE=on NCG_LAUNCH_PER_NODE=4 NCCLGUARD_DIAG=full
-BANNER='^ncclguard: checking through a relay tree: 4 nodes of 4 ranks, fan-out 16; not yet in this mode: '
+BANNER='^ncclguard: checking through a relay tree: 4 nodes of 4 ranks, fan-out 16; not yet in this mode: the status endpoint'
 # ours: ncclguard's lines other than the banner (a healthy run has none)
 ours() { grep '^ncclguard:' "$OUT" | grep -vE "$BANNER|^ncclguard: (recording to|completion: )"; }
 
@@ -96,6 +97,26 @@ expect "$RC" 86 "stuck abort: launcher status"
 expect "$(exited 86)" 16 "stuck abort: ranks that exited 86"
 expect "$(stuck_slots VERDICT 12 16)" 16 "stuck abort: an error naming slot 12"
 unset SCEN_GAP_US
+
+# DEADLOCK: rank 13 (node 3) takes the world comm and its split child (or a second root comm)
+# in the other order, or rank 0 sends to it on world while it is in the child: the WAITs of
+# the ranks on two nodes meet at the root (synchronous NCCL: blocked threads; asynchronous:
+# the order on the streams, any two ranks of the cycle)
+for how in split root p2p; do
+  SCEN_VICTIM=13 SCEN_INVERT=$how guarded "$NCG_TMP/dl$how" "$LAUNCH" -n 16 -t 60 "$SCEN" invert 40
+  end=$(date +%s.%N)
+  expect "$RC" 86 "deadlock $how: launcher status"
+  expect "$(exited 86)" 16 "deadlock $how: ranks that exited 86"
+  expect "$(nlines '^ncclguard: VERDICT: DEADLOCK on comm [0-9a-f]+ \(16 ranks\): global ranks ([0-9]+,13|1[2-4]-13|13-14) wait on each other across comms [0-9a-f]+, [0-9a-f]+$')" 16 "deadlock $how: headline"
+  expect "$(nlines '^ncclguard:   cycle of 2 \(each waits for the next')" 16 "deadlock $how: the cycle"
+  stream=''; [ $async = 1 ] && stream=', stream [0-9]+'
+  [ "$(nlines "^ncclguard:   global rank 13 \(rank 13 of comm [0-9a-f]+, pid [0-9]+ on .*, thread [0-9]+$stream\): in slot 20 AllReduce\(count=8, float32, sum\) from .*scen")" = 16 ] ||
+    fail "deadlock $how: rank 13's call and call site in the cycle"
+  t0=$(grep -oE '^scen: diverge at [0-9.]+' "$OUT" | head -1 | awk '{print $4}')
+  awk -v a="$t0" -v b="$end" -v n="$how" -v s="$SLOW" 'BEGIN { d = b - a; printf "deadlock %s: ended in %.2f s\n", n, d; exit !(d < 3.0 * s) }' ||
+    fail "deadlock $how: more than 3 s from the inversion to every rank exited"
+done
+[ $async = 1 ] || grep -q 'in Send(count=8, float32, peer=13) #0 of the pair' "$NCG_TMP/dlp2p" || { OUT=$NCG_TMP/dlp2p; fail "deadlock p2p: the blocked send named"; }
 
 # the actions through the tree
 NCCLGUARD_ACTION=warn guarded "$NCG_TMP/warn" "$LAUNCH" -n 16 -t $((4 * SLOW)) "$SCEN" count

@@ -1070,8 +1070,8 @@ int main(int argc, char **argv)
         static const char *const name[NCG_MSG_TYPE_MAX_] = {
             "?",       "HELLO",   "WELCOME",  "REPORT",   "QUERY", "ANSWER", "P2P",
             "GOODBYE", "VERDICT", "PING",     "SHUTDOWN", "WAIT",  "RHELLO", "RSTAT",
-            "RANSWER", "RFAULT",  "RVERDICT", "RWHERE",   "RHERE", "RP2P"};
-        _Static_assert(NCG_MSG_RP2P + 1 == NCG_MSG_TYPE_MAX_, "a frame type without a name");
+            "RANSWER", "RFAULT",  "RVERDICT", "RWHERE",   "RHERE", "RP2P",   "RWAIT"};
+        _Static_assert(NCG_MSG_RWAIT + 1 == NCG_MSG_TYPE_MAX_, "a frame type without a name");
         printf(", \"frames\": {");
         const char *sep = "";
         for (int t = 0; t < NCG_MSG_TYPE_MAX_; t++) {
