@@ -60,8 +60,9 @@ static void dl_keep(struct ncg_relay *r, struct ncg_msg_rwait *w, uint64_t now_n
         if (d->n == NCG_RELAY_MAX_WAITERS) {
             r->st.refused++;
             if (!d->full)
-                r_event(r, "DEADLOCK: more than %u processes with blocked calls; the others are "
-                           "left out of the wait-for graph",
+                r_event(r,
+                        "DEADLOCK: more than %u processes with blocked calls; the others are "
+                        "left out of the wait-for graph",
                         NCG_RELAY_MAX_WAITERS);
             d->full = 1;
             free(w);
@@ -104,8 +105,8 @@ static void on_wait(struct ncg_relay *r, int conn, const struct ncg_msg_wait *wt
         for (uint32_t i = 0; i < c->nk; i++) {
             const struct rkid *k = &c->k[i];
             if (k->conn == conn && !k->relay && k->state == K_ACTIVE) {
-                w->m[w->nm++] = (struct ncg_rwait_mem){c->id, c->nranks, k->rank,
-                                                       k->tid, k->max,     k->dmin};
+                w->m[w->nm++] =
+                    (struct ncg_rwait_mem){c->id, c->nranks, k->rank, k->tid, k->max, k->dmin};
                 break;
             }
         }

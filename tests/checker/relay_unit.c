@@ -1679,6 +1679,144 @@ static void test_p2p_nomem(void)
     tree_free(3);
 }
 
+/* ---- DEADLOCK through the tree (relay_dl.c) ---- */
+
+/* Comms A (0xa0) and B (0xb0) of the 6 ranks, taken A then B; rank `inv` (under relay `inv /
+ * 2`) takes B first at slot 20: each rank's REPORT (both comms) and WAIT (streams 0: the
+ * blocked thread's call; 1: the calls queued on its stream, asynchronous NCCL). */
+static void dl_report(int inv, int streams, int waits)
+{
+    for (int i = 0; i < T.ncl; i++) {
+        struct client *c = &T.cl[i];
+        int me = c->rank == inv;
+        static struct ncg_msg m;
+        memset(&m, 0, sizeof m);
+        m.type = NCG_MSG_REPORT;
+        m.u.report.n = 2;
+        for (int k = 0; k < 2; k++) { /* A: the others issued 21; B: rank inv did */
+            struct ncg_report_entry *e = &m.u.report.e[k];
+            e->comm_id = k ? 0xb0 : 0xa0;
+            e->nranks = (uint32_t)T.ncl;
+            e->rank = (uint32_t)c->rank;
+            e->count = (k == 1) == me ? 21 : 20;
+            e->done = e->done_hi = 20;
+            e->global_rank = c->rank;
+            e->tid = c->pid;
+        }
+        push(TO_CHILD, c->relay, c->conn, &m);
+        memset(&m, 0, sizeof m);
+        m.type = NCG_MSG_WAIT;
+        for (int q = 0; waits && q < (streams ? 2 : 1); q++) {
+            struct ncg_wait_ent *w = &m.u.wait.w[m.u.wait.n++];
+            w->comm_id = (q == 1) != me ? 0xb0 : 0xa0;
+            w->rank = (uint32_t)c->rank;
+            w->tid = c->pid;
+            w->queued = (uint8_t)streams;
+            w->stream = streams ? 1 : 0;
+            w->order = streams ? (uint32_t)q + 1 : 0;
+            w->call = (struct ncg_call){20, 8, -1, 1, 7, 0};
+            snprintf(w->site, sizeof w->site, "train_step+0x%x", 16 * (q + 1));
+        }
+        push(TO_CHILD, c->relay, c->conn, &m);
+    }
+    pump();
+}
+
+static void dl_run(int inv, int streams, int ticks, int waits_until)
+{
+    for (int t = 0; t < ticks; t++) {
+        dl_report(inv, streams, t < waits_until);
+        tick_all(3);
+    }
+}
+
+static void test_deadlock(void)
+{
+    static struct ncg_msg m, o;
+    /* the RWAIT codec: a round trip, and refused fields */
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_RWAIT;
+    struct ncg_msg_rwait *w = calloc(1, sizeof *w);
+    w->pid = 77;
+    w->grank = 12;
+    strcpy(w->host, "node3");
+    w->gen = 9;
+    w->nm = 2;
+    w->m[0] = (struct ncg_rwait_mem){0xa0, 16, 12, 777, 21, 20};
+    w->m[1] = (struct ncg_rwait_mem){0xb0, 4, 3, 778, 5, 4};
+    w->w.n = 1;
+    w->w.w[0] = (struct ncg_wait_ent){.comm_id = 0xa0,
+                                      .rank = 12,
+                                      .tid = 777,
+                                      .queued = 1,
+                                      .stream = 2,
+                                      .order = 5,
+                                      .call = {20, 8, -1, 1, 7, 0}};
+    strcpy(w->w.w[0].site, "f+0x10");
+    m.u.rwait = w;
+    roundtrip(&m, &o);
+    CHECK(o.type == NCG_MSG_RWAIT && o.u.rwait && !memcmp(o.u.rwait, w, sizeof *w));
+    ncg_msg_release(&o);
+    w->m[1].rank = 4; /* not below its nranks */
+    CHECK(encode_decode(&m) < 0);
+    w->m[1].rank = 3;
+    w->nm = NCG_WIRE_MAX_COMMS + 1;
+    CHECK(encode_decode(&m) < 0);
+    free(w);
+
+    /* threads: rank 0 (at the root) in A's slot 20, which rank 4 (two levels down) has not
+     * issued, being in B's slot 20, which the others have not: every rank gets a DEADLOCK on
+     * each comm, naming the cycle */
+    for (int inv = 4; inv >= 1; inv -= 3) { /* rank 4: two levels down; rank 1: at the root */
+        tree(1);
+        dl_run(inv, 0, 6, 6);
+        for (int i = 0; i < T.ncl; i++)
+            CHECK(T.cl[i].verdicts == 2 && T.cl[i].v && T.cl[i].v->kind == NCG_V_DEADLOCK &&
+                  T.cl[i].v->severity == NCG_SEV_ERROR && T.cl[i].v->slot == 20);
+        const struct ncg_verdict *v = T.cl[5].v;
+        char want[160];
+        snprintf(want, sizeof want,
+                 "global rank %d (rank %d of comm 00000000000000b0, pid %d on h, thread %d): "
+                 "in slot 20 AllReduce(count=8, float32, sum) from train_step+0x10; waits for",
+                 inv, inv, 1000 + inv, 1000 + inv);
+        if (v) {
+            CHECK(!strncmp(v->detail, "global ranks ", 13) &&
+                  strstr(v->detail, " wait on each other across comms ") &&
+                  strstr(v->detail, "00000000000000a0") && strstr(v->detail, "00000000000000b0"));
+            CHECK(v->notes && strstr(v->notes, "cycle of 2 (each waits for the next") == v->notes &&
+                  strstr(v->notes, want));
+        }
+        struct ncg_relay_stats st;
+        ncg_relay_get_stats(T.r[0], &st);
+        CHECK(st.verdicts == 2);
+        tree_free(3);
+    }
+
+    /* asynchronous NCCL: the same inversion in the order on the ranks' streams */
+    tree(1);
+    dl_run(4, 1, 6, 6);
+    for (int i = 0; i < T.ncl; i++)
+        CHECK(T.cl[i].verdicts == 2 && T.cl[i].v && T.cl[i].v->kind == NCG_V_DEADLOCK);
+    if (T.cl[2].v)
+        CHECK(T.cl[2].v->notes && strstr(T.cl[2].v->notes, "asynchronous NCCL: each rank below") &&
+              strstr(T.cl[2].v->notes, "global rank 4 (rank 4 of comm 00000000000000b0, pid 1004 "
+                                       "on h, thread 1004, stream 1): in slot 20"));
+    tree_free(3);
+
+    /* seen once, then the WAITs stop (the calls completed): no verdict; nor when nobody
+     * inverted (everyone in A's slot 20 waits for nobody) */
+    tree(1);
+    dl_run(4, 0, 8, 1);
+    for (int i = 0; i < T.ncl; i++)
+        CHECK(T.cl[i].verdicts == 0);
+    tree_free(3);
+    tree(1);
+    dl_run(-1, 0, 8, 8);
+    for (int i = 0; i < T.ncl; i++)
+        CHECK(T.cl[i].verdicts == 0);
+    tree_free(3);
+}
+
 int main(void)
 {
     test_lag();
@@ -1715,6 +1853,7 @@ int main(void)
     test_p2p_nomem();
     test_late_at_root();
     test_round_waits();
+    test_deadlock();
     if (fails) {
         fprintf(stderr, "relay_unit: %d check(s) failed\n", fails);
         return 1;
