@@ -3,7 +3,7 @@
 # fan-out 2, so node 2's parent is node 1's relay on the other host, found through the root's
 # directory; node-local links are each host's own abstract Unix names. A healthy job, a rank
 # killed on host B, a mismatch, the death of node 2's relay (rank 4, host B): every rank names it,
-# and a frozen root.
+# a DEADLOCK with a rank of host B, and a frozen root.
 # ncg-modes: sync async
 . "$NCG_ROOT/tests/checker/lib.sh"
 two_hosts 4 10.79
@@ -26,6 +26,11 @@ expect "$(nlines '^ncclguard: VERDICT: MISMATCH .*AllReduce\(count=9, float32, s
 SCEN_VICTIM=4 guarded "$NCG_TMP/out4" "$LAUNCH" -n 8 -t 90 "$NCG_TMP/onhost.sh" "$SCEN" kill
 expect "$(exited 86)" 7 "survivors of node 2's relay (rank 4, host B)"
 expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(8 ranks\): rank 4 died: the relay of node 2 ')" 7 "the relay's death named across hosts"
+# DEADLOCK across hosts: rank 5 (host B, node 2, whose relay's parent is on host A) takes the
+# world comm and its split child in the other order
+SCEN_VICTIM=5 guarded "$NCG_TMP/dl" "$LAUNCH" -n 8 -t 90 "$NCG_TMP/onhost.sh" "$SCEN" invert 40
+expect "$(exited 86)" 8 "deadlock: ranks that exited 86 on both hosts"
+expect "$(nlines '^ncclguard: VERDICT: DEADLOCK on comm [0-9a-f]+ \(8 ranks\): global ranks [0-9],5 wait on each other across comms ')" 8 "deadlock across hosts: headline"
 # the root (rank 0, host A) frozen: host B's relays get no answer from it (its backlog accepts
 # connections), give up after 2 s, and count it lost after the heartbeat (synchronous mode only:
 # the tree's code is the same in both)
