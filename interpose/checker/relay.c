@@ -84,6 +84,7 @@ struct rconn {
     int32_t grank;
     char host[64];
     uint64_t wait_gen; /* client: its WAITs so far (DEADLOCK: relay_dl.c) */
+    uint64_t wait_sig; /* client: what its last RWAIT up said (0: none sent) */
 };
 
 struct ncg_relay {
@@ -99,7 +100,8 @@ struct ncg_relay {
     struct ncg_relay_stats st;
     uint8_t refused; /* past NCG_RELAY_MAX_COMMS: said once */
     int nomem; /* an allocation failed: the state is no longer complete (ncg_relay_out_of_memory) */
-    struct rdl *dl; /* root: the processes with blocked calls (relay_dl.c), NULL until one */
+    struct rdl *dl;        /* root: the processes with blocked calls (relay_dl.c), NULL until one */
+    uint64_t ask_until_ns; /* every WAIT goes up until then, changed or not (an RASK) */
 };
 
 /* Every allocation failure goes through here (as coord.c's co_nomem): a relay that lost state
@@ -1479,7 +1481,7 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
         break;
     case NCG_MSG_RWAIT:
         if (cc->relay && m->u.rwait)
-            on_rwait(r, m->u.rwait, now_ns);
+            on_rwait(r, m->u.rwait);
         break;
     default: /* a second HELLO, or parent-to-child types: misuse */
         conn_lost(r, conn, "protocol misuse");
@@ -1607,6 +1609,8 @@ void ncg_relay_parent_up(struct ncg_relay *r, uint64_t now_ns)
     r->attached = 1;
     r->parent_rx_ns = now_ns;
     r->ops.up(r->ops.arg, &m);
+    for (int i = 0; i < r->nconn; i++)
+        r->conn[i].wait_sig = 0; /* the new parent has none of their WAITs yet */
     send_stats(r, now_ns);
     r->last_stat_ns = now_ns;
     for (size_t ci = 0; ci < r->ncomm; ci++) {
@@ -1657,6 +1661,10 @@ void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint
             return;
         }
         round_begin(r, c, q->qid, q->mode, q->n, q->slot);
+        return;
+    }
+    if (m->type == NCG_MSG_RASK) {
+        dl_ask(r, now_ns);
         return;
     }
     if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {

@@ -5,13 +5,16 @@
  * deadlock.h's search over them, as the flat coordinator does over its connections: only the
  * processes with blocked calls take part (a member with none draws no edge in either graph),
  * and a cycle is confirmed by a second sighting after each of its processes sent a newer
- * WAIT. Traffic only while calls wait: a client sends WAITs only then (one empty one after). */
+ * WAIT. Traffic only while calls wait (a client sends WAITs only then, one empty one after),
+ * and little then: a node relay sends a process's WAIT up only when it differs from the last
+ * one it sent (every interval while blocked, WAITs mostly repeat), except for two intervals
+ * after an RASK, which the root broadcasts down the tree when it first sees a cycle (at most
+ * once an interval, again every five while unconfirmed): the processes' next WAITs confirm it. */
 
 #define NCG_RELAY_MAX_WAITERS 4096u /* root: processes with blocked calls held */
 
 struct rwaiter {
     struct ncg_msg_rwait *w; /* the latest RWAIT (owned) */
-    uint64_t seen_ns;        /* when it came */
 };
 
 /* What the root holds (lazily allocated in struct ncg_relay: r->dl). */
@@ -20,6 +23,7 @@ struct rdl {
     uint32_t n, cap;
     uint8_t full; /* past NCG_RELAY_MAX_WAITERS: said once */
     uint64_t last_check_ns;
+    uint64_t asked_ns;          /* the last RASK down */
     struct ncg_dl_seen seen[2]; /* [0] blocked threads, [1] stream order */
 };
 
@@ -36,7 +40,7 @@ static void dl_free(struct ncg_relay *r)
 
 /* Root: the latest RWAIT of a process replaces its previous one (taken: w is the root's now);
  * an empty one removes it. */
-static void dl_keep(struct ncg_relay *r, struct ncg_msg_rwait *w, uint64_t now_ns)
+static void dl_keep(struct ncg_relay *r, struct ncg_msg_rwait *w)
 {
     if (!r->dl && !(r->dl = calloc(1, sizeof *r->dl))) {
         free(w);
@@ -79,10 +83,49 @@ static void dl_keep(struct ncg_relay *r, struct ncg_msg_rwait *w, uint64_t now_n
             d->p = p;
             d->cap = cap;
         }
-        d->p[d->n++] = (struct rwaiter){NULL, 0};
+        d->p[d->n++] = (struct rwaiter){NULL};
     }
     free(d->p[i].w);
-    d->p[i] = (struct rwaiter){w, now_ns};
+    d->p[i] = (struct rwaiter){w};
+}
+
+/* RASK (from the parent, or the root's own): every WAIT goes up for two intervals, and the
+ * child relays are told. */
+static void dl_ask(struct ncg_relay *r, uint64_t now_ns)
+{
+    r->ask_until_ns = now_ns + 2ull * r->p.interval_ms * 1000000ull;
+    struct ncg_msg m = {.type = NCG_MSG_RASK};
+    for (int i = 0; i < r->nconn; i++)
+        if (r->conn[i].used && r->conn[i].authed && r->conn[i].relay)
+            r->ops.send(r->ops.arg, i, &m);
+}
+
+/* What a WAIT says, with the memberships it goes up with (never 0). */
+static uint64_t rwait_sig(const struct ncg_msg_rwait *w)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+#define MIX(x) (h = (h ^ (uint64_t)(x)) * 0x100000001b3ull)
+    for (uint32_t i = 0; i < w->w.n; i++) {
+        const struct ncg_wait_ent *e = &w->w.w[i];
+        MIX(e->comm_id);
+        MIX(e->rank);
+        MIX(e->tid);
+        MIX(e->p2p | (uint32_t)e->queued << 1 | (uint32_t)e->stream << 2);
+        MIX(e->order);
+        MIX(e->call.seq);
+        MIX(e->call.func);
+        MIX(e->call.root);
+    }
+    MIX(w->w.n);
+    for (uint32_t i = 0; i < w->nm; i++) {
+        MIX(w->m[i].comm_id);
+        MIX(w->m[i].rank);
+        MIX(w->m[i].tid);
+        MIX(w->m[i].count);
+        MIX(w->m[i].done);
+    }
+#undef MIX
+    return h ? h : 1;
 }
 
 /* A client's WAIT: as an RWAIT, to the root's table (at the root) or up. */
@@ -112,8 +155,14 @@ static void on_wait(struct ncg_relay *r, int conn, const struct ncg_msg_wait *wt
         }
     }
     w->w = *wt;
+    uint64_t sig = rwait_sig(w);
+    if (sig == cc->wait_sig && now_ns >= r->ask_until_ns) {
+        free(w); /* the same as the last one: nothing new up there */
+        return;
+    }
+    cc->wait_sig = sig;
     if (r->p.root) {
-        dl_keep(r, w, now_ns);
+        dl_keep(r, w);
         return;
     }
     struct ncg_msg m = {.type = NCG_MSG_RWAIT};
@@ -123,7 +172,7 @@ static void on_wait(struct ncg_relay *r, int conn, const struct ncg_msg_wait *wt
 }
 
 /* A child relay's RWAIT: kept (root) or passed up. */
-static void on_rwait(struct ncg_relay *r, struct ncg_msg_rwait *w, uint64_t now_ns)
+static void on_rwait(struct ncg_relay *r, struct ncg_msg_rwait *w)
 {
     if (r->p.root) {
         struct ncg_msg_rwait *own = malloc(sizeof *own);
@@ -132,7 +181,7 @@ static void on_rwait(struct ncg_relay *r, struct ncg_msg_rwait *w, uint64_t now_
             return;
         }
         *own = *w;
-        dl_keep(r, own, now_ns);
+        dl_keep(r, own);
     } else if (r->attached) {
         struct ncg_msg m = {.type = NCG_MSG_RWAIT};
         m.u.rwait = w;
@@ -140,8 +189,20 @@ static void on_rwait(struct ncg_relay *r, struct ncg_msg_rwait *w, uint64_t now_
     }
 }
 
-/* Root, each tick (at most twice an interval): forget processes whose WAITs stopped without
- * the empty one (three intervals), then one check per graph. */
+/* 1 when some comm of w is still checked at the root (not ended by a verdict). */
+static int rwait_live(const struct ncg_relay *r, const struct ncg_msg_rwait *w)
+{
+    for (uint32_t j = 0; j < w->nm; j++) {
+        const struct rcomm *c = comm_find((struct ncg_relay *)r, w->m[j].comm_id);
+        if (c && !c->done)
+            return 1;
+    }
+    return 0;
+}
+
+/* Root, each tick (at most twice an interval): forget processes none of whose comms is still
+ * checked (a verdict ended them: a dead process's last WAIT stays otherwise), then one check
+ * per graph; a cycle seen for the first time asks the tree for fresh WAITs (RASK). */
 static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
 {
     struct rdl *d = r->dl;
@@ -150,7 +211,7 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
         return;
     d->last_check_ns = now_ns;
     for (uint32_t i = 0; i < d->n;)
-        if (now_ns - d->p[i].seen_ns > 3 * iv) {
+        if (!rwait_live(r, d->p[i].w)) {
             free(d->p[i].w);
             d->p[i] = d->p[--d->n];
         } else {
@@ -208,8 +269,14 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
             d->seen[streams].sig = 0;
             continue;
         }
-        if (!ncg_dl_confirmed(&d->seen[streams], f, gen))
+        int first = f->sig != d->seen[streams].sig;
+        if (!ncg_dl_confirmed(&d->seen[streams], f, gen)) {
+            if (now_ns - d->asked_ns >= (first ? iv : 5 * iv)) {
+                d->asked_ns = now_ns; /* their next WAITs, changed or not, confirm it */
+                dl_ask(r, now_ns);
+            }
             continue;
+        }
         for (long i = 0; i < f->n; i++) { /* one verdict per comm of the cycle */
             size_t k = f->step[i].comm;
             struct rcomm *c = r->comm[idx[k]];

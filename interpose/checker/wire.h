@@ -48,6 +48,7 @@ enum ncg_msg_type {
     NCG_MSG_RHERE = 18,    /* root -> relay: the nearest registered relay at or above that node */
     NCG_MSG_RP2P = 19,     /* child relay -> parent: p2p records not matched beneath it */
     NCG_MSG_RWAIT = 20,    /* child relay -> parent: one process's WAIT, passed up to the root */
+    NCG_MSG_RASK = 21,     /* parent -> child relay: send the next WAITs up even if unchanged */
     NCG_MSG_TYPE_MAX_
 };
 

@@ -186,6 +186,8 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
         }
         return ncg_wire_put_wait(w, &x->w);
     }
+    case NCG_MSG_RASK:
+        return 0;
     default:
         return -1;
     }
@@ -355,6 +357,8 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
         }
         return ncg_wire_get_wait(r, &x->w);
     }
+    case NCG_MSG_RASK:
+        return 0;
     default:
         return -1;
     }

@@ -131,8 +131,10 @@ struct ncg_msg_rp2p {
 /* One process's blocked calls (its latest WAIT), as its node relay heard them, passed up
  * unchanged to the root (DEADLOCK through the tree: relay_dl.c), with what the graph needs of
  * its memberships: for each of its comms its rank, driver thread, issued and completed
- * counts. Sent only while the process sends WAITs (its calls wait an interval or more), and
- * once empty when they stop. */
+ * counts. Sent when the process's WAIT differs from the last one sent up (its calls wait an
+ * interval or more; an empty one when they stop), and, for two intervals after an RASK from
+ * the parent (the root saw a cycle and wants it confirmed), for every WAIT. RASK has no
+ * payload. */
 struct ncg_rwait_mem {
     uint64_t comm_id;
     uint32_t nranks, rank;

@@ -50,10 +50,21 @@ int main(int argc, char **argv)
             seed.type = (uint8_t)(1 + rand() % (NCG_MSG_TYPE_MAX_ - 1));
             if (seed.type == NCG_MSG_VERDICT || seed.type == NCG_MSG_RANSWER ||
                 seed.type == NCG_MSG_RVERDICT)
-                seed.type = NCG_MSG_PING; /* payloads behind pointers: not from a union */
-            seed.u.report.n = (uint32_t)(rand() % 4);
-            for (uint32_t i = 0; i < seed.u.report.n; i++)
-                seed.u.report.e[i].nranks = 4;
+                seed.type = NCG_MSG_PING;   /* payloads behind pointers: not from a union */
+            static struct ncg_msg_rwait rw; /* RWAIT: one membership, one blocked call */
+            if (seed.type == NCG_MSG_RWAIT) {
+                rw = (struct ncg_msg_rwait){.pid = 7, .grank = 3, .gen = (uint64_t)it, .nm = 1};
+                rw.m[0] = (struct ncg_rwait_mem){0xa0, 4, 3, 7, 21, 20};
+                rw.w.n = (uint32_t)(rand() % 3);
+                for (uint32_t i = 0; i < rw.w.n; i++)
+                    rw.w.w[i] = (struct ncg_wait_ent){
+                        .comm_id = 0xa0, .rank = 3, .tid = 7, .queued = (uint8_t)(rand() % 2)};
+                seed.u.rwait = &rw;
+            } else {
+                seed.u.report.n = (uint32_t)(rand() % 4);
+                for (uint32_t i = 0; i < seed.u.report.n; i++)
+                    seed.u.report.e[i].nranks = 4;
+            }
             struct ncg_report_ref tx = {0};
             long k = ncg_wire_encode_ref(&seed, b, sizeof b, &tx);
             n = k > 0 ? (size_t)k : 0;

@@ -380,6 +380,7 @@ static struct {
     struct ncg_msg_rfault rfault_first[MAXR]; /* the first RFAULT */
     int rp2p_recs[MAXR];                      /* p2p records sent up (RP2P) */
     int p2p_ev[MAXR];                         /* event lines about the p2p bound */
+    int rwait_up[MAXR];                       /* RWAITs sent up */
 } T;
 
 static void push(int kind, int relay, int conn, const struct ncg_msg *m)
@@ -426,6 +427,7 @@ static void op_up(void *arg, const struct ncg_msg *m)
     }
     if (m->type == NCG_MSG_RP2P)
         T.rp2p_recs[ri] += (int)m->u.rp2p.n;
+    T.rwait_up[ri] += m->type == NCG_MSG_RWAIT;
     if (m->type == NCG_MSG_RFAULT) {
         if (!T.rfaults[ri]++)
             T.rfault_first[ri] = m->u.rfault;
@@ -1810,10 +1812,19 @@ static void test_deadlock(void)
     for (int i = 0; i < T.ncl; i++)
         CHECK(T.cl[i].verdicts == 0);
     tree_free(3);
+    /* and WAITs that repeat go up once: 30 intervals of a hang without a cycle cost the leaf
+     * relay one RWAIT per process (with the cycle: the first ones and one refresh each after
+     * the root's RASK) */
     tree(1);
-    dl_run(-1, 0, 8, 8);
+    dl_run(-1, 0, 30, 30);
     for (int i = 0; i < T.ncl; i++)
         CHECK(T.cl[i].verdicts == 0);
+    CHECK(T.rwait_up[2] == 2 && T.rwait_up[1] == 4);
+    tree_free(3);
+    tree(1);
+    dl_run(4, 0, 30, 30);
+    CHECK(T.cl[0].verdicts == 2);
+    CHECK(T.rwait_up[2] >= 4 && T.rwait_up[2] <= 6);
     tree_free(3);
 }
 

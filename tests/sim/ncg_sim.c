@@ -1068,10 +1068,10 @@ int main(int argc, char **argv)
            (double)tot.net_win / A.ranks / win, root.rss_kb, root.fan_in, win, root.summary);
     if (A.frames) { /* per frame type: [node-local, between relays] bytes per rank and second */
         static const char *const name[NCG_MSG_TYPE_MAX_] = {
-            "?",       "HELLO",   "WELCOME",  "REPORT",   "QUERY", "ANSWER", "P2P",
-            "GOODBYE", "VERDICT", "PING",     "SHUTDOWN", "WAIT",  "RHELLO", "RSTAT",
-            "RANSWER", "RFAULT",  "RVERDICT", "RWHERE",   "RHERE", "RP2P",   "RWAIT"};
-        _Static_assert(NCG_MSG_RWAIT + 1 == NCG_MSG_TYPE_MAX_, "a frame type without a name");
+            "?",        "HELLO",  "WELCOME",  "REPORT", "QUERY",  "ANSWER", "P2P",     "GOODBYE",
+            "VERDICT",  "PING",   "SHUTDOWN", "WAIT",   "RHELLO", "RSTAT",  "RANSWER", "RFAULT",
+            "RVERDICT", "RWHERE", "RHERE",    "RP2P",   "RWAIT",  "RASK"};
+        _Static_assert(NCG_MSG_RASK + 1 == NCG_MSG_TYPE_MAX_, "a frame type without a name");
         printf(", \"frames\": {");
         const char *sep = "";
         for (int t = 0; t < NCG_MSG_TYPE_MAX_; t++) {
