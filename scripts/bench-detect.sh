@@ -3,9 +3,11 @@
 #  1. MISMATCH: the 16-rank incident, from the later of the two mismatching calls (the reports'
 #     call_time_unix) to every rank exited (the launcher returning), BENCH_RUNS times.
 #  2. RANK DIED: 16 ranks, one SIGKILLs itself; from its kill to every rank exited.
-#     Both in the synchronous and the asynchronous mode of the CPU NCCL, and with the flat
+#  3. DEADLOCK: 16 ranks, rank 13 (the fourth node's second rank in the tree) takes the world
+#     comm and its split child in the other order; from that call to every rank exited.
+#     All three in the synchronous and the asynchronous mode of the CPU NCCL, and with the flat
 #     checker and through the relay tree (NCCLGUARD_TREE=on, 4 "nodes" of 4 ranks).
-#  3. Steady-state traffic: 16 ranks, AllReduce loop for BENCH_STEADY_S seconds, bytes per rank
+#  4. Steady-state traffic: 16 ranks, AllReduce loop for BENCH_STEADY_S seconds, bytes per rank
 #     per second on the side channel (from NCCLGUARD_VERBOSE=1's per-link totals), and the same
 #     for a mixed workload with a p2p ring (4 ranks, scen healthy).
 # Prints median and worst of each; no pass/fail (see BENCHMARKS.md for targets).
@@ -33,7 +35,7 @@ mode_env() { [ "$1" = async ] && echo "FAKENCCL_ASYNC=1 LD_LIBRARY_PATH=$B/fakec
 # The checker: flat (one connection per process into rank 0's checker thread), or the relay tree.
 CFGS=${BENCH_CHECKERS:-flat tree}
 cfg_env() { [ "$1" = tree ] && echo "NCCLGUARD_TREE=on NCG_LAUNCH_PER_NODE=4" || echo "NCCLGUARD_TREE=off"; }
-for c in $CFGS; do for m in $MODES; do : >"$T/mm.$m.$c"; : >"$T/kill.$m.$c"; done; done
+for c in $CFGS; do for m in $MODES; do : >"$T/mm.$m.$c"; : >"$T/kill.$m.$c"; : >"$T/dl.$m.$c"; done; done
 for r in $(seq "$RUNS"); do
   for c in $CFGS; do for m in $MODES; do
     rm -rf "$T/rep" && mkdir -p "$T/rep"
@@ -47,11 +49,17 @@ for r in $(seq "$RUNS"); do
     td=$(grep -o 'scen: diverge at [0-9.]*' "$T/log" | awk '{print $4}')
     n86=$(grep -cE 'exited with status 86$' "$T/log")
     [ -n "$td" ] && [ "$n86" -eq $((N - 1)) ] && awk -v a="$td" -v b="$te" 'BEGIN{printf "%.3f\n", b-a}' >>"$T/kill.$m.$c"
+    env $(mode_env $m) $(cfg_env $c) SCEN_VICTIM=13 LD_PRELOAD=$B/libncclguard.so NCCLGUARD_REPORT_DIR=$T "$L" -n "$N" -t 60 "$S" invert 40 >"$T/log" 2>&1
+    te=$(now)
+    td=$(grep -o 'scen: diverge at [0-9.]*' "$T/log" | awk '{print $4}')
+    ndl=$(grep -cE '^ncclguard: VERDICT: DEADLOCK' "$T/log")
+    [ -n "$td" ] && [ "$ndl" -ge "$N" ] && awk -v a="$td" -v b="$te" 'BEGIN{printf "%.3f\n", b-a}' >>"$T/dl.$m.$c"
   done; done
 done
 for c in $CFGS; do for m in $MODES; do
   printf "MISMATCH (incident, %-5s %-4s), later mismatching call -> all ranks exited: " $m $c; stats <"$T/mm.$m.$c"
   printf "RANK DIED (SIGKILL, %-5s %-4s), kill -> all ranks exited:                   " $m $c; stats <"$T/kill.$m.$c"
+  printf "DEADLOCK (invert,  %-5s %-4s), inverted call -> all ranks exited:          " $m $c; stats <"$T/dl.$m.$c"
 done; done
 
 traffic() { # label ranks scen-args...
