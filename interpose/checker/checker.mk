@@ -94,6 +94,15 @@ TEST_BINS += $(BUILD)/bench/httpbench
 bench-http: $(BUILD)/bench/httpbench
 	@$(BUILD)/bench/httpbench 1024 $${NCG_BENCH_SCRAPES:-200}
 BENCH_TARGETS += bench-http
+# One DEADLOCK check at scale (the graph's cost in a hang: W waiting of N ranks).
+$(BUILD)/bench/dlbench: tests/bench/dlbench.c interpose/checker/deadlock.c interpose/checker/waitfor.c interpose/checker/verdict.c interpose/checker/wire.c interpose/checker/wire_relay.c $(wildcard interpose/*/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/bench/dlbench.c interpose/checker/deadlock.c interpose/checker/waitfor.c interpose/checker/verdict.c interpose/checker/wire.c interpose/checker/wire_relay.c
+TEST_BINS += $(BUILD)/bench/dlbench
+.PHONY: bench-deadlock
+bench-deadlock: $(BUILD)/bench/dlbench
+	@$(BUILD)/bench/dlbench $${NCG_BENCH_RUNS:-9}
+BENCH_TARGETS += bench-deadlock
 # The same cost in a real 16-rank job on the CPU NCCL (scraped vs not, in one run).
 .PHONY: bench-http-real
 bench-http-real: all

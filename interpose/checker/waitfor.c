@@ -1,6 +1,7 @@
 /* The wait-for graph (waitfor.h): threads as nodes, an edge per (blocked call, member that has
  * not completed its slot, blocked driver thread of that member), and an iterative depth-first
- * search for one cycle. Pure; O(waits * members) edges. */
+ * search for one cycle. Pure; collective waits of one slot share a node (O(waits + members)
+ * edges per slot). */
 #include "waitfor.h"
 
 #include <stdlib.h>
@@ -148,6 +149,23 @@ static int blocked_elsewhere(const struct ncg_wf_wait *w, const struct tkey *key
     return other;
 }
 
+/* A collective wait by its (comm, slot) group. */
+struct gkey {
+    uint32_t comm;
+    uint64_t seq;
+    size_t idx;
+};
+
+static int gkey_cmp(const void *pa, const void *pb)
+{
+    const struct gkey *a = pa, *b = pb;
+    if (a->comm != b->comm)
+        return a->comm < b->comm ? -1 : 1;
+    if (a->seq != b->seq)
+        return a->seq < b->seq ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
 long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_wf_comm *comms,
                        size_t ncomms, struct ncg_wf_step *steps, size_t cap)
 {
@@ -156,6 +174,7 @@ long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_
     size_t *th = calloc(nw ? nw : 1, sizeof *th);
     size_t *run = malloc(sizeof *run * (nw + 1));
     struct tkey *keys = malloc(sizeof *keys * (nw ? nw : 1));
+    struct gkey *gk = NULL;
     struct edge *e = NULL;
     if (!th || !run || !keys) {
         found = -1;
@@ -170,42 +189,97 @@ long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_
         th[keys[k].idx] = nth - 1;
     }
     run[nth] = nw;
+    /* Collective waits grouped by (comm, slot): every wait of a group has the same targets
+     * (the members that have not completed the slot and whose driver thread is blocked in
+     * another call), so each group is one extra node, with an edge from each of its waiting
+     * threads and one to each target's thread: a hang where every rank waits in one slot costs
+     * O(waits + members) edges and time, not O(waits * members). A target is never a thread of
+     * the group (blocked in this very slot, it is not blocked elsewhere). P2P waits: one edge
+     * to the peer's thread. */
+    gk = malloc(sizeof *gk * (nw ? nw : 1));
+    if (!gk) {
+        found = -1;
+        goto out;
+    }
+    size_t ng = 0, ngroups = 0;
     for (size_t i = 0; i < nw; i++) {
         const struct ncg_wf_wait *x = &w[i];
         if (x->comm >= ncomms || x->rank >= comms[x->comm].nranks)
             continue;
-        const struct ncg_wf_comm *c = &comms[x->comm];
-        uint32_t lo = 0, hi = c->nranks;
-        if (x->p2p) {
-            if (x->peer < 0 || (uint32_t)x->peer >= c->nranks)
-                continue;
-            lo = (uint32_t)x->peer;
-            hi = lo + 1;
+        if (!x->p2p) {
+            gk[ng++] = (struct gkey){x->comm, x->seq, i};
+            continue;
         }
-        for (uint32_t m = lo; m < hi; m++) {
+        const struct ncg_wf_comm *c = &comms[x->comm];
+        if (x->peer < 0 || (uint32_t)x->peer >= c->nranks)
+            continue;
+        uint32_t m = (uint32_t)x->peer;
+        const struct ncg_wf_member *mb = &c->m[m];
+        if (m == x->rank || !mb->known)
+            continue; /* itself, or unknown */
+        size_t t = thread_of(keys, nw, mb->proc, mb->tid, th);
+        if (t == SIZE_MAX || t == th[i] || !blocked_elsewhere(w, keys, run, t, x, m))
+            continue; /* its driver thread is free to issue the call, or is this thread */
+        if (edge_add(&e, &ne, &cape, (struct edge){th[i], t, i, m}) != 0) {
+            found = -1;
+            goto out;
+        }
+    }
+    qsort(gk, ng, sizeof *gk, gkey_cmp);
+    for (size_t a = 0, b; a < ng; a = b) {
+        for (b = a + 1; b < ng && gk[b].comm == gk[a].comm && gk[b].seq == gk[a].seq; b++)
+            ;
+        size_t node = nth + ngroups++;
+        const struct ncg_wf_wait *x = &w[gk[a].idx];
+        const struct ncg_wf_comm *c = &comms[x->comm];
+        for (size_t k = a; k < b; k++)
+            if (edge_add(&e, &ne, &cape, (struct edge){th[gk[k].idx], node, gk[k].idx, 0}) != 0) {
+                found = -1;
+                goto out;
+            }
+        for (uint32_t m = 0; m < c->nranks; m++) {
             const struct ncg_wf_member *mb = &c->m[m];
-            if (m == x->rank || !mb->known || (!x->p2p && mb->done > x->seq))
-                continue; /* itself, unknown, or it has completed the slot already */
+            if (!mb->known || mb->done > x->seq)
+                continue; /* unknown, or it has completed the slot already */
             size_t t = thread_of(keys, nw, mb->proc, mb->tid, th);
-            if (t == SIZE_MAX || t == th[i] || !blocked_elsewhere(w, keys, run, t, x, m))
-                continue; /* its driver thread is free to issue the call, or is this thread */
-            if (edge_add(&e, &ne, &cape, (struct edge){th[i], t, i, m}) != 0) {
+            if (t == SIZE_MAX || !blocked_elsewhere(w, keys, run, t, x, m))
+                continue; /* its driver thread is free to issue the call */
+            if (edge_add(&e, &ne, &cape, (struct edge){node, t, SIZE_MAX, m}) != 0) {
                 found = -1;
                 goto out;
             }
         }
     }
     if (ne) {
-        size_t *cyc = malloc(sizeof *cyc * (cap ? cap : 1));
-        found = cyc ? find_cycle(e, ne, nth, cyc, cap) : -1;
-        for (long q = 0; q < found && (size_t)q < cap; q++)
-            steps[q] = (struct ncg_wf_step){e[cyc[q]].a, (uint32_t)e[cyc[q]].b};
+        /* a step through a group is two edges: the wait into it, the target out of it */
+        size_t ecap = 2 * cap + 2, *cyc = malloc(sizeof *cyc * ecap);
+        long len = cyc ? find_cycle(e, ne, nth + ngroups, cyc, ecap) : -1;
+        found = len;
+        if (len > 0 && (size_t)len <= ecap) {
+            size_t r0 = 0; /* start at an edge out of a thread */
+            while (e[cyc[r0]].from >= nth)
+                r0++;
+            long n = 0;
+            for (long q = 0; q < len; n++) {
+                const struct edge *x = &e[cyc[(r0 + (size_t)q) % (size_t)len]];
+                uint32_t target = (uint32_t)x->b;
+                if (x->to >= nth) /* into a group: the next edge names the target */
+                    target = (uint32_t)e[cyc[(r0 + (size_t)q + 1) % (size_t)len]].b;
+                if ((size_t)n < cap)
+                    steps[n] = (struct ncg_wf_step){x->a, target};
+                q += x->to >= nth ? 2 : 1;
+            }
+            found = n;
+        } else if (len > 0) {
+            found = len; /* longer than cap steps can tell (len / 2 at least) */
+        }
         free(cyc);
     }
 out:
     free(th);
     free(run);
     free(keys);
+    free(gk);
     free(e);
     return found;
 }

@@ -218,6 +218,39 @@ static void sd_cases(void)
     sd_exhaustive();
 }
 
+/* At scale: nw threads (one per process) of comms A and B of nr ranks (members 0..nw-1
+ * known), every one blocked in A's slot 20 except `odd` of them, blocked in B's slot 20
+ * first (none completed either). odd = 0: no cycle; odd > 0: cycles of 2 (an odd thread and
+ * an A one wait on each other), whose steps lead each to the next. The graph's size grows with
+ * waits + members (one node per slot's waits): this also bounds its time. */
+static void scale_case(uint32_t nw, uint32_t nr, uint32_t odd)
+{
+    struct ncg_wf_member *ma = calloc(nr, sizeof *ma), *mb = calloc(nr, sizeof *mb);
+    struct ncg_wf_wait *w = calloc(nw, sizeof *w);
+    for (uint32_t i = 0; i < nw; i++) {
+        ma[i] = mb[i] = (struct ncg_wf_member){1, i, 1000 + i, 20};
+        w[i] = coll(i, 1000 + i, i < odd ? 1 : 0, i, 20);
+    }
+    struct ncg_wf_comm comms[2] = {{nr, ma}, {nr, mb}};
+    struct ncg_wf_step st[64];
+    long n = ncg_wf_find_cycle(w, nw, comms, 2, st, 64);
+    if (n != (odd ? 2 : 0)) {
+        printf("FAIL scale %u waits, %u ranks, %u odd: cycle of %ld\n", nw, nr, odd, n);
+        failures++;
+    }
+    for (long k = 0; k < n && n <= 64; k++) {
+        const struct ncg_wf_wait *x = &w[st[k].wait], *y = &w[st[(k + 1) % n].wait];
+        const struct ncg_wf_member *m = &comms[x->comm].m[st[k].target];
+        if (m->proc != y->proc || m->tid != y->tid || x->comm == y->comm) {
+            printf("FAIL scale %u odd: step %ld does not lead to the next\n", odd, k);
+            failures++;
+        }
+    }
+    free(ma);
+    free(mb);
+    free(w);
+}
+
 int main(void)
 {
     struct comm c[4];
@@ -340,6 +373,10 @@ int main(void)
             }
 
     sd_cases();
+    scale_case(4096, 16384, 0);
+    scale_case(4096, 16384, 1);
+    scale_case(4096, 16384, 2048);
+    scale_case(16384, 16384, 13);
 
     if (failures) {
         printf("waitfor: %d failures\n", failures);
