@@ -189,6 +189,20 @@ static void on_rwait(struct ncg_relay *r, struct ncg_msg_rwait *w)
     }
 }
 
+/* One membership of a waiting process (root_check_deadlock sorts them by comm). */
+struct mref {
+    uint64_t comm_id;
+    uint32_t proc, mem; /* the process's index in the table, the membership's in its RWAIT */
+};
+
+static int mref_cmp(const void *a, const void *b)
+{
+    const struct mref *x = a, *y = b;
+    if (x->comm_id != y->comm_id)
+        return x->comm_id < y->comm_id ? -1 : 1;
+    return x->proc < y->proc ? -1 : x->proc > y->proc;
+}
+
 /* 1 when some comm of w is still checked at the root (not ended by a verdict). */
 static int rwait_live(const struct ncg_relay *r, const struct ncg_msg_rwait *w)
 {
@@ -223,11 +237,12 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
     uint64_t *gen = calloc(d->n, sizeof *gen);
     struct ncg_dl_comm *dc = calloc(r->ncomm ? r->ncomm : 1, sizeof *dc);
     struct ncg_dl_member **mm = calloc(r->ncomm ? r->ncomm : 1, sizeof *mm);
-    size_t *idx = calloc(r->ncomm ? r->ncomm : 1, sizeof *idx); /* dc index -> r->comm index */
+    struct rcomm **cm = calloc(r->ncomm ? r->ncomm : 1, sizeof *cm); /* dc index -> its comm */
+    struct mref *ref = NULL;
     struct ncg_dl_cycle *f = malloc(sizeof *f);
     char *notes = malloc(NCG_WIRE_NOTES);
     size_t nc = 0;
-    if (!p || !gen || !dc || !mm || !idx || !f || !notes) {
+    if (!p || !gen || !dc || !mm || !cm || !f || !notes) {
         r_nomem(r);
         goto out;
     }
@@ -236,30 +251,41 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
         p[i] = (struct ncg_dl_proc){w->pid, w->host, w->w.w, w->w.n};
         gen[i] = w->gen;
     }
-    /* The comms some waiting process is in, with those processes as their known members. */
-    for (size_t ci = 0; ci < r->ncomm; ci++) {
-        const struct rcomm *c = r->comm[ci];
-        if (c->done)
+    /* The comms some waiting process is in, with those processes as their known members: the
+     * memberships sorted by comm, each comm looked up once. */
+    size_t nref = 0;
+    for (uint32_t i = 0; i < d->n; i++)
+        nref += d->p[i].w->nm;
+    if (!(ref = malloc(sizeof *ref * (nref ? nref : 1)))) {
+        r_nomem(r);
+        goto out;
+    }
+    nref = 0;
+    for (uint32_t i = 0; i < d->n; i++)
+        for (uint32_t j = 0; j < d->p[i].w->nm; j++)
+            ref[nref++] = (struct mref){d->p[i].w->m[j].comm_id, i, j};
+    qsort(ref, nref, sizeof *ref, mref_cmp);
+    for (size_t a = 0, b; a < nref; a = b) {
+        for (b = a + 1; b < nref && ref[b].comm_id == ref[a].comm_id; b++)
+            ;
+        struct rcomm *c = comm_find(r, ref[a].comm_id);
+        if (!c || c->done || nc == r->ncomm)
             continue;
-        struct ncg_dl_member *m = NULL;
-        for (uint32_t i = 0; i < d->n; i++) {
-            const struct ncg_msg_rwait *w = d->p[i].w;
-            for (uint32_t j = 0; j < w->nm; j++) {
-                const struct ncg_rwait_mem *x = &w->m[j];
-                if (x->comm_id != c->id || x->nranks != c->nranks || x->rank >= c->nranks)
-                    continue;
-                if (!m && !(m = calloc(c->nranks, sizeof *m))) {
-                    r_nomem(r);
-                    goto out;
-                }
-                m[x->rank] = (struct ncg_dl_member){1, i, x->tid, w->grank, x->count, x->done};
-            }
+        struct ncg_dl_member *m = calloc(c->nranks, sizeof *m);
+        if (!m) {
+            r_nomem(r);
+            goto out;
         }
-        if (m) {
-            mm[nc] = m;
-            idx[nc] = ci;
-            dc[nc++] = (struct ncg_dl_comm){c->id, c->nranks, m, 0};
+        for (size_t k = a; k < b; k++) {
+            const struct ncg_msg_rwait *w = d->p[ref[k].proc].w;
+            const struct ncg_rwait_mem *x = &w->m[ref[k].mem];
+            if (x->nranks == c->nranks && x->rank < c->nranks)
+                m[x->rank] =
+                    (struct ncg_dl_member){1, ref[k].proc, x->tid, w->grank, x->count, x->done};
         }
+        mm[nc] = m;
+        cm[nc] = c;
+        dc[nc++] = (struct ncg_dl_comm){c->id, c->nranks, m, 0};
     }
     for (int streams = 0; streams < 2; streams++) {
         int found = ncg_dl_find(p, d->n, dc, nc, streams, f, notes);
@@ -279,7 +305,7 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
         }
         for (long i = 0; i < f->n; i++) { /* one verdict per comm of the cycle */
             size_t k = f->step[i].comm;
-            struct rcomm *c = r->comm[idx[k]];
+            struct rcomm *c = cm[k];
             if (c->done)
                 continue;
             struct ncg_verdict *v = tree_verdict(r, c, NCG_V_DEADLOCK);
@@ -297,7 +323,8 @@ out:
             free(mm[k]);
     free(mm);
     free(dc);
-    free(idx);
+    free(cm);
+    free(ref);
     free(gen);
     free(p);
     free(f);
