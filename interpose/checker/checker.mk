@@ -113,14 +113,14 @@ BENCH_TARGETS += bench-http-real
 # the shim with its host (relayhost.c) under NCCLGUARD_TREE (docs/checker.md, "the relay tree").
 RELAY_SRCS := interpose/checker/relay.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c \
               interpose/checker/waitfor.c interpose/checker/deadlock.c
-$(CHK_OUT)/relay_unit: tests/checker/relay_unit.c $(RELAY_SRCS) interpose/checker/relay_dl.c $(wildcard interpose/*/*.h)
+$(CHK_OUT)/relay_unit: tests/checker/relay_unit.c $(RELAY_SRCS) interpose/checker/relay_dl.c interpose/checker/relay_hang.c $(wildcard interpose/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/relay_unit.c $(RELAY_SRCS)
 TEST_BINS += $(CHK_OUT)/relay_unit
 
 # The simulator: N virtual ranks through the relay tree's code and protocol (tests/sim).
 SIM_SRCS := tests/sim/ncg_sim.c interpose/checker/relay.c $(HTTP_TEST_SRCS)
-$(BUILD)/tests/ncg-sim: $(SIM_SRCS) interpose/checker/relay_dl.c $(wildcard interpose/*/*.h)
+$(BUILD)/tests/ncg-sim: $(SIM_SRCS) interpose/checker/relay_dl.c interpose/checker/relay_hang.c $(wildcard interpose/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ $(SIM_SRCS)
 TEST_BINS += $(BUILD)/tests/ncg-sim
@@ -130,7 +130,7 @@ bench-scale: $(BUILD)/tests/ncg-sim
 BENCH_TARGETS += bench-scale
 
 # One relay as a standalone process, for the end-to-end test of real ranks through relays.
-$(BUILD)/tests/ncg-relayd: tests/sim/relayd.c interpose/checker/relay.c interpose/checker/relay_dl.c $(HTTP_TEST_SRCS) $(wildcard interpose/*/*.h)
+$(BUILD)/tests/ncg-relayd: tests/sim/relayd.c interpose/checker/relay.c interpose/checker/relay_dl.c interpose/checker/relay_hang.c $(HTTP_TEST_SRCS) $(wildcard interpose/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/sim/relayd.c interpose/checker/relay.c $(HTTP_TEST_SRCS)
 TEST_BINS += $(BUILD)/tests/ncg-relayd

@@ -1,0 +1,196 @@
+/* Part of relay.c (included there: it reads the relay's private state): the root's checks for
+ * hangs, on the subtrees' aggregates. LAG (coord.c's check_lag): counts differ and nothing
+ * beneath grew for lag_warn_s. STUCK (coord_hang.c's): every rank issued slot k identically,
+ * some has not completed it, nothing completed for stuck_warn_s. DEADLOCK is relay_dl.c. */
+
+/* coord.c's check_lag over the tree: counts differ and nothing beneath grew for lag_warn_s. */
+static void root_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
+{
+    uint64_t mn = UINT64_MAX, mx = 0;
+    uint32_t known = 0;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        known += k->relay ? k->known : 1;
+        if (k->state != K_ACTIVE || (k->relay && !k->active))
+            continue;
+        mn = k->min < mn ? k->min : mn;
+        mx = k->max > mx ? k->max : mx;
+    }
+    if (known < c->nranks)
+        return; /* not every member known yet */
+    if (mn == UINT64_MAX || mn == mx) {
+        c->lag_warned = 0;
+        return;
+    }
+    double idle = (double)(now_ns - c->progress_ns) / 1e9;
+    int act = r->p.lag_abort_s > 0 && idle >= r->p.lag_abort_s;
+    if (!act && (r->p.lag_warn_s <= 0 || idle < r->p.lag_warn_s || c->lag_warned))
+        return;
+    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_LAG);
+    int32_t who[NCG_RELAY_DEAD];
+    size_t n = 0;
+    int more = 0;
+    if (!v)
+        return;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        if (k->state != K_ACTIVE || (k->relay && !k->active) || k->min != mn)
+            continue;
+        if (!k->relay && n < NCG_RELAY_DEAD)
+            who[n++] = (int32_t)k->rank;
+        for (uint32_t j = 0; k->relay && j < k->nlow && n < NCG_RELAY_DEAD; j++)
+            who[n++] = (int32_t)k->low[j];
+        more |= k->relay && k->low_more;
+    }
+    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+    if (more) { /* more laggards than listed */
+        size_t len = strlen(v->subject);
+        snprintf(v->subject + len, sizeof v->subject - len, ",...");
+    }
+    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
+    v->slot = (int64_t)mn;
+    snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle,
+             mn, mx);
+    c->lag_warned = 1;
+    verdict_issue(r, c, v);
+}
+
+/* c's figures over its active kids, for STUCK: min and max count, the completion bounds. */
+struct dfig {
+    uint64_t mn, mx, dmin, dhi;
+    uint32_t known, active;
+    uint8_t sampled;
+};
+
+static struct dfig comm_dfig(const struct rcomm *c)
+{
+    struct dfig f = {UINT64_MAX, 0, UINT64_MAX, UINT64_MAX, 0, 0, 0};
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        f.known += k->relay ? k->known : 1;
+        if (k->state != K_ACTIVE || (k->relay && !k->active))
+            continue;
+        f.active += k->relay ? k->active : 1;
+        f.mn = k->min < f.mn ? k->min : f.mn;
+        f.mx = k->max > f.mx ? k->max : f.mx;
+        f.dmin = k->dmin < f.dmin ? k->dmin : f.dmin;
+        f.dhi = k->dhi < f.dhi ? k->dhi : f.dhi;
+        f.sampled |= k->sampled;
+    }
+    return f;
+}
+
+/* coord_hang.c's hang_behind_lag needs to know which members of c share a process with
+ * members of another comm: the tree carries no such thing. A conservative stand-in: some other
+ * comm has incomplete work (its max count above its min completed) while some member may not
+ * have issued its first incomplete slot (min count at most its min upper bound): while so, no
+ * sampled STUCK (a missed STUCK rather than a false one). Called only when one is due. */
+static int root_behind_lag(const struct ncg_relay *r, const struct rcomm *c)
+{
+    for (size_t ci = 0; ci < r->ncomm; ci++) {
+        const struct rcomm *o = r->comm[ci];
+        if (o == c || o->done)
+            continue;
+        struct dfig f = comm_dfig(o);
+        if (f.mn != UINT64_MAX && f.mn <= f.dhi && f.mx > f.dmin)
+            return 1;
+    }
+    return 0;
+}
+
+/* The call at slot k from the last round's records, when it asked them (one call everywhere). */
+static void stuck_call(const struct rcomm *c, uint64_t k, struct ncg_verdict *v)
+{
+    if (!c->acc || c->rd.mode != NCG_QUERY_RECORDS)
+        return;
+    for (uint32_t j = 0; j < c->rd.qn && j < c->acc->n; j++) {
+        const struct ncg_rslot *s = &c->acc->s[j];
+        if (c->rd.qslot[j] != k || s->ngroups != 1 || s->more || s->g[0].status != NCG_ANS_OK)
+            continue;
+        v->ncalls = 1;
+        v->calls[0].call = s->g[0].call;
+        v->calls[0].call.seq = k;
+        snprintf(v->calls[0].site, sizeof v->calls[0].site, "%s", s->g[0].site);
+        return;
+    }
+}
+
+/* coord_hang.c's STUCK over the tree, on aggregates: every rank known and active issued the
+ * first slot some rank has not completed ([dmin, dhi] of the minima), it is verified identical
+ * (rd.vc), and no completion (sampled; synchronous: nor issue) grew for stuck_warn_s. The
+ * member lines of the flat checker (threads, call sites, other comms) are not gathered. */
+static void root_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
+{
+    if (r->p.stuck_warn_s <= 0 && r->p.stuck_abort_s <= 0)
+        return;
+    struct dfig f = comm_dfig(c);
+    /* Under sampled completion a comm's calls may sit on streams behind another comm's wait
+     * for a late rank (its LAG): watched whenever completion lags issue here, and a STUCK waits
+     * two intervals and a half after it last held (when that wait ends, the other comm's counts
+     * may reach the root before this comm's sampled completions do). */
+    uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
+    if (f.sampled && f.mx > f.dmin && root_behind_lag(r, c))
+        c->behind_ns = now_ns;
+    if (f.sampled && c->behind_ns && now_ns - c->behind_ns < 2 * iv + iv / 2)
+        return;
+    if (f.known < c->nranks || f.active < c->nranks || f.mn == UINT64_MAX)
+        return; /* unknown, gone or dead members: other verdicts' business */
+    uint64_t k = f.dmin, khi = f.dhi;
+    if (f.mn <= khi)
+        return; /* someone may not have issued the stalled slot: LAG territory, or idle */
+    if (c->rd.vc <= khi)
+        return; /* not verified identical (yet) up to there: MISMATCH territory */
+    uint64_t last =
+        f.sampled || c->dprogress_ns > c->progress_ns ? c->dprogress_ns : c->progress_ns;
+    double idle = (double)(now_ns - last) / 1e9;
+    int act = r->p.stuck_abort_s > 0 && idle >= r->p.stuck_abort_s;
+    if (!act && (r->p.stuck_warn_s <= 0 || idle < r->p.stuck_warn_s || c->stuck_warned == k + 1))
+        return;
+
+    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_STUCK);
+    char *notes = malloc(NCG_WIRE_NOTES);
+    if (!v || !notes) {
+        ncg_verdict_free(v);
+        free(notes);
+        if (!notes)
+            r_nomem(r);
+        return;
+    }
+    int32_t who[NCG_RELAY_DEAD];
+    size_t n = 0;
+    uint64_t nat = 0; /* ranks at dmin, exact */
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *x = &c->k[i];
+        if (x->state != K_ACTIVE || (x->relay && !x->active) || x->dmin != k)
+            continue;
+        nat += x->relay ? x->ndlow : 1;
+        if (!x->relay && n < NCG_RELAY_DEAD)
+            who[n++] = (int32_t)x->rank;
+        for (uint32_t j = 0; x->relay && j < x->ndlow_l && n < NCG_RELAY_DEAD; j++)
+            who[n++] = (int32_t)x->dlow[j];
+    }
+    if (nat >= c->nranks) { /* every rank: named whole, however many the lists held */
+        n = 0;
+        snprintf(v->subject, sizeof v->subject, c->nranks > 1 ? "0-%u" : "0", c->nranks - 1);
+    } else {
+        ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+        if (nat > n) { /* more than listed */
+            size_t len = strlen(v->subject);
+            snprintf(v->subject + len, sizeof v->subject - len, ",...");
+        }
+    }
+    stuck_call(c, k, v);
+    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
+    v->slot = (int64_t)k;
+    ncg_stuck_words(v, k, khi, idle, nat >= c->nranks, nat > 1, notes, NCG_WIRE_NOTES);
+    size_t len = strlen(notes);
+    if (len < NCG_WIRE_NOTES)
+        snprintf(notes + len, NCG_WIRE_NOTES - len,
+                 "each member's thread, call site and other communicators are not gathered "
+                 "through the relay tree (NCCLGUARD_TREE=off for them)\n");
+    if (ncg_verdict_set_notes(v, notes) < 0)
+        r_nomem(r);
+    free(notes);
+    c->stuck_warned = k + 1;
+    verdict_issue(r, c, v);
+}
