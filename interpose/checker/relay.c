@@ -314,6 +314,16 @@ static struct rcomm *comm_find(struct ncg_relay *r, uint64_t id)
     return NULL;
 }
 
+/* A refusal by one of relay.h's bounds: counted; 1 the first time for this flag (the caller
+ * then says it in one event line), 0 after. */
+static int refuse_first(struct ncg_relay *r, uint8_t *said)
+{
+    r->st.refused++;
+    int first = !*said;
+    *said = 1;
+    return first;
+}
+
 /* 1 when conn may register one more kid (relay.h's bounds), else refused (said once). */
 static int kid_room(struct ncg_relay *r, int conn, int relay)
 {
@@ -321,12 +331,10 @@ static int kid_room(struct ncg_relay *r, int conn, int relay)
     uint32_t cap = relay ? NCG_RELAY_MAX_COMMS : NCG_RELAY_CONN_RANKS;
     if (!cc || cc->nkids < cap)
         return 1;
-    r->st.refused++;
-    if (!cc->refused)
+    if (refuse_first(r, &cc->refused))
         r_event(r, "refused: %s %u on %s registers more than %u %s; the others go unchecked",
                 relay ? "the relay of node" : "pid", relay ? cc->node : cc->pid, cc->host, cap,
                 relay ? "communicators" : "communicator ranks");
-    cc->refused = 1;
     return 0;
 }
 
@@ -343,11 +351,9 @@ static struct rcomm *comm_get(struct ncg_relay *r, uint64_t id, uint32_t nranks,
     if (conn >= 0 && !kid_room(r, conn, relay))
         return NULL;
     if (r->ncomm >= NCG_RELAY_MAX_COMMS) {
-        r->st.refused++;
-        if (!r->refused)
+        if (refuse_first(r, &r->refused))
             r_event(r, "refused: more than %u communicators; the others go unchecked here",
                     NCG_RELAY_MAX_COMMS);
-        r->refused = 1;
         return NULL;
     }
     if (r->ncomm == r->capcomm) {
@@ -535,13 +541,11 @@ static void pend_merge(struct ncg_relay *r, struct rcomm *c, const uint32_t *ran
         if (!have && last->n < NCG_RELAY_DEAD)
             last->rank[last->n++] = ranks[i];
     }
-    r->st.refused++;
-    if (!c->pend_full)
+    if (refuse_first(r, &c->pend_full))
         r_event(r,
                 "comm %016" PRIx64 ": more than %u faults while detached from the parent; later "
                 "ones merged into the last",
                 c->id, NCG_RELAY_PEND);
-    c->pend_full = 1;
 }
 
 /* Ranks of c died (n of them): the root decides, any other relay tells its parent (or keeps
@@ -886,13 +890,11 @@ static void p2p_match(struct ncg_relay *r, struct rcomm *c, const struct ncg_rp2
                 c->bad[j] = (struct ncg_rp2p_rec){(uint32_t)ncg_p2pm_origin(&pair[j]), pair[j].rec};
             c->nbad = 2;
         } else if (res == NCG_P2PM_FULL) {
-            r->st.refused++;
-            if (!c->p2p_full)
+            if (refuse_first(r, &c->p2p_full))
                 r_event(r,
                         "comm %016" PRIx64 ": more than %u p2p records unmatched here; later ones "
                         "refused until some match or age out",
                         c->id, NCG_P2PM_MAX);
-            c->p2p_full = 1;
         } else if (res == NCG_P2PM_NOMEM) {
             r_nomem(r);
         }

@@ -62,13 +62,11 @@ static void dl_keep(struct ncg_relay *r, struct ncg_msg_rwait *w)
     }
     if (i == d->n) {
         if (d->n == NCG_RELAY_MAX_WAITERS) {
-            r->st.refused++;
-            if (!d->full)
+            if (refuse_first(r, &d->full))
                 r_event(r,
                         "DEADLOCK: more than %u processes with blocked calls; the others are "
                         "left out of the wait-for graph",
                         NCG_RELAY_MAX_WAITERS);
-            d->full = 1;
             free(w);
             return;
         }
