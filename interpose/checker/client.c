@@ -83,10 +83,18 @@ struct link {
     char lost_why[96];
     int lost_acted;
     struct tree tr;        /* tr.on: the link goes to this node's relay (a Unix name), else flat */
-    uint64_t tree_fail_ns; /* the node's relay unreachable since (said once, after 5 s) */
+    uint64_t tree_fail_ns; /* the node's relay unreachable since (0: reachable) */
+    uint8_t tree_said;     /* that was said (once, after 5 s) */
     uint64_t born_ns;      /* made; in its first second only LOCAL_RANK 0 becomes a relay */
     uint8_t reelect;       /* its relay left: any process may take over at once */
 };
+
+/* 1 when l belongs to a relay tree: to its node's relay (tr.on), or fallen back from a lost
+ * one to the tree's root (tr.on cleared, the root's address kept). */
+static int link_in_tree(const struct link *l)
+{
+    return l->tr.root_len != 0;
+}
 
 struct lcomm {
     struct ncg_comm *c;       /* NULL once removed */
@@ -815,11 +823,12 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             l->w = m->u.welcome;
             l->state = L_UP;
             l->up_ns = now;
-            if (l->lost_ns && (l->tr.on || l->tr.root_len)) { /* a tree's: said at -v */
+            if (l->lost_ns && link_in_tree(l)) { /* a tree's: said at -v */
                 ncg_debug(1, "attached to %s", l->name);
                 l->lost_ns = 0;
                 l->lost_acted = 0;
                 l->tree_fail_ns = 0;
+                l->tree_said = 0;
             } else if (l->lost_ns) {
                 ncg_log("reconnected to the standalone checker at %s", l->name);
                 l->lost_ns = 0;
@@ -1071,7 +1080,7 @@ static void client_report(uint64_t now)
                     /* a tree's SHUTDOWN with counts is the root's, passed down */
                     snprintf(exited->subject, sizeof exited->subject,
                              "holding the checker (global rank %d)",
-                             l->tr.root_len ? l->tr.root_grank : l->w.global_rank);
+                             link_in_tree(l) ? l->tr.root_grank : l->w.global_rank);
                     snprintf(exited->detail, sizeof exited->detail,
                              "%s after %" PRIu64 " calls; this rank issued %" PRIu64,
                              lc->peer_verdict ? NCG_EXITED_VERDICT : "left", lc->peer_final, cnt);
@@ -1221,10 +1230,10 @@ static void checker_lost_tick(uint64_t now)
                                                                         : 100000000ull);
             if (l->state == L_DOWN && l->tr.on && !l->tree_fail_ns)
                 l->tree_fail_ns = now;
-            if (l->state == L_DOWN && l->tr.on && l->tree_fail_ns != 1 &&
+            if (l->state == L_DOWN && l->tr.on && !l->tree_said &&
                 now - l->tree_fail_ns > 5000000000ull) {
                 ncg_log("cannot reach %s for 5 s; still trying (unguarded meanwhile)", l->name);
-                l->tree_fail_ns = 1; /* said */
+                l->tree_said = 1;
             }
         }
         if (l->lost_acted)
@@ -1264,7 +1273,7 @@ static void checker_lost_tick(uint64_t now)
                 v->members[me[k]] = global_rank();
                 v->counts[me[k]] = (int64_t)cnt[k];
             }
-            if (l->tr.root_len) /* fell back from a lost node relay to the tree's root */
+            if (link_in_tree(l)) /* fell back from a lost node relay to the tree's root */
                 snprintf(v->subject, sizeof v->subject, "%s", l->name);
             else
                 snprintf(v->subject, sizeof v->subject, "the standalone checker at %s", l->name);
