@@ -1,7 +1,8 @@
 /* Part of relay.c (included there: it reads the relay's private state): DEADLOCK through the
  * tree. A node relay turns each WAIT of its client processes into an RWAIT (the entries, the
  * process's memberships with their driver threads and counts) and sends it up; relays above
- * pass it on unchanged; the root keeps the latest one per process (host, pid) and runs
+ * pass it on unchanged; the root keeps the latest one per process (its node relay, its
+ * connection there, its pid) and runs
  * deadlock.h's search over them, as the flat coordinator does over its connections: only the
  * processes with blocked calls take part (a member with none draws no edge in either graph),
  * and a cycle is confirmed by a second sighting after each of its processes sent a newer
@@ -15,6 +16,7 @@
 
 struct rwaiter {
     struct ncg_msg_rwait *w; /* the latest RWAIT (owned) */
+    uint64_t asked_gen;      /* its gen when the last RASK went down */
 };
 
 /* What the root holds (lazily allocated in struct ncg_relay: r->dl). */
@@ -24,6 +26,7 @@ struct rdl {
     uint8_t full; /* past NCG_RELAY_MAX_WAITERS: said once */
     uint64_t last_check_ns;
     uint64_t asked_ns;          /* the last RASK down */
+    uint64_t sweep_ns;          /* then: drop the records that did not answer it (0: none) */
     struct ncg_dl_seen seen[2]; /* [0] blocked threads, [1] stream order */
 };
 
@@ -50,7 +53,7 @@ static void dl_keep(struct ncg_relay *r, struct ncg_msg_rwait *w)
     struct rdl *d = r->dl;
     uint32_t i;
     for (i = 0; i < d->n; i++)
-        if (d->p[i].w->pid == w->pid && !strcmp(d->p[i].w->host, w->host))
+        if (d->p[i].w->pid == w->pid && d->p[i].w->node == w->node && d->p[i].w->conn == w->conn)
             break;
     if (w->w.n == 0) {
         if (i < d->n) {
@@ -81,10 +84,10 @@ static void dl_keep(struct ncg_relay *r, struct ncg_msg_rwait *w)
             d->p = p;
             d->cap = cap;
         }
-        d->p[d->n++] = (struct rwaiter){NULL};
+        d->p[d->n++] = (struct rwaiter){NULL, 0};
     }
     free(d->p[i].w);
-    d->p[i] = (struct rwaiter){w};
+    d->p[i].w = w;
 }
 
 /* RASK (from the parent, or the root's own): every WAIT goes up for two intervals, and the
@@ -137,6 +140,8 @@ static void on_wait(struct ncg_relay *r, int conn, const struct ncg_msg_wait *wt
         r_nomem(r);
         return;
     }
+    w->node = r->p.node;
+    w->conn = (uint32_t)conn;
     w->pid = cc->pid;
     w->grank = cc->grank;
     snprintf(w->host, sizeof w->host, "%s", cc->host);
@@ -212,9 +217,21 @@ static int rwait_live(const struct ncg_relay *r, const struct ncg_msg_rwait *w)
     return 0;
 }
 
+/* Root: RASK down the tree; three intervals later the records whose process sent no WAIT
+ * since are dropped (it died, or its relay did: every live blocked process answers an RASK). */
+static void root_ask(struct ncg_relay *r, uint64_t now_ns)
+{
+    struct rdl *d = r->dl;
+    d->asked_ns = now_ns;
+    d->sweep_ns = now_ns + 3ull * r->p.interval_ms * 1000000ull;
+    for (uint32_t i = 0; i < d->n; i++)
+        d->p[i].asked_gen = d->p[i].w->gen;
+    dl_ask(r, now_ns);
+}
+
 /* Root, each tick (at most twice an interval): forget processes none of whose comms is still
- * checked (a verdict ended them: a dead process's last WAIT stays otherwise), then one check
- * per graph; a cycle seen for the first time asks the tree for fresh WAITs (RASK). */
+ * checked (a verdict ended them), or that did not answer the last RASK, then one check per
+ * graph; a cycle seen for the first time asks the tree for fresh WAITs (RASK). */
 static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
 {
     struct rdl *d = r->dl;
@@ -222,8 +239,11 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
     if (!d || now_ns - d->last_check_ns < iv / 2)
         return;
     d->last_check_ns = now_ns;
+    int sweep = d->sweep_ns && now_ns >= d->sweep_ns;
+    if (sweep)
+        d->sweep_ns = 0;
     for (uint32_t i = 0; i < d->n;)
-        if (!rwait_live(r, d->p[i].w)) {
+        if (!rwait_live(r, d->p[i].w) || (sweep && d->p[i].w->gen == d->p[i].asked_gen)) {
             free(d->p[i].w);
             d->p[i] = d->p[--d->n];
         } else {
@@ -295,10 +315,8 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
         }
         int first = f->sig != d->seen[streams].sig;
         if (!ncg_dl_confirmed(&d->seen[streams], f, gen)) {
-            if (now_ns - d->asked_ns >= (first ? iv : 5 * iv)) {
-                d->asked_ns = now_ns; /* their next WAITs, changed or not, confirm it */
-                dl_ask(r, now_ns);
-            }
+            if (now_ns - d->asked_ns >= (first ? iv : 5 * iv))
+                root_ask(r, now_ns); /* their next WAITs, changed or not, confirm it */
             continue;
         }
         for (long i = 0; i < f->n; i++) { /* one verdict per comm of the cycle */

@@ -171,6 +171,8 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
         const struct ncg_msg_rwait *x = m->u.rwait;
         if (!x || x->nm > NCG_WIRE_MAX_COMMS)
             return -1;
+        ncg_put32(w, x->node);
+        ncg_put32(w, x->conn);
         ncg_put32(w, x->pid);
         ncg_put32(w, (uint32_t)x->grank);
         ncg_wire_put_str(w, x->host, sizeof x->host);
@@ -336,6 +338,8 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
         if (!x)
             return -1;
         m->u.rwait = x; /* released with the message, also on an error below */
+        x->node = ncg_get32(r);
+        x->conn = ncg_get32(r);
         x->pid = ncg_get32(r);
         x->grank = (int32_t)ncg_get32(r);
         if (ncg_wire_get_str(r, x->host, sizeof x->host) < 0)

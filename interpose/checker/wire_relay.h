@@ -142,6 +142,9 @@ struct ncg_rwait_mem {
     uint64_t count, done;
 };
 struct ncg_msg_rwait {
+    uint32_t node, conn; /* the node relay that heard it, and its connection there: with the
+                            pid, the process's key at the root (hosts may share a name, and
+                            containers their pids) */
     uint32_t pid;
     int32_t grank; /* its global rank (-1: unknown) */
     char host[64];

@@ -1739,6 +1739,8 @@ static void test_deadlock(void)
     memset(&m, 0, sizeof m);
     m.type = NCG_MSG_RWAIT;
     struct ncg_msg_rwait *w = calloc(1, sizeof *w);
+    w->node = 3;
+    w->conn = 5;
     w->pid = 77;
     w->grank = 12;
     strcpy(w->host, "node3");
