@@ -115,10 +115,11 @@ void ncg_completion_init(void)
 }
 
 /* A runtime loaded after activation switches to probing. caller: 1 from an application
- * thread (never waits for the lock), 0 from the checker thread. */
+ * thread, 0 from the checker thread. Neither waits for the lock (whoever holds it is looking:
+ * the other looks next time; and a fork child must not wait on a holder that is gone). */
 static void retry_find(int caller)
 {
-    if (caller ? pthread_mutex_trylock(&find_lk) != 0 : pthread_mutex_lock(&find_lk) != 0)
+    if (pthread_mutex_trylock(&find_lk) != 0)
         return;
     struct ncg_cuda_api a;
     if (!__atomic_load_n(&g_unresolved, __ATOMIC_ACQUIRE) || find_cuda(&a) != 0) {
