@@ -159,6 +159,15 @@ static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_
  * second sighting, and one verdict per comm of the cycle. */
 static void coord_deadlock(struct ncg_coord *co, int streams)
 {
+    size_t nw = 0; /* entries of this graph's kind: none or one, no cycle (and no tables) */
+    for (int i = 0; i < co->nconn; i++)
+        if (co->conn[i].used && co->conn[i].authed)
+            for (uint32_t j = 0; j < co->conn[i].nwaits; j++)
+                nw += co->conn[i].waits[j].queued == (streams != 0);
+    if (nw < 2) {
+        co->dl[streams].sig = 0;
+        return;
+    }
     struct ncg_dl_proc *p = calloc(co->nconn ? (size_t)co->nconn : 1, sizeof *p);
     uint64_t *gen = calloc(co->nconn ? (size_t)co->nconn : 1, sizeof *gen);
     struct ncg_dl_comm *dc = calloc(co->ncomm ? co->ncomm : 1, sizeof *dc);
