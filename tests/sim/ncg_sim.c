@@ -39,11 +39,27 @@ static struct {
     int64_t stop_relay;
     double hb_s;
     int frames;
-} A = {1024, 8, 1, 16, 2, 100, 10, 2, 3, -1, -1, -1, 0, 0, -1, 10, 0};
+    int64_t deadlock_rank;
+} A = {1024, 8, 1, 16, 2, 100, 10, 2, 3, -1, -1, -1, 0, 0, -1, 10, 0, -1};
 
 static uint32_t nnodes;
 static uint64_t T0, t_event, t_end, w_start, w_end;
 static pid_t driver;
+
+/* --deadlock-rank R: from the event on every rank is blocked in slot dl_slot of comm 0 except
+ * R, blocked in slot dl_slot of comm 1 first (it takes them in the other order): none
+ * completes it, and each sends a WAIT every interval, as blocked processes do. */
+static uint64_t dl_slot;
+
+/* Collective calls v issued on comm c by time t. */
+static uint64_t count_at(uint64_t t);
+static uint64_t issued_at(uint32_t rank, uint32_t c, uint64_t t)
+{
+    if (A.deadlock_rank < 0 || t < t_event)
+        return count_at(t);
+    int first = (int64_t)rank == A.deadlock_rank ? c == 1 : c == 0; /* the call it is blocked in */
+    return dl_slot + (uint64_t)first;
+}
 
 static uint64_t now_ns(void)
 {
@@ -378,18 +394,32 @@ static void vr_report(struct vr *v, uint64_t t)
     static struct ncg_msg m;
     memset(&m, 0, sizeof m);
     m.type = NCG_MSG_REPORT;
-    uint64_t n = count_at(t);
     m.u.report.n = A.comms;
     for (uint32_t c = 0; c < A.comms; c++) {
         struct ncg_report_entry *e = &m.u.report.e[c];
+        uint64_t n = issued_at(v->rank, c, t);
         e->comm_id = COMM0 + c;
         e->nranks = A.ranks;
         e->rank = v->rank;
         e->count = e->done = e->done_hi = n;
+        if (A.deadlock_rank >= 0 && t >= t_event)
+            e->done = e->done_hi = dl_slot;
         e->global_rank = (int32_t)v->rank;
         e->tid = v->rank;
     }
     vr_send(v, &m);
+    if (A.deadlock_rank >= 0 && t >= t_event + 100000000ull) { /* blocked for an interval */
+        memset(&m, 0, sizeof m);
+        m.type = NCG_MSG_WAIT;
+        m.u.wait.n = 1;
+        struct ncg_wait_ent *w = &m.u.wait.w[0];
+        w->comm_id = COMM0 + ((int64_t)v->rank == A.deadlock_rank);
+        w->rank = v->rank;
+        w->tid = v->rank;
+        call_of(dl_slot, 0, &w->call);
+        snprintf(w->site, sizeof w->site, "train_step+0x5d (sim+0x115d)");
+        vr_send(v, &m);
+    }
 }
 
 static void vr_answer(struct vr *v, const struct ncg_msg_query *q)
@@ -401,7 +431,7 @@ static void vr_answer(struct vr *v, const struct ncg_msg_query *q)
     m.u.answer.qid = q->qid;
     m.u.answer.rank = v->rank;
     m.u.answer.n = q->n;
-    uint64_t n = count_at(now_ns());
+    uint64_t n = issued_at(v->rank, (uint32_t)(q->comm_id - COMM0), now_ns());
     int odd = (int64_t)v->rank == A.mismatch_rank && q->comm_id == COMM0;
     for (uint32_t k = 0; k < q->n; k++) {
         struct ncg_answer *a = &m.u.answer.a[k];
@@ -432,6 +462,9 @@ static void vr_rx(struct vr *v, const struct ncg_msg *m)
     if (m->type == NCG_MSG_QUERY) {
         vr_answer(v, &m->u.query);
     } else if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
+        /* a DEADLOCK has a verdict per comm of its cycle: comm 0's is the one every rank gets */
+        if (A.deadlock_rank >= 0 && m->u.rverdict.v->comm_id != COMM0)
+            return;
         if (!v->verdicts++) {
             v->got_ns = now_ns();
             v->kind = m->u.rverdict.v->kind;
@@ -884,7 +917,8 @@ static void usage(void)
             "               [--fanout F] [--workers W] [--heartbeat-s H] [--stop-relay NODE]\n"
             "               [--frames]\n"
             "               [--mismatch-rank R --mismatch-slot S | --kill-rank R | --kill-relay "
-            "NODE] --json\n");
+            "NODE |\n"
+            "                --deadlock-rank R] --json\n");
     exit(2);
 }
 
@@ -919,6 +953,8 @@ int main(int argc, char **argv)
             A.kill_relay = atol(v);
         else if (OPT("--stop-relay"))
             A.stop_relay = atol(v);
+        else if (OPT("--deadlock-rank"))
+            A.deadlock_rank = atol(v);
         else if (OPT("--heartbeat-s"))
             A.hb_s = atof(v);
         else if (!strcmp(a, "--json"))
@@ -937,11 +973,13 @@ int main(int argc, char **argv)
         A.workers = nnodes - 1;
     if (nnodes == 1)
         A.workers = 0;
-    int faults =
-        (A.mismatch_rank >= 0) + (A.kill_rank >= 0) + (A.kill_relay >= 0) + (A.stop_relay >= 0);
+    int faults = (A.mismatch_rank >= 0) + (A.kill_rank >= 0) + (A.kill_relay >= 0) +
+                 (A.stop_relay >= 0) + (A.deadlock_rank >= 0);
+    if (A.deadlock_rank >= 0 && A.comms < 2)
+        A.comms = 2; /* the cycle needs two communicators */
     if (faults > 1 || (A.mismatch_rank >= (int64_t)A.ranks) || A.kill_rank >= (int64_t)A.ranks ||
-        A.kill_relay >= (int64_t)nnodes || A.kill_relay == 0 || A.stop_relay >= (int64_t)nnodes ||
-        A.stop_relay == 0 || A.hb_s < 1 ||
+        A.deadlock_rank >= (int64_t)A.ranks || A.kill_relay >= (int64_t)nnodes ||
+        A.kill_relay == 0 || A.stop_relay >= (int64_t)nnodes || A.stop_relay == 0 || A.hb_s < 1 ||
         (A.kill_rank >= 0 && A.kill_rank < (int64_t)A.per_node && A.kill_rank % A.per_node == 0)) {
         fprintf(stderr,
                 "ncg-sim: one fault at a time; the root (node 0, rank 0) cannot be killed\n");
@@ -963,6 +1001,7 @@ int main(int argc, char **argv)
         t_event = T0 + (uint64_t)((double)A.mismatch_slot / A.rate * 1e9);
     else if (faults)
         t_event = T0 + (uint64_t)(A.event_s * 1e9);
+    dl_slot = count_at(t_event);
     if (faults) {
         w_end = t_event > w_start + 500000000ull ? t_event : w_start + 500000000ull;
         t_end = t_event + 4000000000ull; /* the targets are 2 and 3 s */
