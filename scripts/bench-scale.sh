@@ -3,8 +3,8 @@
 # (build/tests/ncg-sim, 8 ranks per node, fan-out 16, 100 calls/s per rank, one communicator).
 # Per N: one healthy run of BENCH_HEALTHY_S seconds (steady-state figures), BENCH_RUNS mismatch
 # runs (a different rank each run, slot 300, i.e. 3 s in), and BENCH_RUNS runs each of
-# --kill-rank and --kill-relay (3 s in), and one --stop-relay run (a frozen relay, found by a
-# 2 s heartbeat: --heartbeat-s 2). Prints every run's JSON line into $OUT (default
+# --kill-rank, --kill-relay and --deadlock-rank (3 s in), and one --stop-relay run (a frozen
+# relay, found by a 2 s heartbeat: --heartbeat-s 2). Prints every run's JSON line into $OUT (default
 # build/bench-scale; the healthy run's with its bytes per frame type, --frames) and a table of
 # medians; no pass/fail (BENCHMARKS.md has the targets).
 set -u
@@ -34,6 +34,8 @@ for n in $SIZES; do
     "$SIM" --ranks "$n" --per-node 8 --kill-rank "$kr" --json | sed "s/^{/{\"run\": \"kill-rank\", \"want\": \"$kr\", /" >>"$f"
     kn=$(( 1 + (r * 31 + nodes / 2) % (nodes - 1) ))
     "$SIM" --ranks "$n" --per-node 8 --kill-relay "$kn" --json | sed "s/^{/{\"run\": \"kill-relay\", \"want\": \"$((kn * 8))\", /" >>"$f"
+    dr=$(( (r * 6007 + n / 2 + 1) % n ))
+    "$SIM" --ranks "$n" --per-node 8 --deadlock-rank "$dr" --json | sed "s/^{/{\"run\": \"deadlock\", \"want\": \"$dr\", /" >>"$f"
   done
   kn=$(( 1 + (nodes / 3) % (nodes - 1) ))
   "$SIM" --ranks "$n" --per-node 8 --stop-relay "$kn" --heartbeat-s 2 --json | sed "s/^{/{\"run\": \"stop-relay\", \"want\": \"$((kn * 8))\", /" >>"$f"
@@ -50,12 +52,21 @@ for n in $SIZES; do
     w=$(echo "$line" | field want) g=$(echo "$line" | field named_ranks)
     nt=$(echo "$line" | field notified) ex=$(echo "$line" | field expected) du=$(echo "$line" | field duplicates)
     [ "$w" = "$g" ] && [ "$nt" = "$ex" ] && [ "$du" = 0 ] && ok=$((ok + 1))
-  done < <(grep -v '"run": "healthy"' "$f")
+  done < <(grep -v '"run": "healthy"' "$f" | grep -v '"run": "deadlock"')
   printf '%-6s | %-9s %-9s %-9s %-9s %-9s | %-19s | %-19s | %-19s | %-13s | %s/%s; healthy verdict: %s\n' "$n" \
     "$(echo "$h" | field root_cpu_s_per_s)" "$(echo "$h" | field relay_cpu_s_per_s_max)" \
     "$(echo "$h" | field bytes_per_rank_per_s)" "$(echo "$h" | field net_bytes_per_rank_per_s)" \
     "$(echo "$h" | field root_rss_kb)" "$(cell mismatch)" "$(cell kill-rank)" "$(cell kill-relay)" \
     "$(grep '"run": "stop-relay"' "$f" | field detect_s)/$(grep '"run": "stop-relay"' "$f" | field all_notified_s)" \
     "$ok" "$tot" "$(echo "$h" | field verdict)"
+  # DEADLOCK: named when the cycle's summary names the inverted rank, every rank notified once
+  dok=0 dtot=0
+  while read -r line; do
+    dtot=$((dtot + 1))
+    w=$(echo "$line" | field want)
+    nt=$(echo "$line" | field notified) ex=$(echo "$line" | field expected) du=$(echo "$line" | field duplicates)
+    echo "$line" | grep -qE "global ranks ([0-9]+,$w|$w,[0-9]+) wait on each other" && [ "$nt" = "$ex" ] && [ "$du" = 0 ] && dok=$((dok + 1))
+  done < <(grep '"run": "deadlock"' "$f")
+  printf '%-6s | deadlock (--deadlock-rank) det/all: %s | named (ok runs) %s/%s\n' "$n" "$(cell deadlock)" "$dok" "$dtot"
 done
 echo "bench-scale: runs in $OUT/n*.jsonl"
