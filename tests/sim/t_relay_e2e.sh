@@ -17,10 +17,12 @@ start_relay() { # node [parent-node]
   else
     "$RD" --node "$node" --token t0ken >"$NCG_TMP/relay.$node" 2>&1 &
   fi
-  pids="$pids $!"
-  for _ in $(seq 50); do grep -q 'listening on' "$NCG_TMP/relay.$node" && break; sleep 0.1; done
+  local pid=$! st=running
+  pids="$pids $pid"
+  for _ in $(seq $((100 * SLOW))); do grep -q 'listening on' "$NCG_TMP/relay.$node" && break; sleep 0.1; done
   grep -oE 'listening on [^ ]+' "$NCG_TMP/relay.$node" | sed 's/.*://' >"$NCG_TMP/port.$node"
-  [ -s "$NCG_TMP/port.$node" ] || fail "relay $node did not start: $(cat "$NCG_TMP/relay.$node")"
+  kill -0 "$pid" 2>/dev/null || { wait "$pid"; st="exited with status $?"; }
+  [ -s "$NCG_TMP/port.$node" ] || { OUT=; fail "relay $node (pid $pid, $st) did not start in $((10 * SLOW)) s: $(cat "$NCG_TMP/relay.$node")"; }
 }
 start_tree() { # a fresh tree: (re)start relays 0..3
   for p in $pids; do kill $p 2>/dev/null; wait $p 2>/dev/null; done
