@@ -62,7 +62,7 @@ contains "$NCG_TMP/mm.txt" "<- odd call (MISMATCH)" "AllReduce(count=9, float32,
 kill "$J" 2>/dev/null; wait "$J" 2>/dev/null
 
 # 4. the throughput floor: a healthy job (about 40 calls/s), paused with SIGSTOP on every rank
-start "$NCG_TMP/rate" "$CLIAPP" --calls 700 --sleep-ms 20 --tag "$NCG_TMP"
+start "$NCG_TMP/rate" "$CLIAPP" --calls 500 --sleep-ms 20 --tag "$NCG_TMP"
 wait_until 30 registered
 PIDS=$(python3 -c 'import json,sys; print(" ".join(str(m["pid"]) for m in json.load(open(sys.argv[1]))["communicators"][0]["members"]))' "$NCG_TMP/st.json")
 timeout 100 "$NCG" watch --job "$F" --min-rate 5 --stall 3 --interval 0.5 --json \
