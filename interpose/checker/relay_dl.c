@@ -12,55 +12,130 @@
  * after an RASK, which the root broadcasts down the tree when it first sees a cycle (at most
  * once an interval, again every five while unconfirmed): the processes' next WAITs confirm it. */
 
-#define NCG_RELAY_MAX_WAITERS 4096u /* root: processes with blocked calls held */
+#define NCG_RELAY_MAX_WAITERS 32768u /* root: processes with blocked calls held */
 
+/* One waiting process at the root: its latest RWAIT, compact (what it carries, not the frame's
+ * bounds: a few hundred bytes for a process blocked in one call). */
 struct rwaiter {
-    struct ncg_msg_rwait *w; /* the latest RWAIT (owned) */
-    uint64_t asked_gen;      /* its gen when the last RASK went down */
+    uint32_t node, conn, pid; /* its key */
+    int32_t grank;
+    char host[64];
+    uint64_t gen, asked_gen; /* its WAITs so far; that count when the last RASK went down */
+    uint32_t nm, nw;
+    struct ncg_rwait_mem *m; /* [nm] its memberships */
+    struct ncg_wait_ent *w;  /* [nw] its blocked calls */
 };
 
-/* What the root holds (lazily allocated in struct ncg_relay: r->dl). */
+/* What the root holds (lazily allocated in struct ncg_relay: r->dl): the records, and an
+ * open-addressing index of them by key (0 empty, 1 a removed one, else record + 2). */
 struct rdl {
     struct rwaiter *p;
     uint32_t n, cap;
-    uint8_t full; /* past NCG_RELAY_MAX_WAITERS: said once */
+    uint32_t *ix, ixcap, ixdead; /* ixcap: a power of two, at least twice the records */
+    uint8_t full;                /* past NCG_RELAY_MAX_WAITERS: said once */
     uint64_t last_check_ns;
     uint64_t asked_ns;          /* the last RASK down */
     uint64_t sweep_ns;          /* then: drop the records that did not answer it (0: none) */
     struct ncg_dl_seen seen[2]; /* [0] blocked threads, [1] stream order */
 };
 
+static void rw_clear(struct rwaiter *x)
+{
+    free(x->m);
+    free(x->w);
+    x->m = NULL;
+    x->w = NULL;
+}
+
 static void dl_free(struct ncg_relay *r)
 {
     if (!r->dl)
         return;
     for (uint32_t i = 0; i < r->dl->n; i++)
-        free(r->dl->p[i].w);
+        rw_clear(&r->dl->p[i]);
     free(r->dl->p);
+    free(r->dl->ix);
     free(r->dl);
     r->dl = NULL;
 }
 
-/* Root: the latest RWAIT of a process replaces its previous one (taken: w is the root's now);
- * an empty one removes it. */
-static void dl_keep(struct ncg_relay *r, struct ncg_msg_rwait *w)
+static uint32_t key_hash(uint32_t node, uint32_t conn, uint32_t pid)
+{
+    uint64_t h =
+        ((uint64_t)node << 32 | conn) * 0x9e3779b97f4a7c15ull ^ pid * 0xc2b2ae3d27d4eb4full;
+    return (uint32_t)(h >> 32);
+}
+
+/* The index slot of the key: the live one holding it, else the first free one on its probe
+ * path (a removed one when met first). */
+static uint32_t ix_slot(const struct rdl *d, uint32_t node, uint32_t conn, uint32_t pid)
+{
+    uint32_t mask = d->ixcap - 1, h = key_hash(node, conn, pid) & mask, tomb = UINT32_MAX;
+    for (;; h = (h + 1) & mask) {
+        uint32_t v = d->ix[h];
+        if (v == 0)
+            return tomb != UINT32_MAX ? tomb : h;
+        if (v == 1) {
+            if (tomb == UINT32_MAX)
+                tomb = h;
+            continue;
+        }
+        const struct rwaiter *x = &d->p[v - 2];
+        if (x->node == node && x->conn == conn && x->pid == pid)
+            return h;
+    }
+}
+
+/* Rebuilds the index for cap records (grown, or rid of removed slots). 0 / -1. */
+static int ix_rebuild(struct rdl *d, uint32_t cap)
+{
+    uint32_t n = 64;
+    while (n < 2 * cap)
+        n *= 2;
+    uint32_t *ix = calloc(n, sizeof *ix);
+    if (!ix)
+        return -1;
+    free(d->ix);
+    d->ix = ix;
+    d->ixcap = n;
+    d->ixdead = 0;
+    for (uint32_t i = 0; i < d->n; i++)
+        d->ix[ix_slot(d, d->p[i].node, d->p[i].conn, d->p[i].pid)] = i + 2;
+    return 0;
+}
+
+/* Removes record i (the last one takes its place). */
+static void dl_remove(struct rdl *d, uint32_t i)
+{
+    struct rwaiter *x = &d->p[i];
+    d->ix[ix_slot(d, x->node, x->conn, x->pid)] = 1;
+    d->ixdead++;
+    rw_clear(x);
+    if (i != --d->n) {
+        d->p[i] = d->p[d->n];
+        d->ix[ix_slot(d, d->p[i].node, d->p[i].conn, d->p[i].pid)] = i + 2;
+    }
+    if (d->ixdead > d->ixcap / 4)
+        ix_rebuild(d, d->cap); /* on failure the removed slots stay: lookups still work */
+}
+
+/* Root: the latest RWAIT of a process replaces its previous one; an empty one removes it. The
+ * caller keeps w. */
+static void dl_keep(struct ncg_relay *r, const struct ncg_msg_rwait *w)
 {
     if (!r->dl && !(r->dl = calloc(1, sizeof *r->dl))) {
-        free(w);
         r_nomem(r);
         return;
     }
     struct rdl *d = r->dl;
-    uint32_t i;
-    for (i = 0; i < d->n; i++)
-        if (d->p[i].w->pid == w->pid && d->p[i].w->node == w->node && d->p[i].w->conn == w->conn)
-            break;
+    if (!d->ix && ix_rebuild(d, 16) != 0) {
+        r_nomem(r);
+        return;
+    }
+    uint32_t h = ix_slot(d, w->node, w->conn, w->pid), i = d->ix[h] >= 2 ? d->ix[h] - 2 : d->n;
     if (w->w.n == 0) {
-        if (i < d->n) {
-            free(d->p[i].w);
-            d->p[i] = d->p[--d->n];
-        }
-        free(w);
+        if (i < d->n)
+            dl_remove(d, i);
         return;
     }
     if (i == d->n) {
@@ -70,24 +145,46 @@ static void dl_keep(struct ncg_relay *r, struct ncg_msg_rwait *w)
                         "DEADLOCK: more than %u processes with blocked calls; the others are "
                         "left out of the wait-for graph",
                         NCG_RELAY_MAX_WAITERS);
-            free(w);
             return;
         }
         if (d->n == d->cap) {
             uint32_t cap = d->cap ? d->cap * 2 : 16;
             struct rwaiter *p = realloc(d->p, sizeof *p * cap);
             if (!p) {
-                free(w);
                 r_nomem(r);
                 return;
             }
             d->p = p;
             d->cap = cap;
+            if (2 * cap > d->ixcap && ix_rebuild(d, cap) != 0) {
+                r_nomem(r);
+                return;
+            }
+            h = ix_slot(d, w->node, w->conn, w->pid);
         }
-        d->p[d->n++] = (struct rwaiter){NULL, 0};
+        d->p[d->n] = (struct rwaiter){.node = w->node, .conn = w->conn, .pid = w->pid};
+        d->ix[h] = d->n + 2;
+        d->n++;
     }
-    free(d->p[i].w);
-    d->p[i].w = w;
+    struct rwaiter *x = &d->p[i];
+    struct ncg_rwait_mem *m = malloc(sizeof *m * (w->nm ? w->nm : 1));
+    struct ncg_wait_ent *e = malloc(sizeof *e * w->w.n);
+    if (!m || !e) {
+        free(m);
+        free(e);
+        r_nomem(r);
+        return;
+    }
+    memcpy(m, w->m, sizeof *m * w->nm);
+    memcpy(e, w->w.w, sizeof *e * w->w.n);
+    rw_clear(x);
+    x->grank = w->grank;
+    snprintf(x->host, sizeof x->host, "%s", w->host);
+    x->gen = w->gen;
+    x->nm = w->nm;
+    x->nw = w->w.n;
+    x->m = m;
+    x->w = e;
 }
 
 /* RASK (from the parent, or the root's own): every WAIT goes up for two intervals, and the
@@ -166,6 +263,7 @@ static void on_wait(struct ncg_relay *r, int conn, const struct ncg_msg_wait *wt
     cc->wait_sig = sig;
     if (r->p.root) {
         dl_keep(r, w);
+        free(w);
         return;
     }
     struct ncg_msg m = {.type = NCG_MSG_RWAIT};
@@ -178,13 +276,7 @@ static void on_wait(struct ncg_relay *r, int conn, const struct ncg_msg_wait *wt
 static void on_rwait(struct ncg_relay *r, struct ncg_msg_rwait *w)
 {
     if (r->p.root) {
-        struct ncg_msg_rwait *own = malloc(sizeof *own);
-        if (!own) {
-            r_nomem(r);
-            return;
-        }
-        *own = *w;
-        dl_keep(r, own);
+        dl_keep(r, w);
     } else if (r->attached) {
         struct ncg_msg m = {.type = NCG_MSG_RWAIT};
         m.u.rwait = w;
@@ -207,7 +299,7 @@ static int mref_cmp(const void *a, const void *b)
 }
 
 /* 1 when some comm of w is still checked at the root (not ended by a verdict). */
-static int rwait_live(const struct ncg_relay *r, const struct ncg_msg_rwait *w)
+static int rwait_live(const struct ncg_relay *r, const struct rwaiter *w)
 {
     for (uint32_t j = 0; j < w->nm; j++) {
         const struct rcomm *c = comm_find((struct ncg_relay *)r, w->m[j].comm_id);
@@ -225,7 +317,7 @@ static void root_ask(struct ncg_relay *r, uint64_t now_ns)
     d->asked_ns = now_ns;
     d->sweep_ns = now_ns + 3ull * r->p.interval_ms * 1000000ull;
     for (uint32_t i = 0; i < d->n; i++)
-        d->p[i].asked_gen = d->p[i].w->gen;
+        d->p[i].asked_gen = d->p[i].gen;
     dl_ask(r, now_ns);
 }
 
@@ -243,12 +335,10 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
     if (sweep)
         d->sweep_ns = 0;
     for (uint32_t i = 0; i < d->n;)
-        if (!rwait_live(r, d->p[i].w) || (sweep && d->p[i].w->gen == d->p[i].asked_gen)) {
-            free(d->p[i].w);
-            d->p[i] = d->p[--d->n];
-        } else {
+        if (!rwait_live(r, &d->p[i]) || (sweep && d->p[i].gen == d->p[i].asked_gen))
+            dl_remove(d, i);
+        else
             i++;
-        }
     if (d->n < 1)
         return;
     struct ncg_dl_proc *p = calloc(d->n, sizeof *p);
@@ -265,23 +355,23 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
         goto out;
     }
     for (uint32_t i = 0; i < d->n; i++) {
-        const struct ncg_msg_rwait *w = d->p[i].w;
-        p[i] = (struct ncg_dl_proc){w->pid, w->host, w->w.w, w->w.n};
+        const struct rwaiter *w = &d->p[i];
+        p[i] = (struct ncg_dl_proc){w->pid, w->host, w->w, w->nw};
         gen[i] = w->gen;
     }
     /* The comms some waiting process is in, with those processes as their known members: the
      * memberships sorted by comm, each comm looked up once. */
     size_t nref = 0;
     for (uint32_t i = 0; i < d->n; i++)
-        nref += d->p[i].w->nm;
+        nref += d->p[i].nm;
     if (!(ref = malloc(sizeof *ref * (nref ? nref : 1)))) {
         r_nomem(r);
         goto out;
     }
     nref = 0;
     for (uint32_t i = 0; i < d->n; i++)
-        for (uint32_t j = 0; j < d->p[i].w->nm; j++)
-            ref[nref++] = (struct mref){d->p[i].w->m[j].comm_id, i, j};
+        for (uint32_t j = 0; j < d->p[i].nm; j++)
+            ref[nref++] = (struct mref){d->p[i].m[j].comm_id, i, j};
     qsort(ref, nref, sizeof *ref, mref_cmp);
     for (size_t a = 0, b; a < nref; a = b) {
         for (b = a + 1; b < nref && ref[b].comm_id == ref[a].comm_id; b++)
@@ -295,7 +385,7 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
             goto out;
         }
         for (size_t k = a; k < b; k++) {
-            const struct ncg_msg_rwait *w = d->p[ref[k].proc].w;
+            const struct rwaiter *w = &d->p[ref[k].proc];
             const struct ncg_rwait_mem *x = &w->m[ref[k].mem];
             if (x->nranks == c->nranks && x->rank < c->nranks)
                 m[x->rank] =

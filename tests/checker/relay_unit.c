@@ -1830,6 +1830,85 @@ static void test_deadlock(void)
     tree_free(3);
 }
 
+/* The root's table of waiting processes at scale, fed RWAITs as if from child relay 1 (conn 2):
+ * NP processes of comms 0xe0 and 0xf0 (NP ranks each) blocked in 0xe0's slot 20, `inv` (or
+ * none: -1) in 0xf0's first; the rest (`from` on) only, as earlier ones left. */
+#define DL_NP 5000u
+static void dl_many(int inv, uint32_t from, uint64_t gen, int empty_below)
+{
+    static struct ncg_msg_rwait w;
+    struct ncg_msg m = {.type = NCG_MSG_RWAIT};
+    m.u.rwait = &w;
+    for (uint32_t k = 0; k < DL_NP; k++) {
+        if (k < from && !(empty_below && k < from))
+            continue;
+        memset(&w, 0, sizeof w);
+        w.node = 1 + k % 7; /* keys that collide on pid across nodes and connections */
+        w.conn = k / 7;
+        w.pid = 4242;
+        w.grank = (int32_t)k;
+        strcpy(w.host, "same-host");
+        w.gen = gen;
+        if (k >= from) {
+            w.nm = 2;
+            for (int c = 0; c < 2; c++)
+                w.m[c] = (struct ncg_rwait_mem){
+                    c ? 0xf0 : 0xe0, DL_NP, k, 7, (c == 1) == ((int)k == inv) ? 21 : 20, 20};
+            w.w.n = 1;
+            w.w.w[0] = (struct ncg_wait_ent){.comm_id = (int)k == inv ? 0xf0 : 0xe0,
+                                             .rank = k,
+                                             .tid = 7,
+                                             .call = {20, 8, -1, 1, 7, 0}};
+        }
+        push(TO_CHILD, 0, 2, &m);
+        if (k % 1000 == 999)
+            pump();
+    }
+    pump();
+}
+
+static void test_deadlock_many(void)
+{
+    tree(1);
+    static struct ncg_msg st;
+    memset(&st, 0, sizeof st);
+    st.type = NCG_MSG_RSTAT;
+    st.u.rstat.n = 2;
+    for (int c = 0; c < 2; c++)
+        st.u.rstat.e[c] = (struct ncg_rstat_ent){.comm_id = c ? 0xf0 : 0xe0,
+                                                 .nranks = DL_NP,
+                                                 .known = DL_NP,
+                                                 .active = DL_NP,
+                                                 .min = 20,
+                                                 .max = 21,
+                                                 .dmin = 20,
+                                                 .dhi = 20};
+    uint64_t gen = 1;
+    for (int t = 0; t < 4; t++) { /* every process waits; nobody inverted: no verdict */
+        push(TO_CHILD, 0, 2, &st);
+        dl_many(-1, 0, gen++, 0);
+        T.now += 100000000ull;
+        ncg_relay_tick(T.r[0], T.now);
+        pump();
+    }
+    struct ncg_relay_stats s0;
+    ncg_relay_get_stats(T.r[0], &s0);
+    CHECK(s0.verdicts == 0);
+    /* 4,000 leave (empty RWAITs: removals, the index rebuilt), then process 4,500 of the
+     * others is found inverted: its record, not a stale copy, makes the cycle */
+    dl_many(-1, 4000, gen++, 1);
+    for (int t = 0; t < 6; t++) {
+        push(TO_CHILD, 0, 2, &st);
+        dl_many(4500, 4000, gen++, 0);
+        T.now += 100000000ull;
+        ncg_relay_tick(T.r[0], T.now);
+        pump();
+    }
+    ncg_relay_get_stats(T.r[0], &s0);
+    CHECK(s0.verdicts == 2 && s0.refused == 0);
+    tree_free(3);
+}
+
 int main(void)
 {
     test_lag();
@@ -1867,6 +1946,7 @@ int main(void)
     test_late_at_root();
     test_round_waits();
     test_deadlock();
+    test_deadlock_many();
     if (fails) {
         fprintf(stderr, "relay_unit: %d check(s) failed\n", fails);
         return 1;
