@@ -67,13 +67,15 @@ static uint32_t key_hash(uint32_t node, uint32_t conn, uint32_t pid)
 }
 
 /* The index slot of the key: the live one holding it, else the first free one on its probe
- * path (a removed one when met first). */
+ * path (a removed one when met first). At most ixcap probes: with the index never more than
+ * half live, a path without an empty slot (removed slots pile up while rebuilds fail for want
+ * of memory) still ends at a removed one. */
 static uint32_t ix_slot(const struct rdl *d, uint32_t node, uint32_t conn, uint32_t pid)
 {
     uint32_t mask = d->ixcap - 1, h = key_hash(node, conn, pid) & mask, tomb = UINT32_MAX;
-    for (;; h = (h + 1) & mask) {
+    for (uint32_t probes = 0;; h = (h + 1) & mask, probes++) {
         uint32_t v = d->ix[h];
-        if (v == 0)
+        if (v == 0 || probes == d->ixcap)
             return tomb != UINT32_MAX ? tomb : h;
         if (v == 1) {
             if (tomb == UINT32_MAX)

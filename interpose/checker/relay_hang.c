@@ -3,20 +3,38 @@
  * beneath grew for lag_warn_s. STUCK (coord_hang.c's): every rank issued slot k identically,
  * some has not completed it, nothing completed for stuck_warn_s. DEADLOCK is relay_dl.c. */
 
+/* c's figures over its active kids (LAG, STUCK): members known, min and max count, the
+ * completion bounds. */
+struct dfig {
+    uint64_t mn, mx, dmin, dhi;
+    uint32_t known, active;
+    uint8_t sampled;
+};
+
+static struct dfig comm_dfig(const struct rcomm *c)
+{
+    struct dfig f = {UINT64_MAX, 0, UINT64_MAX, UINT64_MAX, 0, 0, 0};
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        f.known += k->relay ? k->known : 1;
+        if (k->state != K_ACTIVE || (k->relay && !k->active))
+            continue;
+        f.active += k->relay ? k->active : 1;
+        f.mn = k->min < f.mn ? k->min : f.mn;
+        f.mx = k->max > f.mx ? k->max : f.mx;
+        f.dmin = k->dmin < f.dmin ? k->dmin : f.dmin;
+        f.dhi = k->dhi < f.dhi ? k->dhi : f.dhi;
+        f.sampled |= k->sampled;
+    }
+    return f;
+}
+
 /* coord.c's check_lag over the tree: counts differ and nothing beneath grew for lag_warn_s. */
 static void root_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
 {
-    uint64_t mn = UINT64_MAX, mx = 0;
-    uint32_t known = 0;
-    for (uint32_t i = 0; i < c->nk; i++) {
-        const struct rkid *k = &c->k[i];
-        known += k->relay ? k->known : 1;
-        if (k->state != K_ACTIVE || (k->relay && !k->active))
-            continue;
-        mn = k->min < mn ? k->min : mn;
-        mx = k->max > mx ? k->max : mx;
-    }
-    if (known < c->nranks)
+    struct dfig f = comm_dfig(c);
+    uint64_t mn = f.mn, mx = f.mx;
+    if (f.known < c->nranks)
         return; /* not every member known yet */
     if (mn == UINT64_MAX || mn == mx) {
         c->lag_warned = 0;
@@ -43,10 +61,8 @@ static void root_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns
         more |= k->relay && k->low_more;
     }
     ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
-    if (more) { /* more laggards than listed */
-        size_t len = strlen(v->subject);
-        snprintf(v->subject + len, sizeof v->subject - len, ",...");
-    }
+    if (more) /* more laggards than listed */
+        ncg_addf(v->subject, sizeof v->subject, ",...");
     v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
     v->slot = (int64_t)mn;
     snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle,
@@ -55,36 +71,11 @@ static void root_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns
     verdict_issue(r, c, v);
 }
 
-/* c's figures over its active kids, for STUCK: min and max count, the completion bounds. */
-struct dfig {
-    uint64_t mn, mx, dmin, dhi;
-    uint32_t known, active;
-    uint8_t sampled;
-};
-
-static struct dfig comm_dfig(const struct rcomm *c)
-{
-    struct dfig f = {UINT64_MAX, 0, UINT64_MAX, UINT64_MAX, 0, 0, 0};
-    for (uint32_t i = 0; i < c->nk; i++) {
-        const struct rkid *k = &c->k[i];
-        f.known += k->relay ? k->known : 1;
-        if (k->state != K_ACTIVE || (k->relay && !k->active))
-            continue;
-        f.active += k->relay ? k->active : 1;
-        f.mn = k->min < f.mn ? k->min : f.mn;
-        f.mx = k->max > f.mx ? k->max : f.mx;
-        f.dmin = k->dmin < f.dmin ? k->dmin : f.dmin;
-        f.dhi = k->dhi < f.dhi ? k->dhi : f.dhi;
-        f.sampled |= k->sampled;
-    }
-    return f;
-}
-
 /* coord_hang.c's hang_behind_lag needs to know which members of c share a process with
  * members of another comm: the tree carries no such thing. A conservative stand-in: some other
  * comm has incomplete work (its max count above its min completed) while some member may not
  * have issued its first incomplete slot (min count at most its min upper bound): while so, no
- * sampled STUCK (a missed STUCK rather than a false one). Called only when one is due. */
+ * sampled STUCK (a missed STUCK rather than a false one). */
 static int root_behind_lag(const struct ncg_relay *r, const struct rcomm *c)
 {
     for (size_t ci = 0; ci < r->ncomm; ci++) {
@@ -170,24 +161,19 @@ static void root_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_
             who[n++] = (int32_t)x->dlow[j];
     }
     if (nat >= c->nranks) { /* every rank: named whole, however many the lists held */
-        n = 0;
         snprintf(v->subject, sizeof v->subject, c->nranks > 1 ? "0-%u" : "0", c->nranks - 1);
     } else {
         ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
-        if (nat > n) { /* more than listed */
-            size_t len = strlen(v->subject);
-            snprintf(v->subject + len, sizeof v->subject - len, ",...");
-        }
+        if (nat > n) /* more than listed */
+            ncg_addf(v->subject, sizeof v->subject, ",...");
     }
     stuck_call(c, k, v);
     v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
     v->slot = (int64_t)k;
     ncg_stuck_words(v, k, khi, idle, nat >= c->nranks, nat > 1, notes, NCG_WIRE_NOTES);
-    size_t len = strlen(notes);
-    if (len < NCG_WIRE_NOTES)
-        snprintf(notes + len, NCG_WIRE_NOTES - len,
-                 "each member's thread, call site and other communicators are not gathered "
-                 "through the relay tree (NCCLGUARD_TREE=off for them)\n");
+    ncg_addf(notes, NCG_WIRE_NOTES,
+             "each member's thread, call site and other communicators are not gathered through "
+             "the relay tree (NCCLGUARD_TREE=off for them)\n");
     if (ncg_verdict_set_notes(v, notes) < 0)
         r_nomem(r);
     free(notes);

@@ -295,24 +295,21 @@ void ncg_stuck_words(struct ncg_verdict *v, uint64_t k, uint64_t khi, double idl
                  plural ? "ranks" : "rank", v->subject, idle, range);
     if (!cap)
         return;
-    size_t len = 0;
-    int w = snprintf(notes, cap,
-                     "a hang inside NCCL (a dead link, a failed device, a peer stuck elsewhere), "
-                     "not a desync: slot %" PRIu64 " is the same call on every rank\n",
-                     k);
-    len = w > 0 ? (size_t)w : 0;
-    if (khi > k && len < cap) {
-        w = snprintf(notes + len, cap - len,
-                     "completion is sampled by CUDA events (asynchronous NCCL): the stalled slot "
-                     "is one of %" PRIu64 "-%" PRIu64 ", identical on every rank up to there\n",
-                     k, khi);
-        len += w > 0 ? (size_t)w : 0;
-    }
-    if (len < cap && k)
-        snprintf(notes + len, cap - len, "last slot completed on every rank: %s%" PRIu64 "\n",
+    notes[0] = 0;
+    ncg_addf(notes, cap,
+             "a hang inside NCCL (a dead link, a failed device, a peer stuck elsewhere), not a "
+             "desync: slot %" PRIu64 " is the same call on every rank\n",
+             k);
+    if (khi > k)
+        ncg_addf(notes, cap,
+                 "completion is sampled by CUDA events (asynchronous NCCL): the stalled slot is "
+                 "one of %" PRIu64 "-%" PRIu64 ", identical on every rank up to there\n",
+                 k, khi);
+    if (k)
+        ncg_addf(notes, cap, "last slot completed on every rank: %s%" PRIu64 "\n",
                  khi > k ? "at least " : "", k - 1);
-    else if (len < cap)
-        snprintf(notes + len, cap - len, "last slot completed on every rank: none%s\n",
+    else
+        ncg_addf(notes, cap, "last slot completed on every rank: none%s\n",
                  khi > k ? " known" : "");
 }
 

@@ -270,9 +270,7 @@ long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_
                 q += x->to >= nth ? 2 : 1;
             }
             found = n;
-        } else if (len > 0) {
-            found = len; /* longer than cap steps can tell (len / 2 at least) */
-        }
+        } /* else a cycle longer than cap steps can tell: len (over cap) says so */
         free(cyc);
     }
 out:

@@ -57,6 +57,7 @@ void ncg_wire_get_call(struct ncg_rbuf *r, struct ncg_call *c)
 {
     get_call(r, c);
 }
+
 int ncg_wire_put_wait(struct ncg_wbuf *w, const struct ncg_msg_wait *m)
 {
     if (m->n > NCG_WIRE_MAX_WAITS)
