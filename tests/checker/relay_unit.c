@@ -1840,7 +1840,7 @@ static void dl_many(int inv, uint32_t from, uint64_t gen, int empty_below)
     struct ncg_msg m = {.type = NCG_MSG_RWAIT};
     m.u.rwait = &w;
     for (uint32_t k = 0; k < DL_NP; k++) {
-        if (k < from && !(empty_below && k < from))
+        if (k < from && !empty_below)
             continue;
         memset(&w, 0, sizeof w);
         w.node = 1 + k % 7; /* keys that collide on pid across nodes and connections */
