@@ -51,7 +51,7 @@ static pid_t driver;
  * completes it, and each sends a WAIT every interval, as blocked processes do. */
 static uint64_t dl_slot;
 
-/* Collective calls v issued on comm c by time t. */
+/* Collective calls rank issued on comm c (0-based from COMM0) by time t. */
 static uint64_t count_at(uint64_t t);
 static uint64_t issued_at(uint32_t rank, uint32_t c, uint64_t t)
 {
