@@ -5,8 +5,9 @@
  * not exit 0 ("ncg-launch: rank R exited with status S" / "killed by signal SIG"), and exits
  * with the first non-zero status of any rank (128+SIG for a signal), 0 if all
  * exited 0 ("first" in time), or 124 after SIGKILLing every rank still running when TIMEOUT_S
- * passes. NCG_LAUNCH_PER_NODE=K: the ranks form "nodes" of K (LOCAL_RANK = RANK % K,
- * LOCAL_WORLD_SIZE = K), as torchrun on several hosts would number them; default: one node. */
+ * passes (all stopped first, so none reports another's end). NCG_LAUNCH_PER_NODE=K: the ranks form
+ * "nodes" of K (LOCAL_RANK = RANK % K, LOCAL_WORLD_SIZE = K), as torchrun on several hosts would
+ * number them; default: one node. */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -50,6 +51,19 @@ static void on_alarm(int sig)
 {
     (void)sig;
     g_alarm = 1;
+}
+
+/* Ends every rank still running: all stopped first, then all killed, so that no rank sees
+ * another one's end (a closed connection) and reports it while the launcher, descheduled
+ * between two kills on a loaded machine, has not reached it yet. */
+static void kill_all(const pid_t *pids, int n)
+{
+    for (int r = 0; r < n; r++)
+        if (pids[r] > 0)
+            kill(pids[r], SIGSTOP);
+    for (int r = 0; r < n; r++)
+        if (pids[r] > 0)
+            kill(pids[r], SIGKILL);
 }
 
 int main(int argc, char **argv)
@@ -103,8 +117,7 @@ int main(int argc, char **argv)
         pid_t p = fork();
         if (p < 0) {
             fprintf(stderr, "ncg-launch: fork: %s\n", strerror(errno));
-            for (int k = 0; k < r; k++)
-                kill(pids[k], SIGKILL);
+            kill_all(pids, r);
             return 2;
         }
         if (p == 0) {
@@ -135,18 +148,14 @@ int main(int argc, char **argv)
     while (left > 0) {
         int st;
         if (g_term && !term_sent) { /* also when it came before the first wait */
-            for (int r = 0; r < n; r++)
-                if (pids[r] > 0)
-                    kill(pids[r], SIGKILL);
+            kill_all(pids, n);
             term_sent = 1;
         }
         pid_t p = waitpid(-1, &st, 0);
         if (p < 0) {
             if (errno == EINTR && g_alarm) {
                 timed_out = 1;
-                for (int r = 0; r < n; r++)
-                    if (pids[r] > 0)
-                        kill(pids[r], SIGKILL);
+                kill_all(pids, n);
                 g_alarm = 0;
                 continue;
             }
