@@ -73,6 +73,7 @@ EOS
 # apart was skipped).
 stuck_slots() {
   grep -E "^ncclguard: $1: STUCK on comm [0-9a-f]+ \($3 ranks\): slot [0-9]+ AllReduce\(count=8, float32, sum\) issued identically by all $3 ranks, " "$OUT" |
-    sed -E 's/.*: slot ([0-9]+) .*/\1 &/; s/^([0-9]+) .*or a later one up to slot ([0-9]+):.*/\1 \2/; t; s/^([0-9]+) .*/\1 \1/' |
+    sed -E -e 's/.*: slot ([0-9]+) .*/\1 &/' -e 'ta' -e ':a' \
+      -e 's/^([0-9]+) .*or a later one up to slot ([0-9]+):.*/\1 \2/' -e 't' -e 's/^([0-9]+) .*/\1 \1/' |
     awk -v s="$2" -v a=$async '$1 <= s && s <= $2 && (a ? $2 - $1 <= 3 : $1 == $2)' | wc -l
 }
