@@ -43,6 +43,20 @@ struct rkid {
     uint8_t ndlow_l; /* of which listed */
     uint32_t dlow[NCG_RELAY_LOW];
     uint32_t tid; /* client: the thread driving the comm (its latest REPORT; DEADLOCK) */
+    /* child relay: the ranks beneath it that answered its last round asking every rank (a
+     * narrowing QUERY for some ranks goes only to the subtrees holding them); unknown (0) until
+     * then, or when that answer's groups were truncated */
+    uint8_t span_known, nspan;
+    struct ncg_rrange span[NCG_RELAY_RANGES];
+};
+
+/* Root: a group of the round that found a difference, stood for by one of its ranks in the
+ * narrowing rounds after it (its members' digests agreed at the later slot, so they agree at
+ * every earlier one: the representative's answer is theirs). */
+struct rrep {
+    uint32_t nranks;
+    uint8_t nrange;
+    struct ncg_rrange r[NCG_RELAY_RANGES];
 };
 
 struct rcomm {
@@ -55,8 +69,11 @@ struct rcomm {
     /* the round in flight: the root's own, or the parent's QUERY being answered */
     uint8_t q_active;
     uint32_t qid, nwait;
-    struct ncg_round rd;         /* its slots; at the root also what is verified (round.h) */
-    struct ncg_msg_ranswer *acc; /* answers merged so far */
+    uint8_t nrep; /* the round asks only these ranks (0: every rank) */
+    uint32_t rep[NCG_QUERY_REPS];
+    struct rrep repg[NCG_QUERY_REPS]; /* root: the group each one stands for */
+    struct ncg_round rd;              /* its slots; at the root also what is verified (round.h) */
+    struct ncg_msg_ranswer *acc;      /* answers merged so far */
     uint64_t round_ns;           /* root: when its last plain round started (root_round_start) */
     struct ncg_msg_rfault *pend; /* faults raised while detached from the parent */
     uint32_t npend;
@@ -603,10 +620,25 @@ static void round_check(struct ncg_relay *r, struct rcomm *c)
         round_done(r, c);
 }
 
-/* Starts answering (or, at the root, asking) slots[0..n) on c: the QUERY goes to every
- * active child; answers are merged into c->acc. */
-static void round_begin(struct ncg_relay *r, struct rcomm *c, uint32_t qid, uint8_t mode,
-                        uint32_t n, const uint64_t *slots)
+/* Whether kid k is to hear the round in flight: every kid, or for a round limited to some
+ * ranks, a client holding one of them or a child relay whose subtree may hold one. */
+static int kid_asked(const struct rcomm *c, const struct rkid *k)
+{
+    if (!c->nrep || (k->relay && !k->span_known))
+        return 1;
+    for (uint32_t i = 0; i < c->nrep; i++) {
+        if (!k->relay && k->rank == c->rep[i])
+            return 1;
+        for (uint32_t j = 0; k->relay && j < k->nspan; j++)
+            if (c->rep[i] >= k->span[j].lo && c->rep[i] <= k->span[j].hi)
+                return 1;
+    }
+    return 0;
+}
+
+/* Starts answering (or, at the root, asking) q's slots on c: the QUERY goes to every active
+ * child (or only towards q's representatives); answers are merged into c->acc. */
+static void round_begin(struct ncg_relay *r, struct rcomm *c, const struct ncg_msg_query *q)
 {
     free(c->acc);
     if (!(c->acc = calloc(1, sizeof *c->acc))) {
@@ -615,25 +647,26 @@ static void round_begin(struct ncg_relay *r, struct rcomm *c, uint32_t qid, uint
         return;
     }
     c->acc->comm_id = c->id;
-    c->acc->qid = qid;
-    c->acc->n = n;
-    c->qid = qid;
-    c->rd.mode = mode;
-    c->rd.qn = n;
-    memcpy(c->rd.qslot, slots, sizeof *slots * n);
+    c->acc->qid = q->qid;
+    c->acc->n = q->n;
+    c->qid = q->qid;
+    c->rd.mode = q->mode;
+    c->rd.qn = q->n;
+    memcpy(c->rd.qslot, q->slot, sizeof *q->slot * q->n);
+    c->nrep = q->nrep;
+    memcpy(c->rep, q->rep, sizeof c->rep);
     c->q_active = 1;
     c->nwait = 0;
     r->st.rounds++;
+    r->st.targeted += q->nrep != 0;
     struct ncg_msg m = {.type = NCG_MSG_QUERY};
+    m.u.query = *q;
     m.u.query.comm_id = c->id;
-    m.u.query.qid = qid;
-    m.u.query.mode = mode;
-    m.u.query.n = n;
-    memcpy(m.u.query.slot, slots, sizeof *slots * n);
     for (uint32_t i = 0; i < c->nk; i++) {
         struct rkid *k = &c->k[i];
         k->waiting = 0;
-        if (k->state != K_ACTIVE || (k->relay && !k->active) || !conn_get(r, k->conn))
+        if (k->state != K_ACTIVE || (k->relay && !k->active) || !conn_get(r, k->conn) ||
+            !kid_asked(c, k))
             continue;
         k->waiting = 1;
         c->nwait++;
@@ -649,9 +682,74 @@ static void round_begin(struct ncg_relay *r, struct rcomm *c, uint32_t qid, uint
 
 static void root_query(struct ncg_relay *r, struct rcomm *c)
 {
-    uint64_t slots[NCG_WIRE_MAX_SLOTS];
-    memcpy(slots, c->rd.qslot, sizeof slots);
-    round_begin(r, c, r->next_qid++, c->rd.mode, c->rd.qn, slots);
+    struct ncg_msg_query q = {
+        .comm_id = c->id, .qid = r->next_qid++, .mode = c->rd.mode, .n = c->rd.qn, .nrep = c->nrep};
+    memcpy(q.slot, c->rd.qslot, sizeof q.slot);
+    memcpy(q.rep, c->rep, sizeof q.rep);
+    round_begin(r, c, &q);
+}
+
+/* The plain round's slot 0 differs: if its groups name every rank (all answered, none
+ * truncated, at most NCG_QUERY_REPS of them), the narrowing rounds ask one rank of each. */
+static void reps_choose(struct rcomm *c)
+{
+    const struct ncg_rslot *s = &c->acc->s[0];
+    c->nrep = 0;
+    if (s->more || s->ngroups < 2 || s->ngroups > NCG_QUERY_REPS)
+        return;
+    for (uint32_t i = 0; i < s->ngroups; i++)
+        if (s->g[i].status != NCG_ANS_OK || s->g[i].truncated || !s->g[i].nrange)
+            return;
+    for (uint32_t i = 0; i < s->ngroups; i++) {
+        const struct ncg_rgroup *g = &s->g[i];
+        c->rep[i] = g->r[0].lo;
+        c->repg[i].nranks = g->nranks;
+        c->repg[i].nrange = g->nrange;
+        memcpy(c->repg[i].r, g->r, sizeof g->r);
+    }
+    c->nrep = (uint8_t)s->ngroups;
+}
+
+static int rep_in(const struct ncg_rgroup *g, uint32_t rank)
+{
+    for (uint32_t i = 0; i < g->nrange; i++)
+        if (rank >= g->r[i].lo && rank <= g->r[i].hi)
+            return 1;
+    return 0;
+}
+
+/* A round asked only the representatives: each answer group is made the groups its
+ * representatives stand for. 0 when some representative's answer is missing at some slot (it
+ * left, or its subtree moved): the round is then to be asked of every rank. */
+static int reps_expand(struct rcomm *c)
+{
+    for (uint32_t k = 0; k < c->acc->n; k++) {
+        struct ncg_rslot *s = &c->acc->s[k];
+        uint32_t seen = 0;
+        if (s->more)
+            return 0;
+        for (uint32_t j = 0; j < s->ngroups; j++) {
+            struct ncg_rgroup *g = &s->g[j], e = *g;
+            e.nranks = 0;
+            e.nrange = 0;
+            e.truncated = 0;
+            for (uint32_t i = 0; i < c->nrep; i++) {
+                if (!rep_in(g, c->rep[i]))
+                    continue;
+                struct ncg_rgroup t = {.nrange = c->repg[i].nrange};
+                memcpy(t.r, c->repg[i].r, sizeof t.r);
+                ranges_union(&e, &t);
+                e.nranks += c->repg[i].nranks;
+                seen++;
+            }
+            if (!e.nranks)
+                return 0; /* no representative in it: not this round's answer */
+            *g = e;
+        }
+        if (seen != c->nrep)
+            return 0;
+    }
+    return 1;
 }
 
 static int group_cmp(const void *a, const void *b)
@@ -728,11 +826,21 @@ static int root_agrees(void *arg, uint32_t k)
 static void root_decide(struct ncg_relay *r, struct rcomm *c)
 {
     uint32_t k = 0;
+    int plain = !c->rd.narrow;
+    if (c->nrep && !reps_expand(c)) {
+        c->nrep = 0; /* a representative did not answer: the same slots, of every rank */
+        root_query(r, c);
+        return;
+    }
     int next = ncg_round_done(&c->rd, root_agrees, c, &k);
+    if (next == NCG_ROUND_ASK && plain)
+        reps_choose(c);
     if (next == NCG_ROUND_MISMATCH)
         mismatch_verdict(r, c, k);
     else if (next == NCG_ROUND_ASK)
         root_query(r, c);
+    if (next != NCG_ROUND_ASK)
+        c->nrep = 0;
 }
 
 static void round_done(struct ncg_relay *r, struct rcomm *c)
@@ -831,6 +939,7 @@ static void root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_
         return;
     c->round_ns = now_ns;
     ncg_round_plain(&c->rd, mn - 1);
+    c->nrep = 0;
     root_query(r, c);
 }
 
@@ -1107,10 +1216,19 @@ static void on_ranswer(struct ncg_relay *r, int conn, const struct ncg_msg_ransw
     struct rkid *k = kid_find(c, conn, 1, 0);
     if (!k || !k->waiting)
         return;
+    struct ncg_rgroup span = {0}; /* the ranks that answered beneath k */
     for (uint32_t s = 0; s < c->rd.qn; s++) {
-        for (uint32_t j = 0; j < a->s[s].ngroups; j++)
+        for (uint32_t j = 0; j < a->s[s].ngroups; j++) {
             ncg_rslot_merge(&c->acc->s[s], &a->s[s].g[j]);
+            ranges_union(&span, &a->s[s].g[j]);
+        }
         c->acc->s[s].more |= a->s[s].more;
+        span.truncated |= a->s[s].more;
+    }
+    if (!c->nrep) { /* a round of every rank: where the representatives of later ones are */
+        k->span_known = !span.truncated;
+        k->nspan = span.nrange;
+        memcpy(k->span, span.r, sizeof k->span);
     }
     k->waiting = 0;
     c->nwait--;
@@ -1472,7 +1590,7 @@ void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint
             r->ops.up(r->ops.arg, &a);
             return;
         }
-        round_begin(r, c, q->qid, q->mode, q->n, q->slot);
+        round_begin(r, c, q);
         return;
     }
     if (m->type == NCG_MSG_RASK) {

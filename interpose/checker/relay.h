@@ -55,6 +55,7 @@ struct ncg_relay_stats {
     uint64_t forwarded;   /* verdicts received from the parent and passed down */
     uint64_t ignored;     /* verdicts received for a communicator that had one already */
     uint64_t rounds;      /* QUERY rounds started (root) or forwarded */
+    uint64_t targeted;    /* of which asked only some ranks (narrowing: one per group) */
     uint64_t faults;      /* RANK DIED events raised or forwarded */
     uint64_t verified;    /* root: slots proven equal on every member, summed over comms */
     uint64_t comms;       /* communicators tracked now */

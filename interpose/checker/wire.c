@@ -249,6 +249,13 @@ long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
         ncg_put16(&w, (uint16_t)m->u.query.n);
         for (i = 0; i < m->u.query.n; i++)
             ncg_put64(&w, m->u.query.slot[i]);
+        if (m->u.query.nrep > NCG_QUERY_REPS)
+            return -EINVAL;
+        if (m->u.query.nrep) {
+            ncg_put8(&w, m->u.query.nrep);
+            for (i = 0; i < m->u.query.nrep; i++)
+                ncg_put32(&w, m->u.query.rep[i]);
+        }
         break;
     case NCG_MSG_ANSWER:
         if (m->u.answer.n > NCG_WIRE_MAX_SLOTS)
@@ -386,6 +393,13 @@ long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
             return -EBADMSG;
         for (i = 0; i < m->u.query.n; i++)
             m->u.query.slot[i] = ncg_get64(&r);
+        if (ncg_rleft(&r)) { /* the optional representatives: 1..NCG_QUERY_REPS of them */
+            m->u.query.nrep = ncg_get8(&r);
+            if (!m->u.query.nrep || m->u.query.nrep > NCG_QUERY_REPS)
+                return -EBADMSG;
+            for (i = 0; i < m->u.query.nrep; i++)
+                m->u.query.rep[i] = ncg_get32(&r);
+        }
         break;
     case NCG_MSG_ANSWER:
         m->u.answer.comm_id = ncg_get64(&r);

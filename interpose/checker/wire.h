@@ -104,12 +104,17 @@ struct ncg_report_ref {
 #define NCG_RE_FLAGS 0x20u
 
 #define NCG_QUERY_RECORDS 1u /* want full records and call sites, not only digests */
+#define NCG_QUERY_REPS 4u    /* representatives a narrowing QUERY may be limited to */
 struct ncg_msg_query {
     uint64_t comm_id;
     uint32_t qid;
     uint8_t mode;
     uint32_t n;
     uint64_t slot[NCG_WIRE_MAX_SLOTS];
+    /* the relay tree's narrowing rounds: only these comm ranks are to answer, one per group of
+     * ranks whose digests agreed at a later slot (0: every rank; encoded only when set) */
+    uint8_t nrep;
+    uint32_t rep[NCG_QUERY_REPS];
 };
 
 /* One call's comparable fields (the fingerprint) plus where it came from. */

@@ -60,6 +60,11 @@ int main(int argc, char **argv)
                     rw.w.w[i] = (struct ncg_wait_ent){
                         .comm_id = 0xa0, .rank = 3, .tid = 7, .queued = (uint8_t)(rand() % 2)};
                 seed.u.rwait = &rw;
+            } else if (seed.type == NCG_MSG_QUERY) { /* a few slots, maybe representatives */
+                seed.u.query.n = (uint32_t)(rand() % 4);
+                seed.u.query.nrep = (uint8_t)(rand() % (NCG_QUERY_REPS + 1));
+                for (uint32_t i = 0; i < seed.u.query.nrep; i++)
+                    seed.u.query.rep[i] = (uint32_t)rand() % 16384;
             } else {
                 seed.u.report.n = (uint32_t)(rand() % 4);
                 for (uint32_t i = 0; i < seed.u.report.n; i++)

@@ -355,7 +355,9 @@ struct client { /* one rank per client process */
     uint8_t same_call;        /* from odd_from the digest differs but the call looks the same */
     uint64_t done, done_hi;   /* completed slots, and the upper bound when sampled */
     uint8_t sampled;
+    uint8_t none_targeted; /* answers a QUERY limited to representatives with "none" */
     int verdicts, plain;
+    int queries, targeted; /* QUERYs received, of which limited to representatives */
     struct ncg_verdict *v;
 };
 
@@ -459,6 +461,8 @@ static struct client *client_at(int relay, int conn)
 static void client_rx(struct client *c, const struct ncg_msg *m)
 {
     if (m->type == NCG_MSG_QUERY) {
+        c->queries++;
+        c->targeted += m->u.query.nrep != 0;
         static struct ncg_msg a;
         memset(&a, 0, sizeof a);
         a.type = NCG_MSG_ANSWER;
@@ -469,7 +473,7 @@ static void client_rx(struct client *c, const struct ncg_msg *m)
         for (uint32_t k = 0; k < m->u.query.n; k++) {
             uint64_t s = m->u.query.slot[k];
             struct ncg_answer *x = &a.u.answer.a[k];
-            x->status = NCG_ANS_OK;
+            x->status = m->u.query.nrep && c->none_targeted ? NCG_ANS_NONE : NCG_ANS_OK;
             x->digest = digest_of(c, s);
             x->call.seq = s;
             x->call.func = s >= c->odd_from && !c->same_call ? 2 : 1;
@@ -646,8 +650,11 @@ static void test_mismatch(void)
     report_all();
     for (int t = 0; t < 4; t++)
         tick_all(3); /* slots 0..9 verified */
-    for (int i = 0; i < T.ncl; i++)
+    int q0[6];
+    for (int i = 0; i < T.ncl; i++) {
         T.cl[i].count = 100;
+        q0[i] = T.cl[i].queries;
+    }
     T.cl[5].odd_from = 57; /* rank 5, under two relays */
     report_all();
     for (int t = 0; t < 10; t++)
@@ -655,6 +662,14 @@ static void test_mismatch(void)
     for (int i = 0; i < T.ncl; i++) {
         CHECK(T.cl[i].verdicts == 1); /* every rank, exactly once */
         CHECK(T.cl[i].v && T.cl[i].v->kind == NCG_V_MISMATCH);
+    }
+    /* the plain round at slot 99 asked every rank; the narrowing after it (32 spaced digests
+     * over slots 10..99, then the records) only rank 0 for 0-4 and rank 5, down relay 1 to
+     * relay 2 and not to ranks 2 and 3 */
+    for (int i = 0; i < T.ncl; i++) {
+        int want = i == 0 || i == 5 ? 3 : 1;
+        CHECK(T.cl[i].queries - q0[i] == want);
+        CHECK(T.cl[i].targeted == want - 1);
     }
     const struct ncg_verdict *v = T.cl[0].v;
     if (v) {
@@ -673,6 +688,31 @@ static void test_mismatch(void)
     pump();
     ncg_relay_get_stats(T.r[2], &st);
     CHECK(st.forwarded == 1 && st.ignored == 1 && T.cl[4].verdicts == 1);
+    tree_free(3);
+}
+
+/* A narrowing round's representative does not answer (here: "none" for the slots): the root
+ * asks the same slots of every rank and narrows from there, naming the same ranks. */
+static void test_mismatch_rep_missing(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 100;
+    T.cl[5].odd_from = 57;
+    T.cl[5].none_targeted = 1;
+    report_all();
+    for (int t = 0; t < 10; t++)
+        tick_all(3);
+    const struct ncg_verdict *v = T.cl[0].v;
+    CHECK(T.cl[0].verdicts == 1 && v && v->kind == NCG_V_MISMATCH);
+    if (v)
+        CHECK(v->slot == 57 && !strcmp(v->subject, "5") && !strcmp(v->calls[0].ranks, "0-4") &&
+              !strcmp(v->calls[1].ranks, "5"));
+    /* plain, narrowing for representatives, the same of everyone, the records of everyone */
+    CHECK(T.cl[5].targeted == 1 && T.cl[5].queries == 4 && T.cl[1].queries == 3);
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[0], &st);
+    CHECK(st.targeted == 1 && st.verdicts == 1);
     tree_free(3);
 }
 
@@ -1922,6 +1962,7 @@ int main(void)
     test_agree();
     test_mismatch();
     test_mismatch_alike();
+    test_mismatch_rep_missing();
     test_client_verdicts();
     test_client_died();
     test_relay_died();

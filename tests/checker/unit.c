@@ -87,6 +87,25 @@ static void test_wire(void)
     for (uint32_t i = 0; i < m1.u.query.n; i++)
         m1.u.query.slot[i] = 100 + i;
     roundtrip(&m1);
+    /* a narrowing QUERY for some representatives (the relay tree's): they come back as sent;
+     * a count of 0 or past NCG_QUERY_REPS is refused both ways */
+    m1.u.query.n = 3;
+    m1.u.query.nrep = NCG_QUERY_REPS;
+    for (uint32_t i = 0; i < NCG_QUERY_REPS; i++)
+        m1.u.query.rep[i] = 16383 - i;
+    roundtrip(&m1);
+    {
+        long qn = ncg_wire_encode(&m1, buf, sizeof buf);
+        EXPECT(ncg_wire_decode(buf, (size_t)qn, &m2) == qn && m2.u.query.nrep == NCG_QUERY_REPS &&
+               m2.u.query.rep[0] == 16383 && m2.u.query.rep[3] == 16380);
+        size_t at = NCG_WIRE_HDR + 8 + 4 + 1 + 2 + 8 * 3; /* the representatives' count */
+        buf[at] = 0;
+        EXPECT(ncg_wire_decode(buf, (size_t)qn, &m2) < 0);
+        buf[at] = NCG_QUERY_REPS + 1;
+        EXPECT(ncg_wire_decode(buf, (size_t)qn, &m2) < 0);
+        m1.u.query.nrep = NCG_QUERY_REPS + 1;
+        EXPECT(ncg_wire_encode(&m1, buf, sizeof buf) < 0);
+    }
 
     memset(&m1, 0, sizeof m1);
     m1.type = NCG_MSG_ANSWER;
