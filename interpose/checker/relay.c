@@ -2,7 +2,9 @@
  * count, or a child relay with its subtree's min/max), the digest round in flight (answers
  * merged into groups per slot), and the verdict once known. At the root the rounds are the
  * flat coordinator's (coord.c: digest at min(count)-1, narrowing with K spaced digests, then
- * K records), decided on groups instead of per-member answers. P2P records are matched where
+ * K records), decided on groups instead of per-member answers; the narrowing asks one rank per
+ * group of the round that found the difference (chained digests: its members agree on every
+ * earlier slot), and relays pass it only towards those ranks. P2P records are matched where
  * they meet (p2pmatch.h); what is not matched within about an interval goes up (RP2P), a pair
  * that differs goes up as its two records, and the root issues the verdict. DEADLOCK: the
  * clients' WAITs go up to the root (relay_dl.c). */

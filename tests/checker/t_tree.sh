@@ -46,7 +46,7 @@ expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\):
 # (the synchronous pass only: the same in both modes)
 if [ $async = 0 ]; then
   # a frozen node relay (rank 4, SIGSTOP): its parent and its node's processes find it silent
-  SCEN_VICTIM=4 NCCLGUARD_HEARTBEAT_TIMEOUT_S=2 guarded "$NCG_TMP/stop" "$LAUNCH" -n 16 -t $((8 * SLOW)) "$SCEN" stop
+  SCEN_VICTIM=4 NCCLGUARD_HEARTBEAT_TIMEOUT_S=2 guarded "$NCG_TMP/stop" "$LAUNCH" -n 16 -t $((5 * SLOW)) "$SCEN" stop
   expect "$RC" 124 "a stopped rank never ends"
   expect "$(nlines '^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\): rank 4 died: .*silent for')" 15 "frozen relay"
 fi
