@@ -126,6 +126,7 @@ struct vr {                     /* a virtual rank: one client process holding on
     int relay, conn;            /* in-process link: relay index here and conn id there */
     struct ncg_peer peer;
     uint32_t verdicts;
+    uint32_t narrowed; /* QUERYs limited to representatives that reached it */
     uint64_t got_ns;
     uint8_t kind;
     char subject[NCG_WIRE_STR];
@@ -460,6 +461,7 @@ static void vr_rx(struct vr *v, const struct ncg_msg *m)
         return;
     v->rx_ns = now_ns();
     if (m->type == NCG_MSG_QUERY) {
+        v->narrowed += m->u.query.nrep != 0;
         vr_answer(v, &m->u.query);
     } else if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
         /* a DEADLOCK has a verdict per comm of its cycle: comm 0's is the one every rank gets */
@@ -677,6 +679,8 @@ struct result {
     uint8_t kind;
     char subject[NCG_WIRE_STR];
     uint64_t verdict_ns, root_verdicts, verified;
+    uint64_t narrowed_ranks;             /* virtual ranks a narrowing QUERY reached */
+    uint64_t root_rounds, root_narrowed; /* the root's rounds, of which for representatives */
     char summary[512];
     double relay_busy_max;
     uint32_t relay_busy_node;
@@ -857,6 +861,7 @@ static void run_proc(int wfd, int rel, int proc)
         if (v->dead || v->frozen)
             continue;
         res.expected++;
+        res.narrowed_ranks += v->narrowed != 0;
         if (!v->verdicts)
             continue;
         res.notified++;
@@ -897,6 +902,8 @@ static void run_proc(int wfd, int rel, int proc)
             struct ncg_relay_stats st;
             ncg_relay_get_stats(R[i].r, &st);
             res.verified = st.verified;
+            res.root_rounds = st.rounds;
+            res.root_narrowed = st.targeted;
         }
     snprintf(res.summary, sizeof res.summary, "%s", root_summary);
     struct rusage ru;
@@ -1046,6 +1053,7 @@ int main(int argc, char **argv)
             root = r;
         tot.expected += r.expected;
         tot.notified += r.notified;
+        tot.narrowed_ranks += r.narrowed_ranks;
         tot.dups += r.dups;
         tot.wrong += r.wrong;
         tot.bytes_win += r.bytes_win;
@@ -1097,14 +1105,16 @@ int main(int argc, char **argv)
            ", \"root_cpu_s_per_s\": %.4f, \"root_relay_busy_s_per_s\": %.4f, "
            "\"relay_cpu_s_per_s_max\": %.4f, \"relay_max_node\": %u, "
            "\"bytes_per_rank_per_s\": %.1f, \"net_bytes_per_rank_per_s\": %.1f, \"root_rss_kb\": "
-           "%ld, \"fan_in\": %u, "
+           "%ld, \"fan_in\": %u, \"root_rounds\": %" PRIu64 ", \"root_narrowing_rounds\": %" PRIu64
+           ", \"narrowed_ranks\": %" PRIu64 ", "
            "\"window_s\": %.2f, \"summary\": \"%s\"",
            A.ranks, A.per_node, A.comms, A.rate, nnodes, A.fanout, depth, nproc, verdict,
            tot.notified ? "\"" : "", tot.notified ? tot.subject : "null", tot.notified ? "\"" : "",
            detect, alln, tot.notified, tot.expected, tot.dups, tot.wrong, root.root_verdicts,
            root.verified, count_at(t_end) * A.comms, root.cpu_win / win, root.relay_busy_max,
            relay_max, relay_max_node, (double)tot.bytes_win / A.ranks / win,
-           (double)tot.net_win / A.ranks / win, root.rss_kb, root.fan_in, win, root.summary);
+           (double)tot.net_win / A.ranks / win, root.rss_kb, root.fan_in, root.root_rounds,
+           root.root_narrowed, tot.narrowed_ranks, win, root.summary);
     if (A.frames) { /* per frame type: [node-local, between relays] bytes per rank and second */
         static const char *const name[NCG_MSG_TYPE_MAX_] = {
             "?",        "HELLO",  "WELCOME",  "REPORT", "QUERY",  "ANSWER", "P2P",     "GOODBYE",

@@ -49,6 +49,11 @@ awk -v v="$vs" -v i="$is" 'BEGIN{exit !(i > 0 && v >= i / 2)}' ||
   { echo "FAIL healthy: only $vs of $is slots verified"; fail=1; }
 [ "$(echo "$out" | field depth)" = 3 ] || { echo "FAIL healthy: the tree is not three levels deep"; fail=1; }
 check mismatch MISMATCH 301 2 "$T/sim.--mismatch-rank301.json"
+# the narrowing after the differing plain round asks one rank per group (here rank 0 for the
+# 511 that agree, and rank 301), not all 512
+out=$(cat "$T/sim.--mismatch-rank301.json")
+[ "$(echo "$out" | field narrowed_ranks)" = 2 ] && [ "$(echo "$out" | field root_narrowing_rounds)" -ge 1 ] ||
+  { echo "FAIL mismatch: the narrowing reached $(echo "$out" | field narrowed_ranks) ranks in $(echo "$out" | field root_narrowing_rounds) rounds, want 2 ranks"; fail=1; }
 check kill-rank RANK_DIED 77 3 "$T/sim.--kill-rank77.json"
 check kill-relay RANK_DIED 72 3 "$T/sim.--kill-relay9.json"
 check kill-relay-inner RANK_DIED 8 3 "$T/sim.--kill-relay1.json"
