@@ -10,8 +10,9 @@
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
 #define NCG_WIRE_VERSION                                                                           \
-    5u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT        \
-          entries (stream, launch order); 5: REPORT entries as what changed (ncg_report_ref) */
+    6u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT        \
+          entries (stream, launch order); 5: REPORT entries as what changed (ncg_report_ref);      \
+          6: QUERY's optional representatives (the relay tree's narrowing) */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* verdicts carry per-rank arrays: 1 MiB bounds them */
 
