@@ -691,17 +691,24 @@ static void root_query(struct ncg_relay *r, struct rcomm *c)
     round_begin(r, c, &q);
 }
 
-/* The plain round's slot 0 differs: if its groups name every rank (all answered, none
- * truncated, at most NCG_QUERY_REPS of them), the narrowing rounds ask one rank of each. */
+/* The plain round's slot 0 differs: if its groups name every rank of the communicator (all
+ * answered, none truncated, at most NCG_QUERY_REPS of them), the narrowing rounds ask one rank
+ * of each. A rank outside them (one that attached after the round began, a subtree inactive
+ * then, a rank gone) may differ earlier than any of them: then every rank is asked, as before. */
 static void reps_choose(struct rcomm *c)
 {
     const struct ncg_rslot *s = &c->acc->s[0];
+    uint64_t n = 0;
     c->nrep = 0;
     if (s->more || s->ngroups < 2 || s->ngroups > NCG_QUERY_REPS)
         return;
-    for (uint32_t i = 0; i < s->ngroups; i++)
+    for (uint32_t i = 0; i < s->ngroups; i++) {
         if (s->g[i].status != NCG_ANS_OK || s->g[i].truncated || !s->g[i].nrange)
             return;
+        n += s->g[i].nranks;
+    }
+    if (n != c->nranks)
+        return;
     for (uint32_t i = 0; i < s->ngroups; i++) {
         const struct ncg_rgroup *g = &s->g[i];
         c->rep[i] = g->r[0].lo;

@@ -716,6 +716,59 @@ static void test_mismatch_rep_missing(void)
     tree_free(3);
 }
 
+/* Relays 1 and 2 both under the root (fork): the narrowing for ranks 0 and 5 goes down to
+ * relay 2 only; relay 1's subtree (ranks 2, 3) hears the plain round alone. */
+static void test_mismatch_sibling(void)
+{
+    T.fork = 1;
+    tree(1);
+    T.fork = 0;
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 100;
+    T.cl[5].odd_from = 57;
+    report_all();
+    for (int t = 0; t < 10; t++)
+        tick_all(3);
+    const struct ncg_verdict *v = T.cl[0].v;
+    CHECK(v && v->kind == NCG_V_MISMATCH && v->slot == 57 && !strcmp(v->subject, "5"));
+    for (int i = 0; i < T.ncl; i++)
+        CHECK(T.cl[i].verdicts == 1);
+    struct ncg_relay_stats s1, s2;
+    ncg_relay_get_stats(T.r[1], &s1);
+    ncg_relay_get_stats(T.r[2], &s2);
+    CHECK(s1.targeted == 0 && s2.targeted == 2 && s1.rounds == 1);
+    CHECK(T.cl[2].queries == 1 && T.cl[3].queries == 1 && T.cl[4].queries == 1);
+    tree_free(3);
+}
+
+/* A rank the differing plain round did not hear from (rank 5 has not reported: rounds start
+ * without it after the root's wait) might differ earlier than the groups that answered, were
+ * it to answer later: representatives stand only for groups that name every rank, so here the
+ * narrowing asks every rank it has. */
+static void test_mismatch_absent_rank(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 100;
+    T.cl[5].relay = -1; /* never reports */
+    T.cl[4].odd_from = 90;
+    report_all();
+    tick_all(3);
+    T.now += 1000000000ull; /* past the root's wait for every rank */
+    for (int t = 0; t < 10; t++)
+        tick_all(3);
+    const struct ncg_verdict *v = T.cl[0].v;
+    CHECK(v && v->kind == NCG_V_MISMATCH);
+    if (v)
+        CHECK(v->slot == 90 && !strcmp(v->subject, "4"));
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[0], &st);
+    CHECK(st.targeted == 0 && st.verdicts == 1);
+    for (int i = 0; i < 5; i++)
+        CHECK(T.cl[i].targeted == 0 && T.cl[i].queries >= 3);
+    tree_free(3);
+}
+
 /* The digests differ from slot 57 on but every record there reads the same call (the
  * difference lies in slots the rings no longer keep): one call, said so as coord.c does. */
 static void test_mismatch_alike(void)
@@ -1963,6 +2016,8 @@ int main(void)
     test_mismatch();
     test_mismatch_alike();
     test_mismatch_rep_missing();
+    test_mismatch_sibling();
+    test_mismatch_absent_rank();
     test_client_verdicts();
     test_client_died();
     test_relay_died();

@@ -99,10 +99,24 @@ static void test_wire(void)
         EXPECT(ncg_wire_decode(buf, (size_t)qn, &m2) == qn && m2.u.query.nrep == NCG_QUERY_REPS &&
                m2.u.query.rep[0] == 16383 && m2.u.query.rep[3] == 16380);
         size_t at = NCG_WIRE_HDR + 8 + 4 + 1 + 2 + 8 * 3; /* the representatives' count */
+        /* frames whose lengths match their counts, so only the count's bound refuses them:
+         * a count of 0 and nothing after it, a count of 5 with 5 ranks */
+        uint32_t plen = (uint32_t)(at + 1 - NCG_WIRE_HDR);
         buf[at] = 0;
-        EXPECT(ncg_wire_decode(buf, (size_t)qn, &m2) < 0);
+        buf[8] = (uint8_t)(plen >> 24), buf[9] = (uint8_t)(plen >> 16);
+        buf[10] = (uint8_t)(plen >> 8), buf[11] = (uint8_t)plen;
+        EXPECT(ncg_wire_decode(buf, at + 1, &m2) < 0);
+        plen = (uint32_t)(at + 1 + 4 * (NCG_QUERY_REPS + 1) - NCG_WIRE_HDR);
         buf[at] = NCG_QUERY_REPS + 1;
-        EXPECT(ncg_wire_decode(buf, (size_t)qn, &m2) < 0);
+        memset(buf + at + 1, 0, 4 * (NCG_QUERY_REPS + 1));
+        buf[8] = (uint8_t)(plen >> 24), buf[9] = (uint8_t)(plen >> 16);
+        buf[10] = (uint8_t)(plen >> 8), buf[11] = (uint8_t)plen;
+        EXPECT(ncg_wire_decode(buf, NCG_WIRE_HDR + plen, &m2) < 0);
+        buf[at] = NCG_QUERY_REPS; /* the same frame with a count of 4: 4 bytes left over */
+        EXPECT(ncg_wire_decode(buf, NCG_WIRE_HDR + plen, &m2) < 0);
+        plen -= 4;
+        buf[11] = (uint8_t)plen; /* and without them: a valid frame */
+        EXPECT(ncg_wire_decode(buf, NCG_WIRE_HDR + plen, &m2) == (long)(NCG_WIRE_HDR + plen));
         m1.u.query.nrep = NCG_QUERY_REPS + 1;
         EXPECT(ncg_wire_encode(&m1, buf, sizeof buf) < 0);
     }
