@@ -12,17 +12,26 @@ pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null; done' EXIT
 start_relay() { # node [parent-node]
   local node=$1 par=${2:-}
+  # a restarted relay's log must not show the last one's port: the background job truncates
+  # it only when it gets to run
+  rm -f "$NCG_TMP/relay.$node" "$NCG_TMP/port.$node"
   if [ -n "$par" ]; then
     "$RD" --node "$node" --token t0ken --parent "127.0.0.1:$(cat "$NCG_TMP/port.$par")" >"$NCG_TMP/relay.$node" 2>&1 &
   else
     "$RD" --node "$node" --token t0ken >"$NCG_TMP/relay.$node" 2>&1 &
   fi
-  local pid=$! st=running
+  local pid=$! st=running t0=$SECONDS port=
   pids="$pids $pid"
-  for _ in $(seq $((100 * SLOW))); do grep -q 'listening on' "$NCG_TMP/relay.$node" && break; sleep 0.1; done
-  grep -oE 'listening on [^ ]+' "$NCG_TMP/relay.$node" | sed 's/.*://' >"$NCG_TMP/port.$node"
+  # the deadline is wall-clock time (not a count of sleeps), and the port is read whole: CI
+  # once failed here after 5 s with the relay alive and its log empty
+  while [ $((SECONDS - t0)) -lt $((10 * SLOW)) ]; do
+    port=$(grep -oE 'listening on [0-9.]+:[0-9]+' "$NCG_TMP/relay.$node" 2>/dev/null | sed 's/.*://')
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  echo "$port" >"$NCG_TMP/port.$node"
   kill -0 "$pid" 2>/dev/null || { wait "$pid"; st="exited with status $?"; }
-  [ -s "$NCG_TMP/port.$node" ] || { OUT=; fail "relay $node (pid $pid, $st) did not start in $((10 * SLOW)) s: $(cat "$NCG_TMP/relay.$node")"; }
+  [ -n "$port" ] || { OUT=; fail "relay $node (pid $pid, $st) did not start: $((SECONDS - t0)) s, log $(wc -c <"$NCG_TMP/relay.$node" 2>&1) bytes: $(cat "$NCG_TMP/relay.$node" 2>&1)"; }
 }
 start_tree() { # a fresh tree: (re)start relays 0..3
   for p in $pids; do kill $p 2>/dev/null; wait $p 2>/dev/null; done
