@@ -85,6 +85,11 @@ jcheck "$NCG_TMP/o8a" 'd["rank"]==8 and d["comm_rank"]==0 and d["ranks"]==[8,9,1
 D=$NCG_TMP/d; mkdir -p "$D"
 start_fakeseg d --dir "$D" --ranks 3 --counts 9 --age 30 --comm 00000000000000dd
 kill -STOP "${FS_PIDS[1]}"
+# kill returns before the signal is delivered: wait (2 s at most) until the kernel says stopped
+for _ in $(seq 40); do
+  [ "$(sed 's/.*) //' "/proc/${FS_PIDS[1]}/stat" 2>/dev/null | cut -c1)" = T ] && break
+  sleep 0.05
+done
 "$NCG" watch --once --stall 2 --dir "$D" >"$NCG_TMP/o9"; cat "$NCG_TMP/o9"
 contains "$NCG_TMP/o9" "ALERT stuck " "; stopped: rank 1 (pid ${FS_PIDS[1]}): SIGSTOP or a debugger"
 "$NCG" status --dir "$D" >"$NCG_TMP/o10"
