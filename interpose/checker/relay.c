@@ -925,24 +925,16 @@ static void root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_
 {
     uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
     if (c->round_ns && now_ns - c->round_ns < iv - iv / 8)
-        return; /* a tick a little early still counts */
-    uint64_t mn = UINT64_MAX;
-    uint32_t n = 0, known = 0;
-    for (uint32_t i = 0; i < c->nk; i++) {
-        const struct rkid *k = &c->k[i];
-        known += k->relay ? k->known : 1;
-        if (k->state != K_ACTIVE || (k->relay && !k->active))
-            continue;
-        n += k->relay ? k->active : 1;
-        mn = k->min < mn ? k->min : mn;
-    }
+        return;                   /* a tick a little early still counts */
+    struct dfig f = comm_dfig(c); /* relay_hang.c */
+    uint64_t mn = f.mn;
     if (!c->seen_ns)
         c->seen_ns = now_ns;
     /* Subtrees attach one after another (parents are looked up): a round waits up to a
      * second for every rank, so that a verdict names the whole communicator. */
-    if (known < c->nranks && now_ns - c->seen_ns < 1000000000ull)
+    if (f.known < c->nranks && now_ns - c->seen_ns < 1000000000ull)
         return;
-    if (n < 2 || mn == UINT64_MAX || mn <= c->rd.vc)
+    if (f.active < 2 || mn == UINT64_MAX || mn <= c->rd.vc)
         return;
     if (c->round_ns && now_ns - c->round_ns < 2 * iv - iv / 8 && mn - c->rd.vc <= PACE_SLOTS)
         return;

@@ -3,8 +3,8 @@
  * beneath grew for lag_warn_s. STUCK (coord_hang.c's): every rank issued slot k identically,
  * some has not completed it, nothing completed for stuck_warn_s. DEADLOCK is relay_dl.c. */
 
-/* c's figures over its active kids (LAG, STUCK): members known, min and max count, the
- * completion bounds. */
+/* c's figures over its active kids (LAG, STUCK, and relay.c's round start): members known
+ * and active, min and max count, the completion bounds. */
 struct dfig {
     uint64_t mn, mx, dmin, dhi;
     uint32_t known, active;
