@@ -691,18 +691,25 @@ static void test_mismatch(void)
     tree_free(3);
 }
 
+/* Every rank at 100 calls, rank 5 (beneath two relays) differing from slot 57 on (its other
+ * flags set by the caller), reported, then ten ticks: the verdict is in. */
+static void run_rank5_odd_from57(void)
+{
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 100;
+    T.cl[5].odd_from = 57;
+    report_all();
+    for (int t = 0; t < 10; t++)
+        tick_all(3);
+}
+
 /* A narrowing round's representative does not answer (here: "none" for the slots): the root
  * asks the same slots of every rank and narrows from there, naming the same ranks. */
 static void test_mismatch_rep_missing(void)
 {
     tree(1);
-    for (int i = 0; i < T.ncl; i++)
-        T.cl[i].count = 100;
-    T.cl[5].odd_from = 57;
     T.cl[5].none_targeted = 1;
-    report_all();
-    for (int t = 0; t < 10; t++)
-        tick_all(3);
+    run_rank5_odd_from57();
     const struct ncg_verdict *v = T.cl[0].v;
     CHECK(T.cl[0].verdicts == 1 && v && v->kind == NCG_V_MISMATCH);
     if (v)
@@ -723,12 +730,7 @@ static void test_mismatch_sibling(void)
     T.fork = 1;
     tree(1);
     T.fork = 0;
-    for (int i = 0; i < T.ncl; i++)
-        T.cl[i].count = 100;
-    T.cl[5].odd_from = 57;
-    report_all();
-    for (int t = 0; t < 10; t++)
-        tick_all(3);
+    run_rank5_odd_from57();
     const struct ncg_verdict *v = T.cl[0].v;
     CHECK(v && v->kind == NCG_V_MISMATCH && v->slot == 57 && !strcmp(v->subject, "5"));
     for (int i = 0; i < T.ncl; i++)
@@ -774,13 +776,8 @@ static void test_mismatch_absent_rank(void)
 static void test_mismatch_alike(void)
 {
     tree(1);
-    for (int i = 0; i < T.ncl; i++)
-        T.cl[i].count = 100;
-    T.cl[5].odd_from = 57;
     T.cl[5].same_call = 1;
-    report_all();
-    for (int t = 0; t < 10; t++)
-        tick_all(3);
+    run_rank5_odd_from57();
     const struct ncg_verdict *v = T.cl[0].v;
     CHECK(T.cl[0].verdicts == 1 && v && v->kind == NCG_V_MISMATCH);
     if (v) {
