@@ -51,6 +51,27 @@ static void segment_mark(const struct ncg_verdict *v, const char *report)
     ck_pr_store_32(&h->state, NCG_PROC_VERDICT);
 }
 
+/* One write(2) of the diagnostic, with why the report is not where NCCLGUARD_REPORT_DIR says. */
+static void show(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, const char *note)
+{
+    size_t cap = 16384;
+    char *buf = malloc(cap);
+    if (!buf)
+        return;
+    size_t len = ncg_diag_render(v, x, buf, cap);
+    if (note[0] && len + 1 < cap)
+        len += (size_t)snprintf(buf + len, cap - len, "ncclguard:   report: %s\n", note);
+    if (len >= cap)
+        len = cap - 1;
+    write_all(2, buf, len);
+    free(buf);
+}
+
+void ncg_action_show(const struct ncg_verdict *v, const struct ncg_diag_ctx *x)
+{
+    show(v, x, "");
+}
+
 int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct ncg_comm **comms,
                      int n)
 {
@@ -80,18 +101,7 @@ int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct
     if (ncg_reportdir_write(v, &jx, path, sizeof path, note, sizeof note) != 0)
         x->report_path = "";
     segment_mark(v, x->report_path);
-    size_t cap = 16384;
-    char *buf = malloc(cap);
-    if (buf) {
-        size_t len = ncg_diag_render(v, x, buf, cap);
-        /* Why the report is not where NCCLGUARD_REPORT_DIR says, in the same write. */
-        if (note[0] && len + 1 < cap)
-            len += (size_t)snprintf(buf + len, cap - len, "ncclguard:   report: %s\n", note);
-        if (len >= cap)
-            len = cap - 1;
-        write_all(2, buf, len);
-        free(buf);
-    }
+    show(v, x, note);
     if (v->severity == NCG_SEV_WARN || act == NCG_ACTION_WARN)
         return 0;
     if (act == NCG_ACTION_FAIL) {

@@ -17,6 +17,10 @@ struct ncg_comm;
 int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct ncg_comm **comms,
                      int n);
 
+/* Prints v's diagnostic for one more comm rank this process holds (x: its facts, with the
+ * action and report of the ncg_action_apply call before it). Checker thread; allocates. */
+void ncg_action_show(const struct ncg_verdict *v, const struct ncg_diag_ctx *x);
+
 /* Ends the process with NCG_EXIT_VERDICT without running atexit handlers. Async-signal-safe. */
 __attribute__((noreturn)) void ncg_action_exit(void);
 

@@ -515,6 +515,7 @@ void ncg_coord_params_init(struct ncg_coord_params *cp, const struct ncg_config 
                                     .lag_abort_s = cfg->lag_abort_s,
                                     .stuck_warn_s = cfg->stuck_warn_s,
                                     .stuck_abort_s = cfg->stuck_abort_s,
+                                    .exit_wait_s = cfg->exit_wait_s,
                                     .embedded = (uint8_t)embedded,
                                     .global_rank = global_rank,
                                     .pid = (uint32_t)getpid()};

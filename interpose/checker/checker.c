@@ -1,6 +1,8 @@
 /* The checker's hooks (checker.h), called by the shim: rendezvous through the unique id's
  * tail, and handing communicators to the checker thread (channel.c). Everything else of the
  * checker lives in wire/verdict/coord (pure), channel (network), diag/action/symbol. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <string.h>
 #include "client.h"
@@ -30,8 +32,22 @@ void ncg_checker_on_unique_id(ncclUniqueId *id)
 
 void ncg_checker_on_comm_added(struct ncg_comm *c)
 {
-    if (!ncg_cfg.enabled || !ncg_cfg.check || c->origin == NCG_ORIGIN_INITALL)
-        return; /* InitAll: every member is in this process; nothing to compare across */
+    if (!ncg_cfg.enabled || !ncg_cfg.check)
+        return;
+    if (c->origin == NCG_ORIGIN_INITALL && !ncg_cfg.coord[0]) {
+        /* Every member is in this process (no id travels): this process's own checker compares
+         * them, reached on loopback through a tail written into an id of our own, which the
+         * communicator's split children inherit. NCCLGUARD_COORD: that checker, as for all. */
+        uint16_t port;
+        uint64_t token;
+        unsigned char *u = (unsigned char *)c->root_uid.internal;
+        if (ncg_channel_listen(&port, &token) != 0)
+            return; /* said why; unguarded */
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        memset(u, 0, NCCL_UNIQUE_ID_BYTES);
+        memcpy(u + 8, &a, sizeof a); /* where NCCL's handle keeps the root's address */
+        ncg_channel_write_tail(u, port, token);
+    }
     ncg_channel_add(c);
 }
 

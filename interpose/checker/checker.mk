@@ -1,6 +1,6 @@
 # The checker (issue 4): sources linked into libncclguard.so (appended to SHIM_SRCS before
 # interpose.mk builds it), its unit and end-to-end test programs, the demo and its benchmark.
-CHECKER_PURE_SRCS := interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/diag.c \
+CHECKER_PURE_SRCS := interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/release.c interpose/checker/diag.c \
                      interpose/checker/waitfor.c interpose/checker/deadlock.c
 # The status endpoint (issue 12): its parser and renderers are pure, the server is http.c.
 HTTP_PURE_SRCS := interpose/checker/http_parse.c interpose/checker/metrics.c
@@ -38,9 +38,9 @@ $(CHK_OUT)/scen: tests/checker/scen.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
 	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
 
 # A raw TCP client for the "garbage / wrong token" tests.
-$(CHK_OUT)/rawconn: tests/checker/rawconn.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c
+$(CHK_OUT)/rawconn: tests/checker/rawconn.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/release.c
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/waitfor.c interpose/checker/deadlock.c
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/release.c interpose/checker/waitfor.c interpose/checker/deadlock.c
 
 # The wait-for graph alone (DEADLOCK).
 $(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c interpose/checker/waitfor.c interpose/checker/waitfor.h
@@ -66,7 +66,7 @@ BENCH_TARGETS += bench-detect
 
 # The status endpoint's tests (issue 12): parser, renderers and server state machine; parser
 # fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
-HTTP_TEST_SRCS := $(HTTP_PURE_SRCS) interpose/checker/http.c interpose/checker/channel.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c \
+HTTP_TEST_SRCS := $(HTTP_PURE_SRCS) interpose/checker/http.c interpose/checker/channel.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/release.c \
                   interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/checker/deadlock.c interpose/common/config.c interpose/cli/json.c
 $(CHK_OUT)/http_unit: tests/checker/http_unit.c $(HTTP_TEST_SRCS) $(wildcard interpose/*/*.h)
 	@mkdir -p $(@D)
@@ -85,10 +85,10 @@ fuzz-http:
 
 # The endpoint's cost to the checker at 1,024 simulated ranks (BENCHMARKS.md).
 $(BUILD)/bench/httpbench: tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/checker/http.c interpose/checker/channel.c \
-                          interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/checker/deadlock.c interpose/common/config.c $(wildcard interpose/*/*.h)
+                          interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/release.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/checker/deadlock.c interpose/common/config.c $(wildcard interpose/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/bench/httpbench.c $(HTTP_PURE_SRCS) interpose/checker/http.c \
-	  interpose/checker/channel.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/checker/deadlock.c interpose/common/config.c
+	  interpose/checker/channel.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/release.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/checker/deadlock.c interpose/common/config.c
 TEST_BINS += $(BUILD)/bench/httpbench
 .PHONY: bench-http
 bench-http: $(BUILD)/bench/httpbench
@@ -111,7 +111,7 @@ BENCH_TARGETS += bench-http-real
 
 # The relay tree (issue 11): its state machine, unit-tested over an in-memory network, and in
 # the shim with its host (relayhost.c) under NCCLGUARD_TREE (docs/checker.md, "the relay tree").
-RELAY_SRCS := interpose/checker/relay.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c \
+RELAY_SRCS := interpose/checker/relay.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/release.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c \
               interpose/checker/waitfor.c interpose/checker/deadlock.c
 $(CHK_OUT)/relay_unit: tests/checker/relay_unit.c $(RELAY_SRCS) interpose/checker/relay_dl.c interpose/checker/relay_hang.c $(wildcard interpose/*/*.h)
 	@mkdir -p $(@D)
@@ -134,3 +134,6 @@ $(BUILD)/tests/ncg-relayd: tests/sim/relayd.c interpose/checker/relay.c interpos
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/sim/relayd.c interpose/checker/relay.c $(HTTP_TEST_SRCS)
 TEST_BINS += $(BUILD)/tests/ncg-relayd
+
+# Several comm ranks in one process (NCCL's multiple-devices-per-thread pattern, InitAll).
+TEST_BINS += $(APPS_OUT)/multidev

@@ -142,6 +142,9 @@ static struct {
     int nlink;
     uint64_t last_report_ns;
     uint64_t abort_at_ns; /* nonzero: _exit once verdicts are flushed, or at this time */
+    /* nonzero: an abort verdict waits for its RELEASE on release_link until then (release.h) */
+    uint64_t release_until_ns;
+    int release_link;
     int aborting; /* __atomic: an abort verdict is being applied; a clean exit waits for its _exit
                    */
     uint64_t tx_bytes; /* client bytes queued (ncg_channel_tx_bytes) */
@@ -154,6 +157,12 @@ static struct {
 static int rh_up(void)
 {
     return __atomic_load_n(&G.have_rh, __ATOMIC_ACQUIRE) && !ncg_rhost_stopped(G.rh);
+}
+
+/* An abort verdict is ending this process: no other verdict is shown (one is enough). */
+static int ending(void)
+{
+    return G.abort_at_ns || G.release_until_ns;
 }
 
 /* The embedded coordinator is ready (acquire: pairs with ncg_channel_listen's release). */
@@ -320,6 +329,7 @@ static struct ncg_rhost_params rhost_params(uint64_t tok, uint32_t node, uint32_
                                      .lag_abort_s = ncg_cfg.lag_abort_s,
                                      .stuck_warn_s = ncg_cfg.stuck_warn_s,
                                      .stuck_abort_s = ncg_cfg.stuck_abort_s,
+                                     .exit_wait_s = ncg_cfg.exit_wait_s,
                                      .global_rank = global_rank()};
 }
 
@@ -516,14 +526,130 @@ static void site_of(const struct ncg_shm_record *rec, char *buf, size_t n)
         strcat(buf, tag);
 }
 
-static void client_exit_messages(uint8_t flags);
+static void client_exit_messages(uint8_t flags, int only_bye);
+static struct ncg_msg exit_sd;
 
-static void apply_verdict(struct ncg_verdict *v, uint64_t now)
+/* This process's SHUTDOWN (exit_sd) to every client of its embedded checker. */
+static void server_shutdown(void)
+{
+    for (int i = 0; i < G.srv.npc; i++)
+        if (G.srv.pc[i].fd >= 0)
+            ncg_peer_send(&G.srv.pc[i], &exit_sd);
+}
+
+/* One comm rank of the verdict's communicator held by this process, and what it shows. */
+struct held {
+    int32_t rank;
+    uint32_t tid; /* the thread whose stack to show (0: none) */
+    char mycall[256], site[NCG_WIRE_SITE], what[256];
+    double call_time_unix;
+};
+#define MAX_HELD 8 /* comm ranks of one comm shown by one process (the report lists them all) */
+
+/* Fills h with comm rank lc->rank's own call at the verdict's slot (or its latest) and the
+ * thread to show, and sets its count in v. Caller holds G.lk. */
+static void held_facts(const struct lcomm *lc, struct ncg_verdict *v, struct held *h)
+{
+    char call[192];
+    struct ncg_shm_record rec;
+    memset(h, 0, sizeof *h);
+    h->rank = lc->rank;
+    h->call_time_unix = -1;
+    uint64_t cnt = lc->removed ? lc->final : lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
+    /* This rank's own count as it is now, not as last reported to the coordinator. */
+    if (lc->rank >= 0 && (uint32_t)lc->rank < v->nranks)
+        v->counts[lc->rank] = (int64_t)cnt;
+    if (!lc->shm) { /* destroyed here before the verdict: its count is all that is left */
+        if (lc->removed)
+            snprintf(h->mycall, sizeof h->mycall,
+                     "none (it destroyed the communicator after %" PRIu64 " calls)", cnt);
+        return;
+    }
+    int slotted = v->kind == NCG_V_MISMATCH || v->kind == NCG_V_STUCK || v->kind == NCG_V_DEADLOCK;
+    int64_t slot = slotted && v->slot >= 0 && (uint64_t)v->slot < cnt ? v->slot : (int64_t)cnt - 1;
+    if (slot >= 0 && ncg_ring_read(lc->shm, NCG_RING_COLL, (uint64_t)slot, &rec) == 0) {
+        struct ncg_call c = {.seq = rec.seq,
+                             .count = rec.count,
+                             .root = rec.root_or_peer,
+                             .func = rec.func,
+                             .dtype = rec.dtype,
+                             .redop = rec.redop};
+        snprintf(h->mycall, sizeof h->mycall, "slot %" PRId64 " %s%s", slot,
+                 ncg_call_format(&c, call, sizeof call),
+                 (uint64_t)slot + 1 == cnt ? " (its latest call)" : "");
+        site_of(&rec, h->site, sizeof h->site);
+        if (v->kind == NCG_V_STUCK && !v->ncalls && rec.seq == (uint64_t)v->slot &&
+            slot == v->slot) {
+            /* the headline's call (the same on every rank: digests agree), where no WAIT named
+             * it (asynchronous NCCL: nobody blocks inside the call) */
+            v->ncalls = 1;
+            v->calls[0].call = c;
+            snprintf(v->calls[0].site, sizeof v->calls[0].site, "%s", h->site);
+        }
+        struct timespec wt, mt;
+        clock_gettime(CLOCK_REALTIME, &wt);
+        clock_gettime(CLOCK_MONOTONIC, &mt);
+        double mono = (double)mt.tv_sec + (double)mt.tv_nsec * 1e-9;
+        h->call_time_unix =
+            (double)wt.tv_sec + (double)wt.tv_nsec * 1e-9 - (mono - (double)rec.t_ns * 1e-9);
+    }
+    if (ncg_cfg.stacks && is_stuck_verdict(v))
+        h->tid = stuck_thread(lc, h->what, sizeof h->what);
+}
+
+/* x for held rank h: its call, site and (without G.lk: the capture may take ~300 ms while
+ * application threads take G.lk at init) its thread's stack and Python frames. */
+static void held_context(const struct ncg_verdict *v, struct held *h, struct ncg_diag_ctx *x)
+{
+    static struct ncg_pystack py; /* checker thread only */
+    x->rank = h->rank;
+    x->my_call = h->mycall;
+    x->my_site = h->site;
+    x->call_time_unix = h->call_time_unix;
+    x->stack_tid = 0;
+    x->nstack = 0;
+    x->py = NULL;
+    if (!h->tid)
+        return;
+    char on[8];
+    int full = ncg_cfg.diag == NCG_DIAG_FULL ||
+               (ncg_cfg.diag == NCG_DIAG_AUTO && ncg_diag_full_here(v, h->rank, on, sizeof on));
+    capture_stack(h->tid, h->what, x, full);
+    if (ncg_py_capture(h->tid, &py) == 0)
+        x->py = &py;
+}
+
+/* Tells the checker on link li that this process printed and reported comm_id's verdict. */
+static void say_done(int li, uint64_t comm_id)
+{
+    struct ncg_msg m = {.type = NCG_MSG_DONE, .u.exit.comm_id = comm_id};
+    if (li >= 0 && li < G.nlink && G.link[li].state == L_UP)
+        link_send(&G.link[li], &m);
+}
+
+/* An abort verdict's exit: now, once our own verdicts reached the others (a process that hosts
+ * the checker or a relay waits for its connections to drain; thread_main). */
+static void exit_arm(uint64_t now)
+{
+    if (G.release_until_ns && srv_up())
+        server_shutdown(); /* held back until the release (client_exit_messages) */
+    G.release_until_ns = 0;
+    if (!G.abort_at_ns)
+        G.abort_at_ns = now + (srv_up() || rh_up() ? 1000000000ull : 1);
+}
+
+/* Applies a verdict: every comm rank of v's communicator held here prints its diagnostic (the
+ * one that prints the full block first, with the report and the action). li: the link it came
+ * on (-1: decided here, the checker being lost): there the process says DONE and, to abort,
+ * waits for the checker's RELEASE (release.h) so that no rank exits, and no launcher kills the
+ * others, before every rank has printed and written its part. */
+static void apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
 {
     struct ncg_comm *fail[NCG_SHM_MAX_COMMS + 8];
     int nf = 0;
-    uint32_t tid = 0;
-    char call[192] = "", site[NCG_WIRE_SITE] = "", mycall[256] = "", what[256] = "";
+    static struct held held[MAX_HELD]; /* checker thread only */
+    int32_t ranks[NCG_SHM_MAX_COMMS];
+    int nh = 0, nr = 0;
     struct ncg_diag_ctx x = {.rank = -1,
                              .global_rank = global_rank(),
                              .rank_var = launch_ranks()->global_var,
@@ -541,81 +667,62 @@ static void apply_verdict(struct ncg_verdict *v, uint64_t now)
     if (v->severity == NCG_SEV_ERROR && ncg_cfg.action == NCG_ACTION_ABORT)
         __atomic_store_n(&G.aborting, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&G.lk);
-    for (size_t i = 0; i < G.nlc; i++) {
-        struct lcomm *lc = &G.lc[i];
-        if (lc->id != v->comm_id || lc->removed)
-            continue;
-        if (x.rank < 0) {
-            x.rank = lc->rank;
-            struct ncg_shm_record rec;
-            uint64_t cnt = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
-            /* This rank's own count as it is now, not as last reported to the coordinator. */
-            if (lc->shm && lc->rank >= 0 && (uint32_t)lc->rank < v->nranks)
-                v->counts[lc->rank] = (int64_t)cnt;
-            int slotted =
-                v->kind == NCG_V_MISMATCH || v->kind == NCG_V_STUCK || v->kind == NCG_V_DEADLOCK;
-            int64_t slot =
-                slotted && v->slot >= 0 && (uint64_t)v->slot < cnt ? v->slot : (int64_t)cnt - 1;
-            if (lc->shm && slot >= 0 &&
-                ncg_ring_read(lc->shm, NCG_RING_COLL, (uint64_t)slot, &rec) == 0) {
-                struct ncg_call c = {.seq = rec.seq,
-                                     .count = rec.count,
-                                     .root = rec.root_or_peer,
-                                     .func = rec.func,
-                                     .dtype = rec.dtype,
-                                     .redop = rec.redop};
-                snprintf(mycall, sizeof mycall, "slot %" PRId64 " %s%s", slot,
-                         ncg_call_format(&c, call, sizeof call),
-                         (uint64_t)slot + 1 == cnt ? " (its latest call)" : "");
-                site_of(&rec, site, sizeof site);
-                if (v->kind == NCG_V_STUCK && !v->ncalls && rec.seq == (uint64_t)v->slot &&
-                    slot == v->slot) {
-                    /* the headline's call (the same on every rank: digests agree), where no
-                     * WAIT named it (asynchronous NCCL: nobody blocks inside the call) */
-                    v->ncalls = 1;
-                    v->calls[0].call = c;
-                    snprintf(v->calls[0].site, sizeof v->calls[0].site, "%s", site);
-                }
-                struct timespec wt, mt;
-                clock_gettime(CLOCK_REALTIME, &wt);
-                clock_gettime(CLOCK_MONOTONIC, &mt);
-                double mono = (double)mt.tv_sec + (double)mt.tv_nsec * 1e-9;
-                x.call_time_unix = (double)wt.tv_sec + (double)wt.tv_nsec * 1e-9 -
-                                   (mono - (double)rec.t_ns * 1e-9);
-            }
-            if (lc->shm && ncg_cfg.stacks && is_stuck_verdict(v))
-                tid = stuck_thread(lc, what, sizeof what);
+    /* Live comms first: a rank that destroyed the comm here is shown only when none is left. */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < G.nlc; i++) {
+            struct lcomm *lc = &G.lc[i];
+            if (lc->id != v->comm_id || lc->removed != pass || lc->rank < 0)
+                continue;
+            int dup = 0;
+            for (int k = 0; k < nr; k++)
+                dup |= ranks[k] == lc->rank;
+            if (dup || nr == (int)NCG_SHM_MAX_COMMS)
+                continue;
+            ranks[nr++] = lc->rank;
+            if (nh < MAX_HELD && (pass == 0 || nh == 0))
+                held_facts(lc, v, &held[nh++]);
+            if (!lc->removed && lc->c && nf < (int)(sizeof fail / sizeof *fail))
+                fail[nf++] = lc->c;
+        }
+    pthread_mutex_unlock(&G.lk);
+    /* The first shown is the one that prints the full block, when this process holds it. */
+    for (int k = 1; k < nh; k++) {
+        char on[8];
+        if (ncg_cfg.diag == NCG_DIAG_AUTO && ncg_diag_full_here(v, held[k].rank, on, sizeof on) &&
+            !ncg_diag_full_here(v, held[0].rank, on, sizeof on)) {
+            struct held t = held[0];
+            held[0] = held[k];
+            held[k] = t;
+            break;
         }
     }
-    pthread_mutex_unlock(&G.lk);
-    x.my_call = mycall;
-    x.my_site = site;
-    /* Without G.lk: the capture may take up to ~300 ms and app threads take G.lk at init. */
-    if (tid) {
-        char on[8];
-        int full = ncg_cfg.diag == NCG_DIAG_FULL ||
-                   (ncg_cfg.diag == NCG_DIAG_AUTO && ncg_diag_full_here(v, x.rank, on, sizeof on));
-        capture_stack(tid, what, &x, full);
-    }
-    static struct ncg_pystack py; /* checker thread only */
-    if (tid && ncg_py_capture(tid, &py) == 0)
-        x.py = &py;
-    pthread_mutex_lock(&G.lk);
-    for (size_t i = 0; i < G.nlc; i++) {
-        struct lcomm *lc = &G.lc[i];
-        if (lc->id == v->comm_id && !lc->removed && lc->c && nf < (int)(sizeof fail / sizeof *fail))
-            fail[nf++] = lc->c;
-    }
+    x.held = ranks;
+    x.nheld = nr;
+    if (nh)
+        held_context(v, &held[0], &x);
+    pthread_mutex_lock(&G.lk); /* fail[]'s comms stay valid while it is held */
     int must_exit = ncg_action_apply(v, &x, fail, nf);
     pthread_mutex_unlock(&G.lk);
-    if (v->kind == NCG_V_LAG && v->severity == NCG_SEV_WARN && x.rank >= 0)
+    for (int k = 1; k < nh; k++) { /* the other comm ranks held here: their own lines */
+        held_context(v, &held[k], &x);
+        ncg_action_show(v, &x);
+    }
+    if (v->kind == NCG_V_LAG && v->severity == NCG_SEV_WARN && nh)
         ncg_dump_on_warning(v->comm_id); /* NCCLGUARD_DUMP_ON_WARN=1 */
-    if (must_exit && !G.abort_at_ns) {
-        G.abort_at_ns =
-            now + (srv_up() || rh_up() ? 1000000000ull : 1); /* let our verdicts reach the others */
+    if (v->severity == NCG_SEV_ERROR)
+        say_done(li, v->comm_id); /* printed and reported: others may be released */
+    if (must_exit && !G.abort_at_ns && !G.release_until_ns) {
         /* Our end is the verdict's doing, not a death: peers on our other comms say so. */
         client_report(now);
-        client_exit_messages(NCG_BYE_VERDICT);
+        int wait = li >= 0 && G.link[li].state == L_UP && ncg_cfg.exit_wait_s > 0;
+        client_exit_messages(NCG_BYE_VERDICT, wait);
+        if (wait) {
+            /* the checker's own bound, and a margin for its RELEASE to arrive */
+            G.release_until_ns = now + (uint64_t)((ncg_cfg.exit_wait_s + 2.0) * 1e9);
+            G.release_link = li;
+        } else {
+            exit_arm(now);
+        }
     }
 }
 
@@ -660,6 +767,10 @@ static void link_lost_as(int li, const char *why, int rootlost, uint64_t now)
     int was_up = l->state == L_UP, was_hello = l->state == L_HELLO;
     link_close(l);
     l->state = L_DOWN;
+    if (G.release_until_ns && li == G.release_link) {
+        exit_arm(now); /* no RELEASE can come any more (a launcher ended its process, say) */
+        return;
+    }
     if (!rootlost && l->tr.on && l->tr.node != l->tr.root_node) {
         /* This node's relay died or froze (also before it welcomed us): its process's ranks
          * are the root's to name (it lost the relay too), so this process reports to the root
@@ -724,7 +835,7 @@ static void link_lost_as(int li, const char *why, int rootlost, uint64_t now)
             }
         }
     pthread_mutex_unlock(&G.lk);
-    for (int k = 0; k < n && !G.abort_at_ns; k++) {
+    for (int k = 0; k < n && !ending(); k++) {
         struct ncg_verdict *v = ncg_verdict_new(nr[k]);
         if (!v)
             continue;
@@ -761,7 +872,7 @@ static void link_lost_as(int li, const char *why, int rootlost, uint64_t now)
                      l->w.pid, l->w.host);
         else
             snprintf(v->detail, sizeof v->detail, "pid %u on %s, %s", l->w.pid, l->w.host, why);
-        apply_verdict(v, now);
+        apply_verdict(v, -1, now);
         ncg_verdict_free(v);
     }
 }
@@ -842,10 +953,24 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             answer_query(li, &m->u.query);
         break;
     case NCG_MSG_VERDICT:
-        if (l->state == L_UP && !G.abort_at_ns) /* ending already: one diagnostic is enough */
-            apply_verdict(m->u.verdict, now);
+        if (l->state != L_UP)
+            break;
+        if (!ending())
+            apply_verdict(m->u.verdict, li, now);
+        else if (m->u.verdict->severity == NCG_SEV_ERROR) /* one diagnostic is enough */
+            say_done(li, m->u.verdict->comm_id);
+        break;
+    case NCG_MSG_RELEASE:
+        if (G.release_until_ns && li == G.release_link)
+            exit_arm(now);
         break;
     case NCG_MSG_SHUTDOWN:
+        if (G.release_until_ns && li == G.release_link) {
+            exit_arm(now); /* the checker left: no RELEASE will come */
+            link_close(l);
+            l->state = L_DOWN;
+            break;
+        }
         if ((m->u.goodbye.flags & NCG_BYE_RELAY) && l->tr.on) {
             /* The node's relay leaves (its process exits cleanly): reattach to the node's next
              * relay, which may be this process (link_connect). Exiting: no need. */
@@ -1164,16 +1289,17 @@ static void client_report(uint64_t now)
     }
     pthread_mutex_unlock(&G.lk);
     if (exited) {
-        if (!G.abort_at_ns)
-            apply_verdict(exited, now);
+        if (!ending())
+            apply_verdict(exited, -1, now);
         ncg_verdict_free(exited);
     }
 }
 
 /* At clean process exit: GOODBYE with final counts to every coordinator; SHUTDOWN (with this
- * process's final counts) to every client of ours. */
+ * process's final counts) to every client of ours, unless only_bye (an abort verdict waiting
+ * for its exit release: the clients of our checker still need it; exit_arm says it then). */
 static struct ncg_msg exit_sd; /* this process's SHUTDOWN (a tree's root sends it on leaving) */
-static void client_exit_messages(uint8_t flags)
+static void client_exit_messages(uint8_t flags, int only_bye)
 {
     static struct ncg_msg bye[MAX_LINKS];
     memset(&exit_sd, 0, sizeof exit_sd);
@@ -1204,10 +1330,8 @@ static void client_exit_messages(uint8_t flags)
     for (int i = 0; i < G.nlink; i++)
         if (G.link[i].state == L_UP)
             link_send(&G.link[i], &bye[i]);
-    if (srv_up())
-        for (int i = 0; i < G.srv.npc; i++)
-            if (G.srv.pc[i].fd >= 0)
-                ncg_peer_send(&G.srv.pc[i], &exit_sd);
+    if (srv_up() && !only_bye)
+        server_shutdown();
 }
 
 /* ---------- the thread ---------- */
@@ -1218,7 +1342,7 @@ static void client_exit_messages(uint8_t flags)
 static void checker_lost_tick(uint64_t now)
 {
     uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
-    for (int li = 0; li < G.nlink && !G.abort_at_ns; li++) {
+    for (int li = 0; li < G.nlink && !ending(); li++) {
         struct link *l = &G.link[li];
         if (!l->lost_ns || l->state == L_UP)
             continue;
@@ -1262,7 +1386,7 @@ static void checker_lost_tick(uint64_t now)
         if (!n)
             continue;
         l->lost_acted = 1;
-        for (int k = 0; k < n && !G.abort_at_ns; k++) {
+        for (int k = 0; k < n && !ending(); k++) {
             struct ncg_verdict *v = ncg_verdict_new(nr[k]);
             if (!v)
                 continue;
@@ -1282,7 +1406,7 @@ static void checker_lost_tick(uint64_t now)
                      "communicator for %g s (%" PRIu64 " so far)",
                      (double)(now - l->lost_ns) / 1e9, l->lost_why, ncg_cfg.heartbeat_timeout_s,
                      cnt[k]);
-            apply_verdict(v, now);
+            apply_verdict(v, -1, now);
             ncg_verdict_free(v);
         }
     }
@@ -1396,7 +1520,7 @@ static void *thread_main(void *arg)
                 connecting += G.link[i].state == L_CONNECTING || G.link[i].state == L_HELLO;
             if (!connecting || now + 200000000ull >= exit_deadline) {
                 client_report(now); /* registers comms not reported yet, so the goodbye counts */
-                client_exit_messages(0);
+                client_exit_messages(0, 0);
                 exit_sent = 1;
                 exit_sent_ns = now;
             }
@@ -1426,6 +1550,11 @@ static void *thread_main(void *arg)
             else if ((l->state == L_UP || l->state == L_HELLO) && hb && now - l->last_rx_ns > hb &&
                      !exiting)
                 link_lost(i, "the checker went silent (frozen or unreachable)", now);
+        }
+        if (G.release_until_ns && now >= G.release_until_ns) {
+            ncg_debug(1, "no exit release from the checker within %g s: exiting",
+                      ncg_cfg.exit_wait_s + 2.0);
+            exit_arm(now);
         }
         if (G.abort_at_ns) {
             int pending =
@@ -1495,7 +1624,7 @@ static void *thread_main(void *arg)
             if (G.link[i].state == L_DOWN && G.link[i].lost_ns && G.link[i].retry_ns > now &&
                 G.link[i].retry_ns - now < (uint64_t)timeout * 1000000ull)
                 timeout = (int)((G.link[i].retry_ns - now) / 1000000ull) + 1;
-        if (G.abort_at_ns || exiting)
+        if (G.abort_at_ns || G.release_until_ns || exiting)
             timeout = 10;
         if (srv_up() && ncg_server_busy(&G.srv))
             timeout = 0; /* messages left from a bounded round */
@@ -1542,7 +1671,8 @@ static void at_exit(void)
             if (pthread_cond_timedwait(&G.cv, &G.lk, &ts) == ETIMEDOUT) {
                 if (extended || !__atomic_load_n(&G.aborting, __ATOMIC_ACQUIRE))
                     break;
-                ts.tv_sec += 3; /* an abort verdict is under way: its _exit comes within ~1 s */
+                /* an abort verdict is under way: its _exit comes within ~1 s of its release */
+                ts.tv_sec += 3 + (time_t)ncg_cfg.exit_wait_s;
                 extended = 1;
             }
     }

@@ -11,6 +11,7 @@
 #include "coord.h"
 #include "ncclguard/shm.h"
 #include "p2pmatch.h"
+#include "release.h"
 #include "round.h"
 #include "verdict.h"
 #include "deadlock.h"
@@ -54,6 +55,7 @@ struct ccomm {
     uint64_t lo, hi;        /* narrowing range [lo, hi] */
     struct ncg_answer *ans; /* [nranks * qn] */
     struct ncg_p2pm p2p;    /* records waiting for their other side */
+    struct ncg_release rel; /* its error verdict's exit release (release.h) */
 };
 
 struct cconn {
@@ -78,6 +80,7 @@ struct ncg_coord {
     size_t ncomm, capcomm;
     uint32_t next_qid;
     uint64_t last_ping_ns, last_sweep_ns, last_tick_ns;
+    uint64_t now_ns; /* of the call being handled (a verdict's exit release starts then) */
     struct ncg_coord_stats st;
     /* DEADLOCK: a cycle seen once is confirmed by a second sighting after every process in it
      * sent a newer WAIT (so they were all blocked in those calls at the same moment). One
@@ -163,6 +166,7 @@ static void comm_free(struct ccomm *c)
 {
     ncg_p2pm_clear(&c->p2p);
     ncg_verdict_free(c->last);
+    ncg_release_free(&c->rel);
     free(c->ans);
     free(c->m);
     free(c);
@@ -327,6 +331,9 @@ static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verd
         ncg_verdict_free(v);
         return;
     }
+    int error = v->severity == NCG_SEV_ERROR;
+    if (error)
+        ncg_release_begin(&c->rel, co->now_ns + (uint64_t)(co->p.exit_wait_s * 1e9));
     for (uint32_t i = 0; i < c->nranks; i++) {
         int cn = c->m[i].conn;
         if (cn < 0 || (c->m[i].state != M_ACTIVE && c->m[i].state != M_GONE) || !conn_get(co, cn))
@@ -335,8 +342,11 @@ static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verd
         for (j = 0; j < i; j++) /* a process holding several ranks gets it once */
             if (c->m[j].conn == cn && (c->m[j].state == M_ACTIVE || c->m[j].state == M_GONE))
                 break;
-        if (j == i)
-            co->ops.send(co->ops.arg, cn, &m);
+        if (j < i)
+            continue;
+        co->ops.send(co->ops.arg, cn, &m);
+        if (error && ncg_release_add(&c->rel, cn) < 0)
+            co_nomem(co);
     }
     co->st.verdicts++;
     co->st.by_kind[v->kind < NCG_V_KIND_MAX_ ? v->kind : 0]++;
@@ -348,6 +358,56 @@ static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verd
         return;
     }
     ncg_verdict_free(v);
+}
+
+/* ---- the exit release (release.h) ---- */
+
+/* RELEASE to every process c's error verdict went to, once all said DONE or closed, or at the
+ * deadline. */
+static void release_check(struct ncg_coord *co, struct ccomm *c)
+{
+    if (!ncg_release_due(&c->rel, co->now_ns))
+        return;
+    int first;
+    uint32_t left = ncg_release_pending(&c->rel, &first);
+    struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
+    for (uint32_t i = 0; i < c->rel.n; i++)
+        if (conn_get(co, c->rel.conn[i]))
+            co->ops.send(co->ops.arg, c->rel.conn[i], &m);
+    c->rel.state = NCG_REL_RELEASED;
+    if (left) {
+        char who[128];
+        struct cconn *cc = conn_get(co, first);
+        co_event(co,
+                 "exit release of comm %016" PRIx64 " after %.1f s without the DONE of %u "
+                 "process%s (%s)",
+                 c->id, co->p.exit_wait_s, left, left > 1 ? "es" : "",
+                 cc ? conn_who(cc, who, sizeof who) : "?");
+    }
+}
+
+/* A member registered after c's error verdict got it now: it is waited for too, or released
+ * at once when the others were. */
+static void release_late(struct ncg_coord *co, struct ccomm *c, int conn)
+{
+    if (c->rel.state == NCG_REL_RELEASED) {
+        struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
+        co->ops.send(co->ops.arg, conn, &m);
+    } else if (c->rel.state == NCG_REL_WAITING && ncg_release_add(&c->rel, conn) < 0) {
+        co_nomem(co);
+    }
+}
+
+/* conn is finished with every verdict it was waited for (DONE), or gone (comm_id 0: all). */
+static void release_mark(struct ncg_coord *co, int conn, uint64_t comm_id)
+{
+    for (size_t ci = 0; ci < co->ncomm; ci++) {
+        struct ccomm *c = co->comm[ci];
+        if (c->rel.state != NCG_REL_WAITING || (comm_id && c->id != comm_id))
+            continue;
+        ncg_release_mark(&c->rel, conn);
+        release_check(co, c);
+    }
 }
 
 /* ---- comparison rounds ---- */
@@ -534,6 +594,7 @@ static void member_lost(struct ncg_coord *co, int conn, uint8_t kind, const char
 
 static void forget_conn(struct ncg_coord *co, int conn)
 {
+    release_mark(co, conn, 0); /* nobody waits for a connection that is gone */
     for (size_t ci = 0; ci < co->ncomm; ci++) {
         struct ccomm *c = co->comm[ci];
         for (uint32_t i = 0; i < c->nranks; i++)
@@ -561,7 +622,7 @@ static void drop(struct ncg_coord *co, int conn)
 
 void ncg_coord_closed(struct ncg_coord *co, int conn, uint64_t now_ns)
 {
-    (void)now_ns;
+    co->now_ns = now_ns;
     struct cconn *cc = conn_get(co, conn);
     if (!cc)
         return;
@@ -603,6 +664,7 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
                 struct ncg_msg m = {.type = NCG_MSG_VERDICT};
                 m.u.verdict = c->last;
                 co->ops.send(co->ops.arg, conn, &m);
+                release_late(co, c, conn);
             }
             continue;
         }
@@ -723,6 +785,7 @@ static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_good
 
 void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, uint64_t now_ns)
 {
+    co->now_ns = now_ns;
     struct cconn *cc = conn_get(co, conn);
     if (!cc)
         return;
@@ -767,6 +830,9 @@ void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, 
         break;
     case NCG_MSG_WAIT:
         on_wait(co, conn, &m->u.wait);
+        break;
+    case NCG_MSG_DONE:
+        release_mark(co, conn, m->u.exit.comm_id);
         break;
     default: /* a second HELLO, or coordinator-to-client types: misuse */
         drop(co, conn);
@@ -870,7 +936,7 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
             co->conn[i].last_rx_ns = now_ns;
             co->conn[i].since_ns = now_ns;
         }
-    co->last_tick_ns = now_ns;
+    co->last_tick_ns = co->now_ns = now_ns;
     for (int i = 0; i < co->nconn; i++) {
         struct cconn *cc = &co->conn[i];
         if (!cc->used)
@@ -900,7 +966,8 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
             live += c->m[i].state == M_ACTIVE;
             unknown += c->m[i].state == M_UNKNOWN;
         }
-        if (!live && !unknown) {
+        release_check(co, c); /* its deadline */
+        if (!live && !unknown && c->rel.state != NCG_REL_WAITING) {
             comm_remove(co, ci);
             continue;
         }

@@ -18,6 +18,7 @@ struct ncg_coord_params {
     double lag_abort_s;   /* 0: LAG stays a warning */
     double stuck_warn_s;  /* STUCK warning after this long (0: none) */
     double stuck_abort_s; /* STUCK becomes an error (0: never) */
+    double exit_wait_s;   /* the exit release's bound (release.h; 0: released at once) */
     uint8_t embedded;     /* the coordinator runs inside a rank's process */
     int32_t global_rank;
     uint32_t pid;

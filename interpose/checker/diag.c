@@ -361,8 +361,14 @@ size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, 
          x->pid, x->global_rank, v->comm_id, v->nranks);
     for (uint32_t i = 0; i < v->nranks; i++)
         outf(&o, "%s%d", i ? "," : "", v->members[i]);
-    outf(&o, "]},\"rank\":%d,\"slot\":%" PRId64 ",\"last_agreed_slot\":%" PRId64 ",\"counts\":[",
-         x->rank, v->slot, v->last_agreed);
+    outf(&o, "]},\"rank\":%d,\"ranks\":[", x->rank);
+    if (x->nheld > 0)
+        for (int i = 0; i < x->nheld; i++)
+            outf(&o, "%s%d", i ? "," : "", x->held[i]);
+    else if (x->rank >= 0)
+        outf(&o, "%d", x->rank);
+    outf(&o, "],\"slot\":%" PRId64 ",\"last_agreed_slot\":%" PRId64 ",\"counts\":[", v->slot,
+         v->last_agreed);
     for (uint32_t i = 0; i < v->nranks; i++)
         outf(&o, "%s%" PRId64, i ? "," : "", v->counts[i]);
     outf(&o, "],\"calls\":[");

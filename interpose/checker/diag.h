@@ -32,6 +32,10 @@ struct ncg_diag_ctx {
     /* The Python frames of that same thread (pyframes.h), NULL when not Python. */
     const struct ncg_pystack *py;
     const char *stack_why; /* nstack == 0 with stack_tid set: why it was not captured */
+    /* Every comm rank of the verdict's communicator this process holds (several ranks in one
+     * process: NCCL's one-thread-many-devices pattern, ncclCommInitAll); nheld 0: just rank. */
+    const int32_t *held;
+    int nheld;
 };
 
 /* Whether comm rank `rank` prints the full block under NCCLGUARD_DIAG=auto: the ranks the

@@ -18,6 +18,7 @@
 #include "ncclguard/shm.h"
 #include "p2pmatch.h"
 #include "relay.h"
+#include "release.h"
 #include "round.h"
 #include "verdict.h"
 
@@ -92,6 +93,8 @@ struct rcomm {
     uint8_t p2p_full;      /* past NCG_P2PM_MAX: said once */
     uint8_t nbad;          /* below the root: 2 when bad[] holds a differing pair for the root */
     struct ncg_rp2p_rec bad[2];
+    struct ncg_release rel; /* its error verdict's exit release: the root's deadline; below it,
+                               DONE up once the subtree is done, RELEASE down from the parent */
 };
 
 struct rconn {
@@ -116,6 +119,7 @@ struct ncg_relay {
     uint32_t next_qid;
     uint8_t attached;
     uint64_t parent_rx_ns, last_stat_ns, last_ping_ns, last_tick_ns, last_sweep_ns;
+    uint64_t now_ns; /* of the call being handled (the root's exit release starts then) */
     struct ncg_relay_stats st;
     uint8_t refused; /* past NCG_RELAY_MAX_COMMS: said once */
     int nomem; /* an allocation failed: the state is no longer complete (ncg_relay_out_of_memory) */
@@ -264,6 +268,7 @@ static void comm_free(struct rcomm *c)
 {
     ncg_p2pm_clear(&c->p2p);
     ncg_verdict_free(c->last);
+    ncg_release_free(&c->rel);
     free(c->acc);
     free(c->pend);
     free(c->k);
@@ -469,6 +474,64 @@ static struct ncg_verdict *client_verdict(struct ncg_relay *r, const struct rcom
     return v;
 }
 
+/* ---- the exit release (release.h) ---- */
+
+static void release_down(struct ncg_relay *r, struct rcomm *c)
+{
+    struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
+    for (uint32_t i = 0; i < c->rel.n; i++)
+        if (conn_get(r, c->rel.conn[i]))
+            r->ops.send(r->ops.arg, c->rel.conn[i], &m);
+    c->rel.state = NCG_REL_RELEASED;
+}
+
+/* Every connection c's error verdict went to said DONE or closed (or, at the root, the
+ * deadline passed): the root releases them all; a relay below says DONE for its subtree. */
+static void release_check(struct ncg_relay *r, struct rcomm *c)
+{
+    if (!ncg_release_due(&c->rel, r->now_ns))
+        return;
+    if (r->p.root) {
+        int first;
+        uint32_t left = ncg_release_pending(&c->rel, &first);
+        if (left)
+            r_event(r,
+                    "exit release of comm %016" PRIx64 " after %.1f s without the DONE of %u "
+                    "connection%s",
+                    c->id, r->p.exit_wait_s, left, left > 1 ? "s" : "");
+        release_down(r, c);
+        return;
+    }
+    c->rel.state = NCG_REL_READY;
+    if (r->attached) {
+        struct ncg_msg m = {.type = NCG_MSG_DONE, .u.exit.comm_id = c->id};
+        r->ops.up(r->ops.arg, &m);
+    }
+}
+
+/* The error verdict went to conn: waited for, or (the others released already) released. */
+static void release_add(struct ncg_relay *r, struct rcomm *c, int conn)
+{
+    if (c->rel.state == NCG_REL_RELEASED) {
+        struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
+        r->ops.send(r->ops.arg, conn, &m);
+    } else if (c->rel.state != NCG_REL_NONE && ncg_release_add(&c->rel, conn) < 0) {
+        r_nomem(r);
+    }
+}
+
+/* conn said DONE for comm_id, or is gone (comm_id 0: every comm). */
+static void release_mark(struct ncg_relay *r, int conn, uint64_t comm_id)
+{
+    for (size_t ci = 0; ci < r->ncomm; ci++) {
+        struct rcomm *c = r->comm[ci];
+        if (c->rel.state != NCG_REL_WAITING || (comm_id && c->id != comm_id))
+            continue;
+        ncg_release_mark(&c->rel, conn);
+        release_check(r, c);
+    }
+}
+
 /* c's verdict to conn, or (conn < 0) to every child once; client connections get a plain
  * VERDICT when the relay serves real clients. */
 static void send_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v, int conn)
@@ -486,6 +549,8 @@ static void send_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdic
         if (j < i || (conn >= 0 && cn != conn) || !conn_get(r, cn))
             continue;
         r->ops.send(r->ops.arg, cn, !c->k[i].relay && cm.u.verdict ? &cm : &m);
+        if (v->severity == NCG_SEV_ERROR)
+            release_add(r, c, cn);
     }
     ncg_verdict_free(cm.u.verdict);
 }
@@ -531,7 +596,9 @@ static void verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdi
     c->q_active = 0;
     ncg_verdict_free(c->last);
     c->last = v;
+    ncg_release_begin(&c->rel, r->now_ns + (uint64_t)(r->p.exit_wait_s * 1e9));
     send_verdict(r, c, v, -1);
+    release_check(r, c); /* nobody to wait for beneath */
 }
 
 static struct ncg_verdict *tree_verdict(struct ncg_relay *r, const struct rcomm *c, uint8_t kind)
@@ -1327,11 +1394,12 @@ static void conn_lost(struct ncg_relay *r, int conn, const char *why)
         r_event(r, "leave: %s %u on %s (%s)", cc->relay ? "relay of node" : "pid",
                 cc->relay ? cc->node : cc->pid, cc->host, cc->bye ? "clean exit" : why);
     memset(cc, 0, sizeof *cc);
+    release_mark(r, conn, 0); /* nobody waits for a connection that is gone */
 }
 
 void ncg_relay_closed(struct ncg_relay *r, int conn, uint64_t now_ns)
 {
-    (void)now_ns;
+    r->now_ns = now_ns;
     conn_lost(r, conn, "connection lost without goodbye");
 }
 
@@ -1413,6 +1481,9 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
     case NCG_MSG_RWAIT:
         if (cc->relay && m->u.rwait)
             on_rwait(r, m->u.rwait);
+        break;
+    case NCG_MSG_DONE:
+        release_mark(r, conn, m->u.exit.comm_id);
         break;
     default: /* a second HELLO, or parent-to-child types: misuse */
         conn_lost(r, conn, "protocol misuse");
@@ -1574,7 +1645,7 @@ int ncg_relay_parent_silent(const struct ncg_relay *r, uint64_t now_ns)
 
 void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint64_t now_ns)
 {
-    r->parent_rx_ns = now_ns;
+    r->parent_rx_ns = r->now_ns = now_ns;
     if (r->p.root)
         return;
     if (m->type == NCG_MSG_QUERY) {
@@ -1617,7 +1688,15 @@ void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint
         c->done = 1;
         c->q_active = 0;
         c->last = v;
+        ncg_release_begin(&c->rel, UINT64_MAX); /* the root's deadline governs */
         send_verdict(r, c, v, -1);
+        release_check(r, c);
+        return;
+    }
+    if (m->type == NCG_MSG_RELEASE) { /* down to everyone the verdict went to */
+        struct rcomm *c = comm_find(r, m->u.exit.comm_id);
+        if (c)
+            release_down(r, c);
     }
 }
 
@@ -1629,7 +1708,7 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
             r->conn[i].last_rx_ns = now_ns;
         r->parent_rx_ns = now_ns;
     }
-    r->last_tick_ns = now_ns;
+    r->last_tick_ns = r->now_ns = now_ns;
     for (int i = 0; i < r->nconn; i++) {
         struct rconn *cc = &r->conn[i];
         if (!cc->used)
@@ -1659,6 +1738,7 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
     for (size_t ci = 0; ci < r->ncomm;) {
         struct rcomm *c = r->comm[ci];
         p2p_tick(r, c, now_ns, sweep, stat_sent, 0);
+        release_check(r, c); /* the root's deadline */
         if (r->p.root && !c->done)
             root_check_exited(r, c);
         if (r->p.root && !c->done)

@@ -40,6 +40,7 @@ struct ncg_relay_params {
     double lag_abort_s;   /* root: LAG becomes an error after this long (0: never) */
     double stuck_warn_s;  /* root: STUCK warning after this long without completion (0: none) */
     double stuck_abort_s; /* root: STUCK becomes an error after this long (0: never) */
+    double exit_wait_s;   /* root: the exit release's bound (release.h; 0: released at once) */
 };
 
 struct ncg_relay_ops {

@@ -165,6 +165,7 @@ int ncg_rhost_start(struct ncg_rhost **out, const struct ncg_rhost_params *p, ch
                                   .lag_abort_s = p->lag_abort_s,
                                   .stuck_warn_s = p->stuck_warn_s,
                                   .stuck_abort_s = p->stuck_abort_s,
+                                  .exit_wait_s = p->exit_wait_s,
                                   .has_global_rank = 1,
                                   .global_rank = p->global_rank};
     snprintf(rp.host, sizeof rp.host, "%s", ncg_host_name());

@@ -18,7 +18,7 @@ struct ncg_rhost_params {
     struct sockaddr_storage root_addr; /* below the root: where the root listens (TCP) */
     socklen_t root_alen;
     uint32_t interval_ms;
-    double heartbeat_timeout_s, lag_warn_s, lag_abort_s, stuck_warn_s, stuck_abort_s;
+    double heartbeat_timeout_s, lag_warn_s, lag_abort_s, stuck_warn_s, stuck_abort_s, exit_wait_s;
     int32_t global_rank; /* of this process (-1: unknown), in WELCOME to the node's processes */
 };
 

@@ -308,6 +308,10 @@ long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
     }
     case NCG_MSG_PING:
         break;
+    case NCG_MSG_DONE:
+    case NCG_MSG_RELEASE:
+        ncg_put64(&w, m->u.exit.comm_id);
+        break;
     default:
         if (ncg_wire_relay_encode(m, &w) < 0)
             return -EINVAL;
@@ -450,6 +454,10 @@ long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
         r.pos = r.cap;
         break;
     case NCG_MSG_PING:
+        break;
+    case NCG_MSG_DONE:
+    case NCG_MSG_RELEASE:
+        m->u.exit.comm_id = ncg_get64(&r);
         break;
     default: /* the relay tree's types */
         if (ncg_wire_relay_decode(&r, m) < 0)

@@ -10,9 +10,10 @@
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
 #define NCG_WIRE_VERSION                                                                           \
-    6u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT        \
+    7u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT        \
           entries (stream, launch order); 5: REPORT entries as what changed (ncg_report_ref);      \
-          6: QUERY's optional representatives (the relay tree's narrowing) */
+          6: QUERY's optional representatives (the relay tree's narrowing); 7: DONE and RELEASE    \
+          (the exit release, release.h) */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* verdicts carry per-rank arrays: 1 MiB bounds them */
 
@@ -50,6 +51,10 @@ enum ncg_msg_type {
     NCG_MSG_RP2P = 19,     /* child relay -> parent: p2p records not matched beneath it */
     NCG_MSG_RWAIT = 20,    /* child relay -> parent: one process's WAIT, passed up to the root */
     NCG_MSG_RASK = 21,     /* parent -> child relay: send the next WAITs up even if unchanged */
+    /* The exit release (v7, release.h), flat and tree alike (u.exit): */
+    NCG_MSG_DONE = 22,    /* client -> coord/relay, relay -> parent: printed and reported (the
+                             whole subtree, from a relay) the error verdict on comm_id */
+    NCG_MSG_RELEASE = 23, /* coord/relay -> client or child relay: its ranks may exit now */
     NCG_MSG_TYPE_MAX_
 };
 
@@ -205,6 +210,11 @@ struct ncg_msg_goodbye {
 
 #include "wire_relay.h"
 
+/* DONE and RELEASE: the communicator whose error verdict they are about. */
+struct ncg_msg_exit {
+    uint64_t comm_id;
+};
+
 struct ncg_msg {
     uint8_t type; /* enum ncg_msg_type */
     union {
@@ -216,6 +226,7 @@ struct ncg_msg {
         struct ncg_msg_p2p p2p;
         struct ncg_msg_goodbye goodbye;
         struct ncg_msg_wait wait;
+        struct ncg_msg_exit exit;
         struct ncg_verdict *verdict; /* owned by the message: ncg_verdict_free */
         struct ncg_msg_rhello rhello;
         struct ncg_msg_rstat rstat;

@@ -5,7 +5,7 @@
 CLI_SRCS := $(wildcard interpose/cli/*.c)
 CLI_OBJS := $(patsubst interpose/cli/%.c,$(BUILD)/cli/%.o,$(CLI_SRCS))
 # The coordinator (`ncclguard coord`) and the checker's names and call formatting (verdict.c).
-CLI_COORD_SRCS := $(addprefix interpose/checker/,channel.c coord.c p2pmatch.c round.c wire.c wire_relay.c \
+CLI_COORD_SRCS := $(addprefix interpose/checker/,channel.c coord.c p2pmatch.c round.c release.c wire.c wire_relay.c \
                   verdict.c waitfor.c deadlock.c http.c http_parse.c metrics.c) interpose/common/config.c
 CLI_EXT_OBJS := $(patsubst interpose/%.c,$(BUILD)/cli/ext/%.o,$(CLI_COORD_SRCS))
 CLI_LIBS := -lpthread

@@ -15,7 +15,7 @@
         .enabled = 1, .check = 1, .action = NCG_ACTION_ABORT, .coord = "", .interval_ms = 100,     \
         .heartbeat_timeout_s = 10.0, .lag_warn_s = 60.0, .lag_abort_s = 0.0, .report_dir = ".",    \
         .shm = 1, .verbose = 0, .stacks = 1, .stuck_warn_s = 60.0, .stuck_abort_s = 0.0,           \
-        .completion = NCG_COMPL_AUTO, .tree = NCG_TREE_AUTO, .fanout = 16,                         \
+        .completion = NCG_COMPL_AUTO, .tree = NCG_TREE_AUTO, .fanout = 16, .exit_wait_s = 5.0,     \
     }
 
 struct ncg_config ncg_cfg = NCG_CONFIG_DEFAULTS;
@@ -302,6 +302,7 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
             ncg_bad(&p, "NCCLGUARD_TREE", v, "expected auto, on or off", "auto");
     }
     ncg_parse_uint(&p, "NCCLGUARD_TREE_FANOUT", 2, 64, &cfg->fanout);
+    ncg_parse_secs(&p, "NCCLGUARD_EXIT_WAIT_S", 0.0, 0, &cfg->exit_wait_s);
 }
 
 /* A launcher's rank variable: a whole number 0..INT32_MAX, else -1. */

@@ -37,6 +37,10 @@ struct ncg_config {
     /* the relay tree (issue 11, docs/checker.md) */
     int tree;        /* NCCLGUARD_TREE: enum ncg_tree_cfg (default auto) */
     uint32_t fanout; /* NCCLGUARD_TREE_FANOUT: child relays per relay, 2..64 (default 16) */
+    /* NCCLGUARD_EXIT_WAIT_S (default 5; 0 = exit at once): after an error verdict, how long
+     * the checker holds every affected rank's exit for the slowest of them to print its part
+     * and write its report (a launcher kills the rest at the first exit) */
+    double exit_wait_s;
 };
 
 /* NCCLGUARD_TREE values: auto = the relay tree from NCG_TREE_AUTO_RANKS ranks on, when the

@@ -1,4 +1,4 @@
-/* ncg-launch: a tiny torchrun for tests. `ncg-launch -n N [-t TIMEOUT_S] [--] PROG ARGS...`
+/* ncg-launch: a tiny torchrun for tests. `ncg-launch -n N [-t TIMEOUT_S] [-k] [--] PROG ARGS...`
  * starts N copies of PROG with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and NCG_ID_FILE
  * (a fresh path in a private temp dir, removed at the end; see ncg_test.h) in the environment.
  * Children inherit stdout/stderr. It waits for all of them, prints one line per rank that did
@@ -7,7 +7,8 @@
  * exited 0 ("first" in time), or 124 after SIGKILLing every rank still running when TIMEOUT_S
  * passes (all stopped first, so none reports another's end). NCG_LAUNCH_PER_NODE=K: the ranks form
  * "nodes" of K (LOCAL_RANK = RANK % K, LOCAL_WORLD_SIZE = K), as torchrun on several hosts would
- * number them; default: one node. */
+ * number them; default: one node. -k: at the first rank that exits non-zero (or by a signal),
+ * SIGKILL every rank still running, as Open MPI's mpirun does with its default settings. */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -22,7 +23,7 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: ncg-launch -n N [-t TIMEOUT_S] [--] PROG [ARGS...]\n");
+    fprintf(stderr, "usage: ncg-launch -n N [-t TIMEOUT_S] [-k] [--] PROG [ARGS...]\n");
     exit(2);
 }
 
@@ -70,7 +71,7 @@ int main(int argc, char **argv)
 {
     int n = 0;
     double timeout = 0;
-    int i = 1;
+    int i = 1, kill_on_fail = 0;
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "--")) {
             i++;
@@ -79,6 +80,8 @@ int main(int argc, char **argv)
             n = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
             timeout = atof(argv[++i]);
+        } else if (!strcmp(argv[i], "-k")) {
+            kill_on_fail = 1;
         } else if (argv[i][0] == '-') {
             usage();
         } else {
@@ -172,6 +175,10 @@ int main(int argc, char **argv)
                     rc = WEXITSTATUS(st);
                 else if (!rc && WIFSIGNALED(st))
                     rc = 128 + WTERMSIG(st);
+                if (rc && kill_on_fail)
+                    for (int q = 0; q < n; q++)
+                        if (pids[q] > 0)
+                            kill(pids[q], SIGKILL);
             }
     }
     rm_tree(dir);

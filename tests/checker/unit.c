@@ -474,7 +474,9 @@ static void test_group_and_render(void)
                              NULL,
                              0,
                              NULL,
-                             NULL};
+                             NULL,
+                             NULL,
+                             0};
     static char d[16384];
     ncg_diag_render(v, &x, d, sizeof d);
     /* every line starts with the prefix */
@@ -551,6 +553,7 @@ struct sim {
     int verdicts[MAXC];
     int nq[MAXC]; /* QUERYs sent to each connection */
     int drops[MAXC];
+    int releases[MAXC]; /* RELEASEs sent to each connection (the exit release) */
     uint8_t vkind[MAXC];
     uint8_t vsev[MAXC];
     char vsum[MAXC][512];
@@ -574,6 +577,8 @@ static void sim_send(void *arg, int conn, const struct ncg_msg *m)
         S.vkind[conn] = m->u.verdict->kind;
         S.vsev[conn] = m->u.verdict->severity;
         ncg_verdict_summary(m->u.verdict, S.vsum[conn], sizeof S.vsum[conn]);
+    } else if (m->type == NCG_MSG_RELEASE) {
+        S.releases[conn]++;
     }
 }
 
@@ -583,6 +588,8 @@ static void sim_drop(void *arg, int conn)
     S.drops[conn]++;
 }
 
+static double sim_exit_wait = 5; /* the exit release's bound of the next sim_init */
+
 static void sim_init(int n, uint64_t token, double lag_warn, double lag_abort)
 {
     memset(&S, 0, sizeof S);
@@ -590,7 +597,8 @@ static void sim_init(int n, uint64_t token, double lag_warn, double lag_abort)
                                  .interval_ms = 100,
                                  .heartbeat_timeout_s = 5,
                                  .lag_warn_s = lag_warn,
-                                 .lag_abort_s = lag_abort};
+                                 .lag_abort_s = lag_abort,
+                                 .exit_wait_s = sim_exit_wait};
     struct ncg_coord_ops ops = {sim_send, sim_drop, NULL, NULL};
     S.co = ncg_coord_new(&p, &ops);
     S.nconn = n;
@@ -971,6 +979,73 @@ static void test_coord_multirank(void)
     ncg_coord_free(S.co);
 }
 
+static int total_releases(void)
+{
+    int n = 0;
+    for (int i = 0; i < S.nconn; i++)
+        n += S.releases[i];
+    return n;
+}
+
+static void sim_done(int conn)
+{
+    struct ncg_msg d = {.type = NCG_MSG_DONE, .u.exit.comm_id = 0xc0};
+    ncg_coord_message(S.co, conn, &d, S.now);
+}
+
+/* The exit release: a MISMATCH on 4 ranks; nobody is released before every process said DONE
+ * (or closed), each exactly once; a process that never says it holds the others until the
+ * bound (2 s here) and no longer; a DONE for another comm releases nothing. */
+static void test_coord_release(void)
+{
+    for (int variant = 0; variant < 3; variant++) {
+        sim_exit_wait = 2;
+        sim_init(4, 77, 60, 0);
+        for (int i = 0; i < 10; i++)
+            for (int r = 0; r < 4; r++) {
+                struct ncg_call c = AR;
+                if (r == 3 && i == 5)
+                    c.count = 9;
+                sim_issue(r, c);
+            }
+        for (int k = 0; k < 4 && total_verdicts() == 0; k++)
+            sim_round(0xf);
+        EXPECT(total_verdicts() == 4);
+        uint64_t t0 = S.now;
+        sim_done(0);
+        sim_done(1);
+        struct ncg_msg other = {.type = NCG_MSG_DONE, .u.exit.comm_id = 0xdead};
+        ncg_coord_message(S.co, 2, &other, S.now);
+        sim_round(0xf);
+        EXPECT(total_releases() == 0); /* 2 and 3 have not said DONE */
+        if (variant == 0) {            /* everyone finishes */
+            sim_done(2);
+            EXPECT(total_releases() == 0);
+            sim_done(3);
+            EXPECT(total_releases() == 4);
+        } else if (variant == 1) { /* 3 closes (killed), 2 says DONE */
+            ncg_coord_closed(S.co, 3, S.now);
+            EXPECT(total_releases() == 0);
+            sim_done(2);
+            EXPECT(total_releases() == 3 && S.releases[3] == 0);
+        } else { /* 3 never says it: released at the bound, not before */
+            sim_done(2);
+            while (S.now < t0 + 1900000000ull) {
+                sim_round(0x7);
+                EXPECT(total_releases() == 0);
+            }
+            for (int k = 0; k < 3; k++)
+                sim_round(0x7);
+            EXPECT(S.now <= t0 + 2300000000ull && total_releases() == 4);
+        }
+        for (int k = 0; k < 5; k++) /* once */
+            sim_round(0x7);
+        EXPECT(total_releases() == (variant == 1 ? 3 : 4));
+        ncg_coord_free(S.co);
+    }
+    sim_exit_wait = 5;
+}
+
 int main(void)
 {
     test_diag_full();
@@ -997,6 +1072,8 @@ int main(void)
     printf("ok coord deadlock (streams)\n");
     test_coord_multirank();
     printf("ok coord multi-rank process\n");
+    test_coord_release();
+    printf("ok coord exit release\n");
     printf("%d checks, %d failed\n", checks, fails);
     return fails ? 1 : 0;
 }

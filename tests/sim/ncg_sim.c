@@ -1119,8 +1119,8 @@ int main(int argc, char **argv)
         static const char *const name[NCG_MSG_TYPE_MAX_] = {
             "?",        "HELLO",  "WELCOME",  "REPORT", "QUERY",  "ANSWER", "P2P",     "GOODBYE",
             "VERDICT",  "PING",   "SHUTDOWN", "WAIT",   "RHELLO", "RSTAT",  "RANSWER", "RFAULT",
-            "RVERDICT", "RWHERE", "RHERE",    "RP2P",   "RWAIT",  "RASK"};
-        _Static_assert(NCG_MSG_RASK + 1 == NCG_MSG_TYPE_MAX_, "a frame type without a name");
+            "RVERDICT", "RWHERE", "RHERE",    "RP2P",   "RWAIT",  "RASK",   "DONE",    "RELEASE"};
+        _Static_assert(NCG_MSG_RELEASE + 1 == NCG_MSG_TYPE_MAX_, "a frame type without a name");
         printf(", \"frames\": {");
         const char *sep = "";
         for (int t = 0; t < NCG_MSG_TYPE_MAX_; t++) {

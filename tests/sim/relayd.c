@@ -91,6 +91,8 @@ int main(int argc, char **argv)
     const char *sw = getenv("NCCLGUARD_STUCK_WARN_S"), *sa = getenv("NCCLGUARD_STUCK_ABORT_S");
     p.stuck_warn_s = sw ? atof(sw) : 0; /* off unless asked (its clients' defaults differ) */
     p.stuck_abort_s = sa ? atof(sa) : 0;
+    const char *ew = getenv("NCCLGUARD_EXIT_WAIT_S");
+    p.exit_wait_s = ew ? atof(ew) : 5; /* the clients' default */
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--node"))
             p.node = (uint32_t)atol(argv[i + 1]);
