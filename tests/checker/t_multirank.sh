@@ -43,4 +43,12 @@ expect "$(nlines '^ncclguard: VERDICT: MISMATCH on comm [0-9a-f]+ \(4 ranks\): s
 expect "$(nlines '^ncclguard:   this process \(comm rank [0-3], pid [0-9]+ ')" 4 "InitAll: every comm rank speaks"
 expect "$(nlines '^ncclguard:   slot 20 \(0-based\) differs:$')" 2 "InitAll: full blocks (ranks 0 and 2)"
 expect "$(grep -l '"ranks":\[0,1,2,3\]' "$REPORTS"/*.json | wc -l)" 1 "InitAll: one report naming the 4 ranks"
+# a hang inside NCCL between the process's own communicators (the CPU NCCL stalls slot 30 of the
+# first comm of the process whose RANK is 1): STUCK, as across processes
+rm -f "$REPORTS"/*
+RANK=1 FAKENCCL_STALL=1:30 NCCLGUARD_STUCK_WARN_S=1 NCCLGUARD_STUCK_ABORT_S=2 MULTIDEV_PER_PROC=4 \
+  guarded "$NCG_TMP/s2" timeout 30 "$MD" initall 60
+expect "$RC" 86 "InitAll, stalled: status"
+# (asynchronous: completion is sampled, so the headline gives a range that holds slot 30)
+expect "$(nlines '^ncclguard: VERDICT: STUCK on comm [0-9a-f]+ \(4 ranks\): slot [0-9]+ AllReduce\(count=64, float32, sum\) issued identically by all 4 ranks')" 4 "InitAll, stalled: STUCK per comm rank"
 echo ok
