@@ -45,6 +45,7 @@ all:
 -include interpose/checker/checker.mk
 -include interpose/shim/shim.mk
 -include interpose/cli/cli.mk
+-include interpose/inspect/inspect.mk
 -include tests/gpu/gpu.mk
 -include tests/nvml/nvml.mk
 

@@ -1,6 +1,9 @@
 /* `ncclguard report DIR`: merges the per-rank JSON reports of a job (docs/report-format.md,
  * version 1) into one account per verdict: the communicator, the calls and the ranks behind
- * each, slot counts, per-rank call sites and actions, and which ranks left no report. */
+ * each, slot counts, per-rank call sites and actions, and which ranks left no report. A report
+ * speaks for the comm ranks it names ("ranks", else "rank"); one written after its process left
+ * the communicator ("rank": -1) is matched by its global rank to the members, else by its pid
+ * and host to a dump of that process, else shown by pid and host, never as rank -1. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -24,10 +27,14 @@ static const char usage[] =
 
 #define MAX_REPORT_BYTES (4u << 20)
 
+#define REP_MAX_RANKS 64 /* comm ranks one report (one process) speaks for */
+
 struct rep {
     char file[PATH_MAX];
     struct ncg_json *j;
-    int rank;
+    int rank;   /* its first comm rank, -1 when unknown (the sort key) */
+    int nranks; /* the comm ranks it speaks for, ascending; 0: unknown */
+    int ranks[REP_MAX_RANKS];
 };
 
 struct group {
@@ -84,10 +91,147 @@ static void fmt_jcall(char *buf, size_t len, const struct ncg_json *c)
         snprintf(buf + n, len - (size_t)n, ")");
 }
 
+/* By first comm rank; reports without one last, by global rank, then pid. */
 static int by_rank(const void *a, const void *b)
 {
     const struct rep *x = *(struct rep *const *)a, *y = *(struct rep *const *)b;
-    return (x->rank > y->rank) - (x->rank < y->rank);
+    if ((x->rank < 0) != (y->rank < 0))
+        return x->rank < 0 ? 1 : -1;
+    if (x->rank != y->rank)
+        return (x->rank > y->rank) - (x->rank < y->rank);
+    int gx = ival(x->j, "global_rank", -1), gy = ival(y->j, "global_rank", -1);
+    if (gx != gy)
+        return (gx > gy) - (gx < gy);
+    return (ival(x->j, "pid", -1) > ival(y->j, "pid", -1)) -
+           (ival(x->j, "pid", -1) < ival(y->j, "pid", -1));
+}
+
+static int by_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static void add_rank(struct rep *r, int v)
+{
+    for (int k = 0; k < r->nranks; k++)
+        if (r->ranks[k] == v)
+            return;
+    if (r->nranks < REP_MAX_RANKS)
+        r->ranks[r->nranks++] = v;
+}
+
+static int covers(const struct rep *r, int v)
+{
+    for (int k = 0; k < r->nranks; k++)
+        if (r->ranks[k] == v)
+            return 1;
+    return 0;
+}
+
+/* The global rank of comm rank i: from the first report of g whose comm.members knows it. */
+static int member_of(const struct group *g, int i)
+{
+    for (int k = 0; k < g->n; k++) {
+        const struct ncg_json *m =
+            ncg_cli_json_get(ncg_cli_json_get(g->reps[k]->j, "comm"), "members");
+        if (m && m->type == NCG_JSON_ARRAY && (size_t)i < m->n &&
+            m->kids[i]->type == NCG_JSON_NUMBER && m->kids[i]->num >= 0)
+            return (int)m->kids[i]->num;
+    }
+    return -1;
+}
+
+/* The comm ranks a dump of the report's process (DIR/ncclguard-dump.<host>.<pid>.json, same
+ * pid and host inside) held in the communicator id. */
+static void ranks_from_dump(struct rep *r, const char *dir, const char *id, int size)
+{
+    const char *host = ncg_cli_json_s(r->j, "host", "");
+    int pid = ival(r->j, "pid", -1);
+    char path[PATH_MAX];
+    size_t len = 0, at = 0;
+    if (!*host || pid <= 0 || !*id || strchr(host, '/'))
+        return;
+    snprintf(path, sizeof(path), "%s/ncclguard-dump.%s.%d.json", dir, host, pid);
+    char *text = slurp(path, &len);
+    struct ncg_json *d = text ? ncg_cli_json_parse(text, len, &at) : NULL;
+    free(text);
+    const struct ncg_json *comms = ncg_cli_json_get(d, "comms");
+    if (d && !strcmp(ncg_cli_json_s(d, "format", ""), "ncclguard-dump") &&
+        ival(d, "pid", -1) == pid && !strcmp(ncg_cli_json_s(d, "host", ""), host) && comms &&
+        comms->type == NCG_JSON_ARRAY)
+        for (size_t k = 0; k < comms->n; k++) {
+            int v = ival(comms->kids[k], "rank", -1);
+            if (!strcmp(ncg_cli_json_s(comms->kids[k], "id", ""), id) && v >= 0 &&
+                (size <= 0 || v < size))
+                add_rank(r, v);
+        }
+    ncg_cli_json_free(d);
+}
+
+/* The comm ranks each report of g speaks for: its "ranks" array (a process holding several),
+ * else its "rank"; a report of a process that had left the communicator ("rank": -1) by its
+ * global rank among the members any report of g lists, else by a dump of its process. */
+static void resolve_ranks(struct group *g, const char *dir)
+{
+    const struct ncg_json *comm = ncg_cli_json_get(g->first, "comm");
+    int size = ival(comm, "size", 0);
+    const char *id = ncg_cli_json_s(comm, "id", "");
+    for (int i = 0; i < g->n; i++) {
+        struct rep *r = g->reps[i];
+        const struct ncg_json *a = ncg_cli_json_get(r->j, "ranks");
+        r->nranks = 0;
+        for (size_t k = 0; a && a->type == NCG_JSON_ARRAY && k < a->n; k++)
+            if (a->kids[k]->type == NCG_JSON_NUMBER && a->kids[k]->num >= 0 &&
+                (size <= 0 || a->kids[k]->num < size))
+                add_rank(r, (int)a->kids[k]->num);
+        int v = ival(r->j, "rank", -1), gr = ival(r->j, "global_rank", -1);
+        if (!r->nranks && v >= 0 && (size <= 0 || v < size))
+            add_rank(r, v);
+        for (int m = 0, by_global = !r->nranks && gr >= 0; by_global && m < size && m < 4096; m++)
+            if (member_of(g, m) == gr)
+                add_rank(r, m);
+        if (!r->nranks)
+            ranks_from_dump(r, dir, id, size);
+        qsort(r->ranks, (size_t)r->nranks, sizeof(int), by_int);
+        r->rank = r->nranks ? r->ranks[0] : -1;
+    }
+}
+
+/* Who the reports of g with sel[i] set are: "ranks 0-1,3"; a report whose comm rank is unknown
+ * as "global rank G" or "pid P on HOST" (with "(comm rank unknown)"). */
+static void fmt_who(const struct group *g, const int *sel, char *buf, size_t len)
+{
+    int v[4096], n = 0, unknown = 0;
+    char list[512];
+    for (int i = 0; i < g->n; i++)
+        for (int k = 0; sel[i] && k < g->reps[i]->nranks && n < 4096; k++)
+            v[n++] = g->reps[i]->ranks[k];
+    qsort(v, (size_t)n, sizeof(int), by_int);
+    int m = 0;
+    for (int i = 0; i < n; i++) /* a rank twice (two reports name it) once */
+        if (!m || v[m - 1] != v[i])
+            v[m++] = v[i];
+    ncg_cli_fmt_ranks(list, sizeof(list), v, m);
+    size_t o = 0;
+    buf[0] = 0;
+    if (m)
+        o = (size_t)snprintf(buf, len, "%s %s", rk(list), list);
+    for (int i = 0; i < g->n && o < len; i++) {
+        const struct rep *r = g->reps[i];
+        if (!sel[i] || r->nranks)
+            continue;
+        int gr = ival(r->j, "global_rank", -1);
+        const char *sep = o ? (unknown ? ", " : " and ") : "";
+        if (gr >= 0)
+            o += (size_t)snprintf(buf + o, len - o, "%sglobal rank %d", sep, gr);
+        else
+            o += (size_t)snprintf(buf + o, len - o, "%spid %d on %s", sep, ival(r->j, "pid", -1),
+                                  ncg_cli_json_s(r->j, "host", "?"));
+        unknown++;
+    }
+    if (unknown && o < len)
+        snprintf(buf + o, len - o, " (comm rank unknown)");
 }
 
 static void add_to(struct group *g, struct rep *r)
@@ -103,19 +247,19 @@ static void add_to(struct group *g, struct rep *r)
     g->reps[g->n++] = r;
 }
 
-/* Ranks of the group's reports whose string field `key` equals val, compact, into buf. */
+/* Who of the group's reports (fmt_who) have string field `key` equal to val; marks them used. */
 static void ranks_with(const struct group *g, const char *key, const char *val, char *buf,
                        size_t len, int *used)
 {
-    int v[4096], n = 0;
-    for (int i = 0; i < g->n && n < 4096; i++) {
-        const char *s = ncg_cli_json_s(g->reps[i]->j, key, "");
-        if (!used[i] && strcmp(s, val) == 0) {
-            v[n++] = g->reps[i]->rank;
-            used[i] = 1;
-        }
-    }
-    ncg_cli_fmt_ranks(buf, len, v, n);
+    int *sel = calloc((size_t)g->n + 1, sizeof(int));
+    buf[0] = 0;
+    if (!sel)
+        return;
+    for (int i = 0; i < g->n; i++)
+        if (!used[i] && strcmp(ncg_cli_json_s(g->reps[i]->j, key, ""), val) == 0)
+            sel[i] = used[i] = 1;
+    fmt_who(g, sel, buf, len);
+    free(sel);
 }
 
 /* The "stack" array of a report (frames, innermost first) or NULL when it has none. */
@@ -167,29 +311,29 @@ static size_t stack_lines(const struct ncg_json *s)
 static void print_stacks(const struct group *g, int *used)
 {
     char buf[512];
-    int header = 0;
-    for (int i = 0; i < g->n; i++) {
+    int header = 0, *sel = calloc((size_t)g->n + 1, sizeof(int));
+    for (int i = 0; sel && i < g->n; i++) {
         const struct ncg_json *s = stack_of(g->reps[i]->j);
         if (used[i] || !s)
             continue;
-        int v[4096], n = 0;
-        for (int k = i; k < g->n && n < 4096; k++) {
+        memset(sel, 0, sizeof(int) * (size_t)g->n);
+        for (int k = i; k < g->n; k++) {
             const struct ncg_json *t = stack_of(g->reps[k]->j);
             if (!used[k] && t && same_stack(s, t)) {
-                v[n++] = g->reps[k]->rank;
-                used[k] = 1;
+                sel[k] = used[k] = 1;
                 if (t != s && stack_lines(t) > stack_lines(s))
                     s = t; /* show the copy with the most file:line */
             }
         }
-        ncg_cli_fmt_ranks(buf, sizeof(buf), v, n);
+        fmt_who(g, sel, buf, sizeof(buf));
         if (!header++)
             printf("  stacks of the stuck threads (innermost first):\n");
-        printf("    rank%s %s:\n", n > 1 ? "s" : "", buf);
+        printf("    %s:\n", buf);
         for (size_t k = 0; k < s->n; k++)
             printf("      #%zu %s\n", k,
                    s->kids[k]->type == NCG_JSON_STRING ? s->kids[k]->str : "?");
     }
+    free(sel);
 }
 
 /* Merged counts: each rank's own report knows its count best; otherwise the largest seen. */
@@ -202,7 +346,7 @@ static long long merged_count(const struct group *g, int idx)
             c->kids[idx]->type != NCG_JSON_NUMBER)
             continue;
         long long v = (long long)c->kids[idx]->num;
-        if (g->reps[i]->rank == idx && v >= 0)
+        if (covers(g->reps[i], idx) && v >= 0)
             return v;
         if (v > best)
             best = v;
@@ -210,17 +354,22 @@ static long long merged_count(const struct group *g, int idx)
     return best;
 }
 
-static void missing_ranks(const struct group *g, int size, char *buf, size_t len)
+/* The comm ranks no report speaks for, compact; *unknown: reports whose comm rank is unknown
+ * (one of them may be from a rank listed). */
+static void missing_ranks(const struct group *g, int size, char *buf, size_t len, int *unknown)
 {
     int v[4096], n = 0;
     for (int r = 0; r < size && n < 4096; r++) {
         int have = 0;
         for (int i = 0; i < g->n && !have; i++)
-            have = g->reps[i]->rank == r;
+            have = covers(g->reps[i], r);
         if (!have)
             v[n++] = r;
     }
     ncg_cli_fmt_ranks(buf, len, v, n);
+    *unknown = 0;
+    for (int i = 0; i < g->n; i++)
+        *unknown += !g->reps[i]->nranks;
 }
 
 static void print_group_text(const struct group *g)
@@ -302,7 +451,7 @@ static void print_group_text(const struct group *g)
                 continue;
             const char *site = ncg_cli_json_s(g->reps[i]->j, "call_site", "");
             ranks_with(g, "call_site", site, buf, sizeof(buf), used);
-            printf("    %-48s %s %s\n", *site ? site : "(unknown)", rk(buf), buf);
+            printf("    %-48s %s\n", *site ? site : "(unknown)", buf);
         }
         memset(used, 0, sizeof(int) * (size_t)g->n);
         print_stacks(g, used);
@@ -314,20 +463,24 @@ static void print_group_text(const struct group *g)
                 continue;
             const char *act = ncg_cli_json_s(g->reps[i]->j, "action", "?");
             ranks_with(g, "action", act, buf, sizeof(buf), used);
-            printf("%s%s on %s %s", sep, act, rk(buf), buf);
+            printf("%s%s on %s", sep, act, buf);
             sep = "; ";
         }
         printf("\n");
         free(used);
     }
-    int v[4096], n = 0;
-    for (int i = 0; i < g->n && n < 4096; i++)
-        v[n++] = g->reps[i]->rank;
-    ncg_cli_fmt_ranks(buf, sizeof(buf), v, n);
-    printf("  reports from %s %s", rk(buf), buf);
+    int *all = malloc(sizeof(int) * ((size_t)g->n + 1)), unknown = 0;
+    for (int i = 0; all && i < g->n; i++)
+        all[i] = 1;
+    if (all)
+        fmt_who(g, all, buf, sizeof(buf));
+    free(all);
+    printf("  reports from %s", buf);
     if (size > 0 && size <= 4096) {
-        missing_ranks(g, size, buf, sizeof(buf));
-        if (buf[0])
+        missing_ranks(g, size, buf, sizeof(buf), &unknown);
+        if (buf[0] && unknown) /* one of those may be from a rank listed */
+            printf("; no report names %s %s (%d without a comm rank)", rk(buf), buf, unknown);
+        else if (buf[0])
             printf("; no report from %s %s", rk(buf), buf);
         else
             printf(" (every rank)");
@@ -409,8 +562,14 @@ static void print_group_json(const struct group *g)
     fputs("],\"ranks\":[", stdout);
     for (int i = 0; i < g->n; i++) {
         const struct ncg_json *j = g->reps[i]->j;
-        printf("%s{\"rank\":%d,\"global_rank\":%d,\"host\":", i ? "," : "", g->reps[i]->rank,
-               ival(j, "global_rank", -1));
+        const struct rep *r = g->reps[i];
+        if (r->rank >= 0)
+            printf("%s{\"rank\":%d,\"comm_ranks\":[", i ? "," : "", r->rank);
+        else
+            printf("%s{\"rank\":null,\"comm_ranks\":[", i ? "," : "");
+        for (int k = 0; k < r->nranks; k++)
+            printf("%s%d", k ? "," : "", r->ranks[k]);
+        printf("],\"global_rank\":%d,\"host\":", ival(j, "global_rank", -1));
         json_str_or_null(j, "host");
         printf(",\"pid\":%d,\"action\":", ival(j, "pid", -1));
         json_str_or_null(j, "action");
@@ -435,11 +594,12 @@ static void print_group_json(const struct group *g)
         fputc('}', stdout);
     }
     char buf[512] = "";
+    int unknown = 0;
     if (size > 0 && size <= 4096)
-        missing_ranks(g, size, buf, sizeof(buf));
+        missing_ranks(g, size, buf, sizeof(buf), &unknown);
     fputs("],\"missing_ranks\":", stdout);
     ncg_cli_json_str(stdout, buf);
-    fputs(",\"detail\":", stdout);
+    printf(",\"reports_without_comm_rank\":%d,\"detail\":", unknown);
     json_str_or_null(f, "detail");
     fputc('}', stdout);
 }
@@ -520,7 +680,6 @@ int ncg_cmd_report(int argc, char **argv)
             nbad++;
             continue;
         }
-        r->rank = ival(r->j, "rank", -1);
         const struct ncg_json *comm = ncg_cli_json_get(r->j, "comm");
         char key[256];
         snprintf(key, sizeof(key), "%s|%s|%d", ncg_cli_json_s(r->j, "verdict", ""),
@@ -538,8 +697,10 @@ int ncg_cmd_report(int argc, char **argv)
         nreps++;
     }
     free(names);
-    for (int g = 0; g < ngroups; g++)
+    for (int g = 0; g < ngroups; g++) {
+        resolve_ranks(&groups[g], dir);
         qsort(groups[g].reps, (size_t)groups[g].n, sizeof(struct rep *), by_rank);
+    }
     if (json) {
         printf("{\"format\":\"ncclguard-job-report\",\"version\":%d,\"dir\":",
                NCG_REPORT_MERGE_FORMAT_VERSION);

@@ -37,6 +37,62 @@ mkdir "$NCG_TMP/none"
 contains "$NCG_TMP/o2" "0 rank reports, 0 verdicts"
 "$NCG" report "$NCG_TMP/missing" 2>/dev/null; [ $? -eq 3 ] || fail "missing dir: want 3"
 
+# RANK EXITED: reports of processes that had destroyed the comm carry "rank": -1; each is
+# matched by its global rank to comm.members (from any report: rank 1's own lists none), else by
+# pid and host to a dump of its process, else shown by pid and host; never as rank -1, and "no
+# report from" names only ranks without one
+X=$NCG_TMP/exited; mkdir -p "$X"
+mkx() { # file-tag pid global_rank rank members call_site [extra keys]
+  cat >"$X/ncclguard-report.$1.$2.json" <<J
+{"format":"ncclguard-report","version":1,"verdict":"RANK_EXITED","severity":"error","action":"abort","exit_status":86,"summary":"RANK EXITED on comm 00000000000000cd (6 ranks): rank 2 left","time_unix":1795930001.5,"host":"$1","pid":$2,"global_rank":$3,"comm":{"id":"00000000000000cd","size":6,"members":$5},"rank":$4,"slot":-1,"last_agreed_slot":40,"counts":[41,41,40,41,41,41],"calls":[],"subject_ranks":"2","call_site":"$6","detail":""${7:-}}
+J
+}
+mkx hostA 2000 20 -1 '[20,21,22,23,24,25]' "step+0x1"
+mkx hostA 2001 21 -1 '[-1,-1,-1,-1,-1,-1]' "step+0x1"
+mkx hostA 2003 23 -1 '[20,21,22,23,24,25]' "step+0x1"
+mkx hostB 3004 -1 -1 '[20,21,22,23,-1,-1]' "other+0x2"  # no launcher variable: its dump says
+echo '{"format":"ncclguard-dump","version":1,"host":"hostB","pid":3004,"global_rank":-1,"comms":[{"id":"00000000000000cd","rank":4,"nranks":6,"state":"destroyed"}],"threads":[]}' \
+  >"$X/ncclguard-dump.hostB.3004.json"
+mkx hostB 3005 -1 -1 '[20,21,22,23,-1,-1]' "other+0x2"  # nothing tells its comm rank
+"$NCG" report "$X" >"$NCG_TMP/ox" 2>"$NCG_TMP/ex" || fail "report (rank -1) exit $?"
+cat "$NCG_TMP/ox" "$NCG_TMP/ex"
+contains "$NCG_TMP/ox" "5 rank reports, 1 verdict" "slot counts: 41 on ranks 0-1,3-5; 40 on rank 2" \
+  "actions: abort on ranks 0-1,3-4 and pid 3005 on hostB (comm rank unknown)" \
+  "reports from ranks 0-1,3-4 and pid 3005 on hostB (comm rank unknown); no report names ranks 2,5 (1 without a comm rank)"
+grep -qE '^    step\+0x1 +ranks 0-1,3$' "$NCG_TMP/ox" || fail "rank -1: call sites of ranks 0-1,3"
+grep -qE '^    other\+0x2 +rank 4 and pid 3005 on hostB \(comm rank unknown\)$' "$NCG_TMP/ox" || fail "rank -1: call site of rank 4 and the unknown"
+lacks "$NCG_TMP/ox" "(unknown)" "no report from ranks 0"
+! grep -qE '(^|[ ,])-1([^0-9]|$)' "$NCG_TMP/ox" || fail "rank -1: a rank shown as -1"
+"$NCG" report "$X" --json >"$NCG_TMP/jx" || fail "report --json (rank -1)"
+jcheck "$NCG_TMP/jx" '[(r["rank"], r["comm_ranks"]) for r in d["verdicts"][0]["ranks"]]==[(0,[0]),(1,[1]),(3,[3]),(4,[4]),(None,[])]'
+jcheck "$NCG_TMP/jx" 'd["verdicts"][0]["missing_ranks"]=="2,5" and d["verdicts"][0]["reports_without_comm_rank"]==1'
+# once the unknown one is gone, what is missing is certain
+rm "$X/ncclguard-report.hostB.3005.json"
+"$NCG" report "$X" >"$NCG_TMP/ox2" 2>&1 || fail "report (rank -1, all known)"
+contains "$NCG_TMP/ox2" "reports from ranks 0-1,3-4; no report from ranks 2,5"
+
+# one process holding several comm ranks of one communicator: one report naming them all
+# ("ranks"), with "rank" its first or -1 (it had destroyed the comm); or no "ranks" and "rank"
+# -1 (an older writer): its global rank is the members' of both
+M=$NCG_TMP/multi; mkdir -p "$M"
+mkm() { # pid global_rank rank ranks-key count call_site
+  cat >"$M/ncclguard-report.hostC.$1.json" <<J
+{"format":"ncclguard-report","version":1,"verdict":"MISMATCH","severity":"error","action":"abort","exit_status":86,"summary":"MISMATCH on comm 00000000000000ef (6 ranks): slot 9","time_unix":1795930002.5,"host":"hostC","pid":$1,"global_rank":$2,"comm":{"id":"00000000000000ef","size":6,"members":[0,0,1,1,2,2]},"rank":$3$4,"slot":9,"last_agreed_slot":8,"counts":[10,10,10,10,10,10],"calls":[],"subject_ranks":"4-5","call_site":"$6","detail":""}
+J
+}
+mkm 4000 0 0 ',"ranks":[0,1]' 10 "a+0x1"
+mkm 4001 1 -1 ',"ranks":[2,3]' 10 "a+0x1"
+mkm 4002 2 -1 '' 10 "b+0x2"
+"$NCG" report "$M" >"$NCG_TMP/om" 2>&1 || fail "report (several ranks per process)"
+cat "$NCG_TMP/om"
+contains "$NCG_TMP/om" "3 rank reports, 1 verdict" "slot counts: 10 on ranks 0-5" \
+  "actions: abort on ranks 0-5" "reports from ranks 0-5 (every rank)"
+grep -qE '^    a\+0x1 +ranks 0-3$' "$NCG_TMP/om" || fail "several ranks: call site of ranks 0-3"
+grep -qE '^    b\+0x2 +ranks 4-5$' "$NCG_TMP/om" || fail "several ranks: call site of ranks 4-5"
+! grep -qE '(^|[ ,])-1([^0-9]|$)' "$NCG_TMP/om" || fail "several ranks: a rank shown as -1"
+"$NCG" report "$M" --json >"$NCG_TMP/jm" || fail "report --json (several ranks)"
+jcheck "$NCG_TMP/jm" '[(r["rank"], r["comm_ranks"]) for r in d["verdicts"][0]["ranks"]]==[(0,[0,1]),(2,[2,3]),(4,[4,5])] and d["verdicts"][0]["missing_ranks"]==""'
+
 # the reports of a real diverged job
 need "$NCG_BUILD/tests/incident" "$LAUNCH" "$NCG_BUILD/libncclguard.so"
 INCIDENT=$NCG_TMP/incident; ln -s "$NCG_BUILD/tests/incident" "$INCIDENT"

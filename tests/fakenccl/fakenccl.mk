@@ -93,3 +93,13 @@ $(APPS_OUT)/graphs: $(APPS_DIR)/graphs.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
 	  -L/usr/local/cuda/lib64 -l:libcudart.so.13 -lpthread
 TEST_BINS += $(APPS_OUT)/graphs
 endif
+
+# cxxsite: a C++ application (a call site deep in a namespace and a class template) for the
+# demangled, middle-shortened call sites of tests/checker/t_cxxsite.sh; only where g++ is.
+ifneq ($(shell command -v $(CXX) 2>/dev/null),)
+$(APPS_OUT)/cxxsite: $(APPS_DIR)/cxxsite.cc $(APPS_OUT)/obj/ncg_test.o $(APPS_DIR)/ncg_test.h $(FN_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CFLAGS) -std=gnu++17 -Wall -Wextra $(SANFLAGS) -Iinclude -I$(APPS_DIR) $(BASE_LDFLAGS) \
+	  -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
+TEST_BINS += $(APPS_OUT)/cxxsite
+endif
