@@ -357,6 +357,7 @@ struct client { /* one rank per client process */
     uint8_t sampled;
     uint8_t none_targeted; /* answers a QUERY limited to representatives with "none" */
     int verdicts, plain;
+    int releases;          /* RELEASEs received (the exit release) */
     int queries, targeted; /* QUERYs received, of which limited to representatives */
     struct ncg_verdict *v;
 };
@@ -372,7 +373,7 @@ static struct {
     uint64_t now;
     uint8_t client_verdicts;
     uint8_t fork; /* tree(1): relay 2 under the root (conn 3), a sibling of relay 1 */
-    double lag_warn_s, lag_abort_s, stuck_warn_s, stuck_abort_s;
+    double lag_warn_s, lag_abort_s, stuck_warn_s, stuck_abort_s, exit_wait_s;
     int frozen; /* a relay that runs no more (frames to it are lost), or -1 */
     /* what each relay said: event lines about a bound (refused, merged), and sent up */
     int refused_ev[MAXR], merged_ev[MAXR];
@@ -487,6 +488,8 @@ static void client_rx(struct client *c, const struct ncg_msg *m)
             c->v = m->u.rverdict.v;
             ((struct ncg_msg *)m)->u.rverdict.v = NULL; /* keep it */
         }
+    } else if (m->type == NCG_MSG_RELEASE) {
+        c->releases++;
     } else if (m->type == NCG_MSG_VERDICT) { /* client_verdicts: the plain form */
         c->verdicts++;
         c->plain++;
@@ -561,6 +564,7 @@ static void tree(int three_levels)
 {
     uint8_t cv = T.client_verdicts, fork = T.fork;
     double lw = T.lag_warn_s, la = T.lag_abort_s, sw = T.stuck_warn_s, sa = T.stuck_abort_s;
+    double ew = T.exit_wait_s;
     memset(&T, 0, sizeof T);
     T.client_verdicts = cv;
     T.fork = fork;
@@ -568,6 +572,7 @@ static void tree(int three_levels)
     T.lag_abort_s = la;
     T.stuck_warn_s = sw;
     T.stuck_abort_s = sa;
+    T.exit_wait_s = ew;
     T.frozen = -1;
     memset(T.child_relay, -1, sizeof T.child_relay);
     int nr = three_levels ? 3 : 2;
@@ -583,6 +588,7 @@ static void tree(int three_levels)
         p.lag_abort_s = T.lag_abort_s;
         p.stuck_warn_s = T.stuck_warn_s;
         p.stuck_abort_s = T.stuck_abort_s;
+        p.exit_wait_s = T.exit_wait_s;
         strcpy(p.host, "h");
         OA[i].relay = i;
         struct ncg_relay_ops ops = {op_send, op_drop, op_up, op_event, &OA[i]};
@@ -1999,8 +2005,69 @@ static void test_deadlock_many(void)
     tree_free(3);
 }
 
+static void client_done(const struct client *c)
+{
+    struct ncg_msg d = {.type = NCG_MSG_DONE, .u.exit.comm_id = 0xc0};
+    push(TO_CHILD, c->relay, c->conn, &d);
+    pump();
+}
+
+static int releases_total(void)
+{
+    int n = 0;
+    for (int i = 0; i < T.ncl; i++)
+        n += T.cl[i].releases;
+    return n;
+}
+
+/* The exit release through three levels: rank 5 (beneath two relays) differs; nobody is
+ * released while a rank has not said DONE; then every rank exactly once, when the last says it
+ * (variant 0), when its connection closes (1), or at the root's bound of 1 s (2), not before. */
+static void test_release(void)
+{
+    for (int variant = 0; variant < 3; variant++) {
+        T.exit_wait_s = 1;
+        tree(1);
+        for (int i = 0; i < T.ncl; i++)
+            T.cl[i].count = 100;
+        T.cl[5].odd_from = 57;
+        report_all();
+        for (int t = 0; t < 20 && !T.cl[0].verdicts; t++)
+            tick_all(3);
+        uint64_t t0 = T.now; /* the verdict went out during this tick */
+        for (int i = 0; i < T.ncl; i++)
+            CHECK(T.cl[i].verdicts == 1);
+        for (int i = 0; i < 5; i++)
+            client_done(&T.cl[i]);
+        tick_all(3);
+        CHECK(releases_total() == 0);
+        if (variant == 0) {
+            client_done(&T.cl[5]);
+            CHECK(releases_total() == 6);
+        } else if (variant == 1) {
+            ncg_relay_closed(T.r[2], T.cl[5].conn, T.now);
+            pump();
+            CHECK(releases_total() == 5 && T.cl[5].releases == 0);
+        } else {
+            while (T.now + 200000000ull < t0 + 1000000000ull) {
+                tick_all(3);
+                CHECK(releases_total() == 0);
+            }
+            for (int t = 0; t < 3; t++)
+                tick_all(3);
+            CHECK(releases_total() == 6 && T.now <= t0 + 1300000000ull);
+        }
+        for (int t = 0; t < 5; t++)
+            tick_all(3);
+        CHECK(releases_total() == (variant == 1 ? 5 : 6)); /* once */
+        tree_free(3);
+    }
+    T.exit_wait_s = 0;
+}
+
 int main(void)
 {
+    test_release();
     test_lag();
     test_stuck();
     test_silent_relay();
