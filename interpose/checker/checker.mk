@@ -64,6 +64,12 @@ bench-detect: all
 	@NCG_BUILD=$(BUILD) scripts/bench-detect.sh
 BENCH_TARGETS += bench-detect
 
+# The exit release under a launcher that kills at the first exit (scripts/bench-release.sh).
+.PHONY: bench-release
+bench-release: all
+	@NCG_BUILD=$(BUILD) scripts/bench-release.sh
+BENCH_TARGETS += bench-release
+
 # The status endpoint's tests (issue 12): parser, renderers and server state machine; parser
 # fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
 HTTP_TEST_SRCS := $(HTTP_PURE_SRCS) interpose/checker/http.c interpose/checker/channel.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/release.c \
