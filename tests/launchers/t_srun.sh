@@ -1,0 +1,17 @@
+# Slurm's srun runs 4-rank jobs with the shim on a single-node cluster of this host started for
+# ncg-modes: sync async
+# the test (lib.sh slurm_start: munged, slurmctld, slurmd with their own socket, key and ports
+# in $NCG_TMP, all stopped at exit): a healthy job ends 0 without a line from ncclguard; the
+# count mismatch (rank 1's AllReduce has 9 elements at slot 100) ends srun with status 86, rank
+# 1's full diagnostic printed and all 4 reports written. srun -l labels each line with its task
+# (rank 1's lines are those labelled "1: "). docs/launchers.md shows the same commands.
+. "$NCG_ROOT/tests/launchers/lib.sh"
+slurm_start
+LABELED=1
+launched healthy srun -n 4 -l "$RANKSH" "$SCEN" healthy
+expect "$RC" 0 "srun status (healthy)"
+no_ncclguard
+grep -q '^0: scen: healthy done$' "$OUT" || fail "the healthy job did not finish"
+launched count srun -n 4 -l "$RANKSH" "$SCEN" count
+expect "$RC" 86 "srun status (count mismatch)"
+check_incident
