@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
 # Installs ncclguard's build and test dependencies from Debian's packages when missing.
 # --check-or-install (used by make): silent when everything is present.
+# --launchers: also the real launchers tests/launchers runs (Debian's openmpi-bin, libopenmpi-dev,
+# python3-torch, slurm-wlm, munge; about a minute on a fresh machine): CI calls it this way;
+# make does not (a plain build needs none of them; without them those tests skip).
 set -u
+launchers=0
+for a in "$@"; do
+  case $a in
+    --launchers) launchers=1 ;;
+    --check-or-install) ;;
+    *) echo "usage: scripts/install-deps.sh [--check-or-install] [--launchers]" >&2; exit 2 ;;
+  esac
+done
 need=()
 have_hdr() { printf '#include <%s>\n' "$1" | ${CC:-cc} -E -x c - >/dev/null 2>&1; }
 command -v cc >/dev/null 2>&1 || need+=(gcc)
@@ -16,10 +27,26 @@ command -v clang-format >/dev/null 2>&1 || need+=(clang-format)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 # Optional at run time (file:line in call sites, loaded with dlopen); installed for the tests.
 ldconfig -p 2>/dev/null | grep -q 'libdw\.so\.1 ' || need+=(libdw1)
-[ ${#need[@]} -eq 0 ] && exit 0
-echo "ncclguard: installing build dependencies: ${need[*]}" >&2
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO=sudo
+# The launchers, by package (installed: dpkg's status "ii"; about 10 ms each). Their recommends
+# (libtorch-dev, build-essential, pybind11-dev, ninja-build, coarrays) are not needed to run them.
+lneed=()
+if [ $launchers = 1 ]; then
+  for p in openmpi-bin libopenmpi-dev python3-torch slurm-wlm munge; do
+    dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || lneed+=("$p")
+  done
+fi
+[ ${#need[@]} -eq 0 ] && [ ${#lneed[@]} -eq 0 ] && exit 0
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq "${need[@]}" >/dev/null || {
-  echo "ncclguard: could not install ${need[*]}; install them and retry" >&2; exit 1; }
+apt=(apt-get -o Acquire::Retries=3 -o DPkg::Lock::Timeout=300)
+[ "$(id -u)" -ne 0 ] && apt=(sudo "${apt[@]}")
+"${apt[@]}" update -qq >/dev/null || { echo "ncclguard: apt-get update failed" >&2; exit 1; }
+if [ ${#need[@]} -gt 0 ]; then
+  echo "ncclguard: installing build dependencies: ${need[*]}" >&2
+  "${apt[@]}" install -y -qq "${need[@]}" >/dev/null || {
+    echo "ncclguard: could not install ${need[*]}; install them and retry" >&2; exit 1; }
+fi
+if [ ${#lneed[@]} -gt 0 ]; then
+  echo "ncclguard: installing the launchers tests/launchers runs: ${lneed[*]}" >&2
+  "${apt[@]}" install -y -qq --no-install-recommends "${lneed[@]}" >/dev/null || {
+    echo "ncclguard: could not install ${lneed[*]}; install them and retry" >&2; exit 1; }
+fi
