@@ -111,16 +111,31 @@ check_incident() {
 # key, own ports), for `srun`. slurm_start skips the test (77) when it cannot come up;
 # slurm_stop (at exit) ends every daemon it started.
 SLURM_PIDS=""
+# slurm_steps: the slurmstepd processes of this cluster (slurmd's environment names its conf).
+slurm_steps() {
+  local p c
+  for p in /proc/[0-9]*; do
+    read -r c 2>/dev/null <"$p/comm" && [ "$c" = slurmstepd ] &&
+      grep -qzsF "SLURM_CONF=$SD/slurm.conf" "$p/environ" && echo "${p#/proc/}"
+  done
+}
+no_slurm_steps() { [ -z "$(slurm_steps)" ]; }
 slurm_stop() {
   local p
   [ -n "$SLURM_PIDS" ] || return 0
+  # A step's slurmstepd lingers after its tasks, reporting to the daemons; once they are gone it
+  # retries for minutes: let the steps end first, and SIGKILL any left (SIGTERM is ignored).
+  waitfor 10 no_slurm_steps
   # shellcheck disable=SC2086
   kill $SLURM_PIDS 2>/dev/null
   for p in $SLURM_PIDS; do
     waitfor 10 eval "! kill -0 $p 2>/dev/null" || kill -9 "$p" 2>/dev/null
   done
+  # shellcheck disable=SC2046
+  kill -9 $(slurm_steps) 2>/dev/null
   wait 2>/dev/null
   SLURM_PIDS=""
+  waitfor 10 no_slurm_steps || { echo "FAIL: slurmstepd left running: $(slurm_steps | tr '\n' ' ')"; exit 1; }
 }
 # slurm_skip REASON: the daemons' last log lines, then the reason as the last line (exit 77).
 slurm_skip() {
