@@ -63,6 +63,17 @@ static void test_wire(void)
     strcpy(m1.u.hello.host, "node-a");
     roundtrip(&m1);
 
+    /* the exit release's two frames: a communicator id each (v7) */
+    for (int t = 0; t < 2; t++) {
+        memset(&m1, 0, sizeof m1);
+        m1.type = t ? NCG_MSG_RELEASE : NCG_MSG_DONE;
+        m1.u.exit.comm_id = 0xfedcba9876543210ull;
+        roundtrip(&m1);
+        long n = ncg_wire_encode(&m1, buf, sizeof buf);
+        EXPECT(n == (long)NCG_WIRE_HDR + 8);
+        EXPECT(ncg_wire_decode(buf, (size_t)n, &m2) == n && m2.u.exit.comm_id == m1.u.exit.comm_id);
+    }
+
     memset(&m1, 0, sizeof m1);
     m1.type = NCG_MSG_REPORT;
     m1.u.report.n = 3;
