@@ -57,7 +57,9 @@ $(FN_TOUT)/%: $(FN_DIR)/tests/%.c $(APPS_OUT)/obj/ncg_test.o $(APPS_DIR)/ncg_tes
 	@mkdir -p $(dir $@)
 	$(CC) $(APP_CFLAGS) -I$(FN_DIR) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread -lm
 
-FN_TEST_PROGS := $(patsubst $(FN_DIR)/tests/%.c,$(FN_TOUT)/%,$(wildcard $(FN_DIR)/tests/*.c))
+# (userguide is built against NVIDIA's headers and runtime below, not with the ABI header)
+FN_TEST_PROGS := $(filter-out $(FN_TOUT)/userguide,\
+  $(patsubst $(FN_DIR)/tests/%.c,$(FN_TOUT)/%,$(wildcard $(FN_DIR)/tests/*.c)))
 TEST_BINS += $(FN_TEST_PROGS)
 
 # Tiny interposer: counts ncclBroadcast calls (proves pncclBcast goes through the PLT).
@@ -92,4 +94,14 @@ $(APPS_OUT)/graphs: $(APPS_DIR)/graphs.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
 	  $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) \
 	  -L/usr/local/cuda/lib64 -l:libcudart.so.13 -lpthread
 TEST_BINS += $(APPS_OUT)/graphs
+endif
+
+# userguide: the NCCL user guide's examples (stream order of the inputs); built like torchlike.
+ifneq ($(and $(FN_REAL_NCCL_H),$(FN_REAL_CUDART)),)
+$(FN_TOUT)/userguide: $(FN_DIR)/tests/userguide.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -std=gnu11 $(WARN) $(SANFLAGS) -isystem /usr/local/cuda/include -I$(APPS_DIR) \
+	  $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) \
+	  -L/usr/local/cuda/lib64 -l:libcudart.so.13 -lpthread
+TEST_BINS += $(FN_TOUT)/userguide
 endif

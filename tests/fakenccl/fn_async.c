@@ -31,6 +31,9 @@ typedef int (*capinfo_fn)(cudaStream_t, int *, unsigned long long *, void **, co
 typedef int (*uobj_create_fn)(void **, void *, void (*)(void *), unsigned int, unsigned int);
 typedef int (*uobj_release_fn)(void *, unsigned int);
 typedef int (*graph_retain_fn)(void *, void *, unsigned int, unsigned int);
+typedef int (*sync_fn)(cudaStream_t);
+typedef int (*evsync_fn)(void *);
+typedef int (*error_fn)(void);
 
 static struct {
     launch_fn launch;
@@ -43,6 +46,10 @@ static struct {
     uobj_create_fn uobj_create;
     uobj_release_fn uobj_release;
     graph_retain_fn graph_retain;
+    /* the synchronous mode's stream order (fn_stream_order) */
+    sync_fn sync;
+    evsync_fn ev_sync;
+    error_fn peek_error, get_error;
 } g_rt;
 static int g_on;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -67,6 +74,12 @@ static void resolve(void)
     g_rt.graph_retain = (graph_retain_fn)dlsym(RTLD_DEFAULT, "cudaGraphRetainUserObject");
     if (!g_rt.launch)
         g_rt.is_capturing = NULL; /* nothing could be recorded */
+    g_rt.sync = (sync_fn)dlsym(RTLD_DEFAULT, "cudaStreamSynchronize");
+    g_rt.ev_sync = (evsync_fn)dlsym(RTLD_DEFAULT, "cudaEventSynchronize");
+    g_rt.peek_error = (error_fn)dlsym(RTLD_DEFAULT, "cudaPeekAtLastError");
+    g_rt.get_error = (error_fn)dlsym(RTLD_DEFAULT, "cudaGetLastError");
+    if (!g_rt.peek_error || !g_rt.get_error)
+        g_rt.sync = NULL; /* could not keep its errors from the application */
     const char *s = getenv("FAKENCCL_ASYNC");
     if (!s || strcmp(s, "1") != 0)
         return;
@@ -227,6 +240,44 @@ cuda_error:
     free(j);
     fn_set_last_error("CUDA runtime refused to enqueue work on stream %p", (void *)s0);
     return ncclUnhandledCudaError;
+}
+
+/* Waits for what a kernel launched on stream now would wait for: the stream's earlier work,
+ * and for a blocking stream the legacy stream's (an event recorded there carries both); where
+ * that fails, for the stream alone. */
+static void wait_stream(cudaStream_t stream)
+{
+    void *ev = NULL;
+    if (g_rt.ev_create && g_rt.ev_record && g_rt.ev_sync && g_rt.ev_destroy &&
+        g_rt.ev_create(&ev, CUDA_EVENT_DISABLE_TIMING) == 0) {
+        int e = g_rt.ev_record(ev, stream);
+        if (e == 0)
+            e = g_rt.ev_sync(ev);
+        g_rt.ev_destroy(ev);
+        if (e == 0)
+            return;
+    }
+    g_rt.sync(stream);
+}
+
+void fn_stream_order(const struct fn_op *ops, int nops)
+{
+    int calls = 0;
+    for (int i = 0; i < nops; i++)
+        calls += ops[i].kind != FN_OP_JOIN;
+    if (!calls)
+        return; /* inits only: resolving now would miss a runtime the program loads later */
+    pthread_once(&g_once, resolve);
+    if (!g_rt.sync)
+        return;
+    /* An error here (no device, a worker thread, a bad handle) is not the application's:
+     * cleared, unless the application had one pending already. */
+    int before = g_rt.peek_error();
+    for (int i = 0; i < nops; i++)
+        if (ops[i].kind != FN_OP_JOIN && !seen_before(ops, i))
+            wait_stream(ops[i].stream);
+    if (before == 0)
+        g_rt.get_error();
 }
 
 void fn_async_drain(struct ncclComm *c)
