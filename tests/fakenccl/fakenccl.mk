@@ -74,34 +74,20 @@ fakenccl-bench: $(APPS_OUT)/ncg-launch $(APPS_OUT)/mixed $(FN_LIB)
 	@tests/fakenccl/bench.sh $(BUILD)
 BENCH_TARGETS += fakenccl-bench
 
-# torchlike: the PyTorch-shaped asynchronous app, built against NVIDIA's nccl.h and
-# cuda_runtime_api.h and linked against the genuine libcudart.so.13 (run on tests/fakecuda's).
+# Apps built against NVIDIA's nccl.h and cuda_runtime_api.h and linked against the genuine
+# libcudart.so.13 (run on tests/fakecuda's), with the fake NCCL and the id helper:
+# torchlike, the PyTorch-shaped asynchronous app; graphs, NCCL calls captured into CUDA graphs
+# and replayed; userguide, the NCCL user guide's examples (stream order of the inputs).
 FN_REAL_CUDART := $(wildcard /usr/local/cuda/lib64/libcudart.so.13)
 ifneq ($(and $(FN_REAL_NCCL_H),$(FN_REAL_CUDART)),)
-$(APPS_OUT)/torchlike: $(APPS_DIR)/torchlike.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
+FN_REAL_APPS := $(APPS_OUT)/torchlike $(APPS_OUT)/graphs $(FN_TOUT)/userguide
+$(APPS_OUT)/torchlike: $(APPS_DIR)/torchlike.c
+$(APPS_OUT)/graphs: $(APPS_DIR)/graphs.c
+$(FN_TOUT)/userguide: $(FN_DIR)/tests/userguide.c
+$(FN_REAL_APPS): $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -std=gnu11 $(WARN) $(SANFLAGS) -isystem /usr/local/cuda/include -I$(APPS_DIR) \
-	  $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) \
+	  $(BASE_LDFLAGS) -o $@ $(filter %.c,$^) $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) \
 	  -L/usr/local/cuda/lib64 -l:libcudart.so.13 -lpthread
-TEST_BINS += $(APPS_OUT)/torchlike
-endif
-
-# graphs: NCCL calls captured into CUDA graphs and replayed; built like torchlike.
-ifneq ($(and $(FN_REAL_NCCL_H),$(FN_REAL_CUDART)),)
-$(APPS_OUT)/graphs: $(APPS_DIR)/graphs.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -std=gnu11 $(WARN) $(SANFLAGS) -isystem /usr/local/cuda/include -I$(APPS_DIR) \
-	  $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) \
-	  -L/usr/local/cuda/lib64 -l:libcudart.so.13 -lpthread
-TEST_BINS += $(APPS_OUT)/graphs
-endif
-
-# userguide: the NCCL user guide's examples (stream order of the inputs); built like torchlike.
-ifneq ($(and $(FN_REAL_NCCL_H),$(FN_REAL_CUDART)),)
-$(FN_TOUT)/userguide: $(FN_DIR)/tests/userguide.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -std=gnu11 $(WARN) $(SANFLAGS) -isystem /usr/local/cuda/include -I$(APPS_DIR) \
-	  $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) \
-	  -L/usr/local/cuda/lib64 -l:libcudart.so.13 -lpthread
-TEST_BINS += $(FN_TOUT)/userguide
+TEST_BINS += $(FN_REAL_APPS)
 endif
