@@ -298,19 +298,54 @@ int fn_capturing(cudaStream_t stream)
            st != CUDA_CAPTURE_STATUS_NONE;
 }
 
+static ncclResult_t capture_one_stream(const struct fn_op *ops, int nops);
+
 ncclResult_t fn_capture_submit(const struct fn_op *ops, int nops)
 {
-    cudaStream_t s = ops[0].stream;
     if (fn_cuda_on()) {
         fn_set_last_error("stream capture is not supported with FAKENCCL_CUDA=1");
         return ncclInvalidUsage;
     }
-    for (int i = 1; i < nops; i++)
-        if (ops[i].stream != s) {
-            /* NCCL joins the streams into the capture; cross-stream capture is not modelled */
-            fn_set_last_error("captured group spans several streams (not supported)");
+    int streams = 0;
+    for (int i = 0; i < nops; i++) {
+        if (seen_before(ops, i))
+            continue;
+        if (!fn_capturing(ops[i].stream)) {
+            /* NCCL would join that stream into the capture; cross-stream capture is not
+             * modelled */
+            fn_set_last_error("captured group also uses a stream that is not capturing "
+                              "(not supported)");
             return ncclInvalidUsage;
         }
+        streams++;
+    }
+    if (streams == 1)
+        return capture_one_stream(ops, nops);
+    /* Several capturing streams (one thread driving several devices, each stream captured
+     * into its own graph, as nccl-tests -g N -G M): each stream's capture gets the group's ops
+     * on that stream; a replay of one graph runs them (its peers' replays run on their own
+     * stream workers, so a ring still progresses). */
+    struct fn_op *part = malloc((size_t)nops * sizeof *part);
+    if (!part)
+        return ncclSystemError;
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; r == ncclSuccess && i < nops; i++) {
+        if (seen_before(ops, i))
+            continue;
+        int n = 0;
+        for (int k = i; k < nops; k++)
+            if (ops[k].stream == ops[i].stream)
+                part[n++] = ops[k];
+        r = capture_one_stream(part, n);
+    }
+    free(part);
+    return r;
+}
+
+/* ops all on one capturing stream: one persistent job in its capture. */
+static ncclResult_t capture_one_stream(const struct fn_op *ops, int nops)
+{
+    cudaStream_t s = ops[0].stream;
     struct fn_job *j = calloc(1, sizeof *j + (size_t)nops * sizeof *ops);
     if (!j)
         return ncclSystemError;

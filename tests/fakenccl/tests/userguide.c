@@ -9,6 +9,9 @@
  *   userguide ranks (under ncg-launch): example 3 (one device per process): float inputs
  *     copied in with cudaMemcpyAsync on a non-blocking stream, in-place all-reduce of one
  *     buffer and out-of-place of another, results copied back on the stream, check the sums.
+ *   userguide graphs [NDEV]: example 1 captured: each device's stream captured into its own
+ *     graph (as nccl-tests -g N -G M), one group of an all-reduce and a send/recv ring over
+ *     the NDEV communicators, 5 launches of every graph with new inputs, results checked.
  * Prints "userguide: MODE ok" (ranks: from every rank). */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -129,18 +132,90 @@ static int ranks(void)
     return 0;
 }
 
+static int graphs(int ndev)
+{
+    const size_t count = 1024;
+    ncclComm_t comms[MAX_DEV];
+    int devs[MAX_DEV] = {0};
+    float *send[MAX_DEV], *recv[MAX_DEV], *ring[MAX_DEV];
+    cudaStream_t s[MAX_DEV];
+    cudaGraph_t g[MAX_DEV];
+    cudaGraphExec_t ge[MAX_DEV];
+    float *host = malloc(count * sizeof(float)), *host2 = malloc(count * sizeof(float));
+
+    for (int i = 0; i < ndev; i++) {
+        devs[i] = i;
+        CUDACHECK(cudaSetDevice(i));
+        CUDACHECK(cudaMalloc((void **)&send[i], count * sizeof(float)));
+        CUDACHECK(cudaMalloc((void **)&recv[i], count * sizeof(float)));
+        CUDACHECK(cudaMalloc((void **)&ring[i], count * sizeof(float)));
+        CUDACHECK(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
+    }
+    NCG_CHECK(ncclCommInitAll(comms, ndev, devs));
+    for (int i = 0; i < ndev; i++)
+        CUDACHECK(cudaStreamBeginCapture(s[i], cudaStreamCaptureModeThreadLocal));
+    NCG_CHECK(ncclGroupStart());
+    for (int i = 0; i < ndev; i++) {
+        NCG_CHECK(ncclAllReduce(send[i], recv[i], count, ncclFloat, ncclSum, comms[i], s[i]));
+        NCG_CHECK(ncclSend(send[i], count, ncclFloat, (i + 1) % ndev, comms[i], s[i]));
+        NCG_CHECK(ncclRecv(ring[i], count, ncclFloat, (i + ndev - 1) % ndev, comms[i], s[i]));
+    }
+    NCG_CHECK(ncclGroupEnd());
+    for (int i = 0; i < ndev; i++) {
+        CUDACHECK(cudaStreamEndCapture(s[i], &g[i]));
+        CUDACHECK(cudaGraphInstantiate(&ge[i], g[i], 0));
+    }
+    for (int it = 0; it < 5; it++) {
+        for (int i = 0; i < ndev; i++) {
+            for (size_t k = 0; k < count; k++)
+                host[k] = (float)(100 * it + 10 * i) + (float)(k % 5);
+            CUDACHECK(cudaMemcpy(send[i], host, count * sizeof(float), cudaMemcpyHostToDevice));
+        }
+        for (int i = 0; i < ndev; i++)
+            CUDACHECK(cudaGraphLaunch(ge[i], s[i]));
+        for (int i = 0; i < ndev; i++)
+            CUDACHECK(cudaStreamSynchronize(s[i]));
+        for (int i = 0; i < ndev; i++) {
+            int from = (i + ndev - 1) % ndev;
+            CUDACHECK(cudaMemcpy(host, recv[i], count * sizeof(float), cudaMemcpyDeviceToHost));
+            CUDACHECK(cudaMemcpy(host2, ring[i], count * sizeof(float), cudaMemcpyDeviceToHost));
+            for (size_t k = 0; k < count; k++) {
+                float want = (float)(ndev * 100 * it + 10 * ndev * (ndev - 1) / 2) +
+                             (float)(ndev * (int)(k % 5));
+                float want2 = (float)(100 * it + 10 * from) + (float)(k % 5);
+                if (host[k] != want || host2[k] != want2) {
+                    fprintf(stderr,
+                            "userguide: graphs: launch %d device %d element %zu: all-reduce %g "
+                            "(want %g), ring %g (want %g)\n",
+                            it, i, k, host[k], want, host2[k], want2);
+                    return 1;
+                }
+            }
+        }
+    }
+    for (int i = 0; i < ndev; i++) {
+        CUDACHECK(cudaGraphExecDestroy(ge[i]));
+        CUDACHECK(cudaGraphDestroy(g[i]));
+        NCG_CHECK(ncclCommDestroy(comms[i]));
+    }
+    free(host);
+    free(host2);
+    printf("userguide: graphs ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc >= 2 && !strcmp(argv[1], "single")) {
+    if (argc >= 2 && (!strcmp(argv[1], "single") || !strcmp(argv[1], "graphs"))) {
         int ndev = argc >= 3 ? atoi(argv[2]) : 4;
         if (ndev < 1 || ndev > MAX_DEV) {
-            fprintf(stderr, "userguide: single: 1..%d devices\n", MAX_DEV);
+            fprintf(stderr, "userguide: %s: 1..%d devices\n", argv[1], MAX_DEV);
             return 2;
         }
-        return single(ndev);
+        return argv[1][0] == 's' ? single(ndev) : graphs(ndev);
     }
     if (argc >= 2 && !strcmp(argv[1], "ranks"))
         return ranks();
-    fprintf(stderr, "usage: userguide single [NDEV] | ranks\n");
+    fprintf(stderr, "usage: userguide single [NDEV] | graphs [NDEV] | ranks\n");
     return 2;
 }
