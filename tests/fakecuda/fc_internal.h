@@ -240,7 +240,9 @@ cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
                                   size_t sharedMem, cudaStream_t stream);
 
 /* What nvcc's generated host code calls (crt/host_runtime.h, crt/device_functions.h: C++
- * headers, so declared here): module and kernel registration before main, <<<>>> launches. */
+ * headers, so declared here), in fc_kernel.c: module and kernel registration (before main, from
+ * the program's constructors; unregistration from its atexit handler) and <<<>>> launches. Any
+ * thread; none blocks; registration allocates (aborts when out of memory). */
 void **__cudaRegisterFatBinary(void *fatCubin);
 void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
 void __cudaUnregisterFatBinary(void **fatCubinHandle);
