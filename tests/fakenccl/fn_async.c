@@ -33,6 +33,7 @@ typedef int (*uobj_release_fn)(void *, unsigned int);
 typedef int (*graph_retain_fn)(void *, void *, unsigned int, unsigned int);
 typedef int (*sync_fn)(cudaStream_t);
 typedef int (*evsync_fn)(void *);
+typedef int (*getflags_fn)(cudaStream_t, unsigned int *);
 typedef int (*error_fn)(void);
 
 static struct {
@@ -47,14 +48,16 @@ static struct {
     uobj_release_fn uobj_release;
     graph_retain_fn graph_retain;
     /* the synchronous mode's stream order (fn_stream_order) */
-    sync_fn sync;
+    sync_fn sync, query;
     evsync_fn ev_sync;
+    getflags_fn get_flags;
     error_fn peek_error, get_error;
 } g_rt;
 static int g_on;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 #define CUDA_EVENT_DISABLE_TIMING 0x02u
+#define CUDA_STREAM_NON_BLOCKING 0x01u
 #define CUDA_CAPTURE_STATUS_NONE 0 /* cudaStreamCaptureStatusNone */
 #define CUDA_USER_OBJECT_NO_DESTRUCTOR_SYNC 1u
 #define CUDA_GRAPH_USER_OBJECT_MOVE 1u
@@ -76,6 +79,8 @@ static void resolve(void)
         g_rt.is_capturing = NULL; /* nothing could be recorded */
     g_rt.sync = (sync_fn)dlsym(RTLD_DEFAULT, "cudaStreamSynchronize");
     g_rt.ev_sync = (evsync_fn)dlsym(RTLD_DEFAULT, "cudaEventSynchronize");
+    g_rt.query = (sync_fn)dlsym(RTLD_DEFAULT, "cudaStreamQuery");
+    g_rt.get_flags = (getflags_fn)dlsym(RTLD_DEFAULT, "cudaStreamGetFlags");
     g_rt.peek_error = (error_fn)dlsym(RTLD_DEFAULT, "cudaPeekAtLastError");
     g_rt.get_error = (error_fn)dlsym(RTLD_DEFAULT, "cudaGetLastError");
     if (!g_rt.peek_error || !g_rt.get_error)
@@ -247,6 +252,12 @@ cuda_error:
  * that fails, for the stream alone. */
 static void wait_stream(cudaStream_t stream)
 {
+    /* Fast path: an idle non-blocking stream (what NCCL programs mostly use) has nothing a
+     * kernel would wait for; skipping the event spares a round trip to its worker thread. */
+    unsigned int flags = 0;
+    if (stream && g_rt.get_flags && g_rt.query && g_rt.get_flags(stream, &flags) == 0 &&
+        (flags & CUDA_STREAM_NON_BLOCKING) && g_rt.query(stream) == 0)
+        return;
     void *ev = NULL;
     if (g_rt.ev_create && g_rt.ev_record && g_rt.ev_sync && g_rt.ev_destroy &&
         g_rt.ev_create(&ev, CUDA_EVENT_DISABLE_TIMING) == 0) {
