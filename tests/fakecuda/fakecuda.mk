@@ -10,7 +10,7 @@ FC_REAL_LIB := $(wildcard $(FC_CUDA)/lib64/libcudart.so.13)
 
 ifneq ($(FC_HDR),)
 FC_SRCS := $(FC_DIR)/fc_device.c $(FC_DIR)/fc_error.c $(FC_DIR)/fc_mem.c $(FC_DIR)/fc_stream.c \
-  $(FC_DIR)/fc_event.c $(FC_DIR)/fc_graph.c $(FC_DIR)/fc_capture.c
+  $(FC_DIR)/fc_event.c $(FC_DIR)/fc_graph.c $(FC_DIR)/fc_capture.c $(FC_DIR)/fc_kernel.c
 FC_OBJS := $(patsubst $(FC_DIR)/%.c,$(FC_OUT)/obj/%.o,$(FC_SRCS))
 FC_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -isystem $(FC_CUDA)/include
 
@@ -46,6 +46,16 @@ $(FC_TOUT)/legacy-ptds: $(FC_DIR)/tests/legacy.c $(FC_DIR)/tests/fc_test.h $(FC_
 	@mkdir -p $(dir $@)
 	$(CC) $(FC_APP_CFLAGS) -DCUDA_API_PER_THREAD_DEFAULT_STREAM $(BASE_LDFLAGS) -o $@ $< \
 	  $(FC_APP_LIBS) -lpthread -ldl
+
+# A CUDA program built by nvcc (kernel registration, <<<>>> launches), only where nvcc exists;
+# linked against the genuine runtime (-cudart shared) like the C programs, run on the fake.
+FC_NVCC := $(wildcard $(FC_CUDA)/bin/nvcc)
+ifneq ($(FC_NVCC),)
+$(FC_TOUT)/kernel: $(FC_DIR)/tests/kernel.cu $(FC_DIR)/tests/fc_test.h $(FC_LIB)
+	@mkdir -p $(dir $@)
+	$(FC_NVCC) -gencode=arch=compute_90,code=sm_90 -cudart shared -I$(FC_DIR)/tests -o $@ $<
+TEST_BINS += $(FC_TOUT)/kernel
+endif
 
 FC_TEST_PROGS := $(patsubst $(FC_DIR)/tests/%.c,$(FC_TOUT)/%,$(wildcard $(FC_DIR)/tests/*.c))
 TEST_BINS += $(FC_TEST_PROGS) $(FC_TOUT)/legacy-ptds

@@ -154,7 +154,7 @@ FC_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int devi
     snprintf(prop->name, sizeof(prop->name), "fakecuda CPU device");
     memcpy(prop->uuid.bytes, "fakecuda-dev", 12);
     prop->uuid.bytes[15] = (char)device;
-    prop->totalGlobalMem = (size_t)80 << 30;
+    prop->totalGlobalMem = FC_DEVICE_MEM_BYTES;
     prop->sharedMemPerBlock = 48 << 10;
     prop->sharedMemPerBlockOptin = 227 << 10;
     prop->sharedMemPerMultiprocessor = 228 << 10;

@@ -14,6 +14,7 @@
 #define FC_API __attribute__((visibility("default")))
 #define FC_MAX_DEVICES 64
 #define FC_DEFAULT_DEVICES 8
+#define FC_DEVICE_MEM_BYTES ((size_t)80 << 30) /* totalGlobalMem of every device */
 #define FC_PRIO_LEAST 0
 #define FC_PRIO_GREATEST (-5)
 #define FC_DEVICE_ALIGN 256
@@ -234,5 +235,31 @@ cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
 cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
 cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
                                                 cudaGraphInstantiateParams *instantiateParams);
+
+cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                  size_t sharedMem, cudaStream_t stream);
+
+/* What nvcc's generated host code calls (crt/host_runtime.h, crt/device_functions.h: C++
+ * headers, so declared here), in fc_kernel.c: module and kernel registration (before main, from
+ * the program's constructors; unregistration from its atexit handler) and <<<>>> launches. Any
+ * thread; none blocks; registration allocates (aborts when out of memory). */
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
+void __cudaUnregisterFatBinary(void **fatCubinHandle);
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+                            dim3 *bDim, dim3 *gDim, int *wSize);
+void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
+                       const char *deviceName, int ext, size_t size, int constant, int global);
+char __cudaInitModule(void **fatCubinHandle);
+cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun);
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                     struct CUstream_st *stream);
+cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+                                       void *stream);
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+                               size_t sharedMem, cudaStream_t stream);
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+                                    size_t sharedMem, cudaStream_t stream);
 
 #endif

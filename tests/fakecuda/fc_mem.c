@@ -148,6 +148,51 @@ FC_API cudaError_t cudaFreeHost(void *ptr)
     return release(ptr, FC_KIND_HOST_MEM);
 }
 
+/* Total is the properties' totalGlobalMem; free is that less the current device's live
+ * cudaMalloc memory (the host's own limit is not modelled). */
+FC_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
+{
+    size_t used = 0, i;
+    int device = fc_current_device();
+
+    if (!free_bytes || !total)
+        return fc_ret(cudaErrorInvalidValue);
+    fc_init();
+    if (fc_rt.ndevices == 0)
+        return fc_ret(cudaErrorNoDevice);
+    pthread_mutex_lock(&fc_rt.lock);
+    for (i = 0; i < fc_rt.n_table; i++)
+        if (fc_rt.table[i].kind == FC_KIND_DEVICE_MEM && fc_rt.table[i].device == device)
+            used += fc_rt.table[i].size;
+    pthread_mutex_unlock(&fc_rt.lock);
+    *total = FC_DEVICE_MEM_BYTES;
+    *free_bytes = used < *total ? *total - used : 0;
+    return cudaSuccess;
+}
+
+/* Waits for the current device's work, then frees its cudaMalloc memory (CUDA destroys the
+ * whole context; streams, events and pinned host memory stay valid here). */
+FC_API cudaError_t cudaDeviceReset(void)
+{
+    int device = fc_current_device();
+    cudaError_t err = cudaDeviceSynchronize();
+    size_t i, n = 0;
+
+    if (err != cudaSuccess)
+        return err;
+    pthread_mutex_lock(&fc_rt.lock);
+    for (i = 0; i < fc_rt.n_table; i++) {
+        struct fc_entry *e = &fc_rt.table[i];
+        if (e->kind == FC_KIND_DEVICE_MEM && e->device == device)
+            free((void *)e->base);
+        else
+            fc_rt.table[n++] = *e;
+    }
+    fc_rt.n_table = n;
+    pthread_mutex_unlock(&fc_rt.lock);
+    return cudaSuccess;
+}
+
 FC_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
                                             const void *ptr)
 {

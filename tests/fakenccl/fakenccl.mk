@@ -4,7 +4,7 @@ FN_DIR := tests/fakenccl
 FN_OUT := $(BUILD)/fakenccl
 FN_LIB := $(FN_OUT)/libnccl.so.2
 FN_SRCS := $(FN_DIR)/fn_api.c $(FN_DIR)/fn_engine.c $(FN_DIR)/fn_dtype.c $(FN_DIR)/fn_id.c \
-  $(FN_DIR)/fn_async.c $(FN_DIR)/fn_stall.c $(FN_DIR)/fn_cuda.c
+  $(FN_DIR)/fn_async.c $(FN_DIR)/fn_stall.c $(FN_DIR)/fn_cuda.c $(FN_DIR)/fn_devapi.c
 FN_OBJS := $(patsubst $(FN_DIR)/%.c,$(FN_OUT)/obj/%.o,$(FN_SRCS))
 FN_APP_LIBS := -L$(FN_OUT) -l:libnccl.so.2
 FN_REAL_NCCL_H := $(wildcard /usr/local/cuda/include/nccl.h)
@@ -57,7 +57,9 @@ $(FN_TOUT)/%: $(FN_DIR)/tests/%.c $(APPS_OUT)/obj/ncg_test.o $(APPS_DIR)/ncg_tes
 	@mkdir -p $(dir $@)
 	$(CC) $(APP_CFLAGS) -I$(FN_DIR) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread -lm
 
-FN_TEST_PROGS := $(patsubst $(FN_DIR)/tests/%.c,$(FN_TOUT)/%,$(wildcard $(FN_DIR)/tests/*.c))
+# (userguide is built against NVIDIA's headers and runtime below, not with the ABI header)
+FN_TEST_PROGS := $(filter-out $(FN_TOUT)/userguide,\
+  $(patsubst $(FN_DIR)/tests/%.c,$(FN_TOUT)/%,$(wildcard $(FN_DIR)/tests/*.c)))
 TEST_BINS += $(FN_TEST_PROGS)
 
 # Tiny interposer: counts ncclBroadcast calls (proves pncclBcast goes through the PLT).
@@ -72,26 +74,22 @@ fakenccl-bench: $(APPS_OUT)/ncg-launch $(APPS_OUT)/mixed $(FN_LIB)
 	@tests/fakenccl/bench.sh $(BUILD)
 BENCH_TARGETS += fakenccl-bench
 
-# torchlike: the PyTorch-shaped asynchronous app, built against NVIDIA's nccl.h and
-# cuda_runtime_api.h and linked against the genuine libcudart.so.13 (run on tests/fakecuda's).
+# Apps built against NVIDIA's nccl.h and cuda_runtime_api.h and linked against the genuine
+# libcudart.so.13 (run on tests/fakecuda's), with the fake NCCL and the id helper:
+# torchlike, the PyTorch-shaped asynchronous app; graphs, NCCL calls captured into CUDA graphs
+# and replayed; userguide, the NCCL user guide's examples (stream order of the inputs).
 FN_REAL_CUDART := $(wildcard /usr/local/cuda/lib64/libcudart.so.13)
 ifneq ($(and $(FN_REAL_NCCL_H),$(FN_REAL_CUDART)),)
-$(APPS_OUT)/torchlike: $(APPS_DIR)/torchlike.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
+FN_REAL_APPS := $(APPS_OUT)/torchlike $(APPS_OUT)/graphs $(FN_TOUT)/userguide
+$(APPS_OUT)/torchlike: $(APPS_DIR)/torchlike.c
+$(APPS_OUT)/graphs: $(APPS_DIR)/graphs.c
+$(FN_TOUT)/userguide: $(FN_DIR)/tests/userguide.c
+$(FN_REAL_APPS): $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -std=gnu11 $(WARN) $(SANFLAGS) -isystem /usr/local/cuda/include -I$(APPS_DIR) \
-	  $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) \
+	  $(BASE_LDFLAGS) -o $@ $(filter %.c,$^) $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) \
 	  -L/usr/local/cuda/lib64 -l:libcudart.so.13 -lpthread
-TEST_BINS += $(APPS_OUT)/torchlike
-endif
-
-# graphs: NCCL calls captured into CUDA graphs and replayed; built like torchlike.
-ifneq ($(and $(FN_REAL_NCCL_H),$(FN_REAL_CUDART)),)
-$(APPS_OUT)/graphs: $(APPS_DIR)/graphs.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -std=gnu11 $(WARN) $(SANFLAGS) -isystem /usr/local/cuda/include -I$(APPS_DIR) \
-	  $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) \
-	  -L/usr/local/cuda/lib64 -l:libcudart.so.13 -lpthread
-TEST_BINS += $(APPS_OUT)/graphs
+TEST_BINS += $(FN_REAL_APPS)
 endif
 
 # cxxsite: a C++ application (a call site deep in a namespace and a class template) for the

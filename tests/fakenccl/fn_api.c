@@ -103,10 +103,13 @@ static ncclResult_t submit(const struct fn_op *op)
         struct fn_op one = *op;
         if (one.kind != FN_OP_JOIN && fn_capturing(one.stream))
             return fn_capture_submit(&one, 1); /* slots are taken at each replay */
+        int sync = one.kind == FN_OP_JOIN || (!fn_cuda_on() && !fn_async_on());
+        if (sync && one.kind != FN_OP_JOIN)
+            fn_stream_order(&one, 1); /* after the stream's earlier work (and replays) */
         fn_assign_seq(&one);
-        if (one.kind != FN_OP_JOIN && fn_cuda_on())
+        if (!sync && fn_cuda_on())
             return fn_cuda_run(&one, 1);
-        if (one.kind != FN_OP_JOIN && fn_async_on())
+        if (!sync)
             return fn_async_submit(&one, 1);
         return fn_run(&one, 1);
     }
@@ -157,6 +160,10 @@ FN_API ncclResult_t pncclGroupEnd(void)
     for (int i = 0; res == ncclSuccess && i < t_nops; i++)
         if (t_ops[i].kind != FN_OP_JOIN && fn_capturing(t_ops[i].stream))
             captured = 1;
+    /* Synchronous mode: after the streams' earlier work, before taking slots (graph replays
+     * queued there take theirs when they run). */
+    if (res == ncclSuccess && t_nops > 0 && !captured && !fn_cuda_on() && !fn_async_on())
+        fn_stream_order(t_ops, t_nops);
     /* Slots in call order (one thread drives a comm); a captured group takes them at each
      * replay instead. */
     for (int i = 0; !captured && i < t_nops; i++)

@@ -31,6 +31,10 @@ typedef int (*capinfo_fn)(cudaStream_t, int *, unsigned long long *, void **, co
 typedef int (*uobj_create_fn)(void **, void *, void (*)(void *), unsigned int, unsigned int);
 typedef int (*uobj_release_fn)(void *, unsigned int);
 typedef int (*graph_retain_fn)(void *, void *, unsigned int, unsigned int);
+typedef int (*sync_fn)(cudaStream_t);
+typedef int (*evsync_fn)(void *);
+typedef int (*getflags_fn)(cudaStream_t, unsigned int *);
+typedef int (*error_fn)(void);
 
 static struct {
     launch_fn launch;
@@ -43,11 +47,17 @@ static struct {
     uobj_create_fn uobj_create;
     uobj_release_fn uobj_release;
     graph_retain_fn graph_retain;
+    /* the synchronous mode's stream order (fn_stream_order) */
+    sync_fn sync, query;
+    evsync_fn ev_sync;
+    getflags_fn get_flags;
+    error_fn peek_error, get_error;
 } g_rt;
 static int g_on;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 #define CUDA_EVENT_DISABLE_TIMING 0x02u
+#define CUDA_STREAM_NON_BLOCKING 0x01u
 #define CUDA_CAPTURE_STATUS_NONE 0 /* cudaStreamCaptureStatusNone */
 #define CUDA_USER_OBJECT_NO_DESTRUCTOR_SYNC 1u
 #define CUDA_GRAPH_USER_OBJECT_MOVE 1u
@@ -67,6 +77,14 @@ static void resolve(void)
     g_rt.graph_retain = (graph_retain_fn)dlsym(RTLD_DEFAULT, "cudaGraphRetainUserObject");
     if (!g_rt.launch)
         g_rt.is_capturing = NULL; /* nothing could be recorded */
+    g_rt.sync = (sync_fn)dlsym(RTLD_DEFAULT, "cudaStreamSynchronize");
+    g_rt.ev_sync = (evsync_fn)dlsym(RTLD_DEFAULT, "cudaEventSynchronize");
+    g_rt.query = (sync_fn)dlsym(RTLD_DEFAULT, "cudaStreamQuery");
+    g_rt.get_flags = (getflags_fn)dlsym(RTLD_DEFAULT, "cudaStreamGetFlags");
+    g_rt.peek_error = (error_fn)dlsym(RTLD_DEFAULT, "cudaPeekAtLastError");
+    g_rt.get_error = (error_fn)dlsym(RTLD_DEFAULT, "cudaGetLastError");
+    if (!g_rt.peek_error || !g_rt.get_error)
+        g_rt.sync = NULL; /* could not keep its errors from the application */
     const char *s = getenv("FAKENCCL_ASYNC");
     if (!s || strcmp(s, "1") != 0)
         return;
@@ -229,6 +247,50 @@ cuda_error:
     return ncclUnhandledCudaError;
 }
 
+/* Waits for what a kernel launched on stream now would wait for: the stream's earlier work,
+ * and for a blocking stream the legacy stream's (an event recorded there carries both); where
+ * that fails, for the stream alone. */
+static void wait_stream(cudaStream_t stream)
+{
+    /* Fast path: an idle non-blocking stream (what NCCL programs mostly use) has nothing a
+     * kernel would wait for; skipping the event spares a round trip to its worker thread. */
+    unsigned int flags = 0;
+    if (stream && g_rt.get_flags && g_rt.query && g_rt.get_flags(stream, &flags) == 0 &&
+        (flags & CUDA_STREAM_NON_BLOCKING) && g_rt.query(stream) == 0)
+        return;
+    void *ev = NULL;
+    if (g_rt.ev_create && g_rt.ev_record && g_rt.ev_sync && g_rt.ev_destroy &&
+        g_rt.ev_create(&ev, CUDA_EVENT_DISABLE_TIMING) == 0) {
+        int e = g_rt.ev_record(ev, stream);
+        if (e == 0)
+            e = g_rt.ev_sync(ev);
+        g_rt.ev_destroy(ev);
+        if (e == 0)
+            return;
+    }
+    g_rt.sync(stream);
+}
+
+void fn_stream_order(const struct fn_op *ops, int nops)
+{
+    int calls = 0;
+    for (int i = 0; i < nops; i++)
+        calls += ops[i].kind != FN_OP_JOIN;
+    if (!calls)
+        return; /* inits only: resolving now would miss a runtime the program loads later */
+    pthread_once(&g_once, resolve);
+    if (!g_rt.sync)
+        return;
+    /* An error here (no device, a worker thread, a bad handle) is not the application's:
+     * cleared, unless the application had one pending already. */
+    int before = g_rt.peek_error();
+    for (int i = 0; i < nops; i++)
+        if (ops[i].kind != FN_OP_JOIN && !seen_before(ops, i))
+            wait_stream(ops[i].stream);
+    if (before == 0)
+        g_rt.get_error();
+}
+
 void fn_async_drain(struct ncclComm *c)
 {
     for (;;) {
@@ -247,19 +309,54 @@ int fn_capturing(cudaStream_t stream)
            st != CUDA_CAPTURE_STATUS_NONE;
 }
 
+static ncclResult_t capture_one_stream(const struct fn_op *ops, int nops);
+
 ncclResult_t fn_capture_submit(const struct fn_op *ops, int nops)
 {
-    cudaStream_t s = ops[0].stream;
     if (fn_cuda_on()) {
         fn_set_last_error("stream capture is not supported with FAKENCCL_CUDA=1");
         return ncclInvalidUsage;
     }
-    for (int i = 1; i < nops; i++)
-        if (ops[i].stream != s) {
-            /* NCCL joins the streams into the capture; cross-stream capture is not modelled */
-            fn_set_last_error("captured group spans several streams (not supported)");
+    int streams = 0;
+    for (int i = 0; i < nops; i++) {
+        if (seen_before(ops, i))
+            continue;
+        if (!fn_capturing(ops[i].stream)) {
+            /* NCCL would join that stream into the capture; cross-stream capture is not
+             * modelled */
+            fn_set_last_error("captured group also uses a stream that is not capturing "
+                              "(not supported)");
             return ncclInvalidUsage;
         }
+        streams++;
+    }
+    if (streams == 1)
+        return capture_one_stream(ops, nops);
+    /* Several capturing streams (one thread driving several devices, each stream captured
+     * into its own graph, as nccl-tests -g N -G M): each stream's capture gets the group's ops
+     * on that stream; a replay of one graph runs them (its peers' replays run on their own
+     * stream workers, so a ring still progresses). */
+    struct fn_op *part = malloc((size_t)nops * sizeof *part);
+    if (!part)
+        return ncclSystemError;
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; r == ncclSuccess && i < nops; i++) {
+        if (seen_before(ops, i))
+            continue;
+        int n = 0;
+        for (int k = i; k < nops; k++)
+            if (ops[k].stream == ops[i].stream)
+                part[n++] = ops[k];
+        r = capture_one_stream(part, n);
+    }
+    free(part);
+    return r;
+}
+
+/* ops all on one capturing stream: one persistent job in its capture. */
+static ncclResult_t capture_one_stream(const struct fn_op *ops, int nops)
+{
+    cudaStream_t s = ops[0].stream;
     struct fn_job *j = calloc(1, sizeof *j + (size_t)nops * sizeof *ops);
     if (!j)
         return ncclSystemError;

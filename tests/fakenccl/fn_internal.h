@@ -175,6 +175,10 @@ int fn_async_on(void);
  * other ops' streams by events; each op's comm gains a reference and a pending job until the
  * work ran. Caller thread; allocates; never blocks on the work. */
 ncclResult_t fn_async_submit(const struct fn_op *ops, int nops);
+/* Synchronous mode: wait for the work queued on each op's stream before the call
+ * (cudaStreamSynchronize through the loaded runtime; nothing without one), as a GPU would run
+ * the call after it. Call before taking the ops' slots. Caller thread; blocks. */
+void fn_stream_order(const struct fn_op *ops, int nops);
 /* Wait until comm c has no pending job (destroy, finalize, split). Caller thread; blocks. */
 void fn_async_drain(struct ncclComm *c);
 /* 1 when a CUDA runtime is loaded and stream is capturing (or its capture was invalidated).

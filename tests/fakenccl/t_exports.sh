@@ -1,4 +1,5 @@
-# The fake exports exactly the genuine libnccl.so.2's host API (nccl.h): every ncclX weak and
+# The fake exports exactly the genuine libnccl.so.2's host API (nccl.h, and the host side of the
+# device API in nccl_device/*.h, ncclDevCommCreate & co.): every ncclX weak and
 # every pncclX strong at the same address. Skipped when the genuine library is absent.
 . "$NCG_ROOT/tests/fakenccl/lib.sh"
 real=/usr/local/cuda/lib64/libnccl.so.2
@@ -7,8 +8,12 @@ fake=$NCG_BUILD/fakenccl/libnccl.so.2
 command -v nm >/dev/null || { echo "nm not installed"; exit 77; }
 [ -f "$real" ] && [ -f "$hdr" ] || { echo "no genuine NCCL under /usr/local/cuda"; exit 77; }
 syms() { nm -D --defined-only "$1" | awk '$3 ~ /^p?nccl/ {print $2, $3}' | sort -k2; }
-# the host API = functions nccl.h declares (the device API lives in nccl_device/)
-api=$(grep -oE '\bp?nccl[A-Za-z]+[[:space:]]*\(' "$hdr" | tr -d ' (' | sort -u)
+# the host API = functions nccl.h declares, plus the device API's host-side functions
+# (nccl_device/*.h: "NCCL_EXTERN_C __host__ TYPE ncclX(...)")
+api=$( { grep -oE '\bp?nccl[A-Za-z]+[[:space:]]*\(' "$hdr"
+         cat "${hdr%/nccl.h}"/nccl_device/*.h 2>/dev/null | grep -E '^NCCL_EXTERN_C __host__' |
+           grep -oE '\bnccl[A-Za-z0-9]+[[:space:]]*\(' | sed 's/^/p/; p; s/^p//'
+       } | tr -d ' (' | sort -u)
 want=$(syms "$real" | awk 'NR==FNR {a[$1]=1; next} ($2 in a)' <(echo "$api") -)
 got=$(syms "$fake")
 [ -n "$want" ] || fail "no API symbols found in $real"

@@ -2,7 +2,9 @@
 # ranks replay a captured AllReduce + ReduceScatter 100 times with right results, in the
 # synchronous and the asynchronous mode; a rank issuing the same calls eagerly matches the
 # others' replays; a rank replaying the other graph at replay 50 hangs the job (ended by the
-# launcher's timeout, not a success) without crashing.
+# launcher's timeout, not a success) without crashing. One process driving 3 devices whose
+# streams are captured into one graph each, from one group (nccl-tests -g 3 -G N): every
+# stream's capture gets its calls, 5 launches with right results (userguide graphs).
 . "$NCG_ROOT/tests/fakenccl/lib.sh"
 need "$NCG_BUILD/tests/graphs"
 [ -e "$NCG_BUILD/fakecuda/libcudart.so.13" ] || { echo "no CPU CUDA runtime (tests/fakecuda not built)"; exit 77; }
@@ -26,5 +28,12 @@ echo "$out" | grep -q "replays ok" && fail "odd: a rank finished: $out"
 [ "$(echo "$out" | grep -c '^replay_at [0-9]*\.[0-9]\{6\}$')" = 1 ] || fail "odd: no replay_at line: $out"
 echo "$out" | grep -qiE "timeout|timed out" || fail "odd: not ended by the timeout: $out"
 echo "$out" | grep -qiE "segmentation|core dumped|sanitizer|signal 11|SIGSEGV|SIGABRT" && fail "odd: crashed: $out"
+# several capturing streams in one group (one thread, 3 devices), both modes
+UG=$NCG_BUILD/tests/fakenccl/userguide
+need "$UG"
+for m in "" 1; do
+  out=$(FAKENCCL_ASYNC=$m timeout 60 "$UG" graphs 3 2>&1); rc=$?
+  [ $rc -eq 0 ] && [ "$out" = "userguide: graphs ok" ] || fail "graphs over 3 streams (FAKENCCL_ASYNC=$m): exit $rc: $out"
+done
 no_leftover_segments
 echo "ok"

@@ -1,6 +1,7 @@
-/* Helpers for the fakecuda test programs: CK(call) fails the test (exit 1) unless the call
- * returned cudaSuccess, EXPECT(call, code) unless it returned code, and a flag with a condvar
- * for host functions that must block until a test thread releases them. */
+/* Helpers for the fakecuda test programs (C, and C++ for nvcc's kernel.cu): CK(call) fails
+ * the test (exit 1) unless the call returned cudaSuccess, EXPECT(call, code) unless it returned
+ * code, and a flag with a condvar for host functions that must block until a test thread
+ * releases them. */
 #ifndef FC_TEST_H
 #define FC_TEST_H
 
@@ -42,7 +43,7 @@ struct gate {
 
 static inline void gate_wait(void *arg)
 {
-    struct gate *g = arg;
+    struct gate *g = (struct gate *)arg;
     pthread_mutex_lock(&g->mu);
     g->entered = 1;
     pthread_cond_broadcast(&g->cv);

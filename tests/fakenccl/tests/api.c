@@ -1,7 +1,8 @@
 /* api: the single-process parts of the API. `api basics`: version, error strings, the unique
  * id's layout (random magic, the host's socket address, zero tail), NCCL_COMM_ID ids, argument
  * errors, groups (unmatched end, GroupSimulateEnd), memory, registration, windows,
- * ncclCommInitAll and a group of ncclCommInitRank driving several ranks from one thread.
+ * ncclCommInitAll and a group of ncclCommInitRank driving several ranks from one thread, the
+ * device API's host side (device communicators refused, teams).
  * `api bcast N`: N ncclBcast calls on a 1-rank comm (for the PLT interposition test).
  * `api commid` (under ncg-launch, NCCL_COMM_ID set): each rank builds its own id, one AllReduce.
  * Prints what it checked; exit 0 when everything matched. */
@@ -82,6 +83,40 @@ static void rounding(void)
     EXPECT(pair_reduce(cs, ncclUint8, 0xFF, 0x02, ncclSum) == 0x01, "uint8 255 + 2 wraps");
     for (int i = 0; i < 2; i++)
         NCG_CHECK(ncclCommDestroy(cs[i]));
+}
+
+/* The device API's host side (nccl_device/core.h; not in our ABI header): a team is 3 ints. */
+typedef struct {
+    int nRanks, rank, stride;
+} team_t;
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void *reqs, void *outDevComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void *devComm);
+team_t ncclTeamWorld(ncclComm_t comm);
+team_t ncclTeamLsa(ncclComm_t comm);
+team_t ncclTeamRail(ncclComm_t comm);
+int ncclTeamRankToWorld(ncclComm_t comm, team_t team, int rank);
+
+/* Device communicators need a GPU: ncclInvalidUsage with a reason, nothing written; the teams
+ * of rank 1 of 3 on one host. */
+static void devapi(ncclComm_t c)
+{
+    unsigned char devcomm[256], reqs[256];
+    memset(devcomm, 0x5a, sizeof devcomm);
+    memset(reqs, 0, sizeof reqs);
+    EXPECT(ncclDevCommCreate(c, reqs, devcomm) == ncclInvalidUsage, "ncclDevCommCreate");
+    EXPECT(strstr(ncclGetLastError(c), "needs a GPU") != NULL, "ncclDevCommCreate last error: %s",
+           ncclGetLastError(c));
+    EXPECT(devcomm[0] == 0x5a && devcomm[255] == 0x5a, "ncclDevCommCreate wrote its output");
+    EXPECT(ncclDevCommDestroy(c, devcomm) == ncclInvalidUsage, "ncclDevCommDestroy");
+    EXPECT(ncclDevCommCreate(NULL, NULL, NULL) == ncclInvalidUsage, "ncclDevCommCreate(NULL)");
+    team_t w = ncclTeamWorld(c), l = ncclTeamLsa(c), r = ncclTeamRail(c);
+    EXPECT(w.nRanks == 3 && w.rank == 1 && w.stride == 1, "world team %d %d %d", w.nRanks, w.rank,
+           w.stride);
+    EXPECT(l.nRanks == 3 && l.rank == 1, "lsa team %d %d", l.nRanks, l.rank);
+    EXPECT(r.nRanks == 1 && r.rank == 0, "rail team %d %d", r.nRanks, r.rank);
+    EXPECT(ncclTeamRankToWorld(c, w, 2) == 2 && ncclTeamRankToWorld(c, w, 3) == -1,
+           "team rank to world");
+    EXPECT(ncclTeamWorld(NULL).nRanks == 0, "world team of NULL");
 }
 
 static void basics(void)
@@ -194,6 +229,7 @@ static void basics(void)
         EXPECT(out[i] == 6 && r == i && d == devs[i], "InitAll comm %d: sum %lld rank %d dev %d", i,
                (long long)out[i], r, d);
     }
+    devapi(cs[1]);
     for (int i = 0; i < 3; i++)
         NCG_CHECK(ncclCommDestroy(cs[i]));
 
