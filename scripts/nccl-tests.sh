@@ -20,6 +20,10 @@
 #   --no-mpi         skip the MPI build and cells
 #   --list           print the cells' names and exit
 #   --build-only     build what the selected cells need, then exit
+#   --no-diverge     skip the divergence cells: a copy of the checkout whose all_reduce_perf
+#                    passes count+1 on one comm rank ($NCG_DIVERGE_RANK) at its 5th call, built
+#                    with MPI and run guarded under mpirun -np 2 (plain, and -g 2): the verdict
+#                    must name that rank, its full block be printed and every report written
 # Environment: NCG_BUILD (ncclguard's build directory, default build), CUDA_HOME
 # (/usr/local/cuda), MPI_HOME (default /usr/lib/x86_64-linux-gnu/openmpi, else from mpicc),
 # NVCC_GENCODE (default sm_90 only: one architecture keeps the build to a few minutes),
@@ -32,9 +36,9 @@ ROOT=$PWD
 SRC=${NCG_NCCL_TESTS_SRC:-}
 BUILD_DIR=""
 OUT=""
-QUICK=0 CELLS="" LIST=0 MPI=1 BUILD_ONLY=0
+QUICK=0 CELLS="" LIST=0 MPI=1 BUILD_ONLY=0 DIVERGE=1
 MODES=${NCG_MODES:-sync async}
-usage() { sed -n '2,28p' "$0"; }
+usage() { sed -n '2,32p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --src) SRC=${2:?--src DIR}; shift ;;
@@ -46,6 +50,7 @@ while [ $# -gt 0 ]; do
     --no-mpi) MPI=0 ;;
     --list) LIST=1 ;;
     --build-only) BUILD_ONLY=1 ;;
+    --no-diverge) DIVERGE=0 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "nccl-tests.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -159,6 +164,32 @@ if [ $MPI = 1 ]; then
     MPI=0 MPI_WHY="the MPI build failed (log: $OUT/build-mpi.log)"
   fi
 fi
+# The divergence: a patched copy of the checkout (never the checkout itself), MPI build only.
+if [ $DIVERGE = 1 ] && [ $MPI = 1 ] && [ -z "$CELLS" ]; then
+  rm -rf "$BUILD_DIR/src-diverge" && mkdir -p "$BUILD_DIR/src-diverge" &&
+    tar -C "$SRC" --exclude=.git -cf - . | tar -C "$BUILD_DIR/src-diverge" -xf -
+  call='NCCLCHECK(ncclAllReduce(sptr, rptr, count, type, op, comm, stream));'
+  f=$BUILD_DIR/src-diverge/src/all_reduce.cu
+  if grep -qF "$call" "$f" 2>/dev/null; then
+    awk -v call="$call" '{ i = index($0, call)
+      if (!i) { print; next }
+      print substr($0, 1, i - 1) "{ static int ncg_n; int ncg_r = -1; const char *ncg_e = getenv(\"NCG_DIVERGE_RANK\");"
+      print "  size_t ncg_c = count; ncclCommUserRank(comm, &ncg_r);"
+      print "  if (ncg_e && ncg_r == atoi(ncg_e) && ++ncg_n == 5) ncg_c = count + 1; /* ncclguard divergence */"
+      print "  NCCLCHECK(ncclAllReduce(sptr, rptr, ncg_c, type, op, comm, stream)); }" }' "$f" >"$f.new" && mv "$f.new" "$f"
+    echo "building the divergence (a patched all_reduce_perf) into $BUILD_DIR/mpi-diverge"
+    make -C "$BUILD_DIR/src-diverge/src" -j2 BUILDDIR="$BUILD_DIR/mpi-diverge" CUDA_HOME="$CUDA_HOME" \
+      NCCL_HOME="$CUDA_HOME" NVCC_GENCODE="$NVCC_GENCODE" MPI=1 MPI_HOME="$MPI_HOME" \
+      "$BUILD_DIR/mpi-diverge/all_reduce_perf" >"$OUT/build-diverge.log" 2>&1 || { DIVERGE=0; DIVERGE_WHY="its build failed (log: $OUT/build-diverge.log)"; }
+  else
+    DIVERGE=0 DIVERGE_WHY="all_reduce.cu has no '$call' to patch (another nccl-tests version)"
+  fi
+else
+  if [ $DIVERGE = 0 ]; then DIVERGE_WHY="--no-diverge"
+  elif [ $MPI = 0 ]; then DIVERGE_WHY=${MPI_WHY:-no MPI build}
+  else DIVERGE_WHY="--cells selects other cells"; fi
+  DIVERGE=0
+fi
 tb=$(date +%s.%N)
 build_s=$(awk -v s="$t0" -v e="$tb" 'BEGIN{printf "%.0f", e-s}')
 if [ $BUILD_ONLY = 1 ]; then echo "built in $build_s s"; exit 0; fi
@@ -258,6 +289,44 @@ while IFS='|' read -r name launch bin args expect; do
     fi
   done
 done < <(selected)
+# The divergence cells: guarded only (bare, the job would hang), NCCL mode sync then async.
+# diverge NAME ODD ARGS...: comm rank ODD of 2 processes (x ranks per process) diverges.
+diverge() {
+  local name=$1 odd=$2; shift 2
+  for mode in $MODES; do
+    local label id why=""
+    label=$(printf '%-5s %-44s' "$mode" "divergence: $name")
+    id=$(printf '%s-diverge-%s' "$mode" "$name" | tr -c 'A-Za-z0-9_.-' '_')
+    if [ $DIVERGE = 0 ]; then echo "SKIP $label ${DIVERGE_WHY:-}"; skip=$((skip + 1)); continue; fi
+    rm -rf "$OUT/$id.reports" && mkdir -p "$OUT/$id.reports"
+    local env=(NCG_DIVERGE_RANK="$odd" LD_PRELOAD="$PRELOAD" NCCLGUARD_REPORT_DIR="$OUT/$id.reports")
+    [ "$mode" = async ] && env+=(FAKENCCL_ASYNC=1)
+    env "${env[@]}" timeout -k 5 "$LIMIT" mpirun --oversubscribe --allow-run-as-root -np 2 \
+      -x LD_LIBRARY_PATH -x NCCLGUARD_REPORT_DIR -x LD_PRELOAD -x NCG_DIVERGE_RANK \
+      $([ "$mode" = async ] && echo -x FAKENCCL_ASYNC) \
+      "$BUILD_DIR/mpi-diverge/all_reduce_perf" $SIZES "$@" </dev/null >"$OUT/$id.log" 2>&1
+    local rc=$? n
+    n=$(grep -cE '^ncclguard: VERDICT: MISMATCH' "$OUT/$id.log")
+    [ $rc -ne 0 ] || why="exit 0 (want the verdict's 86)"
+    [ $rc -ne 124 ] || why="timed out: no verdict ended it"
+    grep -qE "^ncclguard: VERDICT: MISMATCH on comm [0-9a-f]+ \([0-9]+ ranks\): slot [0-9]+: AllReduce\(count=[0-9]+, .*\) on rank $odd vs AllReduce\(.*\) on ranks? [-0-9,]+\$" "$OUT/$id.log" ||
+      why=${why:-"no MISMATCH naming comm rank $odd alone"}
+    grep -qE "^ncclguard:   this process \(comm rank $odd, .*\): slot [0-9]+ AllReduce" "$OUT/$id.log" ||
+      why=${why:-"comm rank $odd did not speak for itself"}
+    awk -v r="comm rank $odd," '/^ncclguard: VERDICT:/ { buf = "" } { buf = buf $0 "\n" } index($0, r) { on = 1 } on && /^ncclguard:   action:/ { printf "%s", buf; exit }' "$OUT/$id.log" |
+      grep -q 'differs:$' || why=${why:-"comm rank $odd's full block missing"}
+    [ "$(ls "$OUT/$id.reports" | grep -c '^ncclguard-report\.')" = 2 ] || why=${why:-"$(ls "$OUT/$id.reports" | wc -l) reports, want 2 (one per process)"}
+    if [ -z "$why" ]; then
+      echo "PASS $label (mpirun exit $rc, $n diagnostics)"; pass=$((pass + 1))
+    else
+      echo "FAIL $label $why (log: $OUT/$id.log)"; fail=$((fail + 1))
+    fi
+  done
+}
+if [ -z "$CELLS" ] || [ $DIVERGE = 0 ]; then
+  diverge "mpirun -np 2 all_reduce, rank 1" 1
+  diverge "mpirun -np 2 all_reduce -g 2, rank 3" 3 -g 2
+fi
 v=$(cat "$OUT"/*.bare.out 2>/dev/null | grep -m1 '^# nccl-tests version')
 [ -n "$v" ] && echo "$v"
 run_s=$(awk -v s="$tr0" -v e="$(date +%s.%N)" 'BEGIN{printf "%.0f", e-s}')
