@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make demo`: the incident of shared/INCIDENT.md on the CPU NCCL, 16 ranks, three times:
+# `make demo`: the incident of docs/incident.md on the CPU NCCL, 16 ranks, three times:
 # (1) without ncclguard: it hangs, ended by the launcher after a bounded wait; (2) with
 # LD_PRELOAD=libncclguard.so: the diagnostic and the seconds from the divergence to every rank
 # exited, then the outside view `ncclguard status` gives of the ended job; (3) with the evenfix

@@ -1,8 +1,8 @@
-# The checker (issue 4): sources linked into libncclguard.so (appended to SHIM_SRCS before
+# The checker: sources linked into libncclguard.so (appended to SHIM_SRCS before
 # interpose.mk builds it), its unit and end-to-end test programs, the demo and its benchmark.
 CHECKER_PURE_SRCS := interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/release.c interpose/checker/diag.c \
                      interpose/checker/waitfor.c interpose/checker/deadlock.c
-# The status endpoint (issue 12): its parser and renderers are pure, the server is http.c.
+# The status endpoint: its parser and renderers are pure, the server is http.c.
 HTTP_PURE_SRCS := interpose/checker/http_parse.c interpose/checker/metrics.c
 SHIM_SRCS += interpose/checker/checker.c interpose/checker/client.c interpose/checker/channel.c interpose/checker/action.c \
              interpose/shim/lasterror.c interpose/inspect/symbol.c interpose/inspect/elfsym.c interpose/inspect/srcline.c \
@@ -70,7 +70,7 @@ bench-release: all
 	@NCG_BUILD=$(BUILD) scripts/bench-release.sh
 BENCH_TARGETS += bench-release
 
-# The status endpoint's tests (issue 12): parser, renderers and server state machine; parser
+# The status endpoint's tests: parser, renderers and server state machine; parser
 # fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
 HTTP_TEST_SRCS := $(HTTP_PURE_SRCS) interpose/checker/http.c interpose/checker/channel.c interpose/checker/coord.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/release.c \
                   interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c interpose/checker/waitfor.c interpose/checker/deadlock.c interpose/common/config.c interpose/cli/json.c
@@ -115,7 +115,7 @@ bench-http-real: all
 	tests/bench/httpreal.sh $(BUILD)
 BENCH_TARGETS += bench-http-real
 
-# The relay tree (issue 11): its state machine, unit-tested over an in-memory network, and in
+# The relay tree: its state machine, unit-tested over an in-memory network, and in
 # the shim with its host (relayhost.c) under NCCLGUARD_TREE (docs/checker.md, "the relay tree").
 RELAY_SRCS := interpose/checker/relay.c interpose/checker/p2pmatch.c interpose/checker/round.c interpose/checker/release.c interpose/checker/wire.c interpose/checker/wire_relay.c interpose/checker/verdict.c \
               interpose/checker/waitfor.c interpose/checker/deadlock.c

@@ -1,4 +1,4 @@
-# The shim libncclguard.so (issue 3): sources, the shared library, its tests and benchmark.
+# The shim libncclguard.so: sources, the shared library, its tests and benchmark.
 # checker.mk has already appended the checker's sources to SHIM_SRCS.
 
 # Pure code other components (the CLI) may link: config parsing, hashing, the ring reader, log.
