@@ -46,7 +46,9 @@
 # PyTorch has the launcher, step 7 only compiles graphs.py and checks its argument handling,
 # step 8 builds nccl-tests and runs it on the CPU stack (sizes up to 1 MB, no data check) or is
 # skipped with the reason it cannot start. Bounded: each step by `timeout`, the whole by
-# GPU_CHECK_TOTAL_S (default 450 s). Exit 0 when no step failed, 1 otherwise, 2 on usage.
+# GPU_CHECK_TOTAL_S (default 450 s). Raw outputs and reports go to OUTDIR/work/; when OUTDIR is
+# $OUT (the device tool, which brings back 8 files at most) they are packed into work.tar.gz.
+# Exit 0 when no step failed, 1 otherwise, 2 on usage.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
@@ -466,7 +468,7 @@ EOF
 }
 step6() {
   S_NAME[6]=torchrun
-  local launcher=0 rd=$W/reports-torchrun job mode
+  local launcher=0 rd=$W/reports-torchrun mode
   [ $TORCH = 1 ] && tmo 60 "$PY" -c 'import torch.distributed.run' >/dev/null 2>&1 && launcher=1
   if [ $DRY = 1 ]; then
     [ $launcher = 1 ] || { result 6 skipped "dry run: no CUDA PyTorch, and no PyTorch with torch.distributed.run to run the C stand-in under"; return; }
