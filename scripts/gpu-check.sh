@@ -518,23 +518,24 @@ step6() {
 step7() {
   S_NAME[7]=graphs
   local p=${PY:-python3} smoke=""
-  # the script compiles and parses its arguments (no torch import for that)
-  if ! "$p" -c 'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec")' tests/gpu/graphs.py >"$W/graphs-smoke.out" 2>&1; then
-    smoke="does not compile: $(tail -n 1 "$W/graphs-smoke.out")"
-  elif ! tmo 30 "$p" tests/gpu/graphs.py --help >>"$W/graphs-smoke.out" 2>&1; then
-    smoke="--help failed"
+  # graphs.py and ddp.py (whose process-group setup it imports) compile and parse their
+  # arguments (no torch import for that)
+  if ! "$p" -c 'import sys; [compile(open(f).read(), f, "exec") for f in sys.argv[1:]]' tests/gpu/graphs.py tests/gpu/ddp.py >"$W/graphs-smoke.out" 2>&1; then
+    smoke="or ddp.py does not compile: $(tail -n 1 "$W/graphs-smoke.out")"
+  elif ! tmo 30 "$p" tests/gpu/graphs.py --help >>"$W/graphs-smoke.out" 2>&1 || ! tmo 30 "$p" tests/gpu/ddp.py --help >>"$W/graphs-smoke.out" 2>&1; then
+    smoke="or ddp.py: --help failed"
   else
     tmo 30 "$p" tests/gpu/graphs.py --odd 1 >>"$W/graphs-smoke.out" 2>&1
     [ $? = 2 ] || smoke="--odd without --at was not refused with exit 2"
   fi
   logfile "graphs.py smoke ($p)" "$W/graphs-smoke.out"
   [ -n "$smoke" ] && { result 7 fail "tests/gpu/graphs.py $smoke"; return; }
-  fig 7 smoke "graphs.py compiles and parses its arguments ($p)"
+  fig 7 smoke "graphs.py and ddp.py compile and parse their arguments ($p)"
   if [ $DRY = 1 ] || [ $TORCH = 0 ] || [ $GPU = 0 ]; then
     local why="no CUDA PyTorch"
     [ $DRY = 1 ] && why="dry run: no CUDA PyTorch here"
     [ $DRY = 0 ] && [ $TORCH = 1 ] && why="PyTorch sees no usable GPU"
-    result 7 skipped "$why (graphs.py compiled and its argument handling checked with $p; CUDA graphs cannot be captured without a GPU)"
+    result 7 skipped "$why (graphs.py and ddp.py compiled and their argument handling checked with $p; CUDA graphs cannot be captured without a GPU)"
     return
   fi
   # 1 rank, PyTorch's own NCCL: capture and replays under the shim are clean

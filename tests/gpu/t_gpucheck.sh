@@ -4,8 +4,8 @@
 # and CUDA runtime: 10,000 calls, the id's tail stamped and accepted), 4 (torchlike on the
 # CUDA-aware CPU NCCL: incident 86, healthy clean, fail action), 5 (stack of thread); 6 (torchrun)
 # passes where a PyTorch here has torch.distributed.run (Debian's CPU one: torchlike under it,
-# both reports and full blocks), else is skipped; 7 (CUDA graphs) is skipped, graphs.py having
-# compiled and parsed its arguments; 8 (nccl-tests) passes on the CPU stack or is skipped with
+# both reports and full blocks), else is skipped; 7 (CUDA graphs) is skipped, graphs.py and
+# ddp.py having compiled and parsed their arguments; 8 (nccl-tests) passes on the CPU stack or is skipped with
 # one of its known reasons (no checkout, no nvcc, the binaries cannot start here, the build not
 # finished within the bound). Its build is kept in $TMPDIR/ncclguard-gpucheck-UID.N/nccl-tests
 # (N from the build directory's path; not under build/, which a device run carries), so only the
@@ -57,7 +57,7 @@ if s6["status"] == "pass":
 else:
     assert "no CUDA PyTorch" in s6["reason"] or "time bound" in s6["reason"], s6
 assert s7["status"] == "skipped" and "no CUDA PyTorch" in s7["reason"], s7
-assert "compiles and parses" in s7["figures"]["smoke"], s7
+assert "compile and parse" in s7["figures"]["smoke"], s7
 if s8["status"] == "pass":
     f8 = s8["figures"]
     assert f8["runs"] >= 4 and any(k.endswith("_ratio") for k in f8), f8
