@@ -32,9 +32,10 @@
 #                guarded/bare ratio of the latency at the smallest size (8 B; 0 B for
 #                reduce_scatter, which nccl-tests rounds down) and of the bandwidth at 128 MB
 #                (bus bandwidth; algorithm bandwidth where the bus one is 0, as with one rank)
-# The nccl-tests checkout is never committed: NCCL_TESTS_SRC, else ./nccl-tests in the repository
-# root, else /work/nccl-tests-src. To carry it to a device machine, place it at ./nccl-tests
-# (e.g. `git --git-dir=<bare clone of NVIDIA/nccl-tests> archive HEAD | tar -x -C nccl-tests`),
+# The nccl-tests checkout is never committed: NCCL_TESTS_SRC (else NCG_NCCL_TESTS_SRC, as
+# scripts/nccl-tests.sh), else ./nccl-tests in the repository root, else /work/nccl-tests-src.
+# To carry it to a device machine, place it at ./nccl-tests (e.g. `mkdir nccl-tests && git
+# --git-dir=<bare clone of NVIDIA/nccl-tests> archive HEAD | tar -x -C nccl-tests`),
 # keep it out of git with `echo /nccl-tests/ >>"$(git rev-parse --git-common-dir)/info/exclude"`
 # (.git/info/exclude; never commit it), and name it in the run's carry: carry: ["build",
 # "nccl-tests"] (the sources are under 1 MiB; nothing is built inside it). Its build goes to
@@ -589,9 +590,11 @@ nt_start_build() {
   local d inc lib cc j
   [ -n "$NT_PID" ] || [ -n "$NT_WHY" ] && return 0
   if [ $DRY = 0 ] && [ $GPU = 0 ]; then NT_WHY="no usable GPU (${NEED_GPU})"; return 0; fi
-  if [ -n "${NCCL_TESTS_SRC:-}" ]; then
-    [ -f "$NCCL_TESTS_SRC/src/common.cu" ] && NT_SRC=$(cd "$NCCL_TESTS_SRC" && pwd)
-    [ -n "$NT_SRC" ] || { NT_WHY="no nccl-tests checkout: NCCL_TESTS_SRC=$NCCL_TESTS_SRC has no src/common.cu"; return 0; }
+  # NCG_NCCL_TESTS_SRC is the name scripts/nccl-tests.sh and its test read
+  local given=${NCCL_TESTS_SRC:-${NCG_NCCL_TESTS_SRC:-}}
+  if [ -n "$given" ]; then
+    [ -f "$given/src/common.cu" ] && NT_SRC=$(cd "$given" && pwd)
+    [ -n "$NT_SRC" ] || { NT_WHY="no nccl-tests checkout: NCCL_TESTS_SRC (or NCG_NCCL_TESTS_SRC) $given has no src/common.cu"; return 0; }
   else
     for d in "$ROOT/nccl-tests" /work/nccl-tests-src; do
       [ -f "$d/src/common.cu" ] && { NT_SRC=$(cd "$d" && pwd); break; }
