@@ -21,6 +21,21 @@ import sys
 import time
 
 
+def init_nccl(timeout):
+    """The process group of this rank (RANK, WORLD_SIZE, MASTER_ADDR/PORT from the launcher),
+    every rank on cuda:0; returns (rank, world, device). Shared with graphs.py."""
+    import torch
+    import torch.distributed as dist
+
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    dev = torch.device("cuda", 0)  # every rank on the one GPU
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", init_method="env://", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=timeout))
+    return rank, world, dev
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=300)
@@ -38,12 +53,7 @@ def main():
     import torch.nn as nn
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    rank = int(os.environ.get("RANK", "0"))
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    dev = torch.device("cuda", 0)  # every rank on the one GPU
-    torch.cuda.set_device(dev)
-    dist.init_process_group("nccl", init_method="env://", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=a.timeout))
+    rank, world, dev = init_nccl(a.timeout)
     torch.manual_seed(1234 + rank)
     model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
                           nn.Linear(512, 10)).to(dev)

@@ -1,6 +1,8 @@
-# tests/gpu: the C program of scripts/gpu-check.sh, prebuilt here against NVIDIA's nccl.h and
-# cuda_runtime_api.h (/usr/local/cuda) and linked with the genuine sonames libnccl.so.2 and
-# libcudart.so.13, so a device machine without a compiler can run it from build/.
+# tests/gpu: the C programs of scripts/gpu-check.sh, prebuilt here so that a device machine
+# without a compiler can run them from build/: gpuprobe, against NVIDIA's nccl.h and
+# cuda_runtime_api.h (/usr/local/cuda), linked with the genuine sonames libnccl.so.2 and
+# libcudart.so.13; onegpu.so (nccl-tests -t N on one GPU: an LD_PRELOAD, no CUDA header needed,
+# built without the sanitizers since it is preloaded into uninstrumented programs).
 GPU_DIR := tests/gpu
 GPU_OUT := $(BUILD)/tests/gpu
 GPU_CUDA := /usr/local/cuda
@@ -11,3 +13,8 @@ $(GPU_OUT)/gpuprobe: $(GPU_DIR)/gpuprobe.c
 	  -o $@ $< -L$(GPU_CUDA)/lib64 -l:libnccl.so.2 -l:libcudart.so.13
 TEST_BINS += $(GPU_OUT)/gpuprobe
 endif
+
+$(GPU_OUT)/onegpu.so: $(GPU_DIR)/onegpu.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -std=gnu11 $(WARN) -shared -fPIC -o $@ $< -ldl
+TEST_BINS += $(GPU_OUT)/onegpu.so
