@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# gpu-check.sh [--dry-run] [OUTDIR]: ncclguard on a GPU, in one prepared call (issues #15, #24).
-# Run from the repository root on the device machine with build/ carried from the build machine
-# (nothing of ncclguard is compiled here; small C helpers are, when a compiler is present, else
+# gpu-check.sh [--dry-run] [OUTDIR]: ncclguard on a GPU, in one bounded run (docs/gpu.md).
+# Run from the repository root on the GPU machine with build/ made on a machine of the same
+# glibc and architecture (nothing of ncclguard is compiled there; small C helpers are, when a compiler is present, else
 # their prebuilt copies in build/tests/gpu are used). Writes gpu-check.log and gpu-check.json
 # under OUTDIR (else $OUT, else build/gpu-check); every step passes, fails or is skipped with a
 # reason, and every figure lands in gpu-check.json under its step:
@@ -34,7 +34,7 @@
 #                (bus bandwidth; algorithm bandwidth where the bus one is 0, as with one rank)
 # The nccl-tests checkout is never committed: NCCL_TESTS_SRC (else NCG_NCCL_TESTS_SRC, as
 # scripts/nccl-tests.sh), else ./nccl-tests in the repository root, else /work/nccl-tests-src.
-# To carry it to a device machine, place it at ./nccl-tests (e.g. `mkdir nccl-tests && git
+# To take it to the GPU machine, place it at ./nccl-tests (e.g. `mkdir nccl-tests && git
 # --git-dir=<bare clone of NVIDIA/nccl-tests> archive HEAD | tar -x -C nccl-tests`),
 # keep it out of git with `echo /nccl-tests/ >>"$(git rev-parse --git-common-dir)/info/exclude"`
 # (.git/info/exclude; never commit it), and name it in the run's carry: carry: ["build",
