@@ -1152,8 +1152,10 @@ static void client_report(uint64_t now)
          * events) a thread is not blocked in the calls it enqueued and a completed call looks
          * incomplete for a while, so instead the first calls queued on each stalled comm with
          * their streams and launch orders (the stream-order graph; docs/checker.md). While
-         * the mode is still being probed, neither. */
-        if (wt[lc->link].u.wait.n < NCG_WIRE_MAX_WAITS - 1 && cm != NCG_CMODE_PROBE) {
+         * the mode is still being probed, a call's return (found idle) is its completion, and
+         * the first one that leaves work behind ends the probing (EVENTS): a call incomplete
+         * at two reports in a row under PROBE has not returned, its thread is blocked in it. */
+        if (wt[lc->link].u.wait.n < NCG_WIRE_MAX_WAITS - 1) {
             unsigned k = stalled[lc->link] ? stalled[lc->link] : 1;
             uint64_t per = NCG_WIRE_MAX_WAITS / k < 4 ? 4 : NCG_WIRE_MAX_WAITS / k;
             blocked_calls(lc, &wt[lc->link].u.wait, cm == NCG_CMODE_EVENTS, per);
