@@ -195,7 +195,7 @@ static const struct ncg_launch_ranks *launch_ranks(void)
 
 static int32_t global_rank(void)
 {
-    struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
+    struct ncg_shm_header *h = ncg_seg_get();
     if (h)
         return h->global_rank;
     return launch_ranks()->global;
@@ -1489,7 +1489,7 @@ static void *thread_main(void *arg)
         if (!exiting && now - G.last_report_ns >= interval) {
             G.last_report_ns = now;
             client_report(now);
-            struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
+            struct ncg_shm_header *h = ncg_seg_get();
             if (h)
                 ck_pr_store_64(&h->heartbeat_ns, ncg_now_ns());
             ncg_dump_poll(); /* `ncclguard dump` (dump.h) */
