@@ -16,6 +16,7 @@ probe() {
     NCCLGUARD_DIAG=full "$LAUNCH" -n "$n" -t 30 "$SCEN" invert "$iters"
   local end; end=$(date +%s.%N)
   # the runtime was seen and the mode still undecided when the ranks hung (synchronous NCCL)
+  expect "$(nlines '^ncclguard: completion: CUDA runtime found; probing whether NCCL is async$')" "$n" "$name: every rank probes"
   [ $async = 1 ] || [ "$(nlines '^ncclguard: completion: NCCL calls complete before they return')" = 0 ] ||
     fail "$name: the probing ended before the inversion (the test no longer covers it)"
   expect "$RC" 86 "$name: launcher status"
