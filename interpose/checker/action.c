@@ -31,7 +31,7 @@ static void write_all(int fd, const char *p, size_t n)
 
 static void segment_mark(const struct ncg_verdict *v, const char *report)
 {
-    struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
+    struct ncg_shm_header *h = ncg_seg_get();
     if (!h)
         return;
     /* The first error stays; a warning never hides an error (checker thread only). */

@@ -105,6 +105,7 @@ struct lcomm {
     uint64_t p2p_next;
     uint64_t final;
     uint64_t peer_final; /* the coordinator's process left this comm at this count */
+    uint64_t peer_left;  /* its SHUTDOWN: another member left at this count (lowest) */
     uint8_t removed;
     uint8_t aborted;                 /* removed by ncclCommAbort: its GOODBYE says so */
     uint64_t lost_cnt, lost_prog_ns; /* its link's checker lost: last count seen, and when */
@@ -203,7 +204,7 @@ static const struct ncg_launch_ranks *launch_ranks(void)
 
 static int32_t global_rank(void)
 {
-    struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
+    struct ncg_shm_header *h = ncg_seg_get();
     if (h)
         return h->global_rank;
     return launch_ranks()->global;
@@ -511,6 +512,18 @@ static int is_stuck_verdict(const struct ncg_verdict *v)
 }
 
 static void client_report(uint64_t now);
+
+/* The comms this process destroyed and said goodbye for (they leave G.lc), for its SHUTDOWN:
+ * its own coordinator may not have read that goodbye when the process exits. The latest
+ * NCG_WIRE_MAX_COMMS, checker thread only. */
+static struct {
+    uint64_t id, final;
+} left_own[NCG_WIRE_MAX_COMMS];
+static unsigned left_own_n;
+static void left_own_add(uint64_t id, uint64_t final)
+{
+    left_own[left_own_n++ % NCG_WIRE_MAX_COMMS] = (typeof(left_own[0])){id, final};
+}
 /* A record's call site for a diagnostic; a graph replay's is its capture's, so said. */
 static void site_of(const struct ncg_shm_record *rec, char *buf, size_t n)
 {
@@ -1014,13 +1027,24 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             snprintf(l->lost_why, sizeof l->lost_why, "it shut down");
             break;
         }
+        /* A comm's first entry is the leaving process's own count (UINT64_MAX: it held no
+         * rank there), a later one the lowest another member left at (client_exit_messages) */
         pthread_mutex_lock(&G.lk);
-        for (uint32_t k = 0; k < m->u.goodbye.n; k++)
-            for (size_t i = 0; i < G.nlc; i++)
-                if (G.lc[i].id == m->u.goodbye.comm_id[k] && G.lc[i].link == li) {
-                    G.lc[i].peer_final = m->u.goodbye.count[k];
-                    G.lc[i].peer_verdict = !!(m->u.goodbye.flags & NCG_BYE_VERDICT);
+        for (size_t i = 0; i < G.nlc; i++) {
+            int first = 1;
+            for (uint32_t k = 0; k < m->u.goodbye.n; k++) {
+                struct lcomm *lc = &G.lc[i];
+                if (lc->id != m->u.goodbye.comm_id[k] || lc->link != li || lc->removed)
+                    continue;
+                if (first) {
+                    lc->peer_final = m->u.goodbye.count[k];
+                    lc->peer_verdict = !!(m->u.goodbye.flags & NCG_BYE_VERDICT);
+                } else if (m->u.goodbye.count[k] < lc->peer_left) {
+                    lc->peer_left = m->u.goodbye.count[k];
                 }
+                first = 0;
+            }
+        }
         pthread_mutex_unlock(&G.lk);
         ncg_debug(1, "the checker at %s shut down (its process %s)", l->name,
                   m->u.goodbye.flags & NCG_BYE_VERDICT ? "was ended by a verdict"
@@ -1184,6 +1208,7 @@ static void client_report(uint64_t now)
             if (l->state == L_UP && g->n < NCG_WIRE_MAX_COMMS && g->flags == fl) {
                 g->comm_id[g->n] = lc->id;
                 g->count[g->n++] = lc->final;
+                left_own_add(lc->id, lc->final);
             } else if (l->state == L_UP) {
                 i++; /* next round (full, or the other kind of goodbye) */
                 continue;
@@ -1193,23 +1218,39 @@ static void client_report(uint64_t now)
         }
         uint64_t cnt = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
         if (l->state != L_UP) {
-            if (!exited && cnt > lc->peer_final) {
+            uint64_t low = lc->peer_left < lc->peer_final ? lc->peer_left : lc->peer_final;
+            if (!exited && cnt > low) {
                 exited = ncg_verdict_new((uint32_t)lc->nranks);
                 if (exited) {
+                    /* the checker's process, or members that left before it did (it knew
+                     * their counts, not who they were: the SHUTDOWN carries no ranks) */
+                    int host = cnt > lc->peer_final, others = cnt > lc->peer_left;
+                    int32_t hg = link_in_tree(l) ? l->tr.root_grank : l->w.global_rank;
                     exited->kind = NCG_V_RANK_EXITED;
                     exited->severity = NCG_SEV_ERROR;
                     exited->comm_id = lc->id;
-                    exited->slot = (int64_t)lc->peer_final;
+                    exited->slot = (int64_t)low;
                     if (lc->rank >= 0 && lc->rank < lc->nranks) /* what this side knows */
                         exited->members[lc->rank] = global_rank();
                     /* a tree's SHUTDOWN with counts is the root's, passed down */
-                    snprintf(exited->subject, sizeof exited->subject,
-                             "holding the checker (global rank %d)",
-                             link_in_tree(l) ? l->tr.root_grank : l->w.global_rank);
+                    if (host && others && lc->peer_left < lc->peer_final)
+                        snprintf(exited->subject, sizeof exited->subject,
+                                 "holding the checker (global rank %d), and others that left "
+                                 "before it",
+                                 hg);
+                    else if (host)
+                        snprintf(exited->subject, sizeof exited->subject,
+                                 "holding the checker (global rank %d)", hg);
+                    else
+                        snprintf(exited->subject, sizeof exited->subject,
+                                 "that left before the checker's process (global rank %d)", hg);
                     snprintf(exited->detail, sizeof exited->detail,
                              "%s after %" PRIu64 " calls; this rank issued %" PRIu64,
-                             lc->peer_verdict ? NCG_EXITED_VERDICT : "left", lc->peer_final, cnt);
-                    lc->peer_final = UINT64_MAX;
+                             host && lc->peer_verdict && lc->peer_final <= lc->peer_left
+                                 ? NCG_EXITED_VERDICT
+                                 : "left",
+                             low, cnt);
+                    lc->peer_final = lc->peer_left = UINT64_MAX;
                 }
             }
             i++;
@@ -1236,8 +1277,10 @@ static void client_report(uint64_t now)
          * events) a thread is not blocked in the calls it enqueued and a completed call looks
          * incomplete for a while, so instead the first calls queued on each stalled comm with
          * their streams and launch orders (the stream-order graph; docs/checker.md). While
-         * the mode is still being probed, neither. */
-        if (wt[lc->link].u.wait.n < NCG_WIRE_MAX_WAITS - 1 && cm != NCG_CMODE_PROBE) {
+         * the mode is still being probed, a call's return (found idle) is its completion, and
+         * the first one that leaves work behind ends the probing (EVENTS): a call incomplete
+         * at two reports in a row under PROBE has not returned, its thread is blocked in it. */
+        if (wt[lc->link].u.wait.n < NCG_WIRE_MAX_WAITS - 1) {
             unsigned k = stalled[lc->link] ? stalled[lc->link] : 1;
             uint64_t per = NCG_WIRE_MAX_WAITS / k < 4 ? 4 : NCG_WIRE_MAX_WAITS / k;
             blocked_calls(lc, &wt[lc->link].u.wait, cm == NCG_CMODE_EVENTS, per);
@@ -1299,6 +1342,21 @@ static void client_report(uint64_t now)
  * process's final counts) to every client of ours, unless only_bye (an abort verdict waiting
  * for its exit release: the clients of our checker still need it; exit_arm says it then). */
 static struct ncg_msg exit_sd; /* this process's SHUTDOWN (a tree's root sends it on leaving) */
+/* Adds a comm's count to exit_sd: this process's own, one entry per comm (its lowest, when it
+ * holds several ranks there), or (other) another member's. */
+static void sd_add(uint64_t id, uint64_t cnt, int other)
+{
+    struct ncg_msg_goodbye *g = &exit_sd.u.goodbye;
+    for (uint32_t j = 0; j < g->n && !other; j++)
+        if (g->comm_id[j] == id) {
+            g->count[j] = cnt < g->count[j] ? cnt : g->count[j];
+            return;
+        }
+    if (g->n < NCG_WIRE_MAX_COMMS) {
+        g->comm_id[g->n] = id;
+        g->count[g->n++] = cnt;
+    }
+}
 static void client_exit_messages(uint8_t flags, int only_bye)
 {
     static struct ncg_msg bye[MAX_LINKS];
@@ -1321,12 +1379,29 @@ static void client_exit_messages(uint8_t flags, int only_bye)
                 g->count[g->n++] = cnt;
             }
         }
-        if (exit_sd.u.goodbye.n < NCG_WIRE_MAX_COMMS) {
-            exit_sd.u.goodbye.comm_id[exit_sd.u.goodbye.n] = lc->id;
-            exit_sd.u.goodbye.count[exit_sd.u.goodbye.n++] = cnt;
-        }
+        sd_add(lc->id, cnt, 0);
     }
     pthread_mutex_unlock(&G.lk);
+    for (unsigned k = 0; k < left_own_n && k < NCG_WIRE_MAX_COMMS; k++)
+        sd_add(left_own[k].id, left_own[k].final, 0);
+    /* Members that left before this process: its coordinator knew their counts, the others
+     * would not learn them once it is gone. After this process's own entries: a comm's first
+     * entry is its own (UINT64_MAX when it held no rank there), a later one another member's. */
+    static uint64_t ids[NCG_WIRE_MAX_COMMS], low[NCG_WIRE_MAX_COMMS];
+    size_t nl = srv_up() && G.srv.co        ? ncg_coord_left(G.srv.co, ids, low, NCG_WIRE_MAX_COMMS)
+                : rh_up() && G.root_tree.on ? ncg_rhost_left(G.rh, ids, low, NCG_WIRE_MAX_COMMS)
+                                            : 0;
+    for (size_t k = 0; k < nl; k++) {
+        int own = -1;
+        for (uint32_t j = 0; j < exit_sd.u.goodbye.n && own < 0; j++)
+            if (exit_sd.u.goodbye.comm_id[j] == ids[k])
+                own = (int)j;
+        if (own < 0 && exit_sd.u.goodbye.n + 2 <= NCG_WIRE_MAX_COMMS)
+            sd_add(ids[k], UINT64_MAX, 0);
+        else if (own < 0 || low[k] >= exit_sd.u.goodbye.count[own])
+            continue;
+        sd_add(ids[k], low[k], 1);
+    }
     for (int i = 0; i < G.nlink; i++)
         if (G.link[i].state == L_UP)
             link_send(&G.link[i], &bye[i]);
@@ -1538,7 +1613,7 @@ static void *thread_main(void *arg)
         if (!exiting && now - G.last_report_ns >= interval) {
             G.last_report_ns = now;
             client_report(now);
-            struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
+            struct ncg_shm_header *h = ncg_seg_get();
             if (h)
                 ck_pr_store_64(&h->heartbeat_ns, ncg_now_ns());
             ncg_dump_poll(); /* `ncclguard dump` (dump.h) */
@@ -1875,7 +1950,7 @@ void ncg_channel_add(struct ncg_comm *c)
     lc->rank = c->rank;
     lc->nranks = c->nranks;
     lc->link = c->shm ? -1 : -2; /* not recorded: nothing to compare */
-    lc->peer_final = UINT64_MAX;
+    lc->peer_final = lc->peer_left = UINT64_MAX;
     memcpy(lc->uid, c->root_uid.internal, sizeof lc->uid);
     if (start_thread_locked() != 0)
         NCG_LOG_ONCE("cannot start the checker thread; running unguarded");

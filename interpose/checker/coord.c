@@ -1004,6 +1004,23 @@ void ncg_coord_shutdown(struct ncg_coord *co)
             co->ops.send(co->ops.arg, i, &m);
 }
 
+size_t ncg_coord_left(const struct ncg_coord *co, uint64_t *ids, uint64_t *counts, size_t cap)
+{
+    size_t n = 0;
+    for (size_t ci = 0; ci < co->ncomm && n < cap; ci++) {
+        const struct ccomm *c = co->comm[ci];
+        uint64_t low = UINT64_MAX;
+        for (uint32_t i = 0; i < c->nranks; i++)
+            if (c->m[i].state == M_GONE && c->m[i].count < low)
+                low = c->m[i].count;
+        if (c->done || low == UINT64_MAX)
+            continue;
+        ids[n] = c->id;
+        counts[n++] = low;
+    }
+    return n;
+}
+
 /* ---- read-only view (status endpoint) ---- */
 
 const struct ncg_coord_params *ncg_coord_get_params(const struct ncg_coord *co)

@@ -65,6 +65,10 @@ int ncg_coord_out_of_memory(const struct ncg_coord *co);
 int ncg_coord_unauthed(const struct ncg_coord *co, int *oldest);
 /* The coordinator's process exits cleanly: tell every client (SHUTDOWN). */
 void ncg_coord_shutdown(struct ncg_coord *co);
+/* For the SHUTDOWN of an embedded coordinator's process: the communicators without an error
+ * verdict where a member left (GOODBYE), each with the lowest count a member left at; at most
+ * cap. Returns how many were filled. Does not allocate. */
+size_t ncg_coord_left(const struct ncg_coord *co, uint64_t *ids, uint64_t *counts, size_t cap);
 void ncg_coord_get_stats(const struct ncg_coord *co, struct ncg_coord_stats *st);
 
 /* ---- read-only view, for the status endpoint (http.c, metrics.c) ---- */

@@ -177,7 +177,7 @@ static void jcomm(FILE *f, struct ncg_shm_comm *c, const struct tinfo *t, int nt
 
 static int render_into(FILE *f, const char *reason, struct tinfo *t, char *text)
 {
-    struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
+    struct ncg_shm_header *h = ncg_seg_get();
     uint32_t self = (uint32_t)syscall(SYS_gettid);
     int nt = read_threads(t, NCG_DUMP_THREADS);
     long pylen = ncg_py_dump_text(text, NCG_DUMP_TEXT);
@@ -251,7 +251,7 @@ static int render(FILE *f, const char *reason)
 
 int ncg_dump_write(const char *dir, const char *reason)
 {
-    struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
+    struct ncg_shm_header *h = ncg_seg_get();
     char path[512], tmp[600];
     snprintf(path, sizeof path, "%s/ncclguard-dump.%s.%d.json", dir && dir[0] ? dir : ".",
              h && h->hostname[0] ? h->hostname : "host", (int)getpid());
@@ -278,7 +278,7 @@ int ncg_dump_write(const char *dir, const char *reason)
 void ncg_dump_poll(void)
 {
     static uint32_t served;
-    struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
+    struct ncg_shm_header *h = ncg_seg_get();
     if (!h)
         return;
     uint32_t req = ck_pr_load_32(&h->dump_req);

@@ -89,6 +89,7 @@ struct rcomm {
     uint64_t seen_ns;      /* root: its first round was due then (rounds wait for every rank) */
     uint8_t sent_dead;     /* the latest RSTAT up carried it with no active rank (its last word:
                               only then may a non-root relay forget it) */
+    uint64_t unlive_ns;    /* root: no active rank beneath since then, some left (0: not so) */
     struct ncg_p2pm p2p;   /* p2p records that met no other side here yet */
     uint8_t p2p_full;      /* past NCG_P2PM_MAX: said once */
     uint8_t nbad;          /* below the root: 2 when bad[] holds a differing pair for the root */
@@ -977,6 +978,27 @@ static void root_check_exited(struct ncg_relay *r, struct rcomm *c)
     verdict_issue(r, c, v);
 }
 
+size_t ncg_relay_left(const struct ncg_relay *r, uint64_t *ids, uint64_t *counts, size_t cap)
+{
+    size_t n = 0;
+    for (size_t ci = 0; ci < r->ncomm && n < cap; ci++) {
+        const struct rcomm *c = r->comm[ci];
+        uint64_t low = UINT64_MAX;
+        for (uint32_t i = 0; i < c->nk; i++) {
+            const struct rkid *k = &c->k[i];
+            if (!k->relay && k->state == K_GONE && k->max < low)
+                low = k->max;
+            for (uint32_t j = 0; k->relay && j < k->ngone; j++)
+                low = k->gone[j].count < low ? k->gone[j].count : low;
+        }
+        if (c->done || low == UINT64_MAX)
+            continue;
+        ids[n] = c->id;
+        counts[n++] = low;
+    }
+    return n;
+}
+
 #include "relay_hang.c" /* LAG and STUCK at the root: they read this file's state */
 
 /* Unverified slots below which plain rounds come every other interval: a quarter of the
@@ -1350,6 +1372,33 @@ static void on_rfault(struct ncg_relay *r, const struct ncg_msg_rfault *f)
         fault(r, c, f->rank, f->n, f->detail);
 }
 
+/* A child relay's ranks that left stay known once it is gone (its process exits, its subtree
+ * moves): kept as goodbyes of no connection, for RANK EXITED and the root's SHUTDOWN. */
+static void keep_gone(struct ncg_relay *r, struct rcomm *c, const struct ncg_rgone *g, uint8_t n)
+{
+    for (uint8_t j = 0; j < n; j++) {
+        if (kid_gone(c, g[j].rank))
+            continue;
+        if (c->nk == c->capk) {
+            uint32_t cap = c->capk ? c->capk * 2 : 8;
+            struct rkid *nk = realloc(c->k, sizeof *nk * cap);
+            if (!nk) {
+                r_nomem(r);
+                return;
+            }
+            c->k = nk;
+            c->capk = cap;
+        }
+        struct rkid *k = &c->k[c->nk++];
+        memset(k, 0, sizeof *k);
+        k->conn = -1;
+        k->rank = g[j].rank;
+        k->state = K_GONE;
+        k->how = g[j].how;
+        k->min = k->max = g[j].count;
+    }
+}
+
 /* conn is gone (closed, or silent): RANK DIED of what it held, then forget it. */
 static void conn_lost(struct ncg_relay *r, int conn, const char *why)
 {
@@ -1379,7 +1428,11 @@ static void conn_lost(struct ncg_relay *r, int conn, const char *why)
                 else if (k->state == K_ACTIVE && nd < NCG_RELAY_DEAD)
                     dead[nd++] = k->rank;
             }
+            struct ncg_rgone gone[NCG_RELAY_GONE];
+            uint8_t ngone = k->relay ? k->ngone : 0;
+            memcpy(gone, k->gone, sizeof gone);
             kid_remove(r, c, i);
+            keep_gone(r, c, gone, ngone);
         }
         if (nd) {
             if (cc->relay)
@@ -1753,8 +1806,21 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
          * whose relay died come to the root directly) still get it. */
         int live =
             c->npend != 0 || c->nbad != 0 || (!r->p.root && !c->sent_dead) || (c->done && c->last);
-        for (uint32_t i = 0; i < c->nk && !live; i++)
+        int gone = 0;
+        for (uint32_t i = 0; i < c->nk && !live; i++) {
             live = c->k[i].relay ? c->k[i].active > 0 : c->k[i].state == K_ACTIVE;
+            gone += c->k[i].relay ? c->k[i].ngone : c->k[i].state == K_GONE;
+        }
+        /* At the root, ranks that left are kept for the heartbeat timeout after the last active
+         * one went: the others may be between relays (theirs left, they reattach), and a call
+         * of theirs beyond a count that left is RANK EXITED (or in the root's SHUTDOWN). */
+        if (!live && r->p.root && gone && (uint32_t)gone < c->nranks) {
+            if (!c->unlive_ns)
+                c->unlive_ns = now_ns;
+            live = now_ns - c->unlive_ns < (uint64_t)(r->p.heartbeat_timeout_s * 1e9);
+        } else if (live) {
+            c->unlive_ns = 0;
+        }
         if (!live && !c->q_active) {
             p2p_tick(r, c, now_ns, 0, 0, 1); /* what it holds still concerns the parent */
             for (uint32_t i = 0; i < c->nk; i++)

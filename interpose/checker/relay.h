@@ -94,6 +94,10 @@ void ncg_relay_get_stats(const struct ncg_relay *r, struct ncg_relay_stats *st);
 /* 1 once an allocation failed (coord.h's ncg_coord_out_of_memory): the state is incomplete, the
  * root issues no more verdicts and the host is to stop the checker. Does not allocate. */
 int ncg_relay_out_of_memory(const struct ncg_relay *r);
+/* For the SHUTDOWN of the root's process (coord.h's ncg_coord_left): the communicators without
+ * a verdict where a rank beneath left, each with the lowest count a rank left at (a child
+ * relay's from its last RSTAT); at most cap. Returns how many. Does not allocate. */
+size_t ncg_relay_left(const struct ncg_relay *r, uint64_t *ids, uint64_t *counts, size_t cap);
 
 /* The tree over nodes 0..nnodes-1 (node 0: the root): each relay's subtree is a contiguous
  * range of nodes (a relay covering [lo, hi) splits [lo+1, hi) into `fanout` equal chunks; the

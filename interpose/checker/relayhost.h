@@ -50,6 +50,8 @@ int ncg_rhost_open_conns(const struct ncg_rhost *h); /* child connections open *
  * ends), listeners closed; keep calling handle to flush. */
 struct ncg_msg;
 void ncg_rhost_leave(struct ncg_rhost *h, const struct ncg_msg *sd);
+/* ncg_relay_left of the host's relay (the root's: for its SHUTDOWN). The checker thread. */
+size_t ncg_rhost_left(const struct ncg_rhost *h, uint64_t *ids, uint64_t *counts, size_t cap);
 /* 1 once the host has stopped (left, out of memory, or the root was lost): nothing to poll. */
 int ncg_rhost_stopped(const struct ncg_rhost *h);
 /* After fork, in the child: closes the parent's sockets; the memory is leaked on purpose. */

@@ -192,7 +192,9 @@ int ncg_shm_create(void)
     ncg_fill_header(p, ticks);
     ncg_seg_shared = shared;
     ncg_seg_owner = getpid();
-    ck_pr_store_ptr(&ncg_seg, p);
+    /* Published complete (release): the checker thread, running since ncclGetUniqueId, reads
+     * the header (global_rank) as soon as it sees the pointer (ncg_seg_get). */
+    __atomic_store_n(&ncg_seg, (struct ncg_shm_header *)p, __ATOMIC_RELEASE);
     if (shared)
         ncg_debug(1, "recording to /dev/shm%s", ncg_seg_name);
     return 0;
@@ -269,7 +271,7 @@ void ncg_shm_comm_retire(struct ncg_shm_comm *s)
 
 void ncg_shm_exit(void)
 {
-    struct ncg_shm_header *h = ck_pr_load_ptr(&ncg_seg);
+    struct ncg_shm_header *h = ncg_seg_get();
     if (!h || ncg_seg_owner != getpid())
         return; /* dormant, or an inherited handler in a forked child: not ours to touch */
     ck_pr_fence_store();
@@ -282,7 +284,7 @@ void ncg_shm_exit(void)
 void ncg_shm_fork_child(void)
 {
     struct ncg_shm_header *h = ncg_seg;
-    ncg_seg = NULL;
+    __atomic_store_n(&ncg_seg, NULL, __ATOMIC_RELAXED); /* the child's only thread */
     ncg_seg_shared = 0;
     /* The parent's MAP_SHARED pages: a write from the child would corrupt the parent's rings. */
     if (h)

@@ -9,8 +9,16 @@
 
 #include "ncclguard/shm.h"
 
-/* The segment, or NULL while dormant. Written under the creation lock, read by anyone. */
+/* The segment, or NULL while dormant. Written under the creation lock, once complete
+ * (release); read by other threads through ncg_seg_get. */
 extern struct ncg_shm_header *ncg_seg;
+
+/* The segment once complete, or NULL. Any thread (the checker thread starts before it exists);
+ * acquire: pairs with ncg_shm_create's release, so its header fields are seen filled. */
+static inline struct ncg_shm_header *ncg_seg_get(void)
+{
+    return __atomic_load_n(&ncg_seg, __ATOMIC_ACQUIRE);
+}
 
 /* Create and fill the segment (shared under /dev/shm, or a private mapping when NCCLGUARD_SHM=0
  * or on failure, with one warning). Creation lock held; syscalls, no malloc. 0 or -errno. */

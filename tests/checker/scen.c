@@ -11,6 +11,12 @@
  *   mallocspin  20 AllReduce, then rank 1 SIGKILLs itself and the others spin in malloc/free
  *            for ITERS seconds (the stack capture interrupts a thread inside malloc)
  *   abort    rank 1 calls ncclCommAbort at ITERS/2, waits 1 s, returns (RANK EXITED, named)
+ *   late     ITERS AllReduce, then every rank destroys its comms and exits, but the last rank
+ *            (or SCEN_VICTIM) first waits $SCEN_LATE_S (default 1) seconds and issues one more
+ *            AllReduce, which the others never match (RANK EXITED after ncclCommDestroy, the
+ *            checker's host gone); SCEN_LATE_SPLIT=1: all on the split child of rank%2 (the
+ *            victim's half holds no checker host when rank 0 is not in it, and rank 0 leaves
+ *            0.5 s after the others)
  *   kill     rank 1 SIGKILLs itself at ITERS/2 (RANK DIED)
  *   stop     rank 2 SIGSTOPs itself at ITERS/2 (RANK DIED after the heartbeat timeout)
  *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG)
@@ -342,6 +348,32 @@ int main(int argc, char **argv)
         CK(ncclCommDestroy(comm));
         if (rank == 0)
             printf("scen: invert done\n");
+        return 0;
+    }
+    if (!strcmp(sc, "late")) {
+        ncclComm_t sub = comm;
+        if (getenv("SCEN_LATE_SPLIT"))
+            CK(ncclCommSplit(comm, rank % 2, rank, &sub, NULL));
+        int v = victim >= 0 ? victim : world - 1;
+        for (int i = 0; i < iters; i++) {
+            allreduce(sub, 8);
+            if (i % 4 == 3)
+                CK(ncg_test_sync(sub));
+        }
+        CK(ncg_test_sync(sub));
+        if (sub != comm && rank == 0)
+            usleep(500000); /* the checker's host leaves last: it knew who left before it */
+        if (rank == v) {    /* the barrier one step late: the others are gone */
+            const char *s = getenv("SCEN_LATE_S");
+            usleep((useconds_t)((s ? atof(s) : 1.0) * 1e6));
+            mark();
+            allreduce(sub, 8);
+            CK(ncg_test_sync(sub));
+        }
+        if (sub != comm)
+            CK(ncclCommDestroy(sub));
+        CK(ncclCommDestroy(comm));
+        fprintf(stderr, "scen: rank %d done\n", rank);
         return 0;
     }
     if (!strcmp(sc, "split")) {
