@@ -142,4 +142,4 @@ $(BUILD)/tests/ncg-relayd: tests/sim/relayd.c interpose/checker/relay.c interpos
 TEST_BINS += $(BUILD)/tests/ncg-relayd
 
 # Several comm ranks in one process (NCCL's multiple-devices-per-thread pattern, InitAll).
-TEST_BINS += $(APPS_OUT)/multidev
+TEST_BINS += $(APPS_OUT)/multidev $(APPS_OUT)/tworelease

@@ -143,9 +143,20 @@ static struct {
     int nlink;
     uint64_t last_report_ns;
     uint64_t abort_at_ns; /* nonzero: _exit once verdicts are flushed, or at this time */
-    /* nonzero: an abort verdict waits for its RELEASE on release_link until then (release.h) */
+    /* nonzero: an abort verdict waits until then for the RELEASE of every verdict this process
+     * said DONE to meanwhile (release.h): rel[] (comm, link, released) */
     uint64_t release_until_ns;
-    int release_link;
+    struct {
+        uint64_t comm_id;
+        int link;
+        uint8_t released;
+    } rel[MAX_LINKS * 4];
+    int nrel;
+    /* this process's checker (or tree root) still holds an exit release of other processes:
+     * its SHUTDOWN and its own exit wait (bounded by hold_until_ns) */
+    int sd_deferred;
+    uint64_t hold_until_ns;
+    int holding;  /* __atomic: at_exit extends its wait meanwhile */
     int aborting; /* __atomic: an abort verdict is being applied; a clean exit waits for its _exit
                    */
     uint64_t tx_bytes; /* client bytes queued (ncg_channel_tx_bytes) */
@@ -640,15 +651,51 @@ static void say_done(int li, uint64_t comm_id)
         link_send(&G.link[li], &m);
 }
 
+/* This process's checker or tree root still waits for other processes' DONEs. */
+static int hosted_waiting(void)
+{
+    return (srv_up() && ncg_coord_releases_waiting(G.srv.co)) ||
+           (rh_up() && G.root_tree.on && ncg_rhost_releases_waiting(G.rh));
+}
+
 /* An abort verdict's exit: now, once our own verdicts reached the others (a process that hosts
- * the checker or a relay waits for its connections to drain; thread_main). */
+ * the checker or a relay waits for its connections to drain, and for the exit releases it
+ * holds for others; thread_main). */
 static void exit_arm(uint64_t now)
 {
     if (G.release_until_ns && srv_up())
-        server_shutdown(); /* held back until the release (client_exit_messages) */
+        G.sd_deferred = 1; /* held back until the release (client_exit_messages) */
     G.release_until_ns = 0;
-    if (!G.abort_at_ns)
+    if (!G.abort_at_ns) {
         G.abort_at_ns = now + (srv_up() || rh_up() ? 1000000000ull : 1);
+        G.hold_until_ns = now + (uint64_t)((ncg_cfg.exit_wait_s + 2.0) * 1e9);
+    }
+}
+
+/* Waits (abort) for the RELEASE of comm_id on link li too. */
+static void release_wait_add(uint64_t comm_id, int li)
+{
+    for (int i = 0; i < G.nrel; i++)
+        if (G.rel[i].comm_id == comm_id && G.rel[i].link == li)
+            return;
+    if (G.nrel < (int)(sizeof G.rel / sizeof *G.rel))
+        G.rel[G.nrel++] = (__typeof__(G.rel[0])){comm_id, li, 0};
+}
+
+/* comm_id's RELEASE came on link li (comm_id 0: every verdict of li, its checker being gone);
+ * once every one came, the process may exit. */
+static void release_got(uint64_t comm_id, int li, uint64_t now)
+{
+    if (!G.release_until_ns)
+        return;
+    int left = 0;
+    for (int i = 0; i < G.nrel; i++) {
+        if (G.rel[i].link == li && (!comm_id || G.rel[i].comm_id == comm_id))
+            G.rel[i].released = 1;
+        left += !G.rel[i].released;
+    }
+    if (!left)
+        exit_arm(now);
 }
 
 /* Applies a verdict: every comm rank of v's communicator held here prints its diagnostic (the
@@ -694,26 +741,39 @@ static void apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
             ranks[nr++] = lc->rank;
             if (nh < MAX_HELD && (pass == 0 || nh == 0))
                 held_facts(lc, v, &held[nh++]);
-            if (!lc->removed && lc->c && nf < (int)(sizeof fail / sizeof *fail))
-                fail[nf++] = lc->c;
         }
     pthread_mutex_unlock(&G.lk);
-    /* The first shown is the one that prints the full block, when this process holds it. */
-    for (int k = 1; k < nh; k++) {
+    /* The first shown (with the report) is a rank the verdict is about, else one that prints
+     * the full block, when this process holds one. */
+    int best = 0, best_score = -1;
+    for (int k = 0; k < nh; k++) {
         char on[8];
-        if (ncg_cfg.diag == NCG_DIAG_AUTO && ncg_diag_full_here(v, held[k].rank, on, sizeof on) &&
-            !ncg_diag_full_here(v, held[0].rank, on, sizeof on)) {
-            struct held t = held[0];
-            held[0] = held[k];
-            held[k] = t;
-            break;
+        int score = ncg_diag_in_subject(v, held[k].rank)
+                        ? 2
+                        : ncg_cfg.diag == NCG_DIAG_AUTO &&
+                              ncg_diag_full_here(v, held[k].rank, on, sizeof on);
+        if (score > best_score) {
+            best = k;
+            best_score = score;
         }
+    }
+    if (best) {
+        struct held t = held[0];
+        held[0] = held[best];
+        held[best] = t;
     }
     x.held = ranks;
     x.nheld = nr;
     if (nh)
         held_context(v, &held[0], &x);
-    pthread_mutex_lock(&G.lk); /* fail[]'s comms stay valid while it is held */
+    /* The comms to fail, taken under the lock they are used under: the capture above let
+     * application threads run (one may have destroyed or aborted a comm meanwhile). */
+    pthread_mutex_lock(&G.lk);
+    for (size_t i = 0; i < G.nlc; i++) {
+        struct lcomm *lc = &G.lc[i];
+        if (lc->id == v->comm_id && !lc->removed && lc->c && nf < (int)(sizeof fail / sizeof *fail))
+            fail[nf++] = lc->c;
+    }
     int must_exit = ncg_action_apply(v, &x, fail, nf);
     pthread_mutex_unlock(&G.lk);
     for (int k = 1; k < nh; k++) { /* the other comm ranks held here: their own lines */
@@ -732,7 +792,8 @@ static void apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
         if (wait) {
             /* the checker's own bound, and a margin for its RELEASE to arrive */
             G.release_until_ns = now + (uint64_t)((ncg_cfg.exit_wait_s + 2.0) * 1e9);
-            G.release_link = li;
+            G.nrel = 0;
+            release_wait_add(v->comm_id, li);
         } else {
             exit_arm(now);
         }
@@ -780,8 +841,9 @@ static void link_lost_as(int li, const char *why, int rootlost, uint64_t now)
     int was_up = l->state == L_UP, was_hello = l->state == L_HELLO;
     link_close(l);
     l->state = L_DOWN;
-    if (G.release_until_ns && li == G.release_link) {
-        exit_arm(now); /* no RELEASE can come any more (a launcher ended its process, say) */
+    if (G.release_until_ns) { /* no RELEASE can come on it any more (a launcher ended its
+                                 process, say): what this process waited for there is over */
+        release_got(0, li, now);
         return;
     }
     if (!rootlost && l->tr.on && l->tr.node != l->tr.root_node) {
@@ -970,18 +1032,20 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             break;
         if (!ending())
             apply_verdict(m->u.verdict, li, now);
-        else if (m->u.verdict->severity == NCG_SEV_ERROR) /* one diagnostic is enough */
+        else if (m->u.verdict->severity == NCG_SEV_ERROR) { /* one diagnostic is enough */
             say_done(li, m->u.verdict->comm_id);
+            if (G.release_until_ns) /* but its other members may still be printing */
+                release_wait_add(m->u.verdict->comm_id, li);
+        }
         break;
     case NCG_MSG_RELEASE:
-        if (G.release_until_ns && li == G.release_link)
-            exit_arm(now);
+        release_got(m->u.exit.comm_id, li, now);
         break;
     case NCG_MSG_SHUTDOWN:
-        if (G.release_until_ns && li == G.release_link) {
-            exit_arm(now); /* the checker left: no RELEASE will come */
+        if (G.release_until_ns) {
             link_close(l);
             l->state = L_DOWN;
+            release_got(0, li, now); /* the checker left: no RELEASE will come on it */
             break;
         }
         if ((m->u.goodbye.flags & NCG_BYE_RELAY) && l->tr.on) {
@@ -1595,16 +1659,36 @@ static void *thread_main(void *arg)
                 connecting += G.link[i].state == L_CONNECTING || G.link[i].state == L_HELLO;
             if (!connecting || now + 200000000ull >= exit_deadline) {
                 client_report(now); /* registers comms not reported yet, so the goodbye counts */
-                client_exit_messages(0, 0);
+                /* Other processes' exit releases held here: this process's SHUTDOWN and its
+                 * exit wait for them (their own deadlines bound it; so does hold_until_ns). */
+                int hold = hosted_waiting();
+                client_exit_messages(0, hold);
+                if (hold) {
+                    G.sd_deferred = 1;
+                    G.hold_until_ns = now + (uint64_t)((ncg_cfg.exit_wait_s + 2.0) * 1e9);
+                    __atomic_store_n(&G.holding, 1, __ATOMIC_RELEASE);
+                }
                 exit_sent = 1;
                 exit_sent_ns = now;
             }
+        }
+        /* An exit release this process holds for others is over (or its bound passed): its
+         * SHUTDOWN goes now, and its own exit waits a moment for it to be read. */
+        int hold = G.hold_until_ns && now < G.hold_until_ns && hosted_waiting();
+        if (G.sd_deferred && !G.release_until_ns && !hold) {
+            server_shutdown();
+            G.sd_deferred = 0;
+            __atomic_store_n(&G.holding, 0, __ATOMIC_RELEASE);
+            if (G.abort_at_ns)
+                G.abort_at_ns = now + 1000000000ull;
+            if (exiting && exit_deadline < now + 200000000ull)
+                exit_deadline = now + 200000000ull;
         }
         /* A relay here leaves once its parent heard of this process's goodbyes (an RSTAT a
          * little over an interval later): below it, the node's processes reattach. The root
          * waits for its children's next figures (a RANK EXITED of its own ranks is judged
          * there; after it, each client judges from the counts the root leaves with). */
-        if (exit_sent && rh_up() &&
+        if (exit_sent && rh_up() && !(hold && G.root_tree.on) &&
             now >= exit_sent_ns + (G.root_tree.on ? 3 * interval : interval + interval / 2))
             ncg_rhost_leave(G.rh, &exit_sd);
         resolve_links(now);
@@ -1643,15 +1727,18 @@ static void *thread_main(void *arg)
              * meanwhile come to it directly, and get the verdict there) */
             int grace =
                 rh_up() && G.root_tree.on && now + 1000000000ull < G.abort_at_ns + 2 * interval;
-            if ((now >= G.abort_at_ns || (pending <= 1 && !grace)) && rh_up() && G.root_tree.on &&
-                !root_left_ns) {
+            /* (and neither leaves nor exits while it holds others' exit releases) */
+            if (hold || G.sd_deferred) {
+            } else if ((now >= G.abort_at_ns || (pending <= 1 && !grace)) && rh_up() &&
+                       G.root_tree.on && !root_left_ns) {
                 ncg_rhost_leave(G.rh, &exit_sd);
                 root_left_ns = now;
             } else if (now >= G.abort_at_ns + 300000000ull || pending <= 1) {
                 ncg_action_exit();
             }
         }
-        if (exiting && !__atomic_load_n(&G.aborting, __ATOMIC_ACQUIRE) &&
+        if (exiting && !__atomic_load_n(&G.aborting, __ATOMIC_ACQUIRE) && !G.sd_deferred &&
+            !(hold && rh_up()) &&
             (now >= exit_deadline || (exit_sent && !tx_pending() && !rh_up()))) {
             for (int i = 0; i < G.nlink; i++) {
                 struct link *l = &G.link[i];
@@ -1744,14 +1831,22 @@ static void at_exit(void)
         int extended = 0;
         while (!G.exit_done)
             if (pthread_cond_timedwait(&G.cv, &G.lk, &ts) == ETIMEDOUT) {
-                if (extended || !__atomic_load_n(&G.aborting, __ATOMIC_ACQUIRE))
+                if (extended || !(__atomic_load_n(&G.aborting, __ATOMIC_ACQUIRE) ||
+                                  __atomic_load_n(&G.holding, __ATOMIC_ACQUIRE)))
                     break;
-                /* an abort verdict is under way: its _exit comes within ~1 s of its release */
-                ts.tv_sec += 3 + (time_t)ncg_cfg.exit_wait_s;
+                /* an abort verdict is under way: its _exit comes within ~1 s of its release,
+                 * itself bounded by exit_wait + 2 s, then by the releases this process holds
+                 * for others (the same again) */
+                ts.tv_sec += 5 + 2 * (time_t)(ncg_cfg.exit_wait_s + 2.0);
                 extended = 1;
             }
     }
+    /* Past every bound with an abort verdict under way: its exit status, never the app's. */
+    int abort_now = !G.exit_done && __atomic_load_n(&G.aborting, __ATOMIC_ACQUIRE) && G.started &&
+                    G.pid == getpid();
     pthread_mutex_unlock(&G.lk);
+    if (abort_now)
+        ncg_action_exit();
 }
 
 /* Caller holds G.lk. */

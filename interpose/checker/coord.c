@@ -398,16 +398,28 @@ static void release_late(struct ncg_coord *co, struct ccomm *c, int conn)
     }
 }
 
-/* conn is finished with every verdict it was waited for (DONE), or gone (comm_id 0: all). */
-static void release_mark(struct ncg_coord *co, int conn, uint64_t comm_id)
+/* conn said DONE for comm_id, or is gone (gone: every comm; it is forgotten, never sent a
+ * RELEASE, so that a new connection given its id gets none). */
+static void release_mark(struct ncg_coord *co, int conn, uint64_t comm_id, int gone)
 {
     for (size_t ci = 0; ci < co->ncomm; ci++) {
         struct ccomm *c = co->comm[ci];
-        if (c->rel.state != NCG_REL_WAITING || (comm_id && c->id != comm_id))
+        if (gone)
+            ncg_release_drop(&c->rel, conn, 0);
+        if (c->rel.state != NCG_REL_WAITING || (!gone && c->id != comm_id))
             continue;
-        ncg_release_mark(&c->rel, conn);
+        if (!gone)
+            ncg_release_mark(&c->rel, conn);
         release_check(co, c);
     }
+}
+
+int ncg_coord_releases_waiting(const struct ncg_coord *co)
+{
+    int n = 0;
+    for (size_t ci = 0; ci < co->ncomm; ci++)
+        n += co->comm[ci]->rel.state == NCG_REL_WAITING;
+    return n;
 }
 
 /* ---- comparison rounds ---- */
@@ -594,7 +606,7 @@ static void member_lost(struct ncg_coord *co, int conn, uint8_t kind, const char
 
 static void forget_conn(struct ncg_coord *co, int conn)
 {
-    release_mark(co, conn, 0); /* nobody waits for a connection that is gone */
+    release_mark(co, conn, 0, 1); /* nobody waits for a connection that is gone */
     for (size_t ci = 0; ci < co->ncomm; ci++) {
         struct ccomm *c = co->comm[ci];
         for (uint32_t i = 0; i < c->nranks; i++)
@@ -832,7 +844,7 @@ void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, 
         on_wait(co, conn, &m->u.wait);
         break;
     case NCG_MSG_DONE:
-        release_mark(co, conn, m->u.exit.comm_id);
+        release_mark(co, conn, m->u.exit.comm_id, 0);
         break;
     default: /* a second HELLO, or coordinator-to-client types: misuse */
         drop(co, conn);

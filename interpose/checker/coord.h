@@ -63,6 +63,9 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns);
 int ncg_coord_out_of_memory(const struct ncg_coord *co);
 /* Connections that have not presented a valid HELLO yet, and the oldest of them (-1: none). */
 int ncg_coord_unauthed(const struct ncg_coord *co, int *oldest);
+/* Communicators whose exit release (release.h) still waits for DONEs: the process hosting the
+ * coordinator holds its own exit until none is left (or their deadlines passed). */
+int ncg_coord_releases_waiting(const struct ncg_coord *co);
 /* The coordinator's process exits cleanly: tell every client (SHUTDOWN). */
 void ncg_coord_shutdown(struct ncg_coord *co);
 /* For the SHUTDOWN of an embedded coordinator's process: the communicators without an error

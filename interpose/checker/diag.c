@@ -182,6 +182,16 @@ out:
     return full;
 }
 
+int ncg_diag_in_subject(const struct ncg_verdict *v, int32_t rank)
+{
+    if (rank < 0 || (uint32_t)rank >= v->nranks)
+        return 0;
+    uint8_t *mark = calloc(v->nranks, 1);
+    int in = mark && parse_ranks(v->subject, mark, v->nranks) == 0 && mark[rank];
+    free(mark);
+    return in;
+}
+
 /* The Python frames of the stuck thread, beside its native stack. */
 static void ncg_diag_render_py(struct out *o, const struct ncg_pystack *py)
 {

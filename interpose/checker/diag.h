@@ -45,6 +45,10 @@ struct ncg_diag_ctx {
  * every member (it reads only the verdict). */
 int ncg_diag_full_here(const struct ncg_verdict *v, int32_t rank, char *on, size_t cap);
 
+/* 1 when comm rank `rank` is one the verdict is about (in v->subject's rank list). Pure;
+ * allocates a temporary array. */
+int ncg_diag_in_subject(const struct ncg_verdict *v, int32_t rank);
+
 /* Renders the diagnostic into buf (NUL-terminated, truncated to cap). Pure; returns length. */
 size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
                        size_t cap);

@@ -477,12 +477,25 @@ static struct ncg_verdict *client_verdict(struct ncg_relay *r, const struct rcom
 
 /* ---- the exit release (release.h) ---- */
 
+/* RELEASE to every connection the verdict went to, and to the child relays beneath that hold
+ * the comm now (one that reattached after losing its link: its ranks wait for it). */
 static void release_down(struct ncg_relay *r, struct rcomm *c)
 {
     struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
     for (uint32_t i = 0; i < c->rel.n; i++)
         if (conn_get(r, c->rel.conn[i]))
             r->ops.send(r->ops.arg, c->rel.conn[i], &m);
+    for (uint32_t i = 0; i < c->nk; i++) {
+        int cn = c->k[i].conn, sent = 0;
+        if (!c->k[i].relay || !conn_get(r, cn))
+            continue;
+        for (uint32_t j = 0; j < c->rel.n && !sent; j++)
+            sent = c->rel.conn[j] == cn;
+        for (uint32_t j = 0; j < i && !sent; j++)
+            sent = c->k[j].relay && c->k[j].conn == cn;
+        if (!sent)
+            r->ops.send(r->ops.arg, cn, &m);
+    }
     c->rel.state = NCG_REL_RELEASED;
 }
 
@@ -521,16 +534,28 @@ static void release_add(struct ncg_relay *r, struct rcomm *c, int conn)
     }
 }
 
-/* conn said DONE for comm_id, or is gone (comm_id 0: every comm). */
-static void release_mark(struct ncg_relay *r, int conn, uint64_t comm_id)
+/* conn said DONE for comm_id, or is gone (gone: every comm; a client's is forgotten, a child
+ * relay's subtree stays waited for, until the root's deadline, as it may reattach elsewhere). */
+static void release_mark(struct ncg_relay *r, int conn, uint64_t comm_id, int gone, int relay)
 {
     for (size_t ci = 0; ci < r->ncomm; ci++) {
         struct rcomm *c = r->comm[ci];
-        if (c->rel.state != NCG_REL_WAITING || (comm_id && c->id != comm_id))
+        if (gone)
+            ncg_release_drop(&c->rel, conn, relay);
+        if (c->rel.state != NCG_REL_WAITING || (!gone && c->id != comm_id))
             continue;
-        ncg_release_mark(&c->rel, conn);
+        if (!gone)
+            ncg_release_mark(&c->rel, conn);
         release_check(r, c);
     }
+}
+
+int ncg_relay_releases_waiting(const struct ncg_relay *r)
+{
+    int n = 0;
+    for (size_t ci = 0; ci < r->ncomm; ci++)
+        n += r->comm[ci]->rel.state == NCG_REL_WAITING;
+    return n;
 }
 
 /* c's verdict to conn, or (conn < 0) to every child once; client connections get a plain
@@ -1446,8 +1471,9 @@ static void conn_lost(struct ncg_relay *r, int conn, const char *why)
     if (cc->authed)
         r_event(r, "leave: %s %u on %s (%s)", cc->relay ? "relay of node" : "pid",
                 cc->relay ? cc->node : cc->pid, cc->host, cc->bye ? "clean exit" : why);
+    int was_relay = cc->relay;
     memset(cc, 0, sizeof *cc);
-    release_mark(r, conn, 0); /* nobody waits for a connection that is gone */
+    release_mark(r, conn, 0, 1, was_relay);
 }
 
 void ncg_relay_closed(struct ncg_relay *r, int conn, uint64_t now_ns)
@@ -1536,7 +1562,7 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
             on_rwait(r, m->u.rwait);
         break;
     case NCG_MSG_DONE:
-        release_mark(r, conn, m->u.exit.comm_id);
+        release_mark(r, conn, m->u.exit.comm_id, 0, 0);
         break;
     default: /* a second HELLO, or parent-to-child types: misuse */
         conn_lost(r, conn, "protocol misuse");
@@ -1680,6 +1706,10 @@ void ncg_relay_parent_up(struct ncg_relay *r, uint64_t now_ns)
         c->pend = NULL;
         c->npend = 0;
         c->pend_full = 0;
+        if (c->rel.state == NCG_REL_READY) { /* its subtree's DONE, ready while detached */
+            struct ncg_msg d = {.type = NCG_MSG_DONE, .u.exit.comm_id = c->id};
+            r->ops.up(r->ops.arg, &d);
+        }
     }
 }
 

@@ -659,6 +659,11 @@ int ncg_rhost_pending_tx(const struct ncg_rhost *h)
     return n;
 }
 
+int ncg_rhost_releases_waiting(const struct ncg_rhost *h)
+{
+    return h->r ? ncg_relay_releases_waiting(h->r) : 0;
+}
+
 size_t ncg_rhost_left(const struct ncg_rhost *h, uint64_t *ids, uint64_t *counts, size_t cap)
 {
     return ncg_relay_left(h->r, ids, counts, cap);

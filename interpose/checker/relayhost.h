@@ -44,6 +44,8 @@ int ncg_rhost_pollfds(struct ncg_rhost *h, struct pollfd *pf, int max);
  * flushes. Never blocks. */
 void ncg_rhost_handle(struct ncg_rhost *h, const struct pollfd *pf, int n, uint64_t now_ns);
 int ncg_rhost_pending_tx(const struct ncg_rhost *h); /* connections with unsent bytes */
+/* Its relay's exit releases still waiting for DONEs (ncg_relay_releases_waiting). */
+int ncg_rhost_releases_waiting(const struct ncg_rhost *h);
 int ncg_rhost_open_conns(const struct ncg_rhost *h); /* child connections open */
 /* The process exits cleanly: SHUTDOWN to every child (below the root NCG_BYE_RELAY: they
  * reattach; at the root sd, this process's final counts, passed down the tree: the checking

@@ -13,6 +13,8 @@ void ncg_release_begin(struct ncg_release *r, uint64_t deadline_ns)
 
 int ncg_release_add(struct ncg_release *r, int conn)
 {
+    if (conn < 0)
+        return 0;
     for (uint32_t i = 0; i < r->n; i++)
         if (r->conn[i] == conn)
             return 0;
@@ -35,9 +37,29 @@ int ncg_release_add(struct ncg_release *r, int conn)
 
 void ncg_release_mark(struct ncg_release *r, int conn)
 {
+    if (conn < 0)
+        return;
     for (uint32_t i = 0; i < r->n; i++)
         if (r->conn[i] == conn)
             r->done[i] = 1;
+}
+
+void ncg_release_drop(struct ncg_release *r, int conn, int orphan)
+{
+    if (conn < 0)
+        return;
+    for (uint32_t i = 0; i < r->n; i++) {
+        if (r->conn[i] != conn)
+            continue;
+        if (orphan && !r->done[i] && r->state == NCG_REL_WAITING) {
+            r->conn[i] = -1;
+            continue;
+        }
+        r->conn[i] = r->conn[r->n - 1];
+        r->done[i] = r->done[r->n - 1];
+        r->n--;
+        i--;
+    }
 }
 
 uint32_t ncg_release_pending(const struct ncg_release *r, int *first)

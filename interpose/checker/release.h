@@ -30,11 +30,16 @@ void ncg_release_begin(struct ncg_release *r, uint64_t deadline_ns);
 /* The verdict went to conn too (once per process). Allocates; -1 when out of memory (then conn
  * is not waited for). */
 int ncg_release_add(struct ncg_release *r, int conn);
-/* conn said DONE (done = 1) or its connection closed: it is not waited for any more. */
+/* conn said DONE: it is not waited for any more. */
 void ncg_release_mark(struct ncg_release *r, int conn);
+/* conn's connection closed. A process's (orphan 0): forgotten, neither waited for nor sent a
+ * RELEASE (its id may be reused by another connection). A child relay's (orphan 1), not done
+ * yet: its subtree may come back through another connection, so it stays waited for until the
+ * deadline, under no connection (-1). */
+void ncg_release_drop(struct ncg_release *r, int conn, int orphan);
 /* 1 when r is WAITING and nobody is left to wait for, or its deadline passed. */
 int ncg_release_due(const struct ncg_release *r, uint64_t now_ns);
-/* Connections still waited for (the first of them in *first, -1 none). */
+/* Connections still waited for (the first of them in *first, -1 none or an orphan). */
 uint32_t ncg_release_pending(const struct ncg_release *r, int *first);
 void ncg_release_free(struct ncg_release *r);
 

@@ -25,4 +25,17 @@ for i in $(seq 1 $((2 * runs))); do
   fi
   [ "$(exited 86)" -ge 1 ] || fail "run $i: no rank exited 86 (the launcher killed the rest then)"
 done
-echo "ok ($runs runs flat, $runs through the tree)"
+unset NCCLGUARD_TREE NCG_LAUNCH_PER_NODE
+# Two verdicts on one process, one of their members late (tests/apps/tworelease.c): rank 2 is
+# in W and S1 (RANK EXITED on both, rank 3 having returned); rank 1, stopped for 2 s, prints W's
+# diagnostic late. The release of S1 must not let rank 2 exit (the launcher would kill rank 1):
+# all 3 reports, rank 1's among them.
+for mode in flat tree; do
+  [ $mode = tree ] && export NCCLGUARD_TREE=on NCG_LAUNCH_PER_NODE=2
+  rm -f "$REPORTS"/*
+  guarded "$NCG_TMP/two" "$LAUNCH" -n 4 -k -t 60 "$B/tests/tworelease"
+  [ "$RC" = 86 ] || fail "two verdicts ($mode): launcher status $RC"
+  expect "$(ls "$REPORTS" | grep -c '^ncclguard-report\..*\.json$')" 3 "two verdicts ($mode): reports of ranks 0-2"
+  expect "$(nlines '^ncclguard:   this process \(comm rank 1, global rank 1,')" 1 "two verdicts ($mode): rank 1 printed"
+done
+echo "ok ($runs runs flat, $runs through the tree; two verdicts, a late member)"
