@@ -526,6 +526,9 @@ static void release_check(struct ncg_relay *r, struct rcomm *c)
 /* The error verdict went to conn: waited for, or (the others released already) released. */
 static void release_add(struct ncg_relay *r, struct rcomm *c, int conn)
 {
+    const struct rconn *cc = conn_get(r, conn);
+    if (c->rel.state == NCG_REL_WAITING && cc && cc->relay && ncg_release_adopt(&c->rel, conn))
+        return; /* a subtree that reattached here: still waited for, as before */
     if (c->rel.state == NCG_REL_RELEASED) {
         struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
         r->ops.send(r->ops.arg, conn, &m);
@@ -544,6 +547,8 @@ static void release_mark(struct ncg_relay *r, int conn, uint64_t comm_id, int go
             ncg_release_drop(&c->rel, conn, relay);
         if (c->rel.state != NCG_REL_WAITING || (!gone && c->id != comm_id))
             continue;
+        if (!gone && relay)
+            ncg_release_adopt(&c->rel, conn);
         if (!gone)
             ncg_release_mark(&c->rel, conn);
         release_check(r, c);
@@ -1562,7 +1567,7 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
             on_rwait(r, m->u.rwait);
         break;
     case NCG_MSG_DONE:
-        release_mark(r, conn, m->u.exit.comm_id, 0, 0);
+        release_mark(r, conn, m->u.exit.comm_id, 0, cc->relay);
         break;
     default: /* a second HELLO, or parent-to-child types: misuse */
         conn_lost(r, conn, "protocol misuse");

@@ -44,6 +44,19 @@ void ncg_release_mark(struct ncg_release *r, int conn)
             r->done[i] = 1;
 }
 
+int ncg_release_adopt(struct ncg_release *r, int conn)
+{
+    for (uint32_t i = 0; i < r->n; i++)
+        if (r->conn[i] == conn)
+            return 0;
+    for (uint32_t i = 0; i < r->n; i++)
+        if (r->conn[i] == -1 && !r->done[i]) {
+            r->conn[i] = conn;
+            return 1;
+        }
+    return 0;
+}
+
 void ncg_release_drop(struct ncg_release *r, int conn, int orphan)
 {
     if (conn < 0)

@@ -39,6 +39,9 @@ void ncg_release_mark(struct ncg_release *r, int conn);
 void ncg_release_drop(struct ncg_release *r, int conn, int orphan);
 /* 1 when r is WAITING and nobody is left to wait for, or its deadline passed. */
 int ncg_release_due(const struct ncg_release *r, uint64_t now_ns);
+/* Child relay conn, not among those the verdict went to, is a subtree that reattached here: it
+ * takes an orphan's place (ncg_release_drop), still waited for; 1 when there was one. */
+int ncg_release_adopt(struct ncg_release *r, int conn);
 /* Connections still waited for (the first of them in *first, -1 none or an orphan). */
 uint32_t ncg_release_pending(const struct ncg_release *r, int *first);
 void ncg_release_free(struct ncg_release *r);

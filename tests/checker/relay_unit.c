@@ -2065,8 +2065,46 @@ static void test_release(void)
     T.exit_wait_s = 0;
 }
 
+/* The exit release while relay 2 (ranks 4-5) loses its link to relay 1: its subtree is not
+ * taken as done (nobody released while 4-5 print), its DONE, ready while detached, goes up when
+ * it reattaches (through another connection) and releases everyone at once, it included. */
+static void test_release_detached(void)
+{
+    T.exit_wait_s = 5;
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 100;
+    T.cl[5].odd_from = 57;
+    report_all();
+    for (int t = 0; t < 20 && !T.cl[0].verdicts; t++)
+        tick_all(3);
+    for (int i = 0; i < T.ncl; i++)
+        CHECK(T.cl[i].verdicts == 1);
+    ncg_relay_parent_down(T.r[2]); /* the link 1-2 is lost */
+    T.child_relay[1][2] = -1;
+    ncg_relay_closed(T.r[1], 2, T.now);
+    for (int i = 0; i < 4; i++)
+        client_done(&T.cl[i]);
+    tick_all(3);
+    CHECK(releases_total() == 0); /* ranks 4-5 are still printing */
+    client_done(&T.cl[4]);
+    client_done(&T.cl[5]);
+    tick_all(3);
+    CHECK(releases_total() == 0); /* relay 2 is ready but cannot say it */
+    T.child_relay[1][4] = 2;      /* it reattaches, through connection 4 */
+    T.parent_conn[2] = 4;
+    ncg_relay_connected(T.r[1], 4, T.now);
+    ncg_relay_parent_up(T.r[2], T.now);
+    pump();
+    tick_all(3);
+    CHECK(releases_total() == 6); /* long before the root's 5 s */
+    tree_free(3);
+    T.exit_wait_s = 0;
+}
+
 int main(void)
 {
+    test_release_detached();
     test_release();
     test_lag();
     test_stuck();
