@@ -2020,23 +2020,30 @@ static int releases_total(void)
     return n;
 }
 
+/* A three-level tree with the exit release's bound of wait_s; every rank at 100 calls, rank 5
+ * differing from slot 57; ticks until the verdict is out (every rank has it). */
+static void release_setup(double wait_s)
+{
+    T.exit_wait_s = wait_s;
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 100;
+    T.cl[5].odd_from = 57;
+    report_all();
+    for (int t = 0; t < 20 && !T.cl[0].verdicts; t++)
+        tick_all(3);
+    for (int i = 0; i < T.ncl; i++)
+        CHECK(T.cl[i].verdicts == 1);
+}
+
 /* The exit release through three levels: rank 5 (beneath two relays) differs; nobody is
  * released while a rank has not said DONE; then every rank exactly once, when the last says it
  * (variant 0), when its connection closes (1), or at the root's bound of 1 s (2), not before. */
 static void test_release(void)
 {
     for (int variant = 0; variant < 3; variant++) {
-        T.exit_wait_s = 1;
-        tree(1);
-        for (int i = 0; i < T.ncl; i++)
-            T.cl[i].count = 100;
-        T.cl[5].odd_from = 57;
-        report_all();
-        for (int t = 0; t < 20 && !T.cl[0].verdicts; t++)
-            tick_all(3);
+        release_setup(1);
         uint64_t t0 = T.now; /* the verdict went out during this tick */
-        for (int i = 0; i < T.ncl; i++)
-            CHECK(T.cl[i].verdicts == 1);
         for (int i = 0; i < 5; i++)
             client_done(&T.cl[i]);
         tick_all(3);
@@ -2070,16 +2077,7 @@ static void test_release(void)
  * it reattaches (through another connection) and releases everyone at once, it included. */
 static void test_release_detached(void)
 {
-    T.exit_wait_s = 5;
-    tree(1);
-    for (int i = 0; i < T.ncl; i++)
-        T.cl[i].count = 100;
-    T.cl[5].odd_from = 57;
-    report_all();
-    for (int t = 0; t < 20 && !T.cl[0].verdicts; t++)
-        tick_all(3);
-    for (int i = 0; i < T.ncl; i++)
-        CHECK(T.cl[i].verdicts == 1);
+    release_setup(5);
     ncg_relay_parent_down(T.r[2]); /* the link 1-2 is lost */
     T.child_relay[1][2] = -1;
     ncg_relay_closed(T.r[1], 2, T.now);
