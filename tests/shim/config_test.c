@@ -228,6 +228,15 @@ int main(void)
     EXPECT(c.fanout == 4 && e.nwarn == 0);
     c = one(&e, "NCCLGUARD_TREE_FANOUT", "1");
     EXPECT(c.fanout == 16 && e.nwarn == 1);
+    /* the exit release's bound: 0 allowed (no release), negative or not a number refused */
+    c = one(&e, "NCCLGUARD_EXIT_WAIT_S", "2.5");
+    EXPECT(c.exit_wait_s == 2.5 && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_EXIT_WAIT_S", "0");
+    EXPECT(c.exit_wait_s == 0 && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_EXIT_WAIT_S", "-1");
+    EXPECT(c.exit_wait_s == 5.0 && e.nwarn == 1);
+    c = one(&e, "NCCLGUARD_EXIT_WAIT_S", "soon");
+    EXPECT(c.exit_wait_s == 5.0 && e.nwarn == 1 && strstr(e.warnings[0], "NCCLGUARD_EXIT_WAIT_S"));
 
     /* Unprintable bytes are shown as '?', never echoed raw. */
     c = one(&e, "NCCLGUARD_ACTION", "a\x1b[2Jb");
