@@ -22,7 +22,10 @@ grep -q '^\[default0\]:scen: healthy done$' "$OUT" || fail "the healthy job did 
 trun count
 launched count "${TR[@]}" "$RANKSH" "$SCEN" count
 expect "$RC" 1 "torchrun status (count mismatch)"
-expect "$(grep -cE '^  exitcode  : 86 \(pid: [0-9]+\)$' "$OUT")" 4 "ranks with exit code 86 in torchrun's failure summary"
+# (the process holding the checker exits last, up to a second after the others: the agent may
+# stop it first at its next poll, so it need not be among them; every report is checked below)
+n86=$(grep -cE '^  exitcode  : 86 \(pid: [0-9]+\)$' "$OUT")
+[ "$n86" -ge 3 ] || fail "ranks with exit code 86 in torchrun's failure summary: got $n86, want 3 or 4"
 check_incident
 # the same job with one restart: the first attempt diverges, the second (healthy) completes
 trun restart --max_restarts 1
