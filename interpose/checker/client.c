@@ -651,6 +651,13 @@ static void say_done(int li, uint64_t comm_id)
         link_send(&G.link[li], &m);
 }
 
+/* The longest this process waits on an exit release, for its own RELEASE or for the releases
+ * its checker holds for others: the checker's bound, and a margin for a RELEASE to arrive. */
+static uint64_t release_bound_ns(void)
+{
+    return (uint64_t)((ncg_cfg.exit_wait_s + 2.0) * 1e9);
+}
+
 /* This process's checker or tree root still waits for other processes' DONEs. */
 static int hosted_waiting(void)
 {
@@ -668,7 +675,7 @@ static void exit_arm(uint64_t now)
     G.release_until_ns = 0;
     if (!G.abort_at_ns) {
         G.abort_at_ns = now + (srv_up() || rh_up() ? 1000000000ull : 1);
-        G.hold_until_ns = now + (uint64_t)((ncg_cfg.exit_wait_s + 2.0) * 1e9);
+        G.hold_until_ns = now + release_bound_ns();
     }
 }
 
@@ -790,8 +797,7 @@ static void apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
         int wait = li >= 0 && G.link[li].state == L_UP && ncg_cfg.exit_wait_s > 0;
         client_exit_messages(NCG_BYE_VERDICT, wait);
         if (wait) {
-            /* the checker's own bound, and a margin for its RELEASE to arrive */
-            G.release_until_ns = now + (uint64_t)((ncg_cfg.exit_wait_s + 2.0) * 1e9);
+            G.release_until_ns = now + release_bound_ns();
             G.nrel = 0;
             release_wait_add(v->comm_id, li);
         } else {
@@ -1665,7 +1671,7 @@ static void *thread_main(void *arg)
                 client_exit_messages(0, hold);
                 if (hold) {
                     G.sd_deferred = 1;
-                    G.hold_until_ns = now + (uint64_t)((ncg_cfg.exit_wait_s + 2.0) * 1e9);
+                    G.hold_until_ns = now + release_bound_ns();
                     __atomic_store_n(&G.holding, 1, __ATOMIC_RELEASE);
                 }
                 exit_sent = 1;
@@ -1712,7 +1718,7 @@ static void *thread_main(void *arg)
         }
         if (G.release_until_ns && now >= G.release_until_ns) {
             ncg_debug(1, "no exit release from the checker within %g s: exiting",
-                      ncg_cfg.exit_wait_s + 2.0);
+                      (double)release_bound_ns() / 1e9);
             exit_arm(now);
         }
         if (G.abort_at_ns) {
@@ -1728,12 +1734,12 @@ static void *thread_main(void *arg)
             int grace =
                 rh_up() && G.root_tree.on && now + 1000000000ull < G.abort_at_ns + 2 * interval;
             /* (and neither leaves nor exits while it holds others' exit releases) */
-            if (hold || G.sd_deferred) {
-            } else if ((now >= G.abort_at_ns || (pending <= 1 && !grace)) && rh_up() &&
-                       G.root_tree.on && !root_left_ns) {
+            int held = hold || G.sd_deferred;
+            if (!held && (now >= G.abort_at_ns || (pending <= 1 && !grace)) && rh_up() &&
+                G.root_tree.on && !root_left_ns) {
                 ncg_rhost_leave(G.rh, &exit_sd);
                 root_left_ns = now;
-            } else if (now >= G.abort_at_ns + 300000000ull || pending <= 1) {
+            } else if (!held && (now >= G.abort_at_ns + 300000000ull || pending <= 1)) {
                 ncg_action_exit();
             }
         }
@@ -1837,7 +1843,7 @@ static void at_exit(void)
                 /* an abort verdict is under way: its _exit comes within ~1 s of its release,
                  * itself bounded by exit_wait + 2 s, then by the releases this process holds
                  * for others (the same again) */
-                ts.tv_sec += 5 + 2 * (time_t)(ncg_cfg.exit_wait_s + 2.0);
+                ts.tv_sec += 5 + 2 * (time_t)(release_bound_ns() / 1000000000ull);
                 extended = 1;
             }
     }

@@ -12,7 +12,8 @@
 enum ncg_release_state {
     NCG_REL_NONE = 0,     /* no error verdict yet */
     NCG_REL_WAITING = 1,  /* the verdict is out: waiting for DONEs */
-    NCG_REL_READY = 2,    /* every connection said DONE or closed (below the root: sent up) */
+    NCG_REL_READY = 2,    /* below the root: nobody left to wait for (DONE up, now or on
+                             reattaching) */
     NCG_REL_RELEASED = 3, /* RELEASE sent: later members get it with the verdict */
 };
 
@@ -21,7 +22,7 @@ struct ncg_release {
     uint64_t deadline_ns; /* UINT64_MAX: none (a relay below the root waits for its parent) */
     uint32_t n, cap;
     int *conn;     /* [n] connections the verdict went to */
-    uint8_t *done; /* [n] 1: said DONE, or closed */
+    uint8_t *done; /* [n] 1: said DONE (a closed connection is dropped, or orphaned) */
 };
 
 /* The caller serializes; none blocks. */
