@@ -430,12 +430,9 @@ static struct rkid *kid_gone(struct rcomm *c, uint32_t rank)
     return NULL;
 }
 
-static struct rkid *kid_add(struct ncg_relay *r, struct rcomm *c, int conn, int relay,
-                            uint32_t rank)
+/* A zeroed kid at the end of c's table (grown as needed), or NULL out of memory. */
+static struct rkid *kid_new(struct ncg_relay *r, struct rcomm *c)
 {
-    struct rconn *cc = conn_get(r, conn);
-    if (!cc || !kid_room(r, conn, relay))
-        return NULL;
     if (c->nk == c->capk) {
         uint32_t n = c->capk ? c->capk * 2 : 8;
         struct rkid *nk = realloc(c->k, sizeof *nk * n);
@@ -446,6 +443,18 @@ static struct rkid *kid_add(struct ncg_relay *r, struct rcomm *c, int conn, int 
     }
     struct rkid *k = &c->k[c->nk++];
     memset(k, 0, sizeof *k);
+    return k;
+}
+
+static struct rkid *kid_add(struct ncg_relay *r, struct rcomm *c, int conn, int relay,
+                            uint32_t rank)
+{
+    struct rconn *cc = conn_get(r, conn);
+    if (!cc || !kid_room(r, conn, relay))
+        return NULL;
+    struct rkid *k = kid_new(r, c);
+    if (!k)
+        return NULL;
     k->conn = conn;
     k->relay = (uint8_t)relay;
     k->rank = rank;
@@ -1409,18 +1418,9 @@ static void keep_gone(struct ncg_relay *r, struct rcomm *c, const struct ncg_rgo
     for (uint8_t j = 0; j < n; j++) {
         if (kid_gone(c, g[j].rank))
             continue;
-        if (c->nk == c->capk) {
-            uint32_t cap = c->capk ? c->capk * 2 : 8;
-            struct rkid *nk = realloc(c->k, sizeof *nk * cap);
-            if (!nk) {
-                r_nomem(r);
-                return;
-            }
-            c->k = nk;
-            c->capk = cap;
-        }
-        struct rkid *k = &c->k[c->nk++];
-        memset(k, 0, sizeof *k);
+        struct rkid *k = kid_new(r, c);
+        if (!k)
+            return;
         k->conn = -1;
         k->rank = g[j].rank;
         k->state = K_GONE;
