@@ -1566,10 +1566,43 @@ static void resolve_links(uint64_t now)
     pthread_mutex_unlock(&G.lk);
 }
 
-static void link_io(int li, short rev, uint64_t now)
+/* Reads and handles what the checker sent; non-zero when the link went down meanwhile (by a
+ * message, its end of the stream or our own shortage). */
+static int link_read(int li, uint64_t now)
 {
     struct link *l = &G.link[li];
     static struct ncg_msg m;
+    int rc = ncg_peer_fill(&l->io);
+    for (;;) {
+        int k = ncg_peer_next(&l->io, &m);
+        if (k < 0) {
+            rc = -1;
+            break;
+        }
+        if (k == 0)
+            break;
+        link_message(li, &m, now);
+        ncg_msg_release(&m);
+        if (l->state == L_DOWN)
+            return 1;
+    }
+    if (rc == -2) { /* our own shortage: say so, and no verdict from a partial view */
+        ncg_log("out of memory for the side channel to the checker at %s; running unguarded",
+                l->name);
+        link_close(l);
+        l->state = L_DOWN;
+        return 1;
+    }
+    if (rc < 0) {
+        link_lost(li, "connection lost", now);
+        return 1;
+    }
+    return 0;
+}
+
+static void link_io(int li, short rev, uint64_t now)
+{
+    struct link *l = &G.link[li];
     if (l->state == L_CONNECTING) {
         int err = 0;
         socklen_t el = sizeof err;
@@ -1592,34 +1625,12 @@ static void link_io(int li, short rev, uint64_t now)
         snprintf(h.u.hello.host, sizeof h.u.hello.host, "%s", ncg_host_name());
         link_send(l, &h);
     }
-    if (rev & (POLLIN | POLLHUP | POLLERR)) {
-        int rc = ncg_peer_fill(&l->io);
-        for (;;) {
-            int k = ncg_peer_next(&l->io, &m);
-            if (k < 0) {
-                rc = -1;
-                break;
-            }
-            if (k == 0)
-                break;
-            link_message(li, &m, now);
-            ncg_msg_release(&m);
-            if (l->state == L_DOWN)
-                return;
-        }
-        if (rc == -2) { /* our own shortage: say so, and no verdict from a partial view */
-            ncg_log("out of memory for the side channel to the checker at %s; running unguarded",
-                    l->name);
-            link_close(l);
-            l->state = L_DOWN;
-            return;
-        }
-        if (rc < 0) {
-            link_lost(li, "connection lost", now);
-            return;
-        }
-    }
-    if (l->io.txlen && ncg_peer_flush(&l->io) != 0)
+    if ((rev & (POLLIN | POLLHUP | POLLERR)) && link_read(li, now) != 0)
+        return;
+    /* A write refused (the checker closed its end: on a Unix socket at once, EPIPE) says
+     * nothing of what it sent before closing, its SHUTDOWN above all (a node relay in this very
+     * thread may have closed it after this poll): read that first. */
+    if (l->io.txlen && ncg_peer_flush(&l->io) != 0 && link_read(li, now) == 0)
         link_lost(li, "connection lost", now);
 }
 
