@@ -23,10 +23,9 @@ ifneq ($(findstring thread,$(SANITIZER)),)
 WARN += -Wno-tsan
 endif
 CFLAGS ?= -O2 -g
-# interpose/ by layer, each including only those below it (tests/shim/t_layers.sh checks):
-# common (config, log, hash) <- shim (the in-process recorder) <- inspect (stacks, symbols)
-# <- checker (client, coordinator, wire, verdicts, diagnostics, actions) <- cli (the command).
-NCG_INC := -Iinterpose/common -Iinterpose/shim -Iinterpose/inspect -Iinterpose/checker
+# interpose/ by layer, each including only those below it: interpose/interpose.mk.
+NCG_LAYERS := common shim inspect proto judge coord relay net agent
+NCG_INC := $(foreach l,$(NCG_LAYERS),-Iinterpose/$(l))
 BASE_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARN) $(SANFLAGS) -Iinclude $(NCG_INC)
 BASE_LDFLAGS := $(SANFLAGS)
 PREFIX ?= /usr/local
@@ -39,35 +38,38 @@ BENCH_TARGETS :=
 .PHONY: all test bench demo install clean deps format format-check
 all:
 
-# Order matters: checker.mk appends to SHIM_SRCS before shim.mk uses it in rules.
+-include interpose/interpose.mk
 -include tests/fakenccl/fakenccl.mk
 -include tests/fakecuda/fakecuda.mk
--include interpose/checker/checker.mk
+-include tests/checker/checker.mk
 -include interpose/shim/shim.mk
 -include interpose/cli/cli.mk
 -include interpose/inspect/inspect.mk
 -include tests/gpu/gpu.mk
 -include tests/nvml/nvml.mk
 
-all: $(ALL_TARGETS) $(TEST_BINS)
-
-# Build dependencies: installed by the project's own script when missing (idempotent, quick).
-# Checked while the Makefile is read, before any rule runs, so that `make -j` never compiles
-# against a header that is still being installed.
-ifeq ($(filter clean format format-check,$(MAKECMDGOALS)),)
-NCG_DEPS_RC := $(shell scripts/install-deps.sh --check-or-install 1>&2; echo $$?)
-ifneq ($(NCG_DEPS_RC),0)
-$(error build dependencies are missing and scripts/install-deps.sh could not install them)
-endif
-endif
-deps-check:
+# Build dependencies: `make deps` installs what is missing (scripts/install-deps.sh, quick and
+# silent when all is there). `make` (all), `make test` and `make demo` run it once first (a stamp
+# in $(BUILD)), then build in a make of their own, so that `make -j` never compiles against a
+# header that is still being installed.
+deps:
 	@scripts/install-deps.sh --check-or-install
+	@mkdir -p $(BUILD) && touch $(BUILD)/.deps-ok
+$(BUILD)/.deps-ok:
+	@scripts/install-deps.sh --check-or-install
+	@mkdir -p $(@D) && touch $@
+all: $(BUILD)/.deps-ok
+	@$(MAKE) --no-print-directory build-all
+.PHONY: build-all
+build-all: $(ALL_TARGETS) $(TEST_BINS)
 
 # TESTS="tests/x/t_a.sh ..." runs only those scripts.
 test: all
 	@NCG_BUILD=$(BUILD) NCG_SANITIZER=$(SANITIZER) tests/run.sh $(TESTS)
 
-bench: all $(BENCH_TARGETS)
+# One benchmark at a time, after the build (they measure; in parallel they would measure each other).
+bench: all
+	@$(MAKE) --no-print-directory -j1 $(BENCH_TARGETS)
 
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 format:

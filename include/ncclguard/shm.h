@@ -140,7 +140,7 @@ struct ncg_shm_header {
     int32_t world_size;     /* $WORLD_SIZE, or -1 */
     uint32_t ncomms;        /* comm slots in use (published with release) */
     uint32_t comms_dropped; /* communicators beyond max_comms, not recorded */
-    uint32_t verdict_kind;  /* 0 or a verdict code (interpose/checker/verdict.h), valid in VERDICT
+    uint32_t verdict_kind;  /* 0 or a verdict code (interpose/proto/verdict.h), valid in VERDICT
                                state */
     uint64_t heartbeat_ns;  /* CLOCK_MONOTONIC, bumped by the checker thread */
     uint64_t verdict_comm;  /* comm_id the verdict is about */

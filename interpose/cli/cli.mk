@@ -1,13 +1,12 @@
-# The `ncclguard` command: $(BUILD)/ncclguard, linked statically from interpose/cli/*.c plus, for
-# `coord`, the checker's coordinator sources compiled here (the CLI never needs
+# The `ncclguard` command: $(BUILD)/ncclguard, linked from interpose/cli/*.c and the archives of
+# the layers below (for `coord`, the same coordinator that runs in the job; the CLI never needs
 # libncclguard.so). Also: `make install`, and the CLI's test programs.
 
 CLI_SRCS := $(wildcard interpose/cli/*.c)
 CLI_OBJS := $(patsubst interpose/cli/%.c,$(BUILD)/cli/%.o,$(CLI_SRCS))
-# The coordinator (`ncclguard coord`) and the checker's names and call formatting (verdict.c).
-CLI_COORD_SRCS := $(addprefix interpose/checker/,channel.c coord.c p2pmatch.c round.c release.c wire.c wire_relay.c \
-                  verdict.c waitfor.c deadlock.c http.c http_parse.c metrics.c) interpose/common/config.c
-CLI_EXT_OBJS := $(patsubst interpose/%.c,$(BUILD)/cli/ext/%.o,$(CLI_COORD_SRCS))
+# The coordinator (`ncclguard coord`), the endpoint and the checker's names and call formatting:
+# the archives of the layers below (interpose/interpose.mk).
+CLI_LAYERS := net coord judge proto common
 CLI_LIBS := -lpthread
 
 ALL_TARGETS += $(BUILD)/ncclguard
@@ -16,12 +15,8 @@ $(BUILD)/cli/%.o: interpose/cli/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/cli/ext/%.o: interpose/%.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
-
-$(BUILD)/ncclguard: $(CLI_OBJS) $(CLI_EXT_OBJS)
-	$(CC) $(BASE_LDFLAGS) -o $@ $^ $(CLI_LIBS)
+$(BUILD)/ncclguard: $(CLI_OBJS) $(call ncg_a,$(CLI_LAYERS))
+	$(CC) $(BASE_LDFLAGS) -o $@ $(CLI_OBJS) $(call ncg_link,$(CLI_LAYERS)) $(CLI_LIBS)
 
 # Synthetic segment writer for the CLI tests (no shim, no NCCL needed).
 TEST_BINS += $(BUILD)/tests/cli/fakeseg
@@ -29,7 +24,7 @@ $(BUILD)/tests/cli/fakeseg: tests/cli/fakeseg.c include/ncclguard/shm.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -o $@ $< $(BASE_LDFLAGS)
 
--include $(CLI_OBJS:.o=.d) $(CLI_EXT_OBJS:.o=.d)
+-include $(CLI_OBJS:.o=.d)
 
 install: $(BUILD)/libncclguard.so $(BUILD)/ncclguard
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
@@ -54,6 +49,7 @@ endif
 
 # Unit tests of the CLI's pure parts, linked with its objects (all but main).
 TEST_BINS += $(BUILD)/tests/cli/unit
-$(BUILD)/tests/cli/unit: tests/cli/unit.c $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJS)) $(CLI_EXT_OBJS)
+$(BUILD)/tests/cli/unit: tests/cli/unit.c $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJS)) $(call ncg_a,$(CLI_LAYERS))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Iinterpose/cli -o $@ $^ $(BASE_LDFLAGS) $(CLI_LIBS)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Iinterpose/cli -o $@ tests/cli/unit.c $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJS)) \
+	    $(call ncg_link,$(CLI_LAYERS)) $(BASE_LDFLAGS) $(CLI_LIBS)

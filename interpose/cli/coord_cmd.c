@@ -1,4 +1,4 @@
-/* `ncclguard coord`: the checker's coordinator (interpose/checker/coord.h, the same code that runs
+/* `ncclguard coord`: the checker's coordinator (interpose/coord/coord.h, the same code that runs
  * inside a job) as a standalone daemon, for jobs started with NCCLGUARD_COORD=host:port.
  * SIGINT/SIGTERM stop it cleanly (clients are told SHUTDOWN). */
 #define _GNU_SOURCE

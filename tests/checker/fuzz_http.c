@@ -1,4 +1,4 @@
-/* Fuzzing of the status endpoint's request parser (interpose/checker/http_parse.c): with
+/* Fuzzing of the status endpoint's request parser (interpose/net/http_parse.c): with
  * -DNCG_LIBFUZZER a libFuzzer target (make fuzz-http), else a standalone driver over random
  * and mutated requests (tests/checker/t_http_unit.sh). Properties: no crash or out-of-bounds
  * read; a result is 0, a known -STATUS, or a head length within the input; an accepted head

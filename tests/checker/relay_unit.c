@@ -906,7 +906,7 @@ static void test_topology(void)
           ncg_relay_parent(2, 8, 2) == 1 && ncg_relay_parent(4, 8, 2) == 1);
 }
 
-/* Real clients (interpose/checker/client.c) read a plain VERDICT: with client_verdicts, clients get
+/* Real clients (interpose/agent/client.c) read a plain VERDICT: with client_verdicts, clients get
  * that form (the comm's size, per-rank arrays) and relays still get RVERDICT. */
 static void test_client_verdicts(void)
 {

@@ -1,4 +1,4 @@
-/* Unit tests of the wait-for graph (interpose/checker/waitfor.c): inversions of 2, 3 and 8 ranks,
+/* Unit tests of the wait-for graph (interpose/judge/waitfor.c): inversions of 2, 3 and 8 ranks,
  * split child and parent, p2p, and the cases that must never be a cycle (threads owning
  * communicators, a lagging rank, a matching send/recv, groups, unknown members). Each case
  * also runs with its waits in reverse order. */

@@ -1,10 +1,14 @@
-# The layers of interpose/ include only downwards: common (config, log, hash) <- shim (the
-# in-process recorder) <- inspect (stacks, symbols) <- checker (client, coordinator, wire,
-# verdicts, diagnostics, actions) <- cli (the command). A header of a higher layer included
-# by a lower one (an include cycle between layers) fails, naming the file and the header.
+# The layers of interpose/ include only downwards (interpose/interpose.mk): common <- shim <-
+# inspect <- proto <- judge <- coord, relay (side by side) <- net <- agent <- cli. A header of a
+# higher layer included by a lower one (an include cycle between layers), or of a sibling
+# (coord and relay), fails, naming the file and the header. (The build also compiles each
+# layer with the include paths at or below it only.)
 set -u
 cd "$NCG_ROOT"
-level() { case $1 in common) echo 0 ;; shim) echo 1 ;; inspect) echo 2 ;; checker) echo 3 ;; cli) echo 4 ;; *) echo 9 ;; esac; }
+level() {
+  case $1 in common) echo 0 ;; shim) echo 1 ;; inspect) echo 2 ;; proto) echo 3 ;; judge) echo 4 ;;
+    coord | relay) echo 5 ;; net) echo 6 ;; agent) echo 7 ;; cli) echo 8 ;; *) echo 9 ;; esac
+}
 bad=0 n=0
 for f in interpose/*/*.[ch] interpose/*/*.def; do
   layer=${f#interpose/}; layer=${layer%%/*}
@@ -17,6 +21,8 @@ for f in interpose/*/*.[ch] interpose/*/*.def; do
     hl=${where#interpose/}; hl=${hl%%/*}
     if [ "$(level "$hl")" -gt "$mine" ]; then
       echo "FAIL: $f ($layer) includes $h ($hl), a higher layer"; bad=1
+    elif [ "$(level "$hl")" = "$mine" ] && [ "$hl" != "$layer" ]; then
+      echo "FAIL: $f ($layer) includes $h ($hl), a sibling layer"; bad=1
     fi
   done
 done

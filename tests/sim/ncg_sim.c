@@ -1,7 +1,7 @@
 /* ncg-sim: N virtual ranks (no NCCL) through the relay tree's real code and protocol on one
  * machine. One root process (node 0's relay and ranks) and a few worker processes hosting the
- * other nodes; every relay (interpose/checker/relay.c) listens on an abstract Unix socket, links to
- * its parent over it (interpose/checker/channel.c's peers), and serves its node's virtual ranks
+ * other nodes; every relay (interpose/relay/relay.c) listens on an abstract Unix socket, links to
+ * its parent over it (interpose/net/channel.c's peers), and serves its node's virtual ranks
  * over an in-process queue of encoded frames (the client protocol, encoded and decoded like on a
  * socket). Faults: a rank's death, a relay process's death (its ranks reattach to the dead
  * relay's parent). Prints one JSON object (--json). See tests/sim/README.md. */

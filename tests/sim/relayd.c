@@ -1,7 +1,7 @@
-/* ncg-relayd: one relay of the tree (interpose/checker/relay.c) as a standalone process, for the
+/* ncg-relayd: one relay of the tree (interpose/relay/relay.c) as a standalone process, for the
  * end-to-end test of real guarded processes through relays (tests/sim/t_relay_e2e.sh): ranks
  * reach it with NCCLGUARD_COORD=host:port (the client protocol, unchanged:
- * interpose/checker/client.c sees a standalone checker), and it links to its parent relay over TCP.
+ * interpose/agent/client.c sees a standalone checker), and it links to its parent relay over TCP.
  * Not the zero-config wiring (docs/checker.md): a test harness. ncg-relayd --node N [--parent
  * HOST:PORT] [--token STRING] [--interval-ms MS] NCCLGUARD_LAG_WARN_S / NCCLGUARD_LAG_ABORT_S as
  * for the coordinator (defaults 60 / 0). */

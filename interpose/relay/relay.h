@@ -31,7 +31,7 @@ struct ncg_relay_params {
     char host[64];
     uint8_t embedded; /* WELCOME says so: the relay runs inside a rank (its death is theirs) */
     /* 1: clients get a plain VERDICT (per-rank arrays, counts unknown), as
-     * interpose/checker/client.c expects; 0: RVERDICT (the simulator's virtual ranks read it,
+     * interpose/agent/client.c expects; 0: RVERDICT (the simulator's virtual ranks read it,
      * saving 12 B x ranks each) */
     uint8_t client_verdicts;
     uint8_t has_global_rank; /* WELCOME carries global_rank (the relay's process's), else -1 */

@@ -1,0 +1,131 @@
+# The checker's tests (unit tests of the pure layers, fuzzers, scenarios), the demo and its
+# benchmarks. The code itself: interpose/{proto,judge,coord,relay,net,agent}, built by
+# interpose/interpose.mk into one archive per layer, which the programs here link.
+CHK_OUT = $(BUILD)/tests/checker
+CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps
+
+# Unit tests of the pure parts (wire, verdicts, compact lists, coordinator state machine,
+# the diagnostics' text).
+CHK_UNIT_LAYERS := agent coord judge proto common
+$(CHK_OUT)/unit: tests/checker/unit.c $(call ncg_a,$(CHK_UNIT_LAYERS))
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/unit.c $(call ncg_link,$(CHK_UNIT_LAYERS))
+
+# Wire decoder fuzzing: a standalone driver over random/mutated frames (always built), and a
+# libFuzzer target when clang is there (make fuzz-wire).
+$(CHK_OUT)/fuzz_wire: tests/checker/fuzz_wire.c $(call ncg_a,proto)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/fuzz_wire.c $(call ncg_link,proto)
+
+.PHONY: fuzz-wire
+FUZZ_SECONDS ?= 60
+fuzz-wire:
+	@mkdir -p $(BUILD)/tests/checker
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -DNCG_LIBFUZZER -Iinclude $(NCG_INC) \
+	  -o $(BUILD)/tests/checker/fuzz_wire_lf tests/checker/fuzz_wire.c $(call ncg_srcs,proto)
+	$(BUILD)/tests/checker/fuzz_wire_lf -max_total_time=$(FUZZ_SECONDS)
+
+# Divergence scenarios as an NCCL program (uses the CPU NCCL and tests/apps/ncg_test.h).
+$(CHK_OUT)/scen: tests/checker/scen.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
+
+# A raw TCP client for the "garbage / wrong token" tests.
+$(CHK_OUT)/rawconn: tests/checker/rawconn.c $(call ncg_a,coord judge proto)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c $(call ncg_link,coord judge proto)
+
+# The wait-for graph alone (DEADLOCK).
+$(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c $(call ncg_a,judge)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/waitfor_test.c $(call ncg_link,judge)
+
+# Fault injection: allocations fail in the checker thread of one rank (out-of-memory tests).
+$(CHK_OUT)/failalloc.so: tests/checker/failalloc.c
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -shared -o $@ $<
+
+TEST_BINS += $(CHK_OUT)/waitfor_test
+TEST_BINS += $(CHK_OUT)/unit $(CHK_OUT)/fuzz_wire $(CHK_OUT)/scen $(CHK_OUT)/rawconn \
+             $(CHK_OUT)/failalloc.so
+
+demo: all
+	@scripts/demo.sh
+
+.PHONY: bench-detect
+bench-detect: all
+	@NCG_BUILD=$(BUILD) scripts/bench-detect.sh
+BENCH_TARGETS += bench-detect
+
+# The exit release under a launcher that kills at the first exit (scripts/bench-release.sh).
+.PHONY: bench-release
+bench-release: all
+	@NCG_BUILD=$(BUILD) scripts/bench-release.sh
+BENCH_TARGETS += bench-release
+
+# The status endpoint's tests: parser, renderers and server state machine; parser
+# fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
+$(CHK_OUT)/http_unit: tests/checker/http_unit.c interpose/cli/json.c $(call ncg_a,net coord judge proto common)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/checker/http_unit.c interpose/cli/json.c $(call ncg_link,net coord judge proto common)
+$(CHK_OUT)/fuzz_http: tests/checker/fuzz_http.c interpose/net/http_parse.c interpose/net/http_parse.h
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/fuzz_http.c interpose/net/http_parse.c
+TEST_BINS += $(CHK_OUT)/http_unit $(CHK_OUT)/fuzz_http
+
+.PHONY: fuzz-http
+fuzz-http:
+	@mkdir -p $(BUILD)/tests/checker
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -DNCG_LIBFUZZER -Iinclude $(NCG_INC) \
+	  -o $(BUILD)/tests/checker/fuzz_http_lf tests/checker/fuzz_http.c interpose/net/http_parse.c
+	$(BUILD)/tests/checker/fuzz_http_lf -max_total_time=$(FUZZ_SECONDS)
+
+# The endpoint's cost to the checker at 1,024 simulated ranks (BENCHMARKS.md).
+$(BUILD)/bench/httpbench: tests/bench/httpbench.c $(call ncg_a,net coord judge proto common)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/bench/httpbench.c $(call ncg_link,net coord judge proto common)
+TEST_BINS += $(BUILD)/bench/httpbench
+.PHONY: bench-http
+bench-http: $(BUILD)/bench/httpbench
+	@$(BUILD)/bench/httpbench 1024 $${NCG_BENCH_SCRAPES:-200}
+BENCH_TARGETS += bench-http
+# One DEADLOCK check at scale (the graph's cost in a hang: W waiting of N ranks).
+$(BUILD)/bench/dlbench: tests/bench/dlbench.c $(call ncg_a,judge proto)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/bench/dlbench.c $(call ncg_link,judge proto)
+TEST_BINS += $(BUILD)/bench/dlbench
+.PHONY: bench-deadlock
+bench-deadlock: $(BUILD)/bench/dlbench
+	@$(BUILD)/bench/dlbench $${NCG_BENCH_RUNS:-9}
+BENCH_TARGETS += bench-deadlock
+# The same cost in a real 16-rank job on the CPU NCCL (scraped vs not, in one run).
+.PHONY: bench-http-real
+bench-http-real: all
+	tests/bench/httpreal.sh $(BUILD)
+BENCH_TARGETS += bench-http-real
+
+# The relay tree: its state machine, unit-tested over an in-memory network, and in
+# the shim with its host (relayhost.c) under NCCLGUARD_TREE (docs/checker.md, "the relay tree").
+$(CHK_OUT)/relay_unit: tests/checker/relay_unit.c $(call ncg_a,relay judge proto)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/relay_unit.c $(call ncg_link,relay judge proto)
+TEST_BINS += $(CHK_OUT)/relay_unit
+
+# The simulator: N virtual ranks through the relay tree's code and protocol (tests/sim).
+$(BUILD)/tests/ncg-sim: tests/sim/ncg_sim.c interpose/cli/json.c $(call ncg_a,relay net coord judge proto common)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/sim/ncg_sim.c interpose/cli/json.c $(call ncg_link,relay net coord judge proto common)
+TEST_BINS += $(BUILD)/tests/ncg-sim
+.PHONY: bench-scale
+bench-scale: $(BUILD)/tests/ncg-sim
+	@NCG_BUILD=$(BUILD) scripts/bench-scale.sh
+BENCH_TARGETS += bench-scale
+
+# One relay as a standalone process, for the end-to-end test of real ranks through relays.
+$(BUILD)/tests/ncg-relayd: tests/sim/relayd.c interpose/cli/json.c $(call ncg_a,relay net coord judge proto common)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/sim/relayd.c interpose/cli/json.c $(call ncg_link,relay net coord judge proto common)
+TEST_BINS += $(BUILD)/tests/ncg-relayd
+
+# Several comm ranks in one process (NCCL's multiple-devices-per-thread pattern, InitAll).
+TEST_BINS += $(APPS_OUT)/multidev $(APPS_OUT)/tworelease
