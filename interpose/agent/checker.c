@@ -1,18 +1,18 @@
-/* The checker's hooks (checker.h), called by the shim: rendezvous through the unique id's
- * tail, and handing communicators to the checker thread (channel.c). Everything else of the
- * checker lives in wire/verdict/coord (pure), channel (network), diag/action/symbol. */
+/* The checker's observers of the shim's events (observer.h), registered when the library loads:
+ * rendezvous through the unique id's tail, and handing communicators to the checker thread
+ * (client.c). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <string.h>
 #include "client.h"
-#include "checker.h"
+#include "observer.h"
 #include "comm.h"
 #include "config.h"
 #include "ncclguard/shm.h"
 #include "reportdir.h"
 
-void ncg_checker_on_unique_id(ncclUniqueId *id)
+static void on_unique_id(ncclUniqueId *id)
 {
     uint64_t magic;
     unsigned char *u = (unsigned char *)id->internal;
@@ -30,7 +30,7 @@ void ncg_checker_on_unique_id(ncclUniqueId *id)
         ncg_channel_write_tail(u, port, token);
 }
 
-void ncg_checker_on_comm_added(struct ncg_comm *c)
+static void on_comm_added(struct ncg_comm *c)
 {
     if (!ncg_cfg.enabled || !ncg_cfg.check)
         return;
@@ -51,18 +51,32 @@ void ncg_checker_on_comm_added(struct ncg_comm *c)
     ncg_channel_add(c);
 }
 
-void ncg_checker_on_comm_removed(struct ncg_comm *c)
+static void on_comm_removed(struct ncg_comm *c)
 {
     ncg_channel_remove(c);
 }
 
-void ncg_checker_on_fork_child(void)
+static void on_fork_child(void)
 {
     ncg_channel_fork_child();
 }
 
-void ncg_checker_on_activate(void)
+static void on_activate(void)
 {
     if (ncg_cfg.check)
         ncg_reportdir_at_start();
+}
+
+static const struct ncg_observer checker_observer = {
+    .unique_id = on_unique_id,
+    .comm_added = on_comm_added,
+    .comm_removed = on_comm_removed,
+    .fork_child = on_fork_child,
+    .activate = on_activate,
+};
+
+/* At load, before the application's threads: the shim's first event finds the table there. */
+__attribute__((constructor)) static void checker_register(void)
+{
+    ncg_observer_set(&checker_observer);
 }

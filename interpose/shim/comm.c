@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checker.h"
+#include "observer.h"
 #include "completion.h"
 #include "graph.h"
 #include "hash.h"
@@ -190,7 +190,8 @@ static struct ncg_comm *ncg_comm_add(ncclComm_t h, uint64_t id, uint64_t parent_
         ncg_comm_complete(c);
     pthread_mutex_unlock(&ncg_lock);
     if (ready)
-        ncg_checker_on_comm_added(c);
+        if (ncg_observed()->comm_added)
+            ncg_observed()->comm_added(c);
     static const char *const origin_name[] = {"?", "root", "split", "shrink", "initall"};
     ncg_debug(2, "comm %p id %016llx origin %s rank %d/%d%s", (void *)h, (unsigned long long)id,
               origin < 5 ? origin_name[origin] : "?", rank, nranks,
@@ -228,7 +229,8 @@ static int ncg_comm_try_ready(struct ncg_comm *c)
     pthread_mutex_unlock(&ncg_lock);
     ncg_tls.depth--;
     if (done)
-        ncg_checker_on_comm_added(c);
+        if (ncg_observed()->comm_added)
+            ncg_observed()->comm_added(c);
     return rc;
 }
 
@@ -246,7 +248,8 @@ static void ncg_comm_retire(struct ncg_comm *c, int forget)
         ncg_tab_remove(c);
     pthread_mutex_unlock(&ncg_lock);
     if (tell)
-        ncg_checker_on_comm_removed(c);
+        if (ncg_observed()->comm_removed)
+            ncg_observed()->comm_removed(c);
 }
 
 void ncg_comm_fork_child(void)
@@ -278,7 +281,8 @@ ncclResult_t ncg_hook_ncclGetUniqueId(ncclUniqueId *uniqueId)
         uint64_t magic;
         memcpy(&magic, uniqueId->internal, sizeof magic);
         if (magic != NCG_NCCL_COMM_ID_MAGIC) /* NCCL_COMM_ID ids are built locally on every rank */
-            ncg_checker_on_unique_id(uniqueId);
+            if (ncg_observed()->unique_id)
+                ncg_observed()->unique_id(uniqueId);
     }
     return r;
 }

@@ -1,7 +1,7 @@
 /* Per-communicator state kept by the shim (process-private), one per ncclComm_t the process
  * created. The fields below are the contract the checker reads; the shim may add more.
  * Lifetime: a struct ncg_comm is never freed (handles the checker holds stay valid); after
- * ncg_checker_on_comm_removed() its shm slot may be recycled for a later comm. */
+ * the comm_removed observer (observer.h) its shm slot may be recycled for a later comm. */
 #ifndef NCG_COMM_H
 #define NCG_COMM_H
 

@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "checker.h"
+#include "observer.h"
 #include "config.h"
 #include "log.h"
 #include "pyframes.h"
@@ -108,7 +108,21 @@ static void ncg_atfork_child(void)
     ncg_shm_fork_child();
     if (ncg_state == NCG_ST_ACTIVE)
         ncg_state = NCG_ST_DORMANT;
-    ncg_checker_on_fork_child();
+    if (ncg_observed()->fork_child)
+        ncg_observed()->fork_child();
+}
+
+static const struct ncg_observer ncg_no_observer;
+static const struct ncg_observer *ncg_observer = &ncg_no_observer;
+
+void ncg_observer_set(const struct ncg_observer *o)
+{
+    ncg_observer = o ? o : &ncg_no_observer;
+}
+
+const struct ncg_observer *ncg_observed(void)
+{
+    return ncg_observer;
 }
 
 static void ncg_atexit(void)
@@ -124,7 +138,8 @@ int ncg_activate(void)
     for (int i = 0; i < ncg_nkept; i++)
         ncg_log_line(ncg_kept[i]);
     ncg_nkept = 0;
-    ncg_checker_on_activate();
+    if (ncg_observed()->activate)
+        ncg_observed()->activate();
     int rc = ncg_shm_create();
     if (rc < 0) {
         NCG_LOG_ONCE("cannot map memory for the call record (%s); running unguarded",
