@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "accept.h"
 #include "wire.h"
 
 struct ncg_peer {
@@ -48,9 +49,7 @@ struct ncg_server {
     uint32_t interval_ms;
     struct ncg_http *http; /* the status endpoint (http.h), polled with the rest; or NULL */
     int nomem; /* an allocation for a connection failed: stop at the end of this round */
-    uint64_t accept_after_ns; /* accepting paused until then (out of descriptors) */
-    uint32_t backoff_ms;
-    int fd_warned;
+    struct ncg_accept_state acc; /* the listener's pause (accept.h) */
     int failed; /* stopped (out of memory): clients were told, nothing is polled any more */
 };
 
