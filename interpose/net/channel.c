@@ -147,13 +147,6 @@ void ncg_set_nonblock(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-uint64_t ncg_chan_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---------- server side: the coordinator behind a listener ---------- */
 
 void ncg_server_send(void *arg, int conn, const struct ncg_msg *m)
@@ -376,7 +369,7 @@ static void srv_reap(struct ncg_server *s, uint64_t now)
 int ncg_server_pollfds(struct ncg_server *s, struct pollfd *pf, int *map, int max)
 {
     int n = 0;
-    if (s->lfd >= 0 && n < max && ncg_accept_ready(&s->acc, ncg_chan_now_ns())) {
+    if (s->lfd >= 0 && n < max && ncg_accept_ready(&s->acc, ncg_now_ns())) {
         pf[n] = (struct pollfd){s->lfd, POLLIN, 0};
         map[n++] = -1;
     }
@@ -484,12 +477,6 @@ void ncg_coord_params_init(struct ncg_coord_params *cp, const struct ncg_config 
     snprintf(cp->host, sizeof cp->host, "%s", ncg_host_name());
 }
 
-static const char *coord_getenv(const char *name, void *arg)
-{
-    (void)arg;
-    return getenv(name);
-}
-
 static void coord_warn(const char *line, void *arg)
 {
     (void)arg;
@@ -525,7 +512,7 @@ int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or
         return -1;
     /* The same parsing and checks as in the ranks (bad values: one line, the default). */
     struct ncg_config cfg;
-    ncg_config_parse(&cfg, coord_getenv, coord_warn, NULL);
+    ncg_config_parse(&cfg, ncg_env_process, coord_warn, NULL);
     struct ncg_coord_params cp;
     ncg_coord_params_init(&cp, &cfg, token_or_null ? ncg_token_hash(token_or_null) : 0, 0, -1);
     struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &s, coord_log};
@@ -564,7 +551,7 @@ int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or
         int rc = poll(pf, (nfds_t)n, ncg_server_busy(&s) ? 0 : (int)s.interval_ms / 2 + 1);
         if (rc < 0 && errno != EINTR)
             break;
-        ncg_server_handle(&s, pf, map, rc > 0 ? n : 0, ncg_chan_now_ns());
+        ncg_server_handle(&s, pf, map, rc > 0 ? n : 0, ncg_now_ns());
     }
     if (s.failed) {
         fprintf(stderr, "ncclguard: the checker ran out of memory and stopped; its clients run "

@@ -16,8 +16,10 @@
 
 #include "accept.h"
 #include "channel.h"
+#include "clock.h"
 #include "coord.h"
 #include "http.h"
+#include "hostport.h"
 #include "http_parse.h"
 #include "metrics.h"
 
@@ -61,16 +63,13 @@ struct ncg_http *ncg_http_new(const char *spec, uint64_t token, struct ncg_coord
                               size_t errlen)
 {
     char host[256];
-    const char *colon = strrchr(spec, ':');
-    if (!colon || colon == spec) {
+    struct ncg_hostport hp;
+    if (ncg_hostport_parse(spec, NCG_HP_BARE_V6 | NCG_HP_PORT_ZERO, &hp) != 0) {
         snprintf(err, errlen, "expected HOST:PORT, got \"%s\"", spec);
         return NULL;
     }
-    if (spec[0] == '[')
-        snprintf(host, sizeof host, "%.*s", (int)(colon - spec - 2), spec + 1);
-    else
-        snprintf(host, sizeof host, "%.*s", (int)(colon - spec), spec);
-    int want = atoi(colon + 1);
+    snprintf(host, sizeof host, "%.*s", (int)hp.hostlen, hp.host);
+    int want = (int)hp.port;
     struct ncg_http *h = calloc(1, sizeof *h);
     if (!h) {
         snprintf(err, errlen, "out of memory");
@@ -319,7 +318,7 @@ int ncg_http_pollfds(struct ncg_http *h, struct pollfd *pf, int max)
 {
     int n = 0;
     h->npf = 0;
-    if (h->lfd >= 0 && n < max && ncg_accept_ready(&h->acc, ncg_chan_now_ns())) {
+    if (h->lfd >= 0 && n < max && ncg_accept_ready(&h->acc, ncg_now_ns())) {
         pf[n] = (struct pollfd){h->lfd, POLLIN, 0};
         h->pfc[n++] = -1;
     }

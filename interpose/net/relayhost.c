@@ -16,6 +16,7 @@
 
 #include "accept.h"
 #include "channel.h"
+#include "clock.h"
 #include "log.h"
 #include "relay.h"
 #include "relayhost.h"
@@ -552,7 +553,7 @@ int ncg_rhost_pollfds(struct ncg_rhost *h, struct pollfd *pf, int max)
         h->nmap = h->nc + 3;
     }
     int n = 0;
-    uint64_t now = ncg_chan_now_ns();
+    uint64_t now = ncg_now_ns();
     if (h->ufd >= 0 && n < max && ncg_accept_ready(&h->uacc, now)) {
         pf[n] = (struct pollfd){h->ufd, POLLIN, 0};
         h->map[n++] = -1;
