@@ -2,6 +2,7 @@
  * callback and warnings go to a sink, so tests/shim/config_test.c covers every variable. An
  * empty value counts as unset; every other bad value keeps the default and warns once. */
 #include "config.h"
+#include "hostport.h"
 
 #include <errno.h>
 #include <math.h>
@@ -167,24 +168,13 @@ static void ncg_check_periods(const struct ncg_parse *p, struct ncg_config *cfg)
 /* host:port or [v6addr]:port with 1 <= port <= 65535; "off" disables the side channel. */
 static int ncg_coord_ok(const char *v, const char **why)
 {
-    const char *colon = strrchr(v, ':');
-    if (!colon || colon == v) {
-        *why = "expected host:port or off";
-        return 0;
-    }
-    if (v[0] == '[' && colon[-1] != ']') {
-        *why = "expected [ipv6]:port";
-        return 0;
-    }
-    char *end;
-    errno = 0;
-    unsigned long port = strtoul(colon + 1, &end, 10);
-    if (errno || end == colon + 1 || *end || port < 1 || port > 65535 || colon[1] == '-' ||
-        colon[1] == '+') {
-        *why = "port must be 1..65535";
-        return 0;
-    }
-    return 1;
+    struct ncg_hostport hp;
+    int rc = ncg_hostport_parse(v, NCG_HP_BARE_V6, &hp);
+    if (rc != 0)
+        *why = rc == NCG_HP_ENOCOLON   ? "expected host:port or off"
+               : rc == NCG_HP_EBRACKET ? "expected [ipv6]:port"
+                                       : "port must be 1..65535";
+    return rc == 0;
 }
 
 /* NCCLGUARD_HTTP: "PORT", ":PORT", "HOST:PORT" or "[V6]:PORT" (port 0..65535) into out as
@@ -194,18 +184,11 @@ static int ncg_http_spec(const char *v, char *out, size_t cap, const char **why)
     *why = "expected [host:]port (0 picks a free port) or off";
     if (!strcasecmp(v, "off") || !strcmp(v, "0"))
         return 1;
-    const char *colon = strrchr(v, ':'), *ps = colon ? colon + 1 : v;
-    if (colon && v[0] == '[' && (colon == v || colon[-1] != ']'))
+    struct ncg_hostport hp; /* a bare IPv6 address needs brackets */
+    if (ncg_hostport_parse(v, NCG_HP_PORT_ONLY | NCG_HP_PORT_ZERO, &hp) != 0)
         return 0;
-    if (colon && v[0] != '[' && memchr(v, ':', (size_t)(colon - v)))
-        return 0; /* a bare IPv6 address: needs brackets */
-    char *end;
-    errno = 0;
-    unsigned long port = strtoul(ps, &end, 10);
-    if (errno || end == ps || *end || port > 65535 || *ps == '-' || *ps == '+')
-        return 0;
-    int hl = colon ? (int)(colon - v) : 0;
-    if (snprintf(out, cap, "%.*s:%lu", hl ? hl : 9, hl ? v : "127.0.0.1", port) >= (int)cap) {
+    int hl = (int)hp.rawlen;
+    if (snprintf(out, cap, "%.*s:%u", hl ? hl : 9, hl ? v : "127.0.0.1", hp.port) >= (int)cap) {
         *why = "longer than 255 characters";
         out[0] = 0;
         return 0;
@@ -225,6 +208,12 @@ static void ncg_parse_diag(const struct ncg_parse *p, int *out)
             return;
         }
     ncg_bad(p, "NCCLGUARD_DIAG", v, "expected auto, full or short", names[*out]);
+}
+
+const char *ncg_env_process(const char *name, void *arg)
+{
+    (void)arg;
+    return getenv(name);
 }
 
 void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn warn, void *arg)

@@ -66,6 +66,9 @@ enum ncg_completion_cfg { NCG_COMPL_AUTO = 0, NCG_COMPL_RETURN = 1, NCG_COMPL_EV
 
 /* Looks a variable up; returns NULL when unset. */
 typedef const char *(*ncg_getenv_fn)(const char *name, void *arg);
+/* The ncg_getenv_fn of this process's environment: getenv(name), arg unused. Any thread that
+ * getenv suits (no setenv meanwhile); no allocation. */
+const char *ncg_env_process(const char *name, void *arg);
 /* Receives one complete warning line (already prefixed "ncclguard: "). */
 typedef void (*ncg_warn_fn)(const char *line, void *arg);
 

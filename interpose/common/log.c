@@ -6,9 +6,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "config.h"
 
 static uint64_t ncg_log_window;  /* second of the current window */
@@ -32,9 +32,7 @@ static void ncg_write_all(const char *s, size_t n)
 /* Returns how many earlier lines were suppressed (to mention), or -1 to drop this one. */
 static long ncg_log_admit(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    uint64_t sec = (uint64_t)ts.tv_sec;
+    uint64_t sec = ncg_coarse_ns() / 1000000000ull;
     uint64_t win = __atomic_load_n(&ncg_log_window, __ATOMIC_RELAXED);
     if (win != sec && __atomic_compare_exchange_n(&ncg_log_window, &win, sec, 0, __ATOMIC_RELAXED,
                                                   __ATOMIC_RELAXED))

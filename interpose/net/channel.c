@@ -14,11 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "accept.h"
 #include "channel.h"
 #include "config.h"
 #include "coord.h"
@@ -28,7 +28,6 @@
 
 #define TX_CAP (8u << 20)   /* a peer that lets this much pile up is dropped */
 #define NCG_MAX_UNAUTHED 64 /* connections without a valid HELLO yet */
-#define NCG_FD_MARGIN 32    /* descriptors always left to the application (or 1/8 of the limit) */
 #define NCG_ACCEPT_BATCH 64 /* accepts per round: the rest of the loop is never starved */
 
 /* ---------- buffered non-blocking peer ---------- */
@@ -148,13 +147,6 @@ void ncg_set_nonblock(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-uint64_t ncg_chan_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---------- server side: the coordinator behind a listener ---------- */
 
 void ncg_server_send(void *arg, int conn, const struct ncg_msg *m)
@@ -250,84 +242,47 @@ int ncg_listen(uint16_t *port, const char *host, int want, char *err, size_t err
     return fd;
 }
 
-/* Accepting stops for a while (the listener is not polled), doubling up to 1 s while the
- * cause lasts: out of descriptors (EMFILE/ENFILE, or the margin below), or of kernel memory. */
-static void srv_backoff(struct ncg_server *s, uint64_t now)
+/* One accepted connection (ncg_accept_fn): 0 to accept more, -1 out of memory. */
+static int srv_take(void *arg, int fd, const struct sockaddr_storage *from, socklen_t fromlen,
+                    uint64_t now)
 {
-    s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : 50;
-    if (s->backoff_ms > 1000)
-        s->backoff_ms = 1000;
-    s->accept_after_ns = now + (uint64_t)s->backoff_ms * 1000000ull;
-}
-
-/* Descriptors left to the application: the kernel hands out the lowest free number, so a new
- * fd this close to RLIMIT_NOFILE means the process has about that many open. */
-static int fd_in_margin(int fd)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-        return 0;
-    rlim_t margin = rl.rlim_cur / 8 > NCG_FD_MARGIN ? rl.rlim_cur / 8 : NCG_FD_MARGIN;
-    return (rlim_t)fd + margin >= rl.rlim_cur;
-}
-
-static void srv_accept(struct ncg_server *s, uint64_t now)
-{
-    if (now < s->accept_after_ns)
-        return;
-    for (int k = 0; k < NCG_ACCEPT_BATCH; k++) {
-        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)
-                srv_backoff(s, now);
-            return;
-        }
-        if (fd_in_margin(fd)) {
-            close(fd);
-            if (!s->fd_warned) {
-                s->fd_warned = 1;
-                fprintf(stderr, "ncclguard: near this process's file descriptor limit "
-                                "(RLIMIT_NOFILE): the checker refuses connections for now, to "
-                                "leave descriptors to the application\n");
-            }
-            srv_backoff(s, now);
-            return;
-        }
-        s->backoff_ms = 0;
-        /* Unauthenticated connections are capped (they also time out, coord.c): the oldest
-         * makes room, so a flood cannot lock the ranks out for long. */
-        int oldest, nun = ncg_coord_unauthed(s->co, &oldest);
-        if (nun >= NCG_MAX_UNAUTHED && oldest >= 0 && oldest < s->npc && s->pc[oldest].fd >= 0) {
-            ncg_coord_closed(s->co, oldest, now);
-            ncg_peer_close(&s->pc[oldest]);
-            s->dead[oldest] = 0;
-        }
-        ncg_set_nonblock(fd);
-        int id;
-        for (id = 0; id < s->npc; id++)
-            if (s->pc[id].fd < 0 && !s->dead[id])
-                break;
-        if (id == s->npc) {
-            int n = s->npc ? s->npc * 2 : 32;
-            struct ncg_peer *np = realloc(s->pc, sizeof *np * (size_t)n);
-            if (np)
-                s->pc = np;
-            uint8_t *nd = np ? realloc(s->dead, (size_t)n) : NULL;
-            if (!np || !nd) {
-                close(fd);
-                s->nomem = 1;
-                return;
-            }
-            s->dead = nd;
-            for (int i = s->npc; i < n; i++) {
-                ncg_peer_init(&s->pc[i], -1);
-                s->dead[i] = 0;
-            }
-            s->npc = n;
-        }
-        ncg_peer_init(&s->pc[id], fd);
-        ncg_coord_connected(s->co, id, now);
+    struct ncg_server *s = arg;
+    (void)from;
+    (void)fromlen;
+    /* Unauthenticated connections are capped (they also time out, coord.c): the oldest
+     * makes room, so a flood cannot lock the ranks out for long. */
+    int oldest, nun = ncg_coord_unauthed(s->co, &oldest);
+    if (nun >= NCG_MAX_UNAUTHED && oldest >= 0 && oldest < s->npc && s->pc[oldest].fd >= 0) {
+        ncg_coord_closed(s->co, oldest, now);
+        ncg_peer_close(&s->pc[oldest]);
+        s->dead[oldest] = 0;
     }
+    ncg_set_nonblock(fd);
+    int id;
+    for (id = 0; id < s->npc; id++)
+        if (s->pc[id].fd < 0 && !s->dead[id])
+            break;
+    if (id == s->npc) {
+        int n = s->npc ? s->npc * 2 : 32;
+        struct ncg_peer *np = realloc(s->pc, sizeof *np * (size_t)n);
+        if (np)
+            s->pc = np;
+        uint8_t *nd = np ? realloc(s->dead, (size_t)n) : NULL;
+        if (!np || !nd) {
+            close(fd);
+            s->nomem = 1;
+            return -1;
+        }
+        s->dead = nd;
+        for (int i = s->npc; i < n; i++) {
+            ncg_peer_init(&s->pc[i], -1);
+            s->dead[i] = 0;
+        }
+        s->npc = n;
+    }
+    ncg_peer_init(&s->pc[id], fd);
+    ncg_coord_connected(s->co, id, now);
+    return 0;
 }
 
 /* Messages dispatched per connection and round: a flood from one peer waits its turn, the
@@ -414,7 +369,7 @@ static void srv_reap(struct ncg_server *s, uint64_t now)
 int ncg_server_pollfds(struct ncg_server *s, struct pollfd *pf, int *map, int max)
 {
     int n = 0;
-    if (s->lfd >= 0 && n < max && ncg_chan_now_ns() >= s->accept_after_ns) {
+    if (s->lfd >= 0 && n < max && ncg_accept_ready(&s->acc, ncg_now_ns())) {
         pf[n] = (struct pollfd){s->lfd, POLLIN, 0};
         map[n++] = -1;
     }
@@ -443,7 +398,7 @@ void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n,
         if (!pf[k].revents || map[k] == -2)
             continue;
         if (map[k] < 0) {
-            srv_accept(s, now);
+            ncg_accept_round(s->lfd, &s->acc, NCG_ACCEPT_BATCH, now, srv_take, s);
             continue;
         }
         int id = map[k];
@@ -522,12 +477,6 @@ void ncg_coord_params_init(struct ncg_coord_params *cp, const struct ncg_config 
     snprintf(cp->host, sizeof cp->host, "%s", ncg_host_name());
 }
 
-static const char *coord_getenv(const char *name, void *arg)
-{
-    (void)arg;
-    return getenv(name);
-}
-
 static void coord_warn(const char *line, void *arg)
 {
     (void)arg;
@@ -563,7 +512,7 @@ int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or
         return -1;
     /* The same parsing and checks as in the ranks (bad values: one line, the default). */
     struct ncg_config cfg;
-    ncg_config_parse(&cfg, coord_getenv, coord_warn, NULL);
+    ncg_config_parse(&cfg, ncg_env_process, coord_warn, NULL);
     struct ncg_coord_params cp;
     ncg_coord_params_init(&cp, &cfg, token_or_null ? ncg_token_hash(token_or_null) : 0, 0, -1);
     struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &s, coord_log};
@@ -602,7 +551,7 @@ int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or
         int rc = poll(pf, (nfds_t)n, ncg_server_busy(&s) ? 0 : (int)s.interval_ms / 2 + 1);
         if (rc < 0 && errno != EINTR)
             break;
-        ncg_server_handle(&s, pf, map, rc > 0 ? n : 0, ncg_chan_now_ns());
+        ncg_server_handle(&s, pf, map, rc > 0 ? n : 0, ncg_now_ns());
     }
     if (s.failed) {
         fprintf(stderr, "ncclguard: the checker ran out of memory and stopped; its clients run "

@@ -8,6 +8,8 @@
 #include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "accept.h"
+#include "clock.h"
 #include "wire.h"
 
 struct ncg_peer {
@@ -30,7 +32,8 @@ int ncg_peer_fill(struct ncg_peer *p);
 #define NCG_PEER_RX_BUDGET (256u * 1024u)
 int ncg_peer_next(struct ncg_peer *p, struct ncg_msg *m); /* 1 message, 0 none yet, -1 garbage */
 void ncg_set_nonblock(int fd);                            /* O_NONBLOCK + TCP_NODELAY */
-uint64_t ncg_chan_now_ns(void);                           /* CLOCK_MONOTONIC */
+/* The old name of ncg_now_ns (clock.h), kept until agent/ and tests/sim use that one. */
+#define ncg_chan_now_ns ncg_now_ns
 
 /* A TCP listener on host:want (NULL/"" = all interfaces, IPv6 dual-stack else IPv4; want 0 =
  * ephemeral); *port gets the bound port. Returns the fd, or -1 with err filled. */
@@ -48,9 +51,7 @@ struct ncg_server {
     uint32_t interval_ms;
     struct ncg_http *http; /* the status endpoint (http.h), polled with the rest; or NULL */
     int nomem; /* an allocation for a connection failed: stop at the end of this round */
-    uint64_t accept_after_ns; /* accepting paused until then (out of descriptors) */
-    uint32_t backoff_ms;
-    int fd_warned;
+    struct ncg_accept_state acc; /* the listener's pause (accept.h) */
     int failed; /* stopped (out of memory): clients were told, nothing is polled any more */
 };
 

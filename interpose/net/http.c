@@ -14,16 +14,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "accept.h"
 #include "channel.h"
+#include "clock.h"
 #include "coord.h"
 #include "http.h"
+#include "hostport.h"
 #include "http_parse.h"
 #include "metrics.h"
 
 enum { C_FREE = 0, C_READ, C_WRITE, C_DRAIN };
 
 #define DRAIN_NS 1000000000ull /* after the answer: read and discard for at most 1 s */
-#define PAUSE_NS 1000000000ull /* accept failing for lack of descriptors: retry in 1 s */
 #define ACCEPTS_PER_ROUND 32
 
 struct hconn {
@@ -37,7 +39,8 @@ struct hconn {
 
 struct ncg_http {
     int lfd;
-    uint64_t token, pause_until;
+    uint64_t token;
+    struct ncg_accept_state acc; /* the listener's pause (accept.h) */
     char token_hex[17];
     struct ncg_coord *co;
     char addr[300], url[320];
@@ -60,16 +63,13 @@ struct ncg_http *ncg_http_new(const char *spec, uint64_t token, struct ncg_coord
                               size_t errlen)
 {
     char host[256];
-    const char *colon = strrchr(spec, ':');
-    if (!colon || colon == spec) {
+    struct ncg_hostport hp;
+    if (ncg_hostport_parse(spec, NCG_HP_BARE_V6 | NCG_HP_PORT_ZERO, &hp) != 0) {
         snprintf(err, errlen, "expected HOST:PORT, got \"%s\"", spec);
         return NULL;
     }
-    if (spec[0] == '[')
-        snprintf(host, sizeof host, "%.*s", (int)(colon - spec - 2), spec + 1);
-    else
-        snprintf(host, sizeof host, "%.*s", (int)(colon - spec), spec);
-    int want = atoi(colon + 1);
+    snprintf(host, sizeof host, "%.*s", (int)hp.hostlen, hp.host);
+    int want = (int)hp.port;
     struct ncg_http *h = calloc(1, sizeof *h);
     if (!h) {
         snprintf(err, errlen, "out of memory");
@@ -283,44 +283,42 @@ static void conn_read(struct ncg_http *h, struct hconn *c, uint64_t now)
     conn_write(h, c, now);
 }
 
-static void do_accept(struct ncg_http *h, uint64_t now)
+/* One accepted connection (ncg_accept_fn): over the cap it is answered 503 and closed. */
+static int take(void *arg, int fd, const struct sockaddr_storage *from, socklen_t fromlen,
+                uint64_t now)
 {
-    for (int k = 0; k < ACCEPTS_PER_ROUND; k++) {
-        int fd = accept4(h->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                h->pause_until = now + PAUSE_NS;
-            return;
-        }
-        h->st.accepted++;
-        int i;
-        for (i = 0; i < NCG_HTTP_MAX_CONNS; i++)
-            if (h->c[i].st == C_FREE)
-                break;
-        if (i == NCG_HTTP_MAX_CONNS) {
-            static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
-                                       "Connection: close\r\nRetry-After: 1\r\n\r\n";
-            ssize_t w = send(fd, busy, sizeof busy - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-            (void)w;
-            close(fd);
-            h->st.refused++;
-            h->st.status[5]++;
-            continue;
-        }
-        struct hconn *c = &h->c[i];
-        memset(&c->tx, 0, sizeof c->tx);
-        c->fd = fd;
-        c->st = C_READ;
-        c->t0 = now;
-        c->rxlen = c->txoff = 0;
+    struct ncg_http *h = arg;
+    (void)from;
+    (void)fromlen;
+    h->st.accepted++;
+    int i;
+    for (i = 0; i < NCG_HTTP_MAX_CONNS; i++)
+        if (h->c[i].st == C_FREE)
+            break;
+    if (i == NCG_HTTP_MAX_CONNS) {
+        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                                   "Connection: close\r\nRetry-After: 1\r\n\r\n";
+        ssize_t w = send(fd, busy, sizeof busy - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)w;
+        close(fd);
+        h->st.refused++;
+        h->st.status[5]++;
+        return 0;
     }
+    struct hconn *c = &h->c[i];
+    memset(&c->tx, 0, sizeof c->tx);
+    c->fd = fd;
+    c->st = C_READ;
+    c->t0 = now;
+    c->rxlen = c->txoff = 0;
+    return 0;
 }
 
 int ncg_http_pollfds(struct ncg_http *h, struct pollfd *pf, int max)
 {
     int n = 0;
     h->npf = 0;
-    if (h->lfd >= 0 && n < max) {
+    if (h->lfd >= 0 && n < max && ncg_accept_ready(&h->acc, ncg_now_ns())) {
         pf[n] = (struct pollfd){h->lfd, POLLIN, 0};
         h->pfc[n++] = -1;
     }
@@ -341,8 +339,7 @@ void ncg_http_handle(struct ncg_http *h, const struct pollfd *pf, int n, uint64_
         if (!pf[k].revents)
             continue;
         if (h->pfc[k] < 0) {
-            if (now >= h->pause_until)
-                do_accept(h, now);
+            ncg_accept_round(h->lfd, &h->acc, ACCEPTS_PER_ROUND, now, take, h);
             continue;
         }
         struct hconn *c = &h->c[h->pfc[k]];

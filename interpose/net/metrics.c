@@ -12,78 +12,6 @@
 #include "metrics.h"
 #include "verdict.h"
 
-/* ---------- buffer ---------- */
-
-static int buf_reserve(struct ncg_buf *b, size_t n)
-{
-    if (b->oom)
-        return -1;
-    if (b->cap - b->len > n)
-        return 0;
-    size_t cap = b->cap ? b->cap : 65536;
-    while (cap - b->len <= n)
-        cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-        b->oom = 1;
-        return -1;
-    }
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-void ncg_buf_add(struct ncg_buf *b, const char *s, size_t n)
-{
-    if (buf_reserve(b, n) != 0)
-        return;
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-
-void ncg_buf_printf(struct ncg_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    if (buf_reserve(b, 256) != 0)
-        return;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= b->cap - b->len) {
-        if (buf_reserve(b, (size_t)n + 1) != 0)
-            return;
-        va_start(ap, fmt);
-        vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-    }
-    b->len += (size_t)n;
-}
-
-void ncg_buf_free(struct ncg_buf *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
-
-/* JSON string body (no quotes); Prometheus label values use the same escapes for \ " \n. */
-static void buf_esc(struct ncg_buf *b, const char *s, int json)
-{
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            ncg_buf_printf(b, "\\%c", c);
-        else if (c == '\n')
-            ncg_buf_add(b, "\\n", 2);
-        else if (c < 0x20 || c == 0x7f)
-            json ? ncg_buf_printf(b, "\\u%04x", c) : ncg_buf_add(b, "?", 1);
-        else
-            ncg_buf_add(b, s, 1);
-    }
-}
-
 /* ---------- snapshot ---------- */
 
 struct sconn {
@@ -280,7 +208,7 @@ static void json_call(struct ncg_buf *b, const struct ncg_call *c, int p2p, cons
                    ",\"site\":\"",
                    p2p ? "p2p" : "coll", ncg_v_func_name(c->func), c->count,
                    ncg_v_dtype_name(c->dtype), ncg_v_redop_name(c->redop), c->root, c->seq);
-    buf_esc(b, site, 1);
+    ncg_buf_esc(b, site, NCG_ESC_JSON);
     ncg_buf_add(b, "\"}", 2);
 }
 
@@ -298,7 +226,7 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
                    "{\"format\":\"ncclguard-job-status\",\"version\":%d,\"time_unix\":%.3f,"
                    "\"checker\":{\"host\":\"",
                    NCG_JOB_STATUS_VERSION, time_unix);
-    buf_esc(b, p->host, 1);
+    ncg_buf_esc(b, p->host, NCG_ESC_JSON);
     ncg_buf_printf(b,
                    "\",\"pid\":%u,\"embedded\":%s,\"global_rank\":%d,\"interval_ms\":%u,"
                    "\"heartbeat_timeout_s\":%g,\"lag_warn_s\":%g,\"lag_abort_s\":%g},",
@@ -324,7 +252,7 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
                 worst = s.c[j].hb_age > worst ? s.c[j].hb_age : worst;
             }
         ncg_buf_printf(b, "%s{\"host\":\"", nh++ ? "," : "");
-        buf_esc(b, s.c[i].host, 1);
+        ncg_buf_esc(b, s.c[i].host, NCG_ESC_JSON);
         ncg_buf_printf(b, "\",\"processes\":%u,\"max_heartbeat_age_s\":%.3f}", n, worst);
     }
     ncg_buf_add(b, "],\"processes\":[", 15);
@@ -335,7 +263,7 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
             continue;
         ncg_buf_printf(b, "%s{\"pid\":%u,\"global_rank\":%d,\"host\":\"", np++ ? "," : "", c->pid,
                        c->grank);
-        buf_esc(b, c->host, 1);
+        ncg_buf_esc(b, c->host, NCG_ESC_JSON);
         ncg_buf_printf(b, "\",\"heartbeat_age_s\":%.3f,\"connected_s\":%.3f,\"goodbye\":%s}",
                        c->hb_age, c->connected, c->bye ? "true" : "false");
     }
@@ -362,13 +290,13 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
                            ",\"text\":\"",
                            c->vkind, ncg_verdict_name((unsigned)c->vkind),
                            c->vsev == NCG_SEV_ERROR ? "error" : "warning", c->vslot);
-            buf_esc(b, c->vtext, 1);
+            ncg_buf_esc(b, c->vtext, NCG_ESC_JSON);
             ncg_buf_add(b, "\",\"subject\":\"", 13);
-            buf_esc(b, c->vsubject, 1);
+            ncg_buf_esc(b, c->vsubject, NCG_ESC_JSON);
             ncg_buf_add(b, "\",\"calls\":[", 11);
             for (uint32_t j = 0; j < c->vncalls; j++) {
                 ncg_buf_printf(b, "%s{\"ranks\":\"", j ? "," : "");
-                buf_esc(b, c->vcalls[j].ranks, 1);
+                ncg_buf_esc(b, c->vcalls[j].ranks, NCG_ESC_JSON);
                 ncg_buf_add(b, "\",\"call\":", 9);
                 json_call(b, &c->vcalls[j].call, 0, c->vcalls[j].site);
                 ncg_buf_add(b, "}", 1);
@@ -384,7 +312,7 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
                            "%s{\"rank\":%u,\"global_rank\":%d,\"state\":\"%s\",\"pid\":%u,"
                            "\"host\":\"",
                            i ? "," : "", i, m->grank, mstate(m->state), m->pid);
-            buf_esc(b, m->host, 1);
+            ncg_buf_esc(b, m->host, NCG_ESC_JSON);
             ncg_buf_printf(b, "\",\"slots\":%" PRIu64 ",\"calls_per_s\":%.2f,\"progress_age_s\":",
                            m->count, m->rate);
             json_num(b, m->progress_age);
@@ -472,7 +400,7 @@ int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
     family(b, "ncclguard_checker_info", "gauge",
            "The checker serving this endpoint (always 1; labels say where it runs).");
     ncg_buf_add(b, "ncclguard_checker_info{host=\"", 29);
-    buf_esc(b, p->host, 0);
+    ncg_buf_esc(b, p->host, NCG_ESC_PROM);
     ncg_buf_printf(b, "\",pid=\"%u\",embedded=\"%d\",global_rank=\"%d\"} 1\n", p->pid, p->embedded,
                    p->global_rank);
     family(b, "ncclguard_processes", "gauge", "Processes registered with the checker.");
@@ -540,7 +468,7 @@ int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
                            "ncclguard_rank_info{comm=\"%016" PRIx64
                            "\",rank=\"%u\",global_rank=\"%d\",host=\"",
                            c->id, i, m->grank);
-            buf_esc(b, m->host, 0);
+            ncg_buf_esc(b, m->host, NCG_ESC_PROM);
             ncg_buf_printf(b, "\",pid=\"%u\"} 1\n", m->pid);
         }
     }

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "buf.h" /* the output buffer */
 
 /* New keys keep the version (readers ignore unknown keys); renames, removals and changes of
  * meaning bump it. Since 1: members' completed counts, last call and its age, the verdict's
@@ -14,16 +15,6 @@
 #define NCG_JOB_STATUS_VERSION 1
 
 struct ncg_coord;
-
-/* A growable output buffer; oom is set (and further output dropped) when realloc fails. */
-struct ncg_buf {
-    char *p;
-    size_t len, cap;
-    int oom;
-};
-void ncg_buf_add(struct ncg_buf *b, const char *s, size_t n);
-void ncg_buf_printf(struct ncg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void ncg_buf_free(struct ncg_buf *b);
 
 /* Append the document to out. now_ns: CLOCK_MONOTONIC (the coordinator's clock), time_unix:
  * the wall clock, printed once. The coordinator's thread; never blocks; allocates. 0 or

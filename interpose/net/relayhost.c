@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdint.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,13 +14,16 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "accept.h"
 #include "channel.h"
+#include "clock.h"
 #include "log.h"
 #include "relay.h"
 #include "relayhost.h"
 #include "wire.h"
 
 #define RH_MAX_CONNS 4096            /* child connections (clients of the node, child relays) */
+#define RH_ACCEPT_BATCH 64           /* accepts per listener and round */
 #define RH_PATIENCE_NS 1000000000ull /* wait this long for the exact parent before an ancestor */
 #define RH_RETRY_NS 20000000ull      /* a parent not registered yet: asked again this soon */
 
@@ -41,7 +45,8 @@ struct dent {
 struct ncg_rhost {
     struct ncg_rhost_params p;
     struct ncg_relay *r;
-    int ufd, tfd; /* listeners: the node's Unix name, TCP */
+    int ufd, tfd;                       /* listeners: the node's Unix name, TCP */
+    struct ncg_accept_state uacc, tacc; /* their pauses (accept.h) */
     uint16_t tport;
     struct hconn *c;
     int nc;
@@ -225,45 +230,45 @@ int ncg_rhost_stopped(const struct ncg_rhost *h)
 
 /* ---------- child connections ---------- */
 
-static void accept_on(struct ncg_rhost *h, int lfd, int tcp, uint64_t now)
+/* One accepted child connection (ncg_accept_fn; arg: the host, or with its low bit set the
+ * host and a TCP connection): 0 to accept more, -1 when the table is full. */
+static int conn_take(void *arg, int fd, const struct sockaddr_storage *ss, socklen_t sl,
+                     uint64_t now)
 {
-    for (int k = 0; k < 64; k++) {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof ss;
-        int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return;
-        int id;
-        for (id = 0; id < h->nc; id++)
-            if (h->c[id].io.fd < 0)
-                break;
-        if (id == h->nc) {
-            int n = h->nc ? h->nc * 2 : 16;
-            struct hconn *nc = n <= RH_MAX_CONNS ? realloc(h->c, sizeof *nc * (size_t)n) : NULL;
-            if (!nc) {
-                close(fd);
-                return;
-            }
-            for (int i = h->nc; i < n; i++) {
-                memset(&nc[i], 0, sizeof nc[i]);
-                ncg_peer_init(&nc[i].io, -1);
-            }
-            h->c = nc;
-            h->nc = n;
+    int tcp = (int)((uintptr_t)arg & 1);
+    struct ncg_rhost *h = (struct ncg_rhost *)((uintptr_t)arg & ~(uintptr_t)1);
+    (void)sl;
+    int id;
+    for (id = 0; id < h->nc; id++)
+        if (h->c[id].io.fd < 0)
+            break;
+    if (id == h->nc) {
+        int n = h->nc ? h->nc * 2 : 16;
+        struct hconn *nc = n <= RH_MAX_CONNS ? realloc(h->c, sizeof *nc * (size_t)n) : NULL;
+        if (!nc) {
+            close(fd);
+            return -1;
         }
-        if (tcp)
-            ncg_set_nonblock(fd); /* TCP_NODELAY */
-        struct hconn *c = &h->c[id];
-        ncg_peer_init(&c->io, fd);
-        c->closing = 0;
-        c->tcp = (uint8_t)tcp;
-        c->ip[0] = 0;
-        if (tcp && ss.ss_family == AF_INET)
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->ip, sizeof c->ip);
-        else if (tcp && ss.ss_family == AF_INET6)
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->ip, sizeof c->ip);
-        ncg_relay_connected(h->r, id, now);
+        for (int i = h->nc; i < n; i++) {
+            memset(&nc[i], 0, sizeof nc[i]);
+            ncg_peer_init(&nc[i].io, -1);
+        }
+        h->c = nc;
+        h->nc = n;
     }
+    if (tcp)
+        ncg_set_nonblock(fd); /* TCP_NODELAY */
+    struct hconn *c = &h->c[id];
+    ncg_peer_init(&c->io, fd);
+    c->closing = 0;
+    c->tcp = (uint8_t)tcp;
+    c->ip[0] = 0;
+    if (tcp && ss->ss_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, c->ip, sizeof c->ip);
+    else if (tcp && ss->ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, c->ip, sizeof c->ip);
+    ncg_relay_connected(h->r, id, now);
+    return 0;
 }
 
 /* The root's directory: registers the asker, answers with the nearest registered relay at or
@@ -548,11 +553,12 @@ int ncg_rhost_pollfds(struct ncg_rhost *h, struct pollfd *pf, int max)
         h->nmap = h->nc + 3;
     }
     int n = 0;
-    if (h->ufd >= 0 && n < max) {
+    uint64_t now = ncg_now_ns();
+    if (h->ufd >= 0 && n < max && ncg_accept_ready(&h->uacc, now)) {
         pf[n] = (struct pollfd){h->ufd, POLLIN, 0};
         h->map[n++] = -1;
     }
-    if (h->tfd >= 0 && n < max) {
+    if (h->tfd >= 0 && n < max && ncg_accept_ready(&h->tacc, now)) {
         pf[n] = (struct pollfd){h->tfd, POLLIN, 0};
         h->map[n++] = -2;
     }
@@ -580,8 +586,11 @@ void ncg_rhost_handle(struct ncg_rhost *h, const struct pollfd *pf, int n, uint6
         if (!pf[k].revents)
             continue;
         int id = h->map[k];
-        if (id == -1 || id == -2)
-            accept_on(h, id == -1 ? h->ufd : h->tfd, id == -2, now);
+        if (id == -1)
+            ncg_accept_round(h->ufd, &h->uacc, RH_ACCEPT_BATCH, now, conn_take, h);
+        else if (id == -2)
+            ncg_accept_round(h->tfd, &h->tacc, RH_ACCEPT_BATCH, now, conn_take,
+                             (void *)((uintptr_t)h | 1));
         else if (id == -3)
             parent_io(h, pf[k].revents, now);
         else if (id < h->nc && h->c[id].io.fd >= 0 && (!h->c[id].closing || h->c[id].drain) &&

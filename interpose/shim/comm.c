@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "observer.h"
 #include "completion.h"
 #include "graph.h"
@@ -420,15 +421,6 @@ static inline uint32_t ncg_redop_class(int op)
     return (unsigned)op < (unsigned)ncclNumOps ? (uint32_t)op : NCG_REDOP_USER;
 }
 
-/* The record's timestamp: the coarse clock (tick resolution, a few ms) costs a few ns in the
- * vDSO where the exact one costs ~22 ns (kvm-clock); BENCHMARKS.md "Per-call cost". */
-static inline uint64_t ncg_clock_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* vDSO: no syscall */
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Usable for recording: known, ready. Returns NULL to forward unrecorded. */
 static inline struct ncg_comm *ncg_comm_for_call(ncclComm_t comm, int *failed)
 {
@@ -484,7 +476,7 @@ int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, in
     struct ncg_shm_comm *s = c->shm;
     if (!s)
         return 0;
-    uint64_t now = ncg_clock_ns();
+    uint64_t now = ncg_coarse_ns(); /* the record's timestamp: coarse (clock.h) */
     int grouped = ncg_tls.group > 0;
     ncg_ring_put_fields(&s->coll[slot & (NCG_COLL_RING - 1)], slot, slot, count, next[1],
                         (uint64_t)(uintptr_t)pc, now, ncg_tid(), root, func, (uint32_t)dtype, redop,
@@ -532,7 +524,7 @@ int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, n
     struct ncg_shm_comm *s = c->shm;
     if (!s)
         return 0;
-    uint64_t now = ncg_clock_ns();
+    uint64_t now = ncg_coarse_ns(); /* the record's timestamp: coarse (clock.h) */
     uint64_t idx = ck_pr_faa_64(&s->p2p_seq, 1);
     int grouped = ncg_tls.group > 0;
     ncg_ring_put_fields(&s->p2p[idx & (NCG_P2P_RING - 1)], idx, k, count,

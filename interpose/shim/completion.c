@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "config.h"
 #include "log.h"
 
@@ -151,13 +152,6 @@ static void cmode_return(const char *why)
 
 /* ---- the event engine ---- */
 
-static uint64_t coarse_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 #define NCG_CEV_MAX 256u
 static struct ncg_cev *cev_all[NCG_CEV_MAX];
 static uint32_t cev_n;
@@ -223,7 +217,7 @@ void ncg_cev_after_call(struct ncg_cev *e, uint64_t val, void *stream)
         cev_register(e);
     e->stream = stream;
     ck_pr_store_64(&e->issued, val); /* a drained stream completes up to here */
-    uint64_t now = coarse_ns();
+    uint64_t now = ncg_coarse_ns();
     if (now - e->last_ev_ns < NCG_CEV_GAP_NS ||
         e->head - __atomic_load_n(&e->tail, __ATOMIC_ACQUIRE) >= NCG_CEV_RING)
         return; /* the next event, or the stream query, covers this call */

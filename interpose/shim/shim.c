@@ -28,12 +28,6 @@ pthread_mutex_t ncg_lock = PTHREAD_MUTEX_INITIALIZER;
 static char ncg_kept[NCG_KEPT_MAX][400];
 static int ncg_nkept;
 
-static const char *ncg_getenv(const char *name, void *arg)
-{
-    (void)arg;
-    return getenv(name);
-}
-
 static void ncg_keep_warning(const char *line, void *arg)
 {
     (void)arg;
@@ -68,7 +62,7 @@ static void ncg_check_nofile(void)
 
 static void ncg_configure(void)
 {
-    ncg_config_parse(&ncg_cfg, ncg_getenv, ncg_keep_warning, NULL);
+    ncg_config_parse(&ncg_cfg, ncg_env_process, ncg_keep_warning, NULL);
     ncg_check_nofile();
     __atomic_store_n(&ncg_state, ncg_cfg.enabled ? NCG_ST_DORMANT : NCG_ST_DISABLED,
                      __ATOMIC_RELEASE);

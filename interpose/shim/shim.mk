@@ -153,3 +153,9 @@ bench-python: $(BUILD)/libncclguard.so $(BUILD)/bench/null/libnccl.so.2
 	tests/bench/pycall.sh $(BUILD)
 
 -include $(wildcard $(BUILD)/tests/shim/*.d $(BUILD)/bench/*.d)
+
+# common/'s helpers (host:port, the buffer and its escapes, clocks, getenv): run by t_config.sh.
+$(BUILD)/tests/shim/common_test: tests/shim/common_test.c $(NCG_LOW_A)
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(NCG_LOW) $(BASE_LDFLAGS)
+TEST_BINS += $(BUILD)/tests/shim/common_test

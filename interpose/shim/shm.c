@@ -27,13 +27,6 @@ static int ncg_seg_shared;  /* named under /dev/shm (vs private mapping) */
 static pid_t ncg_seg_owner; /* the process that created it: only it unlinks */
 static char ncg_seg_name[64];
 
-uint64_t ncg_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Reads a small /proc file into buf (NUL-terminated); returns the length or -1. */
 static ssize_t ncg_read_small(const char *path, char *buf, size_t cap)
 {
@@ -73,12 +66,6 @@ static uint64_t ncg_start_ticks(void)
     return strtoull(p, NULL, 10);
 }
 
-static const char *ncg_env_get(const char *name, void *arg)
-{
-    (void)arg;
-    return getenv(name);
-}
-
 static void ncg_fill_header(struct ncg_shm_header *h, uint64_t ticks)
 {
     h->layout_version = NCG_SHM_LAYOUT_VERSION;
@@ -91,7 +78,7 @@ static void ncg_fill_header(struct ncg_shm_header *h, uint64_t ticks)
     h->state = NCG_PROC_ALIVE;
     h->start_ticks = ticks;
     struct ncg_launch_ranks lr;
-    ncg_launch_ranks_parse(&lr, ncg_env_get, NULL);
+    ncg_launch_ranks_parse(&lr, ncg_env_process, NULL);
     h->global_rank = lr.global;
     h->local_rank = lr.local;
     h->world_size = lr.world;

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "clock.h"
 #include "ncclguard/shm.h"
 
 /* The segment, or NULL while dormant. Written under the creation lock, once complete
@@ -41,7 +42,6 @@ void ncg_shm_exit(void);
 /* In a fork()ed child: drop (unmap) the parent's segment without touching it. No locks. */
 void ncg_shm_fork_child(void);
 
-/* CLOCK_MONOTONIC in ns (vDSO, no syscall). Any thread. */
-uint64_t ncg_now_ns(void);
+/* ncg_now_ns(): CLOCK_MONOTONIC in ns, the segment's clock (common/clock.h). */
 
 #endif

@@ -1,9 +1,11 @@
-# Config parsing: every NCCLGUARD_* variable's good and bad values (unit test), then end to end:
+# Config parsing: every NCCLGUARD_* variable's good and bad values (unit test; common_test: the
+# host:port parser and the other helpers of common/), then end to end:
 # a bad value gives exactly one warning with the variable, the value and the value used, and
 # only once the process makes a communicator.
 . "$NCG_ROOT/tests/shim/lib.sh"
-need "$NCG_BUILD/tests/shim/config_test" "$CALLS" "$LAUNCH"
+need "$NCG_BUILD/tests/shim/config_test" "$NCG_BUILD/tests/shim/common_test" "$CALLS" "$LAUNCH"
 "$NCG_BUILD/tests/shim/config_test" || fail "config_test"
+"$NCG_BUILD/tests/shim/common_test" || fail "common_test (common/: host:port, escapes, buffer)"
 
 export NCG_ID_TIMEOUT_S=30
 NCCLGUARD_ACTION=explode LD_PRELOAD="$NCG_PRELOAD" "$LAUNCH" -n 1 -t 60 -- "$CALLS" bcast \

@@ -1,0 +1,77 @@
+/* The growable text buffer and its string escapes (buf.h). */
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int buf_reserve(struct ncg_buf *b, size_t n)
+{
+    if (b->oom)
+        return -1;
+    if (b->cap - b->len > n)
+        return 0;
+    size_t cap = b->cap ? b->cap : 65536;
+    while (cap - b->len <= n)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->oom = 1;
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+void ncg_buf_add(struct ncg_buf *b, const char *s, size_t n)
+{
+    if (buf_reserve(b, n) != 0)
+        return;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+void ncg_buf_printf(struct ncg_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    if (buf_reserve(b, 256) != 0)
+        return;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= b->cap - b->len) {
+        if (buf_reserve(b, (size_t)n + 1) != 0)
+            return;
+        va_start(ap, fmt);
+        vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+    }
+    b->len += (size_t)n;
+}
+
+void ncg_buf_free(struct ncg_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+/* Prometheus label values use the JSON escapes for \ " \n (the exposition format's only ones). */
+void ncg_buf_esc(struct ncg_buf *b, const char *s, enum ncg_esc how)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            ncg_buf_printf(b, "\\%c", c);
+        else if (c == '\n')
+            ncg_buf_add(b, "\\n", 2);
+        else if (c < 0x20 || c == 0x7f)
+            how == NCG_ESC_JSON ? ncg_buf_printf(b, "\\u%04x", c) : ncg_buf_add(b, "?", 1);
+        else
+            ncg_buf_add(b, s, 1);
+    }
+}

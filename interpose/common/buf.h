@@ -1,0 +1,28 @@
+/* A growable text buffer (status documents, job files) and the string escapes of what is
+ * written into it: JSON string bodies, Prometheus label values. */
+#ifndef NCG_BUF_H
+#define NCG_BUF_H
+
+#include <stddef.h>
+
+/* Zero-initialized: empty. oom is set (and further output dropped) when realloc fails; p is
+ * NUL-terminated whenever len > 0. */
+struct ncg_buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+
+/* Every function: the thread that owns b; never blocks; allocates (64 KiB at first). */
+void ncg_buf_add(struct ncg_buf *b, const char *s, size_t n);
+void ncg_buf_printf(struct ncg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ncg_buf_free(struct ncg_buf *b);
+
+enum ncg_esc {
+    NCG_ESC_JSON, /* \" \\ \n, other control characters and DEL as \u00XX */
+    NCG_ESC_PROM, /* \" \\ \n, other control characters and DEL as '?' */
+};
+/* Appends s escaped (no surrounding quotes). */
+void ncg_buf_esc(struct ncg_buf *b, const char *s, enum ncg_esc how);
+
+#endif
