@@ -621,10 +621,9 @@ int ncg_cmd_report(int argc, char **argv)
     const char *dir = NULL;
     int json = 0;
     for (int i = 1; i < argc; i++) {
-        if (ncg_cli_is_help(argv[i])) {
-            fputs(usage, stdout);
+        if (ncg_cli_help(argv[i], usage))
             return NCG_CLI_OK;
-        } else if (strcmp(argv[i], "--json") == 0) {
+        if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return ncg_cli_usage_error(usage, "report: unknown option '%s'", argv[i]);

@@ -8,20 +8,11 @@
  * watch_*.c (watch_int.h). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include "watch_int.h"
-
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_flag = 1;
-}
 
 int ncg_cmd_watch(int argc, char **argv)
 {
@@ -31,13 +22,9 @@ int ncg_cmd_watch(int argc, char **argv)
     if (rc >= 0)
         return rc;
     gethostname(w.host, sizeof(w.host) - 1);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    ncg_cli_catch_stop();
     rc = NCG_CLI_OK;
-    for (int first = 1; !stop_flag; first = 0) {
+    for (int first = 1; !ncg_cli_stop; first = 0) {
         struct ncg_snap s;
         struct ncg_view v;
         if (o.job) {
@@ -49,10 +36,7 @@ int ncg_cmd_watch(int argc, char **argv)
             if (e > 0)
                 goto next;
         } else {
-            int e = ncg_snap_take(&s, &o.scan);
-            if (e < 0) {
-                fprintf(stderr, "ncclguard: cannot read %s: %s\n",
-                        o.scan.dir ? o.scan.dir : "/dev/shm", strerror(-e));
+            if (ncg_cli_snap_take(&s, &o.scan) < 0) {
                 rc = NCG_CLI_ERROR;
                 break;
             }

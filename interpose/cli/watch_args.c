@@ -45,10 +45,9 @@ int ncg_watch_args(int argc, char **argv, struct ncg_watch *w, struct ncg_watch_
     for (int i = 1; i < argc; i++) {
         const char *val;
         int r;
-        if (ncg_cli_is_help(argv[i])) {
-            fputs(usage, stdout);
+        if (ncg_cli_help(argv[i], usage))
             return NCG_CLI_OK;
-        } else if (strcmp(argv[i], "--json") == 0) {
+        if (strcmp(argv[i], "--json") == 0) {
             w->json = 1;
         } else if (strcmp(argv[i], "--once") == 0) {
             o->once = 1;
@@ -96,13 +95,8 @@ int ncg_watch_args(int argc, char **argv, struct ncg_watch *w, struct ncg_watch_
     }
     if ((token || w->rate.floor > 0) && !o->job)
         return ncg_cli_usage_error(usage, "watch: --token and --min-rate go with --job");
-    if (o->job && (o->scan.dir || o->scan.match))
-        return ncg_cli_usage_error(usage, "watch: --job reads no segments (--dir, --match)");
-    char jerr[1024];
-    if (o->job && ncg_job_open(o->job, token, &o->src, jerr, sizeof jerr) != 0) {
-        fprintf(stderr, "ncclguard: %s\n", jerr);
-        return NCG_CLI_ERROR;
-    }
+    if ((err = ncg_cli_job_open(o->job, token, &o->scan, "watch", usage, &o->src)) != 0)
+        return err;
     if (o->job)
         w->url = o->src.url;
     return -1;
