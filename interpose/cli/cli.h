@@ -210,6 +210,8 @@ void ncg_cli_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r);
 void ncg_cli_json_str(FILE *f, const char *s);
 /* Compact list "0-2,4-15" of sorted ints into buf. */
 void ncg_cli_fmt_ranks(char *buf, size_t len, const int *v, int n);
+/* Sorts v[0..n) ascending, in place (for ncg_cli_fmt_ranks). */
+void ncg_cli_sort_ints(int *v, int n);
 /* Parses a non-negative number of seconds ("2", "0.5"); returns 0 or -1. */
 int ncg_cli_parse_secs(const char *s, double *out);
 uint64_t ncg_cli_mono_ns(void);

@@ -122,13 +122,7 @@ static void print_groups(struct entry *e, int ne, const char *what)
             printf("ncclguard: %s, comm %s (%d ranks): %d distinct, odd ones first\n", what, comm,
                    f->nranks, nd);
         }
-        /* Sort ranks for the compact form. */
-        for (int a = 1; a < g[k].n; a++)
-            for (int b = a; b > 0 && g[k].ranks[b - 1] > g[k].ranks[b]; b--) {
-                int t = g[k].ranks[b];
-                g[k].ranks[b] = g[k].ranks[b - 1];
-                g[k].ranks[b - 1] = t;
-            }
+        ncg_cli_sort_ints(g[k].ranks, g[k].n); /* for the compact form */
         ncg_cli_fmt_ranks(buf, sizeof buf, g[k].ranks, g[k].n);
         printf("ncclguard:   %s %s (%d of %d)%s%s\n", g[k].n > 1 ? "ranks" : "rank", buf, g[k].n,
                tot, f->call[0] ? ": " : "", f->call);

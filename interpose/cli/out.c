@@ -127,6 +127,16 @@ void ncg_cli_fmt_ranks(char *buf, size_t len, const int *v, int n)
     }
 }
 
+void ncg_cli_sort_ints(int *v, int n)
+{
+    for (int i = 1; i < n; i++) /* insertion sort: rank lists, short */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            int t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+}
+
 int ncg_cli_parse_secs(const char *s, double *out)
 {
     if (!s || !*s || !(isdigit((unsigned char)s[0]) || s[0] == '.'))

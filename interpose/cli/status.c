@@ -64,12 +64,7 @@ static void ranks_of(const struct ncg_snap *s, const int *idx, int n, char *buf,
     int k = n < 64 ? n : 64;
     for (int i = 0; i < k; i++)
         r[i] = s->members[idx[i]].rank;
-    for (int i = 1; i < k; i++) /* insertion sort: tiny */
-        for (int j = i; j > 0 && r[j - 1] > r[j]; j--) {
-            int t = r[j];
-            r[j] = r[j - 1];
-            r[j - 1] = t;
-        }
+    ncg_cli_sort_ints(r, k);
     ncg_cli_fmt_ranks(buf, len, r, k);
     if (n > k && strlen(buf) + 5 < len)
         strcat(buf, ",...");

@@ -53,12 +53,7 @@ void ncg_watch_scan_power(struct ncg_watch *w, const struct ncg_snap *s)
     a.comm_rank = p->nmembers ? s->members[p->first_member].rank : -1;
     a.slot = -1;
     snprintf(a.segment, sizeof(a.segment), "%s", p->path);
-    for (int x = 1; x < n; x++) /* sorted for the compact list */
-        for (int y = x; y > 0 && ranks[y - 1] > ranks[y]; y--) {
-            int t = ranks[y];
-            ranks[y] = ranks[y - 1];
-            ranks[y - 1] = t;
-        }
+    ncg_cli_sort_ints(ranks, n); /* sorted for the compact list */
     memcpy(a.ranks, ranks, sizeof(int) * (size_t)n);
     a.nranks = n;
     ncg_cli_fmt_ranks(a.ranks_txt, sizeof(a.ranks_txt), ranks, n);

@@ -114,12 +114,7 @@ void ncg_watch_scan_comms(struct ncg_watch *w, const struct ncg_snap *s, const s
                     int r[64], n = 0;
                     for (int q = 0; q < c->calls[j].nmembers && q < 64; q++)
                         r[n++] = s->members[c->calls[j].members[q]].rank;
-                    for (int x = 1; x < n; x++)
-                        for (int y = x; y > 0 && r[y - 1] > r[y]; y--) {
-                            int t = r[y];
-                            r[y] = r[y - 1];
-                            r[y - 1] = t;
-                        }
+                    ncg_cli_sort_ints(r, n);
                     ncg_cli_fmt_ranks(rk, sizeof(rk), r, n);
                     ncg_cli_fmt_call(call, sizeof(call), &c->calls[j].rec);
                     o += (size_t)snprintf(a.detail + o, sizeof(a.detail) - o, "%s %s on rank%s %s",
