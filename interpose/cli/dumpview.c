@@ -156,6 +156,22 @@ static int is_report(const struct dirent *d)
     return is_name(d, "ncclguard-report.");
 }
 
+/* A zeroed entry appended to *e (grown as needed), for rank `rank` (global grank) of the
+ * communicator `comm` of nranks ranks. */
+static struct entry *add_entry(struct entry **e, int *ne, int *cap, const char *comm, int nranks,
+                               int rank, int grank)
+{
+    if (*ne == *cap)
+        *e = realloc(*e, sizeof **e * (size_t)(*cap = *cap ? *cap * 2 : 64));
+    struct entry *x = &(*e)[(*ne)++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->comm, sizeof x->comm, "%s", comm);
+    x->nranks = nranks;
+    x->rank = rank;
+    x->grank = grank;
+    return x;
+}
+
 int ncg_report_dumps(const char *dir)
 {
     struct dirent **names;
@@ -182,14 +198,9 @@ int ncg_report_dumps(const char *dir)
                 const struct ncg_json *py = ncg_cli_json_get(j, "python_stack");
                 const struct ncg_json *comm = ncg_cli_json_get(j, "comm");
                 if (py && py->type == NCG_JSON_OBJECT) {
-                    if (ne == cap)
-                        e = realloc(e, sizeof *e * (size_t)(cap = cap ? cap * 2 : 64));
-                    struct entry *x = &e[ne++];
-                    memset(x, 0, sizeof *x);
-                    snprintf(x->comm, sizeof x->comm, "%s", ncg_cli_json_s(comm, "id", "?"));
-                    x->nranks = (int)ncg_cli_json_n(comm, "size", 0);
-                    x->rank = (int)ncg_cli_json_n(j, "rank", -1);
-                    x->grank = grank;
+                    struct entry *x = add_entry(&e, &ne, &cap, ncg_cli_json_s(comm, "id", "?"),
+                                                (int)ncg_cli_json_n(comm, "size", 0),
+                                                (int)ncg_cli_json_n(j, "rank", -1), grank);
                     x->where = py_join(py, x->tail, sizeof x->tail);
                 }
             } else if (pass == 1 && !strcmp(fmt, "ncclguard-dump")) {
@@ -197,14 +208,9 @@ int ncg_report_dumps(const char *dir)
                 const struct ncg_json *cs = ncg_cli_json_get(j, "comms");
                 for (size_t c = 0; cs && cs->type == NCG_JSON_ARRAY && c < cs->n; c++) {
                     const struct ncg_json *cm = cs->kids[c], *l = ncg_cli_json_get(cm, "latest");
-                    if (ne == cap)
-                        e = realloc(e, sizeof *e * (size_t)(cap = cap ? cap * 2 : 64));
-                    struct entry *x = &e[ne++];
-                    memset(x, 0, sizeof *x);
-                    snprintf(x->comm, sizeof x->comm, "%s", ncg_cli_json_s(cm, "id", "?"));
-                    x->nranks = (int)ncg_cli_json_n(cm, "nranks", 0);
-                    x->rank = (int)ncg_cli_json_n(cm, "rank", -1);
-                    x->grank = grank;
+                    struct entry *x = add_entry(&e, &ne, &cap, ncg_cli_json_s(cm, "id", "?"),
+                                                (int)ncg_cli_json_n(cm, "nranks", 0),
+                                                (int)ncg_cli_json_n(cm, "rank", -1), grank);
                     snprintf(x->call, sizeof x->call, "%.0f calls issued, latest %s",
                              ncg_cli_json_n(cm, "calls_issued", 0),
                              l && l->type == NCG_JSON_OBJECT ? ncg_cli_json_s(l, "call", "?")
