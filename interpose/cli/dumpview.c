@@ -25,23 +25,6 @@ struct grp {
     int ranks[4096], granks[4096], n;
 };
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return NULL;
-    char *buf = malloc(MAX_DUMP_BYTES + 1);
-    if (buf)
-        *len = fread(buf, 1, MAX_DUMP_BYTES + 1, f);
-    fclose(f);
-    if (!buf || *len > MAX_DUMP_BYTES) {
-        free(buf);
-        return NULL;
-    }
-    buf[*len] = 0;
-    return buf;
-}
-
 static char *join(const struct ncg_json *a)
 {
     size_t n = 1;
@@ -187,7 +170,7 @@ int ncg_report_dumps(const char *dir)
             size_t len = 0, at = 0;
             snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
             free(names[i]);
-            char *text = slurp(path, &len);
+            char *text = ncg_cli_slurp(path, MAX_DUMP_BYTES, &len);
             struct ncg_json *j = text ? ncg_cli_json_parse(text, len, &at) : NULL;
             free(text);
             if (!j)
