@@ -37,6 +37,17 @@ int ncg_watch_first_time(struct ncg_watch *w, const char *key)
     return 1;
 }
 
+void ncg_watch_subject(struct ncg_alert *a, const char *kind, const struct ncg_cli_proc *p,
+                       int32_t comm_rank, long long slot)
+{
+    a->kind = kind;
+    a->pid = p->pid;
+    a->rank = p->global_rank;
+    a->comm_rank = comm_rank;
+    a->slot = slot;
+    snprintf(a->segment, sizeof(a->segment), "%s", p->path);
+}
+
 static void run_hook(struct ncg_watch *w, const struct ncg_alert *a, const char *json)
 {
     pid_t pid = fork();

@@ -104,6 +104,10 @@ int ncg_watch_args(int argc, char **argv, struct ncg_watch *w, struct ncg_watch_
 int ncg_watch_was_seen(const struct ncg_watch *w, const char *key);
 /* Returns 1 the first time key is seen (and records it). Allocates. */
 int ncg_watch_first_time(struct ncg_watch *w, const char *key);
+/* An alert of that kind about process p (its pid, global rank, segment), its rank comm_rank in
+ * the alert's communicator (-1: none) and slot (-1: not about one slot). Pure. */
+void ncg_watch_subject(struct ncg_alert *a, const char *kind, const struct ncg_cli_proc *p,
+                       int32_t comm_rank, long long slot);
 /* Raises a: the line or JSON object on stdout, the --exec hook started (forks). Allocates. */
 void ncg_watch_emit(struct ncg_watch *w, struct ncg_alert *a);
 /* Reaps the finished hooks; block: waits for all of them. */

@@ -47,12 +47,7 @@ void ncg_watch_scan_power(struct ncg_watch *w, const struct ncg_snap *s)
     const struct ncg_cli_proc *p = &s->procs[first];
     struct ncg_alert a;
     memset(&a, 0, sizeof(a));
-    a.kind = "power";
-    a.pid = p->pid;
-    a.rank = p->global_rank;
-    a.comm_rank = p->nmembers ? s->members[p->first_member].rank : -1;
-    a.slot = -1;
-    snprintf(a.segment, sizeof(a.segment), "%s", p->path);
+    ncg_watch_subject(&a, "power", p, p->nmembers ? s->members[p->first_member].rank : -1, -1);
     ncg_cli_sort_ints(ranks, n); /* sorted for the compact list */
     memcpy(a.ranks, ranks, sizeof(int) * (size_t)n);
     a.nranks = n;

@@ -51,12 +51,7 @@ void ncg_watch_scan_procs(struct ncg_watch *w, const struct ncg_snap *s)
             continue;
         struct ncg_alert a;
         memset(&a, 0, sizeof(a));
-        a.kind = "died";
-        a.pid = p->pid;
-        a.rank = p->global_rank;
-        a.comm_rank = -1;
-        a.slot = -1;
-        snprintf(a.segment, sizeof(a.segment), "%s", p->path);
+        ncg_watch_subject(&a, "died", p, -1, -1);
         const struct ncg_cli_member *m = busiest(s, p);
         if (m) {
             a.have_comm = 1;
@@ -100,12 +95,8 @@ void ncg_watch_scan_comms(struct ncg_watch *w, const struct ncg_snap *s, const s
                         minority = j;
                 int m = c->ncalls ? min_member(s, &c->calls[minority]) : c->members[0];
                 const struct ncg_cli_proc *p = &s->procs[s->members[m].proc];
-                a.kind = "mismatch";
-                a.pid = p->pid;
-                a.rank = p->global_rank;
-                a.comm_rank = s->members[m].rank;
-                a.slot = (long long)c->mismatch_slot;
-                snprintf(a.segment, sizeof(a.segment), "%s", p->path);
+                ncg_watch_subject(&a, "mismatch", p, s->members[m].rank,
+                                  (long long)c->mismatch_slot);
                 size_t o = (size_t)snprintf(
                     a.detail, sizeof(a.detail),
                     "different calls at one slot%s:", c->mismatch == 2 ? " (digests differ)" : "");
@@ -138,12 +129,7 @@ void ncg_watch_scan_comms(struct ncg_watch *w, const struct ncg_snap *s, const s
                 char rk[128];
                 ncg_cli_fmt_ranks(rk, sizeof(rk), ranks, n);
                 const struct ncg_cli_proc *p = &s->procs[s->members[idx[0]].proc];
-                a.kind = "stall";
-                a.pid = p->pid;
-                a.rank = p->global_rank;
-                a.comm_rank = s->members[idx[0]].rank;
-                a.slot = (long long)c->min_seq;
-                snprintf(a.segment, sizeof(a.segment), "%s", p->path);
+                ncg_watch_subject(&a, "stall", p, s->members[idx[0]].rank, (long long)c->min_seq);
                 snprintf(
                     a.detail, sizeof(a.detail),
                     "no call for %.0fs while slot counts disagree (%llu..%llu); behind: rank%s %s",
@@ -173,12 +159,7 @@ void ncg_watch_scan_comms(struct ncg_watch *w, const struct ncg_snap *s, const s
                      (unsigned long long)min_done);
             if (ncg_watch_first_time(w, key)) {
                 const struct ncg_cli_proc *p = &s->procs[s->members[first].proc];
-                a.kind = "stuck";
-                a.pid = p->pid;
-                a.rank = p->global_rank;
-                a.comm_rank = s->members[first].rank;
-                a.slot = (long long)min_done;
-                snprintf(a.segment, sizeof(a.segment), "%s", p->path);
+                ncg_watch_subject(&a, "stuck", p, s->members[first].rank, (long long)min_done);
                 snprintf(a.detail, sizeof(a.detail),
                          "slot %llu issued by all %d ranks here, not completed on rank %d (issued "
                          "%llu, completed %llu) for %.0fs",

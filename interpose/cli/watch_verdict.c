@@ -15,15 +15,10 @@ static void verdict_alert(struct ncg_alert *a, const struct ncg_snap *s, const s
 {
     const struct ncg_cli_proc *p = &s->procs[g->procs[0]];
     memset(a, 0, sizeof(*a));
-    a->kind = "verdict";
+    ncg_watch_subject(a, "verdict", p, ncg_cli_proc_comm_rank(s, g->procs[0], g->comm), -1);
     a->group = 1;
-    a->pid = p->pid;
-    a->rank = p->global_rank;
-    a->comm_rank = ncg_cli_proc_comm_rank(s, g->procs[0], g->comm);
     a->have_comm = 1;
     a->comm = g->comm;
-    a->slot = -1;
-    snprintf(a->segment, sizeof(a->segment), "%s", p->path);
     a->nprocs = g->nprocs;
     int *r = calloc((size_t)g->nprocs + 1, sizeof(int));
     if (r) {
