@@ -7,9 +7,7 @@
  * stdout, an optional --exec hook, the exit status. This file: the loop of scans; the rest in
  * watch_*.c (watch_int.h). */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include "watch_int.h"
