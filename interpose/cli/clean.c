@@ -113,10 +113,9 @@ int ncg_cmd_clean(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *val;
         int r;
-        if (ncg_cli_is_help(argv[i])) {
-            fputs(usage, stdout);
+        if (ncg_cli_help(argv[i], usage))
             return NCG_CLI_OK;
-        } else if (strcmp(argv[i], "--dry-run") == 0 || strcmp(argv[i], "-n") == 0) {
+        if (strcmp(argv[i], "--dry-run") == 0 || strcmp(argv[i], "-n") == 0) {
             dry = 1;
         } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
             quiet = 1;
@@ -131,12 +130,8 @@ int ncg_cmd_clean(int argc, char **argv)
         }
     }
     struct ncg_snap s;
-    int rc = ncg_snap_take(&s, &o);
-    if (rc < 0) {
-        fprintf(stderr, "ncclguard: cannot read %s: %s\n", o.dir ? o.dir : "/dev/shm",
-                strerror(-rc));
+    if (ncg_cli_snap_take(&s, &o) < 0)
         return NCG_CLI_ERROR;
-    }
     int failed = 0;
     int n = clean_impl(&s, grace, dry, 0, quiet, &failed);
     if (!quiet)

@@ -6,6 +6,7 @@
 #define NCG_CLI_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -100,6 +101,9 @@ struct ncg_scan_opts {
 /* Reads every ncclguard segment under opts->dir into *s. Any thread; blocks on file I/O only;
  * allocates (free with ncg_snap_free). Returns 0, or -errno when the directory is unreadable. */
 int ncg_snap_take(struct ncg_snap *s, const struct ncg_scan_opts *opts);
+/* ncg_snap_take for a subcommand: when the directory is unreadable, also says so on stderr
+ * ("ncclguard: cannot read DIR: why"). Same threads, blocking and allocation. */
+int ncg_cli_snap_take(struct ncg_snap *s, const struct ncg_scan_opts *opts);
 void ncg_snap_free(struct ncg_snap *s);
 
 /* Reads record `idx` of a ring with the seqlock protocol (retries a few times). Returns 0, or
@@ -206,6 +210,8 @@ void ncg_cli_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r);
 void ncg_cli_json_str(FILE *f, const char *s);
 /* Compact list "0-2,4-15" of sorted ints into buf. */
 void ncg_cli_fmt_ranks(char *buf, size_t len, const int *v, int n);
+/* Sorts v[0..n) ascending, in place (for ncg_cli_fmt_ranks). */
+void ncg_cli_sort_ints(int *v, int n);
 /* Parses a non-negative number of seconds ("2", "0.5"); returns 0 or -1. */
 int ncg_cli_parse_secs(const char *s, double *out);
 uint64_t ncg_cli_mono_ns(void);
@@ -285,8 +291,21 @@ int ncg_cli_opt(int argc, char **argv, int *i, const char *name, const char **va
  * missing value), 0 otherwise. Caller thread; no allocation. */
 int ncg_cli_scan_opt(int argc, char **argv, int *i, struct ncg_scan_opts *o, const char *cmd,
                      const char *usage, int *err);
+/* After status' and watch's options: --job (job, not NULL) reads no segments, so neither --dir
+ * nor --match of o; then opens it into *src (ncg_job_open). Returns 0, or the exit status after
+ * saying why on stderr (usage error, job file unreadable). Caller thread; reads the file. */
+int ncg_cli_job_open(const char *job, const char *token, const struct ncg_scan_opts *o,
+                     const char *cmd, const char *usage, struct ncg_job_src *src);
+/* Set by SIGINT and SIGTERM once ncg_cli_catch_stop ran: the subcommand's loop ends. */
+extern volatile sig_atomic_t ncg_cli_stop;
+/* Catches SIGINT and SIGTERM into ncg_cli_stop (no SA_RESTART: a sleep or poll is cut short).
+ * Main thread; no allocation. */
+void ncg_cli_catch_stop(void);
 /* 1 when argv[i] is -h or --help. */
 int ncg_cli_is_help(const char *a);
+/* The first arm of a subcommand's option loop: when a is -h or --help, prints usage on stdout
+ * and returns 1 (the subcommand then exits 0); else 0. Caller thread; no allocation. */
+int ncg_cli_help(const char *a, const char *usage);
 
 /* Usage error: prints "ncclguard: <msg>" and the usage text on stderr; returns NCG_CLI_USAGE. */
 int ncg_cli_usage_error(const char *usage, const char *fmt, ...)

@@ -23,14 +23,6 @@ static const char usage[] =
     "  NCCLGUARD_INTERVAL_MS, _HEARTBEAT_TIMEOUT_S, _LAG_WARN_S, _LAG_ABORT_S apply here too\n"
     "exit status: 0 stopped by SIGINT/SIGTERM, 2 usage error, 3 cannot listen\n";
 
-static volatile int stop_flag;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_flag = 1;
-}
-
 /* "HOST:PORT", ":PORT", "PORT" or "[v6]:PORT" into host/port. */
 static int parse_listen(const char *s, char *host, size_t hlen, int *port)
 {
@@ -62,10 +54,9 @@ int ncg_cmd_coord(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *val;
         int r;
-        if (ncg_cli_is_help(argv[i])) {
-            fputs(usage, stdout);
+        if (ncg_cli_help(argv[i], usage))
             return NCG_CLI_OK;
-        } else if ((r = ncg_cli_opt(argc, argv, &i, "--listen", &val)) != 0) {
+        if ((r = ncg_cli_opt(argc, argv, &i, "--listen", &val)) != 0) {
             if (r < 0 || parse_listen(val, host, sizeof(host), &port) < 0)
                 return ncg_cli_usage_error(usage, "coord: --listen needs [HOST]:PORT");
         } else if ((r = ncg_cli_opt(argc, argv, &i, "--http", &val)) != 0) {
@@ -86,15 +77,11 @@ int ncg_cmd_coord(int argc, char **argv)
     }
     if (token && !*token)
         token = NULL;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    ncg_cli_catch_stop();
     signal(SIGPIPE, SIG_IGN);
     char err[256] = "";
-    if (ncg_coord_serve_http(host[0] ? host : NULL, port, token, http[0] ? http : NULL, &stop_flag,
-                             err, sizeof(err)) < 0) {
+    if (ncg_coord_serve_http(host[0] ? host : NULL, port, token, http[0] ? http : NULL,
+                             &ncg_cli_stop, err, sizeof(err)) < 0) {
         fprintf(stderr, "ncclguard: coord: %s\n", err[0] ? err : "failed");
         return NCG_CLI_ERROR;
     }

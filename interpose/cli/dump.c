@@ -35,10 +35,9 @@ int ncg_cmd_dump(int argc, char **argv)
     const char *dir = ".", *match = NULL;
     double timeout = 2;
     for (int i = 1; i < argc; i++) {
-        if (ncg_cli_is_help(argv[i])) {
-            fputs(usage, stdout);
+        if (ncg_cli_help(argv[i], usage))
             return NCG_CLI_OK;
-        } else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
+        if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
             dir = argv[++i];
         } else if (!strcmp(argv[i], "--match") && i + 1 < argc) {
             match = argv[++i];

@@ -25,23 +25,6 @@ struct grp {
     int ranks[4096], granks[4096], n;
 };
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return NULL;
-    char *buf = malloc(MAX_DUMP_BYTES + 1);
-    if (buf)
-        *len = fread(buf, 1, MAX_DUMP_BYTES + 1, f);
-    fclose(f);
-    if (!buf || *len > MAX_DUMP_BYTES) {
-        free(buf);
-        return NULL;
-    }
-    buf[*len] = 0;
-    return buf;
-}
-
 static char *join(const struct ncg_json *a)
 {
     size_t n = 1;
@@ -122,13 +105,7 @@ static void print_groups(struct entry *e, int ne, const char *what)
             printf("ncclguard: %s, comm %s (%d ranks): %d distinct, odd ones first\n", what, comm,
                    f->nranks, nd);
         }
-        /* Sort ranks for the compact form. */
-        for (int a = 1; a < g[k].n; a++)
-            for (int b = a; b > 0 && g[k].ranks[b - 1] > g[k].ranks[b]; b--) {
-                int t = g[k].ranks[b];
-                g[k].ranks[b] = g[k].ranks[b - 1];
-                g[k].ranks[b - 1] = t;
-            }
+        ncg_cli_sort_ints(g[k].ranks, g[k].n); /* for the compact form */
         ncg_cli_fmt_ranks(buf, sizeof buf, g[k].ranks, g[k].n);
         printf("ncclguard:   %s %s (%d of %d)%s%s\n", g[k].n > 1 ? "ranks" : "rank", buf, g[k].n,
                tot, f->call[0] ? ": " : "", f->call);
@@ -162,6 +139,22 @@ static int is_report(const struct dirent *d)
     return is_name(d, "ncclguard-report.");
 }
 
+/* A zeroed entry appended to *e (grown as needed), for rank `rank` (global grank) of the
+ * communicator `comm` of nranks ranks. */
+static struct entry *add_entry(struct entry **e, int *ne, int *cap, const char *comm, int nranks,
+                               int rank, int grank)
+{
+    if (*ne == *cap)
+        *e = realloc(*e, sizeof **e * (size_t)(*cap = *cap ? *cap * 2 : 64));
+    struct entry *x = &(*e)[(*ne)++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->comm, sizeof x->comm, "%s", comm);
+    x->nranks = nranks;
+    x->rank = rank;
+    x->grank = grank;
+    return x;
+}
+
 int ncg_report_dumps(const char *dir)
 {
     struct dirent **names;
@@ -177,7 +170,7 @@ int ncg_report_dumps(const char *dir)
             size_t len = 0, at = 0;
             snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
             free(names[i]);
-            char *text = slurp(path, &len);
+            char *text = ncg_cli_slurp(path, MAX_DUMP_BYTES, &len);
             struct ncg_json *j = text ? ncg_cli_json_parse(text, len, &at) : NULL;
             free(text);
             if (!j)
@@ -188,14 +181,9 @@ int ncg_report_dumps(const char *dir)
                 const struct ncg_json *py = ncg_cli_json_get(j, "python_stack");
                 const struct ncg_json *comm = ncg_cli_json_get(j, "comm");
                 if (py && py->type == NCG_JSON_OBJECT) {
-                    if (ne == cap)
-                        e = realloc(e, sizeof *e * (size_t)(cap = cap ? cap * 2 : 64));
-                    struct entry *x = &e[ne++];
-                    memset(x, 0, sizeof *x);
-                    snprintf(x->comm, sizeof x->comm, "%s", ncg_cli_json_s(comm, "id", "?"));
-                    x->nranks = (int)ncg_cli_json_n(comm, "size", 0);
-                    x->rank = (int)ncg_cli_json_n(j, "rank", -1);
-                    x->grank = grank;
+                    struct entry *x = add_entry(&e, &ne, &cap, ncg_cli_json_s(comm, "id", "?"),
+                                                (int)ncg_cli_json_n(comm, "size", 0),
+                                                (int)ncg_cli_json_n(j, "rank", -1), grank);
                     x->where = py_join(py, x->tail, sizeof x->tail);
                 }
             } else if (pass == 1 && !strcmp(fmt, "ncclguard-dump")) {
@@ -203,14 +191,9 @@ int ncg_report_dumps(const char *dir)
                 const struct ncg_json *cs = ncg_cli_json_get(j, "comms");
                 for (size_t c = 0; cs && cs->type == NCG_JSON_ARRAY && c < cs->n; c++) {
                     const struct ncg_json *cm = cs->kids[c], *l = ncg_cli_json_get(cm, "latest");
-                    if (ne == cap)
-                        e = realloc(e, sizeof *e * (size_t)(cap = cap ? cap * 2 : 64));
-                    struct entry *x = &e[ne++];
-                    memset(x, 0, sizeof *x);
-                    snprintf(x->comm, sizeof x->comm, "%s", ncg_cli_json_s(cm, "id", "?"));
-                    x->nranks = (int)ncg_cli_json_n(cm, "nranks", 0);
-                    x->rank = (int)ncg_cli_json_n(cm, "rank", -1);
-                    x->grank = grank;
+                    struct entry *x = add_entry(&e, &ne, &cap, ncg_cli_json_s(cm, "id", "?"),
+                                                (int)ncg_cli_json_n(cm, "nranks", 0),
+                                                (int)ncg_cli_json_n(cm, "rank", -1), grank);
                     snprintf(x->call, sizeof x->call, "%.0f calls issued, latest %s",
                              ncg_cli_json_n(cm, "calls_issued", 0),
                              l && l->type == NCG_JSON_OBJECT ? ncg_cli_json_s(l, "call", "?")

@@ -1,7 +1,9 @@
-/* A small JSON reader for `ncclguard report`: parses one document into a tree of values
- * (objects keep key order). Strict enough for the reports ncclguard writes; rejects anything
- * malformed with the byte offset, never crashes on bad input (depth and size are bounded). */
+/* A small JSON reader for `ncclguard report`: reads a file whole and parses one document into a
+ * tree of values (objects keep key order). Strict enough for the reports ncclguard writes; rejects
+ * anything malformed with the byte offset, never crashes on bad input (depth and size are bounded).
+ */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "json.h"
@@ -277,6 +279,26 @@ const struct ncg_json *ncg_cli_json_get(const struct ncg_json *o, const char *ke
         if (strcmp(o->keys[i], key) == 0)
             return o->kids[i];
     return NULL;
+}
+
+char *ncg_cli_slurp(const char *path, size_t max, size_t *len)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    char *buf = malloc(max + 1);
+    if (!buf) {
+        fclose(f);
+        return NULL;
+    }
+    *len = fread(buf, 1, max + 1, f);
+    fclose(f);
+    if (*len > max) {
+        free(buf);
+        return NULL;
+    }
+    buf[*len] = 0;
+    return buf;
 }
 
 const char *ncg_cli_json_s(const struct ncg_json *o, const char *key, const char *dflt)

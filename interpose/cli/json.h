@@ -26,6 +26,10 @@ struct ncg_json {
  * offset near the error in *err_at). Any thread; allocates (free with ncg_cli_json_free). */
 struct ncg_json *ncg_cli_json_parse(const char *text, size_t len, size_t *err_at);
 void ncg_cli_json_free(struct ncg_json *v);
+/* The file at path whole, NUL-terminated, into *len bytes (free it): the text for
+ * ncg_cli_json_parse. NULL when it cannot be read or is over max bytes. Any thread; blocks on
+ * file I/O; allocates. */
+char *ncg_cli_slurp(const char *path, size_t max, size_t *len);
 /* Getters: NULL / dflt when absent or of another type. Pure. */
 const struct ncg_json *ncg_cli_json_get(const struct ncg_json *o, const char *key);
 const char *ncg_cli_json_s(const struct ncg_json *o, const char *key, const char *dflt);

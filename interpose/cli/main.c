@@ -18,21 +18,20 @@ static const char usage[] =
 
 #define NCG_CLI_VERSION "0.1.0"
 
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"status", ncg_cmd_status}, {"watch", ncg_cmd_watch},   {"clean", ncg_cmd_clean},
+    {"coord", ncg_cmd_coord},   {"report", ncg_cmd_report}, {"dump", ncg_cmd_dump},
+};
+
 /* Runs subcommand cmd with its own argv (argv[0] = its name). */
 static int dispatch(const char *cmd, int argc, char **argv)
 {
-    if (strcmp(cmd, "status") == 0)
-        return ncg_cmd_status(argc, argv);
-    if (strcmp(cmd, "watch") == 0)
-        return ncg_cmd_watch(argc, argv);
-    if (strcmp(cmd, "clean") == 0)
-        return ncg_cmd_clean(argc, argv);
-    if (strcmp(cmd, "coord") == 0)
-        return ncg_cmd_coord(argc, argv);
-    if (strcmp(cmd, "report") == 0)
-        return ncg_cmd_report(argc, argv);
-    if (strcmp(cmd, "dump") == 0)
-        return ncg_cmd_dump(argc, argv);
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].run(argc, argv);
     return ncg_cli_usage_error(usage, "unknown command '%s'", cmd);
 }
 

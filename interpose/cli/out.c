@@ -1,6 +1,7 @@
 /* Names and formatting shared by the subcommands: NCCL function/datatype/op names as users know
  * them, one-line call descriptions, compact rank lists, JSON string escaping, usage errors. */
 #include <ctype.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,16 @@ void ncg_cli_fmt_ranks(char *buf, size_t len, const int *v, int n)
     }
 }
 
+void ncg_cli_sort_ints(int *v, int n)
+{
+    for (int i = 1; i < n; i++) /* insertion sort: rank lists, short */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            int t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+}
+
 int ncg_cli_parse_secs(const char *s, double *out)
 {
     if (!s || !*s || !(isdigit((unsigned char)s[0]) || s[0] == '.'))
@@ -203,7 +214,45 @@ int ncg_cli_scan_opt(int argc, char **argv, int *i, struct ncg_scan_opts *o, con
     return 0;
 }
 
+int ncg_cli_job_open(const char *job, const char *token, const struct ncg_scan_opts *o,
+                     const char *cmd, const char *usage, struct ncg_job_src *src)
+{
+    if (job && (o->dir || o->match))
+        return ncg_cli_usage_error(usage, "%s: --job reads no segments (--dir, --match)", cmd);
+    char jerr[1024];
+    if (job && ncg_job_open(job, token, src, jerr, sizeof jerr) != 0) {
+        fprintf(stderr, "ncclguard: %s\n", jerr);
+        return NCG_CLI_ERROR;
+    }
+    return 0;
+}
+
+volatile sig_atomic_t ncg_cli_stop;
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    ncg_cli_stop = 1;
+}
+
+void ncg_cli_catch_stop(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 int ncg_cli_is_help(const char *a)
 {
     return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0;
+}
+
+int ncg_cli_help(const char *a, const char *usage)
+{
+    if (!ncg_cli_is_help(a))
+        return 0;
+    fputs(usage, stdout);
+    return 1;
 }

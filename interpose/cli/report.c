@@ -44,26 +44,6 @@ struct group {
     int n, cap;
 };
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return NULL;
-    char *buf = malloc(MAX_REPORT_BYTES + 1);
-    if (!buf) {
-        fclose(f);
-        return NULL;
-    }
-    *len = fread(buf, 1, MAX_REPORT_BYTES + 1, f);
-    fclose(f);
-    if (*len > MAX_REPORT_BYTES) {
-        free(buf);
-        return NULL;
-    }
-    buf[*len] = 0;
-    return buf;
-}
-
 static int ival(const struct ncg_json *o, const char *k, int dflt)
 {
     return (int)ncg_cli_json_n(o, k, dflt);
@@ -153,7 +133,7 @@ static void ranks_from_dump(struct rep *r, const char *dir, const char *id, int 
     if (!*host || pid <= 0 || !*id || strchr(host, '/'))
         return;
     snprintf(path, sizeof(path), "%s/ncclguard-dump.%s.%d.json", dir, host, pid);
-    char *text = slurp(path, &len);
+    char *text = ncg_cli_slurp(path, MAX_REPORT_BYTES, &len);
     struct ncg_json *d = text ? ncg_cli_json_parse(text, len, &at) : NULL;
     free(text);
     const struct ncg_json *comms = ncg_cli_json_get(d, "comms");
@@ -621,10 +601,9 @@ int ncg_cmd_report(int argc, char **argv)
     const char *dir = NULL;
     int json = 0;
     for (int i = 1; i < argc; i++) {
-        if (ncg_cli_is_help(argv[i])) {
-            fputs(usage, stdout);
+        if (ncg_cli_help(argv[i], usage))
             return NCG_CLI_OK;
-        } else if (strcmp(argv[i], "--json") == 0) {
+        if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return ncg_cli_usage_error(usage, "report: unknown option '%s'", argv[i]);
@@ -658,7 +637,7 @@ int ncg_cmd_report(int argc, char **argv)
         snprintf(r->file, sizeof(r->file), "%s/%s", dir, names[i]->d_name);
         free(names[i]);
         size_t len = 0, at = 0;
-        char *text = slurp(r->file, &len);
+        char *text = ncg_cli_slurp(r->file, MAX_REPORT_BYTES, &len);
         r->j = text ? ncg_cli_json_parse(text, len, &at) : NULL;
         free(text);
         const char *why = NULL;

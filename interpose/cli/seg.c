@@ -374,6 +374,15 @@ int ncg_snap_take(struct ncg_snap *s, const struct ncg_scan_opts *o)
     return 0;
 }
 
+int ncg_cli_snap_take(struct ncg_snap *s, const struct ncg_scan_opts *o)
+{
+    int rc = ncg_snap_take(s, o);
+    if (rc < 0)
+        fprintf(stderr, "ncclguard: cannot read %s: %s\n", o->dir ? o->dir : "/dev/shm",
+                strerror(-rc));
+    return rc;
+}
+
 void ncg_snap_free(struct ncg_snap *s)
 {
     free(s->procs);

@@ -3,7 +3,6 @@
  * shared memory only, so it works while the job is hung. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,14 +27,6 @@ static const char usage[] =
     "  -v, --verbose   say why the GPU columns (NVML: utilization, board power) are missing\n"
     "exit status: 0 shown, 2 usage error, 3 segment directory unreadable, or (--job) the\n"
     "endpoint unreachable, 401, or an answer that is not its /status\n";
-
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_flag = 1;
-}
 
 static double age_s(const struct ncg_snap *s, uint64_t t_ns)
 {
@@ -73,12 +64,7 @@ static void ranks_of(const struct ncg_snap *s, const int *idx, int n, char *buf,
     int k = n < 64 ? n : 64;
     for (int i = 0; i < k; i++)
         r[i] = s->members[idx[i]].rank;
-    for (int i = 1; i < k; i++) /* insertion sort: tiny */
-        for (int j = i; j > 0 && r[j - 1] > r[j]; j--) {
-            int t = r[j];
-            r[j] = r[j - 1];
-            r[j - 1] = t;
-        }
+    ncg_cli_sort_ints(r, k);
     ncg_cli_fmt_ranks(buf, len, r, k);
     if (n > k && strlen(buf) + 5 < len)
         strcat(buf, ",...");
@@ -481,10 +467,9 @@ int ncg_cmd_status(int argc, char **argv)
     int err = 0;
     for (int i = 1; i < argc; i++) {
         int r;
-        if (ncg_cli_is_help(argv[i])) {
-            fputs(usage, stdout);
+        if (ncg_cli_help(argv[i], usage))
             return NCG_CLI_OK;
-        } else if (strcmp(argv[i], "--json") == 0) {
+        if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else if (strcmp(argv[i], "--no-clean") == 0) {
             clean = 0;
@@ -515,23 +500,13 @@ int ncg_cmd_status(int argc, char **argv)
     }
     if (token && !job)
         return ncg_cli_usage_error(usage, "status: --token goes with --job");
-    if (job && (o.dir || o.match))
-        return ncg_cli_usage_error(usage, "status: --job reads no segments (--dir, --match)");
     struct ncg_job_src src;
-    char jerr[1024];
-    if (job && ncg_job_open(job, token, &src, jerr, sizeof jerr) != 0) {
-        fprintf(stderr, "ncclguard: %s\n", jerr);
-        return NCG_CLI_ERROR;
-    }
+    if ((err = ncg_cli_job_open(job, token, &o, "status", usage, &src)) != 0)
+        return err;
     if (watch && every < 0.1)
         every = 0.1;
-    if (watch) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-    }
+    if (watch)
+        ncg_cli_catch_stop();
     int tty = isatty(STDOUT_FILENO);
     do {
         struct ncg_snap s;
@@ -550,12 +525,8 @@ int ncg_cmd_status(int argc, char **argv)
                 goto next;
             }
         } else {
-            int rc = ncg_snap_take(&s, &o);
-            if (rc < 0) {
-                fprintf(stderr, "ncclguard: cannot read %s: %s\n", o.dir ? o.dir : "/dev/shm",
-                        strerror(-rc));
+            if (ncg_cli_snap_take(&s, &o) < 0)
                 return NCG_CLI_ERROR;
-            }
             gethostname(where + 5, sizeof(where) - 6);
             char why[200];
             s.gpus = ncg_nvml_fill(&s, why, sizeof why);
@@ -590,10 +561,10 @@ int ncg_cmd_status(int argc, char **argv)
         ncg_view_free(&v);
         ncg_snap_free(&s);
     next:
-        if (watch && !stop_flag) {
+        if (watch && !ncg_cli_stop) {
             struct timespec ts = {(time_t)every, (long)((every - (double)(time_t)every) * 1e9)};
             nanosleep(&ts, NULL); /* a signal cuts it short; the loop then ends */
         }
-    } while (watch && !stop_flag);
+    } while (watch && !ncg_cli_stop);
     return NCG_CLI_OK;
 }

@@ -1,12 +1,14 @@
 /* Unit tests of the CLI's pure parts: the seqlock record reader (complete, in-progress,
  * overwritten and wrapped records), the per-communicator analysis (who is behind, mismatches by
  * fields and by digest, dead members left out), compact rank lists, verdicts grouped into one
- * line per verdict (ranks, comm ranks, report directories), and the JSON reader on
- * every truncation of a valid report and on hostile input (must fail cleanly, never crash). */
+ * line per verdict (ranks, comm ranks, report directories), the JSON reader on every truncation
+ * of a valid report and on hostile input (must fail cleanly, never crash), and reading a file
+ * whole within its size limit. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
 #include "json.h"
 
@@ -137,6 +139,33 @@ static void test_ranks(void)
     CHECK(strcmp(b, "") == 0);
     ncg_cli_fmt_ranks(b, 4, v, 8); /* truncated, still terminated */
     CHECK(strlen(b) < 4);
+    int u[] = {9, 2, 7, 2, 0, 5};
+    ncg_cli_sort_ints(u, 6);
+    ncg_cli_fmt_ranks(b, sizeof(b), u, 6);
+    CHECK(strcmp(b, "0,2,2,5,7,9") == 0);
+    ncg_cli_sort_ints(u, 0); /* nothing to sort */
+    CHECK(u[0] == 0);
+}
+
+/* A file read whole up to its size limit, refused one byte past it. */
+static void test_slurp(void)
+{
+    const char *tmp = getenv("NCG_TMP");
+    char path[512];
+    snprintf(path, sizeof(path), "%s/unit-slurp.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    CHECK(write(fd, "{\"a\":1}", 7) == 7);
+    close(fd);
+    size_t len = 0;
+    char *s = ncg_cli_slurp(path, 7, &len);
+    CHECK(s && len == 7 && strcmp(s, "{\"a\":1}") == 0);
+    free(s);
+    CHECK(ncg_cli_slurp(path, 6, &len) == NULL);
+    unlink(path);
+    CHECK(ncg_cli_slurp(path, 7, &len) == NULL);
 }
 
 static void test_json(void)
@@ -257,6 +286,7 @@ int main(void)
     test_ranks();
     test_vgroups();
     test_json();
+    test_slurp();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
