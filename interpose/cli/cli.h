@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include "clock.h"
 #include "ncclguard/shm.h"
 
 #define NCG_CLI_TAIL 8 /* newest collective records kept per member for outside comparison */
@@ -214,7 +215,6 @@ void ncg_cli_fmt_ranks(char *buf, size_t len, const int *v, int n);
 void ncg_cli_sort_ints(int *v, int n);
 /* Parses a non-negative number of seconds ("2", "0.5"); returns 0 or -1. */
 int ncg_cli_parse_secs(const char *s, double *out);
-uint64_t ncg_cli_mono_ns(void);
 /* The newest record of member m (collective or p2p), or NULL. */
 const struct ncg_shm_record *ncg_cli_member_last(const struct ncg_cli_member *m, int *is_p2p);
 

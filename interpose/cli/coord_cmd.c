@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "hostport.h"
 #include "coord.h"
 
 #define NCG_COORD_DEFAULT_PORT 29650
@@ -26,22 +27,13 @@ static const char usage[] =
 /* "HOST:PORT", ":PORT", "PORT" or "[v6]:PORT" into host/port. */
 static int parse_listen(const char *s, char *host, size_t hlen, int *port)
 {
-    const char *colon = strrchr(s, ':');
-    const char *p = colon ? colon + 1 : s;
-    size_t n = colon ? (size_t)(colon - s) : 0;
-    if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-        s++;
-        n -= 2;
-    }
-    if (n >= hlen)
+    struct ncg_hostport hp;
+    if (ncg_hostport_parse(s, NCG_HP_PORT_ONLY | NCG_HP_BARE_V6 | NCG_HP_PORT_ZERO, &hp) != 0 ||
+        hp.hostlen >= hlen)
         return -1;
-    memcpy(host, s, n);
-    host[n] = 0;
-    char *end;
-    long v = strtol(p, &end, 10);
-    if (!*p || *end || v < 0 || v > 65535)
-        return -1;
-    *port = (int)v;
+    memcpy(host, hp.host, hp.hostlen);
+    host[hp.hostlen] = 0;
+    *port = (int)hp.port;
     return 0;
 }
 

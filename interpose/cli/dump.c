@@ -25,9 +25,7 @@ static const char usage[] =
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)ncg_now_ns() / 1e9;
 }
 
 int ncg_cmd_dump(int argc, char **argv)

@@ -96,7 +96,7 @@ int ncg_job_open(const char *spec, const char *token, struct ncg_job_src *j, cha
 
 static uint64_t deadline_left_ms(uint64_t deadline_ns)
 {
-    uint64_t now = ncg_cli_mono_ns();
+    uint64_t now = ncg_now_ns();
     return now >= deadline_ns ? 0 : (deadline_ns - now) / 1000000 + 1;
 }
 
@@ -167,7 +167,7 @@ int ncg_http_get(const struct ncg_job_src *j, const char *path, double timeout_s
                  struct ncg_http_resp *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    uint64_t deadline = ncg_cli_mono_ns() + (uint64_t)(timeout_s * 1e9);
+    uint64_t deadline = ncg_now_ns() + (uint64_t)(timeout_s * 1e9);
     int fd = connect_to(j, deadline, err, errlen);
     if (fd < 0)
         return fd;
@@ -379,7 +379,7 @@ static int group_by_proc(struct ncg_snap *s)
 int ncg_job_snap(const struct ncg_json *doc, const char *url, struct ncg_snap *s)
 {
     memset(s, 0, sizeof *s);
-    s->now_ns = ncg_cli_mono_ns();
+    s->now_ns = ncg_now_ns();
     s->now_unix = ncg_cli_json_n(doc, "time_unix", 0);
     s->remote = 1;
     snprintf(s->dir, sizeof s->dir, "%s", url);

@@ -17,13 +17,6 @@
 
 #define READ_TRIES 16
 
-uint64_t ncg_cli_mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int ncg_cli_read_record(const struct ncg_shm_record *ring, uint32_t ring_size, uint64_t idx,
                         struct ncg_shm_record *out)
 {
@@ -370,7 +363,7 @@ int ncg_snap_take(struct ncg_snap *s, const struct ncg_scan_opts *o)
         free(order);
         free(copy);
     }
-    s->now_ns = ncg_cli_mono_ns();
+    s->now_ns = ncg_now_ns();
     return 0;
 }
 

@@ -27,7 +27,7 @@ static double job_calls(const struct ncg_snap *s, const struct ncg_view *v, int 
 
 static double now_s(void)
 {
-    return (double)ncg_cli_mono_ns() / 1e9;
+    return (double)ncg_now_ns() / 1e9;
 }
 
 /* An alert about the whole job (--job): no process, rank or slot; the endpoint's URL. */
