@@ -348,6 +348,69 @@ static void family(struct ncg_buf *b, const char *name, const char *type, const 
     ncg_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* The families written the same way for each communicator, or each member: from these tables
+ * (name, type, help, and which figure: comm_sample's and member_family's `which`). */
+struct family_def {
+    const char *name, *type, *help;
+    int which;
+};
+enum { C_RANKS, C_ACTIVE, C_VERIFIED, C_LAG, C_SLOWEST, C_PROGRESS_AGE, C_LAG_WARNING };
+static const struct family_def comm_families[] = {
+    {"ncclguard_comm_ranks", "gauge", "Size of the communicator.", C_RANKS},
+    {"ncclguard_comm_active_ranks", "gauge", "Members registered and still active.", C_ACTIVE},
+    {"ncclguard_comm_verified_slots", "gauge", "Slots proven identical on every member.",
+     C_VERIFIED},
+    {"ncclguard_comm_lag_calls", "gauge",
+     "How many calls the slowest active member is behind the fastest.", C_LAG},
+    {"ncclguard_comm_slowest_rank", "gauge",
+     "Comm rank of the slowest active member while another is ahead (-1: none behind).", C_SLOWEST},
+    {"ncclguard_comm_progress_age_seconds", "gauge",
+     "Seconds since any member's call count last grew.", C_PROGRESS_AGE},
+    {"ncclguard_comm_lag_warning", "gauge", "1 while a LAG warning is outstanding.", C_LAG_WARNING},
+};
+static const struct family_def member_families[] = {
+    {"ncclguard_rank_state", "gauge",
+     "Member state: 0 not registered yet, 1 active, 2 left (goodbye), 3 dead.", 5},
+    {"ncclguard_calls_issued_total", "counter",
+     "Collective calls the member issued on the communicator, as last reported.", 0},
+    {"ncclguard_calls_per_second", "gauge",
+     "Collective calls per second over the last window of at least one second.", 1},
+    {"ncclguard_rank_behind_calls", "gauge",
+     "How many calls the member is behind the fastest active member.", 4},
+    {"ncclguard_rank_progress_age_seconds", "gauge",
+     "Seconds since the member's call count last grew.", 3},
+    {"ncclguard_heartbeat_age_seconds", "gauge",
+     "Seconds since the member's process last reported (its heartbeat).", 2},
+};
+
+/* One communicator's sample value (after its labels) of a comm_families entry. */
+static void comm_sample(struct ncg_buf *b, const struct scomm *c, int which)
+{
+    switch (which) {
+    case C_RANKS:
+        ncg_buf_printf(b, "%u\n", c->nranks);
+        break;
+    case C_ACTIVE:
+        ncg_buf_printf(b, "%u\n", c->active);
+        break;
+    case C_VERIFIED:
+        ncg_buf_printf(b, "%" PRIu64 "\n", c->verified);
+        break;
+    case C_LAG:
+        ncg_buf_printf(b, "%" PRIu64 "\n", c->mx - c->mn);
+        break;
+    case C_SLOWEST:
+        ncg_buf_printf(b, "%d\n", c->slowest);
+        break;
+    case C_PROGRESS_AGE:
+        ncg_buf_printf(b, "%.3f\n", c->progress_age);
+        break;
+    default:
+        ncg_buf_printf(b, "%d\n", c->lag_warned);
+        break;
+    }
+}
+
 /* Per member sample lines of one family: which = 0 calls, 1 rate, 2 heartbeat, 3 progress
  * age, 4 behind (calls), 5 state. */
 static void member_family(struct ncg_buf *b, const struct snap *s, const char *name, int which)
@@ -418,37 +481,14 @@ int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
            "Side-channel connections dropped (bad token, protocol misuse, silence).");
     ncg_buf_printf(b, "ncclguard_dropped_connections_total %" PRIu64 "\n", st.dropped);
 
-    family(b, "ncclguard_comm_ranks", "gauge", "Size of the communicator.");
-    for (size_t ci = 0; ci < s.ncm; ci++)
-        ncg_buf_printf(b, "ncclguard_comm_ranks{comm=\"%016" PRIx64 "\"} %u\n", s.cm[ci].id,
-                       s.cm[ci].nranks);
-    family(b, "ncclguard_comm_active_ranks", "gauge", "Members registered and still active.");
-    for (size_t ci = 0; ci < s.ncm; ci++)
-        ncg_buf_printf(b, "ncclguard_comm_active_ranks{comm=\"%016" PRIx64 "\"} %u\n", s.cm[ci].id,
-                       s.cm[ci].active);
-    family(b, "ncclguard_comm_verified_slots", "gauge", "Slots proven identical on every member.");
-    for (size_t ci = 0; ci < s.ncm; ci++)
-        ncg_buf_printf(b, "ncclguard_comm_verified_slots{comm=\"%016" PRIx64 "\"} %" PRIu64 "\n",
-                       s.cm[ci].id, s.cm[ci].verified);
-    family(b, "ncclguard_comm_lag_calls", "gauge",
-           "How many calls the slowest active member is behind the fastest.");
-    for (size_t ci = 0; ci < s.ncm; ci++)
-        ncg_buf_printf(b, "ncclguard_comm_lag_calls{comm=\"%016" PRIx64 "\"} %" PRIu64 "\n",
-                       s.cm[ci].id, s.cm[ci].mx - s.cm[ci].mn);
-    family(b, "ncclguard_comm_slowest_rank", "gauge",
-           "Comm rank of the slowest active member while another is ahead (-1: none behind).");
-    for (size_t ci = 0; ci < s.ncm; ci++)
-        ncg_buf_printf(b, "ncclguard_comm_slowest_rank{comm=\"%016" PRIx64 "\"} %d\n", s.cm[ci].id,
-                       s.cm[ci].slowest);
-    family(b, "ncclguard_comm_progress_age_seconds", "gauge",
-           "Seconds since any member's call count last grew.");
-    for (size_t ci = 0; ci < s.ncm; ci++)
-        ncg_buf_printf(b, "ncclguard_comm_progress_age_seconds{comm=\"%016" PRIx64 "\"} %.3f\n",
-                       s.cm[ci].id, s.cm[ci].progress_age);
-    family(b, "ncclguard_comm_lag_warning", "gauge", "1 while a LAG warning is outstanding.");
-    for (size_t ci = 0; ci < s.ncm; ci++)
-        ncg_buf_printf(b, "ncclguard_comm_lag_warning{comm=\"%016" PRIx64 "\"} %d\n", s.cm[ci].id,
-                       s.cm[ci].lag_warned);
+    for (size_t k = 0; k < sizeof comm_families / sizeof comm_families[0]; k++) {
+        const struct family_def *f = &comm_families[k];
+        family(b, f->name, f->type, f->help);
+        for (size_t ci = 0; ci < s.ncm; ci++) {
+            ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\"} ", f->name, s.cm[ci].id);
+            comm_sample(b, &s.cm[ci], f->which);
+        }
+    }
     family(b, "ncclguard_comm_verdict", "gauge",
            "1 for the error verdict that ended checking of a communicator.");
     for (size_t ci = 0; ci < s.ncm; ci++)
@@ -472,24 +512,11 @@ int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
             ncg_buf_printf(b, "\",pid=\"%u\"} 1\n", m->pid);
         }
     }
-    family(b, "ncclguard_rank_state", "gauge",
-           "Member state: 0 not registered yet, 1 active, 2 left (goodbye), 3 dead.");
-    member_family(b, &s, "ncclguard_rank_state", 5);
-    family(b, "ncclguard_calls_issued_total", "counter",
-           "Collective calls the member issued on the communicator, as last reported.");
-    member_family(b, &s, "ncclguard_calls_issued_total", 0);
-    family(b, "ncclguard_calls_per_second", "gauge",
-           "Collective calls per second over the last window of at least one second.");
-    member_family(b, &s, "ncclguard_calls_per_second", 1);
-    family(b, "ncclguard_rank_behind_calls", "gauge",
-           "How many calls the member is behind the fastest active member.");
-    member_family(b, &s, "ncclguard_rank_behind_calls", 4);
-    family(b, "ncclguard_rank_progress_age_seconds", "gauge",
-           "Seconds since the member's call count last grew.");
-    member_family(b, &s, "ncclguard_rank_progress_age_seconds", 3);
-    family(b, "ncclguard_heartbeat_age_seconds", "gauge",
-           "Seconds since the member's process last reported (its heartbeat).");
-    member_family(b, &s, "ncclguard_heartbeat_age_seconds", 2);
+    for (size_t k = 0; k < sizeof member_families / sizeof member_families[0]; k++) {
+        const struct family_def *f = &member_families[k];
+        family(b, f->name, f->type, f->help);
+        member_family(b, &s, f->name, f->which);
+    }
     snap_free(&s);
     return b->oom ? -ENOMEM : 0;
 }
