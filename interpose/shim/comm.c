@@ -444,21 +444,30 @@ static inline uint8_t ncg_group_flags(void)
     return f ? f : NCG_REC_IN_GROUP;
 }
 
+/* A call made while its stream is being captured into a CUDA graph: kept with the graph and
+ * recorded at each replay instead (graph.c); 1 when so. */
+static inline int ncg_captured(void *pc, uint32_t func, size_t count, int dtype, int op,
+                               int root_or_peer, int p2p, ncclComm_t comm, void *stream)
+{
+    if (!ncg_graph_capturing())
+        return 0;
+    struct ncg_gcall g = {.comm = comm,
+                          .pc = pc,
+                          .count = count,
+                          .root_or_peer = root_or_peer,
+                          .op = op,
+                          .func = func,
+                          .dtype = dtype,
+                          .p2p = (uint8_t)p2p,
+                          .in_group = ncg_tls.group > 0};
+    return ncg_graph_capture_call(stream, &g) != 0;
+}
+
 int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, int root,
                     ncclComm_t comm, void *stream)
 {
-    if (ncg_graph_capturing()) {
-        struct ncg_gcall g = {.comm = comm,
-                              .pc = pc,
-                              .count = count,
-                              .root_or_peer = root,
-                              .op = op,
-                              .func = func,
-                              .dtype = dtype,
-                              .in_group = ncg_tls.group > 0};
-        if (ncg_graph_capture_call(stream, &g))
-            return 0;
-    }
+    if (ncg_captured(pc, func, count, dtype, op, root, 0, comm, stream))
+        return 0;
     int failed = 0;
     struct ncg_comm *c = ncg_comm_for_call(comm, &failed);
     if (!c)
@@ -500,19 +509,8 @@ int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, in
 int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, ncclComm_t comm,
                    void *stream)
 {
-    if (ncg_graph_capturing()) {
-        struct ncg_gcall g = {.comm = comm,
-                              .pc = pc,
-                              .count = count,
-                              .root_or_peer = peer,
-                              .op = NCG_NO_OP,
-                              .func = func,
-                              .dtype = dtype,
-                              .p2p = 1,
-                              .in_group = ncg_tls.group > 0};
-        if (ncg_graph_capture_call(stream, &g))
-            return 0;
-    }
+    if (ncg_captured(pc, func, count, dtype, NCG_NO_OP, peer, 1, comm, stream))
+        return 0;
     int failed = 0;
     struct ncg_comm *c = ncg_comm_for_call(comm, &failed);
     if (!c)
