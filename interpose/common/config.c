@@ -196,18 +196,21 @@ static int ncg_http_spec(const char *v, char *out, size_t cap, const char **why)
     return 1;
 }
 
-static void ncg_parse_diag(const struct ncg_parse *p, int *out)
+/* A setting that names one of n choices (case-insensitive; alias[i], when given, is a second
+ * spelling of names[i], exact): *out = its index. Otherwise one line, and *out (the default)
+ * stays. */
+static void ncg_parse_choice(const struct ncg_parse *p, const char *name, const char *const *names,
+                             const char *const *alias, int n, const char *expected, int *out)
 {
-    static const char *const names[] = {"auto", "full", "short"};
-    const char *v = ncg_val(p, "NCCLGUARD_DIAG");
+    const char *v = ncg_val(p, name);
     if (!v)
         return;
-    for (int i = 0; i < 3; i++)
-        if (!strcasecmp(v, names[i])) {
+    for (int i = 0; i < n; i++)
+        if (!strcasecmp(v, names[i]) || (alias && alias[i] && !strcmp(v, alias[i]))) {
             *out = i;
             return;
         }
-    ncg_bad(p, "NCCLGUARD_DIAG", v, "expected auto, full or short", names[*out]);
+    ncg_bad(p, name, v, expected, names[*out]);
 }
 
 const char *ncg_env_process(const char *name, void *arg)
@@ -234,16 +237,11 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
         else
             strcpy(cfg->coord, v);
     }
-    if ((v = ncg_val(&p, "NCCLGUARD_ACTION"))) {
-        if (!strcasecmp(v, "abort"))
-            cfg->action = NCG_ACTION_ABORT;
-        else if (!strcasecmp(v, "warn"))
-            cfg->action = NCG_ACTION_WARN;
-        else if (!strcasecmp(v, "fail"))
-            cfg->action = NCG_ACTION_FAIL;
-        else
-            ncg_bad(&p, "NCCLGUARD_ACTION", v, "expected abort, warn or fail", "abort");
-    }
+    static const char *const actions[] = {"abort", "warn", "fail"}; /* enum ncg_action */
+    int action = (int)cfg->action;
+    ncg_parse_choice(&p, "NCCLGUARD_ACTION", actions, NULL, 3, "expected abort, warn or fail",
+                     &action);
+    cfg->action = (enum ncg_action)action;
     ncg_parse_uint(&p, "NCCLGUARD_INTERVAL_MS", 1, 60000, &cfg->interval_ms);
     ncg_parse_secs(&p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", 0.0, 1, &cfg->heartbeat_timeout_s);
     ncg_parse_secs(&p, "NCCLGUARD_LAG_WARN_S", 0.0, 1, &cfg->lag_warn_s);
@@ -269,27 +267,15 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
     /* hangs that are not desyncs: STUCK thresholds, how completion is learned */
     ncg_parse_secs(&p, "NCCLGUARD_STUCK_WARN_S", 0.0, 0, &cfg->stuck_warn_s);
     ncg_parse_secs(&p, "NCCLGUARD_STUCK_ABORT_S", 0.0, 0, &cfg->stuck_abort_s);
-    if ((v = ncg_val(&p, "NCCLGUARD_COMPLETION"))) {
-        if (!strcasecmp(v, "auto"))
-            cfg->completion = NCG_COMPL_AUTO;
-        else if (!strcasecmp(v, "return"))
-            cfg->completion = NCG_COMPL_RETURN;
-        else if (!strcasecmp(v, "events"))
-            cfg->completion = NCG_COMPL_EVENTS;
-        else
-            ncg_bad(&p, "NCCLGUARD_COMPLETION", v, "expected auto, return or events", "auto");
-    }
-    ncg_parse_diag(&p, &cfg->diag);
-    if ((v = ncg_val(&p, "NCCLGUARD_TREE"))) {
-        if (!strcasecmp(v, "auto"))
-            cfg->tree = NCG_TREE_AUTO;
-        else if (!strcasecmp(v, "on") || !strcmp(v, "1"))
-            cfg->tree = NCG_TREE_ON;
-        else if (!strcasecmp(v, "off") || !strcmp(v, "0"))
-            cfg->tree = NCG_TREE_OFF;
-        else
-            ncg_bad(&p, "NCCLGUARD_TREE", v, "expected auto, on or off", "auto");
-    }
+    static const char *const completions[] = {"auto", "return", "events"}; /* ncg_completion_cfg */
+    ncg_parse_choice(&p, "NCCLGUARD_COMPLETION", completions, NULL, 3,
+                     "expected auto, return or events", &cfg->completion);
+    static const char *const diags[] = {"auto", "full", "short"}; /* enum ncg_diag */
+    ncg_parse_choice(&p, "NCCLGUARD_DIAG", diags, NULL, 3, "expected auto, full or short",
+                     &cfg->diag);
+    static const char *const trees[] = {"auto", "on", "off"}, *const trees01[] = {NULL, "1", "0"};
+    ncg_parse_choice(&p, "NCCLGUARD_TREE", trees, trees01, 3, "expected auto, on or off",
+                     &cfg->tree);
     ncg_parse_uint(&p, "NCCLGUARD_TREE_FANOUT", 2, 64, &cfg->fanout);
     ncg_parse_secs(&p, "NCCLGUARD_EXIT_WAIT_S", 0.0, 0, &cfg->exit_wait_s);
 }

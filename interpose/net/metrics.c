@@ -178,6 +178,18 @@ static void snap_free(struct snap *s)
     free(s->mem);
 }
 
+/* What both documents start from: the snapshot and the counters (-ENOMEM: nothing to free). */
+static int snap_begin(struct ncg_coord *co, uint64_t now_ns, struct snap *s,
+                      struct ncg_coord_stats *st)
+{
+    if (snap_take(co, now_ns, s) != 0) {
+        snap_free(s);
+        return -ENOMEM;
+    }
+    ncg_coord_get_stats(co, st);
+    return 0;
+}
+
 static const char *mstate(uint8_t st)
 {
     static const char *const n[] = {"unregistered", "active", "left", "dead"};
@@ -215,13 +227,10 @@ static void json_call(struct ncg_buf *b, const struct ncg_call *c, int p2p, cons
 int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, struct ncg_buf *b)
 {
     struct snap s;
-    if (snap_take(co, now_ns, &s) != 0) {
-        snap_free(&s);
-        return -ENOMEM;
-    }
-    const struct ncg_coord_params *p = ncg_coord_get_params(co);
     struct ncg_coord_stats st;
-    ncg_coord_get_stats(co, &st);
+    if (snap_begin(co, now_ns, &s, &st) != 0)
+        return -ENOMEM;
+    const struct ncg_coord_params *p = ncg_coord_get_params(co);
     ncg_buf_printf(b,
                    "{\"format\":\"ncclguard-job-status\",\"version\":%d,\"time_unix\":%.3f,"
                    "\"checker\":{\"host\":\"",
@@ -449,13 +458,10 @@ static void member_family(struct ncg_buf *b, const struct snap *s, const char *n
 int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
 {
     struct snap s;
-    if (snap_take(co, now_ns, &s) != 0) {
-        snap_free(&s);
-        return -ENOMEM;
-    }
-    const struct ncg_coord_params *p = ncg_coord_get_params(co);
     struct ncg_coord_stats st;
-    ncg_coord_get_stats(co, &st);
+    if (snap_begin(co, now_ns, &s, &st) != 0)
+        return -ENOMEM;
+    const struct ncg_coord_params *p = ncg_coord_get_params(co);
     unsigned authed = 0;
     for (size_t i = 0; i < s.nc; i++)
         authed += s.c[i].authed;
