@@ -19,6 +19,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 #include "stack.h"
+#include "unw.h"
 
 #define NCG_STACK_SIG (SIGRTMIN + 7)
 #define NCG_PARK_MS 2000 /* longest a thread waits in the handler for the walk */
@@ -33,32 +34,6 @@ static struct {
     pid_t pid;     /* __atomic: written before arming, read by the handler */
     ucontext_t uc; /* the interrupted registers, written by the handler before PARKED */
 } S;
-
-/* libunwind's local unwinder (x86_64), dlopen()ed in the checker thread; opaque buffers. */
-typedef struct {
-    _Alignas(16) unsigned char b[4096];
-} ncg_unw_cursor;
-static struct {
-    int tried;
-    int (*init_local2)(void *cur, void *uc, int flags);
-    int (*step)(void *cur);
-    int (*get_reg)(void *cur, int reg, uint64_t *val);
-} U;
-
-static void unw_load(void)
-{
-    U.tried = 1;
-#if defined(__x86_64__)
-    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        return;
-    *(void **)&U.init_local2 = dlsym(h, "_ULx86_64_init_local2");
-    *(void **)&U.step = dlsym(h, "_ULx86_64_step");
-    *(void **)&U.get_reg = dlsym(h, "_ULx86_64_get_reg");
-    if (!U.init_local2 || !U.step || !U.get_reg)
-        U.init_local2 = NULL;
-#endif
-}
 
 static void on_signal(int sig, siginfo_t *si, void *ucv)
 {
@@ -108,20 +83,19 @@ static uint64_t uc_reg(const ucontext_t *uc, int which)
 static int walk(const ucontext_t *uc, uint64_t *pcs, int max)
 {
     int n = 0;
-    if (!U.tried)
-        unw_load();
+    const struct ncg_unw *U = ncg_unw();
     uint64_t ip = uc_reg(uc, 0);
     if (!ip || max <= 0)
         return 0;
     pcs[n++] = ip + 1;
-    if (U.init_local2) {
-        static ncg_unw_cursor cur; /* one capture at a time (checker thread) */
+    if (U->init_local2 && U->step && U->get_reg) {
+        static ncg_unw_buf cur; /* one capture at a time (checker thread) */
         static ucontext_t copy;
         copy = *uc;
-        if (U.init_local2(&cur, &copy, 1 /* UNW_INIT_SIGNAL_FRAME */) == 0) {
-            while (n < max && U.step(&cur) > 0) {
+        if (U->init_local2(&cur, &copy, 1 /* UNW_INIT_SIGNAL_FRAME */) == 0) {
+            while (n < max && U->step(&cur) > 0) {
                 uint64_t pc = 0;
-                if (U.get_reg(&cur, 16 /* UNW_X86_64_RIP */, &pc) != 0 || !pc)
+                if (U->get_reg(&cur, NCG_UNW_RIP, &pc) != 0 || !pc)
                     break;
                 pcs[n++] = pc;
             }
@@ -189,8 +163,7 @@ int ncg_stack_capture(uint32_t tid, uint64_t *pcs, int max)
         return -EBUSY;
     if (!tid || tid == (uint32_t)syscall(SYS_gettid) || max <= 0)
         return -EINVAL;
-    if (!U.tried)
-        unw_load(); /* here, not while the thread is parked */
+    (void)ncg_unw(); /* loaded here, not while the thread is parked */
     if ((rc = thread_blocks(tid, sig)) != 0)
         return rc > 0 ? -EAGAIN : rc;
     struct sigaction old, sa;

@@ -14,51 +14,11 @@
 #include "elfsym.h"
 #include "srcline.h"
 #include "symbol.h"
-
-/* Opaque libunwind objects, sized generously (x86_64: cursor 127 words, context a ucontext). */
-typedef struct {
-    _Alignas(16) unsigned char b[4096];
-} ncg_unw_buf;
-typedef int (*unw_getcontext_fn)(void *ctx);
-typedef int (*unw_init_local_fn)(void *cur, void *ctx);
-typedef int (*unw_set_reg_fn)(void *cur, int reg, uint64_t val);
-typedef int (*unw_get_proc_name_fn)(void *cur, char *buf, size_t len, uint64_t *off);
-typedef int (*unw_get_proc_info_fn)(void *cur, void *pi);
-typedef int (*unw_backtrace_fn)(void **pcs, int max);
-
-static struct {
-    int tried;
-    unw_getcontext_fn getcontext;
-    unw_init_local_fn init_local;
-    unw_set_reg_fn set_reg;
-    unw_get_proc_name_fn get_proc_name;
-    unw_get_proc_info_fn get_proc_info;
-    unw_backtrace_fn backtrace;
-} unw;
-
-static void unw_load(void)
-{
-    unw.tried = 1;
-#if defined(__x86_64__)
-    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        return;
-    unw.getcontext = (unw_getcontext_fn)dlsym(h, "_Ux86_64_getcontext");
-    unw.init_local = (unw_init_local_fn)dlsym(h, "_ULx86_64_init_local");
-    unw.set_reg = (unw_set_reg_fn)dlsym(h, "_ULx86_64_set_reg");
-    unw.get_proc_name = (unw_get_proc_name_fn)dlsym(h, "_ULx86_64_get_proc_name");
-    unw.get_proc_info = (unw_get_proc_info_fn)dlsym(h, "_ULx86_64_get_proc_info");
-    if (!unw.getcontext || !unw.init_local || !unw.set_reg || !unw.get_proc_name)
-        unw.get_proc_name = NULL;
-    unw.backtrace = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
-#endif
-}
+#include "unw.h"
 
 int (*ncg_symbol_unw_backtrace(void))(void **pcs, int max)
 {
-    if (!unw.tried)
-        unw_load();
-    return unw.backtrace;
+    return ncg_unw()->backtrace;
 }
 
 /* libunwind's name for the procedure containing at, only when at lies within that procedure's
@@ -73,18 +33,17 @@ static int unw_name(uint64_t at, char *name, size_t cap, uint64_t *off)
         void *unwind_info;
         unsigned char extra[128]; /* unw_tdep_proc_info_t, with room to spare */
     } pi;                         /* libunwind's unw_proc_info_t (x86_64) */
-    if (!unw.tried)
-        unw_load();
-    if (!unw.get_proc_name || !unw.get_proc_info)
+    const struct ncg_unw *u = ncg_unw();
+    if (!u->getcontext || !u->init_local || !u->set_reg || !u->get_proc_name || !u->get_proc_info)
         return -1;
-    if (unw.getcontext(&ctx) != 0 || unw.init_local(&cur, &ctx) != 0)
+    if (u->getcontext(&ctx) != 0 || u->init_local(&cur, &ctx) != 0)
         return -1;
-    if (unw.set_reg(&cur, 16 /* UNW_X86_64_RIP */, at) != 0)
+    if (u->set_reg(&cur, NCG_UNW_RIP, at) != 0)
         return -1;
     memset(&pi, 0, sizeof pi);
-    if (unw.get_proc_info(&cur, &pi) != 0 || at < pi.start_ip || at >= pi.end_ip)
+    if (u->get_proc_info(&cur, &pi) != 0 || at < pi.start_ip || at >= pi.end_ip)
         return -1;
-    if (unw.get_proc_name(&cur, name, cap, off) != 0 || at - *off != pi.start_ip)
+    if (u->get_proc_name(&cur, name, cap, off) != 0 || at - *off != pi.start_ip)
         return -1;
     return 0;
 }

@@ -22,8 +22,9 @@ SHIM_TEST_BINS := $(BUILD)/tests/shim/config_test $(BUILD)/tests/shim/api_names 
                   $(BUILD)/tests/shim/libown_nccl.so
 TEST_BINS += $(SHIM_TEST_BINS)
 
-# Symbolization (t_symbol.sh): the driver links symbol.c and its helpers directly.
-SYM_SRCS := interpose/inspect/symbol.c interpose/inspect/elfsym.c interpose/inspect/srcline.c
+# Symbolization (t_symbol.sh): the driver, and a library of it, compile the symbolizer in (the
+# library is loaded with dlopen: the archive's objects assume the initial TLS model).
+SYM_SRCS := interpose/inspect/symbol.c interpose/inspect/elfsym.c interpose/inspect/srcline.c interpose/inspect/unw.c
 $(BUILD)/tests/shim/symtest: tests/shim/symtest.c $(SYM_SRCS) $(NCG_LOW_A)
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(SYM_SRCS) $(NCG_LOW) $(BASE_LDFLAGS) -ldl
