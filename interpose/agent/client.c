@@ -33,6 +33,7 @@
 #include "diag.h"
 #include "dump.h"
 #include "http.h"
+#include "idtail.h"
 #include "log.h"
 #include "relayhost.h"
 #include "ring.h"
@@ -49,10 +50,6 @@
 #else
 #define NCG_THREAD_STACK (512u << 10) /* the checker thread's stack */
 #endif
-#define TAIL_OFF 40 /* ncclguard's bytes in the id: after NCCL's 40 used bytes */
-#define TAIL_TAG "NCGD"
-#define TAIL_VERSION 1
-#define TAIL_TREE 1u /* flags byte: the root is a relay tree's (node, nodes and fan-out follow) */
 
 enum { L_FREE = 0, L_CONNECTING, L_HELLO, L_UP, L_DOWN };
 
@@ -256,13 +253,11 @@ static int coord_for(const unsigned char *uid, struct sockaddr_storage *ss, sock
         snprintf(name, namelen, "%s", ncg_cfg.coord);
         return 0;
     }
-    const unsigned char *t = uid + TAIL_OFF;
-    if (memcmp(t, TAIL_TAG, 4) != 0 || t[4] != TAIL_VERSION)
+    struct ncg_idtail t;
+    if (ncg_idtail_decode(uid, &t) != 0)
         return -1;
-    uint16_t port = (uint16_t)(t[6] << 8 | t[7]);
-    uint64_t tok = 0;
-    for (int i = 0; i < 8; i++)
-        tok = tok << 8 | t[8 + i];
+    uint16_t port = t.port;
+    uint64_t tok = t.token;
     uint16_t fam;
     memcpy(&fam, uid + 8, 2);
     char ip[INET6_ADDRSTRLEN] = "127.0.0.1";
@@ -288,24 +283,19 @@ static int coord_for(const unsigned char *uid, struct sockaddr_storage *ss, sock
     }
     *token = tok;
     snprintf(name, namelen, "%s:%u", ip, port);
-    if (t[5] & TAIL_TREE) {
-        uint32_t node, nnodes, root_node = 0, tn = 0, grank = 0;
-        for (int i = 0; i < 4; i++) {
-            root_node = root_node << 8 | t[16 + i];
-            tn = tn << 8 | t[20 + i];
-            grank = grank << 8 | t[25 + i];
-        }
-        tr->root_grank = (int32_t)grank;
+    if (t.tree) {
+        uint32_t node, nnodes, root_node = t.root_node, tn = t.nnodes;
+        tr->root_grank = t.root_grank;
         tr->root = *ss; /* also without a node: the root's rank names its loss */
         tr->root_len = *sl;
         /* A process whose node is unknown (or disagrees with the root's count) reports to
          * the root directly, as one of the root node's clients. */
         if (ncg_tree_node(launch_ranks(), &node, &nnodes) == 0 && nnodes == tn && node < tn &&
-            root_node < tn && t[24] >= 2) {
+            root_node < tn && t.fanout >= 2) {
             tr->on = 1;
             tr->root_node = root_node;
             tr->nnodes = tn;
-            tr->fanout = t[24];
+            tr->fanout = t.fanout;
             tr->node = node;
             ncg_rhost_unix_addr(tok, node, ss, sl);
             snprintf(name, namelen, "the relay of node %u (root %s:%u)", node, ip, port);
@@ -2016,31 +2006,21 @@ out:
     return rc;
 }
 
-/* Writes {tag, version, port, token} into the id's tail (called by checker.c). */
-
+/* Writes {tag, version, port, token} into the id's tail (called by checker.c), and this
+ * process's relay tree when the token is its root's. */
 void ncg_channel_write_tail(unsigned char *uid, uint16_t port, uint64_t token)
 {
-    unsigned char *t = uid + TAIL_OFF;
-    memcpy(t, TAIL_TAG, 4);
-    t[4] = TAIL_VERSION;
-    t[5] = 0;
+    struct ncg_idtail t = {.port = port, .token = token};
     pthread_mutex_lock(&G.lk);
     if (G.root_tree.on && G.token == token) {
-        t[5] = TAIL_TREE;
-        for (int i = 0; i < 4; i++) {
-            t[16 + i] = (unsigned char)(G.root_tree.root_node >> (24 - 8 * i));
-            t[20 + i] = (unsigned char)(G.root_tree.nnodes >> (24 - 8 * i));
-        }
-        t[24] = (unsigned char)G.root_tree.fanout;
-        uint32_t g = (uint32_t)global_rank();
-        for (int i = 0; i < 4; i++)
-            t[25 + i] = (unsigned char)(g >> (24 - 8 * i));
+        t.tree = 1;
+        t.root_node = G.root_tree.root_node;
+        t.nnodes = G.root_tree.nnodes;
+        t.fanout = (uint8_t)G.root_tree.fanout;
+        t.root_grank = global_rank();
     }
     pthread_mutex_unlock(&G.lk);
-    t[6] = (unsigned char)(port >> 8);
-    t[7] = (unsigned char)port;
-    for (int i = 0; i < 8; i++)
-        t[8 + i] = (unsigned char)(token >> (56 - 8 * i));
+    ncg_idtail_encode(uid, &t);
 }
 
 void ncg_channel_add(struct ncg_comm *c)
