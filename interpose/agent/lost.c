@@ -3,7 +3,6 @@
  * relay to the tree's root, and CHECKER LOST of a standalone one while communicators stall. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <inttypes.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 
 #include "agent_int.h"
 #include "config.h"
+#include "local.h"
 #include "log.h"
 #include "shm.h"
 #include "verdict.h"
@@ -128,42 +128,22 @@ void ncg_link_lost_as(int li, const char *why, int rootlost, uint64_t now)
         }
     pthread_mutex_unlock(&ncg_agent.lk);
     for (int k = 0; k < n && !ncg_ending(); k++) {
-        struct ncg_verdict *v = ncg_verdict_new(nr[k]);
-        if (!v)
-            continue;
-        v->kind = NCG_V_RANK_DIED;
-        v->severity = NCG_SEV_ERROR;
-        v->comm_id = ids[k];
-        if (me[k] >= 0 && (uint32_t)me[k] < nr[k]) { /* what this side knows: its own rank */
-            v->members[me[k]] = ncg_global_rank();
-            v->counts[me[k]] = (int64_t)cnt[k];
-        }
         char root[INET6_ADDRSTRLEN];
         addr_text(&l->tr.root, root, sizeof root);
-        int32_t rg =
-            rootlost || (l->tr.on && l->tr.node == l->tr.root_node) ? l->tr.root_grank : -2;
-        if (rg >= 0) /* the root's process: it holds the checker, as under the flat one */
-            snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)", rg);
-        else if (rg == -1)
-            snprintf(v->subject, sizeof v->subject,
-                     "holding the checker (the relay tree's root at %s)", root);
-        else if (l->tr.on && l->w.global_rank >= 0)
-            snprintf(v->subject, sizeof v->subject, "holding the relay of node %u (global rank %d)",
-                     l->tr.node, l->w.global_rank);
-        else if (l->tr.on)
-            snprintf(v->subject, sizeof v->subject, "holding the relay of node %u", l->tr.node);
-        else if (l->w.global_rank >= 0)
-            snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)",
-                     l->w.global_rank);
-        else
-            snprintf(v->subject, sizeof v->subject, "holding the checker");
-        if (rootlost)
-            snprintf(v->detail, sizeof v->detail,
-                     "this node's relay (pid %u on %s) lost it: its process died or is "
-                     "unreachable",
-                     l->w.pid, l->w.host);
-        else
-            snprintf(v->detail, sizeof v->detail, "pid %u on %s, %s", l->w.pid, l->w.host, why);
+        struct ncg_local_self self = {ids[k], nr[k], me[k], ncg_global_rank(), cnt[k]};
+        struct ncg_local_holder h = {.rootlost = rootlost,
+                                     .relay = l->tr.on,
+                                     .node = l->tr.node,
+                                     .root_node = l->tr.root_node,
+                                     .root_grank = l->tr.root_grank,
+                                     .root_addr = root,
+                                     .grank = l->w.global_rank,
+                                     .pid = l->w.pid,
+                                     .host = l->w.host,
+                                     .why = why};
+        struct ncg_verdict *v = ncg_local_rank_died(&self, &h);
+        if (!v)
+            continue;
         ncg_apply_verdict(v, -1, now);
         ncg_verdict_free(v);
     }
@@ -220,25 +200,12 @@ void ncg_checker_lost_tick(uint64_t now)
             continue;
         l->lost_acted = 1;
         for (int k = 0; k < n && !ncg_ending(); k++) {
-            struct ncg_verdict *v = ncg_verdict_new(nr[k]);
+            struct ncg_local_self self = {ids[k], nr[k], me[k], ncg_global_rank(), cnt[k]};
+            struct ncg_verdict *v = ncg_local_checker_lost(
+                &self, ncg_link_in_tree(l), l->name, (double)(now - l->lost_ns) / 1e9, l->lost_why,
+                ncg_cfg.heartbeat_timeout_s);
             if (!v)
                 continue;
-            v->kind = NCG_V_CHECKER_LOST;
-            v->severity = NCG_SEV_ERROR;
-            v->comm_id = ids[k];
-            if (me[k] >= 0 && (uint32_t)me[k] < nr[k]) {
-                v->members[me[k]] = ncg_global_rank();
-                v->counts[me[k]] = (int64_t)cnt[k];
-            }
-            if (ncg_link_in_tree(l)) /* fell back from a lost node relay to the tree's root */
-                snprintf(v->subject, sizeof v->subject, "%s", l->name);
-            else
-                snprintf(v->subject, sizeof v->subject, "the standalone checker at %s", l->name);
-            snprintf(v->detail, sizeof v->detail,
-                     "unreachable for %.1f s (%s), and this process issued no call on this "
-                     "communicator for %g s (%" PRIu64 " so far)",
-                     (double)(now - l->lost_ns) / 1e9, l->lost_why, ncg_cfg.heartbeat_timeout_s,
-                     cnt[k]);
             ncg_apply_verdict(v, -1, now);
             ncg_verdict_free(v);
         }

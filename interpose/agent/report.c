@@ -3,14 +3,13 @@
  * EXITED this side judges from a SHUTDOWN's counts once the checker's process left. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 #include <ck_pr.h>
 
 #include "agent_int.h"
 #include "comm.h"
+#include "local.h"
 #include "completion.h"
 #include "ring.h"
 #include "shm.h"
@@ -181,40 +180,15 @@ void ncg_client_report(uint64_t now)
         }
         uint64_t cnt = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
         if (l->state != NCG_LINK_UP) {
-            uint64_t low = lc->peer_left < lc->peer_final ? lc->peer_left : lc->peer_final;
-            if (!exited && cnt > low) {
-                exited = ncg_verdict_new((uint32_t)lc->nranks);
-                if (exited) {
-                    /* the checker's process, or members that left before it did (it knew
-                     * their counts, not who they were: the SHUTDOWN carries no ranks) */
-                    int host = cnt > lc->peer_final, others = cnt > lc->peer_left;
-                    int32_t hg = ncg_link_in_tree(l) ? l->tr.root_grank : l->w.global_rank;
-                    exited->kind = NCG_V_RANK_EXITED;
-                    exited->severity = NCG_SEV_ERROR;
-                    exited->comm_id = lc->id;
-                    exited->slot = (int64_t)low;
-                    if (lc->rank >= 0 && lc->rank < lc->nranks) /* what this side knows */
-                        exited->members[lc->rank] = ncg_global_rank();
-                    /* a tree's SHUTDOWN with counts is the root's, passed down */
-                    if (host && others && lc->peer_left < lc->peer_final)
-                        snprintf(exited->subject, sizeof exited->subject,
-                                 "holding the checker (global rank %d), and others that left "
-                                 "before it",
-                                 hg);
-                    else if (host)
-                        snprintf(exited->subject, sizeof exited->subject,
-                                 "holding the checker (global rank %d)", hg);
-                    else
-                        snprintf(exited->subject, sizeof exited->subject,
-                                 "that left before the checker's process (global rank %d)", hg);
-                    snprintf(exited->detail, sizeof exited->detail,
-                             "%s after %" PRIu64 " calls; this rank issued %" PRIu64,
-                             host && lc->peer_verdict && lc->peer_final <= lc->peer_left
-                                 ? NCG_EXITED_VERDICT
-                                 : "left",
-                             low, cnt);
+            if (!exited) {
+                struct ncg_local_self self = {lc->id, (uint32_t)lc->nranks, lc->rank,
+                                              ncg_global_rank(), cnt};
+                /* a tree's SHUTDOWN with counts is the root's, passed down */
+                int32_t hg = ncg_link_in_tree(l) ? l->tr.root_grank : l->w.global_rank;
+                exited = ncg_local_rank_exited(&self, lc->peer_final, lc->peer_left,
+                                               lc->peer_verdict, hg);
+                if (exited)
                     lc->peer_final = lc->peer_left = UINT64_MAX;
-                }
             }
             i++;
             continue;
