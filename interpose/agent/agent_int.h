@@ -109,7 +109,7 @@ struct ncg_agent {
     int rh_claim; /* __atomic: 0 -> 1 by whoever makes rh (one relay per process) */
     int have_rh;
     struct ncg_tree root_tree; /* the root's layout, written into the ids' tails */
-    /* exit handshake (under lk) */
+    /* exit handshake (under lk); the exit sequence and its flags in order: exit.c */
     int exiting, exit_done;
     /* thread-owned */
     struct ncg_link link[NCG_MAX_LINKS];
@@ -183,10 +183,10 @@ void ncg_client_report(uint64_t now);
 
 /* exit.c */
 void ncg_left_own_add(uint64_t id, uint64_t final);
-void ncg_say_done(int li, uint64_t comm_id);
 uint64_t ncg_release_bound_ns(void); /* pure */
 void ncg_exit_arm(uint64_t now);
-void ncg_exit_wait_add(uint64_t comm_id, int li);
+void ncg_exit_after_verdict(int error, int must_exit, uint64_t comm_id, int li, uint64_t now);
+void ncg_exit_verdict_while_ending(uint64_t comm_id, int li);
 void ncg_exit_release_got(uint64_t comm_id, int li, uint64_t now);
 void ncg_exit_messages(uint8_t flags, int only_bye); /* takes lk */
 void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now);

@@ -265,19 +265,5 @@ void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
     }
     if (v->kind == NCG_V_LAG && v->severity == NCG_SEV_WARN && nh)
         ncg_dump_on_warning(v->comm_id); /* NCCLGUARD_DUMP_ON_WARN=1 */
-    if (v->severity == NCG_SEV_ERROR)
-        ncg_say_done(li, v->comm_id); /* printed and reported: others may be released */
-    if (must_exit && !ncg_agent.abort_at_ns && !ncg_agent.release_until_ns) {
-        /* Our end is the verdict's doing, not a death: peers on our other comms say so. */
-        ncg_client_report(now);
-        int wait = li >= 0 && ncg_agent.link[li].state == NCG_LINK_UP && ncg_cfg.exit_wait_s > 0;
-        ncg_exit_messages(NCG_BYE_VERDICT, wait);
-        if (wait) {
-            ncg_agent.release_until_ns = now + ncg_release_bound_ns();
-            ncg_agent.nrel = 0;
-            ncg_exit_wait_add(v->comm_id, li);
-        } else {
-            ncg_exit_arm(now);
-        }
-    }
+    ncg_exit_after_verdict(v->severity == NCG_SEV_ERROR, must_exit, v->comm_id, li, now);
 }

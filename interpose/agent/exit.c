@@ -1,6 +1,46 @@
-/* The exit sequence of a guarded process, in the checker thread: the clean exit (GOODBYEs,
- * this process's SHUTDOWN) and an abort verdict's exit with its exit release (DONE, waiting
- * for RELEASE, then _exit), and holding its own exit while its checker holds others'. */
+/* The exit sequence of a guarded process, all of it here; the other files only call in
+ * (apply.c after a verdict, link.c on VERDICT, RELEASE and SHUTDOWN, lost.c when the link a
+ * RELEASE was awaited on is lost, thread.c twice a loop, atexit). docs/checker.md, "The exit
+ * release", says why. No state machine object: the phase is the flags of struct ncg_agent
+ * (agent_int.h; thread-owned unless said there), and this is their order.
+ *
+ * An abort verdict (error severity, NCCLGUARD_ACTION=abort), in the checker thread:
+ *   1. aborting = 1 (apply.c, before anything is shown): from here the process ends with
+ *      NCG_EXIT_VERDICT; a clean exit of the application meanwhile waits (ncg_exit_at_exit).
+ *   2. report, then print (ncg_action_apply: the report is written first so the full block can
+ *      name it; then the other comm ranks held here print their lines).
+ *   3. DONE to the checker it came on (ncg_exit_after_verdict; say_done).
+ *   4. GOODBYEs flagged NCG_BYE_VERDICT to every checker, and this process's SHUTDOWN to the
+ *      clients of its own checker unless it waits (ncg_exit_messages, only_bye).
+ *   5. wait RELEASE: release_until_ns = now + ncg_release_bound_ns(); rel[] the (comm, link)
+ *      pairs awaited, one more for each error verdict that arrives meanwhile (it is answered
+ *      with DONE, not printed: ncg_exit_verdict_while_ending). Over when each came
+ *      (ncg_exit_release_got), when its checker is gone (its SHUTDOWN, or the link lost:
+ *      released), or at release_until_ns (ncg_exit_finish). Skipped, straight to 6, when the
+ *      verdict was decided here (li -1), its link is not up or NCCLGUARD_EXIT_WAIT_S=0.
+ *   6. armed (ncg_exit_arm): release_until_ns = 0; abort_at_ns = now + 1 s in a process that
+ *      hosts a checker or relay (to flush the verdict to its clients), else at once;
+ *      hold_until_ns bounds holding others (below); sd_deferred when step 4 held the SHUTDOWN.
+ *   7. exit (ncg_exit_finish): once at most one connection is pending (our own link to our
+ *      own listener) or 0.3 s past abort_at_ns, and not while holding others: _exit
+ *      (ncg_action_exit). A tree's root first leaves down the tree (root_left_ns), waiting at
+ *      least two intervals. ncg_ending() (abort_at_ns or release_until_ns) is steps 5 to 7.
+ * A clean exit (the application returns or calls exit):
+ *   1. exiting = 1 under lk (ncg_exit_at_exit, in the exiting thread), which then waits on cv
+ *      for exit_done: 0.8 s, once extended by 5 s + twice the release bound while aborting or
+ *      holding, after which an abort under way exits with its status, never the app's.
+ *   2. GOODBYEs (ncg_exit_tick): once no link is still connecting, or 0.2 s before the 0.6 s
+ *      deadline: a REPORT, then GOODBYEs and our SHUTDOWN (held back while holding), x->sent.
+ *   3. a relay here leaves (ncg_rhost_leave) 1.5 intervals later (a tree's root: 3, and not
+ *      while holding).
+ *   4. done (ncg_exit_finish): GOODBYEs sent, flushed and no relay left running here, or
+ *      past the deadline; never while aborting, deferring the SHUTDOWN or holding with a
+ *      relay: exit_done = 1 under lk, cv signalled, the thread ends.
+ * Holding others (either exit): while this process's checker or tree root waits for other
+ * processes' DONEs (hosted_waiting) and hold_until_ns has not passed, x->hold: our SHUTDOWN
+ * stays deferred (sd_deferred) and our exit waits; holding (atomic) tells ncg_exit_at_exit to
+ * extend its wait. When it is over the SHUTDOWN goes and the exit waits a moment for it to be
+ * read (abort_at_ns 1 s on, a clean deadline 0.2 s on). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -42,7 +82,7 @@ static void server_shutdown(void)
 }
 
 /* Tells the checker on link li that this process printed and reported comm_id's verdict. */
-void ncg_say_done(int li, uint64_t comm_id)
+static void say_done(int li, uint64_t comm_id)
 {
     struct ncg_msg m = {.type = NCG_MSG_DONE, .u.exit.comm_id = comm_id};
     if (li >= 0 && li < ncg_agent.nlink && ncg_agent.link[li].state == NCG_LINK_UP)
@@ -78,13 +118,45 @@ void ncg_exit_arm(uint64_t now)
 }
 
 /* Waits (abort) for the RELEASE of comm_id on link li too. */
-void ncg_exit_wait_add(uint64_t comm_id, int li)
+static void exit_wait_add(uint64_t comm_id, int li)
 {
     for (int i = 0; i < ncg_agent.nrel; i++)
         if (ncg_agent.rel[i].comm_id == comm_id && ncg_agent.rel[i].link == li)
             return;
     if (ncg_agent.nrel < (int)(sizeof ncg_agent.rel / sizeof *ncg_agent.rel))
         ncg_agent.rel[ncg_agent.nrel++] = (__typeof__(ncg_agent.rel[0])){comm_id, li, 0};
+}
+
+/* After a verdict was printed and its report written (apply.c): DONE for an error verdict;
+ * when the action ends the process (must_exit) and no exit is under way, its GOODBYEs and
+ * then the wait for RELEASE on link li (-1: decided here, no release: armed at once). */
+void ncg_exit_after_verdict(int error, int must_exit, uint64_t comm_id, int li, uint64_t now)
+{
+    if (error)
+        say_done(li, comm_id); /* printed and reported: others may be released */
+    if (must_exit && !ncg_agent.abort_at_ns && !ncg_agent.release_until_ns) {
+        /* Our end is the verdict's doing, not a death: peers on our other comms say so. */
+        ncg_client_report(now);
+        int wait = li >= 0 && ncg_agent.link[li].state == NCG_LINK_UP && ncg_cfg.exit_wait_s > 0;
+        ncg_exit_messages(NCG_BYE_VERDICT, wait);
+        if (wait) {
+            ncg_agent.release_until_ns = now + ncg_release_bound_ns();
+            ncg_agent.nrel = 0;
+            exit_wait_add(comm_id, li);
+        } else {
+            ncg_exit_arm(now);
+        }
+    }
+}
+
+/* An error verdict reached a process already ending (not printed: one diagnostic is enough):
+ * DONE, so that it holds nobody, and its RELEASE waited for too while waiting (its other
+ * members may still be printing). */
+void ncg_exit_verdict_while_ending(uint64_t comm_id, int li)
+{
+    say_done(li, comm_id);
+    if (ncg_agent.release_until_ns)
+        exit_wait_add(comm_id, li);
 }
 
 /* comm_id's RELEASE came on link li (comm_id 0: every verdict of li, its checker being gone);

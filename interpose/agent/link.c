@@ -328,11 +328,8 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             break;
         if (!ncg_ending())
             ncg_apply_verdict(m->u.verdict, li, now);
-        else if (m->u.verdict->severity == NCG_SEV_ERROR) { /* one diagnostic is enough */
-            ncg_say_done(li, m->u.verdict->comm_id);
-            if (ncg_agent.release_until_ns) /* but its other members may still be printing */
-                ncg_exit_wait_add(m->u.verdict->comm_id, li);
-        }
+        else if (m->u.verdict->severity == NCG_SEV_ERROR) /* one diagnostic is enough */
+            ncg_exit_verdict_while_ending(m->u.verdict->comm_id, li);
         break;
     case NCG_MSG_RELEASE:
         ncg_exit_release_got(m->u.exit.comm_id, li, now);
