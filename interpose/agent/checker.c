@@ -1,6 +1,6 @@
 /* The checker's hooks (checker.h), called by the shim: rendezvous through the unique id's
- * tail, and handing communicators to the checker thread (channel.c). Everything else of the
- * checker lives in wire/verdict/coord (pure), channel (network), diag/action/symbol. */
+ * tail, and handing communicators to the checker thread (client.c). Everything else of the
+ * checker lives in proto/judge/coord/relay (pure), net (network), the agent's other files. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdint.h>

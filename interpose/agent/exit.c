@@ -40,7 +40,12 @@
  * processes' DONEs (hosted_waiting) and hold_until_ns has not passed, x->hold: our SHUTDOWN
  * stays deferred (sd_deferred) and our exit waits; holding (atomic) tells ncg_exit_at_exit to
  * extend its wait. When it is over the SHUTDOWN goes and the exit waits a moment for it to be
- * read (abort_at_ns 1 s on, a clean deadline 0.2 s on). */
+ * read (abort_at_ns 1 s on, a clean deadline 0.2 s on).
+ * Why flags and not one enum of phases: they can overlap. ncg_exit_after_verdict's REPORT
+ * (ncg_client_report) may judge a RANK EXITED and apply it inside, before step 5: that one's
+ * exit starts first (decided here: armed at once), then the outer one sets release_until_ns
+ * too, so both are set; and a clean exit (exiting) may run beside an abort. One enum would
+ * change what such a process does. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>

@@ -3,8 +3,9 @@
 #include <stdio.h>
 #include "local.h"
 
-/* A new error verdict of kind on s's communicator. */
-static struct ncg_verdict *local_new(const struct ncg_local_self *s, int kind)
+/* A new error verdict of kind on s's communicator, with what this side knows: its own rank's
+ * global rank and (with_count) its count. */
+static struct ncg_verdict *local_new(const struct ncg_local_self *s, int kind, int with_count)
 {
     struct ncg_verdict *v = ncg_verdict_new(s->nranks);
     if (!v)
@@ -12,19 +13,20 @@ static struct ncg_verdict *local_new(const struct ncg_local_self *s, int kind)
     v->kind = kind;
     v->severity = NCG_SEV_ERROR;
     v->comm_id = s->comm_id;
+    if (s->rank >= 0 && (uint32_t)s->rank < s->nranks) {
+        v->members[s->rank] = s->global_rank;
+        if (with_count)
+            v->counts[s->rank] = (int64_t)s->count;
+    }
     return v;
 }
 
 struct ncg_verdict *ncg_local_rank_died(const struct ncg_local_self *s,
                                         const struct ncg_local_holder *h)
 {
-    struct ncg_verdict *v = local_new(s, NCG_V_RANK_DIED);
+    struct ncg_verdict *v = local_new(s, NCG_V_RANK_DIED, 1);
     if (!v)
         return NULL;
-    if (s->rank >= 0 && (uint32_t)s->rank < s->nranks) { /* what this side knows: its own rank */
-        v->members[s->rank] = s->global_rank;
-        v->counts[s->rank] = (int64_t)s->count;
-    }
     int32_t rg = h->rootlost || (h->relay && h->node == h->root_node) ? h->root_grank : -2;
     if (rg >= 0) /* the root's process: it holds the checker, as under the flat one */
         snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)", rg);
@@ -54,13 +56,9 @@ struct ncg_verdict *ncg_local_checker_lost(const struct ncg_local_self *s, int t
                                            const char *name, double unreachable_s, const char *why,
                                            double heartbeat_s)
 {
-    struct ncg_verdict *v = local_new(s, NCG_V_CHECKER_LOST);
+    struct ncg_verdict *v = local_new(s, NCG_V_CHECKER_LOST, 1);
     if (!v)
         return NULL;
-    if (s->rank >= 0 && (uint32_t)s->rank < s->nranks) {
-        v->members[s->rank] = s->global_rank;
-        v->counts[s->rank] = (int64_t)s->count;
-    }
     if (tree) /* fell back from a lost node relay to the tree's root */
         snprintf(v->subject, sizeof v->subject, "%s", name);
     else
@@ -79,15 +77,13 @@ struct ncg_verdict *ncg_local_rank_exited(const struct ncg_local_self *s, uint64
     uint64_t cnt = s->count, low = peer_left < peer_final ? peer_left : peer_final;
     if (cnt <= low)
         return NULL; /* this rank waits for nobody who left */
-    struct ncg_verdict *v = local_new(s, NCG_V_RANK_EXITED);
+    struct ncg_verdict *v = local_new(s, NCG_V_RANK_EXITED, 0); /* its count is in the detail */
     if (!v)
         return NULL;
     /* the checker's process, or members that left before it did (it knew their counts, not
      * who they were: the SHUTDOWN carries no ranks) */
     int host = cnt > peer_final, others = cnt > peer_left;
     v->slot = (int64_t)low;
-    if (s->rank >= 0 && (uint32_t)s->rank < s->nranks) /* what this side knows */
-        v->members[s->rank] = s->global_rank;
     if (host && others && peer_left < peer_final)
         snprintf(v->subject, sizeof v->subject,
                  "holding the checker (global rank %d), and others that left before it",
