@@ -181,14 +181,18 @@ void ncg_checker_lost_tick(uint64_t now); /* takes lk */
 /* report.c: REPORT, GOODBYEs, WAITs and p2p records to every link; takes lk. */
 void ncg_client_report(uint64_t now);
 
-/* exit.c */
-void ncg_left_own_add(uint64_t id, uint64_t final);
-uint64_t ncg_release_bound_ns(void); /* pure */
-void ncg_exit_arm(uint64_t now);
+/* exit.c: the exit sequence (its order and flags: the comment there) */
+void ncg_left_own_add(uint64_t id, uint64_t final); /* a comm destroyed here, for our SHUTDOWN */
+/* After a verdict was shown: DONE, and an abort's GOODBYEs and wait for RELEASE; takes lk. */
 void ncg_exit_after_verdict(int error, int must_exit, uint64_t comm_id, int li, uint64_t now);
+/* An error verdict while ending: DONE, and its RELEASE awaited too. */
 void ncg_exit_verdict_while_ending(uint64_t comm_id, int li);
+/* comm_id's RELEASE came on li (0: every one of li, its checker gone). */
 void ncg_exit_release_got(uint64_t comm_id, int li, uint64_t now);
-void ncg_exit_messages(uint8_t flags, int only_bye); /* takes lk */
+/* GOODBYEs to every checker, our SHUTDOWN to our clients unless only_bye; takes lk. */
+void ncg_exit_messages(uint8_t flags, int only_bye);
+/* The thread loop's exit steps: before the links' work, and after it (1: the thread ends;
+ * an abort's _exit there does not return). */
 void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now);
 int ncg_exit_finish(struct ncg_exit_run *x, int exiting, uint64_t now);
 /* atexit handler: any thread; blocks up to ~1 s (longer while an abort verdict is under way). */

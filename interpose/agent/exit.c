@@ -12,13 +12,13 @@
  *   3. DONE to the checker it came on (ncg_exit_after_verdict; say_done).
  *   4. GOODBYEs flagged NCG_BYE_VERDICT to every checker, and this process's SHUTDOWN to the
  *      clients of its own checker unless it waits (ncg_exit_messages, only_bye).
- *   5. wait RELEASE: release_until_ns = now + ncg_release_bound_ns(); rel[] the (comm, link)
+ *   5. wait RELEASE: release_until_ns = now + release_bound_ns(); rel[] the (comm, link)
  *      pairs awaited, one more for each error verdict that arrives meanwhile (it is answered
  *      with DONE, not printed: ncg_exit_verdict_while_ending). Over when each came
  *      (ncg_exit_release_got), when its checker is gone (its SHUTDOWN, or the link lost:
  *      released), or at release_until_ns (ncg_exit_finish). Skipped, straight to 6, when the
  *      verdict was decided here (li -1), its link is not up or NCCLGUARD_EXIT_WAIT_S=0.
- *   6. armed (ncg_exit_arm): release_until_ns = 0; abort_at_ns = now + 1 s in a process that
+ *   6. armed (exit_arm): release_until_ns = 0; abort_at_ns = now + 1 s in a process that
  *      hosts a checker or relay (to flush the verdict to its clients), else at once;
  *      hold_until_ns bounds holding others (below); sd_deferred when step 4 held the SHUTDOWN.
  *   7. exit (ncg_exit_finish): once at most one connection is pending (our own link to our
@@ -96,7 +96,7 @@ static void say_done(int li, uint64_t comm_id)
 
 /* The longest this process waits on an exit release, for its own RELEASE or for the releases
  * its checker holds for others: the checker's bound, and a margin for a RELEASE to arrive. */
-uint64_t ncg_release_bound_ns(void)
+static uint64_t release_bound_ns(void)
 {
     return (uint64_t)((ncg_cfg.exit_wait_s + 2.0) * 1e9);
 }
@@ -111,14 +111,14 @@ static int hosted_waiting(void)
 /* An abort verdict's exit: now, once our own verdicts reached the others (a process that hosts
  * the checker or a relay waits for its connections to drain, and for the exit releases it
  * holds for others; ncg_exit_finish). */
-void ncg_exit_arm(uint64_t now)
+static void exit_arm(uint64_t now)
 {
     if (ncg_agent.release_until_ns && ncg_srv_up())
         ncg_agent.sd_deferred = 1; /* held back until the release (ncg_exit_tick) */
     ncg_agent.release_until_ns = 0;
     if (!ncg_agent.abort_at_ns) {
         ncg_agent.abort_at_ns = now + (ncg_srv_up() || ncg_rh_up() ? 1000000000ull : 1);
-        ncg_agent.hold_until_ns = now + ncg_release_bound_ns();
+        ncg_agent.hold_until_ns = now + release_bound_ns();
     }
 }
 
@@ -145,11 +145,11 @@ void ncg_exit_after_verdict(int error, int must_exit, uint64_t comm_id, int li, 
         int wait = li >= 0 && ncg_agent.link[li].state == NCG_LINK_UP && ncg_cfg.exit_wait_s > 0;
         ncg_exit_messages(NCG_BYE_VERDICT, wait);
         if (wait) {
-            ncg_agent.release_until_ns = now + ncg_release_bound_ns();
+            ncg_agent.release_until_ns = now + release_bound_ns();
             ncg_agent.nrel = 0;
             exit_wait_add(comm_id, li);
         } else {
-            ncg_exit_arm(now);
+            exit_arm(now);
         }
     }
 }
@@ -177,7 +177,7 @@ void ncg_exit_release_got(uint64_t comm_id, int li, uint64_t now)
         left += !ncg_agent.rel[i].released;
     }
     if (!left)
-        ncg_exit_arm(now);
+        exit_arm(now);
 }
 
 /* Adds a comm's count to exit_sd: this process's own, one entry per comm (its lowest, when it
@@ -198,7 +198,7 @@ static void sd_add(uint64_t id, uint64_t cnt, int other)
 
 /* At clean process exit: GOODBYE with final counts to every coordinator; SHUTDOWN (with this
  * process's final counts) to every client of ours, unless only_bye (an abort verdict waiting
- * for its exit release: the clients of our checker still need it; ncg_exit_arm says it then). */
+ * for its exit release: the clients of our checker still need it; exit_arm says it then). */
 void ncg_exit_messages(uint8_t flags, int only_bye)
 {
     static struct ncg_msg bye[NCG_MAX_LINKS];
@@ -284,7 +284,7 @@ void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now)
             ncg_exit_messages(0, hold);
             if (hold) {
                 ncg_agent.sd_deferred = 1;
-                ncg_agent.hold_until_ns = now + ncg_release_bound_ns();
+                ncg_agent.hold_until_ns = now + release_bound_ns();
                 __atomic_store_n(&ncg_agent.holding, 1, __ATOMIC_RELEASE);
             }
             x->sent = 1;
@@ -319,8 +319,8 @@ int ncg_exit_finish(struct ncg_exit_run *x, int exiting, uint64_t now)
 {
     if (ncg_agent.release_until_ns && now >= ncg_agent.release_until_ns) {
         ncg_debug(1, "no exit release from the checker within %g s: exiting",
-                  (double)ncg_release_bound_ns() / 1e9);
-        ncg_exit_arm(now);
+                  (double)release_bound_ns() / 1e9);
+        exit_arm(now);
     }
     if (ncg_agent.abort_at_ns) {
         int pending = ncg_srv_up() ? ncg_server_pending_tx(&ncg_agent.srv) +
@@ -387,7 +387,7 @@ void ncg_exit_at_exit(void)
                 /* an abort verdict is under way: its _exit comes within ~1 s of its release,
                  * itself bounded by exit_wait + 2 s, then by the releases this process holds
                  * for others (the same again) */
-                ts.tv_sec += 5 + 2 * (time_t)(ncg_release_bound_ns() / 1000000000ull);
+                ts.tv_sec += 5 + 2 * (time_t)(release_bound_ns() / 1000000000ull);
                 extended = 1;
             }
     }
