@@ -1,6 +1,7 @@
 /* The checker's observers of the shim's events (observer.h), registered when the library loads:
  * rendezvous through the unique id's tail, and handing communicators to the checker thread
- * (client.c). */
+ * (client.c). Everything else of the checker lives in proto/judge/coord/relay (pure), net
+ * (network), the agent's other files. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdint.h>

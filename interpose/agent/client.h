@@ -12,7 +12,8 @@ struct ncg_comm;
  * port and token for the id's tail. Application thread; binds a socket; 0 or -errno. */
 int ncg_channel_listen(uint16_t *port, uint64_t *token);
 
-/* Writes {"NCGD", version, port, token} into bytes 40..55 of a 128-byte unique id. Pure. */
+/* Writes the id's tail (idtail.h: "NCGD", version, port, token, and this process's relay tree
+ * when token is its root's) into a 128-byte unique id. Any thread; brief private mutex. */
 void ncg_channel_write_tail(unsigned char *uid, uint16_t port, uint64_t token);
 
 /* Track / forget a communicator. Application threads; brief private mutex; may start the

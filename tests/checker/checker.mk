@@ -129,3 +129,15 @@ TEST_BINS += $(BUILD)/tests/ncg-relayd
 
 # Several comm ranks in one process (NCCL's multiple-devices-per-thread pattern, InitAll).
 TEST_BINS += $(APPS_OUT)/multidev $(APPS_OUT)/tworelease
+
+# The id's tail codec alone (interpose/proto/idtail.c).
+$(CHK_OUT)/idtail_test: tests/checker/idtail_test.c $(call ncg_a,proto)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/idtail_test.c $(call ncg_link,proto)
+TEST_BINS += $(CHK_OUT)/idtail_test
+
+# The verdicts a process decides on its own (interpose/judge/local.c).
+$(CHK_OUT)/local_test: tests/checker/local_test.c $(call ncg_a,judge proto)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/local_test.c $(call ncg_link,judge proto)
+TEST_BINS += $(CHK_OUT)/local_test

@@ -6,6 +6,10 @@ B=$NCG_BUILD/tests/checker
 [ -x "$B/unit" ] && [ -x "$B/fuzz_wire" ] || { echo "unit tests not built"; exit 77; }
 "$B/unit" || exit 1
 [ -x "$B/waitfor_test" ] && { "$B/waitfor_test" || exit 1; }
+[ -x "$B/idtail_test" ] || { echo "idtail_test not built"; exit 1; }
+"$B/idtail_test" || exit 1
+[ -x "$B/local_test" ] || { echo "local_test not built"; exit 1; }
+"$B/local_test" || exit 1
 [ -x "$B/relay_unit" ] || { echo "relay_unit not built"; exit 1; }
 "$B/relay_unit" || exit 1
 "$B/fuzz_wire" 100000 || exit 1

@@ -1,0 +1,204 @@
+/* The checker thread's private state and the functions its files share (client.c, link.c,
+ * apply.c, lost.c, report.c, exit.c, thread.c): not for the rest of the agent layer. Unless a
+ * function says otherwise it runs on the checker thread only, does not block (the network is
+ * non-blocking) and does not allocate; "under lk" means the caller holds ncg_agent.lk. */
+#ifndef NCG_AGENT_INT_H
+#define NCG_AGENT_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include "channel.h"
+#include "config.h"
+#include "ncclguard/nccl_abi.h"
+#include "relayhost.h"
+#include "wire.h"
+
+struct ncg_comm;
+struct ncg_shm_comm;
+struct ncg_shm_record;
+struct ncg_verdict;
+
+#define NCG_MAX_LINKS 16 /* checkers one process reports to */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define NCG_THREAD_STACK (4u << 20) /* sanitizers' frames are larger */
+#else
+#define NCG_THREAD_STACK (512u << 10) /* the checker thread's stack */
+#endif
+
+enum { NCG_LINK_FREE = 0, NCG_LINK_CONNECTING, NCG_LINK_HELLO, NCG_LINK_UP, NCG_LINK_DOWN };
+
+/* A relay tree as an id's tail announces it (link.c's coord_for). */
+struct ncg_tree {
+    uint8_t on;
+    uint32_t root_node, nnodes, fanout, node; /* node: this process's */
+    int32_t root_grank;                       /* the root's process's global rank, or -1 */
+    struct sockaddr_storage root;             /* the root's TCP listener */
+    socklen_t root_len;
+};
+
+struct ncg_link {
+    uint64_t nrx, ntx, up_ns; /* traffic of closed connections, time it came up */
+    int state;
+    struct ncg_peer io;
+    struct sockaddr_storage addr, key; /* key: the address the id named (addr may move to the
+                                          tree's root) */
+    socklen_t alen, klen;
+    char name[300];
+    uint64_t token;
+    uint64_t start_ns, last_rx_ns;
+    struct ncg_msg_welcome w;
+    uint8_t waited; /* the last WAIT sent was not empty (an empty one clears it) */
+    /* A standalone checker lost: retried every second; CHECKER LOST when this process's comms
+     * on it make no progress for the heartbeat timeout (ncg_checker_lost_tick). */
+    uint64_t lost_ns, retry_ns;
+    char lost_why[96];
+    int lost_acted;
+    struct ncg_tree tr;    /* tr.on: the link goes to this node's relay (a Unix name), else flat */
+    uint64_t tree_fail_ns; /* the node's relay unreachable since (0: reachable) */
+    uint8_t tree_said;     /* that was said (once, after 5 s) */
+    uint64_t born_ns;      /* made; in its first second only LOCAL_RANK 0 becomes a relay */
+    uint8_t reelect;       /* its relay left: any process may take over at once */
+};
+
+/* 1 when l belongs to a relay tree: to its node's relay (tr.on), or fallen back from a lost
+ * one to the tree's root (tr.on cleared, the root's address kept). */
+static inline int ncg_link_in_tree(const struct ncg_link *l)
+{
+    return l->tr.root_len != 0;
+}
+
+struct ncg_lcomm {
+    struct ncg_comm *c;       /* NULL once removed */
+    struct ncg_shm_comm *shm; /* NULL once removed (its slot may be reused) */
+    uint64_t id;
+    int32_t rank, nranks;
+    int link; /* -1 not resolved yet, -2 unguarded */
+    uint64_t p2p_next;
+    uint64_t final;
+    uint64_t peer_final; /* the coordinator's process left this comm at this count */
+    uint64_t peer_left;  /* its SHUTDOWN: another member left at this count (lowest) */
+    uint8_t removed;
+    uint8_t aborted;                 /* removed by ncclCommAbort: its GOODBYE says so */
+    uint64_t lost_cnt, lost_prog_ns; /* its link's checker lost: last count seen, and when */
+    uint8_t peer_verdict; /* the coordinator's process was ended by a verdict (SHUTDOWN flag) */
+    unsigned char uid[NCCL_UNIQUE_ID_BYTES];
+    uint64_t blocked_prev[2]; /* 1 + the oldest incomplete slot / p2p index seen last report */
+    uint8_t reported;         /* a REPORT carried it (else its GOODBYE goes with a first REPORT) */
+};
+
+struct ncg_agent {
+    pthread_mutex_t lk;
+    pthread_cond_t cv;
+    int started;
+    pid_t pid;
+    pthread_t th;
+    int wake[2];
+    /* comms (under lk) */
+    struct ncg_lcomm *lc;
+    size_t nlc, caplc;
+    /* embedded coordinator (listener made under lk, then owned by the thread) */
+    struct ncg_server srv;
+    int have_srv;
+    uint16_t port;
+    uint64_t token;
+    /* the relay tree: this process's relay (the root's, made under lk like srv, or a node's,
+     * made by the thread), owned by the thread once published */
+    struct ncg_rhost *rh;
+    int rh_claim; /* __atomic: 0 -> 1 by whoever makes rh (one relay per process) */
+    int have_rh;
+    struct ncg_tree root_tree; /* the root's layout, written into the ids' tails */
+    /* exit handshake (under lk); the exit sequence and its flags in order: exit.c */
+    int exiting, exit_done;
+    /* thread-owned */
+    struct ncg_link link[NCG_MAX_LINKS];
+    int nlink;
+    uint64_t last_report_ns;
+    uint64_t abort_at_ns; /* nonzero: _exit once verdicts are flushed, or at this time */
+    /* nonzero: an abort verdict waits until then for the RELEASE of every verdict this process
+     * said DONE to meanwhile (release.h): rel[] (comm, link, released) */
+    uint64_t release_until_ns;
+    struct {
+        uint64_t comm_id;
+        int link;
+        uint8_t released;
+    } rel[NCG_MAX_LINKS * 4];
+    int nrel;
+    /* this process's checker (or tree root) still holds an exit release of other processes:
+     * its SHUTDOWN and its own exit wait (bounded by hold_until_ns) */
+    int sd_deferred;
+    uint64_t hold_until_ns;
+    int holding;  /* __atomic: ncg_exit_at_exit extends its wait meanwhile */
+    int aborting; /* __atomic: an abort verdict is being applied; a clean exit waits for its _exit
+                   */
+    uint64_t tx_bytes; /* client bytes queued (ncg_channel_tx_bytes) */
+};
+
+/* The clean exit's progress in the thread's loop (exit.c), the thread's own. */
+struct ncg_exit_run {
+    uint64_t interval;     /* the report interval, ns */
+    uint64_t deadline_ns;  /* a clean exit gives up waiting at this time */
+    uint64_t sent_ns;      /* its GOODBYEs went then */
+    uint64_t root_left_ns; /* a tree's root said it leaves (abort) */
+    int sent;              /* GOODBYEs sent */
+    int hold;              /* this loop: the process holds other processes' exit releases */
+};
+
+extern struct ncg_agent ncg_agent;
+
+/* client.c. Any thread. */
+int ncg_rh_up(void);        /* this process hosts a relay that runs */
+int ncg_srv_up(void);       /* the embedded coordinator is ready */
+int ncg_ending(void);       /* an abort verdict is ending this process (checker thread) */
+void ncg_wake_thread(void); /* wakes the thread's poll() */
+const struct ncg_launch_ranks *ncg_launch(void); /* the launcher's ranks, read once */
+int32_t ncg_global_rank(void);
+/* A relay's parameters from this process's configuration. Pure. */
+struct ncg_rhost_params ncg_agent_rhost_params(uint64_t tok, uint32_t node, uint32_t root,
+                                               uint32_t nnodes, uint32_t fanout);
+
+/* link.c */
+void ncg_link_close(struct ncg_link *l);
+void ncg_link_connect(struct ncg_link *l, uint64_t now); /* may become the node's relay */
+void ncg_link_send(struct ncg_link *l, const struct ncg_msg *m);
+void ncg_resolve_links(uint64_t now); /* takes lk */
+void ncg_link_io(int li, short rev, uint64_t now);
+
+/* apply.c */
+/* A record's call site for a diagnostic (symbolizes). */
+void ncg_site_of(const struct ncg_shm_record *rec, char *buf, size_t n);
+/* Applies a verdict (li: the link it came on, -1: decided here); takes lk; may capture stacks
+ * (~300 ms) and end the process. */
+void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now);
+
+/* lost.c */
+void ncg_link_lost(int li, const char *why, uint64_t now);
+/* rootlost: the node's relay said the tree's root is gone (its SHUTDOWN NCG_BYE_ROOT). */
+void ncg_link_lost_as(int li, const char *why, int rootlost, uint64_t now);
+void ncg_checker_lost_tick(uint64_t now); /* takes lk */
+
+/* report.c: REPORT, GOODBYEs, WAITs and p2p records to every link; takes lk. */
+void ncg_client_report(uint64_t now);
+
+/* exit.c: the exit sequence (its order and flags: the comment there) */
+void ncg_left_own_add(uint64_t id, uint64_t final); /* a comm destroyed here, for our SHUTDOWN */
+/* After a verdict was shown: DONE, and an abort's GOODBYEs and wait for RELEASE; takes lk. */
+void ncg_exit_after_verdict(int error, int must_exit, uint64_t comm_id, int li, uint64_t now);
+/* An error verdict while ending: DONE, and its RELEASE awaited too. */
+void ncg_exit_verdict_while_ending(uint64_t comm_id, int li);
+/* comm_id's RELEASE came on li (0: every one of li, its checker gone). */
+void ncg_exit_release_got(uint64_t comm_id, int li, uint64_t now);
+/* GOODBYEs to every checker, our SHUTDOWN to our clients unless only_bye; takes lk. */
+void ncg_exit_messages(uint8_t flags, int only_bye);
+/* The thread loop's exit steps: before the links' work, and after it (1: the thread ends;
+ * an abort's _exit there does not return). */
+void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now);
+int ncg_exit_finish(struct ncg_exit_run *x, int exiting, uint64_t now);
+/* atexit handler: any thread; blocks up to ~1 s (longer while an abort verdict is under way). */
+void ncg_exit_at_exit(void);
+
+/* thread.c: starts the checker thread once per process; under lk; 0 or -errno. */
+int ncg_start_thread_locked(void);
+
+#endif

@@ -1,0 +1,269 @@
+/* Applying a verdict in this process: the comm ranks it holds of the verdict's communicator,
+ * what each issued and where (its call, site, thread, stack and Python frames), the diagnostic,
+ * the report and the action; an abort then goes to the exit sequence (exit.c). */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <ck_pr.h>
+
+#include "action.h"
+#include "agent_int.h"
+#include "config.h"
+#include "diag.h"
+#include "dump.h"
+#include "ring.h"
+#include "shm.h"
+#include "stack.h"
+#include "symbol.h"
+#include "verdict.h"
+#include "wire.h"
+
+/* The thread to show for an error verdict: the issuer of this rank's latest call on the comm
+ * (collective or p2p, whichever is newer), and what it issued. 0 when there is none. */
+static uint32_t stuck_thread(const struct ncg_lcomm *lc, char *what, size_t cap)
+{
+    struct ncg_shm_record rc, rp;
+    char call[192];
+    uint64_t cc = ck_pr_load_64(&lc->shm->coll_seq), pc = ck_pr_load_64(&lc->shm->p2p_seq);
+    int hc = cc && ncg_ring_read(lc->shm, NCG_RING_COLL, cc - 1, &rc) == 0;
+    int hp = pc && ncg_ring_read(lc->shm, NCG_RING_P2P, pc - 1, &rp) == 0;
+    if (hp && (!hc || rp.t_ns > rc.t_ns)) {
+        struct ncg_call c = {rp.seq, rp.count, rp.root_or_peer, rp.func, rp.dtype, rp.redop};
+        snprintf(what, cap, "%s, #%" PRIu64 " of the pair", ncg_call_format(&c, call, sizeof call),
+                 rp.seq);
+        return rp.tid;
+    }
+    if (!hc)
+        return 0;
+    struct ncg_call c = {rc.seq, rc.count, rc.root_or_peer, rc.func, rc.dtype, rc.redop};
+    snprintf(what, cap, "slot %" PRIu64 " %s", cc - 1, ncg_call_format(&c, call, sizeof call));
+    return rc.tid;
+}
+
+/* Symbolized stack of thread tid into x (static storage: checker thread only); file:line only
+ * when srcline (a rank that prints the full block: reading debug information costs CPU time
+ * on every rank at once, between the verdict and the exit). */
+static void capture_stack(uint32_t tid, const char *what, struct ncg_diag_ctx *x, int srcline)
+{
+    enum { SHOW = 16 };
+    static char frame[SHOW][256];
+    static const char *fp[SHOW];
+    uint64_t pcs[NCG_STACK_MAX];
+    int n = ncg_stack_capture(tid, pcs, SHOW);
+    if (n <= 0) { /* said in the block: the user knows why the stack is missing */
+        x->stack_tid = tid;
+        x->stack_what = what;
+        x->stack_why = n < 0 ? ncg_stack_strerror(n) : "no frames";
+        x->nstack = 0;
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        fp[i] = ncg_symbolize_opt(pcs[i], frame[i], sizeof frame[i], srcline);
+    x->stack_tid = tid;
+    x->stack_what = what;
+    x->stack = fp;
+    x->nstack = n;
+}
+
+/* Verdicts whose diagnostic shows the stuck thread's stack: the certain ones, and a LAG that
+ * became an error when the process is about to end anyway (abort): there the lagging rank's
+ * stack is the answer to "where is it?". A job that lives on is not interrupted for a LAG. */
+static int is_stuck_verdict(const struct ncg_verdict *v)
+{
+    if (v->severity != NCG_SEV_ERROR)
+        return 0;
+    if (v->kind == NCG_V_LAG)
+        return ncg_cfg.action == NCG_ACTION_ABORT;
+    return v->kind == NCG_V_MISMATCH || v->kind == NCG_V_P2P_MISMATCH ||
+           v->kind == NCG_V_RANK_DIED || v->kind == NCG_V_RANK_EXITED || v->kind == NCG_V_STUCK ||
+           v->kind == NCG_V_DEADLOCK || v->kind == NCG_V_CHECKER_LOST;
+}
+
+/* A record's call site for a diagnostic; a graph replay's is its capture's, so said. */
+void ncg_site_of(const struct ncg_shm_record *rec, char *buf, size_t n)
+{
+    static const char tag[] = " (in a CUDA graph replay)";
+    if (!(rec->flags & NCG_REC_GRAPH) || n <= sizeof tag) {
+        ncg_symbolize(rec->caller_pc, buf, n);
+        return;
+    }
+    ncg_symbolize(rec->caller_pc, buf, n - (sizeof tag - 1));
+    if (!buf[0])
+        snprintf(buf, n, "a CUDA graph replay");
+    else
+        strcat(buf, tag);
+}
+
+/* One comm rank of the verdict's communicator held by this process, and what it shows. */
+struct held {
+    int32_t rank;
+    uint32_t tid; /* the thread whose stack to show (0: none) */
+    char mycall[256], site[NCG_WIRE_SITE], what[256];
+    double call_time_unix;
+};
+#define MAX_HELD 8 /* comm ranks of one comm shown by one process (the report lists them all) */
+
+/* Fills h with comm rank lc->rank's own call at the verdict's slot (or its latest) and the
+ * thread to show, and sets its count in v. Caller holds ncg_agent.lk. */
+static void held_facts(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct held *h)
+{
+    char call[192];
+    struct ncg_shm_record rec;
+    memset(h, 0, sizeof *h);
+    h->rank = lc->rank;
+    h->call_time_unix = -1;
+    uint64_t cnt = lc->removed ? lc->final : lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
+    /* This rank's own count as it is now, not as last reported to the coordinator. */
+    if (lc->rank >= 0 && (uint32_t)lc->rank < v->nranks)
+        v->counts[lc->rank] = (int64_t)cnt;
+    if (!lc->shm) { /* destroyed here before the verdict: its count is all that is left */
+        if (lc->removed)
+            snprintf(h->mycall, sizeof h->mycall,
+                     "none (it destroyed the communicator after %" PRIu64 " calls)", cnt);
+        return;
+    }
+    int slotted = v->kind == NCG_V_MISMATCH || v->kind == NCG_V_STUCK || v->kind == NCG_V_DEADLOCK;
+    int64_t slot = slotted && v->slot >= 0 && (uint64_t)v->slot < cnt ? v->slot : (int64_t)cnt - 1;
+    if (slot >= 0 && ncg_ring_read(lc->shm, NCG_RING_COLL, (uint64_t)slot, &rec) == 0) {
+        struct ncg_call c = {.seq = rec.seq,
+                             .count = rec.count,
+                             .root = rec.root_or_peer,
+                             .func = rec.func,
+                             .dtype = rec.dtype,
+                             .redop = rec.redop};
+        snprintf(h->mycall, sizeof h->mycall, "slot %" PRId64 " %s%s", slot,
+                 ncg_call_format(&c, call, sizeof call),
+                 (uint64_t)slot + 1 == cnt ? " (its latest call)" : "");
+        ncg_site_of(&rec, h->site, sizeof h->site);
+        if (v->kind == NCG_V_STUCK && !v->ncalls && rec.seq == (uint64_t)v->slot &&
+            slot == v->slot) {
+            /* the headline's call (the same on every rank: digests agree), where no WAIT named
+             * it (asynchronous NCCL: nobody blocks inside the call) */
+            v->ncalls = 1;
+            v->calls[0].call = c;
+            snprintf(v->calls[0].site, sizeof v->calls[0].site, "%s", h->site);
+        }
+        struct timespec wt, mt;
+        clock_gettime(CLOCK_REALTIME, &wt);
+        clock_gettime(CLOCK_MONOTONIC, &mt);
+        double mono = (double)mt.tv_sec + (double)mt.tv_nsec * 1e-9;
+        h->call_time_unix =
+            (double)wt.tv_sec + (double)wt.tv_nsec * 1e-9 - (mono - (double)rec.t_ns * 1e-9);
+    }
+    if (ncg_cfg.stacks && is_stuck_verdict(v))
+        h->tid = stuck_thread(lc, h->what, sizeof h->what);
+}
+
+/* x for held rank h: its call, site and (without ncg_agent.lk: the capture may take ~300 ms while
+ * application threads take ncg_agent.lk at init) its thread's stack and Python frames. */
+static void held_context(const struct ncg_verdict *v, struct held *h, struct ncg_diag_ctx *x)
+{
+    static struct ncg_pystack py; /* checker thread only */
+    x->rank = h->rank;
+    x->my_call = h->mycall;
+    x->my_site = h->site;
+    x->call_time_unix = h->call_time_unix;
+    x->stack_tid = 0;
+    x->nstack = 0;
+    x->py = NULL;
+    if (!h->tid)
+        return;
+    char on[8];
+    int full = ncg_cfg.diag == NCG_DIAG_FULL ||
+               (ncg_cfg.diag == NCG_DIAG_AUTO && ncg_diag_full_here(v, h->rank, on, sizeof on));
+    capture_stack(h->tid, h->what, x, full);
+    if (ncg_py_capture(h->tid, &py) == 0)
+        x->py = &py;
+}
+
+/* Applies a verdict: every comm rank of v's communicator held here prints its diagnostic (the
+ * one that prints the full block first, with the report and the action). li: the link it came
+ * on (-1: decided here, the checker being lost): there the process says DONE and, to abort,
+ * waits for the checker's RELEASE (release.h) so that no rank exits, and no launcher kills the
+ * others, before every rank has printed and written its part. */
+void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
+{
+    struct ncg_comm *fail[NCG_SHM_MAX_COMMS + 8];
+    int nf = 0;
+    static struct held held[MAX_HELD]; /* checker thread only */
+    int32_t ranks[NCG_SHM_MAX_COMMS];
+    int nh = 0, nr = 0;
+    struct ncg_diag_ctx x = {.rank = -1,
+                             .global_rank = ncg_global_rank(),
+                             .rank_var = ncg_launch()->global_var,
+                             .diag_mode = ncg_cfg.diag,
+                             .pid = (uint32_t)getpid(),
+                             .host = ncg_host_name(),
+                             .my_call = "",
+                             .my_site = "",
+                             .action = "",
+                             .exit_status = -1,
+                             .report_path = "",
+                             .call_time_unix = -1};
+    /* From here the process ends with NCG_EXIT_VERDICT: an application that finishes meanwhile
+     * (the stack capture's signal may end its sleep) must not exit 0 first (ncg_exit_at_exit
+     * waits). */
+    if (v->severity == NCG_SEV_ERROR && ncg_cfg.action == NCG_ACTION_ABORT)
+        __atomic_store_n(&ncg_agent.aborting, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&ncg_agent.lk);
+    /* Live comms first: a rank that destroyed the comm here is shown only when none is left. */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < ncg_agent.nlc; i++) {
+            struct ncg_lcomm *lc = &ncg_agent.lc[i];
+            if (lc->id != v->comm_id || lc->removed != pass || lc->rank < 0)
+                continue;
+            int dup = 0;
+            for (int k = 0; k < nr; k++)
+                dup |= ranks[k] == lc->rank;
+            if (dup || nr == (int)NCG_SHM_MAX_COMMS)
+                continue;
+            ranks[nr++] = lc->rank;
+            if (nh < MAX_HELD && (pass == 0 || nh == 0))
+                held_facts(lc, v, &held[nh++]);
+        }
+    pthread_mutex_unlock(&ncg_agent.lk);
+    /* The first shown (with the report) is a rank the verdict is about, else one that prints
+     * the full block, when this process holds one. */
+    int best = 0, best_score = -1;
+    for (int k = 0; k < nh; k++) {
+        char on[8];
+        int score = ncg_diag_in_subject(v, held[k].rank)
+                        ? 2
+                        : ncg_cfg.diag == NCG_DIAG_AUTO &&
+                              ncg_diag_full_here(v, held[k].rank, on, sizeof on);
+        if (score > best_score) {
+            best = k;
+            best_score = score;
+        }
+    }
+    if (best) {
+        struct held t = held[0];
+        held[0] = held[best];
+        held[best] = t;
+    }
+    x.held = ranks;
+    x.nheld = nr;
+    if (nh)
+        held_context(v, &held[0], &x);
+    /* The comms to fail, taken under the lock they are used under: the capture above let
+     * application threads run (one may have destroyed or aborted a comm meanwhile). */
+    pthread_mutex_lock(&ncg_agent.lk);
+    for (size_t i = 0; i < ncg_agent.nlc; i++) {
+        struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (lc->id == v->comm_id && !lc->removed && lc->c && nf < (int)(sizeof fail / sizeof *fail))
+            fail[nf++] = lc->c;
+    }
+    int must_exit = ncg_action_apply(v, &x, fail, nf);
+    pthread_mutex_unlock(&ncg_agent.lk);
+    for (int k = 1; k < nh; k++) { /* the other comm ranks held here: their own lines */
+        held_context(v, &held[k], &x);
+        ncg_action_show(v, &x);
+    }
+    if (v->kind == NCG_V_LAG && v->severity == NCG_SEV_WARN && nh)
+        ncg_dump_on_warning(v->comm_id); /* NCCLGUARD_DUMP_ON_WARN=1 */
+    ncg_exit_after_verdict(v->severity == NCG_SEV_ERROR, must_exit, v->comm_id, li, now);
+}

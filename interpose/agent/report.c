@@ -1,0 +1,276 @@
+/* The periodic REPORT of this process's communicators to their checkers (counts, heartbeat),
+ * with their GOODBYEs, the calls its threads wait in (WAIT) and p2p records; and the RANK
+ * EXITED this side judges from a SHUTDOWN's counts once the checker's process left. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <ck_pr.h>
+
+#include "agent_int.h"
+#include "comm.h"
+#include "local.h"
+#include "completion.h"
+#include "ring.h"
+#include "shm.h"
+#include "streamtab.h"
+#include "symbol.h"
+#include "verdict.h"
+#include "wire.h"
+
+/* The thread driving a comm here: the issuer of its latest call, else its creator. */
+static uint32_t driver_tid(const struct ncg_lcomm *lc, uint64_t cnt)
+{
+    struct ncg_shm_record rc, rp;
+    if (!lc->shm)
+        return 0;
+    uint64_t pc = ck_pr_load_64(&lc->shm->p2p_seq);
+    int hc = cnt && ncg_ring_read(lc->shm, NCG_RING_COLL, cnt - 1, &rc) == 0;
+    int hp = pc && ncg_ring_read(lc->shm, NCG_RING_P2P, pc - 1, &rp) == 0;
+    if (hp && (!hc || rp.t_ns > rc.t_ns))
+        return rp.tid;
+    return hc ? rc.tid : lc->shm->creator_tid;
+}
+
+/* 1 + the oldest launched, incomplete call of lc of the kind (0: none), and how many are
+ * launched. Checker thread, ncg_agent.lk held. */
+static uint64_t oldest_pending(const struct ncg_lcomm *lc, int p2p, uint64_t *launched)
+{
+    const struct ncg_shm_comm *s = lc->shm;
+    uint64_t iss = ck_pr_load_64(p2p ? &s->p2p_seq : &s->coll_seq);
+    uint64_t held = ck_pr_load_64(p2p ? &s->p2p_held : &s->coll_held);
+    uint64_t done = ck_pr_load_64(p2p ? &s->p2p_done : &s->coll_done);
+    *launched = held && held - 1 < iss ? held - 1 : iss;
+    return done < *launched ? done + 1 : 0;
+}
+
+/* How many of lc's kinds (collective, p2p) have had the same oldest incomplete call since the
+ * previous report. Checker thread, ncg_agent.lk held. */
+static unsigned stalled_kinds(const struct ncg_lcomm *lc)
+{
+    unsigned n = 0;
+    uint64_t launched;
+    for (int p2p = 0; lc->shm && p2p < 2; p2p++) {
+        uint64_t key = oldest_pending(lc, p2p, &launched);
+        n += key && key == lc->blocked_prev[p2p];
+    }
+    return n;
+}
+
+/* Adds the oldest launched, incomplete collective and p2p call of lc to w when it was already
+ * the oldest one at the previous report (blocked for at least an interval). Under asynchronous
+ * NCCL (queued) nobody blocks inside a call: then up to per_kind of the first launched calls
+ * not known complete, with their streams and launch orders (the stream-order DEADLOCK,
+ * waitfor.h): completion is sampled, so the calls that really wait may come a few milliseconds
+ * of calls after the first ones not known complete. Checker thread, ncg_agent.lk held. */
+static void blocked_calls(struct ncg_lcomm *lc, struct ncg_msg_wait *w, int queued,
+                          uint64_t per_kind)
+{
+    static struct {
+        uint64_t pc;
+        char site[NCG_WIRE_SITE];
+    } cache[64]; /* call sites symbolized once per address (a loop's calls share a few) */
+    if (!lc->shm)
+        return;
+    for (int p2p = 0; p2p < 2; p2p++) {
+        const struct ncg_shm_comm *s = lc->shm;
+        uint64_t launched, key = oldest_pending(lc, p2p, &launched);
+        uint64_t prev = lc->blocked_prev[p2p];
+        lc->blocked_prev[p2p] = key;
+        if (!key || key != prev)
+            continue;
+        uint64_t end = queued ? launched : key;
+        if (end - (key - 1) > per_kind)
+            end = key - 1 + per_kind;
+        for (uint64_t k = key; k <= end && w->n < NCG_WIRE_MAX_WAITS; k++) {
+            struct ncg_shm_record r;
+            if (ncg_ring_read(s, p2p ? NCG_RING_P2P : NCG_RING_COLL, k - 1, &r) != 0)
+                break;
+            struct ncg_wait_ent *e = &w->w[w->n++];
+            memset(e, 0, sizeof *e);
+            e->comm_id = lc->id;
+            e->rank = (uint32_t)lc->rank;
+            e->tid = r.tid;
+            e->p2p = (uint8_t)p2p;
+            e->queued = (uint8_t)queued;
+            e->stream = queued ? NCG_REC_STREAM(r.reserved) : 0;
+            e->order = queued ? NCG_REC_ORDER(r.reserved) : 0;
+            e->call = (struct ncg_call){r.seq, r.count, r.root_or_peer, r.func, r.dtype, r.redop};
+            /* the WAIT site without file:line: WAITs flow whenever a call waits an interval, and
+             * reading debug information (libdw) there would cost every waiting job memory and
+             * CPU */
+            unsigned h = (unsigned)((r.caller_pc * 0x9e3779b97f4a7c15ull) >> 58); /* 64 */
+            if (cache[h].pc != r.caller_pc || !cache[h].pc) {
+                cache[h].pc = r.caller_pc;
+                ncg_symbolize_opt(r.caller_pc, cache[h].site, sizeof cache[h].site, 0);
+            }
+            memcpy(e->site, cache[h].site, sizeof e->site);
+        }
+    }
+}
+
+/* Periodic: REPORT (heartbeat + counts), P2P records, GOODBYEs of removed comms; local RANK
+ * EXITED against a coordinator process that left. */
+void ncg_client_report(uint64_t now)
+{
+    static struct ncg_msg rep[NCG_MAX_LINKS], p2p, bye[NCG_MAX_LINKS], wt[NCG_MAX_LINKS];
+    unsigned stalled[NCG_MAX_LINKS] = {0};
+    int32_t gr = ncg_global_rank();
+    ncg_completion_poll(); /* asynchronous NCCL: advance the done counters first */
+    int cm = __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < ncg_agent.nlink; i++) {
+        memset(&rep[i], 0, sizeof rep[i]);
+        rep[i].type = NCG_MSG_REPORT;
+        wt[i].type = NCG_MSG_WAIT;
+        wt[i].u.wait.n = 0;
+        memset(&bye[i], 0, sizeof bye[i]);
+        bye[i].type = NCG_MSG_GOODBYE;
+    }
+    struct ncg_verdict *exited = NULL;
+    pthread_mutex_lock(&ncg_agent.lk);
+    /* Queued WAIT entries share a message: each stalled comm and kind gets its part. */
+    for (size_t i = 0; cm == NCG_CMODE_EVENTS && i < ncg_agent.nlc; i++)
+        if (ncg_agent.lc[i].link >= 0 && !ncg_agent.lc[i].removed)
+            stalled[ncg_agent.lc[i].link] += stalled_kinds(&ncg_agent.lc[i]);
+    for (size_t i = 0; i < ncg_agent.nlc;) {
+        struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (lc->link < 0) {
+            if (lc->removed && lc->link == -2) { /* unguarded: nobody to tell */
+                ncg_agent.lc[i] = ncg_agent.lc[--ncg_agent.nlc];
+                continue;
+            }
+            i++; /* removed before its link was resolved: told once it is */
+            continue;
+        }
+        struct ncg_link *l = &ncg_agent.link[lc->link];
+        if (lc->removed && (l->state == NCG_LINK_CONNECTING || l->state == NCG_LINK_HELLO)) {
+            i++; /* removed while its link was coming up: its GOODBYE once it is up */
+            continue;
+        }
+        if (lc->removed) {
+            struct ncg_msg_goodbye *g = &bye[lc->link].u.goodbye;
+            struct ncg_msg_report *rr = &rep[lc->link].u.report;
+            uint8_t fl = lc->aborted ? NCG_BYE_ABORT : 0;
+            /* Destroyed or aborted before any REPORT carried it (within the first interval):
+             * the checker does not know this member yet, and would drop its GOODBYE; a REPORT
+             * with its final count goes first (the REPORT is sent before the GOODBYE). */
+            if (!lc->reported && l->state == NCG_LINK_UP && rr->n < NCG_WIRE_MAX_COMMS &&
+                (g->n == 0 || g->flags == fl) && g->n < NCG_WIRE_MAX_COMMS) {
+                rr->e[rr->n++] = (struct ncg_report_entry){.comm_id = lc->id,
+                                                           .nranks = (uint32_t)lc->nranks,
+                                                           .rank = (uint32_t)lc->rank,
+                                                           .count = lc->final,
+                                                           .global_rank = gr,
+                                                           .done = lc->final,
+                                                           .done_hi = lc->final};
+                lc->reported = 1;
+            }
+            if (g->n == 0)
+                g->flags = fl;
+            if (l->state == NCG_LINK_UP && g->n < NCG_WIRE_MAX_COMMS && g->flags == fl) {
+                g->comm_id[g->n] = lc->id;
+                g->count[g->n++] = lc->final;
+                ncg_left_own_add(lc->id, lc->final);
+            } else if (l->state == NCG_LINK_UP) {
+                i++; /* next round (full, or the other kind of goodbye) */
+                continue;
+            }
+            ncg_agent.lc[i] = ncg_agent.lc[--ncg_agent.nlc];
+            continue;
+        }
+        uint64_t cnt = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
+        if (l->state != NCG_LINK_UP) {
+            if (!exited) {
+                struct ncg_local_self self = {lc->id, (uint32_t)lc->nranks, lc->rank,
+                                              ncg_global_rank(), cnt};
+                /* a tree's SHUTDOWN with counts is the root's, passed down */
+                int32_t hg = ncg_link_in_tree(l) ? l->tr.root_grank : l->w.global_rank;
+                exited = ncg_local_rank_exited(&self, lc->peer_final, lc->peer_left,
+                                               lc->peer_verdict, hg);
+                if (exited)
+                    lc->peer_final = lc->peer_left = UINT64_MAX;
+            }
+            i++;
+            continue;
+        }
+        struct ncg_msg_report *r = &rep[lc->link].u.report;
+        if (r->n < NCG_WIRE_MAX_COMMS) {
+            uint64_t done = lc->shm ? ck_pr_load_64(&lc->shm->coll_done) : 0, hi;
+            done = done < cnt ? done : cnt;
+            int sampled = ncg_cev_bounds(lc->c ? &lc->c->cev[0] : NULL, done, cnt, &hi);
+            r->e[r->n++] = (struct ncg_report_entry){.comm_id = lc->id,
+                                                     .nranks = (uint32_t)lc->nranks,
+                                                     .rank = (uint32_t)lc->rank,
+                                                     .count = cnt,
+                                                     .global_rank = gr,
+                                                     .done = done,
+                                                     .tid = driver_tid(lc, cnt),
+                                                     .done_hi = hi,
+                                                     .flags = sampled ? NCG_REP_SAMPLED : 0};
+            lc->reported = 1;
+        }
+        /* WAITs: where a call's return is its completion, the calls threads are blocked in (the
+         * DEADLOCK wait-for graph of threads); under asynchronous NCCL (completion from CUDA
+         * events) a thread is not blocked in the calls it enqueued and a completed call looks
+         * incomplete for a while, so instead the first calls queued on each stalled comm with
+         * their streams and launch orders (the stream-order graph; docs/checker.md). While
+         * the mode is still being probed, a call's return (found idle) is its completion, and
+         * the first one that leaves work behind ends the probing (EVENTS): a call incomplete
+         * at two reports in a row under PROBE has not returned, its thread is blocked in it. */
+        if (wt[lc->link].u.wait.n < NCG_WIRE_MAX_WAITS - 1) {
+            unsigned k = stalled[lc->link] ? stalled[lc->link] : 1;
+            uint64_t per = NCG_WIRE_MAX_WAITS / k < 4 ? 4 : NCG_WIRE_MAX_WAITS / k;
+            blocked_calls(lc, &wt[lc->link].u.wait, cm == NCG_CMODE_EVENTS, per);
+        }
+        i++;
+    }
+    pthread_mutex_unlock(&ncg_agent.lk);
+    for (int i = 0; i < ncg_agent.nlink; i++) {
+        if (ncg_agent.link[i].state != NCG_LINK_UP)
+            continue;
+        ncg_link_send(&ncg_agent.link[i], &rep[i]);
+        if (bye[i].u.goodbye.n) /* after the REPORT that may introduce its comms */
+            ncg_link_send(&ncg_agent.link[i], &bye[i]);
+        if (wt[i].u.wait.n || ncg_agent.link[i].waited) /* after the REPORT: counts first */
+            ncg_link_send(&ncg_agent.link[i], &wt[i]);
+        ncg_agent.link[i].waited = wt[i].u.wait.n != 0;
+    }
+    /* p2p after the reports: the coordinator matches records only from registered members */
+    pthread_mutex_lock(&ncg_agent.lk);
+    for (size_t i = 0; i < ncg_agent.nlc; i++) {
+        struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (lc->link < 0 || lc->removed || ncg_agent.link[lc->link].state != NCG_LINK_UP)
+            continue;
+        struct ncg_link *l = &ncg_agent.link[lc->link];
+        /* p2p records since the last report, at most NCG_WIRE_MAX_P2P per comm and interval */
+        uint64_t top = lc->shm ? ck_pr_load_64(&lc->shm->p2p_seq) : 0;
+        if (top > lc->p2p_next) {
+            uint64_t from = lc->p2p_next;
+            if (top - from > NCG_WIRE_MAX_P2P)
+                from = top - NCG_WIRE_MAX_P2P;
+            memset(&p2p, 0, sizeof p2p);
+            p2p.type = NCG_MSG_P2P;
+            p2p.u.p2p.comm_id = lc->id;
+            uint64_t k;
+            for (k = from; k < top; k++) {
+                struct ncg_shm_record rec;
+                int rc = ncg_ring_read(lc->shm, NCG_RING_P2P, k, &rec);
+                if (rc == -EAGAIN)
+                    break; /* still being written: next round */
+                if (rc != 0)
+                    continue;
+                p2p.u.p2p.r[p2p.u.p2p.n++] =
+                    (struct ncg_p2p_rec){rec.seq, rec.count, rec.root_or_peer, rec.func, rec.dtype};
+            }
+            lc->p2p_next = k;
+            if (p2p.u.p2p.n)
+                ncg_link_send(l, &p2p);
+        }
+    }
+    pthread_mutex_unlock(&ncg_agent.lk);
+    if (exited) {
+        if (!ncg_ending())
+            ncg_apply_verdict(exited, -1, now);
+        ncg_verdict_free(exited);
+    }
+}

@@ -1,0 +1,164 @@
+/* The checker thread: one poll() loop over the embedded coordinator, this process's relay and
+ * its links to checkers, reporting every interval; its exit steps are exit.c's. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+#include <ck_pr.h>
+
+#include "agent_int.h"
+#include "config.h"
+#include "dump.h"
+#include "log.h"
+#include "shm.h"
+
+static void *thread_main(void *arg)
+{
+    (void)arg;
+    prctl(PR_SET_NAME, "ncclguard"); /* so `top -H` (and the fault-injection tests) can tell it */
+    enum { MAXFD = 4096 };
+    static struct pollfd pf[MAXFD];
+    static int map[MAXFD];
+    uint64_t interval = (uint64_t)(ncg_cfg.interval_ms ? ncg_cfg.interval_ms : 100) * 1000000ull;
+    uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
+    struct ncg_exit_run xr = {.interval = interval};
+    uint64_t last_loop = 0;
+    for (;;) {
+        uint64_t now = ncg_chan_now_ns();
+        if (last_loop && hb && now - last_loop > hb / 2)
+            for (int i = 0; i < ncg_agent.nlink;
+                 i++) /* we were suspended, not the checker: restart its clock */
+                ncg_agent.link[i].last_rx_ns = now;
+        last_loop = now;
+        pthread_mutex_lock(&ncg_agent.lk);
+        int exiting = ncg_agent.exiting;
+        pthread_mutex_unlock(&ncg_agent.lk);
+        ncg_exit_tick(&xr, exiting, now); /* goodbyes, a deferred SHUTDOWN, a relay leaving */
+        ncg_resolve_links(now);
+        if (!exiting)
+            ncg_checker_lost_tick(now);
+        if (!exiting && now - ncg_agent.last_report_ns >= interval) {
+            ncg_agent.last_report_ns = now;
+            ncg_client_report(now);
+            struct ncg_shm_header *h = ncg_seg_get();
+            if (h)
+                ck_pr_store_64(&h->heartbeat_ns, ncg_now_ns());
+            ncg_dump_poll(); /* `ncclguard dump` (dump.h) */
+        }
+        for (int i = 0; i < ncg_agent.nlink; i++) {
+            struct ncg_link *l = &ncg_agent.link[i];
+            if (l->state == NCG_LINK_CONNECTING && now - l->start_ns > 10000000000ull)
+                ncg_link_lost(i, "connect timed out", now);
+            else if ((l->state == NCG_LINK_UP || l->state == NCG_LINK_HELLO) && hb &&
+                     now - l->last_rx_ns > hb && !exiting)
+                ncg_link_lost(i, "the checker went silent (frozen or unreachable)", now);
+        }
+        if (ncg_exit_finish(&xr, exiting, now))
+            return NULL; /* a clean exit is done (an abort ends the process there) */
+        int n = 0;
+        pf[n] = (struct pollfd){ncg_agent.wake[0], POLLIN, 0};
+        map[n++] = -1000;
+        int srv_first = n, nsrv = 0;
+        if (ncg_srv_up()) {
+            nsrv = ncg_server_pollfds(&ncg_agent.srv, pf + n, map + n, MAXFD - n - NCG_MAX_LINKS);
+            n += nsrv;
+        }
+        int rh_first = n, nrh = 0;
+        if (ncg_rh_up()) {
+            nrh = ncg_rhost_pollfds(ncg_agent.rh, pf + n, MAXFD - n - NCG_MAX_LINKS);
+            n += nrh;
+        }
+        int link_first = n;
+        for (int i = 0; i < ncg_agent.nlink; i++)
+            if (ncg_agent.link[i].state >= NCG_LINK_CONNECTING &&
+                ncg_agent.link[i].state <= NCG_LINK_UP && ncg_agent.link[i].io.fd >= 0) {
+                short ev = POLLIN;
+                if (ncg_agent.link[i].state == NCG_LINK_CONNECTING || ncg_agent.link[i].io.txlen)
+                    ev |= POLLOUT;
+                pf[n] = (struct pollfd){ncg_agent.link[i].io.fd, ev, 0};
+                map[n++] = i;
+            }
+        uint64_t next = ncg_agent.last_report_ns + interval;
+        int timeout = next > now ? (int)((next - now) / 1000000ull) + 1 : 0;
+        if ((ncg_srv_up() || ncg_rh_up()) && timeout > (int)ncg_cfg.interval_ms / 2)
+            timeout = (int)ncg_cfg.interval_ms / 2 + 1;
+        for (int i = 0; i < ncg_agent.nlink; i++) /* a link to retry soon (a node relay's) */
+            if (ncg_agent.link[i].state == NCG_LINK_DOWN && ncg_agent.link[i].lost_ns &&
+                ncg_agent.link[i].retry_ns > now &&
+                ncg_agent.link[i].retry_ns - now < (uint64_t)timeout * 1000000ull)
+                timeout = (int)((ncg_agent.link[i].retry_ns - now) / 1000000ull) + 1;
+        if (ncg_agent.abort_at_ns || ncg_agent.release_until_ns || exiting)
+            timeout = 10;
+        if (ncg_srv_up() && ncg_server_busy(&ncg_agent.srv))
+            timeout = 0; /* messages left from a bounded round */
+        int rc = poll(pf, (nfds_t)n, timeout);
+        if (rc < 0 && errno != EINTR)
+            usleep(1000);
+        now = ncg_chan_now_ns();
+        if (rc > 0 && (pf[0].revents & POLLIN)) {
+            char drain[64];
+            while (read(ncg_agent.wake[0], drain, sizeof drain) > 0) {
+            }
+        }
+        if (ncg_srv_up()) {
+            ncg_server_handle(&ncg_agent.srv, pf + srv_first, map + srv_first, rc > 0 ? nsrv : 0,
+                              now);
+            if (ncg_agent.srv.failed)
+                ncg_log("the checker in this process ran out of memory and stopped; this job runs "
+                        "unguarded");
+        }
+        if (ncg_rh_up())
+            ncg_rhost_handle(ncg_agent.rh, pf + rh_first, rc > 0 ? nrh : 0, now);
+        for (int k = link_first; k < n; k++)
+            if (rc > 0 && pf[k].revents)
+                ncg_link_io(map[k], pf[k].revents, now);
+            else if (ncg_agent.link[map[k]].io.txlen &&
+                     ncg_agent.link[map[k]].state >= NCG_LINK_HELLO)
+                ncg_link_io(map[k], 0, now);
+    }
+}
+
+/* Caller holds ncg_agent.lk. */
+int ncg_start_thread_locked(void)
+{
+    if (ncg_agent.started && ncg_agent.pid == getpid())
+        return 0;
+    if (pipe2(ncg_agent.wake, O_CLOEXEC | O_NONBLOCK) != 0)
+        return -errno;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the app's signals are not ours to take */
+    /* A small stack: the default (RLIMIT_STACK, often 8 MiB) would count against the job's
+     * address-space limit (ulimit -v) for a thread whose frames are a few KiB (its big buffers
+     * are static). */
+    pthread_attr_t at;
+    int rc = pthread_attr_init(&at);
+    if (rc == 0) {
+        rc = pthread_attr_setstacksize(&at, NCG_THREAD_STACK);
+        if (rc == 0)
+            rc = pthread_create(&ncg_agent.th, &at, thread_main, NULL);
+        pthread_attr_destroy(&at);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        close(ncg_agent.wake[0]);
+        close(ncg_agent.wake[1]);
+        ncg_agent.wake[0] = ncg_agent.wake[1] = -1;
+        return -rc;
+    }
+    pthread_detach(ncg_agent.th);
+    ncg_agent.started = 1;
+    ncg_agent.pid = getpid();
+    static int registered;
+    if (!registered) {
+        registered = 1;
+        atexit(ncg_exit_at_exit);
+    }
+    return 0;
+}

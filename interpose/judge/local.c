@@ -1,0 +1,101 @@
+/* The verdicts a process decides on its own (local.h): their subject and detail lines. */
+#include <inttypes.h>
+#include <stdio.h>
+#include "local.h"
+
+/* A new error verdict of kind on s's communicator, with what this side knows: its own rank's
+ * global rank and (with_count) its count. */
+static struct ncg_verdict *local_new(const struct ncg_local_self *s, int kind, int with_count)
+{
+    struct ncg_verdict *v = ncg_verdict_new(s->nranks);
+    if (!v)
+        return NULL;
+    v->kind = kind;
+    v->severity = NCG_SEV_ERROR;
+    v->comm_id = s->comm_id;
+    if (s->rank >= 0 && (uint32_t)s->rank < s->nranks) {
+        v->members[s->rank] = s->global_rank;
+        if (with_count)
+            v->counts[s->rank] = (int64_t)s->count;
+    }
+    return v;
+}
+
+struct ncg_verdict *ncg_local_rank_died(const struct ncg_local_self *s,
+                                        const struct ncg_local_holder *h)
+{
+    struct ncg_verdict *v = local_new(s, NCG_V_RANK_DIED, 1);
+    if (!v)
+        return NULL;
+    int32_t rg = h->rootlost || (h->relay && h->node == h->root_node) ? h->root_grank : -2;
+    if (rg >= 0) /* the root's process: it holds the checker, as under the flat one */
+        snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)", rg);
+    else if (rg == -1)
+        snprintf(v->subject, sizeof v->subject, "holding the checker (the relay tree's root at %s)",
+                 h->root_addr);
+    else if (h->relay && h->grank >= 0)
+        snprintf(v->subject, sizeof v->subject, "holding the relay of node %u (global rank %d)",
+                 h->node, h->grank);
+    else if (h->relay)
+        snprintf(v->subject, sizeof v->subject, "holding the relay of node %u", h->node);
+    else if (h->grank >= 0)
+        snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)", h->grank);
+    else
+        snprintf(v->subject, sizeof v->subject, "holding the checker");
+    if (h->rootlost)
+        snprintf(v->detail, sizeof v->detail,
+                 "this node's relay (pid %u on %s) lost it: its process died or is "
+                 "unreachable",
+                 h->pid, h->host);
+    else
+        snprintf(v->detail, sizeof v->detail, "pid %u on %s, %s", h->pid, h->host, h->why);
+    return v;
+}
+
+struct ncg_verdict *ncg_local_checker_lost(const struct ncg_local_self *s, int tree,
+                                           const char *name, double unreachable_s, const char *why,
+                                           double heartbeat_s)
+{
+    struct ncg_verdict *v = local_new(s, NCG_V_CHECKER_LOST, 1);
+    if (!v)
+        return NULL;
+    if (tree) /* fell back from a lost node relay to the tree's root */
+        snprintf(v->subject, sizeof v->subject, "%s", name);
+    else
+        snprintf(v->subject, sizeof v->subject, "the standalone checker at %s", name);
+    snprintf(v->detail, sizeof v->detail,
+             "unreachable for %.1f s (%s), and this process issued no call on this "
+             "communicator for %g s (%" PRIu64 " so far)",
+             unreachable_s, why, heartbeat_s, s->count);
+    return v;
+}
+
+struct ncg_verdict *ncg_local_rank_exited(const struct ncg_local_self *s, uint64_t peer_final,
+                                          uint64_t peer_left, int peer_verdict,
+                                          int32_t holder_grank)
+{
+    uint64_t cnt = s->count, low = peer_left < peer_final ? peer_left : peer_final;
+    if (cnt <= low)
+        return NULL; /* this rank waits for nobody who left */
+    struct ncg_verdict *v = local_new(s, NCG_V_RANK_EXITED, 0); /* its count is in the detail */
+    if (!v)
+        return NULL;
+    /* the checker's process, or members that left before it did (it knew their counts, not
+     * who they were: the SHUTDOWN carries no ranks) */
+    int host = cnt > peer_final, others = cnt > peer_left;
+    v->slot = (int64_t)low;
+    if (host && others && peer_left < peer_final)
+        snprintf(v->subject, sizeof v->subject,
+                 "holding the checker (global rank %d), and others that left before it",
+                 holder_grank);
+    else if (host)
+        snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)",
+                 holder_grank);
+    else
+        snprintf(v->subject, sizeof v->subject,
+                 "that left before the checker's process (global rank %d)", holder_grank);
+    snprintf(v->detail, sizeof v->detail, "%s after %" PRIu64 " calls; this rank issued %" PRIu64,
+             host && peer_verdict && peer_final <= peer_left ? NCG_EXITED_VERDICT : "left", low,
+             cnt);
+    return v;
+}

@@ -1,0 +1,53 @@
+/* The verdicts a process decides on its own, from what it alone still knows, when its checker
+ * cannot send one: RANK DIED of the process that held its checker (or relay), CHECKER LOST of
+ * a standalone checker while its communicators stall, and RANK EXITED from the counts of the
+ * SHUTDOWN a checker's process left with. Each is built here and only here, from plain
+ * figures. Pure: no sockets, threads or clock. */
+#ifndef NCG_LOCAL_H
+#define NCG_LOCAL_H
+
+#include <stdint.h>
+#include "verdict.h"
+
+/* This process's place in the verdict's communicator. */
+struct ncg_local_self {
+    uint64_t comm_id;
+    uint32_t nranks;
+    int32_t rank;        /* the comm rank held here (out of range: none) */
+    int32_t global_rank; /* this process's */
+    uint64_t count;      /* the collective calls it issued there */
+};
+
+/* The process that held the lost checker, as the link to it knew it. */
+struct ncg_local_holder {
+    int rootlost;             /* this node's relay said the tree's root is gone */
+    int relay;                /* the link went to this node's relay of a relay tree */
+    uint32_t node, root_node; /* that relay's node, the tree root's node */
+    int32_t root_grank;       /* the tree root's process's global rank (-1: unknown) */
+    const char *root_addr;    /* the tree root's address, as text */
+    int32_t grank;            /* the holder's global rank from its WELCOME (-1: unknown) */
+    uint32_t pid;             /* the holder's, from its WELCOME */
+    const char *host;
+    const char *why; /* how the connection was lost */
+};
+
+/* Each returns a new error verdict (ncg_verdict_free), or NULL when out of memory (or, RANK
+ * EXITED, when none is due). Any thread; allocates. */
+/* RANK DIED of the holder: its connection is lost (or, rootlost, the tree's root behind it). */
+struct ncg_verdict *ncg_local_rank_died(const struct ncg_local_self *s,
+                                        const struct ncg_local_holder *h);
+/* CHECKER LOST: the standalone checker named name (tree: the tree's root this process fell
+ * back to, name saying so) unreachable for unreachable_s (why), and no call issued on the
+ * communicator for heartbeat_s. */
+struct ncg_verdict *ncg_local_checker_lost(const struct ncg_local_self *s, int tree,
+                                           const char *name, double unreachable_s, const char *why,
+                                           double heartbeat_s);
+/* RANK EXITED judged here once the checker's process left: it left the communicator at
+ * peer_final (UINT64_MAX: never), and told of members that left before it at peer_left (the
+ * lowest; UINT64_MAX: none); peer_verdict: a verdict ended it; holder_grank: its global rank.
+ * Due when this rank issued calls past the lower of the two. */
+struct ncg_verdict *ncg_local_rank_exited(const struct ncg_local_self *s, uint64_t peer_final,
+                                          uint64_t peer_left, int peer_verdict,
+                                          int32_t holder_grank);
+
+#endif
