@@ -8,86 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "coord.h"
-#include "ncclguard/shm.h"
-#include "p2pmatch.h"
-#include "release.h"
-#include "round.h"
-#include "verdict.h"
-#include "deadlock.h"
-
-enum { M_UNKNOWN = 0, M_ACTIVE = 1, M_GONE = 2, M_DEAD = 3 };
-
-struct cmember {
-    int conn; /* -1 until registered */
-    uint8_t state;
-    uint8_t waiting; /* an answer to the current query is outstanding */
-    int32_t grank;
-    uint64_t count;
-    uint64_t progress_ns;      /* its count last grew (status endpoint) */
-    uint64_t rate_t0, rate_c0; /* calls-per-second window start (ncg_coord_view) */
-    double rate;
-    uint32_t pid; /* of the process that registered it, kept after its connection ends */
-    char host[64];
-    uint64_t done;      /* slots completed (v2); a lower bound when sampled */
-    uint64_t done_hi;   /* at most this many completed (v3; = done when exact) */
-    uint8_t sampled;    /* its completion is sampled by CUDA events (asynchronous NCCL) */
-    uint32_t tid;       /* the thread driving the comm in that process */
-    uint64_t report_ns; /* when its count was last reported */
-    uint8_t how;        /* M_GONE: NCG_BYE_ABORT or NCG_BYE_VERDICT from its goodbye, else 0 */
-};
-
-struct ccomm {
-    uint64_t id;
-    uint32_t nranks;
-    struct cmember *m;
-    uint64_t vc;              /* slots < vc are verified equal on every member that answered */
-    uint8_t done;             /* an error verdict was issued: no more checking */
-    struct ncg_verdict *last; /* that verdict, for members that register later */
-    uint8_t lag_warned;
-    uint64_t progress_ns;  /* last time any member's count grew */
-    uint64_t dprogress_ns; /* last time any member's completed count grew */
-    uint64_t stuck_warned; /* 1 + the slot a STUCK warning was issued for, 0 none */
-    /* comparison round */
-    uint8_t q_active, q_mode, q_narrow;
-    uint32_t qid, qn;
-    uint64_t qslot[NCG_WIRE_MAX_SLOTS];
-    uint64_t lo, hi;        /* narrowing range [lo, hi] */
-    struct ncg_answer *ans; /* [nranks * qn] */
-    struct ncg_p2pm p2p;    /* records waiting for their other side */
-    struct ncg_release rel; /* its error verdict's exit release (release.h) */
-};
-
-struct cconn {
-    uint8_t used, authed, bye;
-    uint64_t since_ns, last_rx_ns;
-    uint32_t pid;
-    int32_t grank;
-    char host[64];
-    struct ncg_wait_ent *waits; /* the calls its threads are blocked in (latest WAIT) */
-    uint32_t nwaits;
-    uint64_t wait_gen; /* WAITs received */
-    uint32_t q_sent;   /* 1 + the qid of the QUERY last sent (once per process: it answers for
-                          each of its ranks on the comm) */
-};
-
-struct ncg_coord {
-    struct ncg_coord_params p;
-    struct ncg_coord_ops ops;
-    struct cconn *conn;
-    int nconn;
-    struct ccomm **comm;
-    size_t ncomm, capcomm;
-    uint32_t next_qid;
-    uint64_t last_ping_ns, last_sweep_ns, last_tick_ns;
-    uint64_t now_ns; /* of the call being handled (a verdict's exit release starts then) */
-    struct ncg_coord_stats st;
-    /* DEADLOCK: a cycle seen once is confirmed by a second sighting after every process in it
-     * sent a newer WAIT (so they were all blocked in those calls at the same moment). One
-     * state per graph: [0] blocked threads, [1] stream order (asynchronous NCCL). */
-    struct ncg_dl_seen dl[2];
-    int nomem; /* an allocation failed: the state is no longer complete (ncg_coord_out_of_memory) */
-};
+#include "coord_int.h"
 
 /* Every allocation failure goes through here: a checker that lost state must stop (the
  * server tells its clients) rather than judge from what is left. Returns NULL. */
@@ -190,7 +111,7 @@ void ncg_coord_get_stats(const struct ncg_coord *co, struct ncg_coord_stats *st)
     *st = co->st;
 }
 
-static struct cconn *conn_get(struct ncg_coord *co, int id)
+struct cconn *ncg_co_conn_get(struct ncg_coord *co, int id)
 {
     if (id < 0 || id >= co->nconn || !co->conn[id].used)
         return NULL;
@@ -270,7 +191,7 @@ static void comm_remove(struct ncg_coord *co, size_t i)
 
 /* ---- verdicts ---- */
 
-static struct ncg_verdict *verdict_for(struct ccomm *c, uint8_t kind)
+struct ncg_verdict *ncg_co_verdict_for(struct ccomm *c, uint8_t kind)
 {
     struct ncg_verdict *v = ncg_verdict_new(c->nranks);
     if (!v)
@@ -317,7 +238,7 @@ static void note_stale_counts(const struct ncg_coord *co, const struct ccomm *c,
 }
 
 /* Sends v to every live member of c (once per process) and takes ownership of v. */
-static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verdict *v)
+void ncg_co_verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verdict *v)
 {
     struct ncg_msg m = {.type = NCG_MSG_VERDICT};
     note_stale_counts(co, c, v);
@@ -336,7 +257,8 @@ static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verd
         ncg_release_begin(&c->rel, co->now_ns + (uint64_t)(co->p.exit_wait_s * 1e9));
     for (uint32_t i = 0; i < c->nranks; i++) {
         int cn = c->m[i].conn;
-        if (cn < 0 || (c->m[i].state != M_ACTIVE && c->m[i].state != M_GONE) || !conn_get(co, cn))
+        if (cn < 0 || (c->m[i].state != M_ACTIVE && c->m[i].state != M_GONE) ||
+            !ncg_co_conn_get(co, cn))
             continue;
         uint32_t j;
         for (j = 0; j < i; j++) /* a process holding several ranks gets it once */
@@ -372,12 +294,12 @@ static void release_check(struct ncg_coord *co, struct ccomm *c)
     uint32_t left = ncg_release_pending(&c->rel, &first);
     struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
     for (uint32_t i = 0; i < c->rel.n; i++)
-        if (conn_get(co, c->rel.conn[i]))
+        if (ncg_co_conn_get(co, c->rel.conn[i]))
             co->ops.send(co->ops.arg, c->rel.conn[i], &m);
     c->rel.state = NCG_REL_RELEASED;
     if (left) {
         char who[128];
-        struct cconn *cc = conn_get(co, first);
+        struct cconn *cc = ncg_co_conn_get(co, first);
         co_event(co,
                  "exit release of comm %016" PRIx64 " after %.1f s without the DONE of %u "
                  "process%s (%s)",
@@ -446,7 +368,7 @@ static void query_send(struct ncg_coord *co, struct ccomm *c)
         c->ans[k].status = NCG_ANS_NONE; /* members not asked count as "no answer" */
     for (uint32_t i = 0; i < c->nranks; i++) {
         c->m[i].waiting = 0;
-        struct cconn *cc = conn_get(co, c->m[i].conn);
+        struct cconn *cc = ncg_co_conn_get(co, c->m[i].conn);
         if (c->m[i].state == M_ACTIVE && cc) {
             c->m[i].waiting = 1;
             if (cc->q_sent != c->qid + 1) /* a process holding k ranks: one QUERY, k ANSWERs */
@@ -478,7 +400,7 @@ static int slot_agrees(struct ccomm *c, uint32_t k)
 
 static void mismatch_verdict(struct ncg_coord *co, struct ccomm *c, uint32_t k)
 {
-    struct ncg_verdict *v = verdict_for(c, NCG_V_MISMATCH);
+    struct ncg_verdict *v = ncg_co_verdict_for(c, NCG_V_MISMATCH);
     struct ncg_call *calls = calloc(c->nranks, sizeof *calls);
     uint8_t *valid = calloc(c->nranks, 1);
     const char **sites = calloc(c->nranks, sizeof *sites);
@@ -504,7 +426,7 @@ static void mismatch_verdict(struct ncg_coord *co, struct ccomm *c, uint32_t k)
                  "the calls at slot %" PRIu64
                  " look alike: the first difference lies in slots no longer kept",
                  c->qslot[k]);
-    verdict_issue(co, c, v);
+    ncg_co_verdict_issue(co, c, v);
 out:
     free(calls);
     free(valid);
@@ -571,7 +493,7 @@ static void round_start(struct ncg_coord *co, struct ccomm *c)
 
 static void member_lost(struct ncg_coord *co, int conn, uint8_t kind, const char *why)
 {
-    struct cconn *cc = conn_get(co, conn);
+    struct cconn *cc = ncg_co_conn_get(co, conn);
     for (size_t ci = 0; ci < co->ncomm; ci++) {
         struct ccomm *c = co->comm[ci];
         int32_t *lost = NULL;
@@ -590,13 +512,13 @@ static void member_lost(struct ncg_coord *co, int conn, uint8_t kind, const char
             }
         }
         if (nl && !c->done) {
-            struct ncg_verdict *v = verdict_for(c, kind);
+            struct ncg_verdict *v = ncg_co_verdict_for(c, kind);
             if (v) {
                 ncg_ranks_compact(lost, nl, v->subject, sizeof v->subject);
                 if (cc)
                     snprintf(v->detail, sizeof v->detail, "pid %u on %s%s%s", cc->pid, cc->host,
                              why[0] ? ", " : "", why);
-                verdict_issue(co, c, v);
+                ncg_co_verdict_issue(co, c, v);
             }
         }
         free(lost);
@@ -624,7 +546,7 @@ static void forget_conn(struct ncg_coord *co, int conn)
 
 static void drop(struct ncg_coord *co, int conn)
 {
-    struct cconn *cc = conn_get(co, conn);
+    struct cconn *cc = ncg_co_conn_get(co, conn);
     if (!cc)
         return;
     co->st.dropped++;
@@ -635,7 +557,7 @@ static void drop(struct ncg_coord *co, int conn)
 void ncg_coord_closed(struct ncg_coord *co, int conn, uint64_t now_ns)
 {
     co->now_ns = now_ns;
-    struct cconn *cc = conn_get(co, conn);
+    struct cconn *cc = ncg_co_conn_get(co, conn);
     if (!cc)
         return;
     char who[128];
@@ -732,11 +654,11 @@ static void on_answer(struct ncg_coord *co, int conn, const struct ncg_msg_answe
 
 static void p2p_verdict(struct ncg_coord *co, struct ccomm *c, const struct ncg_p2pm_rec pair[2])
 {
-    struct ncg_verdict *v = verdict_for(c, NCG_V_P2P_MISMATCH);
+    struct ncg_verdict *v = ncg_co_verdict_for(c, NCG_V_P2P_MISMATCH);
     if (!v)
         return;
     ncg_p2pm_verdict(v, pair);
-    verdict_issue(co, c, v);
+    ncg_co_verdict_issue(co, c, v);
 }
 
 static void on_p2p(struct ncg_coord *co, int conn, const struct ncg_msg_p2p *p, uint64_t now_ns)
@@ -798,7 +720,7 @@ static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_good
 void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, uint64_t now_ns)
 {
     co->now_ns = now_ns;
-    struct cconn *cc = conn_get(co, conn);
+    struct cconn *cc = ncg_co_conn_get(co, conn);
     if (!cc)
         return;
     if (!cc->authed) {
@@ -878,7 +800,7 @@ static void check_exited(struct ncg_coord *co, struct ccomm *c)
             how = how == -1 || how == c->m[i].how ? c->m[i].how : 0;
         }
     if (n) {
-        struct ncg_verdict *v = verdict_for(c, NCG_V_RANK_EXITED);
+        struct ncg_verdict *v = ncg_co_verdict_for(c, NCG_V_RANK_EXITED);
         if (v) {
             ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
             v->slot = (int64_t)fin;
@@ -889,7 +811,7 @@ static void check_exited(struct ncg_coord *co, struct ccomm *c)
                      : how == NCG_BYE_VERDICT ? NCG_EXITED_VERDICT
                                               : "left",
                      fin, mx);
-            verdict_issue(co, c, v);
+            ncg_co_verdict_issue(co, c, v);
         }
     }
     free(who);
@@ -914,7 +836,7 @@ static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
     int act = co->p.lag_abort_s > 0 && idle >= co->p.lag_abort_s;
     if (!act && (co->p.lag_warn_s <= 0 || idle < co->p.lag_warn_s || c->lag_warned))
         return;
-    struct ncg_verdict *v = verdict_for(c, NCG_V_LAG);
+    struct ncg_verdict *v = ncg_co_verdict_for(c, NCG_V_LAG);
     int32_t *who = malloc(sizeof *who * c->nranks);
     if (!v || !who) {
         co_nomem(co);
@@ -933,10 +855,8 @@ static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
     snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle,
              mn, mx);
     c->lag_warned = 1;
-    verdict_issue(co, c, v);
+    ncg_co_verdict_issue(co, c, v);
 }
-
-#include "coord_hang.c" /* STUCK and DEADLOCK: they read this file's state */
 
 void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
 {
@@ -1090,7 +1010,7 @@ void ncg_coord_view(struct ncg_coord *co, uint64_t now_ns, const struct ncg_coor
         }
         for (uint32_t i = 0; i < c->nranks; i++) {
             struct cmember *mb = &c->m[i];
-            const struct cconn *cc = mb->conn >= 0 ? conn_get(co, mb->conn) : NULL;
+            const struct cconn *cc = mb->conn >= 0 ? ncg_co_conn_get(co, mb->conn) : NULL;
             if (mb->state == M_ACTIVE && now_ns >= mb->rate_t0 + 1000000000ull) {
                 mb->rate = (double)(mb->count - mb->rate_c0) / age_s(now_ns, mb->rate_t0);
                 mb->rate_t0 = now_ns;

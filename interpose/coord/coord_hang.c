@@ -1,14 +1,18 @@
-/* Part of coord.c (included there: it reads the coordinator's private state): the verdicts
- * for hangs that are not desyncs. STUCK: every member issued slot k identically (verified
- * digests), some member has not completed it, and nothing moved on the comm for
- * stuck_warn_s. DEADLOCK: a cycle in the wait-for graph of blocked threads (waitfor.h) built
- * from the members' WAITs, confirmed by a second sighting. See docs/checker.md. */
+/* The coordinator's verdicts for hangs that are not desyncs (on coord_int.h's state). STUCK: every
+ * member issued slot k identically (verified digests), some member has not completed it, and
+ * nothing moved on the comm for stuck_warn_s. DEADLOCK: a cycle in the wait-for graph of blocked
+ * threads (waitfor.h) built from the members' WAITs, confirmed by a second sighting. See
+ * docs/checker.md. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "coord_int.h"
 
 /* The call a member reported being blocked in at slot k of c, or NULL. */
 static const struct ncg_wait_ent *hang_wait_at(struct ncg_coord *co, const struct ccomm *c,
                                                uint32_t r, int p2p, uint64_t k)
 {
-    const struct cconn *cc = conn_get(co, c->m[r].conn);
+    const struct cconn *cc = ncg_co_conn_get(co, c->m[r].conn);
     for (uint32_t j = 0; cc && j < cc->nwaits; j++) {
         const struct ncg_wait_ent *w = &cc->waits[j];
         if (w->comm_id == c->id && w->rank == r && w->p2p == p2p && !w->queued &&
@@ -29,7 +33,7 @@ static void hang_member_lines(struct ncg_coord *co, const struct ccomm *c, uint6
             break;
         }
         const struct cmember *mb = &c->m[r];
-        const struct cconn *cc = conn_get(co, mb->conn);
+        const struct cconn *cc = ncg_co_conn_get(co, mb->conn);
         ncg_addf(b, cap, "rank %u (global %d%s%s): issued %" PRIu64 ", completed %" PRIu64, r,
                  mb->grank, cc ? ", " : "", cc ? cc->host : "", mb->count, mb->done);
         if (mb->done_hi > mb->done)
@@ -85,7 +89,7 @@ static int hang_behind_lag(struct ncg_coord *co, const struct ccomm *c)
     return 0;
 }
 
-static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
+void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
 {
     if (co->p.stuck_warn_s <= 0 && co->p.stuck_abort_s <= 0)
         return;
@@ -120,7 +124,7 @@ static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_
     int act = co->p.stuck_abort_s > 0 && idle >= co->p.stuck_abort_s;
     if (!act && (co->p.stuck_warn_s <= 0 || idle < co->p.stuck_warn_s || c->stuck_warned == k + 1))
         return;
-    struct ncg_verdict *v = verdict_for(c, NCG_V_STUCK);
+    struct ncg_verdict *v = ncg_co_verdict_for(c, NCG_V_STUCK);
     int32_t *not_done = malloc(sizeof *not_done * c->nranks);
     char *notes = malloc(NCG_WIRE_NOTES);
     if (!v || !not_done || !notes) {
@@ -149,7 +153,7 @@ static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_
     free(notes);
     free(not_done);
     c->stuck_warned = k + 1;
-    verdict_issue(co, c, v);
+    ncg_co_verdict_issue(co, c, v);
 }
 
 /* ---- DEADLOCK (deadlock.h) ---- */
@@ -210,14 +214,14 @@ static void coord_deadlock(struct ncg_coord *co, int streams)
         if (c->done)
             continue;
         int64_t slot = ncg_dl_verdict(f, dc, ci, subject, sizeof subject, detail, sizeof detail);
-        struct ncg_verdict *v = verdict_for(c, NCG_V_DEADLOCK);
+        struct ncg_verdict *v = ncg_co_verdict_for(c, NCG_V_DEADLOCK);
         if (!v)
             continue;
         snprintf(v->subject, sizeof v->subject, "%s", subject);
         snprintf(v->detail, sizeof v->detail, "%s", detail);
         v->slot = slot;
         ncg_verdict_set_notes(v, notes);
-        verdict_issue(co, c, v);
+        ncg_co_verdict_issue(co, c, v);
     }
 out:
     if (mm)
@@ -231,13 +235,13 @@ out:
     free(notes);
 }
 
-static void ncg_coord_check_deadlock(struct ncg_coord *co)
+void ncg_coord_check_deadlock(struct ncg_coord *co)
 {
     coord_deadlock(co, 0);
 }
 
 /* DEADLOCK under asynchronous NCCL: the stream-order graph (waitfor.h) of the queued entries. */
-static void ncg_coord_check_deadlock_streams(struct ncg_coord *co)
+void ncg_coord_check_deadlock_streams(struct ncg_coord *co)
 {
     coord_deadlock(co, 1);
 }

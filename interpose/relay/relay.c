@@ -14,123 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "deadlock.h"
-#include "ncclguard/shm.h"
-#include "p2pmatch.h"
-#include "relay.h"
-#include "release.h"
-#include "round.h"
-#include "verdict.h"
-
-enum { K_ACTIVE = 1, K_GONE = 2 };
-
-struct rkid {
-    int conn;
-    uint8_t relay;   /* 1: a child relay; 0: one rank of a client process */
-    uint8_t state;   /* K_ACTIVE, K_GONE (said goodbye) */
-    uint8_t waiting; /* an answer to the round in flight is outstanding */
-    uint32_t rank;   /* client: its comm rank */
-    uint64_t min, max;
-    uint32_t known, active;
-    uint8_t nown;
-    uint32_t own[NCG_RELAY_OWN];
-    uint8_t how;   /* client, K_GONE: NCG_BYE_ABORT / NCG_BYE_VERDICT of its goodbye */
-    uint8_t ngone; /* child relay: ranks that left beneath it (its last RSTAT) */
-    struct ncg_rgone gone[NCG_RELAY_GONE];
-    uint8_t nlow, low_more; /* child relay: ranks at its minimum */
-    uint32_t low[NCG_RELAY_LOW];
-    /* completion (STUCK): a client's done and max(done, done_hi); a child relay's minima */
-    uint64_t dmin, dhi;
-    uint8_t sampled; /* completion sampled by CUDA events (a child relay: somewhere) */
-    uint32_t ndlow;  /* child relay: ranks at its dmin, exact */
-    uint8_t ndlow_l; /* of which listed */
-    uint32_t dlow[NCG_RELAY_LOW];
-    uint32_t tid; /* client: the thread driving the comm (its latest REPORT; DEADLOCK) */
-    /* child relay: the ranks beneath it that answered its last round asking every rank (a
-     * narrowing QUERY for some ranks goes only to the subtrees holding them); unknown (0) until
-     * then, or when that answer's groups were truncated */
-    uint8_t span_known, nspan;
-    struct ncg_rrange span[NCG_RELAY_RANGES];
-};
-
-/* Root: a group of the round that found a difference, stood for by one of its ranks in the
- * narrowing rounds after it (its members' digests agreed at the later slot, so they agree at
- * every earlier one: the representative's answer is theirs). */
-struct rrep {
-    uint32_t nranks;
-    uint8_t nrange;
-    struct ncg_rrange r[NCG_RELAY_RANGES];
-};
-
-struct rcomm {
-    uint64_t id;
-    uint32_t nranks;
-    struct rkid *k;
-    uint32_t nk, capk;
-    uint8_t done;             /* a verdict is known: no more checking */
-    struct ncg_verdict *last; /* that verdict (nranks 0), for members that attach later */
-    /* the round in flight: the root's own, or the parent's QUERY being answered */
-    uint8_t q_active;
-    uint32_t qid, nwait;
-    uint8_t nrep; /* the round asks only these ranks (0: every rank) */
-    uint32_t rep[NCG_QUERY_REPS];
-    struct rrep repg[NCG_QUERY_REPS]; /* root: the group each one stands for */
-    struct ncg_round rd;              /* its slots; at the root also what is verified (round.h) */
-    struct ncg_msg_ranswer *acc;      /* answers merged so far */
-    uint64_t round_ns;           /* root: when its last plain round started (root_round_start) */
-    struct ncg_msg_rfault *pend; /* faults raised while detached from the parent */
-    uint32_t npend;
-    uint8_t pend_full;     /* past NCG_RELAY_PEND in this detachment: said once */
-    uint64_t progress_ns;  /* a count beneath this relay last grew (LAG) */
-    uint8_t lag_warned;    /* root: a LAG warning is outstanding */
-    uint64_t dprogress_ns; /* a completed count (or its bound) beneath last grew (STUCK) */
-    uint64_t stuck_warned; /* root: 1 + the slot a STUCK warning was issued for, 0 none */
-    uint64_t behind_ns;    /* root: root_behind_lag last held then (a sampled STUCK waits) */
-    uint64_t seen_ns;      /* root: its first round was due then (rounds wait for every rank) */
-    uint8_t sent_dead;     /* the latest RSTAT up carried it with no active rank (its last word:
-                              only then may a non-root relay forget it) */
-    uint64_t unlive_ns;    /* root: no active rank beneath since then, some left (0: not so) */
-    struct ncg_p2pm p2p;   /* p2p records that met no other side here yet */
-    uint8_t p2p_full;      /* past NCG_P2PM_MAX: said once */
-    uint8_t nbad;          /* below the root: 2 when bad[] holds a differing pair for the root */
-    struct ncg_rp2p_rec bad[2];
-    struct ncg_release rel; /* its error verdict's exit release: the root's deadline; below it,
-                               DONE up once the subtree is done, RELEASE down from the parent */
-};
-
-struct rconn {
-    uint8_t used, authed, relay, bye;
-    uint8_t refused; /* past its bound (relay.h): said once */
-    uint32_t nkids;  /* its kids that count against that bound (kid_counts) */
-    uint64_t since_ns, last_rx_ns;
-    uint32_t pid, node;
-    int32_t grank;
-    char host[64];
-    uint64_t wait_gen; /* client: its WAITs so far (DEADLOCK: relay_dl.c) */
-    uint64_t wait_sig; /* client: what its last RWAIT up said (0: none sent) */
-};
-
-struct ncg_relay {
-    struct ncg_relay_params p;
-    struct ncg_relay_ops ops;
-    struct rconn *conn;
-    int nconn;
-    struct rcomm **comm;
-    size_t ncomm, capcomm;
-    uint32_t next_qid;
-    uint8_t attached;
-    uint64_t parent_rx_ns, last_stat_ns, last_ping_ns, last_tick_ns, last_sweep_ns;
-    uint64_t now_ns; /* of the call being handled (the root's exit release starts then) */
-    struct ncg_relay_stats st;
-    uint8_t refused; /* past NCG_RELAY_MAX_COMMS: said once */
-    int nomem; /* an allocation failed: the state is no longer complete (ncg_relay_out_of_memory) */
-    struct rdl *dl;        /* root: the processes with blocked calls (relay_dl.c), NULL until one */
-    uint64_t ask_until_ns; /* every WAIT goes up until then, changed or not (an RASK) */
-};
+#include "relay_int.h"
 
 /* Every allocation failure goes through here (as coord.c's co_nomem): a relay that lost state
  * must not judge from what is left; its host stops the checker. Returns NULL. */
-static void *r_nomem(struct ncg_relay *r)
+void *ncg_rl_nomem(struct ncg_relay *r)
 {
     r->nomem = 1;
     return NULL;
@@ -141,8 +29,8 @@ int ncg_relay_out_of_memory(const struct ncg_relay *r)
     return r->nomem;
 }
 
-__attribute__((format(printf, 2, 3))) static void r_event(const struct ncg_relay *r,
-                                                          const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) void ncg_rl_event(const struct ncg_relay *r, const char *fmt,
+                                                        ...)
 {
     if (!r->ops.event)
         return;
@@ -276,13 +164,11 @@ static void comm_free(struct rcomm *c)
     free(c);
 }
 
-static void dl_free(struct ncg_relay *r); /* relay_dl.c */
-
 void ncg_relay_free(struct ncg_relay *r)
 {
     if (!r)
         return;
-    dl_free(r);
+    ncg_rl_dl_free(r);
     for (size_t i = 0; i < r->ncomm; i++)
         comm_free(r->comm[i]);
     free(r->comm);
@@ -302,7 +188,7 @@ void ncg_relay_get_stats(const struct ncg_relay *r, struct ncg_relay_stats *st)
     }
 }
 
-static struct rconn *conn_get(struct ncg_relay *r, int id)
+struct rconn *ncg_rl_conn_get(struct ncg_relay *r, int id)
 {
     if (id < 0 || id >= r->nconn || !r->conn[id].used)
         return NULL;
@@ -317,7 +203,7 @@ void ncg_relay_connected(struct ncg_relay *r, int conn, uint64_t now_ns)
         int n = conn + 16;
         struct rconn *nc = realloc(r->conn, sizeof *nc * (size_t)n);
         if (!nc) {
-            r_nomem(r);
+            ncg_rl_nomem(r);
             r->ops.drop(r->ops.arg, conn);
             return;
         }
@@ -331,7 +217,7 @@ void ncg_relay_connected(struct ncg_relay *r, int conn, uint64_t now_ns)
     r->conn[conn].grank = -1;
 }
 
-static struct rcomm *comm_find(struct ncg_relay *r, uint64_t id)
+struct rcomm *ncg_rl_comm_find(struct ncg_relay *r, uint64_t id)
 {
     for (size_t i = 0; i < r->ncomm; i++)
         if (r->comm[i]->id == id)
@@ -341,7 +227,7 @@ static struct rcomm *comm_find(struct ncg_relay *r, uint64_t id)
 
 /* A refusal by one of relay.h's bounds: counted; 1 the first time for this flag (the caller
  * then says it in one event line), 0 after. */
-static int refuse_first(struct ncg_relay *r, uint8_t *said)
+int ncg_rl_refuse_first(struct ncg_relay *r, uint8_t *said)
 {
     r->st.refused++;
     int first = !*said;
@@ -352,14 +238,14 @@ static int refuse_first(struct ncg_relay *r, uint8_t *said)
 /* 1 when conn may register one more kid (relay.h's bounds), else refused (said once). */
 static int kid_room(struct ncg_relay *r, int conn, int relay)
 {
-    struct rconn *cc = conn_get(r, conn);
+    struct rconn *cc = ncg_rl_conn_get(r, conn);
     uint32_t cap = relay ? NCG_RELAY_MAX_COMMS : NCG_RELAY_CONN_RANKS;
     if (!cc || cc->nkids < cap)
         return 1;
-    if (refuse_first(r, &cc->refused))
-        r_event(r, "refused: %s %u on %s registers more than %u %s; the others go unchecked",
-                relay ? "the relay of node" : "pid", relay ? cc->node : cc->pid, cc->host, cap,
-                relay ? "communicators" : "communicator ranks");
+    if (ncg_rl_refuse_first(r, &cc->refused))
+        ncg_rl_event(r, "refused: %s %u on %s registers more than %u %s; the others go unchecked",
+                     relay ? "the relay of node" : "pid", relay ? cc->node : cc->pid, cc->host, cap,
+                     relay ? "communicators" : "communicator ranks");
     return 0;
 }
 
@@ -368,7 +254,7 @@ static int kid_room(struct ncg_relay *r, int conn, int relay)
 static struct rcomm *comm_get(struct ncg_relay *r, uint64_t id, uint32_t nranks, int conn,
                               int relay)
 {
-    struct rcomm *c = comm_find(r, id);
+    struct rcomm *c = ncg_rl_comm_find(r, id);
     if (c)
         return c->nranks == nranks ? c : NULL;
     if (nranks == 0 || nranks > NCG_WIRE_MAX_RANKS)
@@ -376,21 +262,21 @@ static struct rcomm *comm_get(struct ncg_relay *r, uint64_t id, uint32_t nranks,
     if (conn >= 0 && !kid_room(r, conn, relay))
         return NULL;
     if (r->ncomm >= NCG_RELAY_MAX_COMMS) {
-        if (refuse_first(r, &r->refused))
-            r_event(r, "refused: more than %u communicators; the others go unchecked here",
-                    NCG_RELAY_MAX_COMMS);
+        if (ncg_rl_refuse_first(r, &r->refused))
+            ncg_rl_event(r, "refused: more than %u communicators; the others go unchecked here",
+                         NCG_RELAY_MAX_COMMS);
         return NULL;
     }
     if (r->ncomm == r->capcomm) {
         size_t n = r->capcomm ? r->capcomm * 2 : 8;
         struct rcomm **nc = realloc(r->comm, sizeof *nc * n);
         if (!nc)
-            return r_nomem(r);
+            return ncg_rl_nomem(r);
         r->comm = nc;
         r->capcomm = n;
     }
     if (!(c = calloc(1, sizeof *c)))
-        return r_nomem(r);
+        return ncg_rl_nomem(r);
     c->id = id;
     c->nranks = nranks;
     r->comm[r->ncomm++] = c;
@@ -416,7 +302,7 @@ static int kid_counts(const struct rkid *k)
 /* k stops counting against its connection's bound (it leaves, or is removed). */
 static void kid_uncount(struct ncg_relay *r, const struct rkid *k)
 {
-    struct rconn *cc = conn_get(r, k->conn);
+    struct rconn *cc = ncg_rl_conn_get(r, k->conn);
     if (cc && kid_counts(k) && cc->nkids)
         cc->nkids--;
 }
@@ -437,7 +323,7 @@ static struct rkid *kid_new(struct ncg_relay *r, struct rcomm *c)
         uint32_t n = c->capk ? c->capk * 2 : 8;
         struct rkid *nk = realloc(c->k, sizeof *nk * n);
         if (!nk)
-            return r_nomem(r);
+            return ncg_rl_nomem(r);
         c->k = nk;
         c->capk = n;
     }
@@ -449,7 +335,7 @@ static struct rkid *kid_new(struct ncg_relay *r, struct rcomm *c)
 static struct rkid *kid_add(struct ncg_relay *r, struct rcomm *c, int conn, int relay,
                             uint32_t rank)
 {
-    struct rconn *cc = conn_get(r, conn);
+    struct rconn *cc = ncg_rl_conn_get(r, conn);
     if (!cc || !kid_room(r, conn, relay))
         return NULL;
     struct rkid *k = kid_new(r, c);
@@ -471,7 +357,7 @@ static struct ncg_verdict *client_verdict(struct ncg_relay *r, const struct rcom
 {
     struct ncg_verdict *v = ncg_verdict_new(c->nranks);
     if (!v)
-        return r_nomem(r);
+        return ncg_rl_nomem(r);
     int64_t *counts = v->counts;
     int32_t *members = v->members;
     *v = *tv;
@@ -480,7 +366,7 @@ static struct ncg_verdict *client_verdict(struct ncg_relay *r, const struct rcom
     v->members = members;
     v->notes = NULL;
     if (tv->notes && ncg_verdict_set_notes(v, tv->notes) < 0)
-        r_nomem(r);
+        ncg_rl_nomem(r);
     return v;
 }
 
@@ -492,11 +378,11 @@ static void release_down(struct ncg_relay *r, struct rcomm *c)
 {
     struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
     for (uint32_t i = 0; i < c->rel.n; i++)
-        if (conn_get(r, c->rel.conn[i]))
+        if (ncg_rl_conn_get(r, c->rel.conn[i]))
             r->ops.send(r->ops.arg, c->rel.conn[i], &m);
     for (uint32_t i = 0; i < c->nk; i++) {
         int cn = c->k[i].conn, sent = 0;
-        if (!c->k[i].relay || !conn_get(r, cn))
+        if (!c->k[i].relay || !ncg_rl_conn_get(r, cn))
             continue;
         for (uint32_t j = 0; j < c->rel.n && !sent; j++)
             sent = c->rel.conn[j] == cn;
@@ -518,10 +404,10 @@ static void release_check(struct ncg_relay *r, struct rcomm *c)
         int first;
         uint32_t left = ncg_release_pending(&c->rel, &first);
         if (left)
-            r_event(r,
-                    "exit release of comm %016" PRIx64 " after %.1f s without the DONE of %u "
-                    "connection%s",
-                    c->id, r->p.exit_wait_s, left, left > 1 ? "s" : "");
+            ncg_rl_event(r,
+                         "exit release of comm %016" PRIx64 " after %.1f s without the DONE of %u "
+                         "connection%s",
+                         c->id, r->p.exit_wait_s, left, left > 1 ? "s" : "");
         release_down(r, c);
         return;
     }
@@ -535,14 +421,14 @@ static void release_check(struct ncg_relay *r, struct rcomm *c)
 /* The error verdict went to conn: waited for, or (the others released already) released. */
 static void release_add(struct ncg_relay *r, struct rcomm *c, int conn)
 {
-    const struct rconn *cc = conn_get(r, conn);
+    const struct rconn *cc = ncg_rl_conn_get(r, conn);
     if (c->rel.state == NCG_REL_WAITING && cc && cc->relay && ncg_release_adopt(&c->rel, conn))
         return; /* a subtree that reattached here: still waited for, as before */
     if (c->rel.state == NCG_REL_RELEASED) {
         struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
         r->ops.send(r->ops.arg, conn, &m);
     } else if (c->rel.state != NCG_REL_NONE && ncg_release_add(&c->rel, conn) < 0) {
-        r_nomem(r);
+        ncg_rl_nomem(r);
     }
 }
 
@@ -586,7 +472,7 @@ static void send_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdic
         for (j = 0; j < i; j++)
             if (c->k[j].conn == cn)
                 break;
-        if (j < i || (conn >= 0 && cn != conn) || !conn_get(r, cn))
+        if (j < i || (conn >= 0 && cn != conn) || !ncg_rl_conn_get(r, cn))
             continue;
         r->ops.send(r->ops.arg, cn, !c->k[i].relay && cm.u.verdict ? &cm : &m);
         if (v->severity == NCG_SEV_ERROR)
@@ -599,7 +485,7 @@ static struct ncg_verdict *verdict_dup(struct ncg_relay *r, const struct ncg_ver
 {
     struct ncg_verdict *d = ncg_verdict_new(0);
     if (!d)
-        return r_nomem(r);
+        return ncg_rl_nomem(r);
     int64_t *counts = d->counts;
     int32_t *members = d->members;
     *d = *v;
@@ -609,13 +495,13 @@ static struct ncg_verdict *verdict_dup(struct ncg_relay *r, const struct ncg_ver
     d->notes = NULL;
     if (v->notes && ncg_verdict_set_notes(d, v->notes) < 0) {
         ncg_verdict_free(d);
-        return r_nomem(r);
+        return ncg_rl_nomem(r);
     }
     return d;
 }
 
 /* The root's verdict on c (takes v): kept for late members, sent down the whole tree. */
-static void verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v)
+void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v)
 {
     char sum[512];
     if (r->nomem) { /* judged from incomplete state: the host stops the checker instead */
@@ -625,7 +511,7 @@ static void verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdi
     v->nranks = c->nranks; /* the headline's "(N ranks)"; the summary reads no per-rank array */
     ncg_verdict_summary(v, sum, sizeof sum);
     v->nranks = 0;
-    r_event(r, "%s %s", v->severity == NCG_SEV_WARN ? "warning:" : "verdict:", sum);
+    ncg_rl_event(r, "%s %s", v->severity == NCG_SEV_WARN ? "warning:" : "verdict:", sum);
     r->st.verdicts++;
     if (v->severity == NCG_SEV_WARN) { /* sent, not kept: the checking goes on */
         send_verdict(r, c, v, -1);
@@ -641,11 +527,11 @@ static void verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdi
     release_check(r, c); /* nobody to wait for beneath */
 }
 
-static struct ncg_verdict *tree_verdict(struct ncg_relay *r, const struct rcomm *c, uint8_t kind)
+struct ncg_verdict *ncg_rl_tree_verdict(struct ncg_relay *r, const struct rcomm *c, uint8_t kind)
 {
     struct ncg_verdict *v = ncg_verdict_new(0);
     if (!v)
-        return r_nomem(r);
+        return ncg_rl_nomem(r);
     v->kind = kind;
     v->severity = NCG_SEV_ERROR;
     v->comm_id = c->id;
@@ -667,11 +553,12 @@ static void pend_merge(struct ncg_relay *r, struct rcomm *c, const uint32_t *ran
         if (!have && last->n < NCG_RELAY_DEAD)
             last->rank[last->n++] = ranks[i];
     }
-    if (refuse_first(r, &c->pend_full))
-        r_event(r,
-                "comm %016" PRIx64 ": more than %u faults while detached from the parent; later "
-                "ones merged into the last",
-                c->id, NCG_RELAY_PEND);
+    if (ncg_rl_refuse_first(r, &c->pend_full))
+        ncg_rl_event(r,
+                     "comm %016" PRIx64
+                     ": more than %u faults while detached from the parent; later "
+                     "ones merged into the last",
+                     c->id, NCG_RELAY_PEND);
 }
 
 /* Ranks of c died (n of them): the root decides, any other relay tells its parent (or keeps
@@ -685,7 +572,7 @@ static void fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, u
     if (n > NCG_RELAY_DEAD)
         n = NCG_RELAY_DEAD;
     if (r->p.root) {
-        struct ncg_verdict *v = tree_verdict(r, c, NCG_V_RANK_DIED);
+        struct ncg_verdict *v = ncg_rl_tree_verdict(r, c, NCG_V_RANK_DIED);
         int32_t tmp[NCG_RELAY_DEAD];
         if (!v)
             return;
@@ -693,7 +580,7 @@ static void fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, u
             tmp[i] = (int32_t)ranks[i];
         ncg_ranks_compact(tmp, n, v->subject, sizeof v->subject);
         snprintf(v->detail, sizeof v->detail, "%s", detail);
-        verdict_issue(r, c, v);
+        ncg_rl_verdict_issue(r, c, v);
         return;
     }
     struct ncg_msg m = {.type = NCG_MSG_RFAULT};
@@ -712,7 +599,7 @@ static void fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, u
     }
     struct ncg_msg_rfault *np = realloc(c->pend, sizeof *np * (c->npend + 1));
     if (!np) {
-        r_nomem(r);
+        ncg_rl_nomem(r);
         return;
     }
     c->pend = np;
@@ -752,7 +639,7 @@ static void round_begin(struct ncg_relay *r, struct rcomm *c, const struct ncg_m
     free(c->acc);
     if (!(c->acc = calloc(1, sizeof *c->acc))) {
         c->q_active = 0;
-        r_nomem(r);
+        ncg_rl_nomem(r);
         return;
     }
     c->acc->comm_id = c->id;
@@ -774,7 +661,7 @@ static void round_begin(struct ncg_relay *r, struct rcomm *c, const struct ncg_m
     for (uint32_t i = 0; i < c->nk; i++) {
         struct rkid *k = &c->k[i];
         k->waiting = 0;
-        if (k->state != K_ACTIVE || (k->relay && !k->active) || !conn_get(r, k->conn) ||
+        if (k->state != K_ACTIVE || (k->relay && !k->active) || !ncg_rl_conn_get(r, k->conn) ||
             !kid_asked(c, k))
             continue;
         k->waiting = 1;
@@ -880,7 +767,7 @@ static int group_cmp(const void *a, const void *b)
 static void mismatch_verdict(struct ncg_relay *r, struct rcomm *c, uint32_t k)
 {
     const struct ncg_rslot *s = &c->acc->s[k];
-    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_MISMATCH);
+    struct ncg_verdict *v = ncg_rl_tree_verdict(r, c, NCG_V_MISMATCH);
     const struct ncg_rgroup *g[NCG_RELAY_GROUPS];
     struct ncg_rgroup byc[NCG_RELAY_GROUPS]; /* the groups merged per distinct call */
     const struct ncg_rgroup *bys[NCG_RELAY_GROUPS];
@@ -930,7 +817,7 @@ static void mismatch_verdict(struct ncg_relay *r, struct rcomm *c, uint32_t k)
                  "the calls at slot %" PRIu64
                  " look alike: the first difference lies in slots no longer kept",
                  c->rd.qslot[k]);
-    verdict_issue(r, c, v);
+    ncg_rl_verdict_issue(r, c, v);
 }
 
 static int root_agrees(void *arg, uint32_t k)
@@ -1003,7 +890,7 @@ static void root_check_exited(struct ncg_relay *r, struct rcomm *c)
         }
     if (!n)
         return;
-    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_RANK_EXITED);
+    struct ncg_verdict *v = ncg_rl_tree_verdict(r, c, NCG_V_RANK_EXITED);
     if (!v)
         return;
     ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
@@ -1014,7 +901,7 @@ static void root_check_exited(struct ncg_relay *r, struct rcomm *c)
              : how == NCG_BYE_VERDICT ? NCG_EXITED_VERDICT
                                       : "left",
              fin, mx);
-    verdict_issue(r, c, v);
+    ncg_rl_verdict_issue(r, c, v);
 }
 
 size_t ncg_relay_left(const struct ncg_relay *r, uint64_t *ids, uint64_t *counts, size_t cap)
@@ -1038,8 +925,6 @@ size_t ncg_relay_left(const struct ncg_relay *r, uint64_t *ids, uint64_t *counts
     return n;
 }
 
-#include "relay_hang.c" /* LAG and STUCK at the root: they read this file's state */
-
 /* Unverified slots below which plain rounds come every other interval: a quarter of the
  * shim's ring, so a difference found is narrowed while every member still holds its slots. */
 #define PACE_SLOTS (NCG_COLL_RING / 4)
@@ -1053,8 +938,8 @@ static void root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_
 {
     uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
     if (c->round_ns && now_ns - c->round_ns < iv - iv / 8)
-        return;                   /* a tick a little early still counts */
-    struct dfig f = comm_dfig(c); /* relay_hang.c */
+        return;                          /* a tick a little early still counts */
+    struct dfig f = ncg_rl_comm_dfig(c); /* relay_hang.c */
     uint64_t mn = f.mn;
     if (!c->seen_ns)
         c->seen_ns = now_ns;
@@ -1102,11 +987,11 @@ static void p2p_out_add(void *arg, const struct ncg_p2pm_rec *e)
 
 static void p2p_verdict(struct ncg_relay *r, struct rcomm *c, const struct ncg_p2pm_rec pair[2])
 {
-    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_P2P_MISMATCH);
+    struct ncg_verdict *v = ncg_rl_tree_verdict(r, c, NCG_V_P2P_MISMATCH);
     if (!v)
         return;
     ncg_p2pm_verdict(v, pair); /* the flat coordinator's words */
-    verdict_issue(r, c, v);
+    ncg_rl_verdict_issue(r, c, v);
 }
 
 /* Records that meet at this relay, each with the comm rank that reported it: a pair that
@@ -1128,13 +1013,14 @@ static void p2p_match(struct ncg_relay *r, struct rcomm *c, const struct ncg_rp2
                 c->bad[j] = (struct ncg_rp2p_rec){(uint32_t)ncg_p2pm_origin(&pair[j]), pair[j].rec};
             c->nbad = 2;
         } else if (res == NCG_P2PM_FULL) {
-            if (refuse_first(r, &c->p2p_full))
-                r_event(r,
-                        "comm %016" PRIx64 ": more than %u p2p records unmatched here; later ones "
-                        "refused until some match or age out",
-                        c->id, NCG_P2PM_MAX);
+            if (ncg_rl_refuse_first(r, &c->p2p_full))
+                ncg_rl_event(r,
+                             "comm %016" PRIx64
+                             ": more than %u p2p records unmatched here; later ones "
+                             "refused until some match or age out",
+                             c->id, NCG_P2PM_MAX);
         } else if (res == NCG_P2PM_NOMEM) {
-            r_nomem(r);
+            ncg_rl_nomem(r);
         }
     }
 }
@@ -1142,7 +1028,7 @@ static void p2p_match(struct ncg_relay *r, struct rcomm *c, const struct ncg_rp2
 /* A client's records: from its lowest live rank on the comm, as coord.c's on_p2p. */
 static void on_p2p(struct ncg_relay *r, int conn, const struct ncg_msg_p2p *p, uint64_t now_ns)
 {
-    struct rcomm *c = comm_find(r, p->comm_id);
+    struct rcomm *c = ncg_rl_comm_find(r, p->comm_id);
     if (!c || c->done || p->n > NCG_WIRE_MAX_P2P)
         return;
     int64_t me = -1;
@@ -1223,7 +1109,7 @@ static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report
         if (!k && (k = kid_gone(c, x->rank))) {
             /* The rank left and registers again (another connection): no second kid. Held by
              * no connection any more, it is this one's now (it gets the verdict). */
-            if (!conn_get(r, k->conn)) {
+            if (!ncg_rl_conn_get(r, k->conn)) {
                 k->conn = conn;
                 if (c->done && c->last)
                     send_verdict(r, c, c->last, conn);
@@ -1324,7 +1210,7 @@ static void answer_group(struct rcomm *c, uint32_t slot, const struct ncg_answer
 
 static void on_answer(struct ncg_relay *r, int conn, const struct ncg_msg_answer *a)
 {
-    struct rcomm *c = comm_find(r, a->comm_id);
+    struct rcomm *c = ncg_rl_comm_find(r, a->comm_id);
     if (!c || !c->q_active || a->qid != c->qid || a->n != c->rd.qn || a->rank >= c->nranks)
         return;
     struct rkid *k = kid_find(c, conn, 0, a->rank);
@@ -1339,7 +1225,7 @@ static void on_answer(struct ncg_relay *r, int conn, const struct ncg_msg_answer
 
 static void on_ranswer(struct ncg_relay *r, int conn, const struct ncg_msg_ranswer *a)
 {
-    struct rcomm *c = comm_find(r, a->comm_id);
+    struct rcomm *c = ncg_rl_comm_find(r, a->comm_id);
     if (!c || !c->q_active || a->qid != c->qid || a->n != c->rd.qn)
         return;
     struct rkid *k = kid_find(c, conn, 1, 0);
@@ -1367,7 +1253,7 @@ static void on_ranswer(struct ncg_relay *r, int conn, const struct ncg_msg_ransw
 static void on_goodbye(struct ncg_relay *r, int conn, const struct ncg_msg_goodbye *g)
 {
     for (uint32_t e = 0; e < g->n; e++) {
-        struct rcomm *c = comm_find(r, g->comm_id[e]);
+        struct rcomm *c = ncg_rl_comm_find(r, g->comm_id[e]);
         for (uint32_t i = 0; c && i < c->nk; i++)
             if (c->k[i].conn == conn && !c->k[i].relay && c->k[i].state == K_ACTIVE) {
                 kid_uncount(r, &c->k[i]);
@@ -1432,7 +1318,7 @@ static void keep_gone(struct ncg_relay *r, struct rcomm *c, const struct ncg_rgo
 /* conn is gone (closed, or silent): RANK DIED of what it held, then forget it. */
 static void conn_lost(struct ncg_relay *r, int conn, const char *why)
 {
-    struct rconn *cc = conn_get(r, conn);
+    struct rconn *cc = ncg_rl_conn_get(r, conn);
     if (!cc)
         return;
     for (size_t ci = 0; ci < r->ncomm; ci++) {
@@ -1474,8 +1360,8 @@ static void conn_lost(struct ncg_relay *r, int conn, const char *why)
         }
     }
     if (cc->authed)
-        r_event(r, "leave: %s %u on %s (%s)", cc->relay ? "relay of node" : "pid",
-                cc->relay ? cc->node : cc->pid, cc->host, cc->bye ? "clean exit" : why);
+        ncg_rl_event(r, "leave: %s %u on %s (%s)", cc->relay ? "relay of node" : "pid",
+                     cc->relay ? cc->node : cc->pid, cc->host, cc->bye ? "clean exit" : why);
     int was_relay = cc->relay;
     memset(cc, 0, sizeof *cc);
     release_mark(r, conn, 0, 1, was_relay);
@@ -1487,11 +1373,9 @@ void ncg_relay_closed(struct ncg_relay *r, int conn, uint64_t now_ns)
     conn_lost(r, conn, "connection lost without goodbye");
 }
 
-#include "relay_dl.c" /* DEADLOCK through the tree: it reads this file's state */
-
 void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, uint64_t now_ns)
 {
-    struct rconn *cc = conn_get(r, conn);
+    struct rconn *cc = ncg_rl_conn_get(r, conn);
     if (!cc)
         return;
     if (!cc->authed) {
@@ -1560,11 +1444,11 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
         break;
     case NCG_MSG_WAIT:
         if (!cc->relay)
-            on_wait(r, conn, &m->u.wait, now_ns);
+            ncg_rl_on_wait(r, conn, &m->u.wait, now_ns);
         break;
     case NCG_MSG_RWAIT:
         if (cc->relay && m->u.rwait)
-            on_rwait(r, m->u.rwait);
+            ncg_rl_on_rwait(r, m->u.rwait);
         break;
     case NCG_MSG_DONE:
         release_mark(r, conn, m->u.exit.comm_id, 0, cc->relay);
@@ -1738,7 +1622,7 @@ void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint
         return;
     if (m->type == NCG_MSG_QUERY) {
         const struct ncg_msg_query *q = &m->u.query;
-        struct rcomm *c = comm_find(r, q->comm_id);
+        struct rcomm *c = ncg_rl_comm_find(r, q->comm_id);
         if (!c || c->done) {
             static struct ncg_msg_ranswer empty;
             struct ncg_msg a = {.type = NCG_MSG_RANSWER};
@@ -1754,7 +1638,7 @@ void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint
         return;
     }
     if (m->type == NCG_MSG_RASK) {
-        dl_ask(r, now_ns);
+        ncg_rl_dl_ask(r, now_ns);
         return;
     }
     if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
@@ -1782,7 +1666,7 @@ void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint
         return;
     }
     if (m->type == NCG_MSG_RELEASE) { /* down to everyone the verdict went to */
-        struct rcomm *c = comm_find(r, m->u.exit.comm_id);
+        struct rcomm *c = ncg_rl_comm_find(r, m->u.exit.comm_id);
         if (c)
             release_down(r, c);
     }
@@ -1830,9 +1714,9 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
         if (r->p.root && !c->done)
             root_check_exited(r, c);
         if (r->p.root && !c->done)
-            root_check_lag(r, c, now_ns);
+            ncg_rl_check_lag(r, c, now_ns);
         if (r->p.root && !c->done)
-            root_check_stuck(r, c, now_ns);
+            ncg_rl_check_stuck(r, c, now_ns);
         if (r->p.root && !c->done && !c->q_active)
             root_round_start(r, c, now_ns);
         /* Faults queued while detached, and (below the root) a comm whose last RSTAT still
@@ -1867,7 +1751,7 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
         ci++;
     }
     if (r->p.root)
-        root_check_deadlock(r, now_ns);
+        ncg_rl_check_deadlock(r, now_ns);
     if (now_ns - r->last_ping_ns >= 500000000ull) {
         r->last_ping_ns = now_ns;
         struct ncg_msg m = {.type = NCG_MSG_PING};

@@ -1,17 +1,13 @@
-/* Part of relay.c (included there: it reads the relay's private state): the root's checks for
- * hangs, on the subtrees' aggregates. LAG (coord.c's check_lag): counts differ and nothing
- * beneath grew for lag_warn_s. STUCK (coord_hang.c's): every rank issued slot k identically,
- * some has not completed it, nothing completed for stuck_warn_s. DEADLOCK is relay_dl.c. */
+/* The root's checks for hangs, on the subtrees' aggregates (relay_int.h's state). LAG (coord.c's
+ * check_lag): counts differ and nothing beneath grew for lag_warn_s. STUCK (coord_hang.c's): every
+ * rank issued slot k identically, some has not completed it, nothing completed for stuck_warn_s.
+ * DEADLOCK is relay_dl.c. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "relay_int.h"
 
-/* c's figures over its active kids (LAG, STUCK, and relay.c's round start): members known
- * and active, min and max count, the completion bounds. */
-struct dfig {
-    uint64_t mn, mx, dmin, dhi;
-    uint32_t known, active;
-    uint8_t sampled;
-};
-
-static struct dfig comm_dfig(const struct rcomm *c)
+struct dfig ncg_rl_comm_dfig(const struct rcomm *c)
 {
     struct dfig f = {UINT64_MAX, 0, UINT64_MAX, UINT64_MAX, 0, 0, 0};
     for (uint32_t i = 0; i < c->nk; i++) {
@@ -30,9 +26,9 @@ static struct dfig comm_dfig(const struct rcomm *c)
 }
 
 /* coord.c's check_lag over the tree: counts differ and nothing beneath grew for lag_warn_s. */
-static void root_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
+void ncg_rl_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
 {
-    struct dfig f = comm_dfig(c);
+    struct dfig f = ncg_rl_comm_dfig(c);
     uint64_t mn = f.mn, mx = f.mx;
     if (f.known < c->nranks)
         return; /* not every member known yet */
@@ -44,7 +40,7 @@ static void root_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns
     int act = r->p.lag_abort_s > 0 && idle >= r->p.lag_abort_s;
     if (!act && (r->p.lag_warn_s <= 0 || idle < r->p.lag_warn_s || c->lag_warned))
         return;
-    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_LAG);
+    struct ncg_verdict *v = ncg_rl_tree_verdict(r, c, NCG_V_LAG);
     int32_t who[NCG_RELAY_DEAD];
     size_t n = 0;
     int more = 0;
@@ -68,7 +64,7 @@ static void root_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns
     snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle,
              mn, mx);
     c->lag_warned = 1;
-    verdict_issue(r, c, v);
+    ncg_rl_verdict_issue(r, c, v);
 }
 
 /* coord_hang.c's hang_behind_lag needs to know which members of c share a process with
@@ -82,7 +78,7 @@ static int root_behind_lag(const struct ncg_relay *r, const struct rcomm *c)
         const struct rcomm *o = r->comm[ci];
         if (o == c || o->done)
             continue;
-        struct dfig f = comm_dfig(o);
+        struct dfig f = ncg_rl_comm_dfig(o);
         if (f.mn != UINT64_MAX && f.mn <= f.dhi && f.mx > f.dmin)
             return 1;
     }
@@ -110,11 +106,11 @@ static void stuck_call(const struct rcomm *c, uint64_t k, struct ncg_verdict *v)
  * first slot some rank has not completed ([dmin, dhi] of the minima), it is verified identical
  * (rd.vc), and no completion (sampled; synchronous: nor issue) grew for stuck_warn_s. The
  * member lines of the flat checker (threads, call sites, other comms) are not gathered. */
-static void root_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
+void ncg_rl_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
 {
     if (r->p.stuck_warn_s <= 0 && r->p.stuck_abort_s <= 0)
         return;
-    struct dfig f = comm_dfig(c);
+    struct dfig f = ncg_rl_comm_dfig(c);
     /* Under sampled completion a comm's calls may sit on streams behind another comm's wait
      * for a late rank (its LAG): watched whenever completion lags issue here, and a STUCK waits
      * two intervals and a half after it last held (when that wait ends, the other comm's counts
@@ -138,13 +134,13 @@ static void root_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_
     if (!act && (r->p.stuck_warn_s <= 0 || idle < r->p.stuck_warn_s || c->stuck_warned == k + 1))
         return;
 
-    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_STUCK);
+    struct ncg_verdict *v = ncg_rl_tree_verdict(r, c, NCG_V_STUCK);
     char *notes = malloc(NCG_WIRE_NOTES);
     if (!v || !notes) {
         ncg_verdict_free(v);
         free(notes);
         if (!notes)
-            r_nomem(r);
+            ncg_rl_nomem(r);
         return;
     }
     int32_t who[NCG_RELAY_DEAD];
@@ -175,8 +171,8 @@ static void root_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_
              "each member's thread, call site and other communicators are not gathered through "
              "the relay tree (NCCLGUARD_TREE=off for them)\n");
     if (ncg_verdict_set_notes(v, notes) < 0)
-        r_nomem(r);
+        ncg_rl_nomem(r);
     free(notes);
     c->stuck_warned = k + 1;
-    verdict_issue(r, c, v);
+    ncg_rl_verdict_issue(r, c, v);
 }
