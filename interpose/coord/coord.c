@@ -191,20 +191,19 @@ static void comm_remove(struct ncg_coord *co, size_t i)
 
 /* ---- verdicts ---- */
 
-struct ncg_verdict *ncg_co_verdict_for(struct ccomm *c, uint8_t kind)
+/* A verdict's per-rank arrays: each member's count (-1 unknown) and global rank. */
+static void co_ranks(const void *arg, struct ncg_verdict *v)
 {
-    struct ncg_verdict *v = ncg_verdict_new(c->nranks);
-    if (!v)
-        return NULL;
-    v->kind = kind;
-    v->severity = NCG_SEV_ERROR;
-    v->comm_id = c->id;
-    v->last_agreed = (int64_t)c->vc - 1;
+    const struct ccomm *c = arg;
     for (uint32_t i = 0; i < c->nranks; i++) {
         v->counts[i] = c->m[i].state == M_UNKNOWN ? -1 : (int64_t)c->m[i].count;
         v->members[i] = c->m[i].grank;
     }
-    return v;
+}
+
+struct ncg_vcomm ncg_co_vcomm(const struct ccomm *c)
+{
+    return (struct ncg_vcomm){c->id, c->nranks, (int64_t)c->vc - 1, co_ranks, c};
 }
 
 /* Appends to v->detail which members' counts are older than five report intervals and 1 s (a
@@ -398,15 +397,27 @@ static int slot_agrees(struct ccomm *c, uint32_t k)
     return have >= 2 ? 1 : -1;
 }
 
+/* The members' calls at a slot, for ncg_group_calls. */
+struct co_calls {
+    const struct ncg_call *calls;
+    const uint8_t *valid;
+    const char *const *sites;
+    uint32_t n;
+};
+
+static void co_group(void *arg, struct ncg_verdict *v)
+{
+    const struct co_calls *g = arg;
+    ncg_group_calls(v, g->calls, g->valid, g->sites, g->n);
+}
+
 static void mismatch_verdict(struct ncg_coord *co, struct ccomm *c, uint32_t k)
 {
-    struct ncg_verdict *v = ncg_co_verdict_for(c, NCG_V_MISMATCH);
     struct ncg_call *calls = calloc(c->nranks, sizeof *calls);
     uint8_t *valid = calloc(c->nranks, 1);
     const char **sites = calloc(c->nranks, sizeof *sites);
-    if (!v || !calls || !valid || !sites) {
+    if (!calls || !valid || !sites) {
         co_nomem(co);
-        ncg_verdict_free(v);
         goto out;
     }
     for (uint32_t i = 0; i < c->nranks; i++) {
@@ -418,14 +429,13 @@ static void mismatch_verdict(struct ncg_coord *co, struct ccomm *c, uint32_t k)
         valid[i] = 1;
         sites[i] = a->site;
     }
-    v->slot = (int64_t)c->qslot[k];
-    v->last_agreed = (int64_t)c->vc - 1;
-    ncg_group_calls(v, calls, valid, sites, c->nranks);
-    if (v->ncalls < 2)
-        snprintf(v->detail, sizeof v->detail,
-                 "the calls at slot %" PRIu64
-                 " look alike: the first difference lies in slots no longer kept",
-                 c->qslot[k]);
+    struct ncg_vcomm vc = ncg_co_vcomm(c);
+    struct co_calls g = {calls, valid, sites, c->nranks};
+    struct ncg_verdict *v = ncg_v_mismatch(&vc, c->qslot[k], co_group, &g, 0);
+    if (!v) {
+        co_nomem(co);
+        goto out;
+    }
     ncg_co_verdict_issue(co, c, v);
 out:
     free(calls);
@@ -491,7 +501,7 @@ static void round_start(struct ncg_coord *co, struct ccomm *c)
 
 /* ---- member events ---- */
 
-static void member_lost(struct ncg_coord *co, int conn, uint8_t kind, const char *why)
+static void member_lost(struct ncg_coord *co, int conn, const char *why)
 {
     struct cconn *cc = ncg_co_conn_get(co, conn);
     for (size_t ci = 0; ci < co->ncomm; ci++) {
@@ -512,14 +522,14 @@ static void member_lost(struct ncg_coord *co, int conn, uint8_t kind, const char
             }
         }
         if (nl && !c->done) {
-            struct ncg_verdict *v = ncg_co_verdict_for(c, kind);
-            if (v) {
-                ncg_ranks_compact(lost, nl, v->subject, sizeof v->subject);
-                if (cc)
-                    snprintf(v->detail, sizeof v->detail, "pid %u on %s%s%s", cc->pid, cc->host,
-                             why[0] ? ", " : "", why);
+            char detail[NCG_WIRE_STR];
+            if (cc)
+                snprintf(detail, sizeof detail, "pid %u on %s%s%s", cc->pid, cc->host,
+                         why[0] ? ", " : "", why);
+            struct ncg_vcomm vc = ncg_co_vcomm(c);
+            struct ncg_verdict *v = ncg_v_rank_died(&vc, lost, nl, cc ? detail : NULL);
+            if (v)
                 ncg_co_verdict_issue(co, c, v);
-            }
         }
         free(lost);
         round_check(co, c);
@@ -565,7 +575,7 @@ void ncg_coord_closed(struct ncg_coord *co, int conn, uint64_t now_ns)
         co_event(co, "leave: %s (%s)", conn_who(cc, who, sizeof who),
                  cc->bye ? "clean exit" : "connection lost without goodbye");
     if (cc->authed && !cc->bye)
-        member_lost(co, conn, NCG_V_RANK_DIED, "connection lost without goodbye");
+        member_lost(co, conn, "connection lost without goodbye");
     forget_conn(co, conn);
 }
 
@@ -654,10 +664,10 @@ static void on_answer(struct ncg_coord *co, int conn, const struct ncg_msg_answe
 
 static void p2p_verdict(struct ncg_coord *co, struct ccomm *c, const struct ncg_p2pm_rec pair[2])
 {
-    struct ncg_verdict *v = ncg_co_verdict_for(c, NCG_V_P2P_MISMATCH);
+    struct ncg_vcomm vc = ncg_co_vcomm(c);
+    struct ncg_verdict *v = ncg_v_p2p(&vc, pair);
     if (!v)
         return;
-    ncg_p2pm_verdict(v, pair);
     ncg_co_verdict_issue(co, c, v);
 }
 
@@ -800,19 +810,10 @@ static void check_exited(struct ncg_coord *co, struct ccomm *c)
             how = how == -1 || how == c->m[i].how ? c->m[i].how : 0;
         }
     if (n) {
-        struct ncg_verdict *v = ncg_co_verdict_for(c, NCG_V_RANK_EXITED);
-        if (v) {
-            ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
-            v->slot = (int64_t)fin;
-            /* The detail's first words name how (ncg_verdict_summary's headline uses them). */
-            snprintf(v->detail, sizeof v->detail,
-                     "%s after %" PRIu64 " calls; others issued up to %" PRIu64,
-                     how == NCG_BYE_ABORT     ? NCG_EXITED_ABORT
-                     : how == NCG_BYE_VERDICT ? NCG_EXITED_VERDICT
-                                              : "left",
-                     fin, mx);
+        struct ncg_vcomm vc = ncg_co_vcomm(c);
+        struct ncg_verdict *v = ncg_v_exited(&vc, who, n, fin, mx, how);
+        if (v)
             ncg_co_verdict_issue(co, c, v);
-        }
     }
     free(who);
 }
@@ -836,24 +837,22 @@ static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
     int act = co->p.lag_abort_s > 0 && idle >= co->p.lag_abort_s;
     if (!act && (co->p.lag_warn_s <= 0 || idle < co->p.lag_warn_s || c->lag_warned))
         return;
-    struct ncg_verdict *v = ncg_co_verdict_for(c, NCG_V_LAG);
     int32_t *who = malloc(sizeof *who * c->nranks);
-    if (!v || !who) {
+    if (!who) {
         co_nomem(co);
-        ncg_verdict_free(v);
-        free(who);
         return;
     }
     size_t n = 0;
     for (uint32_t i = 0; i < c->nranks; i++)
         if (c->m[i].state == M_ACTIVE && c->m[i].count == mn)
             who[n++] = (int32_t)i;
-    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+    struct ncg_vcomm vc = ncg_co_vcomm(c);
+    struct ncg_verdict *v = ncg_v_lag(&vc, who, n, 0, act, mn, mx, idle);
     free(who);
-    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
-    v->slot = (int64_t)mn;
-    snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle,
-             mn, mx);
+    if (!v) {
+        co_nomem(co);
+        return;
+    }
     c->lag_warned = 1;
     ncg_co_verdict_issue(co, c, v);
 }
@@ -884,7 +883,7 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
                      (double)(now_ns - cc->last_rx_ns) / 1e9);
             co_event(co, "leave: %s (%s)", conn_who(cc, who, sizeof who), why);
             if (!cc->bye)
-                member_lost(co, i, NCG_V_RANK_DIED, why);
+                member_lost(co, i, why);
             drop(co, i);
         }
     }

@@ -124,34 +124,31 @@ void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_n
     int act = co->p.stuck_abort_s > 0 && idle >= co->p.stuck_abort_s;
     if (!act && (co->p.stuck_warn_s <= 0 || idle < co->p.stuck_warn_s || c->stuck_warned == k + 1))
         return;
-    struct ncg_verdict *v = ncg_co_verdict_for(c, NCG_V_STUCK);
     int32_t *not_done = malloc(sizeof *not_done * c->nranks);
-    char *notes = malloc(NCG_WIRE_NOTES);
-    if (!v || !not_done || !notes) {
-        ncg_verdict_free(v);
+    char *lines = malloc(NCG_WIRE_NOTES);
+    if (!not_done || !lines) {
         free(not_done);
-        free(notes);
+        free(lines);
         return;
     }
     size_t nn = 0;
+    const struct ncg_wait_ent *at = NULL; /* the call at slot k (equal everywhere: digests agree) */
     for (uint32_t i = 0; i < c->nranks; i++) {
         if (c->m[i].done <= k)
             not_done[nn++] = (int32_t)i;
-        const struct ncg_wait_ent *w = hang_wait_at(co, c, i, 0, k);
-        if (w && !v->ncalls) { /* the call at slot k (equal everywhere: digests agree) */
-            v->ncalls = 1;
-            v->calls[0].call = w->call;
-            snprintf(v->calls[0].site, sizeof v->calls[0].site, "%s", w->site);
-        }
+        if (!at)
+            at = hang_wait_at(co, c, i, 0, k);
     }
-    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
-    v->slot = (int64_t)k;
-    ncg_ranks_compact(not_done, nn, v->subject, sizeof v->subject);
-    ncg_stuck_words(v, k, khi, idle, nn == c->nranks, nn > 1, notes, NCG_WIRE_NOTES);
-    hang_member_lines(co, c, k, notes, NCG_WIRE_NOTES);
-    ncg_verdict_set_notes(v, notes);
-    free(notes);
+    lines[0] = 0;
+    hang_member_lines(co, c, k, lines, NCG_WIRE_NOTES);
+    struct ncg_stuck_fig s = {
+        k, khi, idle, act, not_done, nn, nn, 0, at ? &at->call : NULL, at ? at->site : NULL, lines};
+    struct ncg_vcomm vc = ncg_co_vcomm(c);
+    struct ncg_verdict *v = ncg_v_stuck(&vc, &s);
+    free(lines);
     free(not_done);
+    if (!v)
+        return;
     c->stuck_warned = k + 1;
     ncg_co_verdict_issue(co, c, v);
 }
@@ -210,17 +207,12 @@ static void coord_deadlock(struct ncg_coord *co, int streams)
     for (long i = 0; i < f->n; i++) { /* in the cycle's order; a comm's first step only */
         size_t ci = f->step[i].comm;
         struct ccomm *c = co->comm[ci];
-        char subject[NCG_WIRE_STR], detail[NCG_WIRE_STR];
         if (c->done)
             continue;
-        int64_t slot = ncg_dl_verdict(f, dc, ci, subject, sizeof subject, detail, sizeof detail);
-        struct ncg_verdict *v = ncg_co_verdict_for(c, NCG_V_DEADLOCK);
+        struct ncg_vcomm vc = ncg_co_vcomm(c);
+        struct ncg_verdict *v = ncg_v_deadlock(&vc, f, dc, ci, notes);
         if (!v)
             continue;
-        snprintf(v->subject, sizeof v->subject, "%s", subject);
-        snprintf(v->detail, sizeof v->detail, "%s", detail);
-        v->slot = slot;
-        ncg_verdict_set_notes(v, notes);
         ncg_co_verdict_issue(co, c, v);
     }
 out:

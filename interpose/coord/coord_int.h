@@ -14,6 +14,7 @@
 #include "release.h"
 #include "round.h"
 #include "verdict.h"
+#include "verdicts.h"
 
 enum { M_UNKNOWN = 0, M_ACTIVE = 1, M_GONE = 2, M_DEAD = 3 };
 
@@ -90,8 +91,8 @@ struct ncg_coord {
 
 /* conn's state, or NULL when id is no connection. No allocation. */
 struct cconn *ncg_co_conn_get(struct ncg_coord *co, int id);
-/* A verdict of kind on c (error severity, c's counts and members). Allocates; NULL on failure. */
-struct ncg_verdict *ncg_co_verdict_for(struct ccomm *c, uint8_t kind);
+/* c as verdicts.h's constructors take it (with its members' counts and global ranks). Pure. */
+struct ncg_vcomm ncg_co_vcomm(const struct ccomm *c);
 /* Sends v to every live member of c (once per process) and takes ownership of v. Allocates. */
 void ncg_co_verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verdict *v);
 

@@ -527,16 +527,9 @@ void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdi
     release_check(r, c); /* nobody to wait for beneath */
 }
 
-struct ncg_verdict *ncg_rl_tree_verdict(struct ncg_relay *r, const struct rcomm *c, uint8_t kind)
+struct ncg_vcomm ncg_rl_vcomm(const struct rcomm *c)
 {
-    struct ncg_verdict *v = ncg_verdict_new(0);
-    if (!v)
-        return ncg_rl_nomem(r);
-    v->kind = kind;
-    v->severity = NCG_SEV_ERROR;
-    v->comm_id = c->id;
-    v->last_agreed = (int64_t)c->rd.vc - 1;
-    return v;
+    return (struct ncg_vcomm){c->id, c->nranks, (int64_t)c->rd.vc - 1, NULL, NULL};
 }
 
 /* Past NCG_RELAY_PEND queued faults: the new fault's ranks not queued yet join the last one
@@ -572,14 +565,15 @@ static void fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, u
     if (n > NCG_RELAY_DEAD)
         n = NCG_RELAY_DEAD;
     if (r->p.root) {
-        struct ncg_verdict *v = ncg_rl_tree_verdict(r, c, NCG_V_RANK_DIED);
         int32_t tmp[NCG_RELAY_DEAD];
-        if (!v)
-            return;
         for (uint32_t i = 0; i < n; i++)
             tmp[i] = (int32_t)ranks[i];
-        ncg_ranks_compact(tmp, n, v->subject, sizeof v->subject);
-        snprintf(v->detail, sizeof v->detail, "%s", detail);
+        struct ncg_vcomm vc = ncg_rl_vcomm(c);
+        struct ncg_verdict *v = ncg_v_rank_died(&vc, tmp, n, detail);
+        if (!v) {
+            ncg_rl_nomem(r);
+            return;
+        }
         ncg_rl_verdict_issue(r, c, v);
         return;
     }
@@ -762,18 +756,24 @@ static int group_cmp(const void *a, const void *b)
     return x->nranks > y->nranks ? -1 : x->nranks < y->nranks;
 }
 
+/* A round's slot k, for mismatch_calls. */
+struct mm_slot {
+    const struct rcomm *c;
+    uint32_t k;
+};
+
 /* Slot k's records differ: the verdict names each distinct call (coord.c groups members by
  * call, not digest: groups whose digests differ but whose calls read the same are one call). */
-static void mismatch_verdict(struct ncg_relay *r, struct rcomm *c, uint32_t k)
+static void mismatch_calls(void *arg, struct ncg_verdict *v)
 {
+    const struct mm_slot *m = arg;
+    const struct rcomm *c = m->c;
+    uint32_t k = m->k;
     const struct ncg_rslot *s = &c->acc->s[k];
-    struct ncg_verdict *v = ncg_rl_tree_verdict(r, c, NCG_V_MISMATCH);
     const struct ncg_rgroup *g[NCG_RELAY_GROUPS];
     struct ncg_rgroup byc[NCG_RELAY_GROUPS]; /* the groups merged per distinct call */
     const struct ncg_rgroup *bys[NCG_RELAY_GROUPS];
     uint32_t ng = 0, nc = 0;
-    if (!v)
-        return;
     for (uint32_t i = 0; i < s->ngroups; i++)
         if (s->g[i].status == NCG_ANS_OK)
             g[ng++] = &s->g[i];
@@ -807,16 +807,18 @@ static void mismatch_verdict(struct ncg_relay *r, struct rcomm *c, uint32_t k)
     }
     if (nc > 1)
         ncg_rgroup_ranks(&others, v->subject, sizeof v->subject);
-    v->slot = (int64_t)c->rd.qslot[k];
-    if (s->more)
-        snprintf(v->detail, sizeof v->detail,
-                 "more than %u distinct calls at this slot: the others are not shown",
-                 NCG_RELAY_GROUPS);
-    else if (nc < 2)
-        snprintf(v->detail, sizeof v->detail,
-                 "the calls at slot %" PRIu64
-                 " look alike: the first difference lies in slots no longer kept",
-                 c->rd.qslot[k]);
+}
+
+static void mismatch_verdict(struct ncg_relay *r, struct rcomm *c, uint32_t k)
+{
+    struct ncg_vcomm vc = ncg_rl_vcomm(c);
+    struct mm_slot m = {c, k};
+    struct ncg_verdict *v =
+        ncg_v_mismatch(&vc, c->rd.qslot[k], mismatch_calls, &m, c->acc->s[k].more);
+    if (!v) {
+        ncg_rl_nomem(r);
+        return;
+    }
     ncg_rl_verdict_issue(r, c, v);
 }
 
@@ -890,17 +892,12 @@ static void root_check_exited(struct ncg_relay *r, struct rcomm *c)
         }
     if (!n)
         return;
-    struct ncg_verdict *v = ncg_rl_tree_verdict(r, c, NCG_V_RANK_EXITED);
-    if (!v)
+    struct ncg_vcomm vc = ncg_rl_vcomm(c);
+    struct ncg_verdict *v = ncg_v_exited(&vc, who, n, fin, mx, how);
+    if (!v) {
+        ncg_rl_nomem(r);
         return;
-    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
-    v->slot = (int64_t)fin;
-    snprintf(v->detail, sizeof v->detail,
-             "%s after %" PRIu64 " calls; others issued up to %" PRIu64,
-             how == NCG_BYE_ABORT     ? NCG_EXITED_ABORT
-             : how == NCG_BYE_VERDICT ? NCG_EXITED_VERDICT
-                                      : "left",
-             fin, mx);
+    }
     ncg_rl_verdict_issue(r, c, v);
 }
 
@@ -987,10 +984,12 @@ static void p2p_out_add(void *arg, const struct ncg_p2pm_rec *e)
 
 static void p2p_verdict(struct ncg_relay *r, struct rcomm *c, const struct ncg_p2pm_rec pair[2])
 {
-    struct ncg_verdict *v = ncg_rl_tree_verdict(r, c, NCG_V_P2P_MISMATCH);
-    if (!v)
+    struct ncg_vcomm vc = ncg_rl_vcomm(c);
+    struct ncg_verdict *v = ncg_v_p2p(&vc, pair); /* the flat coordinator's words */
+    if (!v) {
+        ncg_rl_nomem(r);
         return;
-    ncg_p2pm_verdict(v, pair); /* the flat coordinator's words */
+    }
     ncg_rl_verdict_issue(r, c, v);
 }
 

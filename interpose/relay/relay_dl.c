@@ -421,12 +421,12 @@ void ncg_rl_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
             struct rcomm *c = cm[k];
             if (c->done)
                 continue;
-            struct ncg_verdict *v = ncg_rl_tree_verdict(r, c, NCG_V_DEADLOCK);
-            if (!v)
+            struct ncg_vcomm vc = ncg_rl_vcomm(c);
+            struct ncg_verdict *v = ncg_v_deadlock(&vc, f, dc, k, notes);
+            if (!v) {
+                ncg_rl_nomem(r);
                 goto out;
-            v->slot = ncg_dl_verdict(f, dc, k, v->subject, sizeof v->subject, v->detail,
-                                     sizeof v->detail);
-            ncg_verdict_set_notes(v, notes);
+            }
             ncg_rl_verdict_issue(r, c, v);
         }
     }

@@ -40,12 +40,9 @@ void ncg_rl_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
     int act = r->p.lag_abort_s > 0 && idle >= r->p.lag_abort_s;
     if (!act && (r->p.lag_warn_s <= 0 || idle < r->p.lag_warn_s || c->lag_warned))
         return;
-    struct ncg_verdict *v = ncg_rl_tree_verdict(r, c, NCG_V_LAG);
     int32_t who[NCG_RELAY_DEAD];
     size_t n = 0;
     int more = 0;
-    if (!v)
-        return;
     for (uint32_t i = 0; i < c->nk; i++) {
         const struct rkid *k = &c->k[i];
         if (k->state != K_ACTIVE || (k->relay && !k->active) || k->min != mn)
@@ -56,13 +53,12 @@ void ncg_rl_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
             who[n++] = (int32_t)k->low[j];
         more |= k->relay && k->low_more;
     }
-    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
-    if (more) /* more laggards than listed */
-        ncg_addf(v->subject, sizeof v->subject, ",...");
-    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
-    v->slot = (int64_t)mn;
-    snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle,
-             mn, mx);
+    struct ncg_vcomm vc = ncg_rl_vcomm(c);
+    struct ncg_verdict *v = ncg_v_lag(&vc, who, n, more, act, mn, mx, idle); /* more: past who */
+    if (!v) {
+        ncg_rl_nomem(r);
+        return;
+    }
     c->lag_warned = 1;
     ncg_rl_verdict_issue(r, c, v);
 }
@@ -85,21 +81,19 @@ static int root_behind_lag(const struct ncg_relay *r, const struct rcomm *c)
     return 0;
 }
 
-/* The call at slot k from the last round's records, when it asked them (one call everywhere). */
-static void stuck_call(const struct rcomm *c, uint64_t k, struct ncg_verdict *v)
+/* The call at slot k from the last round's records, when it asked them (one call everywhere):
+ * its group, or NULL. */
+static const struct ncg_rgroup *stuck_call(const struct rcomm *c, uint64_t k)
 {
     if (!c->acc || c->rd.mode != NCG_QUERY_RECORDS)
-        return;
+        return NULL;
     for (uint32_t j = 0; j < c->rd.qn && j < c->acc->n; j++) {
         const struct ncg_rslot *s = &c->acc->s[j];
         if (c->rd.qslot[j] != k || s->ngroups != 1 || s->more || s->g[0].status != NCG_ANS_OK)
             continue;
-        v->ncalls = 1;
-        v->calls[0].call = s->g[0].call;
-        v->calls[0].call.seq = k;
-        snprintf(v->calls[0].site, sizeof v->calls[0].site, "%s", s->g[0].site);
-        return;
+        return &s->g[0];
     }
+    return NULL;
 }
 
 /* coord_hang.c's STUCK over the tree, on aggregates: every rank known and active issued the
@@ -133,16 +127,6 @@ void ncg_rl_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
     int act = r->p.stuck_abort_s > 0 && idle >= r->p.stuck_abort_s;
     if (!act && (r->p.stuck_warn_s <= 0 || idle < r->p.stuck_warn_s || c->stuck_warned == k + 1))
         return;
-
-    struct ncg_verdict *v = ncg_rl_tree_verdict(r, c, NCG_V_STUCK);
-    char *notes = malloc(NCG_WIRE_NOTES);
-    if (!v || !notes) {
-        ncg_verdict_free(v);
-        free(notes);
-        if (!notes)
-            ncg_rl_nomem(r);
-        return;
-    }
     int32_t who[NCG_RELAY_DEAD];
     size_t n = 0;
     uint64_t nat = 0; /* ranks at dmin, exact */
@@ -156,23 +140,28 @@ void ncg_rl_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
         for (uint32_t j = 0; x->relay && j < x->ndlow_l && n < NCG_RELAY_DEAD; j++)
             who[n++] = (int32_t)x->dlow[j];
     }
-    if (nat >= c->nranks) { /* every rank: named whole, however many the lists held */
-        snprintf(v->subject, sizeof v->subject, c->nranks > 1 ? "0-%u" : "0", c->nranks - 1);
-    } else {
-        ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
-        if (nat > n) /* more than listed */
-            ncg_addf(v->subject, sizeof v->subject, ",...");
-    }
-    stuck_call(c, k, v);
-    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
-    v->slot = (int64_t)k;
-    ncg_stuck_words(v, k, khi, idle, nat >= c->nranks, nat > 1, notes, NCG_WIRE_NOTES);
-    ncg_addf(notes, NCG_WIRE_NOTES,
-             "each member's thread, call site and other communicators are not gathered through "
-             "the relay tree (NCCLGUARD_TREE=off for them)\n");
-    if (ncg_verdict_set_notes(v, notes) < 0)
+    const struct ncg_rgroup *g = stuck_call(c, k);
+    struct ncg_call call = g ? g->call : (struct ncg_call){0};
+    call.seq = k;
+    struct ncg_stuck_fig s = {
+        k,
+        khi,
+        idle,
+        act,
+        who,
+        n,
+        nat,
+        nat >= c->nranks,
+        g ? &call : NULL,
+        g ? g->site : NULL,
+        "each member's thread, call site and other communicators are not gathered through the "
+        "relay tree (NCCLGUARD_TREE=off for them)\n"};
+    struct ncg_vcomm vc = ncg_rl_vcomm(c);
+    struct ncg_verdict *v = ncg_v_stuck(&vc, &s);
+    if (!v || !v->notes)
         ncg_rl_nomem(r);
-    free(notes);
+    if (!v)
+        return;
     c->stuck_warned = k + 1;
     ncg_rl_verdict_issue(r, c, v);
 }

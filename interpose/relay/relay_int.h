@@ -14,6 +14,7 @@
 #include "release.h"
 #include "round.h"
 #include "verdict.h"
+#include "verdicts.h"
 
 enum { K_ACTIVE = 1, K_GONE = 2 };
 
@@ -142,8 +143,8 @@ int ncg_rl_refuse_first(struct ncg_relay *r, uint8_t *said);
 struct rconn *ncg_rl_conn_get(struct ncg_relay *r, int id);
 /* The comm of that id, or NULL. */
 struct rcomm *ncg_rl_comm_find(struct ncg_relay *r, uint64_t id);
-/* The root: a verdict of kind on c (error severity, no per-rank arrays). Allocates. */
-struct ncg_verdict *ncg_rl_tree_verdict(struct ncg_relay *r, const struct rcomm *c, uint8_t kind);
+/* c as verdicts.h's constructors take it (the tree's verdicts carry no per-rank arrays). Pure. */
+struct ncg_vcomm ncg_rl_vcomm(const struct rcomm *c);
 /* The root's verdict on c (takes v): kept for late members, sent down the whole tree. */
 void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v);
 
