@@ -89,12 +89,40 @@ struct ncg_coord {
     int nomem; /* an allocation failed: the state is no longer complete (ncg_coord_out_of_memory) */
 };
 
+/* coord.c */
 /* conn's state, or NULL when id is no connection. No allocation. */
 struct cconn *ncg_co_conn_get(struct ncg_coord *co, int id);
+/* The comm of that id, or NULL. No allocation. */
+struct ccomm *ncg_co_comm_find(struct ncg_coord *co, uint64_t id);
+/* Every allocation failure goes through here: a checker that lost state must stop (the
+ * server tells its clients) rather than judge from what is left. Returns NULL. */
+void *ncg_co_nomem(struct ncg_coord *co);
+/* One event line (coord.h's ops.event), when there is an event callback. No allocation. */
+__attribute__((format(printf, 2, 3))) void ncg_co_event(const struct ncg_coord *co, const char *fmt,
+                                                        ...);
+/* "pid 123 (global rank 4) on host" of an authenticated connection. */
+const char *ncg_co_conn_who(const struct cconn *cc, char *buf, size_t cap);
+
+/* coord_issue.c */
 /* c as verdicts.h's constructors take it (with its members' counts and global ranks). Pure. */
 struct ncg_vcomm ncg_co_vcomm(const struct ccomm *c);
 /* Sends v to every live member of c (once per process) and takes ownership of v. Allocates. */
 void ncg_co_verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verdict *v);
+/* RELEASE to every process c's error verdict went to, once all said DONE or closed, or at the
+ * deadline. */
+void ncg_co_release_check(struct ncg_coord *co, struct ccomm *c);
+/* A member registered after c's error verdict got it now: it is waited for too, or released
+ * at once when the others were. */
+void ncg_co_release_late(struct ncg_coord *co, struct ccomm *c, int conn);
+/* conn said DONE for comm_id, or is gone (gone: every comm; it is forgotten, never sent a
+ * RELEASE, so that a new connection given its id gets none). */
+void ncg_co_release_mark(struct ncg_coord *co, int conn, uint64_t comm_id, int gone);
+
+/* coord_round.c: the round in flight is decided once no member's answer is outstanding; a plain
+ * round starts when the slowest member moved past what is verified; an ANSWER from conn. */
+void ncg_co_round_check(struct ncg_coord *co, struct ccomm *c);
+void ncg_co_round_start(struct ncg_coord *co, struct ccomm *c);
+void ncg_co_on_answer(struct ncg_coord *co, int conn, const struct ncg_msg_answer *a);
 
 /* coord_hang.c: STUCK on c; DEADLOCK over every comm (the threads' graph, the streams'). */
 void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns);

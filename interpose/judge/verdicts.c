@@ -70,7 +70,8 @@ struct ncg_verdict *ncg_v_exited(const struct ncg_vcomm *c, int32_t *who, size_t
     ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
     v->slot = (int64_t)fin;
     /* The detail's first words name how (ncg_verdict_summary's headline uses them). */
-    snprintf(v->detail, sizeof v->detail, "%s after %" PRIu64 " calls; others issued up to %" PRIu64,
+    snprintf(v->detail, sizeof v->detail,
+             "%s after %" PRIu64 " calls; others issued up to %" PRIu64,
              how == NCG_BYE_ABORT     ? NCG_EXITED_ABORT
              : how == NCG_BYE_VERDICT ? NCG_EXITED_VERDICT
                                       : "left",
@@ -132,8 +133,7 @@ struct ncg_verdict *ncg_v_deadlock(const struct ncg_vcomm *c, const struct ncg_d
     struct ncg_verdict *v = v_new(c, NCG_V_DEADLOCK);
     if (!v)
         return NULL;
-    v->slot =
-        ncg_dl_verdict(f, dc, ci, v->subject, sizeof v->subject, v->detail, sizeof v->detail);
+    v->slot = ncg_dl_verdict(f, dc, ci, v->subject, sizeof v->subject, v->detail, sizeof v->detail);
     ncg_verdict_set_notes(v, notes);
     return v;
 }

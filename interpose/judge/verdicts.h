@@ -46,8 +46,8 @@ struct ncg_verdict *ncg_v_lag(const struct ncg_vcomm *c, int32_t *who, size_t n,
 /* STUCK's figures: the first slot some member has not completed lies in [k, khi]. */
 struct ncg_stuck_fig {
     uint64_t k, khi;
-    double idle; /* seconds without progress */
-    int act;     /* an error, else a warning */
+    double idle;  /* seconds without progress */
+    int act;      /* an error, else a warning */
     int32_t *who; /* [n] ranks that have not completed slot k (sorted in place) */
     size_t n;
     uint64_t nstalled;           /* how many ranks have not (at least n) */

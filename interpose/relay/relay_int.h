@@ -130,6 +130,7 @@ struct dfig {
     uint8_t sampled;
 };
 
+/* relay.c: the tables */
 /* Every allocation failure goes through here: the relay stops judging (ncg_relay_out_of_memory).
  * Returns NULL. */
 void *ncg_rl_nomem(struct ncg_relay *r);
@@ -143,10 +144,71 @@ int ncg_rl_refuse_first(struct ncg_relay *r, uint8_t *said);
 struct rconn *ncg_rl_conn_get(struct ncg_relay *r, int id);
 /* The comm of that id, or NULL. */
 struct rcomm *ncg_rl_comm_find(struct ncg_relay *r, uint64_t id);
+/* The comm, created if new (within NCG_RELAY_MAX_COMMS). conn >= 0: for a kid of conn's about to
+ * be added (relay: a child relay's), so a new comm is not created when conn has no room. */
+struct rcomm *ncg_rl_comm_get(struct ncg_relay *r, uint64_t id, uint32_t nranks, int conn,
+                              int relay);
+/* c's kid for conn (a child relay's, or a client's rank), or NULL. */
+struct rkid *ncg_rl_kid_find(struct rcomm *c, int conn, int relay, uint32_t rank);
+
+/* relay_group.c: d's ranges become the union of d's and s's (sorted, coalesced; past
+ * NCG_RELAY_RANGES, d is marked truncated). */
+void ncg_rl_ranges_union(struct ncg_rgroup *d, const struct ncg_rgroup *s);
+
+/* relay_issue.c: verdicts, faults, the exit release */
 /* c as verdicts.h's constructors take it (the tree's verdicts carry no per-rank arrays). Pure. */
 struct ncg_vcomm ncg_rl_vcomm(const struct rcomm *c);
 /* The root's verdict on c (takes v): kept for late members, sent down the whole tree. */
 void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v);
+/* c's verdict to conn, or (conn < 0) to every child once; client connections get a plain
+ * VERDICT when the relay serves real clients. */
+void ncg_rl_send_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v, int conn);
+/* A copy of the parent's verdict v to keep (without per-rank arrays), or NULL. */
+struct ncg_verdict *ncg_rl_verdict_dup(struct ncg_relay *r, const struct ncg_verdict *v);
+/* Ranks of c died (n of them): the root decides, any other relay tells its parent (or keeps
+ * the fault until it has one again). */
+void ncg_rl_fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, uint32_t n,
+                  const char *detail);
+/* RELEASE to every connection the verdict went to, and to the child relays beneath that hold
+ * the comm now (one that reattached after losing its link: its ranks wait for it). */
+void ncg_rl_release_down(struct ncg_relay *r, struct rcomm *c);
+/* Every connection c's error verdict went to said DONE or closed (or, at the root, the
+ * deadline passed): the root releases them all; a relay below says DONE for its subtree. */
+void ncg_rl_release_check(struct ncg_relay *r, struct rcomm *c);
+/* conn said DONE for comm_id, or is gone (gone: every comm; a client's is forgotten, a child
+ * relay's subtree stays waited for, until the root's deadline, as it may reattach elsewhere). */
+void ncg_rl_release_mark(struct ncg_relay *r, int conn, uint64_t comm_id, int gone, int relay);
+
+/* relay_round.c: the digest rounds */
+/* The round in flight is done once no kid's answer is outstanding (then decided or sent up). */
+void ncg_rl_round_check(struct ncg_relay *r, struct rcomm *c);
+/* Starts answering (or, at the root, asking) q's slots on c: the QUERY goes to every active
+ * child (or only towards q's representatives); answers are merged into c->acc. */
+void ncg_rl_round_begin(struct ncg_relay *r, struct rcomm *c, const struct ncg_msg_query *q);
+/* A plain round when the slowest member moved past what is verified: one per interval, as the
+ * flat coordinator, while more than PACE_SLOTS slots wait; else one per two intervals (each
+ * round is a QUERY and an ANSWER per rank, more than half of a rank's traffic; digests are
+ * chained, so a later round still covers every slot: a difference is found up to an interval
+ * later, never missed). Only when no round is in flight (narrowing follows at once). */
+void ncg_rl_root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns);
+/* A client's ANSWER (one rank), a child relay's RANSWER (its subtree's groups). */
+void ncg_rl_on_answer(struct ncg_relay *r, int conn, const struct ncg_msg_answer *a);
+void ncg_rl_on_ranswer(struct ncg_relay *r, int conn, const struct ncg_msg_ranswer *a);
+
+/* relay_p2p.c */
+/* A client's records: from its lowest live rank on the comm, as coord.c's on_p2p. */
+void ncg_rl_on_p2p(struct ncg_relay *r, int conn, const struct ncg_msg_p2p *p, uint64_t now_ns);
+/* A child relay's records (RP2P). */
+void ncg_rl_on_rp2p(struct ncg_relay *r, const struct ncg_msg_rp2p *p, uint64_t now_ns);
+/* Below the root and attached, in a tick that sent RSTAT (up: so the parent knows the comm
+ * first; once an interval), a differing pair and the records held for more than an interval go
+ * up; all: every held record (the comm is about to be forgotten). At the root, or detached,
+ * records older than NCG_P2PM_AGE_NS are dropped (sweep: once a second). */
+void ncg_rl_p2p_tick(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns, int sweep, int up,
+                     int all);
+
+/* relay_parent.c: the subtree's figures up (RSTAT; also the heartbeat). */
+void ncg_rl_send_stats(struct ncg_relay *r, uint64_t now_ns);
 
 /* relay_hang.c: c's figures; the root's LAG and STUCK on c. */
 struct dfig ncg_rl_comm_dfig(const struct rcomm *c);
