@@ -498,13 +498,9 @@ static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
         mn = c->m[i].count < mn ? c->m[i].count : mn;
         mx = c->m[i].count > mx ? c->m[i].count : mx;
     }
-    if (mn == UINT64_MAX || mn == mx) {
-        c->lag_warned = 0;
-        return;
-    }
     double idle = (double)(now_ns - c->progress_ns) / 1e9;
-    int act = co->p.lag_abort_s > 0 && idle >= co->p.lag_abort_s;
-    if (!act && (co->p.lag_warn_s <= 0 || idle < co->p.lag_warn_s || c->lag_warned))
+    int due = ncg_v_lag_due(mn, mx, idle, co->p.lag_warn_s, co->p.lag_abort_s, &c->lag_warned);
+    if (!due)
         return;
     int32_t *who = malloc(sizeof *who * c->nranks);
     if (!who) {
@@ -516,7 +512,7 @@ static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
         if (c->m[i].state == M_ACTIVE && c->m[i].count == mn)
             who[n++] = (int32_t)i;
     struct ncg_vcomm vc = ncg_co_vcomm(c);
-    struct ncg_verdict *v = ncg_v_lag(&vc, who, n, 0, act, mn, mx, idle);
+    struct ncg_verdict *v = ncg_v_lag(&vc, who, n, 0, due == 2, mn, mx, idle);
     free(who);
     if (!v) {
         ncg_co_nomem(co);

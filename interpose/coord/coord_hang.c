@@ -121,8 +121,8 @@ void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_n
                     : c->progress_ns > c->dprogress_ns ? c->progress_ns
                                                        : c->dprogress_ns;
     double idle = (double)(now_ns - last) / 1e9;
-    int act = co->p.stuck_abort_s > 0 && idle >= co->p.stuck_abort_s;
-    if (!act && (co->p.stuck_warn_s <= 0 || idle < co->p.stuck_warn_s || c->stuck_warned == k + 1))
+    int due = ncg_v_due(idle, co->p.stuck_warn_s, co->p.stuck_abort_s, c->stuck_warned == k + 1);
+    if (!due)
         return;
     int32_t *not_done = malloc(sizeof *not_done * c->nranks);
     char *lines = malloc(NCG_WIRE_NOTES);
@@ -142,7 +142,8 @@ void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_n
     lines[0] = 0;
     hang_member_lines(co, c, k, lines, NCG_WIRE_NOTES);
     struct ncg_stuck_fig s = {
-        k, khi, idle, act, not_done, nn, nn, 0, at ? &at->call : NULL, at ? at->site : NULL, lines};
+        k,    khi, idle, due == 2, not_done, nn, nn, 0, at ? &at->call : NULL, at ? at->site : NULL,
+        lines};
     struct ncg_vcomm vc = ncg_co_vcomm(c);
     struct ncg_verdict *v = ncg_v_stuck(&vc, &s);
     free(lines);

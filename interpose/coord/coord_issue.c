@@ -132,16 +132,9 @@ void ncg_co_release_late(struct ncg_coord *co, struct ccomm *c, int conn)
 
 void ncg_co_release_mark(struct ncg_coord *co, int conn, uint64_t comm_id, int gone)
 {
-    for (size_t ci = 0; ci < co->ncomm; ci++) {
-        struct ccomm *c = co->comm[ci];
-        if (gone)
-            ncg_release_drop(&c->rel, conn, 0);
-        if (c->rel.state != NCG_REL_WAITING || (!gone && c->id != comm_id))
-            continue;
-        if (!gone)
-            ncg_release_mark(&c->rel, conn);
-        ncg_co_release_check(co, c);
-    }
+    for (size_t ci = 0; ci < co->ncomm; ci++)
+        if (ncg_release_note(&co->comm[ci]->rel, co->comm[ci]->id, conn, comm_id, gone, 0))
+            ncg_co_release_check(co, co->comm[ci]);
 }
 
 int ncg_coord_releases_waiting(const struct ncg_coord *co)

@@ -95,6 +95,23 @@ struct ncg_verdict *ncg_v_lag(const struct ncg_vcomm *c, int32_t *who, size_t n,
     return v;
 }
 
+int ncg_v_due(double idle, double warn_s, double abort_s, int warned)
+{
+    if (abort_s > 0 && idle >= abort_s)
+        return 2;
+    return warn_s > 0 && idle >= warn_s && !warned;
+}
+
+int ncg_v_lag_due(uint64_t mn, uint64_t mx, double idle, double warn_s, double abort_s,
+                  uint8_t *warned)
+{
+    if (mn == UINT64_MAX || mn == mx) {
+        *warned = 0;
+        return 0;
+    }
+    return ncg_v_due(idle, warn_s, abort_s, *warned);
+}
+
 struct ncg_verdict *ncg_v_stuck(const struct ncg_vcomm *c, const struct ncg_stuck_fig *s)
 {
     struct ncg_verdict *v = v_new(c, NCG_V_STUCK);

@@ -43,6 +43,14 @@ struct ncg_verdict *ncg_v_exited(const struct ncg_vcomm *c, int32_t *who, size_t
 struct ncg_verdict *ncg_v_lag(const struct ncg_vcomm *c, int32_t *who, size_t n, int more, int act,
                               uint64_t mn, uint64_t mx, double idle);
 
+/* Whether a LAG or STUCK is due after idle seconds without progress: 2 an error (past abort_s,
+ * when set), 1 a warning (past warn_s, when set, unless warned of already), else 0. */
+int ncg_v_due(double idle, double warn_s, double abort_s, int warned);
+/* LAG's: 0 when the active members' counts mn..mx agree (mn UINT64_MAX: none active; the warning
+ * is then forgotten: *warned = 0), else ncg_v_due's. */
+int ncg_v_lag_due(uint64_t mn, uint64_t mx, double idle, double warn_s, double abort_s,
+                  uint8_t *warned);
+
 /* STUCK's figures: the first slot some member has not completed lies in [k, khi]. */
 struct ncg_stuck_fig {
     uint64_t k, khi;

@@ -26,17 +26,22 @@ int ncg_relay_out_of_memory(const struct ncg_relay *r)
     return r->nomem;
 }
 
+static void vevent(const struct ncg_relay *r, const char *fmt, va_list ap)
+{
+    char line[600];
+    if (!r->ops.event)
+        return;
+    vsnprintf(line, sizeof line, fmt, ap);
+    r->ops.event(r->ops.arg, line);
+}
+
 __attribute__((format(printf, 2, 3))) void ncg_rl_event(const struct ncg_relay *r, const char *fmt,
                                                         ...)
 {
-    if (!r->ops.event)
-        return;
-    char line[600];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    vevent(r, fmt, ap);
     va_end(ap);
-    r->ops.event(r->ops.arg, line);
 }
 
 /* ---- tables ---- */
@@ -126,14 +131,17 @@ struct rcomm *ncg_rl_comm_find(struct ncg_relay *r, uint64_t id)
     return NULL;
 }
 
-/* A refusal by one of relay.h's bounds: counted; 1 the first time for this flag (the caller
- * then says it in one event line), 0 after. */
-int ncg_rl_refuse_first(struct ncg_relay *r, uint8_t *said)
+__attribute__((format(printf, 3, 4))) void ncg_rl_refuse(struct ncg_relay *r, uint8_t *said,
+                                                         const char *fmt, ...)
 {
     r->st.refused++;
-    int first = !*said;
+    if (*said)
+        return;
     *said = 1;
-    return first;
+    va_list ap;
+    va_start(ap, fmt);
+    vevent(r, fmt, ap);
+    va_end(ap);
 }
 
 /* 1 when conn may register one more kid (relay.h's bounds), else refused (said once). */
@@ -143,10 +151,10 @@ static int kid_room(struct ncg_relay *r, int conn, int relay)
     uint32_t cap = relay ? NCG_RELAY_MAX_COMMS : NCG_RELAY_CONN_RANKS;
     if (!cc || cc->nkids < cap)
         return 1;
-    if (ncg_rl_refuse_first(r, &cc->refused))
-        ncg_rl_event(r, "refused: %s %u on %s registers more than %u %s; the others go unchecked",
-                     relay ? "the relay of node" : "pid", relay ? cc->node : cc->pid, cc->host, cap,
-                     relay ? "communicators" : "communicator ranks");
+    ncg_rl_refuse(r, &cc->refused,
+                  "refused: %s %u on %s registers more than %u %s; the others go unchecked",
+                  relay ? "the relay of node" : "pid", relay ? cc->node : cc->pid, cc->host, cap,
+                  relay ? "communicators" : "communicator ranks");
     return 0;
 }
 
@@ -161,9 +169,9 @@ struct rcomm *ncg_rl_comm_get(struct ncg_relay *r, uint64_t id, uint32_t nranks,
     if (conn >= 0 && !kid_room(r, conn, relay))
         return NULL;
     if (r->ncomm >= NCG_RELAY_MAX_COMMS) {
-        if (ncg_rl_refuse_first(r, &r->refused))
-            ncg_rl_event(r, "refused: more than %u communicators; the others go unchecked here",
-                         NCG_RELAY_MAX_COMMS);
+        ncg_rl_refuse(r, &r->refused,
+                      "refused: more than %u communicators; the others go unchecked here",
+                      NCG_RELAY_MAX_COMMS);
         return NULL;
     }
     if (r->ncomm == r->capcomm) {
@@ -281,12 +289,7 @@ static void root_check_exited(struct ncg_relay *r, struct rcomm *c)
     if (!n)
         return;
     struct ncg_vcomm vc = ncg_rl_vcomm(c);
-    struct ncg_verdict *v = ncg_v_exited(&vc, who, n, fin, mx, how);
-    if (!v) {
-        ncg_rl_nomem(r);
-        return;
-    }
-    ncg_rl_verdict_issue(r, c, v);
+    ncg_rl_verdict_issue(r, c, ncg_v_exited(&vc, who, n, fin, mx, how));
 }
 
 size_t ncg_relay_left(const struct ncg_relay *r, uint64_t *ids, uint64_t *counts, size_t cap)
@@ -373,6 +376,15 @@ static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report
     }
 }
 
+/* A child relay's last progress, idle_ms before now in our clock, moves *t forward. */
+static void seen_at(uint64_t *t, uint64_t now_ns, uint32_t idle_ms)
+{
+    uint64_t idle = (uint64_t)idle_ms * 1000000ull;
+    uint64_t at = now_ns > idle ? now_ns - idle : 0;
+    if (at > *t)
+        *t = at;
+}
+
 static void on_rstat(struct ncg_relay *r, int conn, const struct ncg_msg_rstat *st, uint64_t now_ns)
 {
     for (uint32_t e = 0; e < st->n; e++) {
@@ -404,14 +416,8 @@ static void on_rstat(struct ncg_relay *r, int conn, const struct ncg_msg_rstat *
         k->ndlow = x->ndlow;
         k->ndlow_l = x->ndlow_l;
         memcpy(k->dlow, x->dlow, sizeof *x->dlow * x->ndlow_l);
-        uint64_t idle = (uint64_t)x->idle_ms * 1000000ull;
-        uint64_t at = now_ns > idle ? now_ns - idle : 0; /* its last progress, in our clock */
-        if (at > c->progress_ns)
-            c->progress_ns = at;
-        idle = (uint64_t)x->didle_ms * 1000000ull;
-        at = now_ns > idle ? now_ns - idle : 0;
-        if (at > c->dprogress_ns)
-            c->dprogress_ns = at;
+        seen_at(&c->progress_ns, now_ns, x->idle_ms);
+        seen_at(&c->dprogress_ns, now_ns, x->didle_ms);
     }
 }
 

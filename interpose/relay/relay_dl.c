@@ -147,11 +147,10 @@ static void dl_keep(struct ncg_relay *r, const struct ncg_msg_rwait *w)
     }
     if (i == d->n) {
         if (d->n == NCG_RELAY_MAX_WAITERS) {
-            if (ncg_rl_refuse_first(r, &d->full))
-                ncg_rl_event(r,
-                             "DEADLOCK: more than %u processes with blocked calls; the others are "
-                             "left out of the wait-for graph",
-                             NCG_RELAY_MAX_WAITERS);
+            ncg_rl_refuse(r, &d->full,
+                          "DEADLOCK: more than %u processes with blocked calls; the others are "
+                          "left out of the wait-for graph",
+                          NCG_RELAY_MAX_WAITERS);
             return;
         }
         if (d->n == d->cap) {

@@ -32,13 +32,9 @@ void ncg_rl_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
     uint64_t mn = f.mn, mx = f.mx;
     if (f.known < c->nranks)
         return; /* not every member known yet */
-    if (mn == UINT64_MAX || mn == mx) {
-        c->lag_warned = 0;
-        return;
-    }
     double idle = (double)(now_ns - c->progress_ns) / 1e9;
-    int act = r->p.lag_abort_s > 0 && idle >= r->p.lag_abort_s;
-    if (!act && (r->p.lag_warn_s <= 0 || idle < r->p.lag_warn_s || c->lag_warned))
+    int due = ncg_v_lag_due(mn, mx, idle, r->p.lag_warn_s, r->p.lag_abort_s, &c->lag_warned);
+    if (!due)
         return;
     int32_t who[NCG_RELAY_DEAD];
     size_t n = 0;
@@ -54,7 +50,7 @@ void ncg_rl_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
         more |= k->relay && k->low_more;
     }
     struct ncg_vcomm vc = ncg_rl_vcomm(c);
-    struct ncg_verdict *v = ncg_v_lag(&vc, who, n, more, act, mn, mx, idle); /* more: past who */
+    struct ncg_verdict *v = ncg_v_lag(&vc, who, n, more, due == 2, mn, mx, idle);
     if (!v) {
         ncg_rl_nomem(r);
         return;
@@ -124,8 +120,8 @@ void ncg_rl_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
     uint64_t last =
         f.sampled || c->dprogress_ns > c->progress_ns ? c->dprogress_ns : c->progress_ns;
     double idle = (double)(now_ns - last) / 1e9;
-    int act = r->p.stuck_abort_s > 0 && idle >= r->p.stuck_abort_s;
-    if (!act && (r->p.stuck_warn_s <= 0 || idle < r->p.stuck_warn_s || c->stuck_warned == k + 1))
+    int due = ncg_v_due(idle, r->p.stuck_warn_s, r->p.stuck_abort_s, c->stuck_warned == k + 1);
+    if (!due)
         return;
     int32_t who[NCG_RELAY_DEAD];
     size_t n = 0;
@@ -143,19 +139,11 @@ void ncg_rl_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
     const struct ncg_rgroup *g = stuck_call(c, k);
     struct ncg_call call = g ? g->call : (struct ncg_call){0};
     call.seq = k;
+    static const char tail[] = "each member's thread, call site and other communicators are not "
+                               "gathered through the relay tree (NCCLGUARD_TREE=off for them)\n";
+    const char *site = g ? g->site : NULL;
     struct ncg_stuck_fig s = {
-        k,
-        khi,
-        idle,
-        act,
-        who,
-        n,
-        nat,
-        nat >= c->nranks,
-        g ? &call : NULL,
-        g ? g->site : NULL,
-        "each member's thread, call site and other communicators are not gathered through the "
-        "relay tree (NCCLGUARD_TREE=off for them)\n"};
+        k, khi, idle, due == 2, who, n, nat, nat >= c->nranks, g ? &call : NULL, site, tail};
     struct ncg_vcomm vc = ncg_rl_vcomm(c);
     struct ncg_verdict *v = ncg_v_stuck(&vc, &s);
     if (!v || !v->notes)

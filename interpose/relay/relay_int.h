@@ -137,9 +137,10 @@ void *ncg_rl_nomem(struct ncg_relay *r);
 /* One event line (relay.h's ops.event), when there is an event callback. No allocation. */
 __attribute__((format(printf, 2, 3))) void ncg_rl_event(const struct ncg_relay *r, const char *fmt,
                                                         ...);
-/* A refusal by one of relay.h's bounds: counted; 1 the first time for this flag (the caller
- * then says it in one event line), 0 after. */
-int ncg_rl_refuse_first(struct ncg_relay *r, uint8_t *said);
+/* A refusal by one of relay.h's bounds: counted; said in one event line the first time for this
+ * flag only. */
+__attribute__((format(printf, 3, 4))) void ncg_rl_refuse(struct ncg_relay *r, uint8_t *said,
+                                                         const char *fmt, ...);
 /* conn's state, or NULL when id is no connection. */
 struct rconn *ncg_rl_conn_get(struct ncg_relay *r, int id);
 /* The comm of that id, or NULL. */
@@ -158,7 +159,8 @@ void ncg_rl_ranges_union(struct ncg_rgroup *d, const struct ncg_rgroup *s);
 /* relay_issue.c: verdicts, faults, the exit release */
 /* c as verdicts.h's constructors take it (the tree's verdicts carry no per-rank arrays). Pure. */
 struct ncg_vcomm ncg_rl_vcomm(const struct rcomm *c);
-/* The root's verdict on c (takes v): kept for late members, sent down the whole tree. */
+/* The root's verdict on c (takes v): kept for late members, sent down the whole tree. NULL (its
+ * constructor ran out of memory): the relay is out of memory. */
 void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v);
 /* c's verdict to conn, or (conn < 0) to every child once; client connections get a plain
  * VERDICT when the relay serves real clients. */

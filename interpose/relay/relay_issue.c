@@ -85,18 +85,9 @@ static void release_add(struct ncg_relay *r, struct rcomm *c, int conn)
 
 void ncg_rl_release_mark(struct ncg_relay *r, int conn, uint64_t comm_id, int gone, int relay)
 {
-    for (size_t ci = 0; ci < r->ncomm; ci++) {
-        struct rcomm *c = r->comm[ci];
-        if (gone)
-            ncg_release_drop(&c->rel, conn, relay);
-        if (c->rel.state != NCG_REL_WAITING || (!gone && c->id != comm_id))
-            continue;
-        if (!gone && relay)
-            ncg_release_adopt(&c->rel, conn);
-        if (!gone)
-            ncg_release_mark(&c->rel, conn);
-        ncg_rl_release_check(r, c);
-    }
+    for (size_t ci = 0; ci < r->ncomm; ci++)
+        if (ncg_release_note(&r->comm[ci]->rel, r->comm[ci]->id, conn, comm_id, gone, relay))
+            ncg_rl_release_check(r, r->comm[ci]);
 }
 
 int ncg_relay_releases_waiting(const struct ncg_relay *r)
@@ -151,6 +142,10 @@ struct ncg_verdict *ncg_rl_verdict_dup(struct ncg_relay *r, const struct ncg_ver
 void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v)
 {
     char sum[512];
+    if (!v) { /* its constructor (verdicts.h) ran out of memory */
+        ncg_rl_nomem(r);
+        return;
+    }
     if (r->nomem) { /* judged from incomplete state: the host stops the checker instead */
         ncg_verdict_free(v);
         return;
@@ -193,12 +188,10 @@ static void pend_merge(struct ncg_relay *r, struct rcomm *c, const uint32_t *ran
         if (!have && last->n < NCG_RELAY_DEAD)
             last->rank[last->n++] = ranks[i];
     }
-    if (ncg_rl_refuse_first(r, &c->pend_full))
-        ncg_rl_event(r,
-                     "comm %016" PRIx64
-                     ": more than %u faults while detached from the parent; later "
-                     "ones merged into the last",
-                     c->id, NCG_RELAY_PEND);
+    ncg_rl_refuse(r, &c->pend_full,
+                  "comm %016" PRIx64 ": more than %u faults while detached from the parent; later "
+                  "ones merged into the last",
+                  c->id, NCG_RELAY_PEND);
 }
 
 void ncg_rl_fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, uint32_t n,
@@ -214,12 +207,7 @@ void ncg_rl_fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, u
         for (uint32_t i = 0; i < n; i++)
             tmp[i] = (int32_t)ranks[i];
         struct ncg_vcomm vc = ncg_rl_vcomm(c);
-        struct ncg_verdict *v = ncg_v_rank_died(&vc, tmp, n, detail);
-        if (!v) {
-            ncg_rl_nomem(r);
-            return;
-        }
-        ncg_rl_verdict_issue(r, c, v);
+        ncg_rl_verdict_issue(r, c, ncg_v_rank_died(&vc, tmp, n, detail));
         return;
     }
     struct ncg_msg m = {.type = NCG_MSG_RFAULT};

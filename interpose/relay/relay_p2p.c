@@ -34,12 +34,7 @@ static void p2p_out_add(void *arg, const struct ncg_p2pm_rec *e)
 static void p2p_verdict(struct ncg_relay *r, struct rcomm *c, const struct ncg_p2pm_rec pair[2])
 {
     struct ncg_vcomm vc = ncg_rl_vcomm(c);
-    struct ncg_verdict *v = ncg_v_p2p(&vc, pair); /* the flat coordinator's words */
-    if (!v) {
-        ncg_rl_nomem(r);
-        return;
-    }
-    ncg_rl_verdict_issue(r, c, v);
+    ncg_rl_verdict_issue(r, c, ncg_v_p2p(&vc, pair)); /* the flat coordinator's words */
 }
 
 /* Records that meet at this relay, each with the comm rank that reported it: a pair that
@@ -61,12 +56,11 @@ static void p2p_match(struct ncg_relay *r, struct rcomm *c, const struct ncg_rp2
                 c->bad[j] = (struct ncg_rp2p_rec){(uint32_t)ncg_p2pm_origin(&pair[j]), pair[j].rec};
             c->nbad = 2;
         } else if (res == NCG_P2PM_FULL) {
-            if (ncg_rl_refuse_first(r, &c->p2p_full))
-                ncg_rl_event(r,
-                             "comm %016" PRIx64
-                             ": more than %u p2p records unmatched here; later ones "
-                             "refused until some match or age out",
-                             c->id, NCG_P2PM_MAX);
+            ncg_rl_refuse(r, &c->p2p_full,
+                          "comm %016" PRIx64
+                          ": more than %u p2p records unmatched here; later ones "
+                          "refused until some match or age out",
+                          c->id, NCG_P2PM_MAX);
         } else if (res == NCG_P2PM_NOMEM) {
             ncg_rl_nomem(r);
         }

@@ -218,13 +218,8 @@ static void mismatch_verdict(struct ncg_relay *r, struct rcomm *c, uint32_t k)
 {
     struct ncg_vcomm vc = ncg_rl_vcomm(c);
     struct mm_slot m = {c, k};
-    struct ncg_verdict *v =
-        ncg_v_mismatch(&vc, c->rd.qslot[k], mismatch_calls, &m, c->acc->s[k].more);
-    if (!v) {
-        ncg_rl_nomem(r);
-        return;
-    }
-    ncg_rl_verdict_issue(r, c, v);
+    ncg_rl_verdict_issue(
+        r, c, ncg_v_mismatch(&vc, c->rd.qslot[k], mismatch_calls, &m, c->acc->s[k].more));
 }
 
 static int root_agrees(void *arg, uint32_t k)
