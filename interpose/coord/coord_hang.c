@@ -170,62 +170,49 @@ static void coord_deadlock(struct ncg_coord *co, int streams)
         co->dl[streams].sig = 0;
         return;
     }
-    struct ncg_dl_proc *p = calloc(co->nconn ? (size_t)co->nconn : 1, sizeof *p);
-    uint64_t *gen = calloc(co->nconn ? (size_t)co->nconn : 1, sizeof *gen);
-    struct ncg_dl_comm *dc = calloc(co->ncomm ? co->ncomm : 1, sizeof *dc);
-    struct ncg_dl_member **mm = calloc(co->ncomm ? co->ncomm : 1, sizeof *mm);
-    struct ncg_dl_cycle *f = malloc(sizeof *f);
-    char *notes = malloc(NCG_WIRE_NOTES);
-    if (!p || !gen || !dc || !mm || !f || !notes)
-        goto out;
+    struct ncg_dl_tables t;
+    if (ncg_dl_tables_new(&t, (size_t)co->nconn, co->ncomm) < 0)
+        return;
     for (int i = 0; i < co->nconn; i++) {
         const struct cconn *cc = &co->conn[i];
         if (cc->used && cc->authed)
-            p[i] = (struct ncg_dl_proc){cc->pid, cc->host, cc->waits, cc->nwaits};
-        gen[i] = cc->wait_gen;
+            t.p[i] = (struct ncg_dl_proc){cc->pid, cc->host, cc->waits, cc->nwaits};
+        t.gen[i] = cc->wait_gen;
     }
     for (size_t ci = 0; ci < co->ncomm; ci++) {
         const struct ccomm *c = co->comm[ci];
-        if (!(mm[ci] = calloc(c->nranks ? c->nranks : 1, sizeof **mm)))
+        if (!(t.mm[ci] = calloc(c->nranks ? c->nranks : 1, sizeof **t.mm)))
             goto out;
         for (uint32_t r = 0; r < c->nranks; r++) {
             const struct cmember *m = &c->m[r];
-            mm[ci][r] = (struct ncg_dl_member){m->state == M_ACTIVE && !c->done && m->conn >= 0,
-                                               (uint32_t)m->conn,
-                                               m->tid,
-                                               m->grank,
-                                               m->count,
-                                               m->done};
+            t.mm[ci][r] = (struct ncg_dl_member){m->state == M_ACTIVE && !c->done && m->conn >= 0,
+                                                 (uint32_t)m->conn,
+                                                 m->tid,
+                                                 m->grank,
+                                                 m->count,
+                                                 m->done};
         }
-        dc[ci] = (struct ncg_dl_comm){c->id, c->nranks, mm[ci], 0};
+        t.dc[ci] = (struct ncg_dl_comm){c->id, c->nranks, t.mm[ci], 0};
     }
-    if (ncg_dl_find(p, (size_t)co->nconn, dc, co->ncomm, streams, f, notes) != 1) {
+    if (ncg_dl_find(t.p, (size_t)co->nconn, t.dc, co->ncomm, streams, t.f, t.notes) != 1) {
         co->dl[streams].sig = 0;
         goto out;
     }
-    if (!ncg_dl_confirmed(&co->dl[streams], f, gen))
+    if (!ncg_dl_confirmed(&co->dl[streams], t.f, t.gen))
         goto out;
-    for (long i = 0; i < f->n; i++) { /* in the cycle's order; a comm's first step only */
-        size_t ci = f->step[i].comm;
+    for (long i = 0; i < t.f->n; i++) { /* in the cycle's order; a comm's first step only */
+        size_t ci = t.f->step[i].comm;
         struct ccomm *c = co->comm[ci];
         if (c->done)
             continue;
         struct ncg_vcomm vc = ncg_co_vcomm(c);
-        struct ncg_verdict *v = ncg_v_deadlock(&vc, f, dc, ci, notes);
+        struct ncg_verdict *v = ncg_v_deadlock(&vc, t.f, t.dc, ci, t.notes);
         if (!v)
             continue;
         ncg_co_verdict_issue(co, c, v);
     }
 out:
-    if (mm)
-        for (size_t ci = 0; ci < co->ncomm; ci++)
-            free(mm[ci]);
-    free(mm);
-    free(dc);
-    free(gen);
-    free(p);
-    free(f);
-    free(notes);
+    ncg_dl_tables_free(&t);
 }
 
 void ncg_coord_check_deadlock(struct ncg_coord *co)

@@ -399,23 +399,22 @@ static void on_rstat(struct ncg_relay *r, int conn, const struct ncg_msg_rstat *
             if (c->done && c->last)
                 ncg_rl_send_verdict(r, c, c->last, conn);
         }
+        /* a list of x's, and its count */
+#define TAKE(list, n) memcpy(k->list, x->list, (k->n = x->n) * sizeof *x->list)
         k->min = x->min;
         k->max = x->max;
         k->known = x->known;
         k->active = x->active;
-        k->nown = x->nown;
-        memcpy(k->own, x->own, sizeof *x->own * x->nown);
-        k->ngone = x->ngone;
-        memcpy(k->gone, x->gone, sizeof *x->gone * x->ngone);
-        k->nlow = x->nlow;
+        TAKE(own, nown);
+        TAKE(gone, ngone);
         k->low_more = x->low_more;
-        memcpy(k->low, x->low, sizeof *x->low * x->nlow);
+        TAKE(low, nlow);
         k->dmin = x->dmin;
         k->dhi = x->dhi;
         k->sampled = x->sampled;
         k->ndlow = x->ndlow;
-        k->ndlow_l = x->ndlow_l;
-        memcpy(k->dlow, x->dlow, sizeof *x->dlow * x->ndlow_l);
+        TAKE(dlow, ndlow_l);
+#undef TAKE
         seen_at(&c->progress_ns, now_ns, x->idle_ms);
         seen_at(&c->dprogress_ns, now_ns, x->didle_ms);
     }

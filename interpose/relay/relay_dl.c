@@ -347,23 +347,22 @@ void ncg_rl_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
             i++;
     if (d->n < 1)
         return;
-    struct ncg_dl_proc *p = calloc(d->n, sizeof *p);
-    uint64_t *gen = calloc(d->n, sizeof *gen);
-    struct ncg_dl_comm *dc = calloc(r->ncomm ? r->ncomm : 1, sizeof *dc);
-    struct ncg_dl_member **mm = calloc(r->ncomm ? r->ncomm : 1, sizeof *mm);
+    struct ncg_dl_tables t;
+    if (ncg_dl_tables_new(&t, d->n, r->ncomm) < 0) {
+        ncg_rl_nomem(r);
+        return;
+    }
     struct rcomm **cm = calloc(r->ncomm ? r->ncomm : 1, sizeof *cm); /* dc index -> its comm */
     struct mref *ref = NULL;
-    struct ncg_dl_cycle *f = malloc(sizeof *f);
-    char *notes = malloc(NCG_WIRE_NOTES);
     size_t nc = 0;
-    if (!p || !gen || !dc || !mm || !cm || !f || !notes) {
+    if (!cm) {
         ncg_rl_nomem(r);
         goto out;
     }
     for (uint32_t i = 0; i < d->n; i++) {
         const struct rwaiter *w = &d->p[i];
-        p[i] = (struct ncg_dl_proc){w->pid, w->host, w->w, w->nw};
-        gen[i] = w->gen;
+        t.p[i] = (struct ncg_dl_proc){w->pid, w->host, w->w, w->nw};
+        t.gen[i] = w->gen;
     }
     /* The comms some waiting process is in, with those processes as their known members: the
      * memberships sorted by comm, each comm looked up once. */
@@ -397,31 +396,31 @@ void ncg_rl_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
                 m[x->rank] =
                     (struct ncg_dl_member){1, ref[k].proc, x->tid, w->grank, x->count, x->done};
         }
-        mm[nc] = m;
+        t.mm[nc] = m;
         cm[nc] = c;
-        dc[nc++] = (struct ncg_dl_comm){c->id, c->nranks, m, 0};
+        t.dc[nc++] = (struct ncg_dl_comm){c->id, c->nranks, m, 0};
     }
     for (int streams = 0; streams < 2; streams++) {
-        int found = ncg_dl_find(p, d->n, dc, nc, streams, f, notes);
+        int found = ncg_dl_find(t.p, d->n, t.dc, nc, streams, t.f, t.notes);
         if (found < 0)
             ncg_rl_nomem(r);
         if (found != 1) {
             d->seen[streams].sig = 0;
             continue;
         }
-        int first = f->sig != d->seen[streams].sig;
-        if (!ncg_dl_confirmed(&d->seen[streams], f, gen)) {
+        int first = t.f->sig != d->seen[streams].sig;
+        if (!ncg_dl_confirmed(&d->seen[streams], t.f, t.gen)) {
             if (now_ns - d->asked_ns >= (first ? iv : 5 * iv))
                 root_ask(r, now_ns); /* their next WAITs, changed or not, confirm it */
             continue;
         }
-        for (long i = 0; i < f->n; i++) { /* one verdict per comm of the cycle */
-            size_t k = f->step[i].comm;
+        for (long i = 0; i < t.f->n; i++) { /* one verdict per comm of the cycle */
+            size_t k = t.f->step[i].comm;
             struct rcomm *c = cm[k];
             if (c->done)
                 continue;
             struct ncg_vcomm vc = ncg_rl_vcomm(c);
-            struct ncg_verdict *v = ncg_v_deadlock(&vc, f, dc, k, notes);
+            struct ncg_verdict *v = ncg_v_deadlock(&vc, t.f, t.dc, k, t.notes);
             if (!v) {
                 ncg_rl_nomem(r);
                 goto out;
@@ -430,15 +429,7 @@ void ncg_rl_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
         }
     }
 out:
-    if (mm)
-        for (size_t k = 0; k < nc; k++)
-            free(mm[k]);
-    free(mm);
-    free(dc);
+    ncg_dl_tables_free(&t);
     free(cm);
     free(ref);
-    free(gen);
-    free(p);
-    free(f);
-    free(notes);
 }
