@@ -261,9 +261,9 @@ void ncg_coord_closed(struct ncg_coord *co, int conn, uint64_t now_ns)
     char who[128];
     if (cc->authed)
         ncg_co_event(co, "leave: %s (%s)", ncg_co_conn_who(cc, who, sizeof who),
-                     cc->bye ? "clean exit" : "connection lost without goodbye");
+                     cc->bye ? "clean exit" : NCG_DIED_CLOSED);
     if (cc->authed && !cc->bye)
-        member_lost(co, conn, "connection lost without goodbye");
+        member_lost(co, conn, NCG_DIED_CLOSED);
     forget_conn(co, conn);
 }
 
@@ -544,8 +544,7 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
         }
         if (cc->authed && hb && now_ns - cc->last_rx_ns > hb) {
             char why[96], who[128];
-            snprintf(why, sizeof why, "silent for %.1f s (frozen or unreachable)",
-                     (double)(now_ns - cc->last_rx_ns) / 1e9);
+            ncg_v_silent(why, sizeof why, now_ns - cc->last_rx_ns);
             ncg_co_event(co, "leave: %s (%s)", ncg_co_conn_who(cc, who, sizeof who), why);
             if (!cc->bye)
                 member_lost(co, i, why);
@@ -572,15 +571,15 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
         if (!c->done)
             check_lag(co, c, now_ns);
         if (!c->done)
-            ncg_coord_check_stuck(co, c, now_ns);
+            ncg_co_check_stuck(co, c, now_ns);
         if (!c->done && !c->q_active)
             ncg_co_round_start(co, c);
         if (sweep)
             ncg_p2pm_take(&c->p2p, now_ns, NCG_P2PM_AGE_NS, NULL, NULL);
         ci++;
     }
-    ncg_coord_check_deadlock(co);
-    ncg_coord_check_deadlock_streams(co);
+    ncg_co_check_deadlock(co);
+    ncg_co_check_deadlock_streams(co);
     /* Pings let clients tell a frozen coordinator from a quiet one. */
     uint64_t ping_every = 500000000ull;
     if (now_ns - co->last_ping_ns >= ping_every) {

@@ -89,7 +89,7 @@ static int hang_behind_lag(struct ncg_coord *co, const struct ccomm *c)
     return 0;
 }
 
-void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
+void ncg_co_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
 {
     if (co->p.stuck_warn_s <= 0 && co->p.stuck_abort_s <= 0)
         return;
@@ -215,13 +215,13 @@ out:
     ncg_dl_tables_free(&t);
 }
 
-void ncg_coord_check_deadlock(struct ncg_coord *co)
+void ncg_co_check_deadlock(struct ncg_coord *co)
 {
     coord_deadlock(co, 0);
 }
 
 /* DEADLOCK under asynchronous NCCL: the stream-order graph (waitfor.h) of the queued entries. */
-void ncg_coord_check_deadlock_streams(struct ncg_coord *co)
+void ncg_co_check_deadlock_streams(struct ncg_coord *co)
 {
     coord_deadlock(co, 1);
 }

@@ -125,8 +125,8 @@ void ncg_co_round_start(struct ncg_coord *co, struct ccomm *c);
 void ncg_co_on_answer(struct ncg_coord *co, int conn, const struct ncg_msg_answer *a);
 
 /* coord_hang.c: STUCK on c; DEADLOCK over every comm (the threads' graph, the streams'). */
-void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns);
-void ncg_coord_check_deadlock(struct ncg_coord *co);
-void ncg_coord_check_deadlock_streams(struct ncg_coord *co);
+void ncg_co_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns);
+void ncg_co_check_deadlock(struct ncg_coord *co);
+void ncg_co_check_deadlock_streams(struct ncg_coord *co);
 
 #endif

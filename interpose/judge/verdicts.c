@@ -20,6 +20,12 @@ static struct ncg_verdict *v_new(const struct ncg_vcomm *c, uint8_t kind)
     return v;
 }
 
+char *ncg_v_silent(char *buf, size_t cap, uint64_t silent_ns)
+{
+    snprintf(buf, cap, "silent for %.1f s (frozen or unreachable)", (double)silent_ns / 1e9);
+    return buf;
+}
+
 struct ncg_verdict *ncg_v_mismatch(const struct ncg_vcomm *c, uint64_t slot,
                                    void (*calls)(void *arg, struct ncg_verdict *v), void *arg,
                                    int more)

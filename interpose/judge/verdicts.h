@@ -24,6 +24,11 @@ struct ncg_vcomm {
     const void *arg;
 };
 
+/* RANK DIED's reasons, the coordinator's and every relay's: a connection that closed without a
+ * goodbye; one silent past the heartbeat timeout (ncg_v_silent writes it into buf, returned). */
+#define NCG_DIED_CLOSED "connection lost without goodbye"
+char *ncg_v_silent(char *buf, size_t cap, uint64_t silent_ns);
+
 /* MISMATCH at slot: calls(arg, v) fills v->calls (and v->subject: the ranks outside the largest
  * group); more: more distinct calls than could be gathered (the tree's answer groups). */
 struct ncg_verdict *ncg_v_mismatch(const struct ncg_vcomm *c, uint64_t slot,

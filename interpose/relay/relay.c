@@ -13,8 +13,8 @@
 #include <string.h>
 #include "relay_int.h"
 
-/* Every allocation failure goes through here (as coord.c's co_nomem): a relay that lost state
- * must not judge from what is left; its host stops the checker. Returns NULL. */
+/* Every allocation failure goes through here (as the coordinator's ncg_co_nomem): a relay that lost
+ * state must not judge from what is left; its host stops the checker. Returns NULL. */
 void *ncg_rl_nomem(struct ncg_relay *r)
 {
     r->nomem = 1;
@@ -540,7 +540,7 @@ static void conn_lost(struct ncg_relay *r, int conn, const char *why)
 void ncg_relay_closed(struct ncg_relay *r, int conn, uint64_t now_ns)
 {
     r->now_ns = now_ns;
-    conn_lost(r, conn, "connection lost without goodbye");
+    conn_lost(r, conn, NCG_DIED_CLOSED);
 }
 
 void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, uint64_t now_ns)
@@ -648,8 +648,7 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
             r->ops.drop(r->ops.arg, i);
         } else if (cc->authed && hb && now_ns - cc->last_rx_ns > hb) {
             char why[96];
-            snprintf(why, sizeof why, "silent for %.1f s (frozen or unreachable)",
-                     (double)(now_ns - cc->last_rx_ns) / 1e9);
+            ncg_v_silent(why, sizeof why, now_ns - cc->last_rx_ns);
             conn_lost(r, i, why);
             r->ops.drop(r->ops.arg, i);
         }

@@ -122,7 +122,7 @@ struct ncg_relay {
     uint64_t ask_until_ns; /* every WAIT goes up until then, changed or not (an RASK) */
 };
 
-/* c's figures over its active kids (LAG, STUCK, and relay.c's round start): members known
+/* c's figures over its active kids (LAG, STUCK, and relay_round.c's round start): members known
  * and active, min and max count, the completion bounds. */
 struct dfig {
     uint64_t mn, mx, dmin, dhi;

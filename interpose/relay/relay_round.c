@@ -167,7 +167,7 @@ struct mm_slot {
     uint32_t k;
 };
 
-/* Slot k's records differ: the verdict names each distinct call (coord.c groups members by
+/* Slot k's records differ: the verdict names each distinct call (the coordinator groups members by
  * call, not digest: groups whose digests differ but whose calls read the same are one call). */
 static void mismatch_calls(void *arg, struct ncg_verdict *v)
 {
