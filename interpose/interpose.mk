@@ -12,9 +12,7 @@
 #   agent    what runs only inside the job: the checker thread, its link, actions, reports
 #   cli      the `ncclguard` command (interpose/cli/cli.mk)
 # (NCG_LAYERS and NCG_INC, in this order, are set in the Makefile.)
-# .c files compiled by an #include from another .c file, not on their own
-NCG_INCLUDED_C := interpose/coord/coord_hang.c interpose/relay/relay_hang.c interpose/relay/relay_dl.c
-ncg_srcs = $(filter-out $(NCG_INCLUDED_C),$(wildcard interpose/$(1)/*.c))
+ncg_srcs = $(wildcard interpose/$(1)/*.c)
 ncg_objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(call ncg_srcs,$(1)))
 # The archives of some layers: $(call ncg_a,net coord) as prerequisites, $(call ncg_link,...)
 # on a link line (one group: the order of the layers does not matter there).

@@ -1,97 +1,17 @@
-/* The coordinator state machine (coord.h): per communicator, the members' slot counts, the
- * last verified slot and the comparison round in flight (digest at min(count)-1, then
- * narrowing with K spaced digests, then K records); p2p matching per (sender, receiver, k);
- * liveness, goodbyes, LAG. Every verdict is sent to the affected comm's live members. */
+/* The coordinator state machine (coord.h): its tables (coord_int.h: per communicator the
+ * members' slot counts and the last verified slot), the members' messages, p2p matching per
+ * (sender, receiver, k), liveness, goodbyes, RANK EXITED, LAG, and the tick. The comparison
+ * rounds are coord_round.c; verdicts on their way out and the exit release, coord_issue.c; STUCK
+ * and DEADLOCK, coord_hang.c; the status view, coord_view.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "coord.h"
-#include "ncclguard/shm.h"
-#include "p2pmatch.h"
-#include "release.h"
-#include "round.h"
-#include "verdict.h"
-#include "deadlock.h"
+#include "coord_int.h"
 
-enum { M_UNKNOWN = 0, M_ACTIVE = 1, M_GONE = 2, M_DEAD = 3 };
-
-struct cmember {
-    int conn; /* -1 until registered */
-    uint8_t state;
-    uint8_t waiting; /* an answer to the current query is outstanding */
-    int32_t grank;
-    uint64_t count;
-    uint64_t progress_ns;      /* its count last grew (status endpoint) */
-    uint64_t rate_t0, rate_c0; /* calls-per-second window start (ncg_coord_view) */
-    double rate;
-    uint32_t pid; /* of the process that registered it, kept after its connection ends */
-    char host[64];
-    uint64_t done;      /* slots completed (v2); a lower bound when sampled */
-    uint64_t done_hi;   /* at most this many completed (v3; = done when exact) */
-    uint8_t sampled;    /* its completion is sampled by CUDA events (asynchronous NCCL) */
-    uint32_t tid;       /* the thread driving the comm in that process */
-    uint64_t report_ns; /* when its count was last reported */
-    uint8_t how;        /* M_GONE: NCG_BYE_ABORT or NCG_BYE_VERDICT from its goodbye, else 0 */
-};
-
-struct ccomm {
-    uint64_t id;
-    uint32_t nranks;
-    struct cmember *m;
-    uint64_t vc;              /* slots < vc are verified equal on every member that answered */
-    uint8_t done;             /* an error verdict was issued: no more checking */
-    struct ncg_verdict *last; /* that verdict, for members that register later */
-    uint8_t lag_warned;
-    uint64_t progress_ns;  /* last time any member's count grew */
-    uint64_t dprogress_ns; /* last time any member's completed count grew */
-    uint64_t stuck_warned; /* 1 + the slot a STUCK warning was issued for, 0 none */
-    /* comparison round */
-    uint8_t q_active, q_mode, q_narrow;
-    uint32_t qid, qn;
-    uint64_t qslot[NCG_WIRE_MAX_SLOTS];
-    uint64_t lo, hi;        /* narrowing range [lo, hi] */
-    struct ncg_answer *ans; /* [nranks * qn] */
-    struct ncg_p2pm p2p;    /* records waiting for their other side */
-    struct ncg_release rel; /* its error verdict's exit release (release.h) */
-};
-
-struct cconn {
-    uint8_t used, authed, bye;
-    uint64_t since_ns, last_rx_ns;
-    uint32_t pid;
-    int32_t grank;
-    char host[64];
-    struct ncg_wait_ent *waits; /* the calls its threads are blocked in (latest WAIT) */
-    uint32_t nwaits;
-    uint64_t wait_gen; /* WAITs received */
-    uint32_t q_sent;   /* 1 + the qid of the QUERY last sent (once per process: it answers for
-                          each of its ranks on the comm) */
-};
-
-struct ncg_coord {
-    struct ncg_coord_params p;
-    struct ncg_coord_ops ops;
-    struct cconn *conn;
-    int nconn;
-    struct ccomm **comm;
-    size_t ncomm, capcomm;
-    uint32_t next_qid;
-    uint64_t last_ping_ns, last_sweep_ns, last_tick_ns;
-    uint64_t now_ns; /* of the call being handled (a verdict's exit release starts then) */
-    struct ncg_coord_stats st;
-    /* DEADLOCK: a cycle seen once is confirmed by a second sighting after every process in it
-     * sent a newer WAIT (so they were all blocked in those calls at the same moment). One
-     * state per graph: [0] blocked threads, [1] stream order (asynchronous NCCL). */
-    struct ncg_dl_seen dl[2];
-    int nomem; /* an allocation failed: the state is no longer complete (ncg_coord_out_of_memory) */
-};
-
-/* Every allocation failure goes through here: a checker that lost state must stop (the
- * server tells its clients) rather than judge from what is left. Returns NULL. */
-static void *co_nomem(struct ncg_coord *co)
+void *ncg_co_nomem(struct ncg_coord *co)
 {
     co->nomem = 1;
     return NULL;
@@ -118,8 +38,8 @@ int ncg_coord_unauthed(const struct ncg_coord *co, int *oldest)
     return n;
 }
 
-__attribute__((format(printf, 2, 3))) static void co_event(const struct ncg_coord *co,
-                                                           const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) void ncg_co_event(const struct ncg_coord *co, const char *fmt,
+                                                        ...)
 {
     if (!co->ops.event)
         return;
@@ -131,8 +51,7 @@ __attribute__((format(printf, 2, 3))) static void co_event(const struct ncg_coor
     co->ops.event(co->ops.arg, line);
 }
 
-/* "pid 123 (global rank 4) on host" of an authenticated connection. */
-static const char *conn_who(const struct cconn *cc, char *buf, size_t cap)
+const char *ncg_co_conn_who(const struct cconn *cc, char *buf, size_t cap)
 {
     if (cc->grank >= 0)
         snprintf(buf, cap, "pid %u (global rank %d) on %s", cc->pid, cc->grank, cc->host);
@@ -190,7 +109,7 @@ void ncg_coord_get_stats(const struct ncg_coord *co, struct ncg_coord_stats *st)
     *st = co->st;
 }
 
-static struct cconn *conn_get(struct ncg_coord *co, int id)
+struct cconn *ncg_co_conn_get(struct ncg_coord *co, int id)
 {
     if (id < 0 || id >= co->nconn || !co->conn[id].used)
         return NULL;
@@ -205,7 +124,7 @@ void ncg_coord_connected(struct ncg_coord *co, int conn, uint64_t now_ns)
         int n = conn + 16;
         struct cconn *nc = realloc(co->conn, sizeof *nc * (size_t)n);
         if (!nc) {
-            co_nomem(co);
+            ncg_co_nomem(co);
             co->ops.drop(co->ops.arg, conn);
             return;
         }
@@ -220,7 +139,7 @@ void ncg_coord_connected(struct ncg_coord *co, int conn, uint64_t now_ns)
     co->conn[conn].grank = -1;
 }
 
-static struct ccomm *comm_find(struct ncg_coord *co, uint64_t id)
+struct ccomm *ncg_co_comm_find(struct ncg_coord *co, uint64_t id)
 {
     for (size_t i = 0; i < co->ncomm; i++)
         if (co->comm[i]->id == id)
@@ -230,7 +149,7 @@ static struct ccomm *comm_find(struct ncg_coord *co, uint64_t id)
 
 static struct ccomm *comm_get(struct ncg_coord *co, uint64_t id, uint32_t nranks, uint64_t now_ns)
 {
-    struct ccomm *c = comm_find(co, id);
+    struct ccomm *c = ncg_co_comm_find(co, id);
     if (c)
         return c->nranks == nranks ? c : NULL;
     if (nranks == 0 || nranks > NCG_WIRE_MAX_RANKS)
@@ -239,17 +158,17 @@ static struct ccomm *comm_get(struct ncg_coord *co, uint64_t id, uint32_t nranks
         size_t n = co->capcomm ? co->capcomm * 2 : 16;
         struct ccomm **nc = realloc(co->comm, sizeof *nc * n);
         if (!nc)
-            return co_nomem(co);
+            return ncg_co_nomem(co);
         co->comm = nc;
         co->capcomm = n;
     }
     c = calloc(1, sizeof *c);
     if (!c)
-        return co_nomem(co);
+        return ncg_co_nomem(co);
     c->m = calloc(nranks, sizeof *c->m);
     if (!c->m) {
         free(c);
-        return co_nomem(co);
+        return ncg_co_nomem(co);
     }
     for (uint32_t i = 0; i < nranks; i++) {
         c->m[i].conn = -1;
@@ -268,310 +187,11 @@ static void comm_remove(struct ncg_coord *co, size_t i)
     co->comm[i] = co->comm[--co->ncomm];
 }
 
-/* ---- verdicts ---- */
-
-static struct ncg_verdict *verdict_for(struct ccomm *c, uint8_t kind)
-{
-    struct ncg_verdict *v = ncg_verdict_new(c->nranks);
-    if (!v)
-        return NULL;
-    v->kind = kind;
-    v->severity = NCG_SEV_ERROR;
-    v->comm_id = c->id;
-    v->last_agreed = (int64_t)c->vc - 1;
-    for (uint32_t i = 0; i < c->nranks; i++) {
-        v->counts[i] = c->m[i].state == M_UNKNOWN ? -1 : (int64_t)c->m[i].count;
-        v->members[i] = c->m[i].grank;
-    }
-    return v;
-}
-
-/* Appends to v->detail which members' counts are older than five report intervals and 1 s (a
- * member that stopped reporting: its count is its last word, not its state now). */
-static void note_stale_counts(const struct ncg_coord *co, const struct ccomm *c,
-                              struct ncg_verdict *v)
-{
-    uint64_t now = co->last_tick_ns, limit = 5ull * co->p.interval_ms * 1000000ull, oldest = 0;
-    if (limit < 1000000000ull)
-        limit = 1000000000ull;
-    int32_t *r = malloc(sizeof *r * (c->nranks ? c->nranks : 1));
-    size_t n = 0;
-    if (!r)
-        return;
-    for (uint32_t i = 0; i < c->nranks; i++)
-        if (c->m[i].state != M_UNKNOWN && c->m[i].report_ns && now > c->m[i].report_ns &&
-            now - c->m[i].report_ns > limit) {
-            r[n++] = (int32_t)i;
-            if (now - c->m[i].report_ns > oldest)
-                oldest = now - c->m[i].report_ns;
-        }
-    if (n) {
-        char list[NCG_WIRE_STR];
-        size_t len = strlen(v->detail);
-        ncg_ranks_compact(r, n, list, sizeof list);
-        snprintf(v->detail + len, sizeof v->detail - len,
-                 "%scount%s of rank%s %s as last reported, up to %.1f s ago", len ? "; " : "",
-                 n > 1 ? "s" : "", n > 1 ? "s" : "", list, (double)oldest / 1e9);
-    }
-    free(r);
-}
-
-/* Sends v to every live member of c (once per process) and takes ownership of v. */
-static void verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verdict *v)
-{
-    struct ncg_msg m = {.type = NCG_MSG_VERDICT};
-    note_stale_counts(co, c, v);
-    if (co->ops.event) {
-        char sum[512];
-        co_event(co, "%s %s", v->severity == NCG_SEV_WARN ? "warning:" : "verdict:",
-                 ncg_verdict_summary(v, sum, sizeof sum));
-    }
-    m.u.verdict = v;
-    if (co->nomem) { /* judged from incomplete state: the server stops the checker instead */
-        ncg_verdict_free(v);
-        return;
-    }
-    int error = v->severity == NCG_SEV_ERROR;
-    if (error)
-        ncg_release_begin(&c->rel, co->now_ns + (uint64_t)(co->p.exit_wait_s * 1e9));
-    for (uint32_t i = 0; i < c->nranks; i++) {
-        int cn = c->m[i].conn;
-        if (cn < 0 || (c->m[i].state != M_ACTIVE && c->m[i].state != M_GONE) || !conn_get(co, cn))
-            continue;
-        uint32_t j;
-        for (j = 0; j < i; j++) /* a process holding several ranks gets it once */
-            if (c->m[j].conn == cn && (c->m[j].state == M_ACTIVE || c->m[j].state == M_GONE))
-                break;
-        if (j < i)
-            continue;
-        co->ops.send(co->ops.arg, cn, &m);
-        if (error && ncg_release_add(&c->rel, cn) < 0)
-            co_nomem(co);
-    }
-    co->st.verdicts++;
-    co->st.by_kind[v->kind < NCG_V_KIND_MAX_ ? v->kind : 0]++;
-    if (v->severity == NCG_SEV_ERROR) {
-        c->done = 1;
-        c->q_active = 0;
-        ncg_verdict_free(c->last);
-        c->last = v;
-        return;
-    }
-    ncg_verdict_free(v);
-}
-
-/* ---- the exit release (release.h) ---- */
-
-/* RELEASE to every process c's error verdict went to, once all said DONE or closed, or at the
- * deadline. */
-static void release_check(struct ncg_coord *co, struct ccomm *c)
-{
-    if (!ncg_release_due(&c->rel, co->now_ns))
-        return;
-    int first;
-    uint32_t left = ncg_release_pending(&c->rel, &first);
-    struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
-    for (uint32_t i = 0; i < c->rel.n; i++)
-        if (conn_get(co, c->rel.conn[i]))
-            co->ops.send(co->ops.arg, c->rel.conn[i], &m);
-    c->rel.state = NCG_REL_RELEASED;
-    if (left) {
-        char who[128];
-        struct cconn *cc = conn_get(co, first);
-        co_event(co,
-                 "exit release of comm %016" PRIx64 " after %.1f s without the DONE of %u "
-                 "process%s (%s)",
-                 c->id, co->p.exit_wait_s, left, left > 1 ? "es" : "",
-                 cc ? conn_who(cc, who, sizeof who) : "?");
-    }
-}
-
-/* A member registered after c's error verdict got it now: it is waited for too, or released
- * at once when the others were. */
-static void release_late(struct ncg_coord *co, struct ccomm *c, int conn)
-{
-    if (c->rel.state == NCG_REL_RELEASED) {
-        struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
-        co->ops.send(co->ops.arg, conn, &m);
-    } else if (c->rel.state == NCG_REL_WAITING && ncg_release_add(&c->rel, conn) < 0) {
-        co_nomem(co);
-    }
-}
-
-/* conn said DONE for comm_id, or is gone (gone: every comm; it is forgotten, never sent a
- * RELEASE, so that a new connection given its id gets none). */
-static void release_mark(struct ncg_coord *co, int conn, uint64_t comm_id, int gone)
-{
-    for (size_t ci = 0; ci < co->ncomm; ci++) {
-        struct ccomm *c = co->comm[ci];
-        if (gone)
-            ncg_release_drop(&c->rel, conn, 0);
-        if (c->rel.state != NCG_REL_WAITING || (!gone && c->id != comm_id))
-            continue;
-        if (!gone)
-            ncg_release_mark(&c->rel, conn);
-        release_check(co, c);
-    }
-}
-
-int ncg_coord_releases_waiting(const struct ncg_coord *co)
-{
-    int n = 0;
-    for (size_t ci = 0; ci < co->ncomm; ci++)
-        n += co->comm[ci]->rel.state == NCG_REL_WAITING;
-    return n;
-}
-
-/* ---- comparison rounds ---- */
-
-static void query_send(struct ncg_coord *co, struct ccomm *c)
-{
-    struct ncg_msg m = {.type = NCG_MSG_QUERY};
-    free(c->ans);
-    c->ans = calloc((size_t)c->nranks * c->qn, sizeof *c->ans);
-    if (!c->ans) {
-        c->q_active = 0;
-        co_nomem(co);
-        return;
-    }
-    c->qid = co->next_qid++;
-    m.u.query.comm_id = c->id;
-    m.u.query.qid = c->qid;
-    m.u.query.mode = c->q_mode;
-    m.u.query.n = c->qn;
-    memcpy(m.u.query.slot, c->qslot, sizeof(uint64_t) * c->qn);
-    c->q_active = 1;
-    co->st.queries++;
-    for (size_t k = 0; k < (size_t)c->nranks * c->qn; k++)
-        c->ans[k].status = NCG_ANS_NONE; /* members not asked count as "no answer" */
-    for (uint32_t i = 0; i < c->nranks; i++) {
-        c->m[i].waiting = 0;
-        struct cconn *cc = conn_get(co, c->m[i].conn);
-        if (c->m[i].state == M_ACTIVE && cc) {
-            c->m[i].waiting = 1;
-            if (cc->q_sent != c->qid + 1) /* a process holding k ranks: one QUERY, k ANSWERs */
-                co->ops.send(co->ops.arg, c->m[i].conn, &m);
-            cc->q_sent = c->qid + 1;
-        }
-    }
-}
-
-/* Slot k of the current round: 1 if every answer is OK and equal, 0 if answers differ,
- * -1 if someone no longer has the slot (or nobody answered). */
-static int slot_agrees(struct ccomm *c, uint32_t k)
-{
-    int have = 0;
-    uint64_t d = 0;
-    for (uint32_t i = 0; i < c->nranks; i++) {
-        const struct ncg_answer *a = &c->ans[(size_t)i * c->qn + k];
-        if (a->status == NCG_ANS_NONE)
-            continue;
-        if (a->status == NCG_ANS_GONE)
-            return -1;
-        if (have && a->digest != d)
-            return 0;
-        d = a->digest;
-        have++;
-    }
-    return have >= 2 ? 1 : -1;
-}
-
-static void mismatch_verdict(struct ncg_coord *co, struct ccomm *c, uint32_t k)
-{
-    struct ncg_verdict *v = verdict_for(c, NCG_V_MISMATCH);
-    struct ncg_call *calls = calloc(c->nranks, sizeof *calls);
-    uint8_t *valid = calloc(c->nranks, 1);
-    const char **sites = calloc(c->nranks, sizeof *sites);
-    if (!v || !calls || !valid || !sites) {
-        co_nomem(co);
-        ncg_verdict_free(v);
-        goto out;
-    }
-    for (uint32_t i = 0; i < c->nranks; i++) {
-        const struct ncg_answer *a = &c->ans[(size_t)i * c->qn + k];
-        if (a->status != NCG_ANS_OK)
-            continue;
-        calls[i] = a->call;
-        calls[i].seq = c->qslot[k];
-        valid[i] = 1;
-        sites[i] = a->site;
-    }
-    v->slot = (int64_t)c->qslot[k];
-    v->last_agreed = (int64_t)c->vc - 1;
-    ncg_group_calls(v, calls, valid, sites, c->nranks);
-    if (v->ncalls < 2)
-        snprintf(v->detail, sizeof v->detail,
-                 "the calls at slot %" PRIu64
-                 " look alike: the first difference lies in slots no longer kept",
-                 c->qslot[k]);
-    verdict_issue(co, c, v);
-out:
-    free(calls);
-    free(valid);
-    free(sites);
-}
-
-static int round_agrees(void *arg, uint32_t k)
-{
-    return slot_agrees(arg, k);
-}
-
-/* Every outstanding answer is in (or its member is gone): decide and start the next step
- * (round.c, shared with the relay tree's root). */
-static void round_done(struct ncg_coord *co, struct ccomm *c)
-{
-    struct ncg_round rd = {c->vc, c->lo, c->hi, c->q_narrow, c->q_mode, c->qn, {0}};
-    uint32_t k = 0;
-    memcpy(rd.qslot, c->qslot, sizeof rd.qslot);
-    c->q_active = 0;
-    int next = ncg_round_done(&rd, round_agrees, c, &k);
-    c->vc = rd.vc;
-    c->lo = rd.lo;
-    c->hi = rd.hi;
-    c->q_narrow = rd.narrow;
-    c->q_mode = rd.mode;
-    c->qn = rd.qn;
-    memcpy(c->qslot, rd.qslot, sizeof c->qslot);
-    if (next == NCG_ROUND_MISMATCH)
-        mismatch_verdict(co, c, k);
-    else if (next == NCG_ROUND_ASK)
-        query_send(co, c);
-}
-
-static void round_check(struct ncg_coord *co, struct ccomm *c)
-{
-    if (!c->q_active)
-        return;
-    for (uint32_t i = 0; i < c->nranks; i++)
-        if (c->m[i].waiting)
-            return;
-    round_done(co, c);
-}
-
-static void round_start(struct ncg_coord *co, struct ccomm *c)
-{
-    uint64_t mn = UINT64_MAX;
-    int n = 0;
-    for (uint32_t i = 0; i < c->nranks; i++)
-        if (c->m[i].state == M_ACTIVE) {
-            n++;
-            if (c->m[i].count < mn)
-                mn = c->m[i].count;
-        }
-    if (n < 2 || mn == UINT64_MAX || mn <= c->vc)
-        return;
-    c->q_narrow = 0;
-    c->q_mode = 0;
-    c->qn = 1;
-    c->qslot[0] = mn - 1;
-    query_send(co, c);
-}
-
 /* ---- member events ---- */
 
-static void member_lost(struct ncg_coord *co, int conn, uint8_t kind, const char *why)
+static void member_lost(struct ncg_coord *co, int conn, const char *why)
 {
-    struct cconn *cc = conn_get(co, conn);
+    struct cconn *cc = ncg_co_conn_get(co, conn);
     for (size_t ci = 0; ci < co->ncomm; ci++) {
         struct ccomm *c = co->comm[ci];
         int32_t *lost = NULL;
@@ -586,27 +206,27 @@ static void member_lost(struct ncg_coord *co, int conn, uint8_t kind, const char
                 lost = nlost;
                 lost[nl++] = (int32_t)i;
             } else {
-                co_nomem(co);
+                ncg_co_nomem(co);
             }
         }
         if (nl && !c->done) {
-            struct ncg_verdict *v = verdict_for(c, kind);
-            if (v) {
-                ncg_ranks_compact(lost, nl, v->subject, sizeof v->subject);
-                if (cc)
-                    snprintf(v->detail, sizeof v->detail, "pid %u on %s%s%s", cc->pid, cc->host,
-                             why[0] ? ", " : "", why);
-                verdict_issue(co, c, v);
-            }
+            char detail[NCG_WIRE_STR];
+            if (cc)
+                snprintf(detail, sizeof detail, "pid %u on %s%s%s", cc->pid, cc->host,
+                         why[0] ? ", " : "", why);
+            struct ncg_vcomm vc = ncg_co_vcomm(c);
+            struct ncg_verdict *v = ncg_v_rank_died(&vc, lost, nl, cc ? detail : NULL);
+            if (v)
+                ncg_co_verdict_issue(co, c, v);
         }
         free(lost);
-        round_check(co, c);
+        ncg_co_round_check(co, c);
     }
 }
 
 static void forget_conn(struct ncg_coord *co, int conn)
 {
-    release_mark(co, conn, 0, 1); /* nobody waits for a connection that is gone */
+    ncg_co_release_mark(co, conn, 0, 1); /* nobody waits for a connection that is gone */
     for (size_t ci = 0; ci < co->ncomm; ci++) {
         struct ccomm *c = co->comm[ci];
         for (uint32_t i = 0; i < c->nranks; i++)
@@ -614,7 +234,7 @@ static void forget_conn(struct ncg_coord *co, int conn)
                 c->m[i].conn = -1;
                 c->m[i].waiting = 0;
             }
-        round_check(co, c);
+        ncg_co_round_check(co, c);
     }
     if (conn >= 0 && conn < co->nconn) {
         free(co->conn[conn].waits);
@@ -624,7 +244,7 @@ static void forget_conn(struct ncg_coord *co, int conn)
 
 static void drop(struct ncg_coord *co, int conn)
 {
-    struct cconn *cc = conn_get(co, conn);
+    struct cconn *cc = ncg_co_conn_get(co, conn);
     if (!cc)
         return;
     co->st.dropped++;
@@ -635,15 +255,15 @@ static void drop(struct ncg_coord *co, int conn)
 void ncg_coord_closed(struct ncg_coord *co, int conn, uint64_t now_ns)
 {
     co->now_ns = now_ns;
-    struct cconn *cc = conn_get(co, conn);
+    struct cconn *cc = ncg_co_conn_get(co, conn);
     if (!cc)
         return;
     char who[128];
     if (cc->authed)
-        co_event(co, "leave: %s (%s)", conn_who(cc, who, sizeof who),
-                 cc->bye ? "clean exit" : "connection lost without goodbye");
+        ncg_co_event(co, "leave: %s (%s)", ncg_co_conn_who(cc, who, sizeof who),
+                     cc->bye ? "clean exit" : NCG_DIED_CLOSED);
     if (cc->authed && !cc->bye)
-        member_lost(co, conn, NCG_V_RANK_DIED, "connection lost without goodbye");
+        member_lost(co, conn, NCG_DIED_CLOSED);
     forget_conn(co, conn);
 }
 
@@ -676,7 +296,7 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
                 struct ncg_msg m = {.type = NCG_MSG_VERDICT};
                 m.u.verdict = c->last;
                 co->ops.send(co->ops.arg, conn, &m);
-                release_late(co, c, conn);
+                ncg_co_release_late(co, c, conn);
             }
             continue;
         }
@@ -711,37 +331,18 @@ static void on_wait(struct ncg_coord *co, int conn, const struct ncg_msg_wait *w
     cc->wait_gen++;
 }
 
-static void on_answer(struct ncg_coord *co, int conn, const struct ncg_msg_answer *a)
-{
-    struct ccomm *c = comm_find(co, a->comm_id);
-    if (!c || !c->q_active || a->qid != c->qid || a->n != c->qn || a->rank >= c->nranks)
-        return;
-    struct cmember *mb = &c->m[a->rank];
-    if (mb->conn != conn || !mb->waiting)
-        return;
-    memcpy(&c->ans[(size_t)a->rank * c->qn], a->a, sizeof *a->a * c->qn);
-    for (uint32_t k = 0; k < c->qn; k++) {
-        struct ncg_answer *x = &c->ans[(size_t)a->rank * c->qn + k];
-        x->site[sizeof x->site - 1] = 0;
-        if (x->status == NCG_ANS_OK && x->call.seq != c->qslot[k])
-            x->status = NCG_ANS_GONE; /* answered another slot: unusable */
-    }
-    mb->waiting = 0;
-    round_check(co, c);
-}
-
 static void p2p_verdict(struct ncg_coord *co, struct ccomm *c, const struct ncg_p2pm_rec pair[2])
 {
-    struct ncg_verdict *v = verdict_for(c, NCG_V_P2P_MISMATCH);
+    struct ncg_vcomm vc = ncg_co_vcomm(c);
+    struct ncg_verdict *v = ncg_v_p2p(&vc, pair);
     if (!v)
         return;
-    ncg_p2pm_verdict(v, pair);
-    verdict_issue(co, c, v);
+    ncg_co_verdict_issue(co, c, v);
 }
 
 static void on_p2p(struct ncg_coord *co, int conn, const struct ncg_msg_p2p *p, uint64_t now_ns)
 {
-    struct ccomm *c = comm_find(co, p->comm_id);
+    struct ccomm *c = ncg_co_comm_find(co, p->comm_id);
     if (!c || c->done)
         return;
     int32_t me = -1;
@@ -758,7 +359,7 @@ static void on_p2p(struct ncg_coord *co, int conn, const struct ncg_msg_p2p *p, 
         if (res == NCG_P2PM_DIFFER)
             p2p_verdict(co, c, pair);
         else if (res == NCG_P2PM_NOMEM)
-            co_nomem(co);
+            ncg_co_nomem(co);
         /* NCG_P2PM_FULL: unmatched records age out in the sweep */
     }
 }
@@ -766,7 +367,7 @@ static void on_p2p(struct ncg_coord *co, int conn, const struct ncg_msg_p2p *p, 
 static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_goodbye *g)
 {
     for (uint32_t k = 0; k < g->n; k++) {
-        struct ccomm *c = comm_find(co, g->comm_id[k]);
+        struct ccomm *c = ncg_co_comm_find(co, g->comm_id[k]);
         if (!c)
             continue;
         for (uint32_t i = 0; i < c->nranks; i++)
@@ -778,7 +379,7 @@ static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_good
                     c->m[i].count = g->count[k];
                 break; /* one rank per entry */
             }
-        round_check(co, c);
+        ncg_co_round_check(co, c);
     }
     if (g->flags & NCG_BYE_PROCESS) {
         co->conn[conn].bye = 1;
@@ -790,7 +391,7 @@ static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_good
                     c->m[i].waiting = 0;
                     c->m[i].how = g->flags & NCG_BYE_VERDICT;
                 }
-            round_check(co, c);
+            ncg_co_round_check(co, c);
         }
     }
 }
@@ -798,16 +399,16 @@ static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_good
 void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, uint64_t now_ns)
 {
     co->now_ns = now_ns;
-    struct cconn *cc = conn_get(co, conn);
+    struct cconn *cc = ncg_co_conn_get(co, conn);
     if (!cc)
         return;
     if (!cc->authed) {
         if (m->type != NCG_MSG_HELLO || (co->p.token && m->u.hello.token != co->p.token)) {
             if (m->type != NCG_MSG_HELLO)
-                co_event(co, "refused connection %d: its first message is not a HELLO", conn);
+                ncg_co_event(co, "refused connection %d: its first message is not a HELLO", conn);
             else
-                co_event(co, "refused pid %u on %s (connection %d): wrong token", m->u.hello.pid,
-                         m->u.hello.host, conn);
+                ncg_co_event(co, "refused pid %u on %s (connection %d): wrong token",
+                             m->u.hello.pid, m->u.hello.host, conn);
             drop(co, conn);
             return;
         }
@@ -823,7 +424,7 @@ void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, 
         snprintf(w.u.welcome.host, sizeof w.u.welcome.host, "%s", co->p.host);
         co->ops.send(co->ops.arg, conn, &w);
         char who[128];
-        co_event(co, "join: %s (connection %d)", conn_who(cc, who, sizeof who), conn);
+        ncg_co_event(co, "join: %s (connection %d)", ncg_co_conn_who(cc, who, sizeof who), conn);
         return;
     }
     cc->last_rx_ns = now_ns;
@@ -832,7 +433,7 @@ void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, 
         on_report(co, conn, &m->u.report, now_ns);
         break;
     case NCG_MSG_ANSWER:
-        on_answer(co, conn, &m->u.answer);
+        ncg_co_on_answer(co, conn, &m->u.answer);
         break;
     case NCG_MSG_P2P:
         on_p2p(co, conn, &m->u.p2p, now_ns);
@@ -844,7 +445,7 @@ void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, 
         on_wait(co, conn, &m->u.wait);
         break;
     case NCG_MSG_DONE:
-        release_mark(co, conn, m->u.exit.comm_id, 0);
+        ncg_co_release_mark(co, conn, m->u.exit.comm_id, 0);
         break;
     default: /* a second HELLO, or coordinator-to-client types: misuse */
         drop(co, conn);
@@ -867,7 +468,7 @@ static void check_exited(struct ncg_coord *co, struct ccomm *c)
     size_t n = 0;
     uint64_t fin = 0;
     if (!who) {
-        co_nomem(co);
+        ncg_co_nomem(co);
         return;
     }
     int how = -1; /* how the ranks left, when they all left the same way */
@@ -878,19 +479,10 @@ static void check_exited(struct ncg_coord *co, struct ccomm *c)
             how = how == -1 || how == c->m[i].how ? c->m[i].how : 0;
         }
     if (n) {
-        struct ncg_verdict *v = verdict_for(c, NCG_V_RANK_EXITED);
-        if (v) {
-            ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
-            v->slot = (int64_t)fin;
-            /* The detail's first words name how (ncg_verdict_summary's headline uses them). */
-            snprintf(v->detail, sizeof v->detail,
-                     "%s after %" PRIu64 " calls; others issued up to %" PRIu64,
-                     how == NCG_BYE_ABORT     ? NCG_EXITED_ABORT
-                     : how == NCG_BYE_VERDICT ? NCG_EXITED_VERDICT
-                                              : "left",
-                     fin, mx);
-            verdict_issue(co, c, v);
-        }
+        struct ncg_vcomm vc = ncg_co_vcomm(c);
+        struct ncg_verdict *v = ncg_v_exited(&vc, who, n, fin, mx, how);
+        if (v)
+            ncg_co_verdict_issue(co, c, v);
     }
     free(who);
 }
@@ -906,37 +498,29 @@ static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
         mn = c->m[i].count < mn ? c->m[i].count : mn;
         mx = c->m[i].count > mx ? c->m[i].count : mx;
     }
-    if (mn == UINT64_MAX || mn == mx) {
-        c->lag_warned = 0;
-        return;
-    }
     double idle = (double)(now_ns - c->progress_ns) / 1e9;
-    int act = co->p.lag_abort_s > 0 && idle >= co->p.lag_abort_s;
-    if (!act && (co->p.lag_warn_s <= 0 || idle < co->p.lag_warn_s || c->lag_warned))
+    int due = ncg_v_lag_due(mn, mx, idle, co->p.lag_warn_s, co->p.lag_abort_s, &c->lag_warned);
+    if (!due)
         return;
-    struct ncg_verdict *v = verdict_for(c, NCG_V_LAG);
     int32_t *who = malloc(sizeof *who * c->nranks);
-    if (!v || !who) {
-        co_nomem(co);
-        ncg_verdict_free(v);
-        free(who);
+    if (!who) {
+        ncg_co_nomem(co);
         return;
     }
     size_t n = 0;
     for (uint32_t i = 0; i < c->nranks; i++)
         if (c->m[i].state == M_ACTIVE && c->m[i].count == mn)
             who[n++] = (int32_t)i;
-    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+    struct ncg_vcomm vc = ncg_co_vcomm(c);
+    struct ncg_verdict *v = ncg_v_lag(&vc, who, n, 0, due == 2, mn, mx, idle);
     free(who);
-    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
-    v->slot = (int64_t)mn;
-    snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle,
-             mn, mx);
+    if (!v) {
+        ncg_co_nomem(co);
+        return;
+    }
     c->lag_warned = 1;
-    verdict_issue(co, c, v);
+    ncg_co_verdict_issue(co, c, v);
 }
-
-#include "coord_hang.c" /* STUCK and DEADLOCK: they read this file's state */
 
 void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
 {
@@ -954,17 +538,16 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
         if (!cc->used)
             continue;
         if (!cc->authed && now_ns - cc->since_ns > 5000000000ull) {
-            co_event(co, "refused connection %d: no HELLO within 5 s", i);
+            ncg_co_event(co, "refused connection %d: no HELLO within 5 s", i);
             drop(co, i); /* never said HELLO */
             continue;
         }
         if (cc->authed && hb && now_ns - cc->last_rx_ns > hb) {
             char why[96], who[128];
-            snprintf(why, sizeof why, "silent for %.1f s (frozen or unreachable)",
-                     (double)(now_ns - cc->last_rx_ns) / 1e9);
-            co_event(co, "leave: %s (%s)", conn_who(cc, who, sizeof who), why);
+            ncg_v_silent(why, sizeof why, now_ns - cc->last_rx_ns);
+            ncg_co_event(co, "leave: %s (%s)", ncg_co_conn_who(cc, who, sizeof who), why);
             if (!cc->bye)
-                member_lost(co, i, NCG_V_RANK_DIED, why);
+                member_lost(co, i, why);
             drop(co, i);
         }
     }
@@ -978,7 +561,7 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
             live += c->m[i].state == M_ACTIVE;
             unknown += c->m[i].state == M_UNKNOWN;
         }
-        release_check(co, c); /* its deadline */
+        ncg_co_release_check(co, c); /* its deadline */
         if (!live && !unknown && c->rel.state != NCG_REL_WAITING) {
             comm_remove(co, ci);
             continue;
@@ -988,15 +571,15 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
         if (!c->done)
             check_lag(co, c, now_ns);
         if (!c->done)
-            ncg_coord_check_stuck(co, c, now_ns);
+            ncg_co_check_stuck(co, c, now_ns);
         if (!c->done && !c->q_active)
-            round_start(co, c);
+            ncg_co_round_start(co, c);
         if (sweep)
             ncg_p2pm_take(&c->p2p, now_ns, NCG_P2PM_AGE_NS, NULL, NULL);
         ci++;
     }
-    ncg_coord_check_deadlock(co);
-    ncg_coord_check_deadlock_streams(co);
+    ncg_co_check_deadlock(co);
+    ncg_co_check_deadlock_streams(co);
     /* Pings let clients tell a frozen coordinator from a quiet one. */
     uint64_t ping_every = 500000000ull;
     if (now_ns - co->last_ping_ns >= ping_every) {
@@ -1031,91 +614,4 @@ size_t ncg_coord_left(const struct ncg_coord *co, uint64_t *ids, uint64_t *count
         counts[n++] = low;
     }
     return n;
-}
-
-/* ---- read-only view (status endpoint) ---- */
-
-const struct ncg_coord_params *ncg_coord_get_params(const struct ncg_coord *co)
-{
-    return &co->p;
-}
-
-static double age_s(uint64_t now_ns, uint64_t t_ns)
-{
-    return now_ns > t_ns ? (double)(now_ns - t_ns) / 1e9 : 0.0;
-}
-
-/* The call member r of comm id is blocked in per its process's latest WAIT: the collective
- * one when there is one, else a p2p one; NULL when none. */
-static const struct ncg_wait_ent *view_wait(const struct cconn *cc, uint64_t id, uint32_t r)
-{
-    const struct ncg_wait_ent *p2p = NULL;
-    for (uint32_t j = 0; cc && j < cc->nwaits; j++) {
-        const struct ncg_wait_ent *w = &cc->waits[j];
-        if (w->comm_id != id || w->rank != r)
-            continue;
-        if (!w->p2p)
-            return w;
-        p2p = p2p ? p2p : w;
-    }
-    return p2p;
-}
-
-void ncg_coord_view(struct ncg_coord *co, uint64_t now_ns, const struct ncg_coord_view_ops *ops)
-{
-    for (int i = 0; i < co->nconn && ops->conn; i++) {
-        const struct cconn *cc = &co->conn[i];
-        if (!cc->used)
-            continue;
-        struct ncg_coord_conn_view v = {i,
-                                        cc->authed,
-                                        cc->bye,
-                                        cc->pid,
-                                        cc->grank,
-                                        cc->host,
-                                        age_s(now_ns, cc->last_rx_ns),
-                                        age_s(now_ns, cc->since_ns)};
-        ops->conn(ops->arg, &v);
-    }
-    struct ncg_coord_member_view *mv = NULL;
-    size_t cap = 0;
-    for (size_t ci = 0; ci < co->ncomm && ops->comm; ci++) {
-        struct ccomm *c = co->comm[ci];
-        if (c->nranks > cap) {
-            struct ncg_coord_member_view *n = realloc(mv, sizeof *n * c->nranks);
-            if (!n)
-                break;
-            mv = n;
-            cap = c->nranks;
-        }
-        for (uint32_t i = 0; i < c->nranks; i++) {
-            struct cmember *mb = &c->m[i];
-            const struct cconn *cc = mb->conn >= 0 ? conn_get(co, mb->conn) : NULL;
-            if (mb->state == M_ACTIVE && now_ns >= mb->rate_t0 + 1000000000ull) {
-                mb->rate = (double)(mb->count - mb->rate_c0) / age_s(now_ns, mb->rate_t0);
-                mb->rate_t0 = now_ns;
-                mb->rate_c0 = mb->count;
-            } else if (mb->state != M_ACTIVE) {
-                mb->rate = 0;
-            }
-            mv[i] = (struct ncg_coord_member_view){
-                .state = mb->state,
-                .global_rank = mb->grank,
-                .conn = cc ? mb->conn : -1,
-                .count = mb->count,
-                .progress_age_s = mb->state == M_UNKNOWN ? -1 : age_s(now_ns, mb->progress_ns),
-                .heartbeat_age_s = cc ? age_s(now_ns, cc->last_rx_ns) : -1,
-                .calls_per_s = mb->rate,
-                .pid = mb->pid,
-                .host = mb->host,
-                .done = mb->done,
-                .report_age_s = mb->report_ns ? age_s(now_ns, mb->report_ns) : -1,
-                .wait = view_wait(cc, c->id, i)};
-        }
-        struct ncg_coord_comm_view v = {
-            c->id,   c->nranks, c->vc, c->done, c->lag_warned, age_s(now_ns, c->progress_ns),
-            c->last, mv};
-        ops->comm(ops->arg, &v);
-    }
-    free(mv);
 }

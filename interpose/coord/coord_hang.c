@@ -1,14 +1,18 @@
-/* Part of coord.c (included there: it reads the coordinator's private state): the verdicts
- * for hangs that are not desyncs. STUCK: every member issued slot k identically (verified
- * digests), some member has not completed it, and nothing moved on the comm for
- * stuck_warn_s. DEADLOCK: a cycle in the wait-for graph of blocked threads (waitfor.h) built
- * from the members' WAITs, confirmed by a second sighting. See docs/checker.md. */
+/* The coordinator's verdicts for hangs that are not desyncs (on coord_int.h's state). STUCK: every
+ * member issued slot k identically (verified digests), some member has not completed it, and
+ * nothing moved on the comm for stuck_warn_s. DEADLOCK: a cycle in the wait-for graph of blocked
+ * threads (waitfor.h) built from the members' WAITs, confirmed by a second sighting. See
+ * docs/checker.md. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "coord_int.h"
 
 /* The call a member reported being blocked in at slot k of c, or NULL. */
 static const struct ncg_wait_ent *hang_wait_at(struct ncg_coord *co, const struct ccomm *c,
                                                uint32_t r, int p2p, uint64_t k)
 {
-    const struct cconn *cc = conn_get(co, c->m[r].conn);
+    const struct cconn *cc = ncg_co_conn_get(co, c->m[r].conn);
     for (uint32_t j = 0; cc && j < cc->nwaits; j++) {
         const struct ncg_wait_ent *w = &cc->waits[j];
         if (w->comm_id == c->id && w->rank == r && w->p2p == p2p && !w->queued &&
@@ -29,7 +33,7 @@ static void hang_member_lines(struct ncg_coord *co, const struct ccomm *c, uint6
             break;
         }
         const struct cmember *mb = &c->m[r];
-        const struct cconn *cc = conn_get(co, mb->conn);
+        const struct cconn *cc = ncg_co_conn_get(co, mb->conn);
         ncg_addf(b, cap, "rank %u (global %d%s%s): issued %" PRIu64 ", completed %" PRIu64, r,
                  mb->grank, cc ? ", " : "", cc ? cc->host : "", mb->count, mb->done);
         if (mb->done_hi > mb->done)
@@ -85,7 +89,7 @@ static int hang_behind_lag(struct ncg_coord *co, const struct ccomm *c)
     return 0;
 }
 
-static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
+void ncg_co_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
 {
     if (co->p.stuck_warn_s <= 0 && co->p.stuck_abort_s <= 0)
         return;
@@ -117,39 +121,37 @@ static void ncg_coord_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_
                     : c->progress_ns > c->dprogress_ns ? c->progress_ns
                                                        : c->dprogress_ns;
     double idle = (double)(now_ns - last) / 1e9;
-    int act = co->p.stuck_abort_s > 0 && idle >= co->p.stuck_abort_s;
-    if (!act && (co->p.stuck_warn_s <= 0 || idle < co->p.stuck_warn_s || c->stuck_warned == k + 1))
+    int due = ncg_v_due(idle, co->p.stuck_warn_s, co->p.stuck_abort_s, c->stuck_warned == k + 1);
+    if (!due)
         return;
-    struct ncg_verdict *v = verdict_for(c, NCG_V_STUCK);
     int32_t *not_done = malloc(sizeof *not_done * c->nranks);
-    char *notes = malloc(NCG_WIRE_NOTES);
-    if (!v || !not_done || !notes) {
-        ncg_verdict_free(v);
+    char *lines = malloc(NCG_WIRE_NOTES);
+    if (!not_done || !lines) {
         free(not_done);
-        free(notes);
+        free(lines);
         return;
     }
     size_t nn = 0;
+    const struct ncg_wait_ent *at = NULL; /* the call at slot k (equal everywhere: digests agree) */
     for (uint32_t i = 0; i < c->nranks; i++) {
         if (c->m[i].done <= k)
             not_done[nn++] = (int32_t)i;
-        const struct ncg_wait_ent *w = hang_wait_at(co, c, i, 0, k);
-        if (w && !v->ncalls) { /* the call at slot k (equal everywhere: digests agree) */
-            v->ncalls = 1;
-            v->calls[0].call = w->call;
-            snprintf(v->calls[0].site, sizeof v->calls[0].site, "%s", w->site);
-        }
+        if (!at)
+            at = hang_wait_at(co, c, i, 0, k);
     }
-    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
-    v->slot = (int64_t)k;
-    ncg_ranks_compact(not_done, nn, v->subject, sizeof v->subject);
-    ncg_stuck_words(v, k, khi, idle, nn == c->nranks, nn > 1, notes, NCG_WIRE_NOTES);
-    hang_member_lines(co, c, k, notes, NCG_WIRE_NOTES);
-    ncg_verdict_set_notes(v, notes);
-    free(notes);
+    lines[0] = 0;
+    hang_member_lines(co, c, k, lines, NCG_WIRE_NOTES);
+    struct ncg_stuck_fig s = {
+        k,    khi, idle, due == 2, not_done, nn, nn, 0, at ? &at->call : NULL, at ? at->site : NULL,
+        lines};
+    struct ncg_vcomm vc = ncg_co_vcomm(c);
+    struct ncg_verdict *v = ncg_v_stuck(&vc, &s);
+    free(lines);
     free(not_done);
+    if (!v)
+        return;
     c->stuck_warned = k + 1;
-    verdict_issue(co, c, v);
+    ncg_co_verdict_issue(co, c, v);
 }
 
 /* ---- DEADLOCK (deadlock.h) ---- */
@@ -168,76 +170,58 @@ static void coord_deadlock(struct ncg_coord *co, int streams)
         co->dl[streams].sig = 0;
         return;
     }
-    struct ncg_dl_proc *p = calloc(co->nconn ? (size_t)co->nconn : 1, sizeof *p);
-    uint64_t *gen = calloc(co->nconn ? (size_t)co->nconn : 1, sizeof *gen);
-    struct ncg_dl_comm *dc = calloc(co->ncomm ? co->ncomm : 1, sizeof *dc);
-    struct ncg_dl_member **mm = calloc(co->ncomm ? co->ncomm : 1, sizeof *mm);
-    struct ncg_dl_cycle *f = malloc(sizeof *f);
-    char *notes = malloc(NCG_WIRE_NOTES);
-    if (!p || !gen || !dc || !mm || !f || !notes)
-        goto out;
+    struct ncg_dl_tables t;
+    if (ncg_dl_tables_new(&t, (size_t)co->nconn, co->ncomm) < 0)
+        return;
     for (int i = 0; i < co->nconn; i++) {
         const struct cconn *cc = &co->conn[i];
         if (cc->used && cc->authed)
-            p[i] = (struct ncg_dl_proc){cc->pid, cc->host, cc->waits, cc->nwaits};
-        gen[i] = cc->wait_gen;
+            t.p[i] = (struct ncg_dl_proc){cc->pid, cc->host, cc->waits, cc->nwaits};
+        t.gen[i] = cc->wait_gen;
     }
     for (size_t ci = 0; ci < co->ncomm; ci++) {
         const struct ccomm *c = co->comm[ci];
-        if (!(mm[ci] = calloc(c->nranks ? c->nranks : 1, sizeof **mm)))
+        if (!(t.mm[ci] = calloc(c->nranks ? c->nranks : 1, sizeof **t.mm)))
             goto out;
         for (uint32_t r = 0; r < c->nranks; r++) {
             const struct cmember *m = &c->m[r];
-            mm[ci][r] = (struct ncg_dl_member){m->state == M_ACTIVE && !c->done && m->conn >= 0,
-                                               (uint32_t)m->conn,
-                                               m->tid,
-                                               m->grank,
-                                               m->count,
-                                               m->done};
+            t.mm[ci][r] = (struct ncg_dl_member){m->state == M_ACTIVE && !c->done && m->conn >= 0,
+                                                 (uint32_t)m->conn,
+                                                 m->tid,
+                                                 m->grank,
+                                                 m->count,
+                                                 m->done};
         }
-        dc[ci] = (struct ncg_dl_comm){c->id, c->nranks, mm[ci], 0};
+        t.dc[ci] = (struct ncg_dl_comm){c->id, c->nranks, t.mm[ci], 0};
     }
-    if (ncg_dl_find(p, (size_t)co->nconn, dc, co->ncomm, streams, f, notes) != 1) {
+    if (ncg_dl_find(t.p, (size_t)co->nconn, t.dc, co->ncomm, streams, t.f, t.notes) != 1) {
         co->dl[streams].sig = 0;
         goto out;
     }
-    if (!ncg_dl_confirmed(&co->dl[streams], f, gen))
+    if (!ncg_dl_confirmed(&co->dl[streams], t.f, t.gen))
         goto out;
-    for (long i = 0; i < f->n; i++) { /* in the cycle's order; a comm's first step only */
-        size_t ci = f->step[i].comm;
+    for (long i = 0; i < t.f->n; i++) { /* in the cycle's order; a comm's first step only */
+        size_t ci = t.f->step[i].comm;
         struct ccomm *c = co->comm[ci];
-        char subject[NCG_WIRE_STR], detail[NCG_WIRE_STR];
         if (c->done)
             continue;
-        int64_t slot = ncg_dl_verdict(f, dc, ci, subject, sizeof subject, detail, sizeof detail);
-        struct ncg_verdict *v = verdict_for(c, NCG_V_DEADLOCK);
+        struct ncg_vcomm vc = ncg_co_vcomm(c);
+        struct ncg_verdict *v = ncg_v_deadlock(&vc, t.f, t.dc, ci, t.notes);
         if (!v)
             continue;
-        snprintf(v->subject, sizeof v->subject, "%s", subject);
-        snprintf(v->detail, sizeof v->detail, "%s", detail);
-        v->slot = slot;
-        ncg_verdict_set_notes(v, notes);
-        verdict_issue(co, c, v);
+        ncg_co_verdict_issue(co, c, v);
     }
 out:
-    if (mm)
-        for (size_t ci = 0; ci < co->ncomm; ci++)
-            free(mm[ci]);
-    free(mm);
-    free(dc);
-    free(gen);
-    free(p);
-    free(f);
-    free(notes);
+    ncg_dl_tables_free(&t);
 }
 
-static void ncg_coord_check_deadlock(struct ncg_coord *co)
+void ncg_co_check_deadlock(struct ncg_coord *co)
 {
     coord_deadlock(co, 0);
 }
 
 /* DEADLOCK under asynchronous NCCL: the stream-order graph (waitfor.h) of the queued entries. */
-static void ncg_coord_check_deadlock_streams(struct ncg_coord *co)
+void ncg_co_check_deadlock_streams(struct ncg_coord *co)
 {
     coord_deadlock(co, 1);
 }

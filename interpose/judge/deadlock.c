@@ -2,6 +2,7 @@
  * cycle, its second sighting, the notes and the verdict's text. */
 #include "deadlock.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,6 +238,34 @@ int ncg_dl_find(const struct ncg_dl_proc *p, size_t np, const struct ncg_dl_comm
         return 0;
     return streams ? find_streams(p, np, c, nc, cap, out, notes)
                    : find_threads(p, np, c, nc, cap, out, notes);
+}
+
+int ncg_dl_tables_new(struct ncg_dl_tables *t, size_t np, size_t nc)
+{
+    t->p = calloc(np ? np : 1, sizeof *t->p);
+    t->gen = calloc(np ? np : 1, sizeof *t->gen);
+    t->dc = calloc(nc ? nc : 1, sizeof *t->dc);
+    t->mm = calloc(nc ? nc : 1, sizeof *t->mm);
+    t->nc = nc;
+    t->f = calloc(1, sizeof *t->f);
+    t->notes = calloc(1, NCG_WIRE_NOTES);
+    if (t->p && t->gen && t->dc && t->mm && t->f && t->notes)
+        return 0;
+    ncg_dl_tables_free(t);
+    return -ENOMEM;
+}
+
+void ncg_dl_tables_free(struct ncg_dl_tables *t)
+{
+    for (size_t i = 0; t->mm && i < t->nc; i++)
+        free(t->mm[i]);
+    free(t->mm);
+    free(t->dc);
+    free(t->gen);
+    free(t->p);
+    free(t->f);
+    free(t->notes);
+    *t = (struct ncg_dl_tables){0};
 }
 
 int ncg_dl_confirmed(struct ncg_dl_seen *d, const struct ncg_dl_cycle *f, const uint64_t *gen)

@@ -58,6 +58,22 @@ struct ncg_dl_cycle {
 int ncg_dl_find(const struct ncg_dl_proc *p, size_t np, const struct ncg_dl_comm *c, size_t nc,
                 int streams, struct ncg_dl_cycle *out, char *notes);
 
+/* The tables of one check (the coordinator's, the tree root's): np processes (p, and gen their
+ * WAIT counts, indexed alike), room for nc comms (dc, whose members mm[i] the caller allocates:
+ * freed with the tables), the cycle found (f) and its notes (NCG_WIRE_NOTES bytes). */
+struct ncg_dl_tables {
+    struct ncg_dl_proc *p;
+    uint64_t *gen;
+    struct ncg_dl_comm *dc;
+    struct ncg_dl_member **mm;
+    size_t nc;
+    struct ncg_dl_cycle *f;
+    char *notes;
+};
+/* Allocates t's tables, zeroed: 0, or -ENOMEM (nothing left allocated). */
+int ncg_dl_tables_new(struct ncg_dl_tables *t, size_t np, size_t nc);
+void ncg_dl_tables_free(struct ncg_dl_tables *t);
+
 /* A cycle's second sighting: the same signature at a later check, with every process of the
  * cycle having sent a newer WAIT since the first (gen[proc]: its WAITs so far, indexed like the
  * ncg_dl_proc array), so that all were in those calls at the same moment. Else the sighting is

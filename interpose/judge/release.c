@@ -75,6 +75,20 @@ void ncg_release_drop(struct ncg_release *r, int conn, int orphan)
     }
 }
 
+int ncg_release_note(struct ncg_release *r, uint64_t id, int conn, uint64_t comm_id, int gone,
+                     int relay)
+{
+    if (gone)
+        ncg_release_drop(r, conn, relay);
+    if (r->state != NCG_REL_WAITING || (!gone && id != comm_id))
+        return 0;
+    if (!gone && relay)
+        ncg_release_adopt(r, conn);
+    if (!gone)
+        ncg_release_mark(r, conn);
+    return 1;
+}
+
 uint32_t ncg_release_pending(const struct ncg_release *r, int *first)
 {
     uint32_t n = 0;

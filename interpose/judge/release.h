@@ -43,6 +43,12 @@ int ncg_release_due(const struct ncg_release *r, uint64_t now_ns);
 /* Child relay conn, not among those the verdict went to, is a subtree that reattached here: it
  * takes an orphan's place (ncg_release_drop), still waited for; 1 when there was one. */
 int ncg_release_adopt(struct ncg_release *r, int conn);
+/* What the coordinator and every relay do with the release of comm id when conn said DONE for
+ * comm_id (gone 0; a child relay's, relay 1: it may be an orphan's subtree come back, adopted),
+ * or when conn closed (gone 1, any comm: ncg_release_drop, orphaned when relay). 1 when r is
+ * WAITING and concerned: the caller then checks ncg_release_due. */
+int ncg_release_note(struct ncg_release *r, uint64_t id, int conn, uint64_t comm_id, int gone,
+                     int relay);
 /* Connections still waited for (the first of them in *first, -1 none or an orphan). */
 uint32_t ncg_release_pending(const struct ncg_release *r, int *first);
 void ncg_release_free(struct ncg_release *r);

@@ -1,16 +1,21 @@
-/* Part of relay.c (included there: it reads the relay's private state): DEADLOCK through the
- * tree. A node relay turns each WAIT of its client processes into an RWAIT (the entries, the
- * process's memberships with their driver threads and counts) and sends it up; relays above
- * pass it on unchanged; the root keeps the latest one per process (its node relay, its
- * connection there, its pid) and runs
- * deadlock.h's search over them, as the flat coordinator does over its connections: only the
- * processes with blocked calls take part (a member with none draws no edge in either graph),
- * and a cycle is confirmed by a second sighting after each of its processes sent a newer
- * WAIT. Traffic only while calls wait (a client sends WAITs only then, one empty one after),
- * and little then: a node relay sends a process's WAIT up only when it differs from the last
- * one it sent (every interval while blocked, WAITs mostly repeat), except for two intervals
- * after an RASK, which the root broadcasts down the tree when it first sees a cycle (at most
- * once an interval, again every five while unconfirmed): the processes' next WAITs confirm it. */
+/* DEADLOCK through the tree (on relay_int.h's state). A node relay turns each WAIT of its client
+ * processes into an RWAIT (the entries, the process's memberships with their driver threads and
+ * counts) and sends it up; relays above pass it on unchanged; the root keeps the latest one per
+ * process (its node relay, its connection there, its pid) and runs deadlock.h's search over them,
+ * as the flat coordinator does over its connections: only the processes with blocked calls take
+ * part (a member with none draws no edge in either graph), and a cycle is confirmed by a second
+ * sighting after each of its processes sent a newer WAIT. Traffic only while calls wait (a client
+ * sends WAITs only then, one empty one after), and little then: a node relay sends a process's WAIT
+ * up only when it differs from the last one it sent (every interval while blocked, WAITs mostly
+ * repeat), except for two intervals after an RASK, which the root broadcasts down the tree when it
+ * first sees a cycle (at most once an interval, again every five while unconfirmed): the processes'
+ * next WAITs confirm it. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "deadlock.h"
+#include "relay_int.h"
 
 #define NCG_RELAY_MAX_WAITERS 32768u /* root: processes with blocked calls held */
 
@@ -47,7 +52,7 @@ static void rw_clear(struct rwaiter *x)
     x->w = NULL;
 }
 
-static void dl_free(struct ncg_relay *r)
+void ncg_rl_dl_free(struct ncg_relay *r)
 {
     if (!r->dl)
         return;
@@ -126,12 +131,12 @@ static void dl_remove(struct rdl *d, uint32_t i)
 static void dl_keep(struct ncg_relay *r, const struct ncg_msg_rwait *w)
 {
     if (!r->dl && !(r->dl = calloc(1, sizeof *r->dl))) {
-        r_nomem(r);
+        ncg_rl_nomem(r);
         return;
     }
     struct rdl *d = r->dl;
     if (!d->ix && ix_rebuild(d, 16) != 0) {
-        r_nomem(r);
+        ncg_rl_nomem(r);
         return;
     }
     uint32_t h = ix_slot(d, w->node, w->conn, w->pid), i = d->ix[h] >= 2 ? d->ix[h] - 2 : d->n;
@@ -142,24 +147,23 @@ static void dl_keep(struct ncg_relay *r, const struct ncg_msg_rwait *w)
     }
     if (i == d->n) {
         if (d->n == NCG_RELAY_MAX_WAITERS) {
-            if (refuse_first(r, &d->full))
-                r_event(r,
-                        "DEADLOCK: more than %u processes with blocked calls; the others are "
-                        "left out of the wait-for graph",
-                        NCG_RELAY_MAX_WAITERS);
+            ncg_rl_refuse(r, &d->full,
+                          "DEADLOCK: more than %u processes with blocked calls; the others are "
+                          "left out of the wait-for graph",
+                          NCG_RELAY_MAX_WAITERS);
             return;
         }
         if (d->n == d->cap) {
             uint32_t cap = d->cap ? d->cap * 2 : 16;
             struct rwaiter *p = realloc(d->p, sizeof *p * cap);
             if (!p) {
-                r_nomem(r);
+                ncg_rl_nomem(r);
                 return;
             }
             d->p = p;
             d->cap = cap;
             if (2 * cap > d->ixcap && ix_rebuild(d, cap) != 0) {
-                r_nomem(r);
+                ncg_rl_nomem(r);
                 return;
             }
             h = ix_slot(d, w->node, w->conn, w->pid);
@@ -174,7 +178,7 @@ static void dl_keep(struct ncg_relay *r, const struct ncg_msg_rwait *w)
     if (!m || !e) {
         free(m);
         free(e);
-        r_nomem(r);
+        ncg_rl_nomem(r);
         return;
     }
     memcpy(m, w->m, sizeof *m * w->nm);
@@ -191,7 +195,7 @@ static void dl_keep(struct ncg_relay *r, const struct ncg_msg_rwait *w)
 
 /* RASK (from the parent, or the root's own): every WAIT goes up for two intervals, and the
  * child relays are told. */
-static void dl_ask(struct ncg_relay *r, uint64_t now_ns)
+void ncg_rl_dl_ask(struct ncg_relay *r, uint64_t now_ns)
 {
     r->ask_until_ns = now_ns + 2ull * r->p.interval_ms * 1000000ull;
     struct ncg_msg m = {.type = NCG_MSG_RASK};
@@ -229,14 +233,14 @@ static uint64_t rwait_sig(const struct ncg_msg_rwait *w)
 }
 
 /* A client's WAIT: as an RWAIT, to the root's table (at the root) or up. */
-static void on_wait(struct ncg_relay *r, int conn, const struct ncg_msg_wait *wt, uint64_t now_ns)
+void ncg_rl_on_wait(struct ncg_relay *r, int conn, const struct ncg_msg_wait *wt, uint64_t now_ns)
 {
-    struct rconn *cc = conn_get(r, conn);
+    struct rconn *cc = ncg_rl_conn_get(r, conn);
     if (!cc || (!r->p.root && !r->attached))
         return; /* the next WAIT (an interval on) goes up once the parent is back */
     struct ncg_msg_rwait *w = calloc(1, sizeof *w);
     if (!w) {
-        r_nomem(r);
+        ncg_rl_nomem(r);
         return;
     }
     w->node = r->p.node;
@@ -275,7 +279,7 @@ static void on_wait(struct ncg_relay *r, int conn, const struct ncg_msg_wait *wt
 }
 
 /* A child relay's RWAIT: kept (root) or passed up. */
-static void on_rwait(struct ncg_relay *r, struct ncg_msg_rwait *w)
+void ncg_rl_on_rwait(struct ncg_relay *r, struct ncg_msg_rwait *w)
 {
     if (r->p.root) {
         dl_keep(r, w);
@@ -304,7 +308,7 @@ static int mref_cmp(const void *a, const void *b)
 static int rwait_live(const struct ncg_relay *r, const struct rwaiter *w)
 {
     for (uint32_t j = 0; j < w->nm; j++) {
-        const struct rcomm *c = comm_find((struct ncg_relay *)r, w->m[j].comm_id);
+        const struct rcomm *c = ncg_rl_comm_find((struct ncg_relay *)r, w->m[j].comm_id);
         if (c && !c->done)
             return 1;
     }
@@ -320,13 +324,13 @@ static void root_ask(struct ncg_relay *r, uint64_t now_ns)
     d->sweep_ns = now_ns + 3ull * r->p.interval_ms * 1000000ull;
     for (uint32_t i = 0; i < d->n; i++)
         d->p[i].asked_gen = d->p[i].gen;
-    dl_ask(r, now_ns);
+    ncg_rl_dl_ask(r, now_ns);
 }
 
 /* Root, each tick (at most twice an interval): forget processes none of whose comms is still
  * checked (a verdict ended them), or that did not answer the last RASK, then one check per
  * graph; a cycle seen for the first time asks the tree for fresh WAITs (RASK). */
-static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
+void ncg_rl_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
 {
     struct rdl *d = r->dl;
     uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;
@@ -343,23 +347,22 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
             i++;
     if (d->n < 1)
         return;
-    struct ncg_dl_proc *p = calloc(d->n, sizeof *p);
-    uint64_t *gen = calloc(d->n, sizeof *gen);
-    struct ncg_dl_comm *dc = calloc(r->ncomm ? r->ncomm : 1, sizeof *dc);
-    struct ncg_dl_member **mm = calloc(r->ncomm ? r->ncomm : 1, sizeof *mm);
+    struct ncg_dl_tables t;
+    if (ncg_dl_tables_new(&t, d->n, r->ncomm) < 0) {
+        ncg_rl_nomem(r);
+        return;
+    }
     struct rcomm **cm = calloc(r->ncomm ? r->ncomm : 1, sizeof *cm); /* dc index -> its comm */
     struct mref *ref = NULL;
-    struct ncg_dl_cycle *f = malloc(sizeof *f);
-    char *notes = malloc(NCG_WIRE_NOTES);
     size_t nc = 0;
-    if (!p || !gen || !dc || !mm || !cm || !f || !notes) {
-        r_nomem(r);
+    if (!cm) {
+        ncg_rl_nomem(r);
         goto out;
     }
     for (uint32_t i = 0; i < d->n; i++) {
         const struct rwaiter *w = &d->p[i];
-        p[i] = (struct ncg_dl_proc){w->pid, w->host, w->w, w->nw};
-        gen[i] = w->gen;
+        t.p[i] = (struct ncg_dl_proc){w->pid, w->host, w->w, w->nw};
+        t.gen[i] = w->gen;
     }
     /* The comms some waiting process is in, with those processes as their known members: the
      * memberships sorted by comm, each comm looked up once. */
@@ -367,7 +370,7 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
     for (uint32_t i = 0; i < d->n; i++)
         nref += d->p[i].nm;
     if (!(ref = malloc(sizeof *ref * (nref ? nref : 1)))) {
-        r_nomem(r);
+        ncg_rl_nomem(r);
         goto out;
     }
     nref = 0;
@@ -378,12 +381,12 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
     for (size_t a = 0, b; a < nref; a = b) {
         for (b = a + 1; b < nref && ref[b].comm_id == ref[a].comm_id; b++)
             ;
-        struct rcomm *c = comm_find(r, ref[a].comm_id);
+        struct rcomm *c = ncg_rl_comm_find(r, ref[a].comm_id);
         if (!c || c->done || nc == r->ncomm)
             continue;
         struct ncg_dl_member *m = calloc(c->nranks, sizeof *m);
         if (!m) {
-            r_nomem(r);
+            ncg_rl_nomem(r);
             goto out;
         }
         for (size_t k = a; k < b; k++) {
@@ -393,48 +396,40 @@ static void root_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
                 m[x->rank] =
                     (struct ncg_dl_member){1, ref[k].proc, x->tid, w->grank, x->count, x->done};
         }
-        mm[nc] = m;
+        t.mm[nc] = m;
         cm[nc] = c;
-        dc[nc++] = (struct ncg_dl_comm){c->id, c->nranks, m, 0};
+        t.dc[nc++] = (struct ncg_dl_comm){c->id, c->nranks, m, 0};
     }
     for (int streams = 0; streams < 2; streams++) {
-        int found = ncg_dl_find(p, d->n, dc, nc, streams, f, notes);
+        int found = ncg_dl_find(t.p, d->n, t.dc, nc, streams, t.f, t.notes);
         if (found < 0)
-            r_nomem(r);
+            ncg_rl_nomem(r);
         if (found != 1) {
             d->seen[streams].sig = 0;
             continue;
         }
-        int first = f->sig != d->seen[streams].sig;
-        if (!ncg_dl_confirmed(&d->seen[streams], f, gen)) {
+        int first = t.f->sig != d->seen[streams].sig;
+        if (!ncg_dl_confirmed(&d->seen[streams], t.f, t.gen)) {
             if (now_ns - d->asked_ns >= (first ? iv : 5 * iv))
                 root_ask(r, now_ns); /* their next WAITs, changed or not, confirm it */
             continue;
         }
-        for (long i = 0; i < f->n; i++) { /* one verdict per comm of the cycle */
-            size_t k = f->step[i].comm;
+        for (long i = 0; i < t.f->n; i++) { /* one verdict per comm of the cycle */
+            size_t k = t.f->step[i].comm;
             struct rcomm *c = cm[k];
             if (c->done)
                 continue;
-            struct ncg_verdict *v = tree_verdict(r, c, NCG_V_DEADLOCK);
-            if (!v)
+            struct ncg_vcomm vc = ncg_rl_vcomm(c);
+            struct ncg_verdict *v = ncg_v_deadlock(&vc, t.f, t.dc, k, t.notes);
+            if (!v) {
+                ncg_rl_nomem(r);
                 goto out;
-            v->slot = ncg_dl_verdict(f, dc, k, v->subject, sizeof v->subject, v->detail,
-                                     sizeof v->detail);
-            ncg_verdict_set_notes(v, notes);
-            verdict_issue(r, c, v);
+            }
+            ncg_rl_verdict_issue(r, c, v);
         }
     }
 out:
-    if (mm)
-        for (size_t k = 0; k < nc; k++)
-            free(mm[k]);
-    free(mm);
-    free(dc);
+    ncg_dl_tables_free(&t);
     free(cm);
     free(ref);
-    free(gen);
-    free(p);
-    free(f);
-    free(notes);
 }

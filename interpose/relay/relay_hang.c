@@ -1,17 +1,13 @@
-/* Part of relay.c (included there: it reads the relay's private state): the root's checks for
- * hangs, on the subtrees' aggregates. LAG (coord.c's check_lag): counts differ and nothing
- * beneath grew for lag_warn_s. STUCK (coord_hang.c's): every rank issued slot k identically,
- * some has not completed it, nothing completed for stuck_warn_s. DEADLOCK is relay_dl.c. */
+/* The root's checks for hangs, on the subtrees' aggregates (relay_int.h's state). LAG (coord.c's
+ * check_lag): counts differ and nothing beneath grew for lag_warn_s. STUCK (coord_hang.c's): every
+ * rank issued slot k identically, some has not completed it, nothing completed for stuck_warn_s.
+ * DEADLOCK is relay_dl.c. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "relay_int.h"
 
-/* c's figures over its active kids (LAG, STUCK, and relay.c's round start): members known
- * and active, min and max count, the completion bounds. */
-struct dfig {
-    uint64_t mn, mx, dmin, dhi;
-    uint32_t known, active;
-    uint8_t sampled;
-};
-
-static struct dfig comm_dfig(const struct rcomm *c)
+struct dfig ncg_rl_comm_dfig(const struct rcomm *c)
 {
     struct dfig f = {UINT64_MAX, 0, UINT64_MAX, UINT64_MAX, 0, 0, 0};
     for (uint32_t i = 0; i < c->nk; i++) {
@@ -30,26 +26,19 @@ static struct dfig comm_dfig(const struct rcomm *c)
 }
 
 /* coord.c's check_lag over the tree: counts differ and nothing beneath grew for lag_warn_s. */
-static void root_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
+void ncg_rl_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
 {
-    struct dfig f = comm_dfig(c);
+    struct dfig f = ncg_rl_comm_dfig(c);
     uint64_t mn = f.mn, mx = f.mx;
     if (f.known < c->nranks)
         return; /* not every member known yet */
-    if (mn == UINT64_MAX || mn == mx) {
-        c->lag_warned = 0;
-        return;
-    }
     double idle = (double)(now_ns - c->progress_ns) / 1e9;
-    int act = r->p.lag_abort_s > 0 && idle >= r->p.lag_abort_s;
-    if (!act && (r->p.lag_warn_s <= 0 || idle < r->p.lag_warn_s || c->lag_warned))
+    int due = ncg_v_lag_due(mn, mx, idle, r->p.lag_warn_s, r->p.lag_abort_s, &c->lag_warned);
+    if (!due)
         return;
-    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_LAG);
     int32_t who[NCG_RELAY_DEAD];
     size_t n = 0;
     int more = 0;
-    if (!v)
-        return;
     for (uint32_t i = 0; i < c->nk; i++) {
         const struct rkid *k = &c->k[i];
         if (k->state != K_ACTIVE || (k->relay && !k->active) || k->min != mn)
@@ -60,15 +49,14 @@ static void root_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns
             who[n++] = (int32_t)k->low[j];
         more |= k->relay && k->low_more;
     }
-    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
-    if (more) /* more laggards than listed */
-        ncg_addf(v->subject, sizeof v->subject, ",...");
-    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
-    v->slot = (int64_t)mn;
-    snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle,
-             mn, mx);
+    struct ncg_vcomm vc = ncg_rl_vcomm(c);
+    struct ncg_verdict *v = ncg_v_lag(&vc, who, n, more, due == 2, mn, mx, idle);
+    if (!v) {
+        ncg_rl_nomem(r);
+        return;
+    }
     c->lag_warned = 1;
-    verdict_issue(r, c, v);
+    ncg_rl_verdict_issue(r, c, v);
 }
 
 /* coord_hang.c's hang_behind_lag needs to know which members of c share a process with
@@ -82,39 +70,37 @@ static int root_behind_lag(const struct ncg_relay *r, const struct rcomm *c)
         const struct rcomm *o = r->comm[ci];
         if (o == c || o->done)
             continue;
-        struct dfig f = comm_dfig(o);
+        struct dfig f = ncg_rl_comm_dfig(o);
         if (f.mn != UINT64_MAX && f.mn <= f.dhi && f.mx > f.dmin)
             return 1;
     }
     return 0;
 }
 
-/* The call at slot k from the last round's records, when it asked them (one call everywhere). */
-static void stuck_call(const struct rcomm *c, uint64_t k, struct ncg_verdict *v)
+/* The call at slot k from the last round's records, when it asked them (one call everywhere):
+ * its group, or NULL. */
+static const struct ncg_rgroup *stuck_call(const struct rcomm *c, uint64_t k)
 {
     if (!c->acc || c->rd.mode != NCG_QUERY_RECORDS)
-        return;
+        return NULL;
     for (uint32_t j = 0; j < c->rd.qn && j < c->acc->n; j++) {
         const struct ncg_rslot *s = &c->acc->s[j];
         if (c->rd.qslot[j] != k || s->ngroups != 1 || s->more || s->g[0].status != NCG_ANS_OK)
             continue;
-        v->ncalls = 1;
-        v->calls[0].call = s->g[0].call;
-        v->calls[0].call.seq = k;
-        snprintf(v->calls[0].site, sizeof v->calls[0].site, "%s", s->g[0].site);
-        return;
+        return &s->g[0];
     }
+    return NULL;
 }
 
 /* coord_hang.c's STUCK over the tree, on aggregates: every rank known and active issued the
  * first slot some rank has not completed ([dmin, dhi] of the minima), it is verified identical
  * (rd.vc), and no completion (sampled; synchronous: nor issue) grew for stuck_warn_s. The
  * member lines of the flat checker (threads, call sites, other comms) are not gathered. */
-static void root_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
+void ncg_rl_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
 {
     if (r->p.stuck_warn_s <= 0 && r->p.stuck_abort_s <= 0)
         return;
-    struct dfig f = comm_dfig(c);
+    struct dfig f = ncg_rl_comm_dfig(c);
     /* Under sampled completion a comm's calls may sit on streams behind another comm's wait
      * for a late rank (its LAG): watched whenever completion lags issue here, and a STUCK waits
      * two intervals and a half after it last held (when that wait ends, the other comm's counts
@@ -134,19 +120,9 @@ static void root_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_
     uint64_t last =
         f.sampled || c->dprogress_ns > c->progress_ns ? c->dprogress_ns : c->progress_ns;
     double idle = (double)(now_ns - last) / 1e9;
-    int act = r->p.stuck_abort_s > 0 && idle >= r->p.stuck_abort_s;
-    if (!act && (r->p.stuck_warn_s <= 0 || idle < r->p.stuck_warn_s || c->stuck_warned == k + 1))
+    int due = ncg_v_due(idle, r->p.stuck_warn_s, r->p.stuck_abort_s, c->stuck_warned == k + 1);
+    if (!due)
         return;
-
-    struct ncg_verdict *v = tree_verdict(r, c, NCG_V_STUCK);
-    char *notes = malloc(NCG_WIRE_NOTES);
-    if (!v || !notes) {
-        ncg_verdict_free(v);
-        free(notes);
-        if (!notes)
-            r_nomem(r);
-        return;
-    }
     int32_t who[NCG_RELAY_DEAD];
     size_t n = 0;
     uint64_t nat = 0; /* ranks at dmin, exact */
@@ -160,23 +136,20 @@ static void root_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_
         for (uint32_t j = 0; x->relay && j < x->ndlow_l && n < NCG_RELAY_DEAD; j++)
             who[n++] = (int32_t)x->dlow[j];
     }
-    if (nat >= c->nranks) { /* every rank: named whole, however many the lists held */
-        snprintf(v->subject, sizeof v->subject, c->nranks > 1 ? "0-%u" : "0", c->nranks - 1);
-    } else {
-        ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
-        if (nat > n) /* more than listed */
-            ncg_addf(v->subject, sizeof v->subject, ",...");
-    }
-    stuck_call(c, k, v);
-    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
-    v->slot = (int64_t)k;
-    ncg_stuck_words(v, k, khi, idle, nat >= c->nranks, nat > 1, notes, NCG_WIRE_NOTES);
-    ncg_addf(notes, NCG_WIRE_NOTES,
-             "each member's thread, call site and other communicators are not gathered through "
-             "the relay tree (NCCLGUARD_TREE=off for them)\n");
-    if (ncg_verdict_set_notes(v, notes) < 0)
-        r_nomem(r);
-    free(notes);
+    const struct ncg_rgroup *g = stuck_call(c, k);
+    struct ncg_call call = g ? g->call : (struct ncg_call){0};
+    call.seq = k;
+    static const char tail[] = "each member's thread, call site and other communicators are not "
+                               "gathered through the relay tree (NCCLGUARD_TREE=off for them)\n";
+    const char *site = g ? g->site : NULL;
+    struct ncg_stuck_fig s = {
+        k, khi, idle, due == 2, who, n, nat, nat >= c->nranks, g ? &call : NULL, site, tail};
+    struct ncg_vcomm vc = ncg_rl_vcomm(c);
+    struct ncg_verdict *v = ncg_v_stuck(&vc, &s);
+    if (!v || !v->notes)
+        ncg_rl_nomem(r);
+    if (!v)
+        return;
     c->stuck_warned = k + 1;
-    verdict_issue(r, c, v);
+    ncg_rl_verdict_issue(r, c, v);
 }

@@ -1,4 +1,4 @@
-/* Unit tests of the relay tree (interpose/relay.[ch], wire_relay.c): the pure helpers (group
+/* Unit tests of the relay tree (interpose/relay/, wire_relay.c): the pure helpers (group
  * merging, rank ranges, agreement), the new frames' codecs (round trip, every truncation),
  * and small trees driven through an in-memory network where every message is encoded and
  * decoded: counts as min/max, digest rounds, a mismatch found and named, verdict fan-out

@@ -13,7 +13,9 @@
 #include "diag.h"
 #include "hash.h"
 #include "ncclguard/shm.h"
+#include "release.h"
 #include "verdict.h"
+#include "verdicts.h"
 #include "wire.h"
 #include "wire_io.h"
 
@@ -1057,6 +1059,112 @@ static void test_coord_release(void)
     sim_exit_wait = 5;
 }
 
+/* judge/verdicts.c: each verdict kind from plain figures, as the coordinator and the tree's
+ * root build them (the same words from both), and when LAG / STUCK are due. */
+static void vc_ranks(const void *arg, struct ncg_verdict *v)
+{
+    (void)arg;
+    for (uint32_t i = 0; i < v->nranks; i++) {
+        v->counts[i] = 10 + i;
+        v->members[i] = 100 + (int32_t)i;
+    }
+}
+
+static void vc_calls(void *arg, struct ncg_verdict *v)
+{
+    *(int *)arg += 1;
+    v->ncalls = 1; /* one distinct call: the "look alike" detail */
+}
+
+static void test_verdicts(void)
+{
+    struct ncg_vcomm flat = {0xabc, 4, 6, vc_ranks, NULL}, tree = {0xabc, 4, 6, NULL, NULL};
+    /* when due: an error past abort_s, a warning past warn_s once, else nothing */
+    EXPECT(ncg_v_due(5, 2, 10, 0) == 1);
+    EXPECT(ncg_v_due(5, 2, 10, 1) == 0); /* warned already */
+    EXPECT(ncg_v_due(1, 2, 10, 0) == 0);
+    EXPECT(ncg_v_due(10, 2, 10, 1) == 2);
+    EXPECT(ncg_v_due(10, 0, 0, 0) == 0); /* neither set */
+    uint8_t warned = 1;
+    EXPECT(ncg_v_lag_due(7, 7, 100, 1, 2, &warned) == 0 && warned == 0); /* counts agree */
+    warned = 1;
+    EXPECT(ncg_v_lag_due(UINT64_MAX, 0, 100, 1, 2, &warned) == 0 && warned == 0);
+    EXPECT(ncg_v_lag_due(5, 7, 1.5, 1, 2, &warned) == 1);
+    warned = 1;
+    EXPECT(ncg_v_lag_due(5, 7, 1.5, 1, 2, &warned) == 0 && warned == 1);
+    /* LAG: the flat coordinator's per-rank arrays, the tree's "more than listed" */
+    int32_t who[] = {3, 1};
+    struct ncg_verdict *v = ncg_v_lag(&flat, who, 2, 0, 0, 5, 9, 2.5);
+    EXPECT(v && v->kind == NCG_V_LAG && v->severity == NCG_SEV_WARN && v->slot == 5);
+    EXPECT(v && v->nranks == 4 && v->counts[3] == 13 && v->members[2] == 102);
+    EXPECT(v && v->comm_id == 0xabc && v->last_agreed == 6 && !strcmp(v->subject, "1,3"));
+    EXPECT(v && !strcmp(v->detail, "for 2.5 s (slot counts 5..9)"));
+    ncg_verdict_free(v);
+    v = ncg_v_lag(&tree, who, 2, 1, 1, 5, 9, 2.5);
+    EXPECT(v && v->nranks == 0 && v->severity == NCG_SEV_ERROR && !strcmp(v->subject, "1,3,..."));
+    ncg_verdict_free(v);
+    /* RANK EXITED: the detail's first words say how */
+    int32_t ex[] = {2};
+    v = ncg_v_exited(&tree, ex, 1, 4, 8, NCG_BYE_ABORT);
+    EXPECT(v && v->kind == NCG_V_RANK_EXITED && v->slot == 4);
+    EXPECT(v && !strcmp(v->detail, NCG_EXITED_ABORT " after 4 calls; others issued up to 8"));
+    ncg_verdict_free(v);
+    v = ncg_v_exited(&tree, ex, 1, 4, 8, 0);
+    EXPECT(v && !strcmp(v->detail, "left after 4 calls; others issued up to 8"));
+    ncg_verdict_free(v);
+    /* RANK DIED, with and without a detail */
+    char why[96];
+    EXPECT(!strcmp(ncg_v_silent(why, sizeof why, 2500000000ull),
+                   "silent for 2.5 s (frozen or unreachable)"));
+    int32_t dead[] = {0, 1, 2};
+    v = ncg_v_rank_died(&flat, dead, 3, "pid 7 on h, gone");
+    EXPECT(v && v->kind == NCG_V_RANK_DIED && !strcmp(v->subject, "0-2") &&
+           !strcmp(v->detail, "pid 7 on h, gone"));
+    ncg_verdict_free(v);
+    v = ncg_v_rank_died(&flat, dead, 3, NULL);
+    EXPECT(v && v->detail[0] == 0);
+    ncg_verdict_free(v);
+    /* MISMATCH: the caller's calls, then the words on what could not be shown */
+    int called = 0;
+    v = ncg_v_mismatch(&tree, 42, vc_calls, &called, 0);
+    EXPECT(called == 1 && v && v->kind == NCG_V_MISMATCH && v->slot == 42);
+    EXPECT(v && strstr(v->detail, "the calls at slot 42 look alike") == v->detail);
+    ncg_verdict_free(v);
+    v = ncg_v_mismatch(&tree, 42, vc_calls, &called, 1);
+    EXPECT(v && strstr(v->detail, "distinct calls at this slot") != NULL);
+    ncg_verdict_free(v);
+    /* STUCK: a list (more than listed), or every rank named whole; the caller's lines last */
+    struct ncg_call call = {.seq = 3, .func = 1, .count = 8};
+    int32_t stalled[] = {1};
+    struct ncg_stuck_fig s = {3, 3, 12.0, 0, stalled, 1, 2, 0, &call, "site.c:1", "tail line\n"};
+    v = ncg_v_stuck(&tree, &s);
+    EXPECT(v && v->kind == NCG_V_STUCK && v->severity == NCG_SEV_WARN && v->slot == 3);
+    EXPECT(v && !strcmp(v->subject, "1,...") && v->ncalls == 1 && v->calls[0].call.seq == 3);
+    EXPECT(v && !strcmp(v->calls[0].site, "site.c:1"));
+    EXPECT(v && v->notes && strstr(v->notes, "a hang inside NCCL") == v->notes);
+    EXPECT(v && v->notes && strlen(v->notes) > 10 &&
+           !strcmp(v->notes + strlen(v->notes) - 10, "tail line\n"));
+    ncg_verdict_free(v);
+    s.whole = 1;
+    s.nstalled = 4;
+    s.act = 1;
+    s.call = NULL;
+    s.tail = NULL;
+    v = ncg_v_stuck(&tree, &s);
+    EXPECT(v && !strcmp(v->subject, "0-3") && v->ncalls == 0 && v->severity == NCG_SEV_ERROR);
+    EXPECT(v && strstr(v->detail, "completed on none") == v->detail);
+    ncg_verdict_free(v);
+    /* the exit release: a DONE for another comm changes nothing; a closed one, every comm */
+    struct ncg_release rel = {0};
+    EXPECT(ncg_release_note(&rel, 9, 1, 9, 0, 0) == 0); /* no verdict yet */
+    ncg_release_begin(&rel, UINT64_MAX);
+    EXPECT(ncg_release_add(&rel, 1) == 0 && ncg_release_add(&rel, 2) == 0);
+    EXPECT(ncg_release_note(&rel, 9, 1, 8, 0, 0) == 0);
+    EXPECT(ncg_release_note(&rel, 9, 1, 9, 0, 0) == 1 && !ncg_release_due(&rel, 0));
+    EXPECT(ncg_release_note(&rel, 9, 2, 0, 1, 0) == 1 && ncg_release_due(&rel, 0));
+    ncg_release_free(&rel);
+}
+
 int main(void)
 {
     test_diag_full();
@@ -1085,6 +1193,8 @@ int main(void)
     printf("ok coord multi-rank process\n");
     test_coord_release();
     printf("ok coord exit release\n");
+    test_verdicts();
+    printf("ok verdicts (judge)\n");
     printf("%d checks, %d failed\n", checks, fails);
     return fails ? 1 : 0;
 }

@@ -1,0 +1,162 @@
+/* The checker's verdicts from plain figures (verdicts.h), for the coordinator and the tree. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "verdicts.h"
+#include "wire.h"
+
+/* A verdict of kind on c, error severity, with c's per-rank arrays when it has them. */
+static struct ncg_verdict *v_new(const struct ncg_vcomm *c, uint8_t kind)
+{
+    struct ncg_verdict *v = ncg_verdict_new(c->ranks ? c->nranks : 0);
+    if (!v)
+        return NULL;
+    v->kind = kind;
+    v->severity = NCG_SEV_ERROR;
+    v->comm_id = c->id;
+    v->last_agreed = c->last_agreed;
+    if (c->ranks)
+        c->ranks(c->arg, v);
+    return v;
+}
+
+char *ncg_v_silent(char *buf, size_t cap, uint64_t silent_ns)
+{
+    snprintf(buf, cap, "silent for %.1f s (frozen or unreachable)", (double)silent_ns / 1e9);
+    return buf;
+}
+
+struct ncg_verdict *ncg_v_mismatch(const struct ncg_vcomm *c, uint64_t slot,
+                                   void (*calls)(void *arg, struct ncg_verdict *v), void *arg,
+                                   int more)
+{
+    struct ncg_verdict *v = v_new(c, NCG_V_MISMATCH);
+    if (!v)
+        return NULL;
+    v->slot = (int64_t)slot;
+    calls(arg, v);
+    if (more)
+        snprintf(v->detail, sizeof v->detail,
+                 "more than %u distinct calls at this slot: the others are not shown",
+                 NCG_RELAY_GROUPS);
+    else if (v->ncalls < 2)
+        snprintf(v->detail, sizeof v->detail,
+                 "the calls at slot %" PRIu64
+                 " look alike: the first difference lies in slots no longer kept",
+                 slot);
+    return v;
+}
+
+struct ncg_verdict *ncg_v_p2p(const struct ncg_vcomm *c, const struct ncg_p2pm_rec pair[2])
+{
+    struct ncg_verdict *v = v_new(c, NCG_V_P2P_MISMATCH);
+    if (v)
+        ncg_p2pm_verdict(v, pair);
+    return v;
+}
+
+struct ncg_verdict *ncg_v_rank_died(const struct ncg_vcomm *c, int32_t *ranks, size_t n,
+                                    const char *detail)
+{
+    struct ncg_verdict *v = v_new(c, NCG_V_RANK_DIED);
+    if (!v)
+        return NULL;
+    ncg_ranks_compact(ranks, n, v->subject, sizeof v->subject);
+    if (detail)
+        snprintf(v->detail, sizeof v->detail, "%s", detail);
+    return v;
+}
+
+struct ncg_verdict *ncg_v_exited(const struct ncg_vcomm *c, int32_t *who, size_t n, uint64_t fin,
+                                 uint64_t mx, int how)
+{
+    struct ncg_verdict *v = v_new(c, NCG_V_RANK_EXITED);
+    if (!v)
+        return NULL;
+    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+    v->slot = (int64_t)fin;
+    /* The detail's first words name how (ncg_verdict_summary's headline uses them). */
+    snprintf(v->detail, sizeof v->detail,
+             "%s after %" PRIu64 " calls; others issued up to %" PRIu64,
+             how == NCG_BYE_ABORT     ? NCG_EXITED_ABORT
+             : how == NCG_BYE_VERDICT ? NCG_EXITED_VERDICT
+                                      : "left",
+             fin, mx);
+    return v;
+}
+
+struct ncg_verdict *ncg_v_lag(const struct ncg_vcomm *c, int32_t *who, size_t n, int more, int act,
+                              uint64_t mn, uint64_t mx, double idle)
+{
+    struct ncg_verdict *v = v_new(c, NCG_V_LAG);
+    if (!v)
+        return NULL;
+    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+    if (more)
+        ncg_addf(v->subject, sizeof v->subject, ",...");
+    v->severity = act ? NCG_SEV_ERROR : NCG_SEV_WARN;
+    v->slot = (int64_t)mn;
+    snprintf(v->detail, sizeof v->detail, "for %.1f s (slot counts %" PRIu64 "..%" PRIu64 ")", idle,
+             mn, mx);
+    return v;
+}
+
+int ncg_v_due(double idle, double warn_s, double abort_s, int warned)
+{
+    if (abort_s > 0 && idle >= abort_s)
+        return 2;
+    return warn_s > 0 && idle >= warn_s && !warned;
+}
+
+int ncg_v_lag_due(uint64_t mn, uint64_t mx, double idle, double warn_s, double abort_s,
+                  uint8_t *warned)
+{
+    if (mn == UINT64_MAX || mn == mx) {
+        *warned = 0;
+        return 0;
+    }
+    return ncg_v_due(idle, warn_s, abort_s, *warned);
+}
+
+struct ncg_verdict *ncg_v_stuck(const struct ncg_vcomm *c, const struct ncg_stuck_fig *s)
+{
+    struct ncg_verdict *v = v_new(c, NCG_V_STUCK);
+    char *notes = malloc(NCG_WIRE_NOTES);
+    if (!v || !notes) {
+        ncg_verdict_free(v);
+        free(notes);
+        return NULL;
+    }
+    if (s->whole) { /* every rank: named whole, however many the lists held */
+        snprintf(v->subject, sizeof v->subject, c->nranks > 1 ? "0-%u" : "0", c->nranks - 1);
+    } else {
+        ncg_ranks_compact(s->who, s->n, v->subject, sizeof v->subject);
+        if (s->nstalled > s->n) /* more than listed */
+            ncg_addf(v->subject, sizeof v->subject, ",...");
+    }
+    if (s->call) {
+        v->ncalls = 1;
+        v->calls[0].call = *s->call;
+        snprintf(v->calls[0].site, sizeof v->calls[0].site, "%s", s->site ? s->site : "");
+    }
+    v->severity = s->act ? NCG_SEV_ERROR : NCG_SEV_WARN;
+    v->slot = (int64_t)s->k;
+    ncg_stuck_words(v, s->k, s->khi, s->idle, s->nstalled >= c->nranks, s->nstalled > 1, notes,
+                    NCG_WIRE_NOTES);
+    if (s->tail)
+        ncg_addf(notes, NCG_WIRE_NOTES, "%s", s->tail);
+    ncg_verdict_set_notes(v, notes); /* on failure v->notes stays NULL: the caller's to say */
+    free(notes);
+    return v;
+}
+
+struct ncg_verdict *ncg_v_deadlock(const struct ncg_vcomm *c, const struct ncg_dl_cycle *f,
+                                   const struct ncg_dl_comm *dc, size_t ci, const char *notes)
+{
+    struct ncg_verdict *v = v_new(c, NCG_V_DEADLOCK);
+    if (!v)
+        return NULL;
+    v->slot = ncg_dl_verdict(f, dc, ci, v->subject, sizeof v->subject, v->detail, sizeof v->detail);
+    ncg_verdict_set_notes(v, notes);
+    return v;
+}

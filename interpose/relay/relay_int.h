@@ -1,0 +1,230 @@
+/* The relay's private state (relay.h is its contract): the tables the files of relay/ share
+ * (children per communicator, connections), and the internal functions one of them defines for
+ * the others. Not for other layers. Same threading as relay.h: one thread at a time, never
+ * blocking. */
+#ifndef NCG_RELAY_INT_H
+#define NCG_RELAY_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "deadlock.h"
+#include "ncclguard/shm.h"
+#include "p2pmatch.h"
+#include "relay.h"
+#include "release.h"
+#include "round.h"
+#include "verdict.h"
+#include "verdicts.h"
+
+enum { K_ACTIVE = 1, K_GONE = 2 };
+
+struct rkid {
+    int conn;
+    uint8_t relay;   /* 1: a child relay; 0: one rank of a client process */
+    uint8_t state;   /* K_ACTIVE, K_GONE (said goodbye) */
+    uint8_t waiting; /* an answer to the round in flight is outstanding */
+    uint32_t rank;   /* client: its comm rank */
+    uint64_t min, max;
+    uint32_t known, active;
+    uint8_t nown;
+    uint32_t own[NCG_RELAY_OWN];
+    uint8_t how;   /* client, K_GONE: NCG_BYE_ABORT / NCG_BYE_VERDICT of its goodbye */
+    uint8_t ngone; /* child relay: ranks that left beneath it (its last RSTAT) */
+    struct ncg_rgone gone[NCG_RELAY_GONE];
+    uint8_t nlow, low_more; /* child relay: ranks at its minimum */
+    uint32_t low[NCG_RELAY_LOW];
+    /* completion (STUCK): a client's done and max(done, done_hi); a child relay's minima */
+    uint64_t dmin, dhi;
+    uint8_t sampled; /* completion sampled by CUDA events (a child relay: somewhere) */
+    uint32_t ndlow;  /* child relay: ranks at its dmin, exact */
+    uint8_t ndlow_l; /* of which listed */
+    uint32_t dlow[NCG_RELAY_LOW];
+    uint32_t tid; /* client: the thread driving the comm (its latest REPORT; DEADLOCK) */
+    /* child relay: the ranks beneath it that answered its last round asking every rank (a
+     * narrowing QUERY for some ranks goes only to the subtrees holding them); unknown (0) until
+     * then, or when that answer's groups were truncated */
+    uint8_t span_known, nspan;
+    struct ncg_rrange span[NCG_RELAY_RANGES];
+};
+
+/* Root: a group of the round that found a difference, stood for by one of its ranks in the
+ * narrowing rounds after it (its members' digests agreed at the later slot, so they agree at
+ * every earlier one: the representative's answer is theirs). */
+struct rrep {
+    uint32_t nranks;
+    uint8_t nrange;
+    struct ncg_rrange r[NCG_RELAY_RANGES];
+};
+
+struct rcomm {
+    uint64_t id;
+    uint32_t nranks;
+    struct rkid *k;
+    uint32_t nk, capk;
+    uint8_t done;             /* a verdict is known: no more checking */
+    struct ncg_verdict *last; /* that verdict (nranks 0), for members that attach later */
+    /* the round in flight: the root's own, or the parent's QUERY being answered */
+    uint8_t q_active;
+    uint32_t qid, nwait;
+    uint8_t nrep; /* the round asks only these ranks (0: every rank) */
+    uint32_t rep[NCG_QUERY_REPS];
+    struct rrep repg[NCG_QUERY_REPS]; /* root: the group each one stands for */
+    struct ncg_round rd;              /* its slots; at the root also what is verified (round.h) */
+    struct ncg_msg_ranswer *acc;      /* answers merged so far */
+    uint64_t round_ns;           /* root: when its last plain round started (root_round_start) */
+    struct ncg_msg_rfault *pend; /* faults raised while detached from the parent */
+    uint32_t npend;
+    uint8_t pend_full;     /* past NCG_RELAY_PEND in this detachment: said once */
+    uint64_t progress_ns;  /* a count beneath this relay last grew (LAG) */
+    uint8_t lag_warned;    /* root: a LAG warning is outstanding */
+    uint64_t dprogress_ns; /* a completed count (or its bound) beneath last grew (STUCK) */
+    uint64_t stuck_warned; /* root: 1 + the slot a STUCK warning was issued for, 0 none */
+    uint64_t behind_ns;    /* root: root_behind_lag last held then (a sampled STUCK waits) */
+    uint64_t seen_ns;      /* root: its first round was due then (rounds wait for every rank) */
+    uint8_t sent_dead;     /* the latest RSTAT up carried it with no active rank (its last word:
+                              only then may a non-root relay forget it) */
+    uint64_t unlive_ns;    /* root: no active rank beneath since then, some left (0: not so) */
+    struct ncg_p2pm p2p;   /* p2p records that met no other side here yet */
+    uint8_t p2p_full;      /* past NCG_P2PM_MAX: said once */
+    uint8_t nbad;          /* below the root: 2 when bad[] holds a differing pair for the root */
+    struct ncg_rp2p_rec bad[2];
+    struct ncg_release rel; /* its error verdict's exit release: the root's deadline; below it,
+                               DONE up once the subtree is done, RELEASE down from the parent */
+};
+
+struct rconn {
+    uint8_t used, authed, relay, bye;
+    uint8_t refused; /* past its bound (relay.h): said once */
+    uint32_t nkids;  /* its kids that count against that bound (kid_counts) */
+    uint64_t since_ns, last_rx_ns;
+    uint32_t pid, node;
+    int32_t grank;
+    char host[64];
+    uint64_t wait_gen; /* client: its WAITs so far (DEADLOCK: relay_dl.c) */
+    uint64_t wait_sig; /* client: what its last RWAIT up said (0: none sent) */
+};
+
+struct ncg_relay {
+    struct ncg_relay_params p;
+    struct ncg_relay_ops ops;
+    struct rconn *conn;
+    int nconn;
+    struct rcomm **comm;
+    size_t ncomm, capcomm;
+    uint32_t next_qid;
+    uint8_t attached;
+    uint64_t parent_rx_ns, last_stat_ns, last_ping_ns, last_tick_ns, last_sweep_ns;
+    uint64_t now_ns; /* of the call being handled (the root's exit release starts then) */
+    struct ncg_relay_stats st;
+    uint8_t refused; /* past NCG_RELAY_MAX_COMMS: said once */
+    int nomem; /* an allocation failed: the state is no longer complete (ncg_relay_out_of_memory) */
+    struct rdl *dl;        /* root: the processes with blocked calls (relay_dl.c), NULL until one */
+    uint64_t ask_until_ns; /* every WAIT goes up until then, changed or not (an RASK) */
+};
+
+/* c's figures over its active kids (LAG, STUCK, and relay_round.c's round start): members known
+ * and active, min and max count, the completion bounds. */
+struct dfig {
+    uint64_t mn, mx, dmin, dhi;
+    uint32_t known, active;
+    uint8_t sampled;
+};
+
+/* relay.c: the tables */
+/* Every allocation failure goes through here: the relay stops judging (ncg_relay_out_of_memory).
+ * Returns NULL. */
+void *ncg_rl_nomem(struct ncg_relay *r);
+/* One event line (relay.h's ops.event), when there is an event callback. No allocation. */
+__attribute__((format(printf, 2, 3))) void ncg_rl_event(const struct ncg_relay *r, const char *fmt,
+                                                        ...);
+/* A refusal by one of relay.h's bounds: counted; said in one event line the first time for this
+ * flag only. */
+__attribute__((format(printf, 3, 4))) void ncg_rl_refuse(struct ncg_relay *r, uint8_t *said,
+                                                         const char *fmt, ...);
+/* conn's state, or NULL when id is no connection. */
+struct rconn *ncg_rl_conn_get(struct ncg_relay *r, int id);
+/* The comm of that id, or NULL. */
+struct rcomm *ncg_rl_comm_find(struct ncg_relay *r, uint64_t id);
+/* The comm, created if new (within NCG_RELAY_MAX_COMMS). conn >= 0: for a kid of conn's about to
+ * be added (relay: a child relay's), so a new comm is not created when conn has no room. */
+struct rcomm *ncg_rl_comm_get(struct ncg_relay *r, uint64_t id, uint32_t nranks, int conn,
+                              int relay);
+/* c's kid for conn (a child relay's, or a client's rank), or NULL. */
+struct rkid *ncg_rl_kid_find(struct rcomm *c, int conn, int relay, uint32_t rank);
+
+/* relay_group.c: d's ranges become the union of d's and s's (sorted, coalesced; past
+ * NCG_RELAY_RANGES, d is marked truncated). */
+void ncg_rl_ranges_union(struct ncg_rgroup *d, const struct ncg_rgroup *s);
+
+/* relay_issue.c: verdicts, faults, the exit release */
+/* c as verdicts.h's constructors take it (the tree's verdicts carry no per-rank arrays). Pure. */
+struct ncg_vcomm ncg_rl_vcomm(const struct rcomm *c);
+/* The root's verdict on c (takes v): kept for late members, sent down the whole tree. NULL (its
+ * constructor ran out of memory): the relay is out of memory. */
+void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v);
+/* c's verdict to conn, or (conn < 0) to every child once; client connections get a plain
+ * VERDICT when the relay serves real clients. */
+void ncg_rl_send_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v, int conn);
+/* A copy of the parent's verdict v to keep (without per-rank arrays), or NULL. */
+struct ncg_verdict *ncg_rl_verdict_dup(struct ncg_relay *r, const struct ncg_verdict *v);
+/* Ranks of c died (n of them): the root decides, any other relay tells its parent (or keeps
+ * the fault until it has one again). */
+void ncg_rl_fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, uint32_t n,
+                  const char *detail);
+/* RELEASE to every connection the verdict went to, and to the child relays beneath that hold
+ * the comm now (one that reattached after losing its link: its ranks wait for it). */
+void ncg_rl_release_down(struct ncg_relay *r, struct rcomm *c);
+/* Every connection c's error verdict went to said DONE or closed (or, at the root, the
+ * deadline passed): the root releases them all; a relay below says DONE for its subtree. */
+void ncg_rl_release_check(struct ncg_relay *r, struct rcomm *c);
+/* conn said DONE for comm_id, or is gone (gone: every comm; a client's is forgotten, a child
+ * relay's subtree stays waited for, until the root's deadline, as it may reattach elsewhere). */
+void ncg_rl_release_mark(struct ncg_relay *r, int conn, uint64_t comm_id, int gone, int relay);
+
+/* relay_round.c: the digest rounds */
+/* The round in flight is done once no kid's answer is outstanding (then decided or sent up). */
+void ncg_rl_round_check(struct ncg_relay *r, struct rcomm *c);
+/* Starts answering (or, at the root, asking) q's slots on c: the QUERY goes to every active
+ * child (or only towards q's representatives); answers are merged into c->acc. */
+void ncg_rl_round_begin(struct ncg_relay *r, struct rcomm *c, const struct ncg_msg_query *q);
+/* A plain round when the slowest member moved past what is verified: one per interval, as the
+ * flat coordinator, while more than PACE_SLOTS slots wait; else one per two intervals (each
+ * round is a QUERY and an ANSWER per rank, more than half of a rank's traffic; digests are
+ * chained, so a later round still covers every slot: a difference is found up to an interval
+ * later, never missed). Only when no round is in flight (narrowing follows at once). */
+void ncg_rl_root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns);
+/* A client's ANSWER (one rank), a child relay's RANSWER (its subtree's groups). */
+void ncg_rl_on_answer(struct ncg_relay *r, int conn, const struct ncg_msg_answer *a);
+void ncg_rl_on_ranswer(struct ncg_relay *r, int conn, const struct ncg_msg_ranswer *a);
+
+/* relay_p2p.c */
+/* A client's records: from its lowest live rank on the comm, as coord.c's on_p2p. */
+void ncg_rl_on_p2p(struct ncg_relay *r, int conn, const struct ncg_msg_p2p *p, uint64_t now_ns);
+/* A child relay's records (RP2P). */
+void ncg_rl_on_rp2p(struct ncg_relay *r, const struct ncg_msg_rp2p *p, uint64_t now_ns);
+/* Below the root and attached, in a tick that sent RSTAT (up: so the parent knows the comm
+ * first; once an interval), a differing pair and the records held for more than an interval go
+ * up; all: every held record (the comm is about to be forgotten). At the root, or detached,
+ * records older than NCG_P2PM_AGE_NS are dropped (sweep: once a second). */
+void ncg_rl_p2p_tick(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns, int sweep, int up,
+                     int all);
+
+/* relay_parent.c: the subtree's figures up (RSTAT; also the heartbeat). */
+void ncg_rl_send_stats(struct ncg_relay *r, uint64_t now_ns);
+
+/* relay_hang.c: c's figures; the root's LAG and STUCK on c. */
+struct dfig ncg_rl_comm_dfig(const struct rcomm *c);
+void ncg_rl_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns);
+void ncg_rl_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns);
+
+/* relay_dl.c: DEADLOCK through the tree. */
+void ncg_rl_dl_free(struct ncg_relay *r);
+/* RASK (from the parent, or the root's own): every WAIT goes up for two intervals. */
+void ncg_rl_dl_ask(struct ncg_relay *r, uint64_t now_ns);
+/* A client's WAIT; a child relay's RWAIT. */
+void ncg_rl_on_wait(struct ncg_relay *r, int conn, const struct ncg_msg_wait *wt, uint64_t now_ns);
+void ncg_rl_on_rwait(struct ncg_relay *r, struct ncg_msg_rwait *w);
+/* The root, each tick: the wait-for graphs' check. */
+void ncg_rl_check_deadlock(struct ncg_relay *r, uint64_t now_ns);
+
+#endif

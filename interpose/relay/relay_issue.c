@@ -1,0 +1,234 @@
+/* Verdicts and faults on their way through the tree (relay_int.h's state): the root issues a
+ * verdict and keeps it for late members, every relay passes it down (a plain VERDICT to real
+ * clients), and the exit release (release.h) follows it: DONE up once a subtree is done,
+ * RELEASE down. Below the root, ranks that died go up as RFAULTs (queued while detached). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "relay_int.h"
+
+/* The tree's verdict as a client expects it: per-rank arrays (counts unknown here). */
+static struct ncg_verdict *client_verdict(struct ncg_relay *r, const struct rcomm *c,
+                                          const struct ncg_verdict *tv)
+{
+    struct ncg_verdict *v = ncg_verdict_new(c->nranks);
+    if (!v)
+        return ncg_rl_nomem(r);
+    int64_t *counts = v->counts;
+    int32_t *members = v->members;
+    *v = *tv;
+    v->nranks = c->nranks;
+    v->counts = counts;
+    v->members = members;
+    v->notes = NULL;
+    if (tv->notes && ncg_verdict_set_notes(v, tv->notes) < 0)
+        ncg_rl_nomem(r);
+    return v;
+}
+
+void ncg_rl_release_down(struct ncg_relay *r, struct rcomm *c)
+{
+    struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
+    for (uint32_t i = 0; i < c->rel.n; i++)
+        if (ncg_rl_conn_get(r, c->rel.conn[i]))
+            r->ops.send(r->ops.arg, c->rel.conn[i], &m);
+    for (uint32_t i = 0; i < c->nk; i++) {
+        int cn = c->k[i].conn, sent = 0;
+        if (!c->k[i].relay || !ncg_rl_conn_get(r, cn))
+            continue;
+        for (uint32_t j = 0; j < c->rel.n && !sent; j++)
+            sent = c->rel.conn[j] == cn;
+        for (uint32_t j = 0; j < i && !sent; j++)
+            sent = c->k[j].relay && c->k[j].conn == cn;
+        if (!sent)
+            r->ops.send(r->ops.arg, cn, &m);
+    }
+    c->rel.state = NCG_REL_RELEASED;
+}
+
+void ncg_rl_release_check(struct ncg_relay *r, struct rcomm *c)
+{
+    if (!ncg_release_due(&c->rel, r->now_ns))
+        return;
+    if (r->p.root) {
+        int first;
+        uint32_t left = ncg_release_pending(&c->rel, &first);
+        if (left)
+            ncg_rl_event(r,
+                         "exit release of comm %016" PRIx64 " after %.1f s without the DONE of %u "
+                         "connection%s",
+                         c->id, r->p.exit_wait_s, left, left > 1 ? "s" : "");
+        ncg_rl_release_down(r, c);
+        return;
+    }
+    c->rel.state = NCG_REL_READY;
+    if (r->attached) {
+        struct ncg_msg m = {.type = NCG_MSG_DONE, .u.exit.comm_id = c->id};
+        r->ops.up(r->ops.arg, &m);
+    }
+}
+
+/* The error verdict went to conn: waited for, or (the others released already) released. */
+static void release_add(struct ncg_relay *r, struct rcomm *c, int conn)
+{
+    const struct rconn *cc = ncg_rl_conn_get(r, conn);
+    if (c->rel.state == NCG_REL_WAITING && cc && cc->relay && ncg_release_adopt(&c->rel, conn))
+        return; /* a subtree that reattached here: still waited for, as before */
+    if (c->rel.state == NCG_REL_RELEASED) {
+        struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
+        r->ops.send(r->ops.arg, conn, &m);
+    } else if (c->rel.state != NCG_REL_NONE && ncg_release_add(&c->rel, conn) < 0) {
+        ncg_rl_nomem(r);
+    }
+}
+
+void ncg_rl_release_mark(struct ncg_relay *r, int conn, uint64_t comm_id, int gone, int relay)
+{
+    for (size_t ci = 0; ci < r->ncomm; ci++)
+        if (ncg_release_note(&r->comm[ci]->rel, r->comm[ci]->id, conn, comm_id, gone, relay))
+            ncg_rl_release_check(r, r->comm[ci]);
+}
+
+int ncg_relay_releases_waiting(const struct ncg_relay *r)
+{
+    int n = 0;
+    for (size_t ci = 0; ci < r->ncomm; ci++)
+        n += r->comm[ci]->rel.state == NCG_REL_WAITING;
+    return n;
+}
+
+void ncg_rl_send_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v, int conn)
+{
+    struct ncg_msg m = {.type = NCG_MSG_RVERDICT}, cm = {.type = NCG_MSG_VERDICT};
+    m.u.rverdict.comm_nranks = c->nranks;
+    m.u.rverdict.v = v;
+    cm.u.verdict = r->p.client_verdicts ? client_verdict(r, c, v) : NULL;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        int cn = c->k[i].conn;
+        uint32_t j;
+        for (j = 0; j < i; j++)
+            if (c->k[j].conn == cn)
+                break;
+        if (j < i || (conn >= 0 && cn != conn) || !ncg_rl_conn_get(r, cn))
+            continue;
+        r->ops.send(r->ops.arg, cn, !c->k[i].relay && cm.u.verdict ? &cm : &m);
+        if (v->severity == NCG_SEV_ERROR)
+            release_add(r, c, cn);
+    }
+    ncg_verdict_free(cm.u.verdict);
+}
+
+struct ncg_verdict *ncg_rl_verdict_dup(struct ncg_relay *r, const struct ncg_verdict *v)
+{
+    struct ncg_verdict *d = ncg_verdict_new(0);
+    if (!d)
+        return ncg_rl_nomem(r);
+    int64_t *counts = d->counts;
+    int32_t *members = d->members;
+    *d = *v;
+    d->nranks = 0;
+    d->counts = counts;
+    d->members = members;
+    d->notes = NULL;
+    if (v->notes && ncg_verdict_set_notes(d, v->notes) < 0) {
+        ncg_verdict_free(d);
+        return ncg_rl_nomem(r);
+    }
+    return d;
+}
+
+/* The root's verdict on c (takes v): kept for late members, sent down the whole tree. */
+void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v)
+{
+    char sum[512];
+    if (!v) { /* its constructor (verdicts.h) ran out of memory */
+        ncg_rl_nomem(r);
+        return;
+    }
+    if (r->nomem) { /* judged from incomplete state: the host stops the checker instead */
+        ncg_verdict_free(v);
+        return;
+    }
+    v->nranks = c->nranks; /* the headline's "(N ranks)"; the summary reads no per-rank array */
+    ncg_verdict_summary(v, sum, sizeof sum);
+    v->nranks = 0;
+    ncg_rl_event(r, "%s %s", v->severity == NCG_SEV_WARN ? "warning:" : "verdict:", sum);
+    r->st.verdicts++;
+    if (v->severity == NCG_SEV_WARN) { /* sent, not kept: the checking goes on */
+        ncg_rl_send_verdict(r, c, v, -1);
+        ncg_verdict_free(v);
+        return;
+    }
+    c->done = 1;
+    c->q_active = 0;
+    ncg_verdict_free(c->last);
+    c->last = v;
+    ncg_release_begin(&c->rel, r->now_ns + (uint64_t)(r->p.exit_wait_s * 1e9));
+    ncg_rl_send_verdict(r, c, v, -1);
+    ncg_rl_release_check(r, c); /* nobody to wait for beneath */
+}
+
+struct ncg_vcomm ncg_rl_vcomm(const struct rcomm *c)
+{
+    return (struct ncg_vcomm){c->id, c->nranks, (int64_t)c->rd.vc - 1, NULL, NULL};
+}
+
+/* Past NCG_RELAY_PEND queued faults: the new fault's ranks not queued yet join the last one
+ * (the first, which the root's verdict will name, is never touched); beyond NCG_RELAY_DEAD
+ * ranks they are dropped. Said once per detachment. */
+static void pend_merge(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, uint32_t n)
+{
+    struct ncg_msg_rfault *last = &c->pend[c->npend - 1];
+    for (uint32_t i = 0; i < n; i++) {
+        int have = 0;
+        for (uint32_t p = 0; p < c->npend && !have; p++)
+            for (uint32_t j = 0; j < c->pend[p].n && !have; j++)
+                have = c->pend[p].rank[j] == ranks[i];
+        if (!have && last->n < NCG_RELAY_DEAD)
+            last->rank[last->n++] = ranks[i];
+    }
+    ncg_rl_refuse(r, &c->pend_full,
+                  "comm %016" PRIx64 ": more than %u faults while detached from the parent; later "
+                  "ones merged into the last",
+                  c->id, NCG_RELAY_PEND);
+}
+
+void ncg_rl_fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, uint32_t n,
+                  const char *detail)
+{
+    if (c->done || !n)
+        return;
+    r->st.faults++;
+    if (n > NCG_RELAY_DEAD)
+        n = NCG_RELAY_DEAD;
+    if (r->p.root) {
+        int32_t tmp[NCG_RELAY_DEAD];
+        for (uint32_t i = 0; i < n; i++)
+            tmp[i] = (int32_t)ranks[i];
+        struct ncg_vcomm vc = ncg_rl_vcomm(c);
+        ncg_rl_verdict_issue(r, c, ncg_v_rank_died(&vc, tmp, n, detail));
+        return;
+    }
+    struct ncg_msg m = {.type = NCG_MSG_RFAULT};
+    m.u.rfault.comm_id = c->id;
+    m.u.rfault.nranks = c->nranks;
+    m.u.rfault.n = n;
+    memcpy(m.u.rfault.rank, ranks, sizeof *ranks * n);
+    snprintf(m.u.rfault.detail, sizeof m.u.rfault.detail, "%s", detail);
+    if (r->attached) {
+        r->ops.up(r->ops.arg, &m);
+        return;
+    }
+    if (c->npend >= NCG_RELAY_PEND) {
+        pend_merge(r, c, ranks, n);
+        return;
+    }
+    struct ncg_msg_rfault *np = realloc(c->pend, sizeof *np * (c->npend + 1));
+    if (!np) {
+        ncg_rl_nomem(r);
+        return;
+    }
+    c->pend = np;
+    c->pend[c->npend++] = m.u.rfault;
+}
