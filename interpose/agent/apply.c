@@ -147,10 +147,9 @@ static void held_facts(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct
             v->calls[0].call = c;
             snprintf(v->calls[0].site, sizeof v->calls[0].site, "%s", h->site);
         }
-        struct timespec wt, mt;
+        struct timespec wt;
         clock_gettime(CLOCK_REALTIME, &wt);
-        clock_gettime(CLOCK_MONOTONIC, &mt);
-        double mono = (double)mt.tv_sec + (double)mt.tv_nsec * 1e-9;
+        double mono = (double)ncg_now_ns() * 1e-9;
         h->call_time_unix =
             (double)wt.tv_sec + (double)wt.tv_nsec * 1e-9 - (mono - (double)rec.t_ns * 1e-9);
     }

@@ -56,16 +56,10 @@ void ncg_wake_thread(void)
     }
 }
 
-static const char *env_get(const char *name, void *arg)
-{
-    (void)arg;
-    return getenv(name);
-}
-
 static struct ncg_launch_ranks launch;
 static void launch_parse(void)
 {
-    ncg_launch_ranks_parse(&launch, env_get, NULL);
+    ncg_launch_ranks_parse(&launch, ncg_env_process, NULL);
 }
 
 /* The launcher's ranks (config.h's precedence), read once. Any thread. */
@@ -166,7 +160,7 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
         uint64_t tok = 0;
         while (tok == 0)
             if (getrandom(&tok, sizeof tok, 0) != sizeof tok)
-                tok = (uint64_t)ncg_chan_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+                tok = (uint64_t)ncg_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
         if (root_start_locked(node, nnodes, tok) == 0)
             goto started;
     }
@@ -186,7 +180,7 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
         uint64_t tok = 0;
         while (tok == 0)
             if (getrandom(&tok, sizeof tok, 0) != sizeof tok)
-                tok = (uint64_t)ncg_chan_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+                tok = (uint64_t)ncg_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
         struct ncg_coord_params cp;
         ncg_coord_params_init(&cp, &ncg_cfg, tok, 1, ncg_global_rank());
         struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &ncg_agent.srv, NULL};

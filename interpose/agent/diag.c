@@ -10,6 +10,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 #include "config.h"
+#include "buf.h"
 #include "diag.h"
 #include "ncclguard/shm.h"
 
@@ -277,14 +278,11 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
 
 static void json_str(struct out *o, const char *s)
 {
+    char tmp[8];
     outf(o, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            outf(o, "\\%c", *p);
-        else if (*p < 0x20)
-            outf(o, "\\u%04x", *p);
-        else
-            outf(o, "%c", *p);
+    for (; *s; s++) {
+        const char *e = ncg_esc_byte((unsigned char)*s, NCG_ESC_JSON, tmp);
+        outf(o, e ? "%s" : "%.1s", e ? e : s);
     }
     outf(o, "\"");
 }

@@ -17,6 +17,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "config.h"
 #include "log.h"
 #include "ncclguard/shm.h"
@@ -33,14 +34,7 @@
 static void jstr(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
+    ncg_esc_fput(f, s, NCG_ESC_JSON);
     fputc('"', f);
 }
 

@@ -17,6 +17,7 @@
 #include <ck_pr.h>
 
 #include "agent_int.h"
+#include "hostport.h"
 #include "config.h"
 #include "coord.h"
 #include "idtail.h"
@@ -34,20 +35,13 @@ static int coord_for(const unsigned char *uid, struct sockaddr_storage *ss, sock
     memset(ss, 0, sizeof *ss);
     memset(tr, 0, sizeof *tr);
     if (ncg_cfg.coord[0]) {
-        char host[256];
-        const char *s = ncg_cfg.coord, *port;
-        const char *colon = strrchr(s, ':');
-        if (!colon)
+        char host[256], port[8];
+        struct ncg_hostport hp; /* validated at start-up (config.c): the same parser */
+        if (ncg_hostport_parse(ncg_cfg.coord, NCG_HP_BARE_V6, &hp) != 0 ||
+            hp.hostlen >= sizeof host)
             return -1;
-        if (s[0] == '[') {
-            const char *e = strchr(s, ']');
-            if (!e || e > colon)
-                return -1;
-            snprintf(host, sizeof host, "%.*s", (int)(e - s - 1), s + 1);
-        } else {
-            snprintf(host, sizeof host, "%.*s", (int)(colon - s), s);
-        }
-        port = colon + 1;
+        snprintf(host, sizeof host, "%.*s", (int)hp.hostlen, hp.host);
+        snprintf(port, sizeof port, "%u", hp.port);
         struct addrinfo hints = {0}, *res = NULL;
         hints.ai_socktype = SOCK_STREAM;
         if (getaddrinfo(host, port, &hints, &res) != 0 || !res)

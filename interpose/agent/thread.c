@@ -30,7 +30,7 @@ static void *thread_main(void *arg)
     struct ncg_exit_run xr = {.interval = interval};
     uint64_t last_loop = 0;
     for (;;) {
-        uint64_t now = ncg_chan_now_ns();
+        uint64_t now = ncg_now_ns();
         if (last_loop && hb && now - last_loop > hb / 2)
             for (int i = 0; i < ncg_agent.nlink;
                  i++) /* we were suspended, not the checker: restart its clock */
@@ -100,7 +100,7 @@ static void *thread_main(void *arg)
         int rc = poll(pf, (nfds_t)n, timeout);
         if (rc < 0 && errno != EINTR)
             usleep(1000);
-        now = ncg_chan_now_ns();
+        now = ncg_now_ns();
         if (rc > 0 && (pf[0].revents & POLLIN)) {
             char drain[64];
             while (read(ncg_agent.wake[0], drain, sizeof drain) > 0) {

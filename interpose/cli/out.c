@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "buf.h"
 #include "cli.h"
 #include "ncclguard/nccl_abi.h"
 #include "verdict.h"
@@ -92,18 +93,7 @@ void ncg_cli_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r)
 void ncg_cli_json_str(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", f);
-        else if (*p == '\t')
-            fputs("\\t", f);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
+    ncg_esc_fput(f, s, NCG_ESC_JSON);
     fputc('"', f);
 }
 

@@ -61,17 +61,43 @@ void ncg_buf_free(struct ncg_buf *b)
 }
 
 /* Prometheus label values use the JSON escapes for \ " \n (the exposition format's only ones). */
+const char *ncg_esc_byte(unsigned char c, enum ncg_esc how, char tmp[8])
+{
+    if (c == '"')
+        return "\\\"";
+    if (c == '\\')
+        return "\\\\";
+    if (c == '\n')
+        return "\\n";
+    if (c < 0x20 || c == 0x7f) {
+        if (how != NCG_ESC_JSON)
+            return "?";
+        snprintf(tmp, 8, "\\u%04x", c);
+        return tmp;
+    }
+    return NULL;
+}
+
 void ncg_buf_esc(struct ncg_buf *b, const char *s, enum ncg_esc how)
 {
+    char tmp[8];
     for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            ncg_buf_printf(b, "\\%c", c);
-        else if (c == '\n')
-            ncg_buf_add(b, "\\n", 2);
-        else if (c < 0x20 || c == 0x7f)
-            how == NCG_ESC_JSON ? ncg_buf_printf(b, "\\u%04x", c) : ncg_buf_add(b, "?", 1);
+        const char *e = ncg_esc_byte((unsigned char)*s, how, tmp);
+        if (e)
+            ncg_buf_add(b, e, strlen(e));
         else
             ncg_buf_add(b, s, 1);
+    }
+}
+
+void ncg_esc_fput(FILE *f, const char *s, enum ncg_esc how)
+{
+    char tmp[8];
+    for (; *s; s++) {
+        const char *e = ncg_esc_byte((unsigned char)*s, how, tmp);
+        if (e)
+            fputs(e, f);
+        else
+            fputc(*s, f);
     }
 }

@@ -4,6 +4,7 @@
 #define NCG_BUF_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Zero-initialized: empty. oom is set (and further output dropped) when realloc fails; p is
  * NUL-terminated whenever len > 0. */
@@ -24,5 +25,10 @@ enum ncg_esc {
 };
 /* Appends s escaped (no surrounding quotes). */
 void ncg_buf_esc(struct ncg_buf *b, const char *s, enum ncg_esc how);
+/* The same to a stream (reports, dumps, the command's --json). */
+void ncg_esc_fput(FILE *f, const char *s, enum ncg_esc how);
+/* The one decision behind both: the escape of byte c, or NULL when it stands as is (tmp, which
+ * the result may point into, holds a \u00XX). Pure. */
+const char *ncg_esc_byte(unsigned char c, enum ncg_esc how, char tmp[8]);
 
 #endif

@@ -32,8 +32,6 @@ int ncg_peer_fill(struct ncg_peer *p);
 #define NCG_PEER_RX_BUDGET (256u * 1024u)
 int ncg_peer_next(struct ncg_peer *p, struct ncg_msg *m); /* 1 message, 0 none yet, -1 garbage */
 void ncg_set_nonblock(int fd);                            /* O_NONBLOCK + TCP_NODELAY */
-/* The old name of ncg_now_ns (clock.h), kept until agent/ and tests/sim use that one. */
-#define ncg_chan_now_ns ncg_now_ns
 
 /* A TCP listener on host:want (NULL/"" = all interfaces, IPv6 dual-stack else IPv4; want 0 =
  * ephemeral); *port gets the bound port. Returns the fd, or -1 with err filled. */

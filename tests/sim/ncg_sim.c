@@ -63,7 +63,7 @@ static uint64_t issued_at(uint32_t rank, uint32_t c, uint64_t t)
 
 static uint64_t now_ns(void)
 {
-    return ncg_chan_now_ns();
+    return ncg_now_ns();
 }
 
 static uint32_t parent_of(uint32_t node)

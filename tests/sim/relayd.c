@@ -126,7 +126,7 @@ int main(int argc, char **argv)
     fflush(stdout);
     uint64_t retry = 0;
     while (!stop) {
-        uint64_t now = ncg_chan_now_ns();
+        uint64_t now = ncg_now_ns();
         if (parent && up.fd < 0 && now >= retry) {
             int fd = dial(parent);
             if (fd >= 0) {
@@ -150,7 +150,7 @@ int main(int argc, char **argv)
                 map[n++] = i;
             }
         int k = poll(pf, (nfds_t)n, 20);
-        now = ncg_chan_now_ns();
+        now = ncg_now_ns();
         for (int j = 0; k > 0 && j < n; j++) {
             if (!pf[j].revents)
                 continue;
