@@ -33,6 +33,25 @@ struct ncg_verdict *ncg_verdict_new(uint32_t nranks)
     return v;
 }
 
+struct ncg_verdict *ncg_verdict_copy(const struct ncg_verdict *v, uint32_t nranks)
+{
+    struct ncg_verdict *d = ncg_verdict_new(nranks);
+    if (!d)
+        return NULL;
+    int64_t *counts = d->counts;
+    int32_t *members = d->members;
+    *d = *v;
+    d->nranks = nranks;
+    d->counts = counts;
+    d->members = members;
+    d->notes = NULL;
+    if (v->notes && ncg_verdict_set_notes(d, v->notes) < 0) {
+        ncg_verdict_free(d);
+        return NULL;
+    }
+    return d;
+}
+
 void ncg_verdict_free(struct ncg_verdict *v)
 {
     if (!v)

@@ -54,6 +54,9 @@ int ncg_verdict_set_notes(struct ncg_verdict *v, const char *text);
  * -1). Returns NULL when out of memory or nranks > NCG_WIRE_MAX_RANKS. Any thread; allocates. */
 struct ncg_verdict *ncg_verdict_new(uint32_t nranks);
 void ncg_verdict_free(struct ncg_verdict *v);
+/* A copy of v's fields and notes with nranks per-rank slots of its own (their content unknown:
+ * counts -1, members -1, as ncg_verdict_new leaves them); NULL when out of memory. */
+struct ncg_verdict *ncg_verdict_copy(const struct ncg_verdict *v, uint32_t nranks);
 
 /* Names for printing and for the report. Pure, never NULL. */
 const char *ncg_verdict_name(unsigned kind);  /* "MISMATCH", "P2P MISMATCH", ... */

@@ -12,19 +12,8 @@
 static struct ncg_verdict *client_verdict(struct ncg_relay *r, const struct rcomm *c,
                                           const struct ncg_verdict *tv)
 {
-    struct ncg_verdict *v = ncg_verdict_new(c->nranks);
-    if (!v)
-        return ncg_rl_nomem(r);
-    int64_t *counts = v->counts;
-    int32_t *members = v->members;
-    *v = *tv;
-    v->nranks = c->nranks;
-    v->counts = counts;
-    v->members = members;
-    v->notes = NULL;
-    if (tv->notes && ncg_verdict_set_notes(v, tv->notes) < 0)
-        ncg_rl_nomem(r);
-    return v;
+    struct ncg_verdict *v = ncg_verdict_copy(tv, c->nranks);
+    return v ? v : ncg_rl_nomem(r);
 }
 
 void ncg_rl_release_down(struct ncg_relay *r, struct rcomm *c)
@@ -121,21 +110,8 @@ void ncg_rl_send_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdic
 
 struct ncg_verdict *ncg_rl_verdict_dup(struct ncg_relay *r, const struct ncg_verdict *v)
 {
-    struct ncg_verdict *d = ncg_verdict_new(0);
-    if (!d)
-        return ncg_rl_nomem(r);
-    int64_t *counts = d->counts;
-    int32_t *members = d->members;
-    *d = *v;
-    d->nranks = 0;
-    d->counts = counts;
-    d->members = members;
-    d->notes = NULL;
-    if (v->notes && ncg_verdict_set_notes(d, v->notes) < 0) {
-        ncg_verdict_free(d);
-        return ncg_rl_nomem(r);
-    }
-    return d;
+    struct ncg_verdict *d = ncg_verdict_copy(v, 0);
+    return d ? d : ncg_rl_nomem(r);
 }
 
 /* The root's verdict on c (takes v): kept for late members, sent down the whole tree. */
