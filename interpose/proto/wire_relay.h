@@ -5,6 +5,7 @@
 #define NCG_WIRE_RELAY_H
 
 #include <stdint.h>
+#include "wire_base.h"
 
 #define NCG_RELAY_OWN 16u   /* ranks of the relay's own process per RSTAT entry */
 #define NCG_RELAY_GROUPS 4u /* distinct answers per slot in RANSWER (beyond: "more") */

@@ -26,5 +26,27 @@ for f in interpose/*/*.[ch] interpose/*/*.def; do
     fi
   done
 done
+# No .c file compiled by an #include from another (private *_int.h headers share state).
+for f in $(grep -l '^#include "[^"]*\.c"' interpose/*/*.[ch] 2>/dev/null); do
+  echo "FAIL: $f includes a .c file: $(grep -h '^#include "[^"]*\.c"' "$f" | head -n 1)"; bad=1
+done
+# Every header compiles on its own, with the include paths of its layer only.
+sees() {
+  case $1 in common) echo common ;; shim) echo common shim ;; inspect) echo common shim inspect ;;
+    proto) echo common shim inspect proto ;; judge) echo common shim inspect proto judge ;;
+    coord | relay) echo common shim inspect proto judge "$1" ;;
+    net) echo common shim inspect proto judge coord relay net ;;
+    agent) echo common shim inspect proto judge coord relay net agent ;;
+    *) echo common shim inspect proto judge coord relay net agent cli ;; esac
+}
+nh=0
+for h in interpose/*/*.h; do
+  layer=${h#interpose/}; layer=${layer%%/*}
+  inc=(-Iinclude); for l in $(sees "$layer"); do inc+=("-Iinterpose/$l"); done
+  nh=$((nh+1))
+  if ! echo "#include \"${h##*/}\"" | ${CC:-cc} -std=gnu11 -fsyntax-only "${inc[@]}" -x c - 2>"$NCG_TMP/h.err"; then
+    echo "FAIL: $h does not compile on its own with its layer's include paths:"; head -n 3 "$NCG_TMP/h.err"; bad=1
+  fi
+done
 [ $bad = 0 ] || exit 1
-echo "ok: $n includes, none upwards"
+echo "ok: $n includes, none upwards or sideways, no .c included; $nh headers compile alone"
