@@ -15,8 +15,8 @@
  *            (or SCEN_VICTIM) first waits $SCEN_LATE_S (default 1) seconds and issues one more
  *            AllReduce, which the others never match (RANK EXITED after ncclCommDestroy, the
  *            checker's host gone); SCEN_LATE_SPLIT=1: all on the split child of rank%2 (the
- *            victim's half holds no checker host when rank 0 is not in it, and rank 0 leaves
- *            0.5 s after the others)
+ *            victim's half holds no checker host when rank 0 is not in it, rank 0 leaves
+ *            1.5 s after the others and the victim's call comes at 2.5 s)
  *   kill     rank 1 SIGKILLs itself at ITERS/2 (RANK DIED)
  *   stop     rank 2 SIGSTOPs itself at ITERS/2 (RANK DIED after the heartbeat timeout)
  *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG)
@@ -361,11 +361,14 @@ int main(int argc, char **argv)
                 CK(ncg_test_sync(sub));
         }
         CK(ncg_test_sync(sub));
+        /* Split: the checker's host leaves last (it knew who left before it), 1.5 s after the
+         * others, and the late call comes 1 s after that (a loaded machine delays a GOODBYE by
+         * more than 0.5 s: the host then left first, and nobody knew the late call's peer left) */
         if (sub != comm && rank == 0)
-            usleep(500000); /* the checker's host leaves last: it knew who left before it */
-        if (rank == v) {    /* the barrier one step late: the others are gone */
+            usleep(1500000);
+        if (rank == v) { /* the barrier one step late: the others are gone */
             const char *s = getenv("SCEN_LATE_S");
-            usleep((useconds_t)((s ? atof(s) : 1.0) * 1e6));
+            usleep((useconds_t)((s ? atof(s) : sub != comm ? 2.5 : 1.0) * 1e6));
             mark();
             allreduce(sub, 8);
             CK(ncg_test_sync(sub));
