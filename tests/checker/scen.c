@@ -355,6 +355,10 @@ int main(int argc, char **argv)
         if (getenv("SCEN_LATE_SPLIT"))
             CK(ncclCommSplit(comm, rank % 2, rank, &sub, NULL));
         int v = victim >= 0 ? victim : world - 1;
+        /* A second for every checker link to be up while the comms live: a process that
+         * connects only after destroying its comm (a loaded machine, a 20-call job) never tells
+         * its checker it was a member, and then nobody can name its exit */
+        usleep(1000000);
         for (int i = 0; i < iters; i++) {
             allreduce(sub, 8);
             if (i % 4 == 3)
