@@ -139,6 +139,16 @@ static uint64_t ncg_shrink_id(uint64_t parent, uint64_t k, const int *excl, int 
 
 /* ---- creation and readiness ---- */
 
+/* Tells the observer above (if any) that c became known (added) or went away; outside
+ * ncg_lock. Application thread. */
+static void ncg_comm_tell(struct ncg_comm *c, int added)
+{
+    const struct ncg_observer *o = ncg_observed();
+    void (*fn)(struct ncg_comm *) = added ? o->comm_added : o->comm_removed;
+    if (fn)
+        fn(c);
+}
+
 /* ncg_lock held; c->rank/nranks known. Allocates the p2p counters and the segment slot and
  * publishes both; the caller tells the checker after dropping the lock. */
 static void ncg_comm_complete(struct ncg_comm *c)
@@ -191,8 +201,7 @@ static struct ncg_comm *ncg_comm_add(ncclComm_t h, uint64_t id, uint64_t parent_
         ncg_comm_complete(c);
     pthread_mutex_unlock(&ncg_lock);
     if (ready)
-        if (ncg_observed()->comm_added)
-            ncg_observed()->comm_added(c);
+        ncg_comm_tell(c, 1);
     static const char *const origin_name[] = {"?", "root", "split", "shrink", "initall"};
     ncg_debug(2, "comm %p id %016llx origin %s rank %d/%d%s", (void *)h, (unsigned long long)id,
               origin < 5 ? origin_name[origin] : "?", rank, nranks,
@@ -230,8 +239,7 @@ static int ncg_comm_try_ready(struct ncg_comm *c)
     pthread_mutex_unlock(&ncg_lock);
     ncg_tls.depth--;
     if (done)
-        if (ncg_observed()->comm_added)
-            ncg_observed()->comm_added(c);
+        ncg_comm_tell(c, 1);
     return rc;
 }
 
@@ -249,8 +257,7 @@ static void ncg_comm_retire(struct ncg_comm *c, int forget)
         ncg_tab_remove(c);
     pthread_mutex_unlock(&ncg_lock);
     if (tell)
-        if (ncg_observed()->comm_removed)
-            ncg_observed()->comm_removed(c);
+        ncg_comm_tell(c, 0);
 }
 
 void ncg_comm_fork_child(void)
