@@ -182,8 +182,10 @@ int ncg_cli_opt(int argc, char **argv, int *i, const char *name, const char **va
     return 1;
 }
 
-int ncg_cli_scan_opt(int argc, char **argv, int *i, struct ncg_scan_opts *o, const char *cmd,
-                     const char *usage, int *err)
+/* 1 when argv[*i] is --dir or --match (o updated, or *err the usage error for a missing
+ * value), 0 otherwise. */
+static int scan_opt(int argc, char **argv, int *i, struct ncg_scan_opts *o, const char *cmd,
+                    const char *usage, int *err)
 {
     const char *val;
     int r;
@@ -202,6 +204,15 @@ int ncg_cli_scan_opt(int argc, char **argv, int *i, struct ncg_scan_opts *o, con
         return 1;
     }
     return 0;
+}
+
+int ncg_cli_scan_last(int argc, char **argv, int *i, struct ncg_scan_opts *o, const char *cmd,
+                      const char *usage)
+{
+    int err = 0;
+    if (scan_opt(argc, argv, i, o, cmd, usage, &err))
+        return err;
+    return ncg_cli_usage_error(usage, "%s: unexpected argument '%s'", cmd, argv[*i]);
 }
 
 int ncg_cli_job_open(const char *job, const char *token, const struct ncg_scan_opts *o,
