@@ -428,14 +428,15 @@ static inline uint32_t ncg_redop_class(int op)
     return (unsigned)op < (unsigned)ncclNumOps ? (uint32_t)op : NCG_REDOP_USER;
 }
 
-/* Usable for recording: known, ready. Returns NULL to forward unrecorded. */
-static inline struct ncg_comm *ncg_comm_for_call(ncclComm_t comm, int *failed)
+/* Usable for recording: known, ready. Returns NULL to forward unrecorded, with *rc -1 when a
+ * verdict failed the comm (the call returns ncclRemoteError), else untouched. */
+static inline struct ncg_comm *ncg_comm_for_call(ncclComm_t comm, int *rc)
 {
     struct ncg_comm *c = ncg_comm_lookup(comm);
     if (!c)
         return NULL;
     if (__builtin_expect(__atomic_load_n(&c->failed, __ATOMIC_RELAXED), 0)) {
-        *failed = 1;
+        *rc = -1;
         return NULL;
     }
     if (__builtin_expect(ck_pr_load_int(&c->pending), 0) && ncg_comm_try_ready(c) != 0)
@@ -473,12 +474,11 @@ static inline int ncg_captured(void *pc, uint32_t func, size_t count, int dtype,
 int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, int root,
                     ncclComm_t comm, void *stream)
 {
-    if (ncg_captured(pc, func, count, dtype, op, root, 0, comm, stream))
-        return 0;
-    int failed = 0;
-    struct ncg_comm *c = ncg_comm_for_call(comm, &failed);
-    if (!c)
-        return failed ? -1 : 0;
+    int rc = 0; /* forwarded unrecorded: captured into a graph, or no usable comm */
+    struct ncg_comm *c;
+    if (ncg_captured(pc, func, count, dtype, op, root, 0, comm, stream) ||
+        !(c = ncg_comm_for_call(comm, &rc)))
+        return rc;
     uint32_t redop = ncg_redop_class(op);
     uint64_t fp = ncg_fingerprint(func, count, (uint32_t)dtype, redop, root);
     /* Reserve the slot and extend the digest in one step, so that concurrent callers on one comm
@@ -516,12 +516,11 @@ int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, in
 int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, ncclComm_t comm,
                    void *stream)
 {
-    if (ncg_captured(pc, func, count, dtype, NCG_NO_OP, peer, 1, comm, stream))
-        return 0;
-    int failed = 0;
-    struct ncg_comm *c = ncg_comm_for_call(comm, &failed);
-    if (!c)
-        return failed ? -1 : 0;
+    int rc = 0; /* forwarded unrecorded: captured into a graph, or no usable comm */
+    struct ncg_comm *c;
+    if (ncg_captured(pc, func, count, dtype, NCG_NO_OP, peer, 1, comm, stream) ||
+        !(c = ncg_comm_for_call(comm, &rc)))
+        return rc;
     if (peer < 0 || peer >= c->nranks || !c->p2p_send || !c->p2p_recv)
         return 0; /* NCCL rejects a bad peer: nothing to pair */
     uint64_t *ctr = func == NCG_F_SEND ? &c->p2p_send[peer] : &c->p2p_recv[peer];
