@@ -122,11 +122,8 @@ int ncg_cmd_clean(int argc, char **argv)
         } else if ((r = ncg_cli_opt(argc, argv, &i, "--grace", &val)) != 0) {
             if (r < 0 || ncg_cli_parse_secs(val, &grace) < 0)
                 return ncg_cli_usage_error(usage, "clean: --grace needs a number of seconds");
-        } else if (ncg_cli_scan_opt(argc, argv, &i, &o, "clean", usage, &err)) {
-            if (err)
-                return err;
-        } else {
-            return ncg_cli_usage_error(usage, "clean: unexpected argument '%s'", argv[i]);
+        } else if ((err = ncg_cli_scan_last(argc, argv, &i, &o, "clean", usage)) != 0) {
+            return err;
         }
     }
     struct ncg_snap s;

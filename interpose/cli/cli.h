@@ -286,11 +286,12 @@ int ncg_cli_clean_dead(const struct ncg_snap *s, double grace_s, int dry_run, in
 /* Matches argv[*i] against --name VALUE or --name=VALUE: returns 1 and sets *val (advancing *i
  * past a separate value), 0 when argv[*i] is something else, -1 when the value is missing. */
 int ncg_cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
-/* The scan filters shared by status, watch and clean: --dir, --match. Returns 1 when argv[*i]
- * was one of them (o updated, or *err set to NCG_CLI_USAGE after printing the usage error for a
- * missing value), 0 otherwise. Caller thread; no allocation. */
-int ncg_cli_scan_opt(int argc, char **argv, int *i, struct ncg_scan_opts *o, const char *cmd,
-                     const char *usage, int *err);
+/* The last of status', watch's and clean's options: the scan filters they share (--dir,
+ * --match), else an unexpected argument. Returns 0 when argv[*i] was a filter (o updated), else
+ * the exit status after printing the usage error (a filter's missing value, or the unexpected
+ * argument). Caller thread; no allocation. */
+int ncg_cli_scan_last(int argc, char **argv, int *i, struct ncg_scan_opts *o, const char *cmd,
+                      const char *usage);
 /* After status' and watch's options: --job (job, not NULL) reads no segments, so neither --dir
  * nor --match of o; then opens it into *src (ncg_job_open). Returns 0, or the exit status after
  * saying why on stderr (usage error, job file unreadable). Caller thread; reads the file. */

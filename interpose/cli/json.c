@@ -43,6 +43,9 @@ static void put_utf8(char *out, size_t *o, unsigned cp)
     }
 }
 
+/* The one-letter escapes after a backslash, and the bytes they stand for. */
+static const char esc_in[] = "\"\\/bfnrt", esc_out[] = "\"\\/\b\f\n\r\t";
+
 static char *parse_str(struct parser *ps)
 {
     if (ps->p >= ps->end || *ps->p != '"')
@@ -72,49 +75,27 @@ static char *parse_str(struct parser *ps)
         if (ps->p >= ps->end)
             goto bad;
         c = (unsigned char)*ps->p++;
-        switch (c) {
-        case '"':
-        case '\\':
-        case '/':
-            out[o++] = (char)c;
-            break;
-        case 'n':
-            out[o++] = '\n';
-            break;
-        case 't':
-            out[o++] = '\t';
-            break;
-        case 'r':
-            out[o++] = '\r';
-            break;
-        case 'b':
-            out[o++] = '\b';
-            break;
-        case 'f':
-            out[o++] = '\f';
-            break;
-        case 'u': {
-            if (ps->end - ps->p < 4)
-                goto bad;
-            unsigned cp = 0;
-            for (int i = 0; i < 4; i++) {
-                char h = *ps->p++;
-                cp <<= 4;
-                if (h >= '0' && h <= '9')
-                    cp |= (unsigned)(h - '0');
-                else if (h >= 'a' && h <= 'f')
-                    cp |= (unsigned)(h - 'a' + 10);
-                else if (h >= 'A' && h <= 'F')
-                    cp |= (unsigned)(h - 'A' + 10);
-                else
-                    goto bad;
-            }
-            put_utf8(out, &o, cp ? cp : '?'); /* surrogates pass through as-is: display only */
-            break;
+        const char *e = memchr(esc_in, c, sizeof esc_in - 1);
+        if (e) {
+            out[o++] = esc_out[e - esc_in];
+            continue;
         }
-        default:
+        if (c != 'u' || ps->end - ps->p < 4)
             goto bad;
+        unsigned cp = 0;
+        for (int i = 0; i < 4; i++) {
+            char h = *ps->p++;
+            cp <<= 4;
+            if (h >= '0' && h <= '9')
+                cp |= (unsigned)(h - '0');
+            else if (h >= 'a' && h <= 'f')
+                cp |= (unsigned)(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F')
+                cp |= (unsigned)(h - 'A' + 10);
+            else
+                goto bad;
         }
+        put_utf8(out, &o, cp ? cp : '?'); /* surrogates pass through as-is: display only */
     }
     if (ps->p >= ps->end)
         goto bad;

@@ -34,49 +34,36 @@ const char *ncg_cli_verdict_name(unsigned k)
     return k == 0 ? "none" : k < NCG_V_KIND_MAX_ ? ncg_verdict_name(k) : "UNKNOWN";
 }
 
+/* names[v], or "unknown" for a value with no name. */
+static const char *name_in(const char *const *names, size_t n, unsigned v)
+{
+    return v < n && names[v] ? names[v] : "unknown";
+}
+
 const char *ncg_cli_live_name(enum ncg_live l)
 {
-    switch (l) {
-    case NCG_LIVE_ALIVE:
-        return "alive";
-    case NCG_LIVE_EXITED:
-        return "exited";
-    case NCG_LIVE_DEAD:
-        return "dead";
-    case NCG_LIVE_VERDICT:
-        return "verdict";
-    }
-    return "unknown";
+    static const char *const names[] = {[NCG_LIVE_ALIVE] = "alive",
+                                        [NCG_LIVE_EXITED] = "exited",
+                                        [NCG_LIVE_DEAD] = "dead",
+                                        [NCG_LIVE_VERDICT] = "verdict"};
+    return name_in(names, sizeof names / sizeof *names, (unsigned)l);
 }
 
 const char *ncg_cli_comm_state_name(unsigned st)
 {
-    switch (st) {
-    case NCG_COMM_ACTIVE:
-        return "active";
-    case NCG_COMM_DESTROYED:
-        return "destroyed";
-    case NCG_COMM_FAILED:
-        return "failed";
-    default:
-        return "unknown";
-    }
+    static const char *const names[] = {[NCG_COMM_ACTIVE] = "active",
+                                        [NCG_COMM_DESTROYED] = "destroyed",
+                                        [NCG_COMM_FAILED] = "failed"};
+    return name_in(names, sizeof names / sizeof *names, st);
 }
 
 const char *ncg_cli_origin_name(unsigned o)
 {
-    switch (o) {
-    case NCG_ORIGIN_ROOT:
-        return "root";
-    case NCG_ORIGIN_SPLIT:
-        return "split";
-    case NCG_ORIGIN_SHRINK:
-        return "shrink";
-    case NCG_ORIGIN_INITALL:
-        return "initall";
-    default:
-        return "unknown";
-    }
+    static const char *const names[] = {[NCG_ORIGIN_ROOT] = "root",
+                                        [NCG_ORIGIN_SPLIT] = "split",
+                                        [NCG_ORIGIN_SHRINK] = "shrink",
+                                        [NCG_ORIGIN_INITALL] = "initall"};
+    return name_in(names, sizeof names / sizeof *names, o);
 }
 
 void ncg_cli_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r)
@@ -182,8 +169,10 @@ int ncg_cli_opt(int argc, char **argv, int *i, const char *name, const char **va
     return 1;
 }
 
-int ncg_cli_scan_opt(int argc, char **argv, int *i, struct ncg_scan_opts *o, const char *cmd,
-                     const char *usage, int *err)
+/* 1 when argv[*i] is --dir or --match (o updated, or *err the usage error for a missing
+ * value), 0 otherwise. */
+static int scan_opt(int argc, char **argv, int *i, struct ncg_scan_opts *o, const char *cmd,
+                    const char *usage, int *err)
 {
     const char *val;
     int r;
@@ -202,6 +191,15 @@ int ncg_cli_scan_opt(int argc, char **argv, int *i, struct ncg_scan_opts *o, con
         return 1;
     }
     return 0;
+}
+
+int ncg_cli_scan_last(int argc, char **argv, int *i, struct ncg_scan_opts *o, const char *cmd,
+                      const char *usage)
+{
+    int err = 0;
+    if (scan_opt(argc, argv, i, o, cmd, usage, &err))
+        return err;
+    return ncg_cli_usage_error(usage, "%s: unexpected argument '%s'", cmd, argv[*i]);
 }
 
 int ncg_cli_job_open(const char *job, const char *token, const struct ncg_scan_opts *o,

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include "cli.h"
 #include "json.h"
+#include "verdict.h"
 
 /* "rank" or "ranks" for a compact list ("3" / "0-2,4"). */
 static const char *rk(const char *list)
@@ -393,26 +394,21 @@ static void print_group_text(const struct group *g)
     }
     if (size > 0 && size <= 4096) {
         /* Slot counts grouped: "1235 on ranks 0-2,4-15; 1234 on rank 3". */
-        long long *cnt = malloc(sizeof(long long) * (size_t)size);
-        char *done = calloc((size_t)size, 1);
-        int *v = malloc(sizeof(int) * (size_t)size);
+        int64_t *cnt = malloc(sizeof(int64_t) * (size_t)size);
+        uint8_t *done = calloc((size_t)size, 1);
+        int32_t *v = malloc(sizeof(int32_t) * (size_t)size);
         if (cnt && done && v) {
             for (int r = 0; r < size; r++)
                 cnt[r] = merged_count(g, r);
             printf("  slot counts:");
             const char *sep = " ";
             for (int r = 0; r < size; r++) {
-                if (done[r])
+                int n = (int)ncg_counts_take(cnt, (uint32_t)size, (uint32_t)r, done, v);
+                if (!n)
                     continue;
-                int n = 0;
-                for (int q = r; q < size; q++)
-                    if (!done[q] && cnt[q] == cnt[r]) {
-                        v[n++] = q;
-                        done[q] = 1;
-                    }
                 ncg_cli_fmt_ranks(buf, sizeof(buf), v, n);
                 if (cnt[r] >= 0)
-                    printf("%s%lld on rank%s %s", sep, cnt[r], n > 1 ? "s" : "", buf);
+                    printf("%s%lld on rank%s %s", sep, (long long)cnt[r], n > 1 ? "s" : "", buf);
                 else
                     printf("%sunknown on rank%s %s", sep, n > 1 ? "s" : "", buf);
                 sep = "; ";

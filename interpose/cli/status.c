@@ -491,11 +491,8 @@ int ncg_cmd_status(int argc, char **argv)
         } else if ((r = ncg_cli_opt(argc, argv, &i, "--token", &token)) != 0) {
             if (r < 0)
                 return ncg_cli_usage_error(usage, "status: --token needs a value");
-        } else if (ncg_cli_scan_opt(argc, argv, &i, &o, "status", usage, &err)) {
-            if (err)
-                return err;
-        } else {
-            return ncg_cli_usage_error(usage, "status: unexpected argument '%s'", argv[i]);
+        } else if ((err = ncg_cli_scan_last(argc, argv, &i, &o, "status", usage)) != 0) {
+            return err;
         }
     }
     if (token && !job)

@@ -86,11 +86,8 @@ int ncg_watch_args(int argc, char **argv, struct ncg_watch *w, struct ncg_watch_
             w->rate.floor = r > 0 ? strtod(val, &end) : 0;
             if (r < 0 || end == val || *end || !(w->rate.floor > 0))
                 return ncg_cli_usage_error(usage, "watch: --min-rate needs calls per second > 0");
-        } else if (ncg_cli_scan_opt(argc, argv, &i, &o->scan, "watch", usage, &err)) {
-            if (err)
-                return err;
-        } else {
-            return ncg_cli_usage_error(usage, "watch: unexpected argument '%s'", argv[i]);
+        } else if ((err = ncg_cli_scan_last(argc, argv, &i, &o->scan, "watch", usage)) != 0) {
+            return err;
         }
     }
     if ((token || w->rate.floor > 0) && !o->job)

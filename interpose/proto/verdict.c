@@ -193,6 +193,19 @@ char *ncg_ranks_compact(int32_t *ranks, size_t n, char *buf, size_t cap)
     return buf;
 }
 
+uint32_t ncg_counts_take(const int64_t *counts, uint32_t n, uint32_t i, uint8_t *done, int32_t *idx)
+{
+    uint32_t k = 0;
+    if (done[i])
+        return 0;
+    for (uint32_t j = i; j < n; j++)
+        if (!done[j] && counts[j] == counts[i]) {
+            done[j] = 1;
+            idx[k++] = (int32_t)j;
+        }
+    return k;
+}
+
 char *ncg_counts_compact(const int64_t *counts, uint32_t n, char *buf, size_t cap)
 {
     size_t len = 0;
@@ -204,14 +217,9 @@ char *ncg_counts_compact(const int64_t *counts, uint32_t n, char *buf, size_t ca
     if (!idx || !done)
         goto out;
     for (uint32_t i = 0; i < n; i++) {
-        if (done[i])
+        size_t k = ncg_counts_take(counts, n, i, done, idx);
+        if (!k)
             continue;
-        size_t k = 0;
-        for (uint32_t j = i; j < n; j++)
-            if (!done[j] && counts[j] == counts[i]) {
-                done[j] = 1;
-                idx[k++] = (int32_t)j;
-            }
         char val[24], list[NCG_WIRE_STR];
         if (counts[i] < 0)
             snprintf(val, sizeof val, "?");

@@ -81,6 +81,12 @@ void ncg_addf(char *b, size_t cap, const char *fmt, ...) __attribute__((format(p
  * it does not fit. ranks is reordered (sorted in place). Returns buf. Pure, no allocation. */
 char *ncg_ranks_compact(int32_t *ranks, size_t n, char *buf, size_t cap);
 
+/* One group of equal counts: the ranks j >= i not marked in done whose count is counts[i],
+ * written to idx and marked; returns how many (0 when i is marked already). Pure, no
+ * allocation. */
+uint32_t ncg_counts_take(const int64_t *counts, uint32_t n, uint32_t i, uint8_t *done,
+                         int32_t *idx);
+
 /* Per-rank counts grouped: "1235 on 0-2,4-15; 1234 on 3" (-1 printed as "?"). Allocates a
  * temporary index array; returns buf. */
 char *ncg_counts_compact(const int64_t *counts, uint32_t n, char *buf, size_t cap);

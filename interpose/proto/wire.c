@@ -58,6 +58,23 @@ void ncg_wire_get_call(struct ncg_rbuf *r, struct ncg_call *c)
     get_call(r, c);
 }
 
+void ncg_wire_put_p2p(struct ncg_wbuf *w, const struct ncg_p2p_rec *r)
+{
+    ncg_put64(w, r->seq);
+    ncg_put64(w, r->count);
+    ncg_put32(w, (uint32_t)r->peer);
+    ncg_put8(w, r->func);
+    ncg_put8(w, r->dtype);
+}
+void ncg_wire_get_p2p(struct ncg_rbuf *r, struct ncg_p2p_rec *p)
+{
+    p->seq = ncg_get64(r);
+    p->count = ncg_get64(r);
+    p->peer = (int32_t)ncg_get32(r);
+    p->func = ncg_get8(r);
+    p->dtype = ncg_get8(r);
+}
+
 int ncg_wire_put_wait(struct ncg_wbuf *w, const struct ncg_msg_wait *m)
 {
     if (m->n > NCG_WIRE_MAX_WAITS)
@@ -277,14 +294,8 @@ long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
             return -EINVAL;
         ncg_put64(&w, m->u.p2p.comm_id);
         ncg_put16(&w, (uint16_t)m->u.p2p.n);
-        for (i = 0; i < m->u.p2p.n; i++) {
-            const struct ncg_p2p_rec *r = &m->u.p2p.r[i];
-            ncg_put64(&w, r->seq);
-            ncg_put64(&w, r->count);
-            ncg_put32(&w, (uint32_t)r->peer);
-            ncg_put8(&w, r->func);
-            ncg_put8(&w, r->dtype);
-        }
+        for (i = 0; i < m->u.p2p.n; i++)
+            ncg_wire_put_p2p(&w, &m->u.p2p.r[i]);
         break;
     case NCG_MSG_GOODBYE:
     case NCG_MSG_SHUTDOWN: /* SHUTDOWN: the leaving process's final counts, same layout */
@@ -427,14 +438,8 @@ long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
         m->u.p2p.n = ncg_get16(&r);
         if (m->u.p2p.n > NCG_WIRE_MAX_P2P)
             return -EBADMSG;
-        for (i = 0; i < m->u.p2p.n; i++) {
-            struct ncg_p2p_rec *p = &m->u.p2p.r[i];
-            p->seq = ncg_get64(&r);
-            p->count = ncg_get64(&r);
-            p->peer = (int32_t)ncg_get32(&r);
-            p->func = ncg_get8(&r);
-            p->dtype = ncg_get8(&r);
-        }
+        for (i = 0; i < m->u.p2p.n; i++)
+            ncg_wire_get_p2p(&r, &m->u.p2p.r[i]);
         break;
     case NCG_MSG_GOODBYE:
     case NCG_MSG_SHUTDOWN:

@@ -124,9 +124,13 @@ static inline uint64_t ncg_getv(struct ncg_rbuf *r, uint64_t max)
 }
 
 struct ncg_call;
+struct ncg_p2p_rec;
 /* Shared field codecs (wire.c). Pure. */
 void ncg_wire_put_call(struct ncg_wbuf *w, const struct ncg_call *c);
 void ncg_wire_get_call(struct ncg_rbuf *r, struct ncg_call *c);
+/* A P2P record (also inside the tree's RP2P). */
+void ncg_wire_put_p2p(struct ncg_wbuf *w, const struct ncg_p2p_rec *r);
+void ncg_wire_get_p2p(struct ncg_rbuf *r, struct ncg_p2p_rec *p);
 /* A WAIT's body (also inside the tree's RWAIT); -1 past NCG_WIRE_MAX_WAITS or a bad entry. */
 int ncg_wire_put_wait(struct ncg_wbuf *w, const struct ncg_msg_wait *m);
 int ncg_wire_get_wait(struct ncg_rbuf *r, struct ncg_msg_wait *m);

@@ -160,11 +160,7 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
         for (i = 0; i < m->u.rp2p.n; i++) {
             const struct ncg_rp2p_rec *x = &m->u.rp2p.r[i];
             ncg_put32(w, x->rank);
-            ncg_put64(w, x->rec.seq);
-            ncg_put64(w, x->rec.count);
-            ncg_put32(w, (uint32_t)x->rec.peer);
-            ncg_put8(w, x->rec.func);
-            ncg_put8(w, x->rec.dtype);
+            ncg_wire_put_p2p(w, &x->rec);
         }
         return 0;
     case NCG_MSG_RWAIT: {
@@ -322,11 +318,7 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
         for (i = 0; i < m->u.rp2p.n; i++) {
             struct ncg_rp2p_rec *x = &m->u.rp2p.r[i];
             x->rank = ncg_get32(r);
-            x->rec.seq = ncg_get64(r);
-            x->rec.count = ncg_get64(r);
-            x->rec.peer = (int32_t)ncg_get32(r);
-            x->rec.func = ncg_get8(r);
-            x->rec.dtype = ncg_get8(r);
+            ncg_wire_get_p2p(r, &x->rec);
             if (x->rank >= m->u.rp2p.nranks || x->rec.peer < 0 ||
                 (uint32_t)x->rec.peer >= m->u.rp2p.nranks ||
                 (x->rec.func != NCG_F_SEND && x->rec.func != NCG_F_RECV))

@@ -139,6 +139,16 @@ static uint64_t ncg_shrink_id(uint64_t parent, uint64_t k, const int *excl, int 
 
 /* ---- creation and readiness ---- */
 
+/* Tells the observer above (if any) that c became known (added) or went away; outside
+ * ncg_lock. Application thread. */
+static void ncg_comm_tell(struct ncg_comm *c, int added)
+{
+    const struct ncg_observer *o = ncg_observed();
+    void (*fn)(struct ncg_comm *) = added ? o->comm_added : o->comm_removed;
+    if (fn)
+        fn(c);
+}
+
 /* ncg_lock held; c->rank/nranks known. Allocates the p2p counters and the segment slot and
  * publishes both; the caller tells the checker after dropping the lock. */
 static void ncg_comm_complete(struct ncg_comm *c)
@@ -191,8 +201,7 @@ static struct ncg_comm *ncg_comm_add(ncclComm_t h, uint64_t id, uint64_t parent_
         ncg_comm_complete(c);
     pthread_mutex_unlock(&ncg_lock);
     if (ready)
-        if (ncg_observed()->comm_added)
-            ncg_observed()->comm_added(c);
+        ncg_comm_tell(c, 1);
     static const char *const origin_name[] = {"?", "root", "split", "shrink", "initall"};
     ncg_debug(2, "comm %p id %016llx origin %s rank %d/%d%s", (void *)h, (unsigned long long)id,
               origin < 5 ? origin_name[origin] : "?", rank, nranks,
@@ -230,8 +239,7 @@ static int ncg_comm_try_ready(struct ncg_comm *c)
     pthread_mutex_unlock(&ncg_lock);
     ncg_tls.depth--;
     if (done)
-        if (ncg_observed()->comm_added)
-            ncg_observed()->comm_added(c);
+        ncg_comm_tell(c, 1);
     return rc;
 }
 
@@ -249,8 +257,7 @@ static void ncg_comm_retire(struct ncg_comm *c, int forget)
         ncg_tab_remove(c);
     pthread_mutex_unlock(&ncg_lock);
     if (tell)
-        if (ncg_observed()->comm_removed)
-            ncg_observed()->comm_removed(c);
+        ncg_comm_tell(c, 0);
 }
 
 void ncg_comm_fork_child(void)
@@ -421,14 +428,15 @@ static inline uint32_t ncg_redop_class(int op)
     return (unsigned)op < (unsigned)ncclNumOps ? (uint32_t)op : NCG_REDOP_USER;
 }
 
-/* Usable for recording: known, ready. Returns NULL to forward unrecorded. */
-static inline struct ncg_comm *ncg_comm_for_call(ncclComm_t comm, int *failed)
+/* Usable for recording: known, ready. Returns NULL to forward unrecorded, with *rc -1 when a
+ * verdict failed the comm (the call returns ncclRemoteError), else untouched. */
+static inline struct ncg_comm *ncg_comm_for_call(ncclComm_t comm, int *rc)
 {
     struct ncg_comm *c = ncg_comm_lookup(comm);
     if (!c)
         return NULL;
     if (__builtin_expect(__atomic_load_n(&c->failed, __ATOMIC_RELAXED), 0)) {
-        *failed = 1;
+        *rc = -1;
         return NULL;
     }
     if (__builtin_expect(ck_pr_load_int(&c->pending), 0) && ncg_comm_try_ready(c) != 0)
@@ -466,12 +474,11 @@ static inline int ncg_captured(void *pc, uint32_t func, size_t count, int dtype,
 int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, int root,
                     ncclComm_t comm, void *stream)
 {
-    if (ncg_captured(pc, func, count, dtype, op, root, 0, comm, stream))
-        return 0;
-    int failed = 0;
-    struct ncg_comm *c = ncg_comm_for_call(comm, &failed);
-    if (!c)
-        return failed ? -1 : 0;
+    int rc = 0; /* forwarded unrecorded: captured into a graph, or no usable comm */
+    struct ncg_comm *c;
+    if (ncg_captured(pc, func, count, dtype, op, root, 0, comm, stream) ||
+        !(c = ncg_comm_for_call(comm, &rc)))
+        return rc;
     uint32_t redop = ncg_redop_class(op);
     uint64_t fp = ncg_fingerprint(func, count, (uint32_t)dtype, redop, root);
     /* Reserve the slot and extend the digest in one step, so that concurrent callers on one comm
@@ -509,12 +516,11 @@ int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, in
 int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, ncclComm_t comm,
                    void *stream)
 {
-    if (ncg_captured(pc, func, count, dtype, NCG_NO_OP, peer, 1, comm, stream))
-        return 0;
-    int failed = 0;
-    struct ncg_comm *c = ncg_comm_for_call(comm, &failed);
-    if (!c)
-        return failed ? -1 : 0;
+    int rc = 0; /* forwarded unrecorded: captured into a graph, or no usable comm */
+    struct ncg_comm *c;
+    if (ncg_captured(pc, func, count, dtype, NCG_NO_OP, peer, 1, comm, stream) ||
+        !(c = ncg_comm_for_call(comm, &rc)))
+        return rc;
     if (peer < 0 || peer >= c->nranks || !c->p2p_send || !c->p2p_recv)
         return 0; /* NCCL rejects a bad peer: nothing to pair */
     uint64_t *ctr = func == NCG_F_SEND ? &c->p2p_send[peer] : &c->p2p_recv[peer];

@@ -360,33 +360,29 @@ NCG_EXPORT int cudaGraphClone(void **pclone, void *graph)
     return r;
 }
 
-static void forget(struct ncg_pmap *m, void *key)
+/* The runtime's destroy function fn (R_EXEC_DESTROY or R_DESTROY) on key, which m forgets
+ * first. */
+static int destroy(int fn, struct ncg_pmap *m, void *key)
 {
-    if (!key || (m == &g_execs && ck_pr_load_int(&g_nexecs) == 0))
-        return;
-    pthread_mutex_lock(&g_mu);
-    put_locked(m, (uintptr_t)key, NULL);
-    pthread_mutex_unlock(&g_mu);
+    int (*f)(void *) = real(fn);
+    if (!f)
+        return CUDA_ERROR_INIT;
+    if (observed() && key && (m != &g_execs || ck_pr_load_int(&g_nexecs) != 0)) {
+        pthread_mutex_lock(&g_mu);
+        put_locked(m, (uintptr_t)key, NULL);
+        pthread_mutex_unlock(&g_mu);
+    }
+    return f(key);
 }
 
 NCG_EXPORT int cudaGraphExecDestroy(void *exec)
 {
-    int (*f)(void *) = real(R_EXEC_DESTROY);
-    if (!f)
-        return CUDA_ERROR_INIT;
-    if (observed())
-        forget(&g_execs, exec);
-    return f(exec);
+    return destroy(R_EXEC_DESTROY, &g_execs, exec);
 }
 
 NCG_EXPORT int cudaGraphDestroy(void *graph)
 {
-    int (*f)(void *) = real(R_DESTROY);
-    if (!f)
-        return CUDA_ERROR_INIT;
-    if (observed())
-        forget(&g_graphs, graph);
-    return f(graph);
+    return destroy(R_DESTROY, &g_graphs, graph);
 }
 
 /* ---- replay ---- */

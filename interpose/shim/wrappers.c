@@ -13,15 +13,20 @@
 #define NCG_FP_COLL(func, count, dtype, op, root, comm) func, count, dtype, op, root, comm
 #define NCG_FP_P2P(func, count, dtype, peer, comm) func, count, dtype, peer, comm
 
+/* The wrapper's `real`: the real function, or the wrapper returns `fail` when the loaded NCCL
+ * lacks it. */
+#define NCG_REAL_OR(name, fail)                                                                    \
+    ncg_fn_##name real = NCG_REAL(name);                                                           \
+    if (__builtin_expect(!real, 0))                                                                \
+        return fail;
+
 /* Collective or p2p: `record` numbers the call (collective ring: slot, fingerprint, digest;
  * p2p ring: pair sequence) before forwarding. It is expanded inside the wrapper, so
  * __builtin_return_address(0) there is the application's call site. */
 #define NCG_WRAP_REC(ret, name, params, args, fail, record)                                        \
     NCG_EXPORT ret name params                                                                     \
     {                                                                                              \
-        ncg_fn_##name real = NCG_REAL(name);                                                       \
-        if (__builtin_expect(!real, 0))                                                            \
-            return fail;                                                                           \
+        NCG_REAL_OR(name, fail)                                                                    \
         if (ncg_tls.depth != 0 || __atomic_load_n(&ncg_state, __ATOMIC_RELAXED) != NCG_ST_ACTIVE)  \
             return real args;                                                                      \
         if (record < 0)                                                                            \
@@ -43,9 +48,7 @@
 #define NCG_WRAP_HOOK(ret, name, params, args, fail, fp)                                           \
     NCG_EXPORT ret name params                                                                     \
     {                                                                                              \
-        ncg_fn_##name real = NCG_REAL(name);                                                       \
-        if (__builtin_expect(!real, 0))                                                            \
-            return fail;                                                                           \
+        NCG_REAL_OR(name, fail)                                                                    \
         if (ncg_tls.depth != 0 || ncg_state_get() == NCG_ST_DISABLED)                              \
             return real args;                                                                      \
         ncg_tls.pc = __builtin_return_address(0);                                                  \
@@ -58,9 +61,7 @@
 #define NCG_WRAP_PASS(ret, name, params, args, fail, fp)                                           \
     NCG_EXPORT ret name params                                                                     \
     {                                                                                              \
-        ncg_fn_##name real = NCG_REAL(name);                                                       \
-        if (__builtin_expect(!real, 0))                                                            \
-            return fail;                                                                           \
+        NCG_REAL_OR(name, fail)                                                                    \
         return real args;                                                                          \
     }
 
