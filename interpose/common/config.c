@@ -70,48 +70,47 @@ static void ncg_parse_bool(const struct ncg_parse *p, const char *name, int *out
     ncg_bad(p, name, v, "expected 0 or 1", *out ? "1" : "0");
 }
 
-static void ncg_parse_uint(const struct ncg_parse *p, const char *name, uint32_t lo, uint32_t hi,
-                           uint32_t *out)
+/* A number: whole (digits only, within lo..hi) or seconds (finite, above lo, or at least lo
+ * unless lo_open, and at most hi: a week). A bad value is said and leaves *out as it was. */
+static void ncg_parse_num(const struct ncg_parse *p, const char *name, int whole, double lo,
+                          int lo_open, double hi, double *out)
 {
     const char *v = ncg_val(p, name);
     if (!v)
         return;
     char *end;
     errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
+    double x = whole ? (double)strtoull(v, &end, 10) : strtod(v, &end);
     char used[32], why[96];
-    snprintf(used, sizeof used, "%u", *out);
-    if (*v == '-' || *v == '+' || errno || end == v || *end) {
-        ncg_bad(p, name, v, "not a whole number", used);
-    } else if (x < lo || x > hi) {
-        snprintf(why, sizeof why, "out of range %u..%u", lo, hi);
-        ncg_bad(p, name, v, why, used);
-    } else {
-        *out = (uint32_t)x;
+    snprintf(used, sizeof used, whole ? "%.0f" : "%g", *out);
+    if (errno || end == v || *end || (whole ? *v == '-' || *v == '+' : !isfinite(x))) {
+        ncg_bad(p, name, v, whole ? "not a whole number" : "not a number of seconds", used);
+        return;
     }
+    if (whole)
+        snprintf(why, sizeof why, "out of range %.0f..%.0f", lo, hi);
+    else if (x > hi)
+        snprintf(why, sizeof why, "longer than a week");
+    else
+        snprintf(why, sizeof why, "must be %s %g", lo_open ? ">" : ">=", lo);
+    if ((lo_open ? x <= lo : x < lo) || x > hi)
+        ncg_bad(p, name, v, why, used);
+    else
+        *out = x;
+}
+
+static void ncg_parse_uint(const struct ncg_parse *p, const char *name, uint32_t lo, uint32_t hi,
+                           uint32_t *out)
+{
+    double x = *out; /* exact: a uint32_t, and any whole number read within lo..hi */
+    ncg_parse_num(p, name, 1, lo, 0, hi, &x);
+    *out = (uint32_t)x;
 }
 
 static void ncg_parse_secs(const struct ncg_parse *p, const char *name, double lo, int lo_open,
                            double *out)
 {
-    const char *v = ncg_val(p, name);
-    if (!v)
-        return;
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    char used[32], why[96];
-    snprintf(used, sizeof used, "%g", *out);
-    if (errno || end == v || *end || !isfinite(x)) {
-        ncg_bad(p, name, v, "not a number of seconds", used);
-    } else if (lo_open ? x <= lo : x < lo) {
-        snprintf(why, sizeof why, "must be %s %g", lo_open ? ">" : ">=", lo);
-        ncg_bad(p, name, v, why, used);
-    } else if (x > 7 * 86400.0) {
-        ncg_bad(p, name, v, "longer than a week", used);
-    } else {
-        *out = x;
-    }
+    ncg_parse_num(p, name, 0, lo, lo_open, 7 * 86400.0, out);
 }
 
 /* The timeouts against what works: a heartbeat timeout shorter than a few report intervals, or
