@@ -123,6 +123,22 @@ static double ncg_dmax(double a, double b)
     return a > b ? a : b; /* no libm for the CLI's static link */
 }
 
+/* A period *x below min goes up to def, or to min when that is higher, said on name (why) when
+ * name is set. 1 when it was raised. */
+static int ncg_raise(const struct ncg_parse *p, const char *name, const char *why, double min,
+                     double def, double *x)
+{
+    if (*x >= min)
+        return 0;
+    *x = ncg_dmax(def, min);
+    char used[64];
+    snprintf(used, sizeof used, "%g", *x);
+    const char *v = ncg_val(p, name);
+    if (v)
+        ncg_bad(p, name, v, why, used);
+    return 1;
+}
+
 static void ncg_check_periods(const struct ncg_parse *p, struct ncg_config *cfg)
 {
     const struct ncg_config def = NCG_CONFIG_DEFAULTS;
@@ -131,30 +147,20 @@ static void ncg_check_periods(const struct ncg_parse *p, struct ncg_config *cfg)
     double lag_min = NCG_MIN_INTERVALS * iv;
     char why[160], used[64];
     const char *v;
-    if (cfg->heartbeat_timeout_s < hb_min) {
-        double use = ncg_dmax(def.heartbeat_timeout_s, hb_min);
-        snprintf(used, sizeof used, "%g", use);
-        snprintf(why, sizeof why, "must be at least %g (%d report intervals and 1 s)", hb_min,
+    snprintf(why, sizeof why, "must be at least %g (%d report intervals and 1 s)", hb_min,
+             NCG_MIN_INTERVALS);
+    /* an unset timeout made too short by the interval: said on the interval */
+    if (ncg_raise(p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", why, hb_min, def.heartbeat_timeout_s,
+                  &cfg->heartbeat_timeout_s) &&
+        !ncg_val(p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S") && (v = ncg_val(p, "NCCLGUARD_INTERVAL_MS"))) {
+        snprintf(why, sizeof why, "the heartbeat timeout must be at least %d intervals",
                  NCG_MIN_INTERVALS);
-        if ((v = ncg_val(p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S")))
-            ncg_bad(p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", v, why, used);
-        else if ((v = ncg_val(p, "NCCLGUARD_INTERVAL_MS"))) {
-            snprintf(why, sizeof why, "the heartbeat timeout must be at least %d intervals",
-                     NCG_MIN_INTERVALS);
-            snprintf(used, sizeof used, "NCCLGUARD_HEARTBEAT_TIMEOUT_S=%g", use);
-            ncg_bad(p, "NCCLGUARD_INTERVAL_MS", v, why, used);
-        }
-        cfg->heartbeat_timeout_s = use;
+        snprintf(used, sizeof used, "NCCLGUARD_HEARTBEAT_TIMEOUT_S=%g", cfg->heartbeat_timeout_s);
+        ncg_bad(p, "NCCLGUARD_INTERVAL_MS", v, why, used);
     }
-    if (cfg->lag_warn_s < lag_min) {
-        double use = ncg_dmax(def.lag_warn_s, lag_min);
-        snprintf(used, sizeof used, "%g", use);
-        snprintf(why, sizeof why, "must be at least %g (%d report intervals)", lag_min,
-                 NCG_MIN_INTERVALS);
-        if ((v = ncg_val(p, "NCCLGUARD_LAG_WARN_S")))
-            ncg_bad(p, "NCCLGUARD_LAG_WARN_S", v, why, used);
-        cfg->lag_warn_s = use;
-    }
+    snprintf(why, sizeof why, "must be at least %g (%d report intervals)", lag_min,
+             NCG_MIN_INTERVALS);
+    ncg_raise(p, "NCCLGUARD_LAG_WARN_S", why, lag_min, def.lag_warn_s, &cfg->lag_warn_s);
     if (cfg->lag_abort_s > 0 && cfg->lag_abort_s < lag_min) {
         snprintf(why, sizeof why, "must be 0 (never) or at least %g (%d report intervals)", lag_min,
                  NCG_MIN_INTERVALS);
