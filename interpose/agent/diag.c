@@ -321,6 +321,19 @@ static const char *ranks_global(const struct ncg_verdict *v, const char *ranks, 
     return buf;
 }
 
+size_t ncg_diag_json_pyframe(const struct ncg_pyframe *f, char *buf, size_t cap)
+{
+    struct out o = {buf, cap, 0};
+    outf(&o, "{\"file\":");
+    json_str(&o, f->file);
+    outf(&o, ",\"line\":%d,\"function\":", f->line);
+    json_str(&o, f->func);
+    outf(&o, ",\"source\":");
+    json_str(&o, f->src);
+    outf(&o, "}");
+    return o.len;
+}
+
 /* "python_stack": the stuck thread's Python frames (docs/report-format.md), or null. */
 static void ncg_diag_json_py(struct out *o, const struct ncg_pystack *py)
 {
@@ -330,13 +343,9 @@ static void ncg_diag_json_py(struct out *o, const struct ncg_pystack *py)
     }
     outf(o, ",\"python_stack\":{\"tid\":%u,\"thread\":\"0x%lx\",\"frames\":[", py->tid, py->thread);
     for (int i = 0; i < py->n; i++) {
-        outf(o, "%s{\"file\":", i ? "," : "");
-        json_str(o, py->f[i].file);
-        outf(o, ",\"line\":%d,\"function\":", py->f[i].line);
-        json_str(o, py->f[i].func);
-        outf(o, ",\"source\":");
-        json_str(o, py->f[i].src);
-        outf(o, "}");
+        char fr[NCG_PYFRAME_JSON_MAX];
+        ncg_diag_json_pyframe(&py->f[i], fr, sizeof fr);
+        outf(o, "%s%s", i ? "," : "", fr);
     }
     outf(o, "],\"more\":%d}", py->more);
 }
@@ -430,6 +439,17 @@ void ncg_diag_report_path(const char *dir, const char *host, uint32_t pid, char 
              host[0] ? host : "host", pid);
 }
 
+int ncg_diag_tmp_done(int rc, int closed, const char *tmp, const char *path)
+{
+    if (closed != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc != 0)
+        unlink(tmp);
+    return rc;
+}
+
 int ncg_diag_write_report(const struct ncg_verdict *v, const struct ncg_diag_ctx *x,
                           const char *path)
 {
@@ -456,12 +476,7 @@ int ncg_diag_write_report(const struct ncg_verdict *v, const struct ncg_diag_ctx
         }
         off += (size_t)w;
     }
-    if (close(fd) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc != 0)
-        unlink(tmp);
+    rc = ncg_diag_tmp_done(rc, close(fd), tmp, path);
 out:
     free(buf);
     return rc;

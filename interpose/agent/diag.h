@@ -58,6 +58,12 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
 size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
                      size_t cap);
 
+/* One Python frame as reports and dumps write it, {"file":..,"line":..,"function":..,"source":..},
+ * into buf (NUL-terminated; NCG_PYFRAME_JSON_MAX bytes always hold it: each byte escaped is at
+ * most 6). Pure; returns the length, or the length it would need (>= cap). */
+#define NCG_PYFRAME_JSON_MAX (6 * sizeof(struct ncg_pyframe) + 64)
+size_t ncg_diag_json_pyframe(const struct ncg_pyframe *f, char *buf, size_t cap);
+
 /* "<dir>/ncclguard-report.<host>.<pid>.json" into path. Pure. */
 void ncg_diag_report_path(const char *dir, const char *host, uint32_t pid, char *path, size_t cap);
 
@@ -65,5 +71,10 @@ void ncg_diag_report_path(const char *dir, const char *host, uint32_t pid, char 
  * allocates the JSON buffer; blocks on file I/O. 0 or -errno. */
 int ncg_diag_write_report(const struct ncg_verdict *v, const struct ncg_diag_ctx *x,
                           const char *path);
+
+/* The end of an atomic write (reports, dumps): rc so far and closed, what close or fclose of
+ * tmp returned (errno still its); tmp renamed over path when both are 0, else removed. 0 or the
+ * first -errno. Any thread; blocks on file-system calls. */
+int ncg_diag_tmp_done(int rc, int closed, const char *tmp, const char *path);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "diag.h"
 #include "log.h"
 #include "ncclguard/shm.h"
 #include "pyframes.h"
@@ -42,13 +43,9 @@ static void jpy(FILE *f, const struct ncg_pystack *py)
 {
     fputc('[', f);
     for (int i = 0; i < py->n; i++) {
-        fprintf(f, "%s{\"file\":", i ? "," : "");
-        jstr(f, py->f[i].file);
-        fprintf(f, ",\"line\":%d,\"function\":", py->f[i].line);
-        jstr(f, py->f[i].func);
-        fprintf(f, ",\"source\":");
-        jstr(f, py->f[i].src);
-        fputc('}', f);
+        char fr[NCG_PYFRAME_JSON_MAX];
+        ncg_diag_json_pyframe(&py->f[i], fr, sizeof fr);
+        fprintf(f, "%s%s", i ? "," : "", fr);
     }
     fputc(']', f);
 }
@@ -260,13 +257,7 @@ int ncg_dump_write(const char *dir, const char *reason)
         return -ENOMEM;
     }
     int rc = render(f, reason);
-    if (fclose(f) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc != 0)
-        unlink(tmp);
-    return rc;
+    return ncg_diag_tmp_done(rc, fclose(f), tmp, path);
 }
 
 void ncg_dump_poll(void)

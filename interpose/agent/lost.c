@@ -23,6 +23,13 @@ void ncg_link_lost(int li, const char *why, uint64_t now)
     ncg_link_lost_as(li, why, 0, now);
 }
 
+/* What a local verdict needs of one of this process's communicators, at count calls issued. */
+static struct ncg_local_self lc_self(const struct ncg_lcomm *lc, uint64_t count)
+{
+    return (struct ncg_local_self){lc->id, (uint32_t)lc->nranks, lc->rank, ncg_global_rank(),
+                                   count};
+}
+
 /* An IP address as text into ip ("?" if not IP); returns its port. */
 static uint16_t addr_text(const struct sockaddr_storage *ss, char *ip, size_t cap)
 {
@@ -117,28 +124,23 @@ void ncg_link_lost_as(int li, const char *why, int rootlost, uint64_t now)
         return;
     }
     /* A local verdict per comm checked there (the coordinator can no longer send one). */
-    uint64_t ids[NCG_SHM_MAX_COMMS], cnt[NCG_SHM_MAX_COMMS];
-    uint32_t nr[NCG_SHM_MAX_COMMS];
-    int32_t me[NCG_SHM_MAX_COMMS];
+    struct ncg_local_self self[NCG_SHM_MAX_COMMS];
     int n = 0;
     pthread_mutex_lock(&ncg_agent.lk);
-    for (size_t i = 0; i < ncg_agent.nlc && n < (int)NCG_SHM_MAX_COMMS; i++)
-        if (ncg_agent.lc[i].link == li && !ncg_agent.lc[i].removed) {
-            int dup = 0;
-            for (int k = 0; k < n; k++)
-                dup |= ids[k] == ncg_agent.lc[i].id;
-            if (!dup) {
-                ids[n] = ncg_agent.lc[i].id;
-                me[n] = ncg_agent.lc[i].rank;
-                cnt[n] = ncg_agent.lc[i].shm ? ck_pr_load_64(&ncg_agent.lc[i].shm->coll_seq) : 0;
-                nr[n++] = (uint32_t)ncg_agent.lc[i].nranks;
-            }
-        }
+    for (size_t i = 0; i < ncg_agent.nlc && n < (int)NCG_SHM_MAX_COMMS; i++) {
+        const struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (lc->link != li || lc->removed)
+            continue;
+        int dup = 0;
+        for (int k = 0; k < n; k++)
+            dup |= self[k].comm_id == lc->id;
+        if (!dup)
+            self[n++] = lc_self(lc, lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0);
+    }
     pthread_mutex_unlock(&ncg_agent.lk);
     for (int k = 0; k < n && !ncg_ending(); k++) {
         char root[INET6_ADDRSTRLEN];
         addr_text(&l->tr.root, root, sizeof root);
-        struct ncg_local_self self = {ids[k], nr[k], me[k], ncg_global_rank(), cnt[k]};
         struct ncg_local_holder h = {.rootlost = rootlost,
                                      .relay = l->tr.on,
                                      .node = l->tr.node,
@@ -149,7 +151,7 @@ void ncg_link_lost_as(int li, const char *why, int rootlost, uint64_t now)
                                      .pid = l->w.pid,
                                      .host = l->w.host,
                                      .why = why};
-        struct ncg_verdict *v = ncg_local_rank_died(&self, &h);
+        struct ncg_verdict *v = ncg_local_rank_died(&self[k], &h);
         if (!v)
             continue;
         ncg_apply_verdict(v, -1, now);
@@ -183,9 +185,7 @@ void ncg_checker_lost_tick(uint64_t now)
         }
         if (l->lost_acted)
             continue;
-        uint64_t ids[NCG_SHM_MAX_COMMS], cnt[NCG_SHM_MAX_COMMS];
-        uint32_t nr[NCG_SHM_MAX_COMMS];
-        int32_t me[NCG_SHM_MAX_COMMS];
+        struct ncg_local_self self[NCG_SHM_MAX_COMMS];
         int n = 0;
         pthread_mutex_lock(&ncg_agent.lk);
         for (size_t i = 0; i < ncg_agent.nlc && n < (int)NCG_SHM_MAX_COMMS; i++) {
@@ -197,10 +197,7 @@ void ncg_checker_lost_tick(uint64_t now)
                 lc->lost_cnt = c;
                 lc->lost_prog_ns = now;
             } else if (hb && now - lc->lost_prog_ns >= hb) {
-                ids[n] = lc->id;
-                me[n] = lc->rank;
-                cnt[n] = c;
-                nr[n++] = (uint32_t)lc->nranks;
+                self[n++] = lc_self(lc, c);
             }
         }
         pthread_mutex_unlock(&ncg_agent.lk);
@@ -208,10 +205,9 @@ void ncg_checker_lost_tick(uint64_t now)
             continue;
         l->lost_acted = 1;
         for (int k = 0; k < n && !ncg_ending(); k++) {
-            struct ncg_local_self self = {ids[k], nr[k], me[k], ncg_global_rank(), cnt[k]};
             struct ncg_verdict *v = ncg_local_checker_lost(
-                &self, ncg_link_in_tree(l), l->name, (double)(now - l->lost_ns) / 1e9, l->lost_why,
-                ncg_cfg.heartbeat_timeout_s);
+                &self[k], ncg_link_in_tree(l), l->name, (double)(now - l->lost_ns) / 1e9,
+                l->lost_why, ncg_cfg.heartbeat_timeout_s);
             if (!v)
                 continue;
             ncg_apply_verdict(v, -1, now);

@@ -16,6 +16,14 @@
 /* NCCLGUARD_REPORT_DIR as resolved at activation ("" until then: ncg_cfg's value is used). */
 static char ncg_rdir[4096];
 
+/* A failed call on path, in words: "<what><path>: <errno's text>" into why; returns -errno. */
+static int said(char *why, size_t cap, const char *what, const char *path)
+{
+    int e = errno;
+    snprintf(why, cap, "%s%s: %s", what, path, strerror(e));
+    return -e;
+}
+
 int ncg_reportdir_prepare(const char *dir, char *why, size_t cap)
 {
     char p[4096];
@@ -33,29 +41,20 @@ int ncg_reportdir_prepare(const char *dir, char *why, size_t cap)
             continue;
         char c = *s;
         *s = 0;
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            int e = errno;
-            snprintf(why, cap, "cannot create %s: %s", p, strerror(e));
-            return -e;
-        }
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            return said(why, cap, "cannot create ", p);
         *s = c;
         if (!c)
             break;
     }
-    if (stat(dir, &st) != 0) {
-        int e = errno;
-        snprintf(why, cap, "%s: %s", dir, strerror(e));
-        return -e;
-    }
+    if (stat(dir, &st) != 0)
+        return said(why, cap, "", dir);
     if (!S_ISDIR(st.st_mode)) {
         snprintf(why, cap, "%s is not a directory", dir);
         return -ENOTDIR;
     }
-    if (access(dir, W_OK | X_OK) != 0) {
-        int e = errno;
-        snprintf(why, cap, "cannot write in %s: %s", dir, strerror(e));
-        return -e;
-    }
+    if (access(dir, W_OK | X_OK) != 0)
+        return said(why, cap, "cannot write in ", dir);
     return 0;
 }
 
@@ -72,20 +71,14 @@ static int fallback_prepare(char *dir, size_t cap, char *why, size_t whycap)
 {
     struct stat st;
     ncg_reportdir_fallback(dir, cap);
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        int e = errno;
-        snprintf(why, whycap, "cannot create %s: %s", dir, strerror(e));
-        return -e;
-    }
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return said(why, whycap, "cannot create ", dir);
     if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
         snprintf(why, whycap, "%s is not a directory of this user", dir);
         return -EPERM;
     }
-    if (access(dir, W_OK | X_OK) != 0) {
-        int e = errno;
-        snprintf(why, whycap, "cannot write in %s: %s", dir, strerror(e));
-        return -e;
-    }
+    if (access(dir, W_OK | X_OK) != 0)
+        return said(why, whycap, "cannot write in ", dir);
     return 0;
 }
 

@@ -70,48 +70,47 @@ static void ncg_parse_bool(const struct ncg_parse *p, const char *name, int *out
     ncg_bad(p, name, v, "expected 0 or 1", *out ? "1" : "0");
 }
 
-static void ncg_parse_uint(const struct ncg_parse *p, const char *name, uint32_t lo, uint32_t hi,
-                           uint32_t *out)
+/* A number: whole (digits only, within lo..hi) or seconds (finite, above lo, or at least lo
+ * unless lo_open, and at most hi: a week). A bad value is said and leaves *out as it was. */
+static void ncg_parse_num(const struct ncg_parse *p, const char *name, int whole, double lo,
+                          int lo_open, double hi, double *out)
 {
     const char *v = ncg_val(p, name);
     if (!v)
         return;
     char *end;
     errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
+    double x = whole ? (double)strtoull(v, &end, 10) : strtod(v, &end);
     char used[32], why[96];
-    snprintf(used, sizeof used, "%u", *out);
-    if (*v == '-' || *v == '+' || errno || end == v || *end) {
-        ncg_bad(p, name, v, "not a whole number", used);
-    } else if (x < lo || x > hi) {
-        snprintf(why, sizeof why, "out of range %u..%u", lo, hi);
-        ncg_bad(p, name, v, why, used);
-    } else {
-        *out = (uint32_t)x;
+    snprintf(used, sizeof used, whole ? "%.0f" : "%g", *out);
+    if (errno || end == v || *end || (whole ? *v == '-' || *v == '+' : !isfinite(x))) {
+        ncg_bad(p, name, v, whole ? "not a whole number" : "not a number of seconds", used);
+        return;
     }
+    if (whole)
+        snprintf(why, sizeof why, "out of range %.0f..%.0f", lo, hi);
+    else if (x > hi)
+        snprintf(why, sizeof why, "longer than a week");
+    else
+        snprintf(why, sizeof why, "must be %s %g", lo_open ? ">" : ">=", lo);
+    if ((lo_open ? x <= lo : x < lo) || x > hi)
+        ncg_bad(p, name, v, why, used);
+    else
+        *out = x;
+}
+
+static void ncg_parse_uint(const struct ncg_parse *p, const char *name, uint32_t lo, uint32_t hi,
+                           uint32_t *out)
+{
+    double x = *out; /* exact: a uint32_t, and any whole number read within lo..hi */
+    ncg_parse_num(p, name, 1, lo, 0, hi, &x);
+    *out = (uint32_t)x;
 }
 
 static void ncg_parse_secs(const struct ncg_parse *p, const char *name, double lo, int lo_open,
                            double *out)
 {
-    const char *v = ncg_val(p, name);
-    if (!v)
-        return;
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    char used[32], why[96];
-    snprintf(used, sizeof used, "%g", *out);
-    if (errno || end == v || *end || !isfinite(x)) {
-        ncg_bad(p, name, v, "not a number of seconds", used);
-    } else if (lo_open ? x <= lo : x < lo) {
-        snprintf(why, sizeof why, "must be %s %g", lo_open ? ">" : ">=", lo);
-        ncg_bad(p, name, v, why, used);
-    } else if (x > 7 * 86400.0) {
-        ncg_bad(p, name, v, "longer than a week", used);
-    } else {
-        *out = x;
-    }
+    ncg_parse_num(p, name, 0, lo, lo_open, 7 * 86400.0, out);
 }
 
 /* The timeouts against what works: a heartbeat timeout shorter than a few report intervals, or
@@ -124,6 +123,22 @@ static double ncg_dmax(double a, double b)
     return a > b ? a : b; /* no libm for the CLI's static link */
 }
 
+/* A period *x below min goes up to def, or to min when that is higher, said on name (why) when
+ * name is set. 1 when it was raised. */
+static int ncg_raise(const struct ncg_parse *p, const char *name, const char *why, double min,
+                     double def, double *x)
+{
+    if (*x >= min)
+        return 0;
+    *x = ncg_dmax(def, min);
+    char used[64];
+    snprintf(used, sizeof used, "%g", *x);
+    const char *v = ncg_val(p, name);
+    if (v)
+        ncg_bad(p, name, v, why, used);
+    return 1;
+}
+
 static void ncg_check_periods(const struct ncg_parse *p, struct ncg_config *cfg)
 {
     const struct ncg_config def = NCG_CONFIG_DEFAULTS;
@@ -132,30 +147,20 @@ static void ncg_check_periods(const struct ncg_parse *p, struct ncg_config *cfg)
     double lag_min = NCG_MIN_INTERVALS * iv;
     char why[160], used[64];
     const char *v;
-    if (cfg->heartbeat_timeout_s < hb_min) {
-        double use = ncg_dmax(def.heartbeat_timeout_s, hb_min);
-        snprintf(used, sizeof used, "%g", use);
-        snprintf(why, sizeof why, "must be at least %g (%d report intervals and 1 s)", hb_min,
+    snprintf(why, sizeof why, "must be at least %g (%d report intervals and 1 s)", hb_min,
+             NCG_MIN_INTERVALS);
+    /* an unset timeout made too short by the interval: said on the interval */
+    if (ncg_raise(p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", why, hb_min, def.heartbeat_timeout_s,
+                  &cfg->heartbeat_timeout_s) &&
+        !ncg_val(p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S") && (v = ncg_val(p, "NCCLGUARD_INTERVAL_MS"))) {
+        snprintf(why, sizeof why, "the heartbeat timeout must be at least %d intervals",
                  NCG_MIN_INTERVALS);
-        if ((v = ncg_val(p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S")))
-            ncg_bad(p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", v, why, used);
-        else if ((v = ncg_val(p, "NCCLGUARD_INTERVAL_MS"))) {
-            snprintf(why, sizeof why, "the heartbeat timeout must be at least %d intervals",
-                     NCG_MIN_INTERVALS);
-            snprintf(used, sizeof used, "NCCLGUARD_HEARTBEAT_TIMEOUT_S=%g", use);
-            ncg_bad(p, "NCCLGUARD_INTERVAL_MS", v, why, used);
-        }
-        cfg->heartbeat_timeout_s = use;
+        snprintf(used, sizeof used, "NCCLGUARD_HEARTBEAT_TIMEOUT_S=%g", cfg->heartbeat_timeout_s);
+        ncg_bad(p, "NCCLGUARD_INTERVAL_MS", v, why, used);
     }
-    if (cfg->lag_warn_s < lag_min) {
-        double use = ncg_dmax(def.lag_warn_s, lag_min);
-        snprintf(used, sizeof used, "%g", use);
-        snprintf(why, sizeof why, "must be at least %g (%d report intervals)", lag_min,
-                 NCG_MIN_INTERVALS);
-        if ((v = ncg_val(p, "NCCLGUARD_LAG_WARN_S")))
-            ncg_bad(p, "NCCLGUARD_LAG_WARN_S", v, why, used);
-        cfg->lag_warn_s = use;
-    }
+    snprintf(why, sizeof why, "must be at least %g (%d report intervals)", lag_min,
+             NCG_MIN_INTERVALS);
+    ncg_raise(p, "NCCLGUARD_LAG_WARN_S", why, lag_min, def.lag_warn_s, &cfg->lag_warn_s);
     if (cfg->lag_abort_s > 0 && cfg->lag_abort_s < lag_min) {
         snprintf(why, sizeof why, "must be 0 (never) or at least %g (%d report intervals)", lag_min,
                  NCG_MIN_INTERVALS);

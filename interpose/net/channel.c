@@ -74,17 +74,39 @@ int ncg_peer_send(struct ncg_peer *p, const struct ncg_msg *m)
     return 0;
 }
 
+/* What a non-blocking send or recv returned (n, with errno), as channel.h says. */
+static ssize_t sock_result(ssize_t n)
+{
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return 0;
+    return n > 0 ? n : -1;
+}
+
+ssize_t ncg_sock_send(int fd, const void *b, size_t n)
+{
+    ssize_t w;
+    do
+        w = send(fd, b, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    return sock_result(w);
+}
+
+ssize_t ncg_sock_recv(int fd, void *b, size_t n)
+{
+    ssize_t r;
+    do
+        r = recv(fd, b, n, MSG_DONTWAIT);
+    while (r < 0 && errno == EINTR);
+    return sock_result(r);
+}
+
 /* Write what the socket takes now; -1 on a broken connection. */
 int ncg_peer_flush(struct ncg_peer *p)
 {
     while (p->txlen) {
-        ssize_t w = send(p->fd, p->tx, p->txlen, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return 0;
+        ssize_t w = ncg_sock_send(p->fd, p->tx, p->txlen);
         if (w <= 0)
-            return -1;
+            return (int)w;
         memmove(p->tx, p->tx + w, p->txlen - (size_t)w);
         p->txlen -= (size_t)w;
         p->ntx += (uint64_t)w;
@@ -107,13 +129,9 @@ int ncg_peer_fill(struct ncg_peer *p)
             p->rx = n;
             p->rxcap = cap;
         }
-        ssize_t r = recv(p->fd, p->rx + p->rxlen, p->rxcap - p->rxlen, MSG_DONTWAIT);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return 0;
+        ssize_t r = ncg_sock_recv(p->fd, p->rx + p->rxlen, p->rxcap - p->rxlen);
         if (r <= 0)
-            return -1;
+            return (int)r;
         p->rxlen += (size_t)r;
         p->nrx += (uint64_t)r;
         got += (size_t)r;

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "accept.h"
 #include "clock.h"
 #include "wire.h"
@@ -32,6 +33,11 @@ int ncg_peer_fill(struct ncg_peer *p);
 #define NCG_PEER_RX_BUDGET (256u * 1024u)
 int ncg_peer_next(struct ncg_peer *p, struct ncg_msg *m); /* 1 message, 0 none yet, -1 garbage */
 void ncg_set_nonblock(int fd);                            /* O_NONBLOCK + TCP_NODELAY */
+/* One non-blocking send (no SIGPIPE) or recv on a socket, retried on EINTR: the bytes moved
+ * (> 0), 0 when it would block, -1 when the connection is broken or closed (EOF). Any
+ * thread; never blocks; no allocation. */
+ssize_t ncg_sock_send(int fd, const void *b, size_t n);
+ssize_t ncg_sock_recv(int fd, void *b, size_t n);
 
 /* A TCP listener on host:want (NULL/"" = all interfaces, IPv6 dual-stack else IPv4; want 0 =
  * ephemeral); *port gets the bound port. Returns the fd, or -1 with err filled. */

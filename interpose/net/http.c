@@ -225,13 +225,10 @@ static void route(struct ncg_http *h, struct hconn *c, const struct ncg_http_req
 static void conn_write(struct ncg_http *h, struct hconn *c, uint64_t now)
 {
     while (c->txoff < c->tx.len) {
-        ssize_t w =
-            send(c->fd, c->tx.p + c->txoff, c->tx.len - c->txoff, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        ssize_t w = ncg_sock_send(c->fd, c->tx.p + c->txoff, c->tx.len - c->txoff);
+        if (w == 0)
             return;
-        if (w <= 0) {
+        if (w < 0) {
             conn_close(h, c);
             return;
         }
@@ -261,13 +258,10 @@ static void conn_read(struct ncg_http *h, struct hconn *c, uint64_t now)
         conn_close(h, c); /* EOF, an error, or a client that keeps talking */
         return;
     }
-    ssize_t r;
-    do
-        r = recv(c->fd, c->rx + c->rxlen, sizeof c->rx - c->rxlen, MSG_DONTWAIT);
-    while (r < 0 && errno == EINTR);
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+    ssize_t r = ncg_sock_recv(c->fd, c->rx + c->rxlen, sizeof c->rx - c->rxlen);
+    if (r == 0)
         return;
-    if (r <= 0) {
+    if (r < 0) {
         conn_close(h, c); /* gone before a complete request: nothing to answer */
         return;
     }

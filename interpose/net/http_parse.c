@@ -42,12 +42,19 @@ static int line_at(const char *buf, size_t len, size_t off, size_t *eol, size_t 
     return 0;
 }
 
-static long request_line(const char *s, size_t n, struct ncg_http_req *r)
+/* The length of the token (1*tchar) that s[0..n) starts with when sep follows it, else 0. */
+static size_t token_before(const char *s, size_t n, char sep)
 {
     size_t i = 0;
     while (i < n && is_tchar((unsigned char)s[i]))
         i++;
-    if (i == 0 || i >= n || s[i] != ' ')
+    return i < n && s[i] == sep ? i : 0;
+}
+
+static long request_line(const char *s, size_t n, struct ncg_http_req *r)
+{
+    size_t i = token_before(s, n, ' ');
+    if (!i)
         return -400;
     r->method = i == 3 && !memcmp(s, "GET", 3)    ? NCG_HTTP_GET
                 : i == 4 && !memcmp(s, "HEAD", 4) ? NCG_HTTP_HEAD
@@ -87,12 +94,10 @@ static long request_line(const char *s, size_t n, struct ncg_http_req *r)
 /* One field line s[0..n). */
 static long field_line(const char *s, size_t n, struct ncg_http_req *r)
 {
-    size_t i = 0;
-    while (i < n && is_tchar((unsigned char)s[i]))
-        i++;
-    if (i == 0 || i >= n || s[i] != ':')
+    size_t nl = token_before(s, n, ':');
+    if (!nl)
         return -400; /* also: whitespace before the colon, obs-fold, an empty name */
-    size_t nl = i++;
+    size_t i = nl + 1;
     while (i < n && (s[i] == ' ' || s[i] == '\t'))
         i++;
     size_t e = n;

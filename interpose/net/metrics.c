@@ -14,35 +14,23 @@
 
 /* ---------- snapshot ---------- */
 
+/* Each view as the coordinator gave it, its borrowed pointers cleared: what they point to is
+ * copied alongside (valid during the view callback only). */
 struct sconn {
-    uint8_t authed, bye;
-    uint32_t pid;
-    int32_t grank;
+    struct ncg_coord_conn_view v; /* host: NULL */
     char host[64];
-    double hb_age, connected;
 };
 
 struct smember {
-    uint8_t state;
-    int32_t grank;
-    uint64_t count;
-    double progress_age, hb_age, rate;
-    uint32_t pid;
+    struct ncg_coord_member_view v; /* host, wait: NULL */
     char host[64];
-    uint64_t done;
-    double report_age;
-    uint8_t has_wait, wait_p2p;
-    struct ncg_call wait; /* the call it is blocked in, when has_wait */
-    char site[NCG_WIRE_SITE];
+    uint8_t has_wait;
+    struct ncg_wait_ent wait; /* the call it is blocked in, when has_wait */
 };
 
 struct scomm {
-    uint64_t id;
-    uint32_t nranks;
-    uint64_t verified;
-    uint8_t done, lag_warned;
-    double progress_age;
-    size_t m0; /* first member in snap.mem */
+    struct ncg_coord_comm_view v; /* verdict, m: NULL */
+    size_t m0;                    /* first member in snap.mem */
     /* derived */
     uint32_t active, registered, left, dead;
     uint64_t mn, mx;
@@ -88,13 +76,9 @@ static void snap_conn(void *arg, const struct ncg_coord_conn_view *v)
         return;
     }
     struct sconn *c = &s->c[s->nc++];
-    c->authed = v->authed;
-    c->bye = v->bye;
-    c->pid = v->pid;
-    c->grank = v->global_rank;
+    c->v = *v;
+    c->v.host = NULL;
     snprintf(c->host, sizeof c->host, "%s", v->host);
-    c->hb_age = v->heartbeat_age_s;
-    c->connected = v->connected_s;
 }
 
 static void snap_comm(void *arg, const struct ncg_coord_comm_view *v)
@@ -107,34 +91,22 @@ static void snap_comm(void *arg, const struct ncg_coord_comm_view *v)
     }
     struct scomm *c = &s->cm[s->ncm++];
     memset(c, 0, sizeof *c);
-    c->id = v->id;
-    c->nranks = v->nranks;
-    c->verified = v->verified;
-    c->done = v->done;
-    c->lag_warned = v->lag_warned;
-    c->progress_age = v->progress_age_s;
+    c->v = *v;
+    c->v.verdict = NULL;
+    c->v.m = NULL;
     c->m0 = s->nmem;
     c->mn = UINT64_MAX;
     c->slowest = -1;
     for (uint32_t i = 0; i < v->nranks; i++) {
         const struct ncg_coord_member_view *a = &v->m[i];
         struct smember *m = &s->mem[s->nmem++];
-        m->state = a->state;
-        m->grank = a->global_rank;
-        m->count = a->count;
-        m->progress_age = a->progress_age_s;
-        m->hb_age = a->heartbeat_age_s;
-        m->rate = a->calls_per_s;
-        m->pid = a->pid;
+        m->v = *a;
+        m->v.host = NULL;
+        m->v.wait = NULL;
         snprintf(m->host, sizeof m->host, "%s", a->host);
-        m->done = a->done;
-        m->report_age = a->report_age_s;
         m->has_wait = a->wait != NULL;
-        if (a->wait) {
-            m->wait_p2p = a->wait->p2p;
-            m->wait = a->wait->call;
-            snprintf(m->site, sizeof m->site, "%s", a->wait->site);
-        }
+        if (a->wait)
+            m->wait = *a->wait;
         c->registered += a->state != 0;
         c->left += a->state == 2;
         c->dead += a->state == 3;
@@ -198,7 +170,7 @@ static const char *mstate(uint8_t st)
 
 static int behind(const struct scomm *c, const struct smember *m)
 {
-    return m->state == 1 && c->mn < c->mx && m->count == c->mn;
+    return m->v.state == 1 && c->mn < c->mx && m->v.count == c->mn;
 }
 
 /* ---------- /status ---------- */
@@ -245,20 +217,20 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
     ncg_buf_add(b, "\"hosts\":[", 9);
     int nh = 0;
     for (size_t i = 0; i < s.nc; i++) {
-        if (!s.c[i].authed)
+        if (!s.c[i].v.authed)
             continue;
         size_t j;
         for (j = 0; j < i; j++)
-            if (s.c[j].authed && !strcmp(s.c[j].host, s.c[i].host))
+            if (s.c[j].v.authed && !strcmp(s.c[j].host, s.c[i].host))
                 break;
         if (j < i)
             continue;
         unsigned n = 0;
         double worst = 0;
         for (j = i; j < s.nc; j++)
-            if (s.c[j].authed && !strcmp(s.c[j].host, s.c[i].host)) {
+            if (s.c[j].v.authed && !strcmp(s.c[j].host, s.c[i].host)) {
                 n++;
-                worst = s.c[j].hb_age > worst ? s.c[j].hb_age : worst;
+                worst = s.c[j].v.heartbeat_age_s > worst ? s.c[j].v.heartbeat_age_s : worst;
             }
         ncg_buf_printf(b, "%s{\"host\":\"", nh++ ? "," : "");
         ncg_buf_esc(b, s.c[i].host, NCG_ESC_JSON);
@@ -268,13 +240,13 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
     int np = 0;
     for (size_t i = 0; i < s.nc; i++) {
         const struct sconn *c = &s.c[i];
-        if (!c->authed)
+        if (!c->v.authed)
             continue;
-        ncg_buf_printf(b, "%s{\"pid\":%u,\"global_rank\":%d,\"host\":\"", np++ ? "," : "", c->pid,
-                       c->grank);
+        ncg_buf_printf(b, "%s{\"pid\":%u,\"global_rank\":%d,\"host\":\"", np++ ? "," : "", c->v.pid,
+                       c->v.global_rank);
         ncg_buf_esc(b, c->host, NCG_ESC_JSON);
         ncg_buf_printf(b, "\",\"heartbeat_age_s\":%.3f,\"connected_s\":%.3f,\"goodbye\":%s}",
-                       c->hb_age, c->connected, c->bye ? "true" : "false");
+                       c->v.heartbeat_age_s, c->v.connected_s, c->v.bye ? "true" : "false");
     }
     ncg_buf_add(b, "],\"communicators\":[", 19);
     for (size_t ci = 0; ci < s.ncm; ci++) {
@@ -285,11 +257,11 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
                        ",\"min_slots\":%" PRIu64 ",\"max_slots\":%" PRIu64 ",\"lag_calls\":%" PRIu64
                        ",\"slowest_rank\":%d,\"progress_age_s\":%.3f,\"lag_warning\":%s,"
                        "\"behind\":[",
-                       ci ? "," : "", c->id, c->nranks, c->registered, c->active, c->left, c->dead,
-                       c->verified, c->mn, c->mx, c->mx - c->mn, c->slowest, c->progress_age,
-                       c->lag_warned ? "true" : "false");
+                       ci ? "," : "", c->v.id, c->v.nranks, c->registered, c->active, c->left,
+                       c->dead, c->v.verified, c->mn, c->mx, c->mx - c->mn, c->slowest,
+                       c->v.progress_age_s, c->v.lag_warned ? "true" : "false");
         int nb = 0;
-        for (uint32_t i = 0; i < c->nranks; i++)
+        for (uint32_t i = 0; i < c->v.nranks; i++)
             if (behind(c, &s.mem[c->m0 + i]))
                 ncg_buf_printf(b, "%s%u", nb++ ? "," : "", i);
         ncg_buf_add(b, "],\"verdict\":", 12);
@@ -315,25 +287,25 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
             ncg_buf_add(b, "null", 4);
         }
         ncg_buf_add(b, ",\"members\":[", 12);
-        for (uint32_t i = 0; i < c->nranks; i++) {
+        for (uint32_t i = 0; i < c->v.nranks; i++) {
             const struct smember *m = &s.mem[c->m0 + i];
             ncg_buf_printf(b,
                            "%s{\"rank\":%u,\"global_rank\":%d,\"state\":\"%s\",\"pid\":%u,"
                            "\"host\":\"",
-                           i ? "," : "", i, m->grank, mstate(m->state), m->pid);
+                           i ? "," : "", i, m->v.global_rank, mstate(m->v.state), m->v.pid);
             ncg_buf_esc(b, m->host, NCG_ESC_JSON);
             ncg_buf_printf(b, "\",\"slots\":%" PRIu64 ",\"calls_per_s\":%.2f,\"progress_age_s\":",
-                           m->count, m->rate);
-            json_num(b, m->progress_age);
+                           m->v.count, m->v.calls_per_s);
+            json_num(b, m->v.progress_age_s);
             ncg_buf_add(b, ",\"heartbeat_age_s\":", 19);
-            json_num(b, m->hb_age);
-            ncg_buf_printf(b, ",\"completed\":%" PRIu64 ",\"last_call_age_s\":", m->done);
-            json_num(b, m->progress_age);
+            json_num(b, m->v.heartbeat_age_s);
+            ncg_buf_printf(b, ",\"completed\":%" PRIu64 ",\"last_call_age_s\":", m->v.done);
+            json_num(b, m->v.progress_age_s);
             ncg_buf_add(b, ",\"report_age_s\":", 16);
-            json_num(b, m->report_age);
+            json_num(b, m->v.report_age_s);
             ncg_buf_add(b, ",\"last_call\":", 13);
             if (m->has_wait)
-                json_call(b, &m->wait, m->wait_p2p, m->site);
+                json_call(b, &m->wait.call, m->wait.p2p, m->wait.site);
             else
                 ncg_buf_add(b, "null", 4);
             ncg_buf_printf(b, ",\"behind\":%s}", behind(c, m) ? "true" : "false");
@@ -397,13 +369,13 @@ static void comm_sample(struct ncg_buf *b, const struct scomm *c, int which)
 {
     switch (which) {
     case C_RANKS:
-        ncg_buf_printf(b, "%u\n", c->nranks);
+        ncg_buf_printf(b, "%u\n", c->v.nranks);
         break;
     case C_ACTIVE:
         ncg_buf_printf(b, "%u\n", c->active);
         break;
     case C_VERIFIED:
-        ncg_buf_printf(b, "%" PRIu64 "\n", c->verified);
+        ncg_buf_printf(b, "%" PRIu64 "\n", c->v.verified);
         break;
     case C_LAG:
         ncg_buf_printf(b, "%" PRIu64 "\n", c->mx - c->mn);
@@ -412,10 +384,10 @@ static void comm_sample(struct ncg_buf *b, const struct scomm *c, int which)
         ncg_buf_printf(b, "%d\n", c->slowest);
         break;
     case C_PROGRESS_AGE:
-        ncg_buf_printf(b, "%.3f\n", c->progress_age);
+        ncg_buf_printf(b, "%.3f\n", c->v.progress_age_s);
         break;
     default:
-        ncg_buf_printf(b, "%d\n", c->lag_warned);
+        ncg_buf_printf(b, "%d\n", c->v.lag_warned);
         break;
     }
 }
@@ -426,29 +398,29 @@ static void member_family(struct ncg_buf *b, const struct snap *s, const char *n
 {
     for (size_t ci = 0; ci < s->ncm; ci++) {
         const struct scomm *c = &s->cm[ci];
-        for (uint32_t i = 0; i < c->nranks; i++) {
+        for (uint32_t i = 0; i < c->v.nranks; i++) {
             const struct smember *m = &s->mem[c->m0 + i];
-            if ((which == 2 && m->hb_age < 0) || (which == 3 && m->progress_age < 0))
+            if ((which == 2 && m->v.heartbeat_age_s < 0) || (which == 3 && m->v.progress_age_s < 0))
                 continue;
-            ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\",rank=\"%u\"} ", name, c->id, i);
+            ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\",rank=\"%u\"} ", name, c->v.id, i);
             switch (which) {
             case 0:
-                ncg_buf_printf(b, "%" PRIu64 "\n", m->count);
+                ncg_buf_printf(b, "%" PRIu64 "\n", m->v.count);
                 break;
             case 1:
-                ncg_buf_printf(b, "%.3f\n", m->rate);
+                ncg_buf_printf(b, "%.3f\n", m->v.calls_per_s);
                 break;
             case 2:
-                ncg_buf_printf(b, "%.3f\n", m->hb_age);
+                ncg_buf_printf(b, "%.3f\n", m->v.heartbeat_age_s);
                 break;
             case 3:
-                ncg_buf_printf(b, "%.3f\n", m->progress_age);
+                ncg_buf_printf(b, "%.3f\n", m->v.progress_age_s);
                 break;
             case 4:
-                ncg_buf_printf(b, "%" PRIu64 "\n", m->state == 1 ? c->mx - m->count : 0);
+                ncg_buf_printf(b, "%" PRIu64 "\n", m->v.state == 1 ? c->mx - m->v.count : 0);
                 break;
             default:
-                ncg_buf_printf(b, "%u\n", m->state);
+                ncg_buf_printf(b, "%u\n", m->v.state);
                 break;
             }
         }
@@ -464,7 +436,7 @@ int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
     const struct ncg_coord_params *p = ncg_coord_get_params(co);
     unsigned authed = 0;
     for (size_t i = 0; i < s.nc; i++)
-        authed += s.c[i].authed;
+        authed += s.c[i].v.authed;
 
     family(b, "ncclguard_checker_info", "gauge",
            "The checker serving this endpoint (always 1; labels say where it runs).");
@@ -491,7 +463,7 @@ int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
         const struct family_def *f = &comm_families[k];
         family(b, f->name, f->type, f->help);
         for (size_t ci = 0; ci < s.ncm; ci++) {
-            ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\"} ", f->name, s.cm[ci].id);
+            ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\"} ", f->name, s.cm[ci].v.id);
             comm_sample(b, &s.cm[ci], f->which);
         }
     }
@@ -500,22 +472,22 @@ int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
     for (size_t ci = 0; ci < s.ncm; ci++)
         if (s.cm[ci].vkind)
             ncg_buf_printf(b, "ncclguard_comm_verdict{comm=\"%016" PRIx64 "\",kind=\"%s\"} 1\n",
-                           s.cm[ci].id, ncg_verdict_key((unsigned)s.cm[ci].vkind));
+                           s.cm[ci].v.id, ncg_verdict_key((unsigned)s.cm[ci].vkind));
 
     family(b, "ncclguard_rank_info", "gauge",
            "A member of a communicator: its global rank, host and pid (always 1).");
     for (size_t ci = 0; ci < s.ncm; ci++) {
         const struct scomm *c = &s.cm[ci];
-        for (uint32_t i = 0; i < c->nranks; i++) {
+        for (uint32_t i = 0; i < c->v.nranks; i++) {
             const struct smember *m = &s.mem[c->m0 + i];
-            if (!m->state)
+            if (!m->v.state)
                 continue;
             ncg_buf_printf(b,
                            "ncclguard_rank_info{comm=\"%016" PRIx64
                            "\",rank=\"%u\",global_rank=\"%d\",host=\"",
-                           c->id, i, m->grank);
+                           c->v.id, i, m->v.global_rank);
             ncg_buf_esc(b, m->host, NCG_ESC_PROM);
-            ncg_buf_printf(b, "\",pid=\"%u\"} 1\n", m->pid);
+            ncg_buf_printf(b, "\",pid=\"%u\"} 1\n", m->v.pid);
         }
     }
     for (size_t k = 0; k < sizeof member_families / sizeof member_families[0]; k++) {
