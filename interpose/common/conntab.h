@@ -10,8 +10,8 @@
 
 /* The first member of every slot. */
 struct ncg_conn {
-    uint8_t used;   /* a connection holds the slot */
-    uint8_t authed; /* it presented a valid HELLO */
+    uint8_t used;                  /* a connection holds the slot */
+    uint8_t authed;                /* it presented a valid HELLO */
     uint64_t since_ns, last_rx_ns; /* it connected; its last frame */
     int32_t grank;                 /* the global rank its HELLO gave (-1: none) */
 };
@@ -31,7 +31,8 @@ void *ncg_conntab_get(const struct ncg_conntab *t, int id);
 /* 1 when connection i holds its slot and said a valid HELLO. */
 int ncg_conntab_authed(const struct ncg_conntab *t, int i);
 /* Connection id's slot, zeroed and held since now_ns (also its last frame), no global rank yet;
- * the table grows to hold it (allocates). NULL when id < 0, or out of memory (the table unchanged). */
+ * the table grows to hold it (allocates). NULL when id < 0, or out of memory (the table unchanged).
+ */
 void *ncg_conntab_open(struct ncg_conntab *t, int id, uint64_t now_ns);
 /* Connection id's slot zeroed: no connection holds it (nothing when id is out of range). */
 void ncg_conntab_close(struct ncg_conntab *t, int id);

@@ -54,6 +54,13 @@ static void dl_who(char *notes, const struct ncg_dl_proc *p, const struct ncg_dl
              c->m[rank].grank, rank, c->id, p[proc].pid, p[proc].host ? p[proc].host : "?", tid);
 }
 
+/* What a graph's search found, as ncg_dl_find returns it: -1 it failed (out of memory), 0 no
+ * cycle (or one longer than NCG_DL_MAX, which a verdict could not name), 1 a cycle. */
+static int dl_result(long len)
+{
+    return len < 0 ? -1 : len > 0 && len <= (long)NCG_DL_MAX;
+}
+
 /* One step of a cycle's signature: who waits (process, thread), then in what (comm, call). */
 static uint64_t dl_mix(uint64_t sig, uint64_t who, uint64_t what)
 {
@@ -110,8 +117,7 @@ static int find_threads(const struct ncg_dl_proc *p, size_t np, const struct ncg
             ref[nw++] = e;
         }
     long n = ncg_wf_find_cycle(w, nw, wc, nc, st, NCG_DL_MAX);
-    ret = n < 0 ? -1 : 0;
-    if (n <= 0 || n > (long)NCG_DL_MAX)
+    if ((ret = dl_result(n)) != 1)
         goto out;
     uint64_t sig = 0x9e3779b97f4a7c15ull;
     for (long i = 0; i < n; i++) {
@@ -121,7 +127,6 @@ static int find_threads(const struct ncg_dl_proc *p, size_t np, const struct ncg
         out->step[i] =
             (struct ncg_dl_step){x->proc, x->comm, x->rank, x->p2p ? -1 : (int64_t)x->seq};
     }
-    ret = 1;
     if (!dl_found(out, n, sig, notes, ""))
         goto out;
     for (long i = 0; i < n; i++) {
@@ -191,8 +196,7 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
             ref[n++] = e;
         }
     long len = ncg_sd_find_cycle(k, n, st, NCG_DL_MAX);
-    ret = len < 0 ? -1 : 0;
-    if (len <= 0 || len > (long)NCG_DL_MAX)
+    if ((ret = dl_result(len)) != 1)
         goto out;
     uint64_t sig = 0x2545f4914f6cdd1dull;
     for (long i = 0; i < len; i++) {
@@ -209,7 +213,6 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
         out->step[q] =
             (struct ncg_dl_step){x->proc, x->comm, e->rank, e->p2p ? -1 : (int64_t)e->call.seq};
     }
-    ret = 1;
     if (!dl_found(out, len, sig, notes,
                   "asynchronous NCCL: each rank below enqueued its call before the next line's "
                   "call on one stream; a stream runs its calls in order and an NCCL call finishes "
