@@ -69,6 +69,29 @@ int ncg_conntab_unauthed(const struct ncg_conntab *t, int *oldest)
     return n;
 }
 
+int ncg_conntab_resume(struct ncg_conntab *t, uint64_t last_tick_ns, uint64_t now_ns,
+                       uint64_t hb_ns, int hello_too)
+{
+    if (!last_tick_ns || !hb_ns || now_ns - last_tick_ns <= hb_ns / 2)
+        return 0;
+    for (int i = 0; i < t->n; i++) {
+        struct ncg_conn *c = ncg_conntab_at(t, i);
+        c->last_rx_ns = now_ns;
+        if (hello_too)
+            c->since_ns = now_ns;
+    }
+    return 1;
+}
+
+enum ncg_conn_due ncg_conn_due(const struct ncg_conn *h, uint64_t now_ns, uint64_t hb_ns)
+{
+    if (!h->used)
+        return NCG_CONN_FINE;
+    if (!h->authed)
+        return now_ns - h->since_ns > 5000000000ull ? NCG_CONN_NO_HELLO : NCG_CONN_FINE;
+    return hb_ns && now_ns - h->last_rx_ns > hb_ns ? NCG_CONN_SILENT : NCG_CONN_FINE;
+}
+
 void ncg_conntab_free(struct ncg_conntab *t)
 {
     free(t->slot);

@@ -38,6 +38,22 @@ void *ncg_conntab_open(struct ncg_conntab *t, int id, uint64_t now_ns);
 void ncg_conntab_close(struct ncg_conntab *t, int id);
 /* Connections that have not said a valid HELLO yet, and the oldest of them (-1: none). */
 int ncg_conntab_unauthed(const struct ncg_conntab *t, int *oldest);
+/* Called first in each tick: when the caller's last tick (last_tick_ns, 0: none yet) is more than
+ * half the heartbeat timeout hb_ns ago (0: none), it was not running itself (the whole job
+ * suspended, a VM paused): everyone's silence is its own, so every slot's last frame (and with
+ * hello_too, its HELLO bound's clock) restarts at now_ns instead of every peer being declared
+ * dead. Returns 1 when it did so. */
+int ncg_conntab_resume(struct ncg_conntab *t, uint64_t last_tick_ns, uint64_t now_ns,
+                       uint64_t hb_ns, int hello_too);
+
+/* What the tick owes the connection in h at now_ns. */
+enum ncg_conn_due {
+    NCG_CONN_FINE = 0, /* nothing (or no connection holds the slot) */
+    NCG_CONN_NO_HELLO, /* no valid HELLO within 5 s of connecting: to be refused */
+    NCG_CONN_SILENT,   /* a HELLO, then no frame for more than hb_ns (0: never): to be lost */
+};
+enum ncg_conn_due ncg_conn_due(const struct ncg_conn *h, uint64_t now_ns, uint64_t hb_ns);
+
 /* Frees the slots (not what they point to); t is empty after. */
 void ncg_conntab_free(struct ncg_conntab *t);
 

@@ -509,25 +509,15 @@ static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
 void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
 {
     uint64_t hb = (uint64_t)(co->p.heartbeat_timeout_s * 1e9);
-    /* We were not running ourselves (the whole job suspended, a VM paused): everyone's silence
-     * is ours, not theirs. Restart the clocks instead of declaring every rank dead. */
-    if (co->last_tick_ns && hb && now_ns - co->last_tick_ns > hb / 2)
-        for (int i = 0; i < co->conns.n; i++) {
-            struct ncg_conn *h = ncg_conntab_at(&co->conns, i);
-            h->last_rx_ns = now_ns;
-            h->since_ns = now_ns;
-        }
+    ncg_conntab_resume(&co->conns, co->last_tick_ns, now_ns, hb, 1); /* we were not running */
     co->last_tick_ns = co->now_ns = now_ns;
     for (int i = 0; i < co->conns.n; i++) {
         struct cconn *cc = ncg_conntab_at(&co->conns, i);
-        if (!cc->h.used)
-            continue;
-        if (!cc->h.authed && now_ns - cc->h.since_ns > 5000000000ull) {
+        enum ncg_conn_due due = ncg_conn_due(&cc->h, now_ns, hb);
+        if (due == NCG_CONN_NO_HELLO) {
             ncg_co_event(co, "refused connection %d: no HELLO within 5 s", i);
-            drop(co, i); /* never said HELLO */
-            continue;
-        }
-        if (cc->h.authed && hb && now_ns - cc->h.last_rx_ns > hb) {
+            drop(co, i);
+        } else if (due == NCG_CONN_SILENT) {
             char why[96], who[128];
             ncg_v_silent(why, sizeof why, now_ns - cc->h.last_rx_ns);
             ncg_co_event(co, "leave: %s (%s)", ncg_co_conn_who(cc, who, sizeof who), why);

@@ -618,22 +618,16 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
 void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
 {
     uint64_t hb = (uint64_t)(r->p.heartbeat_timeout_s * 1e9);
-    if (r->last_tick_ns && hb && now_ns - r->last_tick_ns > hb / 2) { /* we were not running */
-        for (int i = 0; i < r->conns.n; i++) {
-            struct ncg_conn *h = ncg_conntab_at(&r->conns, i);
-            h->last_rx_ns = now_ns;
-        }
+    if (ncg_conntab_resume(&r->conns, r->last_tick_ns, now_ns, hb, 0)) /* we were not running */
         r->parent_rx_ns = now_ns;
-    }
     r->last_tick_ns = r->now_ns = now_ns;
     for (int i = 0; i < r->conns.n; i++) {
         struct rconn *cc = ncg_conntab_at(&r->conns, i);
-        if (!cc->h.used)
-            continue;
-        if (!cc->h.authed && now_ns - cc->h.since_ns > 5000000000ull) {
+        enum ncg_conn_due due = ncg_conn_due(&cc->h, now_ns, hb);
+        if (due == NCG_CONN_NO_HELLO) {
             ncg_conntab_close(&r->conns, i);
             r->ops.drop(r->ops.arg, i);
-        } else if (cc->h.authed && hb && now_ns - cc->h.last_rx_ns > hb) {
+        } else if (due == NCG_CONN_SILENT) {
             char why[96];
             ncg_v_silent(why, sizeof why, now_ns - cc->h.last_rx_ns);
             conn_lost(r, i, why);
