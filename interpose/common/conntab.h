@@ -23,7 +23,7 @@ struct ncg_conntab {
     int n;
 };
 
-/* All functions: the thread that owns t; never block. */
+/* All functions: the thread that owns t; never block; only ncg_conntab_open allocates. */
 /* Slot i (0 <= i < n), used or not. */
 void *ncg_conntab_at(const struct ncg_conntab *t, int i);
 /* The slot of connection id, or NULL when no connection holds it. */
