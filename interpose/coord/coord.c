@@ -24,18 +24,7 @@ int ncg_coord_out_of_memory(const struct ncg_coord *co)
 
 int ncg_coord_unauthed(const struct ncg_coord *co, int *oldest)
 {
-    int n = 0;
-    uint64_t t = UINT64_MAX;
-    *oldest = -1;
-    for (int i = 0; i < co->nconn; i++)
-        if (co->conn[i].used && !co->conn[i].authed) {
-            n++;
-            if (co->conn[i].since_ns < t) {
-                t = co->conn[i].since_ns;
-                *oldest = i;
-            }
-        }
-    return n;
+    return ncg_conntab_unauthed(&co->conns, oldest);
 }
 
 __attribute__((format(printf, 2, 3))) void ncg_co_event(const struct ncg_coord *co, const char *fmt,
@@ -53,8 +42,8 @@ __attribute__((format(printf, 2, 3))) void ncg_co_event(const struct ncg_coord *
 
 const char *ncg_co_conn_who(const struct cconn *cc, char *buf, size_t cap)
 {
-    if (cc->grank >= 0)
-        snprintf(buf, cap, "pid %u (global rank %d) on %s", cc->pid, cc->grank, cc->host);
+    if (cc->h.grank >= 0)
+        snprintf(buf, cap, "pid %u (global rank %d) on %s", cc->pid, cc->h.grank, cc->host);
     else
         snprintf(buf, cap, "pid %u on %s", cc->pid, cc->host);
     return buf;
@@ -75,6 +64,7 @@ struct ncg_coord *ncg_coord_new(const struct ncg_coord_params *p, const struct n
         return NULL;
     co->p = *p;
     co->ops = *ops;
+    co->conns.size = sizeof(struct cconn);
     if (co->p.interval_ms == 0)
         co->p.interval_ms = 100;
     co->next_qid = 1;
@@ -98,9 +88,11 @@ void ncg_coord_free(struct ncg_coord *co)
     for (size_t i = 0; i < co->ncomm; i++)
         comm_free(co->comm[i]);
     free(co->comm);
-    for (int i = 0; i < co->nconn; i++)
-        free(co->conn[i].waits);
-    free(co->conn);
+    for (int i = 0; i < co->conns.n; i++) {
+        struct cconn *cc = ncg_conntab_at(&co->conns, i);
+        free(cc->waits);
+    }
+    ncg_conntab_free(&co->conns);
     free(co);
 }
 
@@ -109,34 +101,28 @@ void ncg_coord_get_stats(const struct ncg_coord *co, struct ncg_coord_stats *st)
     *st = co->st;
 }
 
-struct cconn *ncg_co_conn_get(struct ncg_coord *co, int id)
+struct cconn *ncg_co_conn_get(const struct ncg_coord *co, int id)
 {
-    if (id < 0 || id >= co->nconn || !co->conn[id].used)
-        return NULL;
-    return &co->conn[id];
+    return ncg_conntab_get(&co->conns, id);
+}
+
+/* conn's slot holds no WAITs unless a connection holds it (forget_conn frees them). */
+static void forget_waits(struct ncg_coord *co, int conn)
+{
+    struct cconn *cc = ncg_co_conn_get(co, conn);
+    if (cc)
+        free(cc->waits);
 }
 
 void ncg_coord_connected(struct ncg_coord *co, int conn, uint64_t now_ns)
 {
     if (conn < 0)
         return;
-    if (conn >= co->nconn) {
-        int n = conn + 16;
-        struct cconn *nc = realloc(co->conn, sizeof *nc * (size_t)n);
-        if (!nc) {
-            ncg_co_nomem(co);
-            co->ops.drop(co->ops.arg, conn);
-            return;
-        }
-        memset(nc + co->nconn, 0, sizeof *nc * (size_t)(n - co->nconn));
-        co->conn = nc;
-        co->nconn = n;
+    forget_waits(co, conn);
+    if (!ncg_conntab_open(&co->conns, conn, now_ns)) {
+        ncg_co_nomem(co);
+        co->ops.drop(co->ops.arg, conn);
     }
-    free(co->conn[conn].waits);
-    memset(&co->conn[conn], 0, sizeof co->conn[conn]);
-    co->conn[conn].used = 1;
-    co->conn[conn].since_ns = co->conn[conn].last_rx_ns = now_ns;
-    co->conn[conn].grank = -1;
 }
 
 struct ccomm *ncg_co_comm_find(struct ncg_coord *co, uint64_t id)
@@ -236,10 +222,8 @@ static void forget_conn(struct ncg_coord *co, int conn)
             }
         ncg_co_round_check(co, c);
     }
-    if (conn >= 0 && conn < co->nconn) {
-        free(co->conn[conn].waits);
-        memset(&co->conn[conn], 0, sizeof co->conn[conn]);
-    }
+    forget_waits(co, conn);
+    ncg_conntab_close(&co->conns, conn);
 }
 
 static void drop(struct ncg_coord *co, int conn)
@@ -259,10 +243,10 @@ void ncg_coord_closed(struct ncg_coord *co, int conn, uint64_t now_ns)
     if (!cc)
         return;
     char who[128];
-    if (cc->authed)
+    if (cc->h.authed)
         ncg_co_event(co, "leave: %s (%s)", ncg_co_conn_who(cc, who, sizeof who),
                      cc->bye ? "clean exit" : NCG_DIED_CLOSED);
-    if (cc->authed && !cc->bye)
+    if (cc->h.authed && !cc->bye)
         member_lost(co, conn, NCG_DIED_CLOSED);
     forget_conn(co, conn);
 }
@@ -270,7 +254,7 @@ void ncg_coord_closed(struct ncg_coord *co, int conn, uint64_t now_ns)
 static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_report *r,
                       uint64_t now_ns)
 {
-    struct cconn *cc = &co->conn[conn];
+    struct cconn *cc = ncg_co_conn_get(co, conn);
     for (uint32_t k = 0; k < r->n; k++) {
         const struct ncg_report_entry *e = &r->e[k];
         struct ccomm *c = comm_get(co, e->comm_id, e->nranks, now_ns);
@@ -281,7 +265,7 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
             mb->report_ns = now_ns;
             mb->state = M_ACTIVE;
             mb->conn = conn;
-            mb->grank = e->global_rank >= 0 ? e->global_rank : cc->grank;
+            mb->grank = e->global_rank >= 0 ? e->global_rank : cc->h.grank;
             mb->count = e->count;
             mb->progress_ns = mb->rate_t0 = now_ns;
             mb->rate_c0 = e->count;
@@ -319,7 +303,7 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
 
 static void on_wait(struct ncg_coord *co, int conn, const struct ncg_msg_wait *w)
 {
-    struct cconn *cc = &co->conn[conn];
+    struct cconn *cc = ncg_co_conn_get(co, conn);
     struct ncg_wait_ent *n = NULL;
     if (w->n && !(n = malloc(sizeof *n * w->n)))
         return;
@@ -382,7 +366,7 @@ static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_good
         ncg_co_round_check(co, c);
     }
     if (g->flags & NCG_BYE_PROCESS) {
-        co->conn[conn].bye = 1;
+        ncg_co_conn_get(co, conn)->bye = 1;
         for (size_t ci = 0; ci < co->ncomm; ci++) {
             struct ccomm *c = co->comm[ci];
             for (uint32_t i = 0; i < c->nranks; i++)
@@ -402,7 +386,7 @@ void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, 
     struct cconn *cc = ncg_co_conn_get(co, conn);
     if (!cc)
         return;
-    if (!cc->authed) {
+    if (!cc->h.authed) {
         if (m->type != NCG_MSG_HELLO || (co->p.token && m->u.hello.token != co->p.token)) {
             if (m->type != NCG_MSG_HELLO)
                 ncg_co_event(co, "refused connection %d: its first message is not a HELLO", conn);
@@ -412,11 +396,11 @@ void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, 
             drop(co, conn);
             return;
         }
-        cc->authed = 1;
+        cc->h.authed = 1;
         cc->pid = m->u.hello.pid;
-        cc->grank = m->u.hello.global_rank;
+        cc->h.grank = m->u.hello.global_rank;
         snprintf(cc->host, sizeof cc->host, "%s", m->u.hello.host);
-        cc->last_rx_ns = now_ns;
+        cc->h.last_rx_ns = now_ns;
         struct ncg_msg w = {.type = NCG_MSG_WELCOME};
         w.u.welcome.pid = co->p.pid;
         w.u.welcome.global_rank = co->p.global_rank;
@@ -427,7 +411,7 @@ void ncg_coord_message(struct ncg_coord *co, int conn, const struct ncg_msg *m, 
         ncg_co_event(co, "join: %s (connection %d)", ncg_co_conn_who(cc, who, sizeof who), conn);
         return;
     }
-    cc->last_rx_ns = now_ns;
+    cc->h.last_rx_ns = now_ns;
     switch (m->type) {
     case NCG_MSG_REPORT:
         on_report(co, conn, &m->u.report, now_ns);
@@ -525,26 +509,17 @@ static void check_lag(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
 void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
 {
     uint64_t hb = (uint64_t)(co->p.heartbeat_timeout_s * 1e9);
-    /* We were not running ourselves (the whole job suspended, a VM paused): everyone's silence
-     * is ours, not theirs. Restart the clocks instead of declaring every rank dead. */
-    if (co->last_tick_ns && hb && now_ns - co->last_tick_ns > hb / 2)
-        for (int i = 0; i < co->nconn; i++) {
-            co->conn[i].last_rx_ns = now_ns;
-            co->conn[i].since_ns = now_ns;
-        }
+    ncg_conntab_resume(&co->conns, co->last_tick_ns, now_ns, hb, 1); /* we were not running */
     co->last_tick_ns = co->now_ns = now_ns;
-    for (int i = 0; i < co->nconn; i++) {
-        struct cconn *cc = &co->conn[i];
-        if (!cc->used)
-            continue;
-        if (!cc->authed && now_ns - cc->since_ns > 5000000000ull) {
+    for (int i = 0; i < co->conns.n; i++) {
+        struct cconn *cc = ncg_conntab_at(&co->conns, i);
+        enum ncg_conn_due due = ncg_conn_due(&cc->h, now_ns, hb);
+        if (due == NCG_CONN_NO_HELLO) {
             ncg_co_event(co, "refused connection %d: no HELLO within 5 s", i);
-            drop(co, i); /* never said HELLO */
-            continue;
-        }
-        if (cc->authed && hb && now_ns - cc->last_rx_ns > hb) {
+            drop(co, i);
+        } else if (due == NCG_CONN_SILENT) {
             char why[96], who[128];
-            ncg_v_silent(why, sizeof why, now_ns - cc->last_rx_ns);
+            ncg_v_silent(why, sizeof why, now_ns - cc->h.last_rx_ns);
             ncg_co_event(co, "leave: %s (%s)", ncg_co_conn_who(cc, who, sizeof who), why);
             if (!cc->bye)
                 member_lost(co, i, why);
@@ -585,8 +560,8 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
     if (now_ns - co->last_ping_ns >= ping_every) {
         co->last_ping_ns = now_ns;
         struct ncg_msg m = {.type = NCG_MSG_PING};
-        for (int i = 0; i < co->nconn; i++)
-            if (co->conn[i].used && co->conn[i].authed)
+        for (int i = 0; i < co->conns.n; i++)
+            if (ncg_conntab_authed(&co->conns, i))
                 co->ops.send(co->ops.arg, i, &m);
     }
 }
@@ -594,8 +569,8 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
 void ncg_coord_shutdown(struct ncg_coord *co)
 {
     struct ncg_msg m = {.type = NCG_MSG_SHUTDOWN};
-    for (int i = 0; i < co->nconn; i++)
-        if (co->conn[i].used && co->conn[i].authed)
+    for (int i = 0; i < co->conns.n; i++)
+        if (ncg_conntab_authed(&co->conns, i))
             co->ops.send(co->ops.arg, i, &m);
 }
 

@@ -162,20 +162,21 @@ void ncg_co_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
 static void coord_deadlock(struct ncg_coord *co, int streams)
 {
     size_t nw = 0; /* entries of this graph's kind: none or one, no cycle (and no tables) */
-    for (int i = 0; i < co->nconn; i++)
-        if (co->conn[i].used && co->conn[i].authed)
-            for (uint32_t j = 0; j < co->conn[i].nwaits; j++)
-                nw += co->conn[i].waits[j].queued == (streams != 0);
+    for (int i = 0; i < co->conns.n; i++) {
+        const struct cconn *cc = ncg_conntab_at(&co->conns, i);
+        for (uint32_t j = 0; cc->h.authed && j < cc->nwaits; j++)
+            nw += cc->waits[j].queued == (streams != 0);
+    }
     if (nw < 2) {
         co->dl[streams].sig = 0;
         return;
     }
     struct ncg_dl_tables t;
-    if (ncg_dl_tables_new(&t, (size_t)co->nconn, co->ncomm) < 0)
+    if (ncg_dl_tables_new(&t, (size_t)co->conns.n, co->ncomm) < 0)
         return;
-    for (int i = 0; i < co->nconn; i++) {
-        const struct cconn *cc = &co->conn[i];
-        if (cc->used && cc->authed)
+    for (int i = 0; i < co->conns.n; i++) {
+        const struct cconn *cc = ncg_conntab_at(&co->conns, i);
+        if (cc->h.used && cc->h.authed)
             t.p[i] = (struct ncg_dl_proc){cc->pid, cc->host, cc->waits, cc->nwaits};
         t.gen[i] = cc->wait_gen;
     }
@@ -194,7 +195,7 @@ static void coord_deadlock(struct ncg_coord *co, int streams)
         }
         t.dc[ci] = (struct ncg_dl_comm){c->id, c->nranks, t.mm[ci], 0};
     }
-    if (ncg_dl_find(t.p, (size_t)co->nconn, t.dc, co->ncomm, streams, t.f, t.notes) != 1) {
+    if (ncg_dl_find(t.p, (size_t)co->conns.n, t.dc, co->ncomm, streams, t.f, t.notes) != 1) {
         co->dl[streams].sig = 0;
         goto out;
     }

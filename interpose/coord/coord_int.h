@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "conntab.h"
 #include "coord.h"
 #include "deadlock.h"
 #include "ncclguard/shm.h"
@@ -59,10 +60,9 @@ struct ccomm {
 };
 
 struct cconn {
-    uint8_t used, authed, bye;
-    uint64_t since_ns, last_rx_ns;
+    struct ncg_conn h; /* first: a slot of the connection table (conntab.h) */
+    uint8_t bye;
     uint32_t pid;
-    int32_t grank;
     char host[64];
     struct ncg_wait_ent *waits; /* the calls its threads are blocked in (latest WAIT) */
     uint32_t nwaits;
@@ -74,8 +74,7 @@ struct cconn {
 struct ncg_coord {
     struct ncg_coord_params p;
     struct ncg_coord_ops ops;
-    struct cconn *conn;
-    int nconn;
+    struct ncg_conntab conns; /* of struct cconn */
     struct ccomm **comm;
     size_t ncomm, capcomm;
     uint32_t next_qid;
@@ -91,7 +90,7 @@ struct ncg_coord {
 
 /* coord.c */
 /* conn's state, or NULL when id is no connection. No allocation. */
-struct cconn *ncg_co_conn_get(struct ncg_coord *co, int id);
+struct cconn *ncg_co_conn_get(const struct ncg_coord *co, int id);
 /* The comm of that id, or NULL. No allocation. */
 struct ccomm *ncg_co_comm_find(struct ncg_coord *co, uint64_t id);
 /* Every allocation failure goes through here: a checker that lost state must stop (the

@@ -31,18 +31,18 @@ static const struct ncg_wait_ent *view_wait(const struct cconn *cc, uint64_t id,
 
 void ncg_coord_view(struct ncg_coord *co, uint64_t now_ns, const struct ncg_coord_view_ops *ops)
 {
-    for (int i = 0; i < co->nconn && ops->conn; i++) {
-        const struct cconn *cc = &co->conn[i];
-        if (!cc->used)
+    for (int i = 0; i < co->conns.n && ops->conn; i++) {
+        const struct cconn *cc = ncg_conntab_at(&co->conns, i);
+        if (!cc->h.used)
             continue;
         struct ncg_coord_conn_view v = {i,
-                                        cc->authed,
+                                        cc->h.authed,
                                         cc->bye,
                                         cc->pid,
-                                        cc->grank,
+                                        cc->h.grank,
                                         cc->host,
-                                        age_s(now_ns, cc->last_rx_ns),
-                                        age_s(now_ns, cc->since_ns)};
+                                        age_s(now_ns, cc->h.last_rx_ns),
+                                        age_s(now_ns, cc->h.since_ns)};
         ops->conn(ops->arg, &v);
     }
     struct ncg_coord_member_view *mv = NULL;
@@ -72,7 +72,7 @@ void ncg_coord_view(struct ncg_coord *co, uint64_t now_ns, const struct ncg_coor
                 .conn = cc ? mb->conn : -1,
                 .count = mb->count,
                 .progress_age_s = mb->state == M_UNKNOWN ? -1 : age_s(now_ns, mb->progress_ns),
-                .heartbeat_age_s = cc ? age_s(now_ns, cc->last_rx_ns) : -1,
+                .heartbeat_age_s = cc ? age_s(now_ns, cc->h.last_rx_ns) : -1,
                 .calls_per_s = mb->rate,
                 .pid = mb->pid,
                 .host = mb->host,

@@ -54,6 +54,35 @@ static void dl_who(char *notes, const struct ncg_dl_proc *p, const struct ncg_dl
              c->m[rank].grank, rank, c->id, p[proc].pid, p[proc].host ? p[proc].host : "?", tid);
 }
 
+/* What a graph's search found, as ncg_dl_find returns it: -1 it failed (out of memory), 0 no
+ * cycle (or one longer than NCG_DL_MAX, which a verdict could not name), 1 a cycle. */
+static int dl_result(long len)
+{
+    return len < 0 ? -1 : len > 0 && len <= (long)NCG_DL_MAX;
+}
+
+/* One step of a cycle's signature: who waits (process, thread), then in what (comm, call). */
+static uint64_t dl_mix(uint64_t sig, uint64_t who, uint64_t what)
+{
+    sig = (sig ^ who) * 0xff51afd7ed558ccdull;
+    return (sig ^ what) * 0xc4ceb9fe1a85ec53ull;
+}
+
+/* A cycle of n steps (already in out->step) with signature sig: out takes both; the notes, when
+ * wanted, start over with preamble and the cycle's length. 0 when there are no notes to write. */
+static int dl_found(struct ncg_dl_cycle *out, long n, uint64_t sig, char *notes,
+                    const char *preamble)
+{
+    out->n = n;
+    out->sig = sig;
+    if (!notes)
+        return 0;
+    notes[0] = 0;
+    ncg_addf(notes, NCG_WIRE_NOTES,
+             "%scycle of %ld (each waits for the next, the last for the first):\n", preamble, n);
+    return 1;
+}
+
 static int find_threads(const struct ncg_dl_proc *p, size_t np, const struct ncg_dl_comm *c,
                         size_t nc, size_t cap, struct ncg_dl_cycle *out, char *notes)
 {
@@ -88,25 +117,18 @@ static int find_threads(const struct ncg_dl_proc *p, size_t np, const struct ncg
             ref[nw++] = e;
         }
     long n = ncg_wf_find_cycle(w, nw, wc, nc, st, NCG_DL_MAX);
-    ret = n < 0 ? -1 : 0;
-    if (n <= 0 || n > (long)NCG_DL_MAX)
+    if ((ret = dl_result(n)) != 1)
         goto out;
     uint64_t sig = 0x9e3779b97f4a7c15ull;
     for (long i = 0; i < n; i++) {
         const struct ncg_wf_wait *x = &w[st[i].wait];
-        sig = (sig ^ (x->proc * 0x100000001b3ull + x->tid)) * 0xff51afd7ed558ccdull;
-        sig = (sig ^ (c[x->comm].id + x->seq * 31 + x->p2p)) * 0xc4ceb9fe1a85ec53ull;
+        sig =
+            dl_mix(sig, x->proc * 0x100000001b3ull + x->tid, c[x->comm].id + x->seq * 31 + x->p2p);
         out->step[i] =
             (struct ncg_dl_step){x->proc, x->comm, x->rank, x->p2p ? -1 : (int64_t)x->seq};
     }
-    out->n = n;
-    out->sig = sig;
-    ret = 1;
-    if (!notes)
+    if (!dl_found(out, n, sig, notes, ""))
         goto out;
-    notes[0] = 0;
-    ncg_addf(notes, NCG_WIRE_NOTES,
-             "cycle of %ld (each waits for the next, the last for the first):\n", n);
     for (long i = 0; i < n; i++) {
         const struct ncg_wf_wait *x = &w[st[i].wait];
         const struct ncg_dl_comm *cm = &c[x->comm];
@@ -174,15 +196,13 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
             ref[n++] = e;
         }
     long len = ncg_sd_find_cycle(k, n, st, NCG_DL_MAX);
-    ret = len < 0 ? -1 : 0;
-    if (len <= 0 || len > (long)NCG_DL_MAX)
+    if ((ret = dl_result(len)) != 1)
         goto out;
     uint64_t sig = 0x2545f4914f6cdd1dull;
     for (long i = 0; i < len; i++) {
         const struct ncg_sd_call *x = &k[st[i].before];
-        sig = (sig ^ (x->proc * 0x100000001b3ull + x->tid + x->stream)) * 0xff51afd7ed558ccdull;
-        sig = (sig ^ (c[x->comm].id + x->seq * 31 + x->p2p + x->src * 7 + x->dst)) *
-              0xc4ceb9fe1a85ec53ull;
+        sig = dl_mix(sig, x->proc * 0x100000001b3ull + x->tid + x->stream,
+                     c[x->comm].id + x->seq * 31 + x->p2p + x->src * 7 + x->dst);
     }
     /* Step i's process has k[before] then k[after] on one stream; the next step's process is in
      * k[after] (its k[before]) and waits for step i's. In wait-for order: steps reversed. */
@@ -193,18 +213,11 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
         out->step[q] =
             (struct ncg_dl_step){x->proc, x->comm, e->rank, e->p2p ? -1 : (int64_t)e->call.seq};
     }
-    out->n = len;
-    out->sig = sig;
-    ret = 1;
-    if (!notes)
+    if (!dl_found(out, len, sig, notes,
+                  "asynchronous NCCL: each rank below enqueued its call before the next line's "
+                  "call on one stream; a stream runs its calls in order and an NCCL call finishes "
+                  "only once every member runs it, so none of these calls can ever complete\n"))
         goto out;
-    notes[0] = 0;
-    ncg_addf(notes, NCG_WIRE_NOTES,
-             "asynchronous NCCL: each rank below enqueued its call before the next line's call on "
-             "one stream; a stream runs its calls in order and an NCCL call finishes only once "
-             "every member runs it, so none of these calls can ever complete\n"
-             "cycle of %ld (each waits for the next, the last for the first):\n",
-             len);
     for (long q = 0; q < len; q++) {
         long i = len - 1 - q, prev = (i + len - 1) % len;
         const struct ncg_sd_call *x = &k[st[i].before];

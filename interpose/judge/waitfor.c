@@ -105,14 +105,21 @@ struct tkey {
     size_t idx;
 };
 
+/* qsort's order of two keys (x0, x1, xi) and (y0, y1, yi): by the first, then the second, then
+ * the index (the order a sort keeps the same). */
+static int key_order(uint64_t x0, uint64_t x1, size_t xi, uint64_t y0, uint64_t y1, size_t yi)
+{
+    if (x0 != y0)
+        return x0 < y0 ? -1 : 1;
+    if (x1 != y1)
+        return x1 < y1 ? -1 : 1;
+    return xi < yi ? -1 : xi > yi;
+}
+
 static int tkey_cmp(const void *pa, const void *pb)
 {
     const struct tkey *a = pa, *b = pb;
-    if (a->proc != b->proc)
-        return a->proc < b->proc ? -1 : 1;
-    if (a->tid != b->tid)
-        return a->tid < b->tid ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
+    return key_order(a->proc, a->tid, a->idx, b->proc, b->tid, b->idx);
 }
 
 /* The thread index of (proc, tid), SIZE_MAX when it waits in nothing. */
@@ -159,11 +166,7 @@ struct gkey {
 static int gkey_cmp(const void *pa, const void *pb)
 {
     const struct gkey *a = pa, *b = pb;
-    if (a->comm != b->comm)
-        return a->comm < b->comm ? -1 : 1;
-    if (a->seq != b->seq)
-        return a->seq < b->seq ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
+    return key_order(a->comm, a->seq, a->idx, b->comm, b->seq, b->idx);
 }
 
 long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_wf_comm *comms,

@@ -53,6 +53,7 @@ struct ncg_relay *ncg_relay_new(const struct ncg_relay_params *p, const struct n
         return NULL;
     r->p = *p;
     r->ops = *ops;
+    r->conns.size = sizeof(struct rconn);
     if (!r->p.interval_ms)
         r->p.interval_ms = 100;
     r->next_qid = 1;
@@ -78,7 +79,7 @@ void ncg_relay_free(struct ncg_relay *r)
     for (size_t i = 0; i < r->ncomm; i++)
         comm_free(r->comm[i]);
     free(r->comm);
-    free(r->conn);
+    ncg_conntab_free(&r->conns);
     free(r);
 }
 
@@ -94,33 +95,17 @@ void ncg_relay_get_stats(const struct ncg_relay *r, struct ncg_relay_stats *st)
     }
 }
 
-struct rconn *ncg_rl_conn_get(struct ncg_relay *r, int id)
+struct rconn *ncg_rl_conn_get(const struct ncg_relay *r, int id)
 {
-    if (id < 0 || id >= r->nconn || !r->conn[id].used)
-        return NULL;
-    return &r->conn[id];
+    return ncg_conntab_get(&r->conns, id);
 }
 
 void ncg_relay_connected(struct ncg_relay *r, int conn, uint64_t now_ns)
 {
-    if (conn < 0)
-        return;
-    if (conn >= r->nconn) {
-        int n = conn + 16;
-        struct rconn *nc = realloc(r->conn, sizeof *nc * (size_t)n);
-        if (!nc) {
-            ncg_rl_nomem(r);
-            r->ops.drop(r->ops.arg, conn);
-            return;
-        }
-        memset(nc + r->nconn, 0, sizeof *nc * (size_t)(n - r->nconn));
-        r->conn = nc;
-        r->nconn = n;
+    if (conn >= 0 && !ncg_conntab_open(&r->conns, conn, now_ns)) {
+        ncg_rl_nomem(r);
+        r->ops.drop(r->ops.arg, conn);
     }
-    memset(&r->conn[conn], 0, sizeof r->conn[conn]);
-    r->conn[conn].used = 1;
-    r->conn[conn].since_ns = r->conn[conn].last_rx_ns = now_ns;
-    r->conn[conn].grank = -1;
 }
 
 struct rcomm *ncg_rl_comm_find(struct ncg_relay *r, uint64_t id)
@@ -442,7 +427,7 @@ static void on_goodbye(struct ncg_relay *r, int conn, const struct ncg_msg_goodb
     }
     if (!(g->flags & NCG_BYE_PROCESS))
         return;
-    r->conn[conn].bye = 1;
+    ncg_rl_conn_get(r, conn)->bye = 1;
     for (size_t ci = 0; ci < r->ncomm; ci++) {
         struct rcomm *c = r->comm[ci];
         for (uint32_t i = 0; i < c->nk; i++)
@@ -507,7 +492,7 @@ static void conn_lost(struct ncg_relay *r, int conn, const char *why)
                 i++;
                 continue;
             }
-            if (cc->authed && !cc->bye) {
+            if (cc->h.authed && !cc->bye) {
                 if (k->relay)
                     for (uint32_t j = 0; j < k->nown && nd < NCG_RELAY_DEAD; j++)
                         dead[nd++] = k->own[j];
@@ -529,11 +514,11 @@ static void conn_lost(struct ncg_relay *r, int conn, const char *why)
             ncg_rl_fault(r, c, dead, nd, detail);
         }
     }
-    if (cc->authed)
+    if (cc->h.authed)
         ncg_rl_event(r, "leave: %s %u on %s (%s)", cc->relay ? "relay of node" : "pid",
                      cc->relay ? cc->node : cc->pid, cc->host, cc->bye ? "clean exit" : why);
     int was_relay = cc->relay;
-    memset(cc, 0, sizeof *cc);
+    ncg_conntab_close(&r->conns, conn);
     ncg_rl_release_mark(r, conn, 0, 1, was_relay);
 }
 
@@ -548,17 +533,17 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
     struct rconn *cc = ncg_rl_conn_get(r, conn);
     if (!cc)
         return;
-    if (!cc->authed) {
+    if (!cc->h.authed) {
         uint64_t tok = m->type == NCG_MSG_HELLO    ? m->u.hello.token
                        : m->type == NCG_MSG_RHELLO ? m->u.rhello.token
                                                    : 0;
         if ((m->type != NCG_MSG_HELLO && m->type != NCG_MSG_RHELLO) ||
             (r->p.token && tok != r->p.token)) {
-            memset(cc, 0, sizeof *cc);
+            ncg_conntab_close(&r->conns, conn);
             r->ops.drop(r->ops.arg, conn);
             return;
         }
-        cc->authed = 1;
+        cc->h.authed = 1;
         cc->relay = m->type == NCG_MSG_RHELLO;
         if (cc->relay) {
             cc->pid = m->u.rhello.pid;
@@ -566,10 +551,10 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
             snprintf(cc->host, sizeof cc->host, "%.*s", (int)sizeof cc->host - 1, m->u.rhello.host);
         } else {
             cc->pid = m->u.hello.pid;
-            cc->grank = m->u.hello.global_rank;
+            cc->h.grank = m->u.hello.global_rank;
             snprintf(cc->host, sizeof cc->host, "%.*s", (int)sizeof cc->host - 1, m->u.hello.host);
         }
-        cc->last_rx_ns = now_ns;
+        cc->h.last_rx_ns = now_ns;
         struct ncg_msg w = {.type = NCG_MSG_WELCOME};
         w.u.welcome.pid = r->p.pid;
         w.u.welcome.global_rank = r->p.has_global_rank ? r->p.global_rank : -1;
@@ -578,7 +563,7 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
         r->ops.send(r->ops.arg, conn, &w);
         return;
     }
-    cc->last_rx_ns = now_ns;
+    cc->h.last_rx_ns = now_ns;
     switch (m->type) {
     case NCG_MSG_REPORT:
         if (!cc->relay)
@@ -633,22 +618,18 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
 void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
 {
     uint64_t hb = (uint64_t)(r->p.heartbeat_timeout_s * 1e9);
-    if (r->last_tick_ns && hb && now_ns - r->last_tick_ns > hb / 2) { /* we were not running */
-        for (int i = 0; i < r->nconn; i++)
-            r->conn[i].last_rx_ns = now_ns;
+    if (ncg_conntab_resume(&r->conns, r->last_tick_ns, now_ns, hb, 0)) /* we were not running */
         r->parent_rx_ns = now_ns;
-    }
     r->last_tick_ns = r->now_ns = now_ns;
-    for (int i = 0; i < r->nconn; i++) {
-        struct rconn *cc = &r->conn[i];
-        if (!cc->used)
-            continue;
-        if (!cc->authed && now_ns - cc->since_ns > 5000000000ull) {
-            memset(cc, 0, sizeof *cc);
+    for (int i = 0; i < r->conns.n; i++) {
+        struct rconn *cc = ncg_conntab_at(&r->conns, i);
+        enum ncg_conn_due due = ncg_conn_due(&cc->h, now_ns, hb);
+        if (due == NCG_CONN_NO_HELLO) {
+            ncg_conntab_close(&r->conns, i);
             r->ops.drop(r->ops.arg, i);
-        } else if (cc->authed && hb && now_ns - cc->last_rx_ns > hb) {
+        } else if (due == NCG_CONN_SILENT) {
             char why[96];
-            ncg_v_silent(why, sizeof why, now_ns - cc->last_rx_ns);
+            ncg_v_silent(why, sizeof why, now_ns - cc->h.last_rx_ns);
             conn_lost(r, i, why);
             r->ops.drop(r->ops.arg, i);
         }
@@ -712,8 +693,8 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
     if (now_ns - r->last_ping_ns >= 500000000ull) {
         r->last_ping_ns = now_ns;
         struct ncg_msg m = {.type = NCG_MSG_PING};
-        for (int i = 0; i < r->nconn; i++)
-            if (r->conn[i].used && r->conn[i].authed)
+        for (int i = 0; i < r->conns.n; i++)
+            if (ncg_conntab_authed(&r->conns, i))
                 r->ops.send(r->ops.arg, i, &m);
     }
 }

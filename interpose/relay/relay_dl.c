@@ -199,9 +199,11 @@ void ncg_rl_dl_ask(struct ncg_relay *r, uint64_t now_ns)
 {
     r->ask_until_ns = now_ns + 2ull * r->p.interval_ms * 1000000ull;
     struct ncg_msg m = {.type = NCG_MSG_RASK};
-    for (int i = 0; i < r->nconn; i++)
-        if (r->conn[i].used && r->conn[i].authed && r->conn[i].relay)
+    for (int i = 0; i < r->conns.n; i++) {
+        const struct rconn *cc = ncg_conntab_at(&r->conns, i);
+        if (cc->h.used && cc->h.authed && cc->relay)
             r->ops.send(r->ops.arg, i, &m);
+    }
 }
 
 /* What a WAIT says, with the memberships it goes up with (never 0). */
@@ -246,7 +248,7 @@ void ncg_rl_on_wait(struct ncg_relay *r, int conn, const struct ncg_msg_wait *wt
     w->node = r->p.node;
     w->conn = (uint32_t)conn;
     w->pid = cc->pid;
-    w->grank = cc->grank;
+    w->grank = cc->h.grank;
     snprintf(w->host, sizeof w->host, "%s", cc->host);
     w->gen = ++cc->wait_gen;
     for (size_t ci = 0; ci < r->ncomm && w->nm < NCG_WIRE_MAX_COMMS; ci++) {

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "conntab.h"
 #include "deadlock.h"
 #include "ncclguard/shm.h"
 #include "p2pmatch.h"
@@ -93,12 +94,11 @@ struct rcomm {
 };
 
 struct rconn {
-    uint8_t used, authed, relay, bye;
+    struct ncg_conn h; /* first: a slot of the connection table (conntab.h) */
+    uint8_t relay, bye;
     uint8_t refused; /* past its bound (relay.h): said once */
     uint32_t nkids;  /* its kids that count against that bound (kid_counts) */
-    uint64_t since_ns, last_rx_ns;
     uint32_t pid, node;
-    int32_t grank;
     char host[64];
     uint64_t wait_gen; /* client: its WAITs so far (DEADLOCK: relay_dl.c) */
     uint64_t wait_sig; /* client: what its last RWAIT up said (0: none sent) */
@@ -107,8 +107,7 @@ struct rconn {
 struct ncg_relay {
     struct ncg_relay_params p;
     struct ncg_relay_ops ops;
-    struct rconn *conn;
-    int nconn;
+    struct ncg_conntab conns; /* of struct rconn */
     struct rcomm **comm;
     size_t ncomm, capcomm;
     uint32_t next_qid;
@@ -142,7 +141,7 @@ __attribute__((format(printf, 2, 3))) void ncg_rl_event(const struct ncg_relay *
 __attribute__((format(printf, 3, 4))) void ncg_rl_refuse(struct ncg_relay *r, uint8_t *said,
                                                          const char *fmt, ...);
 /* conn's state, or NULL when id is no connection. */
-struct rconn *ncg_rl_conn_get(struct ncg_relay *r, int id);
+struct rconn *ncg_rl_conn_get(const struct ncg_relay *r, int id);
 /* The comm of that id, or NULL. */
 struct rcomm *ncg_rl_comm_find(struct ncg_relay *r, uint64_t id);
 /* The comm, created if new (within NCG_RELAY_MAX_COMMS). conn >= 0: for a kid of conn's about to

@@ -51,7 +51,7 @@ void ncg_rl_send_stats(struct ncg_relay *r, uint64_t now_ns)
                 e->active += k->active;
             } else {
                 e->active += k->state == K_ACTIVE;
-                const struct rconn *cc = k->conn >= 0 ? &r->conn[k->conn] : NULL;
+                const struct rconn *cc = k->conn >= 0 ? ncg_conntab_at(&r->conns, k->conn) : NULL;
                 if (cc && k->state == K_ACTIVE && cc->pid == r->p.pid && e->nown < NCG_RELAY_OWN)
                     e->own[e->nown++] = k->rank;
             }
@@ -124,8 +124,10 @@ void ncg_relay_parent_up(struct ncg_relay *r, uint64_t now_ns)
     r->attached = 1;
     r->parent_rx_ns = now_ns;
     r->ops.up(r->ops.arg, &m);
-    for (int i = 0; i < r->nconn; i++)
-        r->conn[i].wait_sig = 0; /* the new parent has none of their WAITs yet */
+    for (int i = 0; i < r->conns.n; i++) { /* the new parent has none of their WAITs yet */
+        struct rconn *cc = ncg_conntab_at(&r->conns, i);
+        cc->wait_sig = 0;
+    }
     ncg_rl_send_stats(r, now_ns);
     r->last_stat_ns = now_ns;
     for (size_t ci = 0; ci < r->ncomm; ci++) {

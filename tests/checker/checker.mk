@@ -31,9 +31,9 @@ $(CHK_OUT)/scen: tests/checker/scen.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
 	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
 
 # A raw TCP client for the "garbage / wrong token" tests.
-$(CHK_OUT)/rawconn: tests/checker/rawconn.c $(call ncg_a,coord judge proto)
+$(CHK_OUT)/rawconn: tests/checker/rawconn.c $(call ncg_a,coord judge proto common)
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c $(call ncg_link,coord judge proto)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c $(call ncg_link,coord judge proto common)
 
 # The wait-for graph alone (DEADLOCK).
 $(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c $(call ncg_a,judge)
@@ -106,9 +106,9 @@ BENCH_TARGETS += bench-http-real
 
 # The relay tree: its state machine, unit-tested over an in-memory network, and in
 # the shim with its host (relayhost.c) under NCCLGUARD_TREE (docs/checker.md, "the relay tree").
-$(CHK_OUT)/relay_unit: tests/checker/relay_unit.c $(call ncg_a,relay judge proto)
+$(CHK_OUT)/relay_unit: tests/checker/relay_unit.c $(call ncg_a,relay judge proto common)
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/relay_unit.c $(call ncg_link,relay judge proto)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/relay_unit.c $(call ncg_link,relay judge proto common)
 TEST_BINS += $(CHK_OUT)/relay_unit
 
 # The simulator: N virtual ranks through the relay tree's code and protocol (tests/sim).
