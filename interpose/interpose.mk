@@ -1,7 +1,7 @@
 # interpose/: one folder per place the code runs or role it has, each a layer that includes
 # only the layers below it (tests/shim/t_layers.sh checks), each built into one static archive
 # $(BUILD)/lib/libncg_<layer>.a; libncclguard.so is every layer below the command, linked whole.
-#   common   config, log, hash, clock, host:port, buffer (everywhere)
+#   common   config, log, hash, clock, host:port, buffer, connection table (everywhere)
 #   shim     the wrappers, the ring, the segment      (the application's threads)
 #   inspect  stacks, symbols                          (the job's threads, on a verdict)
 #   proto    the wire: frames, codecs, the verdict    (pure)
