@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "conntab.h"
 #include "config.h"
 #include "hostport.h"
 
@@ -134,9 +135,53 @@ static void test_clock_env(void)
     EXPECT(ncg_env_process("NCG_COMMON_TEST_UNSET_VAR", NULL) == NULL);
 }
 
+/* The connection table coord and relay share: slots of the caller's struct, opened zeroed,
+ * grown to any id, closed; HELLO and silence bounds; a paused process's own silence. */
+struct slot {
+    struct ncg_conn h;
+    int payload;
+};
+static void test_conntab(void)
+{
+    struct ncg_conntab t = {.size = sizeof(struct slot)};
+    EXPECT(ncg_conntab_get(&t, 0) == NULL && ncg_conntab_get(&t, -1) == NULL);
+    EXPECT(ncg_conntab_open(&t, -1, 1) == NULL);
+    struct slot *a = ncg_conntab_open(&t, 3, 1000);
+    EXPECT(a && a->h.used && !a->h.authed && a->h.since_ns == 1000 && a->h.last_rx_ns == 1000);
+    EXPECT(a->h.grank == -1 && a->payload == 0 && t.n > 3);
+    a->payload = 7;
+    struct slot *b = ncg_conntab_open(&t, 200, 2000); /* grows: slot 3 keeps its content */
+    a = ncg_conntab_get(&t, 3);
+    EXPECT(b && a && a->payload == 7 && t.n > 200);
+    EXPECT(ncg_conntab_get(&t, 4) == NULL && ncg_conntab_at(&t, 4) != NULL);
+    int oldest = -2;
+    EXPECT(ncg_conntab_unauthed(&t, &oldest) == 2 && oldest == 3);
+    a->h.authed = 1;
+    EXPECT(ncg_conntab_authed(&t, 3) && !ncg_conntab_authed(&t, 200));
+    EXPECT(ncg_conntab_unauthed(&t, &oldest) == 1 && oldest == 200);
+    /* HELLO within 5 s, then frames within the heartbeat timeout */
+    EXPECT(ncg_conn_due(&b->h, 2000 + 5000000000ull, 0) == NCG_CONN_FINE);
+    EXPECT(ncg_conn_due(&b->h, 2001 + 5000000000ull, 0) == NCG_CONN_NO_HELLO);
+    EXPECT(ncg_conn_due(&a->h, 1000 + 3000000000ull, 2000000000ull) == NCG_CONN_SILENT);
+    EXPECT(ncg_conn_due(&a->h, 1000 + 2000000000ull, 2000000000ull) == NCG_CONN_FINE);
+    EXPECT(ncg_conn_due(&a->h, 1000 + 3000000000ull, 0) == NCG_CONN_FINE); /* no timeout */
+    /* our own pause (a tick 3 s late with a 2 s timeout): everyone's clocks restart */
+    EXPECT(ncg_conntab_resume(&t, 1000, 1000 + 3000000000ull, 2000000000ull, 1) == 1);
+    EXPECT(a->h.last_rx_ns == 1000 + 3000000000ull);
+    EXPECT(ncg_conn_due(&a->h, 1000 + 4000000000ull, 2000000000ull) == NCG_CONN_FINE);
+    EXPECT(ncg_conntab_resume(&t, 1000 + 3000000000ull, 1000 + 3500000000ull, 2000000000ull, 1) ==
+           0); /* a tick on time: nothing */
+    ncg_conntab_close(&t, 3);
+    ncg_conntab_close(&t, 100000); /* out of range: nothing */
+    EXPECT(ncg_conntab_get(&t, 3) == NULL && ncg_conntab_get(&t, 200) != NULL);
+    ncg_conntab_free(&t);
+    EXPECT(t.n == 0 && ncg_conntab_get(&t, 200) == NULL);
+}
+
 int main(void)
 {
     test_hostport();
+    test_conntab();
     test_buf();
     test_clock_env();
     if (fails)
