@@ -4,13 +4,16 @@
 # --launchers: also the real launchers tests/launchers runs (Debian's openmpi-bin, libopenmpi-dev,
 # python3-torch, slurm-wlm, munge; about a minute on a fresh machine): CI calls it this way;
 # make does not (a plain build needs none of them; without them those tests skip).
+# --prometheus: also Debian's Prometheus server and promtool, for tests/monitoring (the shipped
+# alerting rules, tested with promtool and against a real server); CI calls it this way too.
 set -u
-launchers=0
+launchers=0 prom=0
 for a in "$@"; do
   case $a in
     --launchers) launchers=1 ;;
+    --prometheus) prom=1 ;;
     --check-or-install) ;;
-    *) echo "usage: scripts/install-deps.sh [--check-or-install] [--launchers]" >&2; exit 2 ;;
+    *) echo "usage: scripts/install-deps.sh [--check-or-install] [--launchers] [--prometheus]" >&2; exit 2 ;;
   esac
 done
 need=()
@@ -35,6 +38,11 @@ if [ $launchers = 1 ]; then
     dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || lneed+=("$p")
   done
 fi
+if [ $prom = 1 ]; then
+  for p in prometheus curl; do
+    dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || lneed+=("$p")
+  done
+fi
 [ ${#need[@]} -eq 0 ] && [ ${#lneed[@]} -eq 0 ] && exit 0
 export DEBIAN_FRONTEND=noninteractive
 apt=(apt-get -o Acquire::Retries=3 -o DPkg::Lock::Timeout=300)
@@ -46,7 +54,7 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "ncclguard: could not install ${need[*]}; install them and retry" >&2; exit 1; }
 fi
 if [ ${#lneed[@]} -gt 0 ]; then
-  echo "ncclguard: installing the launchers tests/launchers runs: ${lneed[*]}" >&2
+  echo "ncclguard: installing what tests/launchers and tests/monitoring run: ${lneed[*]}" >&2
   "${apt[@]}" install -y -qq --no-install-recommends "${lneed[@]}" >/dev/null || {
     echo "ncclguard: could not install ${lneed[*]}; install them and retry" >&2; exit 1; }
 fi

@@ -133,8 +133,15 @@ struct ccomm *ncg_co_comm_find(struct ncg_coord *co, uint64_t id)
     return NULL;
 }
 
+static void comm_remove(struct ncg_coord *co, size_t i);
+
 static struct ccomm *comm_get(struct ncg_coord *co, uint64_t id, uint32_t nranks, uint64_t now_ns)
 {
+    for (size_t i = 0; i < co->ncomm; i++)
+        if (co->comm[i]->id == id && co->comm[i]->empty_ns) {
+            comm_remove(co, i); /* kept for scrapers only: the id starts again */
+            break;
+        }
     struct ccomm *c = ncg_co_comm_find(co, id);
     if (c)
         return c->nranks == nranks ? c : NULL;
@@ -538,6 +545,14 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
         }
         ncg_co_release_check(co, c); /* its deadline */
         if (!live && !unknown && c->rel.state != NCG_REL_WAITING) {
+            if (c->done && c->last) { /* its verdict stays visible a while */
+                if (!c->empty_ns)
+                    c->empty_ns = now_ns;
+                if (now_ns - c->empty_ns < NCG_CO_KEEP_NS) {
+                    ci++;
+                    continue;
+                }
+            }
             comm_remove(co, ci);
             continue;
         }

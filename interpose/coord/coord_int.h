@@ -45,6 +45,7 @@ struct ccomm {
     uint64_t vc;              /* slots < vc are verified equal on every member that answered */
     uint8_t done;             /* an error verdict was issued: no more checking */
     struct ncg_verdict *last; /* that verdict, for members that register later */
+    uint64_t empty_ns; /* its last member left (a verdict's comm stays a while: NCG_CO_KEEP_NS) */
     uint8_t lag_warned;
     uint64_t progress_ns;  /* last time any member's count grew */
     uint64_t dprogress_ns; /* last time any member's completed count grew */
@@ -92,6 +93,10 @@ struct ncg_coord {
 /* conn's state, or NULL when id is no connection. No allocation. */
 struct cconn *ncg_co_conn_get(const struct ncg_coord *co, int id);
 /* The comm of that id, or NULL. No allocation. */
+/* A comm whose verdict ended it stays this long after its last member left, in /status and
+ * /metrics (a scraper every minute still sees the verdict), unless its id registers again. */
+#define NCG_CO_KEEP_NS 120000000000ull
+
 struct ccomm *ncg_co_comm_find(struct ncg_coord *co, uint64_t id);
 /* Every allocation failure goes through here: a checker that lost state must stop (the
  * server tells its clients) rather than judge from what is left. Returns NULL. */

@@ -701,6 +701,23 @@ static int total_verdicts(void)
 
 static const struct ncg_call AR = {0, 8, -1, NCG_F_ALLREDUCE, 7, 0};
 
+/* The view's communicators (a scraper's): how many, and *done of the last one. */
+static void count_comm(void *arg, const struct ncg_coord_comm_view *c)
+{
+    int *a = arg;
+    a[0]++;
+    a[1] = c->done && c->verdict;
+}
+static int view_comms(int *done)
+{
+    int a[2] = {0, 0};
+    struct ncg_coord_view_ops ops = {.comm = count_comm, .arg = a};
+    ncg_coord_view(S.co, S.now, &ops);
+    if (done)
+        *done = a[1];
+    return a[0];
+}
+
 static void test_coord_mismatch(void)
 {
     sim_init(4, 77, 60, 0);
@@ -729,6 +746,47 @@ static void test_coord_mismatch(void)
     EXPECT(strstr(S.vsum[0], "slot 437") != NULL);
     EXPECT(strstr(S.vsum[0], "AllReduce(count=9, float32, sum) on rank 2 vs AllReduce(count=8, "
                              "float32, sum) on ranks 0-1,3"));
+    /* the ranks exit (the verdict's action): the comm and its verdict stay in the view (a
+     * scraper's /metrics) for NCG_CO_KEEP_NS, then go; its id registering again starts anew */
+    for (int r = 0; r < 4; r++)
+        ncg_coord_closed(S.co, r, S.now);
+    S.now += 11000000000ull; /* past the exit release's bound */
+    ncg_coord_tick(S.co, S.now);
+    EXPECT(view_comms(NULL) == 1);
+    int done = 0;
+    EXPECT(view_comms(&done) == 1 && done == 1);
+    S.now += 60000000000ull;
+    ncg_coord_tick(S.co, S.now);
+    EXPECT(view_comms(&done) == 1 && done == 1);
+    S.now += 61000000000ull;
+    ncg_coord_tick(S.co, S.now);
+    EXPECT(view_comms(NULL) == 0);
+    ncg_coord_free(S.co);
+    /* kept, then the same id reports again (a job restarted with a fixed NCCL_COMM_ID): a new
+     * comm, not the old verdict */
+    sim_init(2, 77, 60, 0);
+    for (int r = 0; r < 2; r++)
+        sim_issue(r, AR);
+    sim_issue(1, AR);
+    sim_issue(0, (struct ncg_call){0, 9, -1, NCG_F_ALLREDUCE, 7, 0});
+    for (int k = 0; k < 4; k++)
+        sim_round(0x3);
+    EXPECT(total_verdicts() == 2);
+    for (int r = 0; r < 2; r++)
+        ncg_coord_closed(S.co, r, S.now);
+    S.now += 11000000000ull;
+    ncg_coord_tick(S.co, S.now);
+    EXPECT(view_comms(&done) == 1 && done == 1);
+    for (int r = 0; r < 2; r++) { /* new connections, same comm id, counts from 0 */
+        ncg_coord_connected(S.co, r, S.now);
+        struct ncg_msg h = {.type = NCG_MSG_HELLO};
+        h.u.hello.token = 77;
+        h.u.hello.global_rank = r;
+        ncg_coord_message(S.co, r, &h, S.now);
+        S.count[r] = 0;
+    }
+    sim_round(0x3);
+    EXPECT(view_comms(&done) == 1 && done == 0);
     ncg_coord_free(S.co);
 }
 
