@@ -38,6 +38,8 @@ install: $(BUILD)/libncclguard.so $(BUILD)/ncclguard
 	install -m 644 scripts/ncclguard.bash-completion \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/ncclguard
 	ln -sf ncclguard $(DESTDIR)$(PREFIX)/share/bash-completion/completions/ncclguard-run
+	install -d $(DESTDIR)$(PREFIX)/share/ncclguard/prometheus
+	install -m 644 scripts/prometheus/ncclguard-rules.yml $(DESTDIR)$(PREFIX)/share/ncclguard/prometheus/
 
 # A small guarded job (healthy, or one rank that stops calling) on the CPU NCCL.
 ifneq ($(APP_CFLAGS),)

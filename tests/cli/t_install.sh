@@ -9,7 +9,8 @@ make -s -C "$NCG_ROOT" BUILD="$NCG_BUILD" SANITIZER="${NCG_SANITIZER:-}" DESTDIR
   || { cat "$NCG_TMP/install.out"; fail "make install"; }
 for f in bin/ncclguard bin/ncclguard-run lib/libncclguard.so share/man/man1/ncclguard.1 \
          share/man/man1/ncclguard-run.1 share/man/man7/ncclguard.7 \
-         share/bash-completion/completions/ncclguard share/bash-completion/completions/ncclguard-run; do
+         share/bash-completion/completions/ncclguard share/bash-completion/completions/ncclguard-run \
+         share/ncclguard/prometheus/ncclguard-rules.yml; do
   [ -e "$D/opt/ncg/$f" ] || fail "not installed: $f"
 done
 # the completion: commands, a command's options, ncclguard-run's values
