@@ -151,6 +151,7 @@ extern struct ncg_agent ncg_agent;
 int ncg_rh_up(void);        /* this process hosts a relay that runs */
 int ncg_srv_up(void);       /* the embedded coordinator is ready */
 int ncg_ending(void);       /* an abort verdict is ending this process (checker thread) */
+int ncg_exiting(void);      /* the application is exiting (reads exiting under lk; not with lk) */
 void ncg_wake_thread(void); /* wakes the thread's poll() */
 const struct ncg_launch_ranks *ncg_launch(void); /* the launcher's ranks, read once */
 int32_t ncg_global_rank(void);

@@ -40,6 +40,14 @@ int ncg_ending(void)
     return ncg_agent.abort_at_ns || ncg_agent.release_until_ns;
 }
 
+int ncg_exiting(void)
+{
+    pthread_mutex_lock(&ncg_agent.lk);
+    int exiting = ncg_agent.exiting;
+    pthread_mutex_unlock(&ncg_agent.lk);
+    return exiting;
+}
+
 /* The embedded coordinator is ready (acquire: pairs with ncg_channel_listen's release). */
 int ncg_srv_up(void)
 {

@@ -343,10 +343,7 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             l->lost_ns = now;
             l->lost_acted = 1;
             l->reelect = 1;
-            pthread_mutex_lock(&ncg_agent.lk);
-            int exiting = ncg_agent.exiting;
-            pthread_mutex_unlock(&ncg_agent.lk);
-            l->retry_ns = exiting ? UINT64_MAX : now;
+            l->retry_ns = ncg_exiting() ? UINT64_MAX : now;
             break;
         }
         if (m->u.goodbye.flags & NCG_BYE_ROOT) {

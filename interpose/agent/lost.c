@@ -94,11 +94,9 @@ void ncg_link_lost_as(int li, const char *why, int rootlost, uint64_t now)
         return;
     }
     if (!was_up) {
-        pthread_mutex_lock(&ncg_agent.lk);
-        int exiting = ncg_agent.exiting;
-        pthread_mutex_unlock(&ncg_agent.lk);
-        if (exiting) /* this process is leaving too (a short job, the checker's host first):
-                        nothing runs unguarded any more */
+        /* this process is leaving too (a short job, the checker's host first): nothing runs
+         * unguarded any more */
+        if (ncg_exiting())
             ncg_debug(1, "the checker at %s left before accepting this exiting process (%s)",
                       l->name, why);
         else if (was_hello && ncg_cfg.coord[0]) /* a token only NCCLGUARD_TOKEN could get wrong */

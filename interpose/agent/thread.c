@@ -36,9 +36,7 @@ static void *thread_main(void *arg)
                  i++) /* we were suspended, not the checker: restart its clock */
                 ncg_agent.link[i].last_rx_ns = now;
         last_loop = now;
-        pthread_mutex_lock(&ncg_agent.lk);
-        int exiting = ncg_agent.exiting;
-        pthread_mutex_unlock(&ncg_agent.lk);
+        int exiting = ncg_exiting();
         ncg_exit_tick(&xr, exiting, now); /* goodbyes, a deferred SHUTDOWN, a relay leaving */
         ncg_resolve_links(now);
         if (!exiting)

@@ -133,18 +133,23 @@ struct ccomm *ncg_co_comm_find(struct ncg_coord *co, uint64_t id)
     return NULL;
 }
 
-static void comm_remove(struct ncg_coord *co, size_t i);
+static void comm_remove(struct ncg_coord *co, size_t i)
+{
+    comm_free(co->comm[i]);
+    co->comm[i] = co->comm[--co->ncomm];
+}
 
 static struct ccomm *comm_get(struct ncg_coord *co, uint64_t id, uint32_t nranks, uint64_t now_ns)
 {
-    for (size_t i = 0; i < co->ncomm; i++)
-        if (co->comm[i]->id == id && co->comm[i]->empty_ns) {
-            comm_remove(co, i); /* kept for scrapers only: the id starts again */
-            break;
-        }
-    struct ccomm *c = ncg_co_comm_find(co, id);
-    if (c)
-        return c->nranks == nranks ? c : NULL;
+    for (size_t i = 0; i < co->ncomm; i++) {
+        struct ccomm *c = co->comm[i];
+        if (c->id != id)
+            continue;
+        if (!c->empty_ns)
+            return c->nranks == nranks ? c : NULL;
+        comm_remove(co, i); /* kept for scrapers only: the id starts again */
+        break;
+    }
     if (nranks == 0 || nranks > NCG_WIRE_MAX_RANKS)
         return NULL;
     if (co->ncomm == co->capcomm) {
@@ -155,7 +160,7 @@ static struct ccomm *comm_get(struct ncg_coord *co, uint64_t id, uint32_t nranks
         co->comm = nc;
         co->capcomm = n;
     }
-    c = calloc(1, sizeof *c);
+    struct ccomm *c = calloc(1, sizeof *c);
     if (!c)
         return ncg_co_nomem(co);
     c->m = calloc(nranks, sizeof *c->m);
@@ -172,12 +177,6 @@ static struct ccomm *comm_get(struct ncg_coord *co, uint64_t id, uint32_t nranks
     c->progress_ns = now_ns;
     co->comm[co->ncomm++] = c;
     return c;
-}
-
-static void comm_remove(struct ncg_coord *co, size_t i)
-{
-    comm_free(co->comm[i]);
-    co->comm[i] = co->comm[--co->ncomm];
 }
 
 /* ---- member events ---- */

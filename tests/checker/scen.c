@@ -366,8 +366,8 @@ int main(int argc, char **argv)
         }
         CK(ncg_test_sync(sub));
         /* Split: the checker's host leaves last (it knew who left before it), 1.5 s after the
-         * others, and the late call comes 1 s after that (a loaded machine delays a GOODBYE by
-         * more than 0.5 s: the host then left first, and nobody knew the late call's peer left) */
+         * others, and the late call comes 1 s after that (margins for a loaded machine: the
+         * host must have heard every GOODBYE, and be gone, before the late call) */
         if (sub != comm && rank == 0)
             usleep(1500000);
         if (rank == v) { /* the barrier one step late: the others are gone */
