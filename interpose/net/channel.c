@@ -23,6 +23,7 @@
 #include "config.h"
 #include "coord.h"
 #include "http.h"
+#include "metrics.h"
 #include "verdict.h"
 #include "wire.h"
 
@@ -544,7 +545,9 @@ int ncg_coord_serve_http(const char *listen_host, int port, const char *token_or
     fprintf(stderr, "ncclguard: checker listening on %s:%u%s\n",
             listen_host && *listen_host ? listen_host : "*", p,
             token_or_null ? " (token required)" : "");
-    if (http_spec && !(s.http = ncg_http_new(http_spec, cp.token, s.co, err, errlen))) {
+    struct ncg_http_source src;
+    ncg_coord_http_source(s.co, &src);
+    if (http_spec && !(s.http = ncg_http_new(http_spec, cp.token, &src, err, errlen))) {
         ncg_coord_free(s.co);
         close(s.lfd);
         return -1;

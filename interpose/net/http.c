@@ -17,13 +17,14 @@
 #include "accept.h"
 #include "channel.h"
 #include "clock.h"
-#include "coord.h"
+#include "coord.h" /* ncg_token_hash */
 #include "http.h"
 #include "hostport.h"
 #include "http_parse.h"
 #include "metrics.h"
 
-enum { C_FREE = 0, C_READ, C_WRITE, C_DRAIN };
+enum { C_FREE = 0, C_READ, C_RENDER, C_WRITE, C_DRAIN };
+enum { P_STATUS = 1, P_METRICS }; /* what a C_RENDER connection waits for */
 
 #define DRAIN_NS 1000000000ull /* after the answer: read and discard for at most 1 s */
 #define ACCEPTS_PER_ROUND 32
@@ -35,6 +36,10 @@ struct hconn {
     size_t rxlen;
     struct ncg_buf tx;
     size_t txoff;
+    /* C_RENDER: the answer was not ready; rendered again until then (or its deadline) */
+    uint8_t what, head;
+    uint64_t asked_ns;
+    struct ncg_http_query q;
 };
 
 struct ncg_http {
@@ -42,7 +47,7 @@ struct ncg_http {
     uint64_t token;
     struct ncg_accept_state acc; /* the listener's pause (accept.h) */
     char token_hex[17];
-    struct ncg_coord *co;
+    struct ncg_http_source src;
     char addr[300], url[320];
     struct hconn c[NCG_HTTP_MAX_CONNS];
     int pfc[NCG_HTTP_MAX_CONNS + 1]; /* what each pollfd entry is: -1 listener, else conn */
@@ -59,8 +64,8 @@ void ncg_http_token_hex(uint64_t token, char out[17])
     snprintf(out, 17, "%016" PRIx64, token);
 }
 
-struct ncg_http *ncg_http_new(const char *spec, uint64_t token, struct ncg_coord *co, char *err,
-                              size_t errlen)
+struct ncg_http *ncg_http_new(const char *spec, uint64_t token, const struct ncg_http_source *src,
+                              char *err, size_t errlen)
 {
     char host[256];
     struct ncg_hostport hp;
@@ -83,7 +88,7 @@ struct ncg_http *ncg_http_new(const char *spec, uint64_t token, struct ncg_coord
     }
     h->token = token;
     ncg_http_token_hex(token, h->token_hex);
-    h->co = co;
+    h->src = *src;
     for (int i = 0; i < NCG_HTTP_MAX_CONNS; i++)
         h->c[i].fd = -1;
     int v6 = strchr(host, ':') != NULL;
@@ -179,6 +184,38 @@ static void answer_text(struct ncg_http *h, struct hconn *c, int status, const c
     answer(h, c, status, "text/plain; charset=utf-8", extra, text, strlen(text), head_only);
 }
 
+/* Renders what c asked for (c->what, c->q) and answers; not ready yet: c waits in C_RENDER
+ * (0 returned), else 1 (answered). */
+static int render(struct ncg_http *h, struct hconn *c, uint64_t now)
+{
+    struct ncg_buf body = {0};
+    int rc;
+    if (c->what == P_STATUS) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        rc = h->src.status(h->src.arg, &c->q, now, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9,
+                           &body);
+    } else {
+        rc = h->src.metrics(h->src.arg, now, &body);
+    }
+    if (rc == NCG_HTTP_NOT_READY && now - c->asked_ns < NCG_HTTP_RENDER_TIMEOUT_NS) {
+        ncg_buf_free(&body);
+        c->st = C_RENDER;
+        return 0;
+    }
+    if (rc == 0)
+        answer(h, c, 200,
+               c->what == P_STATUS ? "application/json"
+                                   : "text/plain; version=0.0.4; charset=utf-8",
+               NULL, body.p, body.len, c->head);
+    else if (rc == NCG_HTTP_NOT_READY)
+        answer_text(h, c, 503, "Retry-After: 1\r\n", "not ready: try again\n", c->head);
+    else
+        answer_text(h, c, 500, NULL, "out of memory\n", c->head);
+    ncg_buf_free(&body);
+    return 1;
+}
+
 static void route(struct ncg_http *h, struct hconn *c, const struct ncg_http_req *r, uint64_t now)
 {
     int head = r->method == NCG_HTTP_HEAD;
@@ -192,32 +229,89 @@ static void route(struct ncg_http *h, struct hconn *c, const struct ncg_http_req
                     "unauthorized: send Authorization: Bearer <token>\n", head);
         return;
     }
-    struct ncg_buf body = {0};
-    int rc;
+    memset(&c->q, 0, sizeof c->q);
+    c->head = (uint8_t)head;
+    c->asked_ns = now;
     if (!strcmp(r->path, "/healthz")) {
         answer_text(h, c, 200, NULL, "ok\n", head);
     } else if (!strcmp(r->path, "/status")) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        rc = ncg_status_render(h->co, now, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9, &body);
-        if (rc == 0)
-            answer(h, c, 200, "application/json", NULL, body.p, body.len, head);
-        else
-            answer_text(h, c, 500, NULL, "out of memory\n", head);
+        char err[160];
+        if (h->src.status_query && r->query[0] &&
+            ncg_http_query_parse(r->query, &c->q, err, sizeof err - 1) != 0) {
+            strcat(err, "\n");
+            answer_text(h, c, 400, NULL, err, head);
+            return;
+        }
+        c->what = P_STATUS;
+        render(h, c, now);
     } else if (!strcmp(r->path, "/metrics")) {
-        rc = ncg_metrics_render(h->co, now, &body);
-        if (rc == 0)
-            answer(h, c, 200, "text/plain; version=0.0.4; charset=utf-8", NULL, body.p, body.len,
-                   head);
-        else
-            answer_text(h, c, 500, NULL, "out of memory\n", head);
+        c->what = P_METRICS;
+        render(h, c, now);
     } else if (!strcmp(r->path, "/")) {
         answer_text(h, c, 200, NULL, "ncclguard status endpoint: /status /metrics /healthz\n",
                     head);
     } else {
         answer_text(h, c, 404, NULL, "not found: /status /metrics /healthz\n", head);
     }
-    ncg_buf_free(&body);
+}
+
+/* One unsigned number of at most max, all of s[0, n): 0 or -1. */
+static int query_num(const char *s, size_t n, int base, uint64_t max, uint64_t *out)
+{
+    if (n == 0 || n > 20)
+        return -1;
+    char tmp[24], *end;
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    if (tmp[0] == '-' || tmp[0] == '+' || tmp[0] == ' ')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(tmp, &end, base);
+    if (errno || *end || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int ncg_http_query_parse(const char *qs, struct ncg_http_query *q, char *err, size_t errlen)
+{
+    memset(q, 0, sizeof *q);
+    for (const char *p = qs; *p;) {
+        size_t n = strcspn(p, "&");
+        const char *eq = memchr(p, '=', n);
+        size_t kl = eq ? (size_t)(eq - p) : n;
+        const char *v = eq ? eq + 1 : p + n;
+        size_t vl = eq ? n - kl - 1 : 0;
+        uint64_t lo, hi;
+        if (kl == 5 && !strncmp(p, "ranks", 5)) {
+            const char *dash = memchr(v, '-', vl);
+            size_t l1 = dash ? (size_t)(dash - v) : vl;
+            if (query_num(v, l1, 10, UINT32_MAX, &lo) != 0 ||
+                query_num(dash ? dash + 1 : v, dash ? vl - l1 - 1 : vl, 10, UINT32_MAX, &hi) != 0 ||
+                lo > hi) {
+                snprintf(err, errlen, "bad ranks=%.*s: expected LO-HI (comm ranks, LO <= HI)",
+                         (int)(vl < 40 ? vl : 40), v);
+                return -EINVAL;
+            }
+            q->has_ranks = 1;
+            q->lo = (uint32_t)lo;
+            q->hi = (uint32_t)hi;
+        } else if (kl == 4 && !strncmp(p, "comm", 4)) {
+            if (vl > 16 || query_num(v, vl, 16, UINT64_MAX, &lo) != 0) {
+                snprintf(err, errlen, "bad comm=%.*s: expected a communicator id (16 hex digits)",
+                         (int)(vl < 40 ? vl : 40), v);
+                return -EINVAL;
+            }
+            q->has_comm = 1;
+            q->comm = lo;
+        } else if (n) {
+            snprintf(err, errlen, "unknown query parameter \"%.*s\": ranks=LO-HI, comm=ID",
+                     (int)(kl < 40 ? kl : 40), p);
+            return -EINVAL;
+        }
+        p += n + (p[n] == '&');
+    }
+    return 0;
 }
 
 /* ---------- connection steps ---------- */
@@ -240,6 +334,16 @@ static void conn_write(struct ncg_http *h, struct hconn *c, uint64_t now)
     shutdown(c->fd, SHUT_WR);
     c->st = C_DRAIN;
     c->drain_until = now + DRAIN_NS;
+}
+
+/* Input while the answer is not ready (one request per connection): read and dropped; the
+ * client's EOF or an error closes the connection. */
+static void conn_discard(struct ncg_http *h, struct hconn *c)
+{
+    char sink[1024];
+    ssize_t r = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK))
+        conn_close(h, c);
 }
 
 static void conn_read(struct ncg_http *h, struct hconn *c, uint64_t now)
@@ -274,7 +378,8 @@ static void conn_read(struct ncg_http *h, struct hconn *c, uint64_t now)
         answer_text(h, c, (int)-n, NULL, "bad request\n", 0);
     else
         route(h, c, &req, now);
-    conn_write(h, c, now);
+    if (c->st == C_WRITE)
+        conn_write(h, c, now);
 }
 
 /* One accepted connection (ncg_accept_fn): over the cap it is answered 503 and closed. */
@@ -341,6 +446,8 @@ void ncg_http_handle(struct ncg_http *h, const struct pollfd *pf, int n, uint64_
             continue;
         if (c->st == C_WRITE)
             conn_write(h, c, now);
+        else if (c->st == C_RENDER)
+            conn_discard(h, c);
         else
             conn_read(h, c, now);
     }
@@ -349,7 +456,10 @@ void ncg_http_handle(struct ncg_http *h, const struct pollfd *pf, int n, uint64_
         struct hconn *c = &h->c[i];
         if (c->st == C_FREE)
             continue;
-        if (c->st == C_READ && now - c->t0 > NCG_HTTP_HEAD_TIMEOUT_NS) {
+        if (c->st == C_RENDER) {
+            if (render(h, c, now))
+                conn_write(h, c, now);
+        } else if (c->st == C_READ && now - c->t0 > NCG_HTTP_HEAD_TIMEOUT_NS) {
             h->st.timeouts++;
             answer_text(h, c, 408, NULL, "request timeout\n", 0);
             conn_write(h, c, now);
@@ -374,8 +484,8 @@ void ncg_http_fork_child(struct ncg_http *h)
 /* ---------- the job file ---------- */
 
 int ncg_http_write_job_file(const struct ncg_http *h, const char *dir, const char *host,
-                            uint32_t pid, int32_t global_rank, char *path, size_t pathlen,
-                            char *err, size_t errlen)
+                            uint32_t pid, int32_t global_rank, const char *role, int32_t node,
+                            char *path, size_t pathlen, char *err, size_t errlen)
 {
     char tmp[4400];
     if (snprintf(path, pathlen, "%s/ncclguard-job.%s.%u.json", dir, host, pid) >= (int)pathlen ||
@@ -395,8 +505,8 @@ int ncg_http_write_job_file(const struct ncg_http *h, const char *dir, const cha
     ncg_buf_printf(&b,
                    "{\"format\":\"ncclguard-job\",\"version\":1,\"url\":\"%s\",\"address\":\"%s\","
                    "\"token\":\"%s\",\"host\":\"%s\",\"pid\":%u,\"global_rank\":%d,"
-                   "\"time_unix\":%.3f}\n",
-                   h->url, h->addr, h->token_hex, host, pid, global_rank,
+                   "\"role\":\"%s\",\"node\":%d,\"time_unix\":%.3f}\n",
+                   h->url, h->addr, h->token_hex, host, pid, global_rank, role, node,
                    (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
     int rc = 0;
     if (b.oom || write(fd, b.p, b.len) != (ssize_t)b.len)

@@ -13,8 +13,36 @@
 #define NCG_HTTP_HEAD_TIMEOUT_NS 5000000000ull  /* the request head must arrive within 5 s */
 #define NCG_HTTP_LIFE_TIMEOUT_NS 15000000000ull /* a connection lives at most 15 s */
 
-struct ncg_coord;
 struct ncg_http;
+struct ncg_buf;
+
+/* What a render may answer besides 0 and -ENOMEM: not ready yet (rows gathered elsewhere): the
+ * connection is kept and rendered again on later ncg_http_handle calls, until ready or
+ * NCG_HTTP_RENDER_TIMEOUT_NS after the request (then 503). */
+#define NCG_HTTP_NOT_READY 1
+#define NCG_HTTP_RENDER_TIMEOUT_NS 3000000000ull
+
+/* /status?ranks=LO-HI&comm=ID (either, both or none), as the render receives it. */
+struct ncg_http_query {
+    uint8_t has_ranks, has_comm;
+    uint32_t lo, hi; /* comm ranks, inclusive */
+    uint64_t comm;
+};
+
+/* Where the answers come from: the flat coordinator's renderers (metrics.h's
+ * ncg_coord_http_source) or a relay's (status_tree.h). Called in ncg_http_handle's thread;
+ * append to out and return 0, -ENOMEM or NCG_HTTP_NOT_READY. time_unix: the wall clock. */
+struct ncg_http_source {
+    int (*status)(void *arg, const struct ncg_http_query *q, uint64_t now_ns, double time_unix,
+                  struct ncg_buf *out);
+    int (*metrics)(void *arg, uint64_t now_ns, struct ncg_buf *out);
+    void *arg;
+    uint8_t status_query; /* 1: /status takes ?ranks= and ?comm= (else a query is ignored) */
+};
+
+/* Parses a query string ("ranks=4-7&comm=00ab..."; "ranks=5" is 5-5; comm: up to 16 hex
+ * digits). 0, or -EINVAL with one line in err (unknown key, bad number, LO > HI). Pure. */
+int ncg_http_query_parse(const char *qs, struct ncg_http_query *q, char *err, size_t errlen);
 
 struct ncg_http_stats {
     uint64_t accepted, requests, refused; /* refused: over the cap */
@@ -22,13 +50,13 @@ struct ncg_http_stats {
     uint64_t timeouts;                    /* connections closed at a deadline */
 };
 
-/* Listens on spec ("HOST:PORT", "[V6]:PORT"; port 0 picks a free one) for the coordinator co,
- * which the caller keeps alive and serializes with ncg_http_handle. token 0: no token asked
- * for; else a request must carry "Authorization: Bearer <T>" where T is the token as 16
+/* Listens on spec ("HOST:PORT", "[V6]:PORT"; port 0 picks a free one) for the source src
+ * (copied; its arg the caller keeps alive and serializes with ncg_http_handle). token 0: no token
+ * asked for; else a request must carry "Authorization: Bearer <T>" where T is the token as 16
  * lowercase hex digits, or a string whose ncg_token_hash is the token (`coord --token T`).
  * Returns NULL with err filled. The coordinator's thread (or before it runs); allocates. */
-struct ncg_http *ncg_http_new(const char *spec, uint64_t token, struct ncg_coord *co, char *err,
-                              size_t errlen);
+struct ncg_http *ncg_http_new(const char *spec, uint64_t token, const struct ncg_http_source *src,
+                              char *err, size_t errlen);
 void ncg_http_free(struct ncg_http *h); /* closes everything */
 
 /* "HOST:PORT" as bound (the port resolved), and a URL a client elsewhere can use (the host
@@ -44,11 +72,12 @@ void ncg_http_handle(struct ncg_http *h, const struct pollfd *pf, int n, uint64_
 void ncg_http_get_stats(const struct ncg_http *h, struct ncg_http_stats *st);
 
 /* Writes DIR/ncclguard-job.<host>.<pid>.json (mode 0600, atomically) saying where the job's
- * endpoint listens and its token, for `ncclguard status --job FILE` and scrapers. The
+ * endpoint listens and its token, for `ncclguard status --job FILE` and scrapers; role
+ * ("checker", "root", "relay") and node (-1: none) say which part of the job serves it. The
  * checker's thread; blocks on the file system; 0 or -errno with err filled. */
 int ncg_http_write_job_file(const struct ncg_http *h, const char *dir, const char *host,
-                            uint32_t pid, int32_t global_rank, char *path, size_t pathlen,
-                            char *err, size_t errlen);
+                            uint32_t pid, int32_t global_rank, const char *role, int32_t node,
+                            char *path, size_t pathlen, char *err, size_t errlen);
 
 /* In a fork()ed child: close the inherited sockets, touch nothing else (no free, no locks). */
 void ncg_http_fork_child(struct ncg_http *h);

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "http.h"
 #include "log.h"
+#include "metrics.h"
 
 void ncg_http_embedded_start(struct ncg_server *srv, uint64_t token, const char *host, uint32_t pid,
                              int32_t global_rank)
@@ -13,13 +14,15 @@ void ncg_http_embedded_start(struct ncg_server *srv, uint64_t token, const char 
     char err[300], path[4096];
     if (!ncg_cfg.http[0] || srv->http)
         return;
-    srv->http = ncg_http_new(ncg_cfg.http, token, srv->co, err, sizeof err);
+    struct ncg_http_source src;
+    ncg_coord_http_source(srv->co, &src);
+    srv->http = ncg_http_new(ncg_cfg.http, token, &src, err, sizeof err);
     if (!srv->http) {
         ncg_log("NCCLGUARD_HTTP=%s: %s; no status endpoint", ncg_cfg.http, err);
         return;
     }
-    if (ncg_http_write_job_file(srv->http, ncg_cfg.report_dir, host, pid, global_rank, path,
-                                sizeof path, err, sizeof err) != 0)
+    if (ncg_http_write_job_file(srv->http, ncg_cfg.report_dir, host, pid, global_rank, "checker",
+                                -1, path, sizeof path, err, sizeof err) != 0)
         ncg_log("status endpoint on %s, but no job file: %s", ncg_http_url(srv->http), err);
     else
         ncg_debug(1, "status endpoint on %s (/status /metrics /healthz); job file %s",

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "coord.h"
+#include "http.h"
 #include "metrics.h"
 #include "verdict.h"
 
@@ -497,4 +498,21 @@ int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
     }
     snap_free(&s);
     return b->oom ? -ENOMEM : 0;
+}
+
+static int coord_status(void *arg, const struct ncg_http_query *q, uint64_t now_ns,
+                        double time_unix, struct ncg_buf *out)
+{
+    (void)q;
+    return ncg_status_render(arg, now_ns, time_unix, out);
+}
+
+static int coord_metrics(void *arg, uint64_t now_ns, struct ncg_buf *out)
+{
+    return ncg_metrics_render(arg, now_ns, out);
+}
+
+void ncg_coord_http_source(struct ncg_coord *co, struct ncg_http_source *src)
+{
+    *src = (struct ncg_http_source){coord_status, coord_metrics, co, 0};
 }

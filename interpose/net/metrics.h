@@ -22,4 +22,8 @@ struct ncg_coord;
 int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, struct ncg_buf *out);
 int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *out);
 
+/* The two renderers above as the endpoint's source (http.h) for co. Pure. */
+struct ncg_http_source;
+void ncg_coord_http_source(struct ncg_coord *co, struct ncg_http_source *src);
+
 #endif

@@ -77,7 +77,9 @@ static void client(int port, const char *path, int scrapes, size_t *bytes)
 static void run(struct ncg_coord *co, int ranks, const char *path, int scrapes)
 {
     char err[200];
-    struct ncg_http *h = ncg_http_new("127.0.0.1:0", 0xabcde, co, err, sizeof err);
+    struct ncg_http_source src;
+    ncg_coord_http_source(co, &src);
+    struct ncg_http *h = ncg_http_new("127.0.0.1:0", 0xabcde, &src, err, sizeof err);
     if (!h) {
         fprintf(stderr, "httpbench: %s\n", err);
         exit(1);

@@ -330,7 +330,9 @@ static void test_server(void)
         report(co, r, 4, 5, t);
     char err[200];
     uint64_t tok = 0x0123456789abcdefull;
-    H = ncg_http_new("127.0.0.1:0", tok, co, err, sizeof err);
+    struct ncg_http_source src;
+    ncg_coord_http_source(co, &src);
+    H = ncg_http_new("127.0.0.1:0", tok, &src, err, sizeof err);
     EXPECT(H != NULL);
     if (!H)
         return;
@@ -391,21 +393,136 @@ static void test_server(void)
     EXPECT(st.refused == 1 && st.timeouts >= 1 && st.status[2] >= 4 && st.status[4] >= 5);
     /* the token as a string hashed (coord --token secret) also works */
     ncg_http_free(H);
-    H = ncg_http_new("127.0.0.1:0", ncg_token_hash("secret"), co, err, sizeof err);
+    H = ncg_http_new("127.0.0.1:0", ncg_token_hash("secret"), &src, err, sizeof err);
     EXPECT(
         !strncmp(ask("GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\n\r\n", t),
                  "HTTP/1.1 200 ", 13));
     ncg_http_free(H);
     /* no token: no header needed */
-    H = ncg_http_new("127.0.0.1:0", 0, co, err, sizeof err);
+    H = ncg_http_new("127.0.0.1:0", 0, &src, err, sizeof err);
     EXPECT(!strncmp(ask("GET /healthz HTTP/1.0\r\n\r\n", t), "HTTP/1.1 200 ", 13));
     ncg_http_free(H);
-    EXPECT(ncg_http_new("nosuchhost.invalid:0", 0, co, err, sizeof err) == NULL && err[0]);
+    EXPECT(ncg_http_new("nosuchhost.invalid:0", 0, &src, err, sizeof err) == NULL && err[0]);
     ncg_coord_free(co);
+}
+
+/* A fake source: /status is not ready for its first `late` renders (or never: late < 0), and
+ * echoes the query it was given; /metrics one line. */
+static int fake_late, fake_calls;
+static int fake_status(void *arg, const struct ncg_http_query *q, uint64_t now_ns, double t,
+                       struct ncg_buf *out)
+{
+    (void)arg;
+    (void)now_ns;
+    (void)t;
+    if (fake_late < 0 || fake_calls++ < fake_late)
+        return NCG_HTTP_NOT_READY;
+    ncg_buf_printf(out, "{\"ranks\":%d,\"lo\":%u,\"hi\":%u,\"comm\":%d,\"id\":\"%016" PRIx64 "\"}",
+                   q->has_ranks, q->lo, q->hi, q->has_comm, q->comm);
+    return 0;
+}
+static int fake_metrics(void *arg, uint64_t now_ns, struct ncg_buf *out)
+{
+    (void)arg;
+    (void)now_ns;
+    ncg_buf_printf(out, "fake 1\n");
+    return 0;
+}
+
+/* Sends req and pumps the server at clock now (several rounds) without reading; then reads
+ * what came. */
+static const char *ask_at(const char *req, uint64_t t0, uint64_t step, int rounds)
+{
+    static char resp[65536];
+    int fd = dial();
+    pump(t0, 2);
+    EXPECT(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+    size_t n = 0;
+    for (int i = 0; i < rounds && n < sizeof resp - 1; i++) {
+        pump(t0 + (uint64_t)i * step, 1);
+        ssize_t r = recv(fd, resp + n, sizeof resp - 1 - n, MSG_DONTWAIT);
+        if (r == 0)
+            break;
+        if (r > 0)
+            n += (size_t)r;
+    }
+    resp[n] = 0;
+    close(fd);
+    pump(t0 + (uint64_t)rounds * step, 2);
+    return resp;
+}
+
+static void test_source(void)
+{
+    struct ncg_http_query q;
+    char err[160];
+    EXPECT(ncg_http_query_parse("ranks=4-7", &q, err, sizeof err) == 0 && q.has_ranks &&
+           q.lo == 4 && q.hi == 7 && !q.has_comm);
+    EXPECT(ncg_http_query_parse("comm=00000000000000ff&ranks=3", &q, err, sizeof err) == 0 &&
+           q.has_comm && q.comm == 0xff && q.lo == 3 && q.hi == 3);
+    EXPECT(ncg_http_query_parse("", &q, err, sizeof err) == 0 && !q.has_ranks && !q.has_comm);
+    EXPECT(ncg_http_query_parse("ranks=7-4", &q, err, sizeof err) == -EINVAL && strstr(err, "7-4"));
+    EXPECT(ncg_http_query_parse("ranks=-1", &q, err, sizeof err) == -EINVAL);
+    EXPECT(ncg_http_query_parse("ranks=a-b", &q, err, sizeof err) == -EINVAL);
+    EXPECT(ncg_http_query_parse("ranks=", &q, err, sizeof err) == -EINVAL);
+    EXPECT(ncg_http_query_parse("comm=xyz", &q, err, sizeof err) == -EINVAL);
+    EXPECT(ncg_http_query_parse("comm=00000000000000ff0", &q, err, sizeof err) == -EINVAL);
+    EXPECT(ncg_http_query_parse("rank=1", &q, err, sizeof err) == -EINVAL && strstr(err, "rank"));
+
+    struct ncg_http_source src = {fake_status, fake_metrics, NULL, 1};
+    H = ncg_http_new("127.0.0.1:0", 0, &src, err, sizeof err);
+    EXPECT(H != NULL);
+    if (!H)
+        return;
+    uint64_t t = 500 * SEC;
+    /* ready at once: the query reaches the render */
+    fake_late = 0;
+    fake_calls = 0;
+    const char *a = ask_at("GET /status?ranks=2-5&comm=ab HTTP/1.1\r\nHost: x\r\n\r\n", t, 0, 50);
+    EXPECT(!strncmp(a, "HTTP/1.1 200 ", 13) &&
+           strstr(a, "{\"ranks\":1,\"lo\":2,\"hi\":5,\"comm\":1,\"id\":\"00000000000000ab\"}"));
+    /* a bad query: 400 with one line naming it, nothing rendered */
+    fake_calls = 0;
+    a = ask_at("GET /status?ranks=9-1 HTTP/1.1\r\nHost: x\r\n\r\n", t, 0, 50);
+    EXPECT(!strncmp(a, "HTTP/1.1 400 ", 13) && strstr(a, "\r\n\r\nbad ranks=9-1") &&
+           fake_calls == 0);
+    /* not ready for three renders: the connection waits, rendered again at each handle() */
+    fake_late = 3;
+    fake_calls = 0;
+    a = ask_at("GET /status HTTP/1.1\r\nHost: x\r\n\r\n", t, SEC / 10, 50);
+    EXPECT(!strncmp(a, "HTTP/1.1 200 ", 13) && strstr(a, "\"ranks\":0") && fake_calls == 4);
+    /* never ready: 503 at the deadline, not before */
+    fake_late = -1;
+    int fd = dial();
+    pump(t, 2);
+    const char *req = "GET /status HTTP/1.1\r\nHost: x\r\n\r\n";
+    EXPECT(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+    pump(t, 3);
+    pump(t + NCG_HTTP_RENDER_TIMEOUT_NS - SEC, 3);
+    char buf[512];
+    EXPECT(recv(fd, buf, sizeof buf, MSG_DONTWAIT) < 0); /* still waiting */
+    pump(t + NCG_HTTP_RENDER_TIMEOUT_NS + SEC / 10, 3);
+    ssize_t r = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+    EXPECT(r > 12 && !strncmp(buf, "HTTP/1.1 503 ", 13));
+    close(fd);
+    /* a client gone while waiting: its connection is freed */
+    fd = dial();
+    pump(t + 20 * SEC, 2);
+    EXPECT(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+    pump(t + 20 * SEC, 3);
+    close(fd);
+    pump(t + 20 * SEC, 3);
+    struct pollfd pf[NCG_HTTP_MAX_CONNS + 1];
+    EXPECT(ncg_http_pollfds(H, pf, NCG_HTTP_MAX_CONNS + 1) == 1); /* the listener only */
+    /* /metrics from the source */
+    a = ask_at("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", t + 30 * SEC, 0, 50);
+    EXPECT(strstr(a, "\r\n\r\nfake 1\n"));
+    ncg_http_free(H);
 }
 
 int main(void)
 {
+    test_source();
     test_parse_valid();
     test_parse_refused();
     test_render();
