@@ -13,6 +13,8 @@
 #include "ncclguard/shm.h"
 #include "wire.h"
 
+struct ncg_verdict;
+
 /* Bounds on what peers make a relay hold (a refusal: one event line, not one per message).
  * Communicators tracked, in all and per child relay (its subtree may hold every comm of the
  * job); live (comm, rank) registrations per client connection (what one process tracks). */
@@ -101,6 +103,64 @@ int ncg_relay_out_of_memory(const struct ncg_relay *r);
  * a verdict where a rank beneath left, each with the lowest count a rank left at (a child
  * relay's from its last RSTAT); at most cap. Returns how many. Does not allocate. */
 size_t ncg_relay_left(const struct ncg_relay *r, uint64_t *ids, uint64_t *counts, size_t cap);
+
+/* ---- read-only view, for the status endpoint (net/status_tree.c; relay_view.c) ---- */
+
+#define NCG_RELAY_VIEW_SLOW 16u /* slowest ranks listed per communicator */
+
+/* A connection: a child relay or a client process (of this relay's node). */
+struct ncg_relay_conn_view {
+    int conn;
+    uint8_t relay, authed, bye; /* a child relay / said (R)HELLO / said the process GOODBYE */
+    uint32_t pid, node;         /* node: a child relay's */
+    int32_t global_rank;        /* a client's (its HELLO), -1 unknown or a relay */
+    const char *host;
+    double heartbeat_age_s, connected_s;
+};
+
+/* A rank of a client process connected here (at a node relay: the node's own ranks). */
+struct ncg_relay_rank_view {
+    uint32_t rank; /* comm rank */
+    int32_t global_rank;
+    uint32_t pid;
+    const char *host;       /* "" when its process is gone */
+    uint8_t state;          /* 1 active, 2 left (goodbye) */
+    uint64_t issued, done;  /* collective calls issued / completed, as last reported */
+    double heartbeat_age_s; /* of its process (-1: gone) */
+};
+
+/* A communicator as this relay sees its subtree: exact aggregates over every rank beneath
+ * (child relays' last RSTAT), and the ranks of its own clients. */
+struct ncg_relay_comm_view {
+    uint64_t id;
+    uint32_t nranks;
+    uint32_t known, active, left;       /* ranks beneath: registered, active, left */
+    uint64_t issued_min, issued_max;    /* over the active ranks (0 when none) */
+    uint64_t done_min, done_hi;         /* completed: the minimum, and its upper bound */
+    uint32_t nslow;                     /* ranks at issued_min while issued_min < issued_max */
+    uint8_t slow_more;                  /* more ranks are at the minimum than listed */
+    uint32_t slow[NCG_RELAY_VIEW_SLOW]; /* comm ranks */
+    uint32_t nrelays;                   /* child relays holding it */
+    uint64_t verified;                  /* root: slots proven equal on every member */
+    double progress_age_s, done_age_s;  /* since a count / a completed count beneath grew */
+    uint8_t done, lag_warned, stuck_warned;
+    const struct ncg_verdict *verdict;      /* the verdict known here (root: issued), or NULL */
+    uint32_t nhere;                         /* ranks of client processes connected here */
+    const struct ncg_relay_rank_view *here; /* [nhere], by comm rank */
+};
+
+struct ncg_relay_view_ops {
+    void (*conn)(void *arg, const struct ncg_relay_conn_view *c);
+    void (*comm)(void *arg, const struct ncg_relay_comm_view *c);
+    void *arg;
+};
+
+/* Calls ops->conn for every connection, then ops->comm for every communicator (views valid
+ * during the call only). Pure reads of r: O(connections + kids). Same thread as the other
+ * calls; never blocks; allocates a scratch array (out of memory: a comm's here[] is empty). */
+void ncg_relay_view(const struct ncg_relay *r, uint64_t now_ns,
+                    const struct ncg_relay_view_ops *ops);
+const struct ncg_relay_params *ncg_relay_get_params(const struct ncg_relay *r); /* pure */
 
 /* The tree over nodes 0..nnodes-1 (node 0: the root): each relay's subtree is a contiguous
  * range of nodes (a relay covering [lo, hi) splits [lo+1, hi) into `fanout` equal chunks; the

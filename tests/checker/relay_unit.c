@@ -2100,6 +2100,87 @@ static void test_release_detached(void)
     T.exit_wait_s = 0;
 }
 
+/* ---- the read-only view (relay_view.c: the status endpoint's source) ---- */
+
+struct vseen {
+    int nconn, nrelay;
+    uint32_t relay_node;
+    struct ncg_relay_comm_view c;
+    struct ncg_relay_rank_view here[8];
+    int ncomm;
+};
+
+static void view_conn(void *arg, const struct ncg_relay_conn_view *v)
+{
+    struct vseen *s = arg;
+    s->nconn++;
+    if (v->relay) {
+        s->nrelay++;
+        s->relay_node = v->node;
+    }
+}
+
+static void view_comm(void *arg, const struct ncg_relay_comm_view *v)
+{
+    struct vseen *s = arg;
+    s->ncomm++;
+    s->c = *v;
+    for (uint32_t i = 0; i < v->nhere && i < 8; i++)
+        s->here[i] = v->here[i];
+}
+
+static struct vseen view_of(int relay)
+{
+    struct vseen s;
+    memset(&s, 0, sizeof s);
+    struct ncg_relay_view_ops ops = {view_conn, view_comm, &s};
+    ncg_relay_view(T.r[relay], T.now, &ops);
+    return s;
+}
+
+/* Three levels (ranks 0,1 at the root, 2,3 at relay 1, 4,5 at relay 2): rank 5 behind. The
+ * root's view: every rank's aggregates (issued 8..10, completed from 7), rank 5 the slowest,
+ * one child relay, its own two ranks' rows; relay 2's view: its two ranks with their counts and
+ * global ranks. A goodbye: left counted, the row says so. */
+static void test_view(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++) {
+        T.cl[i].count = i == 5 ? 8 : 10;
+        T.cl[i].done = T.cl[i].done_hi = T.cl[i].count - 1;
+    }
+    report_all();
+    for (int t = 0; t < 3; t++)
+        tick_all(3);
+    struct vseen s = view_of(0);
+    CHECK(s.nconn == 3 && s.nrelay == 1 && s.relay_node == 1 && s.ncomm == 1);
+    CHECK(s.c.id == 0xc0 && s.c.nranks == 6 && s.c.known == 6 && s.c.active == 6 && !s.c.left);
+    CHECK(s.c.issued_min == 8 && s.c.issued_max == 10 && s.c.done_min == 7);
+    CHECK(s.c.nslow == 1 && s.c.slow[0] == 5 && !s.c.slow_more);
+    CHECK(s.c.nrelays == 1 && !s.c.done && s.c.verdict == NULL);
+    CHECK(s.c.nhere == 2 && s.here[0].rank == 0 && s.here[1].rank == 1);
+    CHECK(s.here[1].global_rank == 1 && s.here[1].pid == 1001 && s.here[1].issued == 10 &&
+          s.here[1].done == 9 && s.here[1].state == 1 && !strcmp(s.here[1].host, "h"));
+    CHECK(ncg_relay_get_params(T.r[0])->root == 1);
+    s = view_of(2);
+    CHECK(s.nconn == 2 && s.nrelay == 0 && s.c.nrelays == 0 && s.c.nhere == 2);
+    CHECK(s.here[0].rank == 4 && s.here[0].global_rank == 4 && s.here[0].issued == 10 &&
+          s.here[1].rank == 5 && s.here[1].issued == 8 && s.here[1].done == 7);
+    CHECK(s.c.issued_min == 8 && s.c.issued_max == 10 && s.c.nslow == 1 && s.c.slow[0] == 5);
+    /* all equal: nobody is the slowest */
+    T.cl[5].count = 10;
+    report_all();
+    for (int t = 0; t < 2; t++)
+        tick_all(3);
+    s = view_of(0);
+    CHECK(s.c.issued_min == 10 && s.c.nslow == 0);
+    goodbye(&T.cl[1], 10, 0);
+    pump();
+    s = view_of(0);
+    CHECK(s.c.known == 6 && s.c.active == 5 && s.c.left == 1 && s.here[1].state == 2);
+    tree_free(3);
+}
+
 int main(void)
 {
     test_release_detached();
@@ -2141,6 +2222,7 @@ int main(void)
     test_p2p_nomem();
     test_late_at_root();
     test_round_waits();
+    test_view();
     test_deadlock();
     test_deadlock_many();
     if (fails) {
