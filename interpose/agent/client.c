@@ -112,15 +112,7 @@ static int tree_wanted(uint32_t *node, uint32_t *nnodes)
         return 0;
     if (ncg_cfg.tree == NCG_TREE_ON)
         return 1;
-    if (ncg_launch()->world < NCG_TREE_AUTO_RANKS)
-        return 0;
-    if (ncg_cfg.http[0]) { /* the endpoint is the flat checker's (docs/checker.md) */
-        NCG_LOG_ONCE("NCCLGUARD_HTTP: the flat checker for %d ranks (the relay tree does not "
-                     "serve the status endpoint yet)",
-                     ncg_launch()->world);
-        return 0;
-    }
-    return 1;
+    return ncg_launch()->world >= NCG_TREE_AUTO_RANKS;
 }
 
 /* Caller holds ncg_agent.lk: this process's ids get a relay tree's root (its relay). 0, or -errno
@@ -147,12 +139,10 @@ static int root_start_locked(uint32_t node, uint32_t nnodes, uint64_t tok)
     ncg_agent.root_tree.root_node = node;
     ncg_agent.root_tree.nnodes = nnodes;
     ncg_agent.root_tree.fanout = ncg_cfg.fanout;
-    if (ncg_cfg.http[0])
-        ncg_log("NCCLGUARD_HTTP: not served in the relay tree yet (NCCLGUARD_TREE=off for the "
-                "status endpoint)");
-    ncg_log("checking through a relay tree: %u nodes of %d ranks, fan-out %u; not yet in this "
-            "mode: the status endpoint (NCCLGUARD_TREE=off: the flat checker)",
-            nnodes, ncg_launch()->local_world, ncg_cfg.fanout);
+    ncg_http_tree_start(h, node, 1, ncg_global_rank());
+    ncg_log("checking through a relay tree: %u nodes of %d ranks, fan-out %u%s", nnodes,
+            ncg_launch()->local_world, ncg_cfg.fanout,
+            ncg_cfg.http[0] ? "; status endpoint at the root and each node's relay" : "");
     __atomic_store_n(&ncg_agent.have_rh, 1, __ATOMIC_RELEASE);
     return 0;
 }

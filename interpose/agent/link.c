@@ -22,6 +22,7 @@
 #include "coord.h"
 #include "idtail.h"
 #include "log.h"
+#include "http.h"
 #include "relayhost.h"
 #include "ring.h"
 #include "shm.h"
@@ -144,6 +145,7 @@ static int become_relay(struct ncg_link *l)
     }
     ncg_debug(1, "this process (global rank %d) is the relay of node %u (relay tree of %u nodes)",
               ncg_global_rank(), l->tr.node, l->tr.nnodes);
+    ncg_http_tree_start(h, l->tr.node, 0, ncg_global_rank());
     ncg_agent.rh = h;
     __atomic_store_n(&ncg_agent.have_rh, 1, __ATOMIC_RELEASE);
     return 0;

@@ -79,6 +79,15 @@ struct ncg_cli_skip {
     int32_t pid; /* from the file name, or 0 */
 };
 
+/* A communicator whose members a relay tree's endpoint lists only in part (members_partial):
+ * the aggregates it gives over every rank. */
+struct ncg_snap_agg {
+    uint64_t comm_id;
+    int32_t nranks, nrows, active; /* its size; the members listed; ranks active */
+    uint64_t issued_min, issued_max, done_min, done_max;
+    char slowest[96]; /* "5,9" or "" */
+};
+
 struct ncg_snap {
     uint64_t now_ns; /* CLOCK_MONOTONIC at the scan (same clock as the segments) */
     double now_unix;
@@ -90,7 +99,9 @@ struct ncg_snap {
     struct ncg_cli_skip *skips;
     int nskips;
     int remote; /* 1: the whole job through its checker's /status (remote.c), not this host */
-    int gpus;   /* 1: ncg_nvml_fill ran and NVML answered: show the GPU columns */
+    struct ncg_snap_agg *aggs; /* remote, from a relay tree's endpoint */
+    int naggs;
+    int gpus; /* 1: ncg_nvml_fill ran and NVML answered: show the GPU columns */
 };
 
 /* Filters applied while scanning. */

@@ -376,6 +376,37 @@ static int group_by_proc(struct ncg_snap *s)
     return 0;
 }
 
+/* A relay tree's communicator whose members are listed in part: its aggregates (0, or -1 out
+ * of memory). */
+static int snap_agg(struct ncg_snap *s, const struct ncg_json *c, uint64_t id,
+                    const struct ncg_json *ms)
+{
+    struct ncg_snap_agg *a = realloc(s->aggs, sizeof *a * (size_t)(s->naggs + 1));
+    if (!a)
+        return -1;
+    s->aggs = a;
+    a = &s->aggs[s->naggs++];
+    memset(a, 0, sizeof *a);
+    a->comm_id = id;
+    a->nranks = (int32_t)ncg_cli_json_n(c, "size", 0);
+    a->active = (int32_t)ncg_cli_json_n(c, "active", 0);
+    a->nrows = ms && ms->type == NCG_JSON_ARRAY ? (int32_t)ms->n : 0;
+    a->issued_min = (uint64_t)ncg_cli_json_n(c, "min_slots", 0);
+    a->issued_max = (uint64_t)ncg_cli_json_n(c, "max_slots", 0);
+    a->done_min = (uint64_t)ncg_cli_json_n(c, "completed_min", 0);
+    a->done_max = (uint64_t)ncg_cli_json_n(c, "completed_max", 0);
+    const struct ncg_json *sl = ncg_cli_json_get(c, "slowest_ranks");
+    size_t o = 0;
+    for (size_t i = 0; sl && sl->type == NCG_JSON_ARRAY && i < sl->n && o < sizeof a->slowest - 16;
+         i++)
+        o += (size_t)snprintf(a->slowest + o, sizeof a->slowest - o, "%s%d", i ? "," : "",
+                              (int)sl->kids[i]->num);
+    const struct ncg_json *more = ncg_cli_json_get(c, "slowest_more");
+    if (more && more->num && o < sizeof a->slowest - 5)
+        snprintf(a->slowest + o, sizeof a->slowest - o, ",...");
+    return 0;
+}
+
 int ncg_job_snap(const struct ncg_json *doc, const char *url, struct ncg_snap *s)
 {
     memset(s, 0, sizeof *s);
@@ -408,6 +439,9 @@ int ncg_job_snap(const struct ncg_json *doc, const char *url, struct ncg_snap *s
         if (v && v->type != NCG_JSON_OBJECT)
             v = NULL;
         const struct ncg_json *ms = ncg_cli_json_get(c, "members");
+        const struct ncg_json *part = ncg_cli_json_get(c, "members_partial");
+        if (part && part->num && snap_agg(s, c, id, ms) != 0)
+            goto oom;
         for (size_t mi = 0; ms && ms->type == NCG_JSON_ARRAY && mi < ms->n; mi++) {
             const struct ncg_json *m = ms->kids[mi];
             const char *st = ncg_cli_json_s(m, "state", "");

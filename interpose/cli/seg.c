@@ -381,5 +381,6 @@ void ncg_snap_free(struct ncg_snap *s)
     free(s->procs);
     free(s->members);
     free(s->skips);
+    free(s->aggs);
     memset(s, 0, sizeof(*s));
 }

@@ -226,6 +226,17 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
             }
         }
     }
+    /* A relay tree's endpoint lists some ranks only: one line per such comm, its aggregates */
+    for (int k = 0; k < s->naggs; k++) {
+        const struct ncg_snap_agg *a = &s->aggs[k];
+        fprintf(f,
+                "%sncclguard: comm %016llx: members partial (%d of %d ranks listed here); every "
+                "rank: issued %llu..%llu, completed %llu..%llu%s%s\n",
+                k ? "" : "\n", (unsigned long long)a->comm_id, (int)a->nrows, (int)a->nranks,
+                (unsigned long long)a->issued_min, (unsigned long long)a->issued_max,
+                (unsigned long long)a->done_min, (unsigned long long)a->done_max,
+                a->slowest[0] ? ", slowest ranks " : "", a->slowest);
+    }
     /* One line per verdict, however many processes here recorded it. */
     for (int k = 0; k < ng; k++) {
         char line[1600];

@@ -8,12 +8,22 @@
 #include "watch_int.h"
 
 /* The job's call total: per communicator its fastest member's count (slots the communicator
- * went through), summed. 1 in *alive when some member is still active. */
+ * went through), summed (a relay tree's comm listed in part: its aggregate). 1 in *alive when
+ * some member is still active. */
 static double job_calls(const struct ncg_snap *s, const struct ncg_view *v, int *alive)
 {
     double total = 0;
     *alive = 0;
+    for (int k = 0; k < s->naggs; k++) {
+        total += (double)s->aggs[k].issued_max;
+        *alive |= s->aggs[k].active > 0;
+    }
     for (int k = 0; k < v->ncomms; k++) {
+        int agg = 0;
+        for (int a = 0; a < s->naggs; a++)
+            agg |= s->aggs[a].comm_id == v->comms[k].comm_id;
+        if (agg)
+            continue;
         uint64_t mx = 0;
         for (int i = 0; i < v->comms[k].nmembers; i++) {
             const struct ncg_cli_member *m = &s->members[v->comms[k].members[i]];

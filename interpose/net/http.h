@@ -90,6 +90,14 @@ struct ncg_server;
 void ncg_http_embedded_start(struct ncg_server *srv, uint64_t token, const char *host, uint32_t pid,
                              int32_t global_rank);
 
+/* The same in the relay tree (docs/cli.md, "The endpoint in the relay tree"): the root (rank
+ * 0's process) and every node relay serve their relay's endpoint (ncg_rhost_http_start) and
+ * write a job file saying their role and node; on failure (another relay on this host holds
+ * a fixed port) one "ncclguard:" line and no endpoint here. The checker thread, or under the
+ * agent's lock before it polls h; binds, writes a file. (http_job.c) */
+struct ncg_rhost;
+void ncg_http_tree_start(struct ncg_rhost *h, uint32_t node, int root, int32_t global_rank);
+
 /* The token as a bearer string: 16 lowercase hex digits ("" for 0). Pure. */
 void ncg_http_token_hex(uint64_t token, char out[17]);
 

@@ -17,9 +17,11 @@
 #include "accept.h"
 #include "channel.h"
 #include "clock.h"
+#include "http.h"
 #include "log.h"
 #include "relay.h"
 #include "relayhost.h"
+#include "status_tree.h"
 #include "wire.h"
 
 #define RH_MAX_CONNS 4096            /* child connections (clients of the node, child relays) */
@@ -63,6 +65,10 @@ struct ncg_rhost {
     uint8_t root_seen;  /* the root answered once */
     struct dent *dir;   /* the root: node -> its relay's address */
     int stopped, left;
+    /* the status endpoint (NCCLGUARD_HTTP), its source, and its poll entries this round */
+    struct ncg_http *http;
+    struct ncg_tree_src ts;
+    int http_first, http_n;
 };
 
 static void h_send(void *arg, int conn, const struct ncg_msg *m)
@@ -211,6 +217,8 @@ void ncg_rhost_free(struct ncg_rhost *h)
     if (!h)
         return;
     conns_close(h);
+    ncg_http_free(h->http);
+    ncg_tree_src_free(&h->ts);
     ncg_relay_free(h->r);
     free(h->c);
     free(h->map);
@@ -545,12 +553,13 @@ int ncg_rhost_pollfds(struct ncg_rhost *h, struct pollfd *pf, int max)
 {
     if (h->stopped)
         return 0;
-    if (h->nmap < h->nc + 3) {
-        int *nm = realloc(h->map, sizeof *nm * (size_t)(h->nc + 3));
+    int need = h->nc + 3 + NCG_HTTP_MAX_CONNS + 1;
+    if (h->nmap < need) {
+        int *nm = realloc(h->map, sizeof *nm * (size_t)need);
         if (!nm)
             return 0;
         h->map = nm;
-        h->nmap = h->nc + 3;
+        h->nmap = need;
     }
     int n = 0;
     uint64_t now = ncg_now_ns();
@@ -562,6 +571,10 @@ int ncg_rhost_pollfds(struct ncg_rhost *h, struct pollfd *pf, int max)
         pf[n] = (struct pollfd){h->tfd, POLLIN, 0};
         h->map[n++] = -2;
     }
+    h->http_first = n;
+    h->http_n = h->http ? ncg_http_pollfds(h->http, pf + n, max - n) : 0;
+    for (int k = 0; k < h->http_n; k++)
+        h->map[n++] = -4;
     if (h->up.fd >= 0 && n < max) {
         short ev = POLLIN;
         if (h->pstate == P_ASK_CONNECTING || h->pstate == P_CONNECTING || h->up.txlen)
@@ -582,6 +595,8 @@ void ncg_rhost_handle(struct ncg_rhost *h, const struct pollfd *pf, int n, uint6
 {
     if (h->stopped)
         return;
+    if (h->http) /* before the relay's messages change what it renders: either order is fine */
+        ncg_http_handle(h->http, pf + h->http_first, n > 0 ? h->http_n : 0, now);
     for (int k = 0; k < n && !h->stopped; k++) {
         if (!pf[k].revents)
             continue;
@@ -593,6 +608,8 @@ void ncg_rhost_handle(struct ncg_rhost *h, const struct pollfd *pf, int n, uint6
                              (void *)((uintptr_t)h | 1));
         else if (id == -3)
             parent_io(h, pf[k].revents, now);
+        else if (id == -4)
+            continue; /* the endpoint's: handled below */
         else if (id < h->nc && h->c[id].io.fd >= 0 && (!h->c[id].closing || h->c[id].drain) &&
                  (pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
             conn_read(h, id, now);
@@ -708,8 +725,23 @@ void ncg_rhost_leave(struct ncg_rhost *h, const struct ncg_msg *sd)
     h->left = 1;
 }
 
+struct ncg_http *ncg_rhost_http_start(struct ncg_rhost *h, const char *spec, char *err,
+                                      size_t errlen)
+{
+    if (h->http) {
+        snprintf(err, errlen, "already served");
+        return NULL;
+    }
+    struct ncg_http_source src;
+    ncg_tree_src_init(&h->ts, h->r, h->p.node, h->p.root_node, h->p.nnodes, h->p.fanout, &src);
+    h->http = ncg_http_new(spec, h->p.token, &src, err, errlen);
+    return h->http;
+}
+
 void ncg_rhost_fork_child(struct ncg_rhost *h)
 {
+    if (h->http)
+        ncg_http_fork_child(h->http);
     for (int i = 0; i < h->nc; i++)
         if (h->c[i].io.fd >= 0)
             close(h->c[i].io.fd);

@@ -56,6 +56,13 @@ void ncg_rhost_leave(struct ncg_rhost *h, const struct ncg_msg *sd);
 size_t ncg_rhost_left(const struct ncg_rhost *h, uint64_t *ids, uint64_t *counts, size_t cap);
 /* 1 once the host has stopped (left, out of memory, or the root was lost): nothing to poll. */
 int ncg_rhost_stopped(const struct ncg_rhost *h);
+/* The status endpoint of this relay (status_tree.h) on spec ("HOST:PORT", port 0: any),
+ * guarded by the tree's token, served from the host's poll loop from now on. Returns it (the
+ * host owns and frees it), or NULL with err filled (one endpoint per host: a second call
+ * fails). The checker thread, before the loop polls h; binds, allocates. */
+struct ncg_http;
+struct ncg_http *ncg_rhost_http_start(struct ncg_rhost *h, const char *spec, char *err,
+                                      size_t errlen);
 /* After fork, in the child: closes the parent's sockets; the memory is leaked on purpose. */
 void ncg_rhost_fork_child(struct ncg_rhost *h);
 

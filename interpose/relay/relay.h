@@ -11,9 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "ncclguard/shm.h"
+#include "verdict.h"
 #include "wire.h"
-
-struct ncg_verdict;
 
 /* Bounds on what peers make a relay hold (a refusal: one event line, not one per message).
  * Communicators tracked, in all and per child relay (its subtree may hold every comm of the
@@ -67,6 +66,7 @@ struct ncg_relay_stats {
     uint64_t p2p_held;    /* p2p records held now (waiting for their other side), over comms */
     uint64_t p2p_matched; /* p2p pairs whose two sides met here (agreeing or not) */
     uint64_t p2p_up;      /* p2p records sent to the parent (RP2P) */
+    uint64_t by_kind[NCG_V_KIND_MAX_]; /* root: verdicts issued per kind (warnings included) */
 };
 
 struct ncg_relay;

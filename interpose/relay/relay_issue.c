@@ -131,6 +131,7 @@ void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdi
     v->nranks = 0;
     ncg_rl_event(r, "%s %s", v->severity == NCG_SEV_WARN ? "warning:" : "verdict:", sum);
     r->st.verdicts++;
+    r->st.by_kind[v->kind < NCG_V_KIND_MAX_ ? v->kind : 0]++;
     if (v->severity == NCG_SEV_WARN) { /* sent, not kept: the checking goes on */
         ncg_rl_send_verdict(r, c, v, -1);
         ncg_verdict_free(v);

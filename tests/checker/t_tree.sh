@@ -12,7 +12,7 @@
 # Under sanitizers the synchronous pass covers the tree's code (the modes differ in the client).
 [ -n "${NCG_SANITIZER:-}" ] && [ $async = 1 ] && { echo "tree: sanitizers run the sync pass only"; exit 77; }
 export NCCLGUARD_TREE=on NCG_LAUNCH_PER_NODE=4 NCCLGUARD_DIAG=full
-BANNER='^ncclguard: checking through a relay tree: 4 nodes of 4 ranks, fan-out 16; not yet in this mode: the status endpoint'
+BANNER='^ncclguard: checking through a relay tree: 4 nodes of 4 ranks, fan-out 16'
 # ours: ncclguard's lines other than the banner (a healthy run has none)
 ours() { grep '^ncclguard:' "$OUT" | grep -vE "$BANNER|^ncclguard: (recording to|completion: )"; }
 

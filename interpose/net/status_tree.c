@@ -1,0 +1,661 @@
+/* /status and /metrics of a relay of the tree (status_tree.h). One pass copies the relay's
+ * view into a snapshot (its connections, each comm's aggregates, the rows of its own ranks);
+ * the renderers walk it. Rows are produced in one place (rows_of): today the ranks of this
+ * relay's own clients; a gather of any rank range through the tree will feed it later. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "metrics.h" /* NCG_JOB_STATUS_VERSION */
+#include "relay.h"
+#include "relayhost.h"
+#include "status_tree.h"
+#include "verdict.h"
+
+/* ---------- per-rank rates (the flat coordinator's calls-per-second window) ---------- */
+
+struct ncg_tree_rate {
+    uint64_t comm;
+    uint32_t rank;
+    uint64_t t0, c0, seen_ns;
+    double rate;
+    uint64_t last, grew_ns; /* the count last seen, and when it was seen to grow */
+};
+
+#define RATE_FORGET_NS 60000000000ull /* a row not seen for a minute is dropped */
+
+/* The rank's rate: over the last window of at least 1 s between renders (0 before); in *age
+ * the seconds since its count was seen to grow (a row seen first: since its comm's count last
+ * grew, comm_age: a bound the relay knows). */
+static double rate_of(struct ncg_tree_src *t, uint64_t comm, uint32_t rank, uint64_t count,
+                      int active, uint64_t now, double comm_age, double *age)
+{
+    struct ncg_tree_rate *e = NULL;
+    for (size_t i = 0; i < t->nrt; i++)
+        if (t->rt[i].comm == comm && t->rt[i].rank == rank) {
+            e = &t->rt[i];
+            break;
+        }
+    if (!e) {
+        if (t->nrt == t->caprt) {
+            size_t n = t->caprt ? t->caprt * 2 : 32;
+            struct ncg_tree_rate *q = realloc(t->rt, sizeof *q * n);
+            if (!q)
+                return 0;
+            t->rt = q;
+            t->caprt = n;
+        }
+        e = &t->rt[t->nrt++];
+        uint64_t back = (uint64_t)(comm_age * 1e9);
+        *e = (struct ncg_tree_rate){comm, rank, now,   count,
+                                    now,  0,    count, now > back ? now - back : 0};
+    }
+    e->seen_ns = now;
+    if (count != e->last) {
+        e->last = count;
+        e->grew_ns = now;
+    }
+    *age = (double)(now - e->grew_ns) / 1e9;
+    if (!active) {
+        e->rate = 0;
+    } else if (now >= e->t0 + 1000000000ull && count >= e->c0) {
+        e->rate = (double)(count - e->c0) / ((double)(now - e->t0) / 1e9);
+        e->t0 = now;
+        e->c0 = count;
+    }
+    return e->rate;
+}
+
+static void rate_sweep(struct ncg_tree_src *t, uint64_t now)
+{
+    for (size_t i = 0; i < t->nrt;)
+        if (now - t->rt[i].seen_ns > RATE_FORGET_NS)
+            t->rt[i] = t->rt[--t->nrt];
+        else
+            i++;
+}
+
+/* ---------- snapshot ---------- */
+
+struct tconn {
+    struct ncg_relay_conn_view v; /* host: NULL */
+    char host[64];
+};
+
+struct trow {
+    struct ncg_relay_rank_view v; /* host: NULL */
+    char host[64];
+    double rate, age; /* calls per second; seconds since its count grew */
+};
+
+struct tcomm {
+    struct ncg_relay_comm_view v; /* verdict, here: NULL */
+    size_t r0, nrows;             /* its rows in snap.row */
+    int vkind, vsev;
+    int64_t vslot;
+    char vtext[1024], vsubject[NCG_WIRE_STR];
+};
+
+struct tsnap {
+    struct ncg_tree_src *t;
+    const struct ncg_http_query *q;
+    uint64_t now;
+    struct tconn *c;
+    size_t nc, capc;
+    struct tcomm *cm;
+    size_t ncm, capcm;
+    struct trow *row;
+    size_t nrow, caprow;
+    int oom;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap * 2 : 32;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static void snap_conn(void *arg, const struct ncg_relay_conn_view *v)
+{
+    struct tsnap *s = arg;
+    if (grow((void **)&s->c, &s->capc, s->nc + 1, sizeof *s->c)) {
+        s->oom = 1;
+        return;
+    }
+    struct tconn *c = &s->c[s->nc++];
+    c->v = *v;
+    c->v.host = NULL;
+    snprintf(c->host, sizeof c->host, "%s", v->host);
+}
+
+/* The rows of comm c for the snapshot, in comm-rank order, within the query's range: the
+ * ranks of this relay's own clients (the one place rows come from). */
+static void rows_of(struct tsnap *s, const struct ncg_relay_comm_view *v, struct tcomm *c)
+{
+    c->r0 = s->nrow;
+    for (uint32_t i = 0; i < v->nhere; i++) {
+        const struct ncg_relay_rank_view *a = &v->here[i];
+        if (s->q && s->q->has_ranks && (a->rank < s->q->lo || a->rank > s->q->hi))
+            continue;
+        if (grow((void **)&s->row, &s->caprow, s->nrow + 1, sizeof *s->row)) {
+            s->oom = 1;
+            return;
+        }
+        struct trow *m = &s->row[s->nrow++];
+        m->v = *a;
+        m->v.host = NULL;
+        snprintf(m->host, sizeof m->host, "%s", a->host);
+        m->rate = rate_of(s->t, v->id, a->rank, a->issued, a->state == 1, s->now, v->progress_age_s,
+                          &m->age);
+    }
+    c->nrows = s->nrow - c->r0;
+}
+
+static void snap_comm(void *arg, const struct ncg_relay_comm_view *v)
+{
+    struct tsnap *s = arg;
+    if (s->q && s->q->has_comm && v->id != s->q->comm)
+        return;
+    if (grow((void **)&s->cm, &s->capcm, s->ncm + 1, sizeof *s->cm)) {
+        s->oom = 1;
+        return;
+    }
+    struct tcomm *c = &s->cm[s->ncm++];
+    memset(c, 0, sizeof *c);
+    c->v = *v;
+    c->v.verdict = NULL;
+    c->v.here = NULL;
+    if (v->verdict) {
+        c->vkind = v->verdict->kind;
+        c->vsev = v->verdict->severity;
+        c->vslot = v->verdict->slot;
+        struct ncg_verdict tmp = *v->verdict;
+        tmp.nranks = v->nranks; /* the headline's "(N ranks)" */
+        ncg_verdict_summary(&tmp, c->vtext, sizeof c->vtext);
+        snprintf(c->vsubject, sizeof c->vsubject, "%s", v->verdict->subject);
+    }
+    rows_of(s, v, c);
+}
+
+static int snap_take(struct ncg_tree_src *t, const struct ncg_http_query *q, uint64_t now,
+                     struct tsnap *s)
+{
+    memset(s, 0, sizeof *s);
+    s->t = t;
+    s->q = q;
+    s->now = now;
+    struct ncg_relay_view_ops ops = {snap_conn, snap_comm, s};
+    ncg_relay_view(t->r, now, &ops);
+    rate_sweep(t, now);
+    return s->oom ? -ENOMEM : 0;
+}
+
+static void snap_free(struct tsnap *s)
+{
+    free(s->c);
+    free(s->cm);
+    free(s->row);
+}
+
+static int is_root(const struct ncg_tree_src *t)
+{
+    return ncg_relay_get_params(t->r)->root;
+}
+
+/* A child relay is healthy while its RSTATs (one per interval) keep coming. */
+static int relay_healthy(const struct ncg_tree_src *t, const struct tconn *c)
+{
+    const struct ncg_relay_params *p = ncg_relay_get_params(t->r);
+    double bound = p->heartbeat_timeout_s > 0 ? p->heartbeat_timeout_s / 2 : 5.0;
+    return c->v.authed && c->v.heartbeat_age_s < bound;
+}
+
+static int behind(const struct tcomm *c, const struct trow *m)
+{
+    return m->v.state == 1 && c->v.issued_min < c->v.issued_max && m->v.issued == c->v.issued_min;
+}
+
+/* ---------- /status ---------- */
+
+static void json_num(struct ncg_buf *b, double d)
+{
+    if (d < 0)
+        ncg_buf_add(b, "null", 4);
+    else
+        ncg_buf_printf(b, "%.3f", d);
+}
+
+static void status_head(struct ncg_buf *b, const struct tsnap *s, double time_unix)
+{
+    const struct ncg_tree_src *t = s->t;
+    const struct ncg_relay_params *p = ncg_relay_get_params(t->r);
+    ncg_buf_printf(b,
+                   "{\"format\":\"ncclguard-job-status\",\"version\":%d,\"time_unix\":%.3f,"
+                   "\"checker\":{\"host\":\"",
+                   NCG_JOB_STATUS_VERSION, time_unix);
+    ncg_buf_esc(b, p->host, NCG_ESC_JSON);
+    ncg_buf_printf(b,
+                   "\",\"pid\":%u,\"embedded\":%s,\"global_rank\":%d,\"interval_ms\":%u,"
+                   "\"heartbeat_timeout_s\":%g,\"lag_warn_s\":%g,\"lag_abort_s\":%g},",
+                   p->pid, p->embedded ? "true" : "false", p->has_global_rank ? p->global_rank : -1,
+                   p->interval_ms, p->heartbeat_timeout_s, p->lag_warn_s, p->lag_abort_s);
+    unsigned nrel = 0, healthy = 0;
+    for (size_t i = 0; i < s->nc; i++)
+        if (s->c[i].v.relay) {
+            nrel++;
+            healthy += (unsigned)relay_healthy(t, &s->c[i]);
+        }
+    ncg_buf_printf(b,
+                   "\"tree\":{\"role\":\"%s\",\"node\":%u,\"nodes\":%u,\"fanout\":%u,"
+                   "\"child_relays_expected\":%u,\"child_relays\":%u,\"child_relays_healthy\":%u,"
+                   "\"relays\":[",
+                   is_root(t) ? "root" : "relay", t->node, t->nnodes, t->fanout, t->children, nrel,
+                   healthy);
+    int n = 0;
+    for (size_t i = 0; i < s->nc; i++) {
+        const struct tconn *c = &s->c[i];
+        if (!c->v.relay || !c->v.authed)
+            continue;
+        ncg_buf_printf(b, "%s{\"node\":%u,\"pid\":%u,\"host\":\"", n++ ? "," : "", c->v.node,
+                       c->v.pid);
+        ncg_buf_esc(b, c->host, NCG_ESC_JSON);
+        ncg_buf_printf(b, "\",\"heartbeat_age_s\":%.3f,\"connected_s\":%.3f,\"healthy\":%s}",
+                       c->v.heartbeat_age_s, c->v.connected_s,
+                       relay_healthy(t, c) ? "true" : "false");
+    }
+    /* hosts and processes: this relay's own clients (its node's processes) */
+    ncg_buf_add(b, "]},\"hosts\":[", 12);
+    int nh = 0;
+    for (size_t i = 0; i < s->nc; i++) {
+        if (s->c[i].v.relay || !s->c[i].v.authed)
+            continue;
+        size_t j;
+        for (j = 0; j < i; j++)
+            if (!s->c[j].v.relay && s->c[j].v.authed && !strcmp(s->c[j].host, s->c[i].host))
+                break;
+        if (j < i)
+            continue;
+        unsigned k = 0;
+        double worst = 0;
+        for (j = i; j < s->nc; j++)
+            if (!s->c[j].v.relay && s->c[j].v.authed && !strcmp(s->c[j].host, s->c[i].host)) {
+                k++;
+                worst = s->c[j].v.heartbeat_age_s > worst ? s->c[j].v.heartbeat_age_s : worst;
+            }
+        ncg_buf_printf(b, "%s{\"host\":\"", nh++ ? "," : "");
+        ncg_buf_esc(b, s->c[i].host, NCG_ESC_JSON);
+        ncg_buf_printf(b, "\",\"processes\":%u,\"max_heartbeat_age_s\":%.3f}", k, worst);
+    }
+    ncg_buf_add(b, "],\"processes\":[", 15);
+    n = 0;
+    for (size_t i = 0; i < s->nc; i++) {
+        const struct tconn *c = &s->c[i];
+        if (c->v.relay || !c->v.authed)
+            continue;
+        ncg_buf_printf(b, "%s{\"pid\":%u,\"global_rank\":%d,\"host\":\"", n++ ? "," : "", c->v.pid,
+                       c->v.global_rank);
+        ncg_buf_esc(b, c->host, NCG_ESC_JSON);
+        ncg_buf_printf(b, "\",\"heartbeat_age_s\":%.3f,\"connected_s\":%.3f,\"goodbye\":%s}",
+                       c->v.heartbeat_age_s, c->v.connected_s, c->v.bye ? "true" : "false");
+    }
+}
+
+static void status_comm(struct ncg_buf *b, const struct tsnap *s, const struct tcomm *c, int first)
+{
+    const struct ncg_relay_comm_view *v = &c->v;
+    int32_t slowest = v->nslow ? (int32_t)v->slow[0] : -1;
+    for (uint32_t i = 1; i < v->nslow; i++)
+        slowest = (int32_t)v->slow[i] < slowest ? (int32_t)v->slow[i] : slowest;
+    ncg_buf_printf(b,
+                   "%s{\"id\":\"%016" PRIx64 "\",\"size\":%u,\"registered\":%u,\"active\":%u,"
+                   "\"left\":%u,\"dead\":0,\"verified_slots\":%" PRIu64 ",\"min_slots\":%" PRIu64
+                   ",\"max_slots\":%" PRIu64 ",\"lag_calls\":%" PRIu64 ",\"slowest_rank\":%d,"
+                   "\"progress_age_s\":%.3f,\"lag_warning\":%s,\"stuck_warning\":%s,"
+                   "\"completed_min\":%" PRIu64 ",\"completed_max\":%" PRIu64
+                   ",\"completed_age_s\":%.3f,\"child_relays\":%u,\"slowest_ranks\":[",
+                   first ? "" : ",", v->id, v->nranks, v->known, v->active, v->left, v->verified,
+                   v->issued_min, v->issued_max, v->issued_max - v->issued_min, slowest,
+                   v->progress_age_s, v->lag_warned ? "true" : "false",
+                   v->stuck_warned ? "true" : "false", v->done_min, v->done_hi, v->done_age_s,
+                   v->nrelays);
+    for (uint32_t i = 0; i < v->nslow; i++)
+        ncg_buf_printf(b, "%s%u", i ? "," : "", v->slow[i]);
+    ncg_buf_printf(b, "],\"slowest_more\":%s,\"behind\":[", v->slow_more ? "true" : "false");
+    for (uint32_t i = 0; i < v->nslow; i++)
+        ncg_buf_printf(b, "%s%u", i ? "," : "", v->slow[i]);
+    ncg_buf_add(b, "],\"verdict\":", 12);
+    if (c->vkind) {
+        ncg_buf_printf(
+            b, "{\"kind\":%d,\"name\":\"%s\",\"severity\":\"%s\",\"slot\":%" PRId64 ",\"text\":\"",
+            c->vkind, ncg_verdict_name((unsigned)c->vkind),
+            c->vsev == NCG_SEV_ERROR ? "error" : "warning", c->vslot);
+        ncg_buf_esc(b, c->vtext, NCG_ESC_JSON);
+        ncg_buf_add(b, "\",\"subject\":\"", 13);
+        ncg_buf_esc(b, c->vsubject, NCG_ESC_JSON);
+        ncg_buf_add(b, "\",\"calls\":[]}", 13);
+    } else {
+        ncg_buf_add(b, "null", 4);
+    }
+    ncg_buf_printf(b, ",\"members_partial\":%s,\"members\":[",
+                   c->nrows < v->nranks ? "true" : "false");
+    for (size_t i = 0; i < c->nrows; i++) {
+        const struct trow *m = &s->row[c->r0 + i];
+        ncg_buf_printf(b,
+                       "%s{\"rank\":%u,\"global_rank\":%d,\"state\":\"%s\",\"pid\":%u,"
+                       "\"host\":\"",
+                       i ? "," : "", m->v.rank, m->v.global_rank,
+                       m->v.state == 1 ? "active" : "left", m->v.pid);
+        ncg_buf_esc(b, m->host, NCG_ESC_JSON);
+        ncg_buf_printf(b,
+                       "\",\"slots\":%" PRIu64 ",\"calls_per_s\":%.2f,\"progress_age_s\":%.3f,"
+                       "\"heartbeat_age_s\":",
+                       m->v.issued, m->rate, m->age);
+        json_num(b, m->v.heartbeat_age_s);
+        ncg_buf_printf(b, ",\"completed\":%" PRIu64 ",\"last_call_age_s\":%.3f,\"report_age_s\":",
+                       m->v.done, m->age);
+        json_num(b, m->v.heartbeat_age_s);
+        ncg_buf_printf(b, ",\"last_call\":null,\"behind\":%s}", behind(c, m) ? "true" : "false");
+    }
+    ncg_buf_add(b, "]}", 2);
+}
+
+int ncg_tree_status_render(struct ncg_tree_src *t, const struct ncg_http_query *q, uint64_t now_ns,
+                           double time_unix, struct ncg_buf *b)
+{
+    struct tsnap s;
+    if (snap_take(t, q, now_ns, &s) != 0) {
+        snap_free(&s);
+        return -ENOMEM;
+    }
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(t->r, &st);
+    status_head(b, &s, time_unix);
+    ncg_buf_add(b, "],\"communicators\":[", 19);
+    for (size_t ci = 0; ci < s.ncm; ci++)
+        status_comm(b, &s, &s.cm[ci], ci == 0);
+    ncg_buf_add(b, "],\"verdicts_total\":{", 20);
+    for (unsigned k = 1; k < NCG_V_KIND_MAX_; k++)
+        ncg_buf_printf(b, "%s\"%s\":%" PRIu64, k > 1 ? "," : "", ncg_verdict_key(k), st.by_kind[k]);
+    ncg_buf_printf(b, "},\"queries_total\":%" PRIu64 ",\"dropped_connections_total\":0}\n",
+                   st.rounds);
+    snap_free(&s);
+    return b->oom ? -ENOMEM : 0;
+}
+
+/* ---------- /metrics ---------- */
+
+static void family(struct ncg_buf *b, const char *name, const char *type, const char *help)
+{
+    ncg_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+enum {
+    F_RANKS,
+    F_ACTIVE,
+    F_VERIFIED,
+    F_LAG,
+    F_SLOWEST,
+    F_PROGRESS_AGE,
+    F_LAG_WARNING,
+    F_ISSUED_MIN,
+    F_ISSUED_MAX,
+    F_DONE_MIN,
+    F_DONE_AGE,
+    F_STUCK_WARNING
+};
+static const struct {
+    const char *name, *help;
+    int which;
+} comm_families[] = {
+    {"ncclguard_comm_ranks", "Size of the communicator.", F_RANKS},
+    {"ncclguard_comm_active_ranks", "Members registered and still active.", F_ACTIVE},
+    {"ncclguard_comm_verified_slots", "Slots proven identical on every member.", F_VERIFIED},
+    {"ncclguard_comm_lag_calls", "How many calls the slowest active member is behind the fastest.",
+     F_LAG},
+    {"ncclguard_comm_slowest_rank",
+     "Comm rank of the slowest active member while another is ahead (-1: none behind).", F_SLOWEST},
+    {"ncclguard_comm_progress_age_seconds", "Seconds since any member's call count last grew.",
+     F_PROGRESS_AGE},
+    {"ncclguard_comm_lag_warning", "1 while a LAG warning is outstanding.", F_LAG_WARNING},
+    {"ncclguard_comm_issued_min", "Fewest calls an active member issued.", F_ISSUED_MIN},
+    {"ncclguard_comm_issued_max", "Most calls an active member issued.", F_ISSUED_MAX},
+    {"ncclguard_comm_completed_min", "Fewest calls an active member completed.", F_DONE_MIN},
+    {"ncclguard_comm_completed_age_seconds",
+     "Seconds since any member's completed count last grew.", F_DONE_AGE},
+    {"ncclguard_comm_stuck_warning", "1 while a STUCK warning is outstanding.", F_STUCK_WARNING},
+};
+
+static void comm_sample(struct ncg_buf *b, const struct tcomm *c, int which)
+{
+    const struct ncg_relay_comm_view *v = &c->v;
+    int32_t slowest = v->nslow ? (int32_t)v->slow[0] : -1;
+    for (uint32_t i = 1; i < v->nslow; i++)
+        slowest = (int32_t)v->slow[i] < slowest ? (int32_t)v->slow[i] : slowest;
+    switch (which) {
+    case F_RANKS:
+        ncg_buf_printf(b, "%u\n", v->nranks);
+        break;
+    case F_ACTIVE:
+        ncg_buf_printf(b, "%u\n", v->active);
+        break;
+    case F_VERIFIED:
+        ncg_buf_printf(b, "%" PRIu64 "\n", v->verified);
+        break;
+    case F_LAG:
+        ncg_buf_printf(b, "%" PRIu64 "\n", v->issued_max - v->issued_min);
+        break;
+    case F_SLOWEST:
+        ncg_buf_printf(b, "%d\n", slowest);
+        break;
+    case F_PROGRESS_AGE:
+        ncg_buf_printf(b, "%.3f\n", v->progress_age_s);
+        break;
+    case F_LAG_WARNING:
+        ncg_buf_printf(b, "%d\n", v->lag_warned);
+        break;
+    case F_ISSUED_MIN:
+        ncg_buf_printf(b, "%" PRIu64 "\n", v->issued_min);
+        break;
+    case F_ISSUED_MAX:
+        ncg_buf_printf(b, "%" PRIu64 "\n", v->issued_max);
+        break;
+    case F_DONE_MIN:
+        ncg_buf_printf(b, "%" PRIu64 "\n", v->done_min);
+        break;
+    case F_DONE_AGE:
+        ncg_buf_printf(b, "%.3f\n", v->done_age_s);
+        break;
+    default:
+        ncg_buf_printf(b, "%d\n", v->stuck_warned);
+        break;
+    }
+}
+
+/* The flat checker's per-member families (metrics.c), for the rows: this relay's own ranks. */
+static const struct {
+    const char *name, *type, *help;
+    int which;
+} rank_families[] = {
+    {"ncclguard_rank_state", "gauge",
+     "Member state: 0 not registered yet, 1 active, 2 left (goodbye), 3 dead.", 5},
+    {"ncclguard_calls_issued_total", "counter",
+     "Collective calls the member issued on the communicator, as last reported.", 0},
+    {"ncclguard_calls_per_second", "gauge",
+     "Collective calls per second over the last window of at least one second.", 1},
+    {"ncclguard_rank_behind_calls", "gauge",
+     "How many calls the member is behind the fastest active member.", 4},
+    {"ncclguard_rank_progress_age_seconds", "gauge",
+     "Seconds since the member's call count last grew.", 3},
+    {"ncclguard_heartbeat_age_seconds", "gauge",
+     "Seconds since the member's process last reported (its heartbeat).", 2},
+};
+
+static void rank_family(struct ncg_buf *b, const struct tsnap *s, const char *name, int which)
+{
+    for (size_t ci = 0; ci < s->ncm; ci++) {
+        const struct tcomm *c = &s->cm[ci];
+        for (size_t i = 0; i < c->nrows; i++) {
+            const struct trow *m = &s->row[c->r0 + i];
+            if (which == 2 && m->v.heartbeat_age_s < 0)
+                continue;
+            ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\",rank=\"%u\"} ", name, c->v.id, m->v.rank);
+            switch (which) {
+            case 0:
+                ncg_buf_printf(b, "%" PRIu64 "\n", m->v.issued);
+                break;
+            case 1:
+                ncg_buf_printf(b, "%.3f\n", m->rate);
+                break;
+            case 2:
+                ncg_buf_printf(b, "%.3f\n", m->v.heartbeat_age_s);
+                break;
+            case 3:
+                ncg_buf_printf(b, "%.3f\n", m->age);
+                break;
+            case 4:
+                ncg_buf_printf(b, "%" PRIu64 "\n",
+                               m->v.state == 1 && c->v.issued_max > m->v.issued
+                                   ? c->v.issued_max - m->v.issued
+                                   : 0);
+                break;
+            default:
+                ncg_buf_printf(b, "%u\n", m->v.state);
+                break;
+            }
+        }
+    }
+}
+
+int ncg_tree_metrics_render(struct ncg_tree_src *t, uint64_t now_ns, struct ncg_buf *b)
+{
+    struct tsnap s;
+    if (snap_take(t, NULL, now_ns, &s) != 0) {
+        snap_free(&s);
+        return -ENOMEM;
+    }
+    const struct ncg_relay_params *p = ncg_relay_get_params(t->r);
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(t->r, &st);
+    int root = is_root(t);
+    unsigned procs = 0, nrel = 0, healthy = 0;
+    for (size_t i = 0; i < s.nc; i++) {
+        procs += !s.c[i].v.relay && s.c[i].v.authed;
+        nrel += s.c[i].v.relay && s.c[i].v.authed;
+        healthy += s.c[i].v.relay && relay_healthy(t, &s.c[i]);
+    }
+    family(b, "ncclguard_checker_info", "gauge",
+           "The checker serving this endpoint (always 1; labels say where it runs).");
+    ncg_buf_add(b, "ncclguard_checker_info{host=\"", 29);
+    ncg_buf_esc(b, p->host, NCG_ESC_PROM);
+    ncg_buf_printf(
+        b, "\",pid=\"%u\",embedded=\"%d\",global_rank=\"%d\",role=\"%s\",node=\"%u\"} 1\n", p->pid,
+        p->embedded, p->has_global_rank ? p->global_rank : -1, root ? "root" : "relay", t->node);
+    family(b, "ncclguard_processes", "gauge",
+           "Processes registered with this relay (its node's processes).");
+    ncg_buf_printf(b, "ncclguard_processes %u\n", procs);
+    family(b, "ncclguard_relays", "gauge", "Child relays connected to this relay.");
+    ncg_buf_printf(b, "ncclguard_relays %u\n", nrel);
+    family(b, "ncclguard_relays_healthy", "gauge",
+           "Child relays connected whose figures arrive in time.");
+    ncg_buf_printf(b, "ncclguard_relays_healthy %u\n", healthy);
+    family(b, "ncclguard_relays_expected", "gauge",
+           "Child relays the tree's shape gives this node.");
+    ncg_buf_printf(b, "ncclguard_relays_expected %u\n", t->children);
+    family(b, "ncclguard_relay_heartbeat_age_seconds", "gauge",
+           "Seconds since a child relay last sent its figures.");
+    for (size_t i = 0; i < s.nc; i++)
+        if (s.c[i].v.relay && s.c[i].v.authed)
+            ncg_buf_printf(b, "ncclguard_relay_heartbeat_age_seconds{node=\"%u\"} %.3f\n",
+                           s.c[i].v.node, s.c[i].v.heartbeat_age_s);
+    if (root) { /* the job-level families: at the root only (no duplicate series) */
+        family(b, "ncclguard_communicators", "gauge", "Communicators the checker compares.");
+        ncg_buf_printf(b, "ncclguard_communicators %zu\n", s.ncm);
+        family(b, "ncclguard_verdicts_total", "counter",
+               "Verdicts issued, by kind (LAG: warnings too).");
+        for (unsigned k = 1; k < NCG_V_KIND_MAX_; k++)
+            ncg_buf_printf(b, "ncclguard_verdicts_total{kind=\"%s\"} %" PRIu64 "\n",
+                           ncg_verdict_key(k), st.by_kind[k]);
+        family(b, "ncclguard_queries_total", "counter", "Comparison rounds started.");
+        ncg_buf_printf(b, "ncclguard_queries_total %" PRIu64 "\n", st.rounds);
+        for (size_t k = 0; k < sizeof comm_families / sizeof comm_families[0]; k++) {
+            family(b, comm_families[k].name, "gauge", comm_families[k].help);
+            for (size_t ci = 0; ci < s.ncm; ci++) {
+                ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\"} ", comm_families[k].name,
+                               s.cm[ci].v.id);
+                comm_sample(b, &s.cm[ci], comm_families[k].which);
+            }
+        }
+        family(b, "ncclguard_comm_verdict", "gauge",
+               "1 for the error verdict that ended checking of a communicator.");
+        for (size_t ci = 0; ci < s.ncm; ci++)
+            if (s.cm[ci].vkind && s.cm[ci].vsev == NCG_SEV_ERROR)
+                ncg_buf_printf(b, "ncclguard_comm_verdict{comm=\"%016" PRIx64 "\",kind=\"%s\"} 1\n",
+                               s.cm[ci].v.id, ncg_verdict_key((unsigned)s.cm[ci].vkind));
+    }
+    family(b, "ncclguard_rank_info", "gauge",
+           "A member of a communicator: its global rank, host and pid (always 1).");
+    for (size_t ci = 0; ci < s.ncm; ci++) {
+        const struct tcomm *c = &s.cm[ci];
+        for (size_t i = 0; i < c->nrows; i++) {
+            const struct trow *m = &s.row[c->r0 + i];
+            ncg_buf_printf(b,
+                           "ncclguard_rank_info{comm=\"%016" PRIx64
+                           "\",rank=\"%u\",global_rank=\"%d\",host=\"",
+                           c->v.id, m->v.rank, m->v.global_rank);
+            ncg_buf_esc(b, m->host, NCG_ESC_PROM);
+            ncg_buf_printf(b, "\",pid=\"%u\"} 1\n", m->v.pid);
+        }
+    }
+    for (size_t k = 0; k < sizeof rank_families / sizeof rank_families[0]; k++) {
+        family(b, rank_families[k].name, rank_families[k].type, rank_families[k].help);
+        rank_family(b, &s, rank_families[k].name, rank_families[k].which);
+    }
+    snap_free(&s);
+    return b->oom ? -ENOMEM : 0;
+}
+
+/* ---------- the source ---------- */
+
+static int src_status(void *arg, const struct ncg_http_query *q, uint64_t now_ns, double time_unix,
+                      struct ncg_buf *out)
+{
+    return ncg_tree_status_render(arg, q, now_ns, time_unix, out);
+}
+
+static int src_metrics(void *arg, uint64_t now_ns, struct ncg_buf *out)
+{
+    return ncg_tree_metrics_render(arg, now_ns, out);
+}
+
+void ncg_tree_src_init(struct ncg_tree_src *t, struct ncg_relay *r, uint32_t node,
+                       uint32_t root_node, uint32_t nnodes, uint32_t fanout,
+                       struct ncg_http_source *src)
+{
+    memset(t, 0, sizeof *t);
+    t->r = r;
+    t->node = node;
+    t->nnodes = nnodes;
+    t->fanout = fanout;
+    for (uint32_t n = 0; n < nnodes; n++) /* once: O(nodes) */
+        t->children += n != node && ncg_rhost_parent(n, root_node, nnodes, fanout) == node;
+    *src = (struct ncg_http_source){src_status, src_metrics, t, 1};
+}
+
+void ncg_tree_src_free(struct ncg_tree_src *t)
+{
+    free(t->rt);
+    t->rt = NULL;
+    t->nrt = t->caprt = 0;
+}
