@@ -13,6 +13,8 @@
 #include "completion.h"
 #include "ring.h"
 #include "shm.h"
+#include "slow.h"
+#include "straggler.h"
 #include "streamtab.h"
 #include "symbol.h"
 #include "verdict.h"
@@ -107,6 +109,26 @@ static void blocked_calls(struct ncg_lcomm *lc, struct ncg_msg_wait *w, int queu
             memcpy(e->site, cache[h].site, sizeof e->site);
         }
     }
+}
+
+/* Entry i's straggler samples since the previous REPORT (slow.h), thinned to the wire's bound the
+ * same way on every rank (straggler.h), each with its time per slot. */
+static void slow_samples(struct ncg_slow *sl, struct ncg_msg_report *r, uint32_t i, uint64_t cnt)
+{
+    struct ncg_slow_sample ss[NCG_SLOW_RING];
+    uint64_t slot[NCG_SLOW_RING];
+    size_t idx[NCG_SLOW_RING], n = 0;
+    uint32_t got = ncg_slow_read(sl, ss, NCG_SLOW_RING);
+    for (uint32_t k = 0; k < got; k++)
+        if (ss[k].slot < cnt && (!n || ss[k].slot > ss[n - 1].slot))
+            ss[n] = ss[k], slot[n++] = ss[k].slot;
+    n = ncg_sg_thin(slot, n, NCG_WIRE_MAX_SLOW, idx);
+    for (size_t k = 0; k < n; k++) {
+        const struct ncg_slow_sample *x = &ss[idx[k]];
+        r->slow[i][k] = (struct ncg_report_slow){x->slot, x->dur_us,
+                                                 x->gap ? x->period_us / x->gap : 0, x->device};
+    }
+    r->nslow[i] = (uint8_t)n;
 }
 
 /* Periodic: REPORT (heartbeat + counts), P2P records, GOODBYEs of removed comms; local RANK
@@ -208,6 +230,8 @@ void ncg_client_report(uint64_t now)
                                                      .done_hi = hi,
                                                      .flags = sampled ? NCG_REP_SAMPLED : 0};
             lc->reported = 1;
+            if (lc->c)
+                slow_samples(&lc->c->slow, r, r->n - 1, cnt);
         }
         /* WAITs: where a call's return is its completion, the calls threads are blocked in (the
          * DEADLOCK wait-for graph of threads); under asynchronous NCCL (completion from CUDA

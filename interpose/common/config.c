@@ -17,6 +17,7 @@
         .heartbeat_timeout_s = 10.0, .lag_warn_s = 60.0, .lag_abort_s = 0.0, .report_dir = ".",    \
         .shm = 1, .verbose = 0, .stacks = 1, .stuck_warn_s = 60.0, .stuck_abort_s = 0.0,           \
         .completion = NCG_COMPL_AUTO, .tree = NCG_TREE_AUTO, .fanout = 16, .exit_wait_s = 5.0,     \
+        .slow = 1, .slow_sample = 16, .slow_window = 16, .slow_share_pct = 5.0,                    \
     }
 
 struct ncg_config ncg_cfg = NCG_CONFIG_DEFAULTS;
@@ -248,6 +249,10 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
                      &action);
     cfg->action = (enum ncg_action)action;
     ncg_parse_uint(&p, "NCCLGUARD_INTERVAL_MS", 1, 60000, &cfg->interval_ms);
+    ncg_parse_bool(&p, "NCCLGUARD_SLOW", &cfg->slow);
+    ncg_parse_uint(&p, "NCCLGUARD_SLOW_SAMPLE", 1, 65536, &cfg->slow_sample);
+    ncg_parse_uint(&p, "NCCLGUARD_SLOW_WINDOW", 4, 64, &cfg->slow_window);
+    ncg_parse_num(&p, "NCCLGUARD_SLOW_SHARE_PCT", 0, 0, 1, 100, &cfg->slow_share_pct);
     ncg_parse_secs(&p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", 0.0, 1, &cfg->heartbeat_timeout_s);
     ncg_parse_secs(&p, "NCCLGUARD_LAG_WARN_S", 0.0, 1, &cfg->lag_warn_s);
     ncg_parse_secs(&p, "NCCLGUARD_LAG_ABORT_S", 0.0, 0, &cfg->lag_abort_s);

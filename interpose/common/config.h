@@ -41,6 +41,11 @@ struct ncg_config {
      * the checker holds every affected rank's exit for the slowest of them to print its part
      * and write its report (a launcher kills the rest at the first exit) */
     double exit_wait_s;
+    /* stragglers (SLOW, docs/checker.md "Stragglers") */
+    int slow;              /* NCCLGUARD_SLOW=0: no samples, no SLOW warning (default 1) */
+    uint32_t slow_sample;  /* NCCLGUARD_SLOW_SAMPLE: slots between samples on average (16) */
+    uint32_t slow_window;  /* NCCLGUARD_SLOW_WINDOW: samples one decision covers (16) */
+    double slow_share_pct; /* NCCLGUARD_SLOW_SHARE_PCT: step share lost to name a rank (5) */
 };
 
 /* NCCLGUARD_TREE values: auto = the relay tree from NCG_TREE_AUTO_RANKS ranks on, when the

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "coord_int.h"
 
 void *ncg_co_nomem(struct ncg_coord *co)
@@ -67,6 +68,11 @@ struct ncg_coord *ncg_coord_new(const struct ncg_coord_params *p, const struct n
     co->conns.size = sizeof(struct cconn);
     if (co->p.interval_ms == 0)
         co->p.interval_ms = 100;
+    if (!co->p.slow_off && !co->p.slow_window && co->p.slow_share == 0) { /* not set: the env */
+        co->p.slow_off = !ncg_cfg.slow;
+        co->p.slow_window = ncg_cfg.slow_window;
+        co->p.slow_share = ncg_cfg.slow_share_pct / 100;
+    }
     co->next_qid = 1;
     return co;
 }
@@ -76,6 +82,7 @@ static void comm_free(struct ccomm *c)
     ncg_p2pm_clear(&c->p2p);
     ncg_verdict_free(c->last);
     ncg_release_free(&c->rel);
+    free(c->slow);
     free(c->ans);
     free(c->m);
     free(c);
@@ -304,6 +311,8 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
         mb->done_hi = e->done_hi > mb->done ? e->done_hi : mb->done;
         mb->sampled = (e->flags & NCG_REP_SAMPLED) != 0;
         mb->tid = e->tid;
+        if (r->nslow[k] && !c->done && !co->p.slow_off)
+            ncg_co_slow_samples(co, c, e->rank, r->slow[k], r->nslow[k], now_ns);
     }
 }
 
@@ -561,6 +570,8 @@ void ncg_coord_tick(struct ncg_coord *co, uint64_t now_ns)
             check_lag(co, c, now_ns);
         if (!c->done)
             ncg_co_check_stuck(co, c, now_ns);
+        if (!c->done && c->slow)
+            ncg_co_slow_tick(co, c);
         if (!c->done && !c->q_active)
             ncg_co_round_start(co, c);
         if (sweep)

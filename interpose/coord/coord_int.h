@@ -14,6 +14,7 @@
 #include "p2pmatch.h"
 #include "release.h"
 #include "round.h"
+#include "straggler.h"
 #include "verdict.h"
 #include "verdicts.h"
 
@@ -36,6 +37,15 @@ struct cmember {
     uint32_t tid;       /* the thread driving the comm in that process */
     uint64_t report_ns; /* when its count was last reported */
     uint8_t how;        /* M_GONE: NCG_BYE_ABORT or NCG_BYE_VERDICT from its goodbye, else 0 */
+    uint64_t slow_last; /* 1 + the slot of its latest straggler sample taken, 0 none */
+};
+
+/* SLOW: the samples of a slot not yet received from every member (coord_slow.c). */
+#define NCG_CO_SLOW_PEND 8u
+struct cslow {
+    struct ncg_sg sg;
+    uint32_t npend;
+    struct ncg_sg_slot pend[NCG_CO_SLOW_PEND];
 };
 
 struct ccomm {
@@ -58,6 +68,7 @@ struct ccomm {
     struct ncg_answer *ans; /* [nranks * qn] */
     struct ncg_p2pm p2p;    /* records waiting for their other side */
     struct ncg_release rel; /* its error verdict's exit release (release.h) */
+    struct cslow *slow;     /* straggler state, from its first sample (coord_slow.c) */
 };
 
 struct cconn {
@@ -127,6 +138,13 @@ void ncg_co_release_mark(struct ncg_coord *co, int conn, uint64_t comm_id, int g
 void ncg_co_round_check(struct ncg_coord *co, struct ccomm *c);
 void ncg_co_round_start(struct ncg_coord *co, struct ccomm *c);
 void ncg_co_on_answer(struct ncg_coord *co, int conn, const struct ncg_msg_answer *a);
+
+/* coord_slow.c: comm rank `rank` of c reported samples (REPORT v8); a SLOW warning when the
+ * window names a rank or another one. Allocates c->slow once. */
+void ncg_co_slow_samples(struct ncg_coord *co, struct ccomm *c, uint32_t rank,
+                         const struct ncg_report_slow *s, uint32_t n, uint64_t now_ns);
+/* Tick: the named rank of c left (its episode ends). */
+void ncg_co_slow_tick(struct ncg_coord *co, struct ccomm *c);
 
 /* coord_hang.c: STUCK on c; DEADLOCK over every comm (the threads' graph, the streams'). */
 void ncg_co_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns);

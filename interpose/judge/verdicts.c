@@ -101,6 +101,32 @@ struct ncg_verdict *ncg_v_lag(const struct ncg_vcomm *c, int32_t *who, size_t n,
     return v;
 }
 
+struct ncg_verdict *ncg_v_slow(const struct ncg_vcomm *c, int32_t rank, int32_t grank, uint32_t pid,
+                               const char *host, double share, double since_s, int device)
+{
+    struct ncg_verdict *v = v_new(c, NCG_V_SLOW);
+    if (!v)
+        return NULL;
+    v->severity =
+        NCG_SEV_WARN; /* never acted upon: a straggler taxes the job, it does not end it */
+    v->slot = -1;
+    snprintf(v->subject, sizeof v->subject, "%d", rank);
+    char who[128] = "";
+    if (grank >= 0)
+        ncg_addf(who, sizeof who, "global rank %d", grank);
+    if (pid)
+        ncg_addf(who, sizeof who, "%spid %u", who[0] ? ", " : "", pid);
+    if (host && host[0])
+        ncg_addf(who, sizeof who, " on %s", host);
+    snprintf(v->detail, sizeof v->detail,
+             "they lose %.1f%% of the step waiting for it, for %.0f s; late %s%s%s%s", share * 100,
+             since_s,
+             device ? "on its GPU (its stream starts the collective late)"
+                    : "on its host (it issues the collective late)",
+             who[0] ? " (" : "", who, who[0] ? ")" : "");
+    return v;
+}
+
 int ncg_v_due(double idle, double warn_s, double abort_s, int warned)
 {
     if (abort_s > 0 && idle >= abort_s)

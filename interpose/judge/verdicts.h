@@ -48,6 +48,12 @@ struct ncg_verdict *ncg_v_exited(const struct ncg_vcomm *c, int32_t *who, size_t
 struct ncg_verdict *ncg_v_lag(const struct ncg_vcomm *c, int32_t *who, size_t n, int more, int act,
                               uint64_t mn, uint64_t mx, double idle);
 
+/* SLOW (always a warning) of comm rank `rank` (global rank grank, pid on host; pid 0 / host ""
+ * unknown): the others lose share (0..1) of the step waiting for it, for since_s seconds;
+ * device: its stream starts the collective late (else its host issues it late). */
+struct ncg_verdict *ncg_v_slow(const struct ncg_vcomm *c, int32_t rank, int32_t grank, uint32_t pid,
+                               const char *host, double share, double since_s, int device);
+
 /* Whether a LAG or STUCK is due after idle seconds without progress: 2 an error (past abort_s,
  * when set), 1 a warning (past warn_s, when set, unless warned of already), else 0. */
 int ncg_v_due(double idle, double warn_s, double abort_s, int warned);

@@ -77,15 +77,15 @@ int ncg_verdict_set_notes(struct ncg_verdict *v, const char *text)
 
 const char *ncg_verdict_name(unsigned kind)
 {
-    static const char *n[] = {"NONE", "MISMATCH", "P2P MISMATCH", "RANK DIED",   "RANK EXITED",
-                              "LAG",  "STUCK",    "DEADLOCK",     "CHECKER LOST"};
+    static const char *n[] = {"NONE", "MISMATCH", "P2P MISMATCH", "RANK DIED",    "RANK EXITED",
+                              "LAG",  "STUCK",    "DEADLOCK",     "CHECKER LOST", "SLOW"};
     return kind < NCG_V_KIND_MAX_ ? n[kind] : "?";
 }
 
 const char *ncg_verdict_key(unsigned kind)
 {
-    static const char *n[] = {"NONE", "MISMATCH", "P2P_MISMATCH", "RANK_DIED",   "RANK_EXITED",
-                              "LAG",  "STUCK",    "DEADLOCK",     "CHECKER_LOST"};
+    static const char *n[] = {"NONE", "MISMATCH", "P2P_MISMATCH", "RANK_DIED",    "RANK_EXITED",
+                              "LAG",  "STUCK",    "DEADLOCK",     "CHECKER_LOST", "SLOW"};
     return kind < NCG_V_KIND_MAX_ ? n[kind] : "?";
 }
 
@@ -395,6 +395,10 @@ char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
         break;
     case NCG_V_DEADLOCK:
         snprintf(buf + len, left, ": %s", v->detail);
+        break;
+    case NCG_V_SLOW:
+        snprintf(buf + len, left, ": rank %s is the one the others wait for: %s", v->subject,
+                 v->detail);
         break;
     default:
         break;

@@ -19,6 +19,7 @@ enum ncg_verdict_kind {
     NCG_V_STUCK = 6,        /* every member issued slot k identically, it completes nowhere */
     NCG_V_DEADLOCK = 7,     /* a cycle of ranks waiting on each other across communicators */
     NCG_V_CHECKER_LOST = 8, /* local only: a standalone checker unreachable, comms stalled */
+    NCG_V_SLOW = 9,         /* a straggler: the rank the others wait for (always a warning) */
     NCG_V_KIND_MAX_
 };
 

@@ -138,7 +138,8 @@ static int same_comm(const struct ncg_report_entry *a, const struct ncg_report_e
 /* Entry i against ref (NULL: none). -EINVAL when its completion bounds are not ordered
  * (done <= done_hi <= count), which no receiver accepts. */
 static int put_entry(struct ncg_wbuf *w, const struct ncg_report_entry *e, uint32_t i,
-                     const struct ncg_report_ref *ref)
+                     const struct ncg_report_ref *ref, uint8_t nslow,
+                     const struct ncg_report_slow *slow)
 {
     static const struct ncg_report_entry zero;
     const struct ncg_report_entry *b = &zero;
@@ -152,6 +153,13 @@ static int put_entry(struct ncg_wbuf *w, const struct ncg_report_entry *e, uint3
     mask |= e->count - e->done_hi != b->count - b->done_hi ? NCG_RE_HI : 0;
     mask |= e->tid != b->tid ? NCG_RE_TID : 0;
     mask |= e->flags != b->flags ? NCG_RE_FLAGS : 0;
+    mask |= nslow ? NCG_RE_SLOW : 0;
+    if (nslow > NCG_WIRE_MAX_SLOW)
+        return -EINVAL;
+    for (uint32_t k = 0; k < nslow; k++)
+        if (slow[k].slot >= e->count || slow[k].device > 1 ||
+            (k && slow[k].slot <= slow[k - 1].slot))
+            return -EINVAL;
     ncg_put8(w, mask);
     if (mask & NCG_RE_ID) {
         ncg_put64(w, e->comm_id);
@@ -169,18 +177,27 @@ static int put_entry(struct ncg_wbuf *w, const struct ncg_report_entry *e, uint3
         ncg_putv(w, e->tid);
     if (mask & NCG_RE_FLAGS)
         ncg_put8(w, e->flags);
+    if (mask & NCG_RE_SLOW) {
+        ncg_put8(w, nslow);
+        for (uint32_t k = 0; k < nslow; k++) {
+            ncg_putv(w, e->count - slow[k].slot);
+            ncg_putv(w, (uint64_t)slow[k].dur_us * 2 + slow[k].device);
+            ncg_putv(w, slow[k].step_us);
+        }
+    }
     return 0;
 }
 
 /* Entry i rebuilt against ref (NULL: none); -EBADMSG when it refers to an entry ref lacks or
  * its fields are out of bounds. */
 static int get_entry(struct ncg_rbuf *r, struct ncg_report_entry *e, uint32_t i,
-                     const struct ncg_report_ref *ref)
+                     const struct ncg_report_ref *ref, uint8_t *nslow, struct ncg_report_slow *slow)
 {
     static const struct ncg_report_entry zero;
     const struct ncg_report_entry *b = &zero;
     uint8_t mask = ncg_get8(r);
-    if (mask & ~(NCG_RE_ID | NCG_RE_COUNT | NCG_RE_DONE | NCG_RE_HI | NCG_RE_TID | NCG_RE_FLAGS))
+    if (mask & ~(NCG_RE_ID | NCG_RE_COUNT | NCG_RE_DONE | NCG_RE_HI | NCG_RE_TID | NCG_RE_FLAGS |
+                 NCG_RE_SLOW))
         return -EBADMSG;
     if (mask & NCG_RE_ID) {
         e->comm_id = ncg_get64(r);
@@ -206,6 +223,20 @@ static int get_entry(struct ncg_rbuf *r, struct ncg_report_entry *e, uint32_t i,
         return -EBADMSG; /* done <= done_hi <= count */
     e->done = e->count - gap;
     e->done_hi = e->count - gap_hi;
+    *nslow = mask & NCG_RE_SLOW ? ncg_get8(r) : 0;
+    if (*nslow > NCG_WIRE_MAX_SLOW || (mask & NCG_RE_SLOW && !*nslow))
+        return -EBADMSG;
+    for (uint32_t k = 0; k < *nslow; k++) {
+        uint64_t back = ncg_getv(r, UINT64_MAX), d = ncg_getv(r, 2ull * UINT32_MAX + 1);
+        slow[k].step_us = (uint32_t)ncg_getv(r, UINT32_MAX);
+        if (r->err || back == 0 || back > e->count)
+            return -EBADMSG;
+        slow[k].slot = e->count - back;
+        slow[k].dur_us = (uint32_t)(d / 2);
+        slow[k].device = (uint8_t)(d & 1);
+        if (k && slow[k].slot <= slow[k - 1].slot)
+            return -EBADMSG; /* increasing */
+    }
     if (e->flags & ~NCG_REP_SAMPLED)
         return -EBADMSG;
     if (e->nranks == 0 || e->rank >= e->nranks)
@@ -250,7 +281,8 @@ long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
             return -EINVAL;
         ncg_put16(&w, (uint16_t)m->u.report.n);
         for (i = 0; i < m->u.report.n; i++)
-            if (put_entry(&w, &m->u.report.e[i], i, ref) < 0)
+            if (put_entry(&w, &m->u.report.e[i], i, ref, m->u.report.nslow[i],
+                          m->u.report.slow[i]) < 0)
                 return -EINVAL;
         break;
     case NCG_MSG_WAIT:
@@ -392,7 +424,8 @@ long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
         if (m->u.report.n > NCG_WIRE_MAX_COMMS)
             return -EBADMSG;
         for (i = 0; i < m->u.report.n; i++)
-            if (get_entry(&r, &m->u.report.e[i], i, ref) < 0)
+            if (get_entry(&r, &m->u.report.e[i], i, ref, &m->u.report.nslow[i],
+                          m->u.report.slow[i]) < 0)
                 return -EBADMSG;
         break;
     case NCG_MSG_WAIT:

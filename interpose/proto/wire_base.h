@@ -9,10 +9,10 @@
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
 #define NCG_WIRE_VERSION                                                                           \
-    7u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT        \
+    8u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT        \
           entries (stream, launch order); 5: REPORT entries as what changed (ncg_report_ref);      \
           6: QUERY's optional representatives (the relay tree's narrowing); 7: DONE and RELEASE    \
-          (the exit release, release.h) */
+          (the exit release, release.h); 8: REPORT entries' straggler samples (NCG_RE_SLOW) */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* verdicts carry per-rank arrays: 1 MiB bounds them */
 
@@ -71,6 +71,17 @@ struct ncg_msg_welcome {
     char host[64];
 };
 
+/* v8: one straggler sample of a REPORT entry (docs/checker.md "Stragglers"): at a sampled slot,
+ * the rank's own time from issue to completion and its time per slot since its previous sample
+ * (its own clock: durations only, never a time of day). */
+#define NCG_WIRE_MAX_SLOW 4u /* samples per entry and REPORT */
+struct ncg_report_slow {
+    uint64_t slot;    /* < the entry's count */
+    uint32_t dur_us;  /* issue to completion */
+    uint32_t step_us; /* time per slot since the previous sample, 0 unknown */
+    uint8_t device;   /* 1: its stream was busy at issue (the device is late), 0: the host */
+};
+
 struct ncg_report_entry {
     uint64_t comm_id;
     uint32_t nranks;
@@ -87,6 +98,10 @@ struct ncg_report_entry {
 struct ncg_msg_report {
     uint32_t n;
     struct ncg_report_entry e[NCG_WIRE_MAX_COMMS];
+    /* v8: entry i's samples since the previous REPORT (increasing slots), beside the entries so
+     * that the delta reference (ncg_report_ref) never holds them */
+    uint8_t nslow[NCG_WIRE_MAX_COMMS];
+    struct ncg_report_slow slow[NCG_WIRE_MAX_COMMS][NCG_WIRE_MAX_SLOW];
 };
 
 /* v5: a REPORT entry carries only the fields that differ from the entry at the same position
@@ -107,6 +122,9 @@ struct ncg_report_ref {
 #define NCG_RE_HI 0x08u    /* count - done_hi */
 #define NCG_RE_TID 0x10u
 #define NCG_RE_FLAGS 0x20u
+#define NCG_RE_SLOW                                                                                \
+    0x40u /* v8: a count of samples, then each: count - slot, dur_us * 2 + device,                 \
+             step_us (never taken from the reference) */
 
 #define NCG_QUERY_RECORDS 1u /* want full records and call sites, not only digests */
 #define NCG_QUERY_REPS 4u    /* representatives a narrowing QUERY may be limited to */

@@ -188,6 +188,7 @@ static struct ncg_comm *ncg_comm_add(ncclComm_t h, uint64_t id, uint64_t parent_
     if (root_uid)
         c->root_uid = *root_uid;
     c->created_ns = ncg_now_ns();
+    c->slow_next = ncg_slow_first(id);
     c->pending = 1;
     pthread_mutex_lock(&ncg_lock);
     if (ncg_activate() < 0 || ncg_tab_insert(c) < 0) {
@@ -494,6 +495,8 @@ int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, in
         return 0;
     uint64_t now = ncg_coarse_ns(); /* the record's timestamp: coarse (clock.h) */
     int grouped = ncg_tls.group > 0;
+    if (__builtin_expect(slot >= c->slow_next, 0)) /* every member samples the same slots */
+        ncg_slow_issue(c, slot, stream, grouped);
     ncg_ring_put_fields(&s->coll[slot & (NCG_COLL_RING - 1)], slot, slot, count, next[1],
                         (uint64_t)(uintptr_t)pc, now, ncg_tid(), root, func, (uint32_t)dtype, redop,
                         grouped ? ncg_group_flags() : 0, ncg_rec_reserved(stream, grouped));

@@ -9,6 +9,7 @@
 #include "ncclguard/nccl_abi.h"
 #include "ncclguard/shm.h"
 #include "completion.h"
+#include "slow.h"
 
 struct ncg_comm {
     ncclComm_t handle;  /* the real communicator */
@@ -24,6 +25,7 @@ struct ncg_comm {
     /* Shim-private below (comm.c); the checker should not need them. */
     uint64_t seq_digest[2] __attribute__((aligned(16))); /* {next slot, digest of slots before it},
                                                              advanced together by one 16-byte CAS */
+    uint64_t slow_next;    /* the next sampled slot (slow.h), NCG_SLOW_OFF: none */
     uint64_t *p2p_send;    /* nranks counters: sends issued to each peer */
     uint64_t *p2p_recv;    /* nranks counters: receives posted from each peer */
     uint64_t split_count;  /* ncclCommSplit calls on this comm (NOCOLOR included) */
@@ -34,6 +36,7 @@ struct ncg_comm {
     int removed;           /* finalized/destroyed/aborted: the checker was told once */
     struct ncg_cev cev[2]; /* completion by CUDA events: [0] collectives, [1] p2p */
     int aborted;           /* by ncclCommAbort: named as such to the peers (RANK EXITED) */
+    struct ncg_slow slow;  /* straggler samples (slow.h) */
 };
 
 #endif

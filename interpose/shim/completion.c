@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "config.h"
 #include "log.h"
+#include "slow.h"
 
 int ncg_cmode = NCG_CMODE_RETURN;
 static struct ncg_cuda_api cuda;
@@ -27,6 +28,11 @@ void ncg_completion_set_cuda(const struct ncg_cuda_api *api, int mode)
     cuda = *api;
     probes_left = NCG_CEV_PROBES;
     __atomic_store_n(&ncg_cmode, mode, __ATOMIC_RELEASE);
+}
+
+const struct ncg_cuda_api *ncg_cuda_api_get(void)
+{
+    return &cuda;
 }
 
 int ncg_cuda_device_now(void)
@@ -54,6 +60,7 @@ static int find_cuda(struct ncg_cuda_api *a)
             .event_query = (int (*)(void *))dlsym(h, "cudaEventQuery"),
             .stream_query = (int (*)(void *))dlsym(h, "cudaStreamQuery"),
             .get_device = (int (*)(int *))dlsym(h, "cudaGetDevice"),
+            .event_elapsed = (int (*)(float *, void *, void *))dlsym(h, "cudaEventElapsedTime"),
         };
         /* the handle stays open: the runtime is in use by the process anyway */
         if (a->event_create_with_flags && a->event_record && a->event_query && a->stream_query)
@@ -294,6 +301,7 @@ void ncg_completion_poll(void)
     uint32_t n = __atomic_load_n(&cev_n, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < n; i++)
         cev_poll_one(ck_pr_load_ptr(&cev_all[i]));
+    ncg_slow_poll(); /* the timed event pairs of the straggler samples (slow.h) */
 }
 
 /* ---- groups ---- */

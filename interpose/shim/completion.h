@@ -57,8 +57,12 @@ struct ncg_cuda_api {
     int (*event_record)(void *event, void *stream);
     int (*event_query)(void *event);
     int (*stream_query)(void *stream);
-    int (*get_device)(int *device); /* optional (NULL: one device) */
+    int (*get_device)(int *device);                          /* optional (NULL: one device) */
+    int (*event_elapsed)(float *ms, void *start, void *end); /* optional (NULL: no SLOW samples
+                                                                on the stream, slow.h) */
 };
+/* The CUDA runtime functions in use (EVENTS mode); slow.c's timed events. Any thread. */
+const struct ncg_cuda_api *ncg_cuda_api_get(void);
 #define NCG_CUDA_SUCCESS 0
 #define NCG_CUDA_NOT_READY 600
 #define NCG_CUDA_EVENT_DISABLE_TIMING 0x2u
@@ -113,6 +117,9 @@ extern int ncg_cuda_late;
 /* Application thread, slow path of ncg_done_after_call: look for the runtime now. */
 void ncg_cuda_find_late(void);
 
+/* slow.c: ncg_slow_after for the sampled call in flight (ncg_tls.slow_c). Application thread. */
+void ncg_slow_after_call(void *stream);
+
 /* After the application's recorded call returned (wrappers.c): store its completion (RETURN)
  * or hand it to the event path (also the first calls with a stream while no runtime was
  * found). Hot path: two TLS loads and a store in RETURN mode. */
@@ -132,6 +139,8 @@ static inline void ncg_done_after_call(void *stream)
         ck_pr_store_64(at, ncg_tls.done_val); /* x86: a plain store orders after the record */
     else
         ncg_cev_after_call(ncg_tls.done_cev, ncg_tls.done_val, stream);
+    if (__builtin_expect(ncg_tls.slow_c != NULL, 0)) /* a sampled slot (slow.h) */
+        ncg_slow_after_call(stream);
 }
 
 #endif

@@ -28,6 +28,7 @@ struct ncg_tls {
     uint8_t last_sidx;        /* streamtab.h: index of last_stream (0: not looked up yet) */
     uint32_t order;           /* streamtab.h: launch order of this thread's latest call */
     void *last_stream;        /* the stream of this thread's latest recorded call */
+    struct ncg_comm *slow_c;  /* the comm of the call in flight when its slot is sampled (slow.h) */
 };
 
 extern __thread struct ncg_tls ncg_tls __attribute__((tls_model("initial-exec")));

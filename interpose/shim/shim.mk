@@ -109,9 +109,9 @@ $(BUILD)/bench/percall: tests/bench/percall.c $(BUILD)/bench/null/libnccl.so.2
 	    -Wl,-rpath,'$$ORIGIN/null' -lpthread
 
 # Completion by CUDA events against a mock runtime (unit test).
-$(BUILD)/tests/shim/cev_test: tests/shim/cev_test.c interpose/shim/completion.c interpose/shim/completion.h interpose/shim/streamtab.c $(NCG_LOW_A)
+$(BUILD)/tests/shim/cev_test: tests/shim/cev_test.c interpose/shim/completion.c interpose/shim/completion.h interpose/shim/slow.c interpose/shim/streamtab.c $(NCG_LOW_A)
 	@mkdir -p $(@D)
-	$(CC) $(SHIM_TEST_CFLAGS) -o $@ tests/shim/cev_test.c interpose/shim/completion.c interpose/shim/streamtab.c $(NCG_LOW) \
+	$(CC) $(SHIM_TEST_CFLAGS) -o $@ tests/shim/cev_test.c interpose/shim/completion.c interpose/shim/slow.c interpose/shim/streamtab.c $(NCG_LOW) \
 	    $(BASE_LDFLAGS) -ldl -lpthread
 TEST_BINS += $(BUILD)/tests/shim/cev_test
 

@@ -45,7 +45,12 @@ $(CHK_OUT)/failalloc.so: tests/checker/failalloc.c
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -shared -o $@ $<
 
-TEST_BINS += $(CHK_OUT)/waitfor_test
+# The straggler decision alone (SLOW).
+$(CHK_OUT)/straggler_test: tests/checker/straggler_test.c $(call ncg_a,judge)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/straggler_test.c $(call ncg_link,judge)
+
+TEST_BINS += $(CHK_OUT)/waitfor_test $(CHK_OUT)/straggler_test
 TEST_BINS += $(CHK_OUT)/unit $(CHK_OUT)/fuzz_wire $(CHK_OUT)/scen $(CHK_OUT)/rawconn \
              $(CHK_OUT)/failalloc.so
 

@@ -39,6 +39,8 @@
  * loss.item() would, and before reading a result.
  * A failed NCCL call prints "scen: rank R: <call>: <error>" and exits 3. */
 #include <dirent.h>
+#include <dlfcn.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -192,12 +194,62 @@ static void p2p_ring(ncclComm_t c, size_t n, size_t send_extra)
     CK(ncclGroupEnd());
 }
 
+/* slow: a data-parallel loop, compute then one all-reduce per step. The compute is a sleep of
+ * SCEN_STEP_MS (30) x (1 + a random 0..SCEN_JITTER_PCT% + SCEN_SLOW_PCT% (20) on SCEN_SLOW_RANK,
+ * from step SCEN_SLOW_SWITCH on SCEN_SLOW_RANK2 instead), on the host, or with SCEN_SLOW_ON=stream
+ * under asynchronous NCCL a host function of that length enqueued on the stream before the
+ * all-reduce (a kernel of given duration: the CPU CUDA runtime runs it on the stream). */
+static void sleep_fn(void *arg)
+{
+    usleep((useconds_t)(uintptr_t)arg);
+}
+
+static int scen_slow(ncclComm_t comm, int steps)
+{
+    const char *e;
+    int r1 = (e = getenv("SCEN_SLOW_RANK")) ? atoi(e) : -1;
+    int r2 = (e = getenv("SCEN_SLOW_RANK2")) ? atoi(e) : r1;
+    int sw = (e = getenv("SCEN_SLOW_SWITCH")) ? atoi(e) : steps;
+    double pct = (e = getenv("SCEN_SLOW_PCT")) ? atof(e) : 20;
+    double jit = (e = getenv("SCEN_JITTER_PCT")) ? atof(e) : 0;
+    double ms = (e = getenv("SCEN_STEP_MS")) ? atof(e) : 30;
+    int on_stream = (e = getenv("SCEN_SLOW_ON")) && !strcmp(e, "stream") && ncg_test_async();
+    typedef int (*hostfn_t)(cudaStream_t, void (*)(void *), void *);
+    hostfn_t launch = on_stream ? (hostfn_t)dlsym(RTLD_DEFAULT, "cudaLaunchHostFunc") : NULL;
+    if (on_stream && !launch) {
+        fprintf(stderr, "scen: cudaLaunchHostFunc not found\n");
+        return 1;
+    }
+    unsigned seed = 0x9e3779b9u * (unsigned)(rank + 1) ^ (unsigned)getpid();
+    for (int i = 0; i < steps; i++) {
+        int slow = rank == (i < sw ? r1 : r2);
+        double f =
+            1 + (jit > 0 ? jit / 100 * rand_r(&seed) / RAND_MAX : 0) + (slow ? pct / 100 : 0);
+        uintptr_t us = (uintptr_t)(ms * f * 1000);
+        if (launch) {
+            if (launch(ncg_test_stream(), sleep_fn, (void *)us) != 0) {
+                fprintf(stderr, "scen: cudaLaunchHostFunc failed\n");
+                return 1;
+            }
+        } else {
+            usleep((useconds_t)us);
+        }
+        allreduce(comm, 1024);
+        CK(ncg_test_sync(comm));
+    }
+    CK(ncclCommDestroy(comm));
+    if (rank == 0)
+        printf("scen: slow done\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr,
-                "usage: scen healthy|count|split|p2p|early|abort|kill|stop|lag|mallocspin|steady "
-                "[ITERS]\n");
+        fprintf(
+            stderr,
+            "usage: scen healthy|count|split|p2p|early|abort|kill|stop|lag|mallocspin|steady|slow "
+            "[ITERS]\n");
         return 2;
     }
     const char *sc = argv[1];
@@ -213,6 +265,8 @@ int main(int argc, char **argv)
         ncg_test_stream(); /* the device's runtime before the comms, as a framework sets it up
                               (the checker then decides the completion mode from the first call) */
     CK(ncclCommInitRank(&comm, world, id, rank));
+    if (!strcmp(sc, "slow"))
+        return scen_slow(comm, iters);
     int half = iters / 2;
     const char *vs = getenv("SCEN_VICTIM");
     int victim = vs ? atoi(vs) : -1;

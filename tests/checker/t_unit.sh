@@ -1,11 +1,13 @@
 # Pure parts: wire codec (incl. every truncation and corrupted frames), compact rank lists,
 # call grouping, diagnostic/report rendering, coordinator state machine, the wait-for graph
-# (DEADLOCK), the relay tree (relay_unit); wire decoder fuzzing.
+# (DEADLOCK), the straggler decision (SLOW), the relay tree (relay_unit); wire decoder fuzzing.
 set -u
 B=$NCG_BUILD/tests/checker
 [ -x "$B/unit" ] && [ -x "$B/fuzz_wire" ] || { echo "unit tests not built"; exit 77; }
 "$B/unit" || exit 1
 [ -x "$B/waitfor_test" ] && { "$B/waitfor_test" || exit 1; }
+[ -x "$B/straggler_test" ] || { echo "straggler_test not built"; exit 1; }
+"$B/straggler_test" || exit 1
 [ -x "$B/idtail_test" ] || { echo "idtail_test not built"; exit 1; }
 "$B/idtail_test" || exit 1
 [ -x "$B/local_test" ] || { echo "local_test not built"; exit 1; }

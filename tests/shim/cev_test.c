@@ -53,7 +53,7 @@ static int m_squery(void *s)
     (void)s;
     return dev >= enq ? NCG_CUDA_SUCCESS : NCG_CUDA_NOT_READY;
 }
-static const struct ncg_cuda_api mock = {m_create, m_record, m_equery, m_squery, NULL};
+static const struct ncg_cuda_api mock = {m_create, m_record, m_equery, m_squery, NULL, NULL};
 static int cur_dev;
 static int m_getdev(int *d)
 {

@@ -1,0 +1,100 @@
+/* Stragglers (SLOW): which rank of a communicator the others wait for, from per-rank durations
+ * of sampled collective slots, never from clocks of different hosts. Within one collective every
+ * member finishes at about the same moment, so a member's time inside slot k (issue to
+ * completion, on its own clock) is finish_k - arrival_i: the rank everyone waits for has the
+ * SHORTEST duration, and what the others lose at slot k is their mean duration minus it.
+ * Per sampled slot the figures merge as min, argmin, sum and count (a relay tree can merge them
+ * the same way); per communicator a window of the latest slots decides. Pure: no I/O, threads
+ * or clock (the caller passes the time); one caller at a time per state. */
+#ifndef NCG_STRAGGLER_H
+#define NCG_STRAGGLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NCG_SG_WIN_MAX 64u /* the largest window */
+
+/* Where the named rank is late (the side of its minimum). */
+enum ncg_sg_side {
+    NCG_SG_HOST = 0,   /* its host issued the call late (its stream was idle, or no stream) */
+    NCG_SG_DEVICE = 1, /* its stream was still busy when the call was issued: the GPU is late */
+};
+
+/* One sampled slot, merged over the ranks that measured it. Plain figures: mergeable. */
+struct ncg_sg_slot {
+    uint64_t slot;
+    uint32_t n;       /* ranks merged */
+    int32_t argmin;   /* comm rank with the shortest duration; -1 on a tie (nobody) */
+    uint8_t side;     /* enum ncg_sg_side of argmin */
+    uint64_t min_ns;  /* the shortest duration */
+    uint64_t sum_ns;  /* sum of the durations */
+    uint64_t step_ns; /* sum of the ranks' time per slot (their own period / slots between) */
+};
+
+/* The slot's empty accumulator (n = 0). Pure. */
+void ncg_sg_slot_init(struct ncg_sg_slot *a, uint64_t slot);
+/* Merges one rank's sample (duration, its time per slot, side) into a. Pure. */
+void ncg_sg_slot_add(struct ncg_sg_slot *a, int32_t rank, uint64_t dur_ns, uint64_t step_ns,
+                     uint8_t side);
+/* Merges b (the same slot, other ranks) into a: what a relay would do. Pure. */
+void ncg_sg_slot_merge(struct ncg_sg_slot *a, const struct ncg_sg_slot *b);
+
+struct ncg_sg_cfg {
+    uint32_t window;  /* slots decided over (1..NCG_SG_WIN_MAX; default 16) */
+    double dominance; /* share of the window's slots the rank must be the minimum of (0.7) */
+    double share_min; /* share of the step the others must lose to it (0.05) */
+};
+#define NCG_SG_CFG_DEFAULT                                                                         \
+    {                                                                                              \
+        16, 0.7, 0.05                                                                              \
+    }
+
+struct ncg_sg_ent {
+    uint64_t slot;
+    int32_t who; /* argmin, -1 none */
+    uint8_t side;
+    uint64_t loss_ns; /* mean duration - minimum: what the others lost, per rank */
+    uint64_t step_ns; /* time per slot (mean over the ranks) */
+    uint64_t t_ns;    /* when it was fed */
+};
+
+/* Per communicator. Zero it with ncg_sg_init. */
+struct ncg_sg {
+    struct ncg_sg_cfg cfg;
+    struct ncg_sg_ent win[NCG_SG_WIN_MAX];
+    uint32_t n, head; /* entries held, next position */
+    uint64_t last_slot;
+    int have_last;
+    /* the episode */
+    int32_t named; /* -1: none */
+    uint8_t side;
+    double share;
+    uint64_t since_ns;
+    uint32_t quiet; /* slots fed in a row where the rule did not hold for it */
+    int32_t ended;  /* the rank of the latest episode that ended (NCG_SG_END), -1 none */
+};
+
+enum ncg_sg_event {
+    NCG_SG_NONE = 0,
+    NCG_SG_START = 1,  /* a rank is named (none was) */
+    NCG_SG_CHANGE = 2, /* another rank, or the same rank on the other side */
+    NCG_SG_END = 3,    /* the episode of s->ended ended: the rule did not hold for a window */
+};
+
+/* Pure; no allocation. cfg NULL: the defaults; out-of-range values are clamped. */
+void ncg_sg_init(struct ncg_sg *s, const struct ncg_sg_cfg *cfg);
+/* Feeds one merged slot (fewer than 2 ranks, or a slot not after the last one fed, as a signed
+ * 64-bit distance: ignored), decided at now_ns. Returns the event (s->named, s->share,
+ * s->since_ns, s->side say what it is about). Pure; no allocation. */
+enum ncg_sg_event ncg_sg_feed(struct ncg_sg *s, const struct ncg_sg_slot *a, uint64_t now_ns);
+/* The member rank left: its episode ends (NCG_SG_END returned, s->ended), and the window
+ * forgets the slots it was the minimum of. Pure. */
+enum ncg_sg_event ncg_sg_forget(struct ncg_sg *s, int32_t rank);
+
+/* The samples a REPORT carries of those at slots[0..n) (increasing): when
+ * more than max, only those whose slot is a multiple of 2^L, the smallest L that fits, so that
+ * ranks that thin their samples keep the same slots. Writes their indices to idx; returns how
+ * many. Pure. */
+size_t ncg_sg_thin(const uint64_t *slots, size_t n, size_t max, size_t *idx);
+
+#endif
