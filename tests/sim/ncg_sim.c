@@ -864,7 +864,7 @@ static void run_proc(int wfd, int rel, int proc)
         vr_hello(&V[i]);
     }
     const uint64_t slot_ns = 5000000ull;
-    uint64_t next = T0, tick_no = 0, late = 0, lagmax = 0;
+    uint64_t next = T0, tick_no = 0;
     buckets();
     int killed = 0, w0 = 0, w1 = 0;
     struct epoll_event evs[256];
@@ -961,20 +961,12 @@ static void run_proc(int wfd, int rel, int proc)
              * each rank keeps its 10 REPORTs a second while the process keeps up on average;
              * more than an interval behind, the schedule restarts from now (reports lost,
              * reports_per_rank_per_s says it). */
-            if (next + 100000000ull < t) {
-                late++;
+            if (next + 100000000ull < t)
                 next = t + slot_ns;
-            }
-            uint64_t lag = now_ns() - t;
-            if (lag > lagmax)
-                lagmax = lag;
         }
         lq_drain();
         flush_all();
     }
-    if (getenv("SIMDBG"))
-        fprintf(stderr, "proc %d ticks %lu late %lu tickwork max %.1f ms nv %u\n", proc,
-                (unsigned long)tick_no, (unsigned long)late, lagmax / 1e6, nv);
     if (!w1)
         snapshot(&win1, 1);
     struct result res = {0};
