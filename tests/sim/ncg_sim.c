@@ -765,6 +765,42 @@ struct result {
     uint32_t fan_in;
 };
 
+/* The loop's timed actions, run at the top of each pass (at least every 5 ms: the loop's
+ * epoll_wait never waits past the next bucket): the steady window's ends and the fault. A
+ * periodic action of the root process (e.g. scraping the root's /metrics once a second) goes
+ * here, guarded by is_root_proc, with its own due time. */
+static int killed, w0, w1;
+static void timed(uint64_t t)
+{
+    if (!w0 && t >= w_start) {
+        w0 = 1;
+        snapshot(&win0, 0);
+    }
+    if (!w1 && t >= w_end) {
+        w1 = 1;
+        snapshot(&win1, 1);
+    }
+    if (!killed && t_event && t >= t_event && A.stop_relay >= 0) {
+        killed = 1;
+        int ri = relay_index((uint32_t)A.stop_relay);
+        if (ri >= 0)
+            freeze_relay(&R[ri]);
+    }
+    if (!killed && t_event && t >= t_event && (A.kill_rank >= 0 || A.kill_relay >= 0)) {
+        killed = 1;
+        int64_t kn = A.kill_relay >= 0 ? A.kill_relay : -1;
+        if (A.kill_rank >= 0 && A.kill_rank % A.per_node == 0)
+            kn = A.kill_rank / A.per_node; /* a node's first rank holds its relay */
+        if (kn >= 0) {
+            int ri = relay_index((uint32_t)kn);
+            if (ri >= 0)
+                kill_relay(&R[ri]);
+        } else {
+            kill_rank((uint32_t)A.kill_rank);
+        }
+    }
+}
+
 /* The ticks' buckets: every 5 ms one of NB buckets runs, its ranks (rank % NB) report and its
  * relays (node % NB, and the root in every bucket) tick, so each does so every 100 ms. vb / rb:
  * indexes into V / R grouped by bucket, bucket b at [off[b], off[b + 1]). */
@@ -866,39 +902,12 @@ static void run_proc(int wfd, int rel, int proc)
     const uint64_t slot_ns = 5000000ull;
     uint64_t next = T0, tick_no = 0;
     buckets();
-    int killed = 0, w0 = 0, w1 = 0;
     struct epoll_event evs[256];
     while (1) {
         uint64_t t = now_ns();
         if (t >= t_end)
             break;
-        if (!w0 && t >= w_start) {
-            w0 = 1;
-            snapshot(&win0, 0);
-        }
-        if (!w1 && t >= w_end) {
-            w1 = 1;
-            snapshot(&win1, 1);
-        }
-        if (!killed && t_event && t >= t_event && A.stop_relay >= 0) {
-            killed = 1;
-            int ri = relay_index((uint32_t)A.stop_relay);
-            if (ri >= 0)
-                freeze_relay(&R[ri]);
-        }
-        if (!killed && t_event && t >= t_event && (A.kill_rank >= 0 || A.kill_relay >= 0)) {
-            killed = 1;
-            int64_t kn = A.kill_relay >= 0 ? A.kill_relay : -1;
-            if (A.kill_rank >= 0 && A.kill_rank % A.per_node == 0)
-                kn = A.kill_rank / A.per_node; /* a node's first rank holds its relay */
-            if (kn >= 0) {
-                int ri = relay_index((uint32_t)kn);
-                if (ri >= 0)
-                    kill_relay(&R[ri]);
-            } else {
-                kill_rank((uint32_t)A.kill_rank);
-            }
-        }
+        timed(t);
         int to = t >= next ? 0 : (int)((next - t) / 1000000ull) + 1;
         int n = epoll_wait(ep, evs, 256, to);
         for (int i = 0; i < n; i++) {
