@@ -1,44 +1,64 @@
 #!/usr/bin/env bash
 # `make bench-scale`: the relay tree at N = 64, 1,024, 4,096 and 16,384 virtual ranks
-# (build/tests/ncg-sim, 8 ranks per node, fan-out 16, 100 calls/s per rank, one communicator).
-# Per N: one healthy run of BENCH_HEALTHY_S seconds (steady-state figures), BENCH_RUNS mismatch
-# runs (a different rank each run, slot 300, i.e. 3 s in), and BENCH_RUNS runs each of
-# --kill-rank, --kill-relay and --deadlock-rank (3 s in), and one --stop-relay run (a frozen
-# relay, found by a 2 s heartbeat: --heartbeat-s 2). Prints every run's JSON line into $OUT (default
-# build/bench-scale; the healthy run's with its bytes per frame type, --frames) and a table of
-# medians; no pass/fail (BENCHMARKS.md has the targets).
+# (build/tests/ncg-sim, 8 ranks per node, fan-out 16, 100 calls/s per rank, one communicator);
+# BENCH_BIG=1 adds 65,536 and 131,072 (about 12 more minutes; BENCH_SIZES chooses freely).
+# Per N: one healthy run of BENCH_HEALTHY_S seconds (BENCH_HEALTHY_BIG_S, default 60, from
+# 131,072 ranks up; steady-state figures), BENCH_RUNS mismatch runs (a random rank and slot each
+# run, within the second after the event time), and BENCH_RUNS runs each of --kill-rank (a random
+# rank), --kill-relay and --deadlock-rank (at the event time), and one --stop-relay run (a frozen
+# relay, found by a 2 s heartbeat: --heartbeat-s 2); BENCH_FAULTS limits the kinds. The event
+# time is 3 s up to 16,384 ranks and 1 s more per further 16,384 (start-up takes longer there:
+# 10 s at 131,072). BENCH_SEED seeds the random ranks and slots (default 1). Prints every run's
+# JSON line into $OUT (default build/bench-scale; the healthy run's with its bytes per frame
+# type, --frames) and a table of medians; no pass/fail (BENCHMARKS.md has the targets).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 B=${NCG_BUILD:-build}
 SIM=$B/tests/ncg-sim
 RUNS=${BENCH_RUNS:-5}
 HEALTHY=${BENCH_HEALTHY_S:-10}
-SIZES=${BENCH_SIZES:-64 1024 4096 16384}
+SIZES=${BENCH_SIZES:-64 1024 4096 16384${BENCH_BIG:+ 65536 131072}}
+FAULTS=${BENCH_FAULTS:-mismatch kill-rank kill-relay deadlock stop-relay}
+RANDOM=${BENCH_SEED:-1}
+want() { case " $FAULTS " in *" $1 "*) return 0 ;; esac; return 1; }
 OUT=${OUT_DIR:-$B/bench-scale}
 [ -x "$SIM" ] || { echo "bench-scale: $SIM not built (make)"; exit 2; }
 mkdir -p "$OUT"
 field() { sed -n "s/.*\"$1\": \([^,}]*\).*/\1/p" | tr -d '"'; }
 median() { sort -g | awk '{v[NR]=$1} END{ if (!NR) {print "-"; exit} printf "%s", (NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2 }'; }
 worst() { sort -g | tail -n 1; }
-echo "bench-scale: $(nproc) CPUs, sizes $SIZES, $RUNS runs per fault, healthy ${HEALTHY} s"
-printf '%-6s | %-9s %-9s %-9s %-9s %-9s | %-19s | %-19s | %-19s | %-13s | %s\n' N root_cpu relay_max B/rank/s net_B/r/s rss_kB "mismatch det/all" "kill-rank det/all" "kill-relay det/all" "stop(hb 2 s)" "named (ok runs)"
+echo "bench-scale: $(nproc) CPUs, sizes $SIZES, $RUNS runs per fault ($FAULTS), healthy ${HEALTHY} s, seed ${BENCH_SEED:-1}, $(git rev-parse --short HEAD 2>/dev/null)"
+printf '%-6s | %-9s %-9s %-9s %-9s %-9s %-7s %-7s | %-19s | %-19s | %-19s | %-13s | %s\n' N root_cpu relay_max B/rank/s net_B/r/s rss_kB rep/s sim_cpu "mismatch det/all" "kill-rank det/all" "kill-relay det/all" "stop(hb 2 s)" "named (ok runs)"
 for n in $SIZES; do
   f=$OUT/n$n.jsonl
   : >"$f"
-  "$SIM" --ranks "$n" --per-node 8 --seconds "$HEALTHY" --json --frames | sed 's/^{/{"run": "healthy", /' >>"$f"
+  hs=$HEALTHY; [ "$n" -ge 131072 ] && hs=${BENCH_HEALTHY_BIG_S:-60}
+  ev=3; [ "$n" -gt 16384 ] && ev=$(( 3 + (n - 16384) / 16384 ))
+  "$SIM" --ranks "$n" --per-node 8 --seconds "$hs" --json --frames | sed 's/^{/{"run": "healthy", /' >>"$f"
   nodes=$(( (n + 7) / 8 ))
+  rnd() { echo $(( (RANDOM * 32768 + RANDOM) % $1 )); } # 0 .. $1-1, up to 2^30
   for r in $(seq "$RUNS"); do
-    mr=$(( (r * 7919 + n / 3) % n ))
-    "$SIM" --ranks "$n" --per-node 8 --mismatch-rank "$mr" --json | sed "s/^{/{\"run\": \"mismatch\", \"want\": \"$mr\", /" >>"$f"
-    kr=$(( (r * 104729 + 5) % n )); [ $((kr % 8)) = 0 ] && kr=$((kr + 1))
-    "$SIM" --ranks "$n" --per-node 8 --kill-rank "$kr" --json | sed "s/^{/{\"run\": \"kill-rank\", \"want\": \"$kr\", /" >>"$f"
-    kn=$(( 1 + (r * 31 + nodes / 2) % (nodes - 1) ))
-    "$SIM" --ranks "$n" --per-node 8 --kill-relay "$kn" --json | sed "s/^{/{\"run\": \"kill-relay\", \"want\": \"$((kn * 8))\", /" >>"$f"
-    dr=$(( (r * 6007 + n / 2 + 1) % n ))
-    "$SIM" --ranks "$n" --per-node 8 --deadlock-rank "$dr" --json | sed "s/^{/{\"run\": \"deadlock\", \"want\": \"$dr\", /" >>"$f"
+    if want mismatch; then
+      mr=$(rnd "$n") ms=$(( ev * 100 + $(rnd 100) ))
+      "$SIM" --ranks "$n" --per-node 8 --mismatch-rank "$mr" --mismatch-slot "$ms" --json | sed "s/^{/{\"run\": \"mismatch\", \"want\": \"$mr\", \"slot\": $ms, /" >>"$f"
+    fi
+    if want kill-rank; then
+      kr=$(rnd "$n"); [ $((kr % 8)) = 0 ] && kr=$((kr + 1))
+      "$SIM" --ranks "$n" --per-node 8 --kill-rank "$kr" --event-s "$ev" --json | sed "s/^{/{\"run\": \"kill-rank\", \"want\": \"$kr\", /" >>"$f"
+    fi
+    if want kill-relay; then
+      kn=$(( 1 + (r * 31 + nodes / 2) % (nodes - 1) ))
+      "$SIM" --ranks "$n" --per-node 8 --kill-relay "$kn" --event-s "$ev" --json | sed "s/^{/{\"run\": \"kill-relay\", \"want\": \"$((kn * 8))\", /" >>"$f"
+    fi
+    if want deadlock; then
+      dr=$(( (r * 6007 + n / 2 + 1) % n ))
+      "$SIM" --ranks "$n" --per-node 8 --deadlock-rank "$dr" --event-s "$ev" --json | sed "s/^{/{\"run\": \"deadlock\", \"want\": \"$dr\", /" >>"$f"
+    fi
   done
-  kn=$(( 1 + (nodes / 3) % (nodes - 1) ))
-  "$SIM" --ranks "$n" --per-node 8 --stop-relay "$kn" --heartbeat-s 2 --json | sed "s/^{/{\"run\": \"stop-relay\", \"want\": \"$((kn * 8))\", /" >>"$f"
+  if want stop-relay; then
+    kn=$(( 1 + (nodes / 3) % (nodes - 1) ))
+    "$SIM" --ranks "$n" --per-node 8 --stop-relay "$kn" --heartbeat-s 2 --event-s "$ev" --json | sed "s/^{/{\"run\": \"stop-relay\", \"want\": \"$((kn * 8))\", /" >>"$f"
+  fi
   h=$(grep '"run": "healthy"' "$f")
   cell() { # kind -> "det/all"
     local d a
@@ -53,10 +73,11 @@ for n in $SIZES; do
     nt=$(echo "$line" | field notified) ex=$(echo "$line" | field expected) du=$(echo "$line" | field duplicates)
     [ "$w" = "$g" ] && [ "$nt" = "$ex" ] && [ "$du" = 0 ] && ok=$((ok + 1))
   done < <(grep -v '"run": "healthy"' "$f" | grep -v '"run": "deadlock"')
-  printf '%-6s | %-9s %-9s %-9s %-9s %-9s | %-19s | %-19s | %-19s | %-13s | %s/%s; healthy verdict: %s\n' "$n" \
+  printf '%-6s | %-9s %-9s %-9s %-9s %-9s %-7s %-7s | %-19s | %-19s | %-19s | %-13s | %s/%s; healthy verdict: %s\n' "$n" \
     "$(echo "$h" | field root_cpu_s_per_s)" "$(echo "$h" | field relay_cpu_s_per_s_max)" \
     "$(echo "$h" | field bytes_per_rank_per_s)" "$(echo "$h" | field net_bytes_per_rank_per_s)" \
-    "$(echo "$h" | field root_rss_kb)" "$(cell mismatch)" "$(cell kill-rank)" "$(cell kill-relay)" \
+    "$(echo "$h" | field root_rss_kb)" "$(echo "$h" | field reports_per_rank_per_s)" \
+    "$(echo "$h" | field sim_cpu_s_per_s)" "$(cell mismatch)" "$(cell kill-rank)" "$(cell kill-relay)" \
     "$(grep '"run": "stop-relay"' "$f" | field detect_s)/$(grep '"run": "stop-relay"' "$f" | field all_notified_s)" \
     "$ok" "$tot" "$(echo "$h" | field verdict)"
   # DEADLOCK: named when the cycle's summary names the inverted rank, every rank notified once

@@ -22,7 +22,7 @@
 #define NCG_WIRE_MAX_CALLS 8u  /* distinct calls per VERDICT */
 #define NCG_WIRE_MAX_WAITS 64u /* blocked calls per WAIT */
 #define NCG_WIRE_NOTES 4096u   /* bound of a verdict's notes, NUL included */
-#define NCG_WIRE_MAX_RANKS 65536u
+#define NCG_WIRE_MAX_RANKS (1u << 20)
 #define NCG_WIRE_STR 256u  /* bound of every string field, NUL included */
 #define NCG_WIRE_SITE 128u /* bound of a call-site string, NUL included */
 

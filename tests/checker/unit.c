@@ -362,7 +362,9 @@ static void test_report_ref(void)
         {{0x02, 0x80}, 2, 0},                                      /* cut inside a number */
         {{0x01, 0, 0, 0, 0, 0, 0, 0, 5, 0x04, 0x04}, 11, 0},       /* rank 4 of 4 */
         {{0x01, 0, 0, 0, 0, 0, 0, 0, 5, 0x00, 0x00, 0x00}, 12, 0}, /* no ranks */
-        {{0x01, 0, 0, 0, 0, 0, 0, 0, 5, 0x84, 0x80, 0x04, 0x01, 0x00}, 14, 0}, /* 65540 ranks */
+        {{0x01, 0, 0, 0, 0, 0, 0, 0, 5, 0x84, 0x80, 0x40, 0x01, 0x00}, 14, 0}, /* 2^20+4 ranks */
+        /* rank 131071 of 131072 (2^17 ranks: within NCG_WIRE_MAX_RANKS, 2^20) */
+        {{0x01, 0, 0, 0, 0, 0, 0, 0, 5, 0x80, 0x80, 0x08, 0xff, 0xff, 0x07, 0x00}, 16, 1},
         {{0x01, 0, 0, 0, 0, 0, 0, 0, 6, 0x04, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f}, 16, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

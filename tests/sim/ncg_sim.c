@@ -40,7 +40,8 @@ static struct {
     double hb_s;
     int frames;
     int64_t deadlock_rank;
-} A = {1024, 8, 1, 16, 2, 100, 10, 2, 3, -1, -1, -1, 0, 0, -1, 10, 0, -1};
+    double after_s; /* the run goes on this long after the fault */
+} A = {1024, 8, 1, 16, 2, 100, 10, 2, 3, -1, -1, -1, 0, 0, -1, 10, 0, -1, 4};
 
 static uint32_t nnodes;
 static uint64_t T0, t_event, t_end, w_start, w_end;
@@ -127,14 +128,16 @@ struct vr {                     /* a virtual rank: one client process holding on
     struct ncg_peer peer;
     uint32_t verdicts;
     uint32_t narrowed; /* QUERYs limited to representatives that reached it */
+    uint8_t dirty;     /* its socket has bytes queued, in the flush list */
+    uint64_t reports;  /* REPORTs it sent */
     uint64_t got_ns;
     uint8_t kind;
     char subject[NCG_WIRE_STR];
 };
 
 struct sconn {
-    uint8_t used, local, closing;
-    int vr; /* local: the virtual rank */
+    uint8_t used, local, closing, dirty; /* dirty: in the flush list */
+    int vr;                              /* local: the virtual rank */
     struct ncg_peer p;
 };
 
@@ -142,7 +145,7 @@ struct sr { /* a relay */
     uint32_t node, up_node;
     struct ncg_relay *r;
     int lfd;
-    uint8_t dead, up_ok, frozen;
+    uint8_t dead, up_ok, frozen, up_dirty;
     struct ncg_peer up;
     struct sconn *c;
     int nc;
@@ -162,7 +165,7 @@ static char root_summary[512];
 static int is_root_proc;
 /* The steady-state window's ends: bytes sent (all, between relays), CPU, relays' busy time. */
 struct snap {
-    uint64_t bytes, net;
+    uint64_t bytes, net, reports;
     double cpu;
     uint64_t type[2][NCG_MSG_TYPE_MAX_];
 };
@@ -207,12 +210,38 @@ static void lq_push(int to_relay, int idx, int conn, const struct ncg_msg *m,
     bytes_type[0][m->type] += (uint64_t)n;
 }
 
-/* Queues m on a socket peer, its bytes counted per type. */
-static void net_send(struct ncg_peer *p, const struct ncg_msg *m)
+/* The sockets with bytes queued, as epoll keys (ekey), and the child connections a relay
+ * dropped: the loop flushes and closes these after each batch of events instead of walking
+ * every socket of the process. */
+static uint64_t *fl, *fl_next;
+static size_t nfl, capfl, nfl_next, capfl_next;
+static uint64_t *drops;
+static size_t ndrops, capdrops;
+
+static void list_add(uint64_t **l, size_t *n, size_t *cap, uint64_t key)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 1024;
+        *l = realloc(*l, sizeof **l * *cap);
+        if (!*l) {
+            fprintf(stderr, "ncg-sim: out of memory\n");
+            _exit(2);
+        }
+    }
+    (*l)[(*n)++] = key;
+}
+
+/* Queues m on a socket peer, its bytes counted per type; key names the socket for the flush,
+ * *dirty its flag (in the flush list once). */
+static void net_send(struct ncg_peer *p, const struct ncg_msg *m, uint64_t key, uint8_t *dirty)
 {
     size_t before = p->txlen;
     if (ncg_peer_send(p, m) == 0)
         bytes_type[1][m->type] += p->txlen - before;
+    if (p->txlen && !*dirty) {
+        *dirty = 1;
+        list_add(&fl, &nfl, &capfl, key);
+    }
 }
 
 /* ---- epoll keys ---- */
@@ -273,21 +302,24 @@ static void op_send(void *arg, int conn, const struct ncg_msg *m)
     if (s->c[conn].local)
         lq_push(0, s->c[conn].vr, 0, m, NULL);
     else
-        net_send(&s->c[conn].p, m);
+        net_send(&s->c[conn].p, m, ekey(EK_CHILD, (uint32_t)(s - R), (uint32_t)conn),
+                 &s->c[conn].dirty);
 }
 
 static void op_drop(void *arg, int conn)
 {
     struct sr *s = relay_of(arg);
-    if (conn >= 0 && conn < s->nc && s->c[conn].used)
+    if (conn >= 0 && conn < s->nc && s->c[conn].used && !s->c[conn].closing) {
         s->c[conn].closing = 1;
+        list_add(&drops, &ndrops, &capdrops, ekey(EK_CHILD, (uint32_t)(s - R), (uint32_t)conn));
+    }
 }
 
 static void op_up(void *arg, const struct ncg_msg *m)
 {
     struct sr *s = relay_of(arg);
     if (s->up_ok)
-        net_send(&s->up, m);
+        net_send(&s->up, m, ekey(EK_UP, (uint32_t)(s - R), 0), &s->up_dirty);
 }
 
 static void op_event(void *arg, const char *line)
@@ -375,7 +407,7 @@ static void vr_send(struct vr *v, const struct ncg_msg *m)
     if (v->dead || v->frozen)
         return;
     if (v->sock)
-        net_send(&v->peer, m);
+        net_send(&v->peer, m, ekey(EK_VR, (uint32_t)(v - V), 0), &v->dirty);
     else
         lq_push(1, v->relay, v->conn, m, &v->peer.tref); /* the queue is its connection */
 }
@@ -390,43 +422,45 @@ static void vr_hello(struct vr *v)
     vr_send(v, &h);
 }
 
+/* The messages a virtual rank sends are built in static buffers whose unused tails stay zero:
+ * only the header and the n entries sent are written (a struct ncg_msg is 11 KB, and zeroing it
+ * per frame was the simulator's own largest cost at scale). */
 static void vr_report(struct vr *v, uint64_t t)
 {
-    static struct ncg_msg m;
-    memset(&m, 0, sizeof m);
+    static struct ncg_msg m, w;
     m.type = NCG_MSG_REPORT;
     m.u.report.n = A.comms;
     for (uint32_t c = 0; c < A.comms; c++) {
-        struct ncg_report_entry *e = &m.u.report.e[c];
-        uint64_t n = issued_at(v->rank, c, t);
-        e->comm_id = COMM0 + c;
-        e->nranks = A.ranks;
-        e->rank = v->rank;
-        e->count = e->done = e->done_hi = n;
+        uint64_t n = issued_at(v->rank, c, t), d = n;
         if (A.deadlock_rank >= 0 && t >= t_event)
-            e->done = e->done_hi = dl_slot;
-        e->global_rank = (int32_t)v->rank;
-        e->tid = v->rank;
+            d = dl_slot;
+        m.u.report.e[c] = (struct ncg_report_entry){.comm_id = COMM0 + c,
+                                                    .nranks = A.ranks,
+                                                    .rank = v->rank,
+                                                    .count = n,
+                                                    .done = d,
+                                                    .done_hi = d,
+                                                    .global_rank = (int32_t)v->rank,
+                                                    .tid = v->rank};
     }
     vr_send(v, &m);
+    v->reports++;
     if (A.deadlock_rank >= 0 && t >= t_event + 100000000ull) { /* blocked for an interval */
-        memset(&m, 0, sizeof m);
-        m.type = NCG_MSG_WAIT;
-        m.u.wait.n = 1;
-        struct ncg_wait_ent *w = &m.u.wait.w[0];
-        w->comm_id = COMM0 + ((int64_t)v->rank == A.deadlock_rank);
-        w->rank = v->rank;
-        w->tid = v->rank;
-        call_of(dl_slot, 0, &w->call);
-        snprintf(w->site, sizeof w->site, "train_step+0x5d (sim+0x115d)");
-        vr_send(v, &m);
+        w.type = NCG_MSG_WAIT;
+        w.u.wait.n = 1;
+        struct ncg_wait_ent *e = &w.u.wait.w[0];
+        *e = (struct ncg_wait_ent){.comm_id = COMM0 + ((int64_t)v->rank == A.deadlock_rank),
+                                   .rank = v->rank,
+                                   .tid = v->rank};
+        call_of(dl_slot, 0, &e->call);
+        snprintf(e->site, sizeof e->site, "train_step+0x5d (sim+0x115d)");
+        vr_send(v, &w);
     }
 }
 
 static void vr_answer(struct vr *v, const struct ncg_msg_query *q)
 {
-    static struct ncg_msg m;
-    memset(&m, 0, sizeof m);
+    static struct ncg_msg m; /* see vr_report */
     m.type = NCG_MSG_ANSWER;
     m.u.answer.comm_id = q->comm_id;
     m.u.answer.qid = q->qid;
@@ -437,6 +471,7 @@ static void vr_answer(struct vr *v, const struct ncg_msg_query *q)
     for (uint32_t k = 0; k < q->n; k++) {
         struct ncg_answer *a = &m.u.answer.a[k];
         uint64_t s = q->slot[k];
+        memset(a, 0, offsetof(struct ncg_answer, site) + 1);
         a->call.seq = s;
         if (s >= n) {
             a->status = NCG_ANS_NONE;
@@ -497,8 +532,10 @@ static void vr_reattach(struct vr *v, uint32_t dead_node)
 static void kill_relay(struct sr *s)
 {
     s->dead = 1;
-    epoll_ctl(ep, EPOLL_CTL_DEL, s->lfd, NULL);
-    close(s->lfd);
+    if (s->lfd >= 0) {
+        epoll_ctl(ep, EPOLL_CTL_DEL, s->lfd, NULL);
+        close(s->lfd);
+    }
     if (s->up_ok) {
         epoll_ctl(ep, EPOLL_CTL_DEL, s->up.fd, NULL);
         ncg_peer_close(&s->up);
@@ -523,7 +560,8 @@ static void kill_relay(struct sr *s)
 static void freeze_relay(struct sr *s)
 {
     s->frozen = 1;
-    epoll_ctl(ep, EPOLL_CTL_DEL, s->lfd, NULL);
+    if (s->lfd >= 0)
+        epoll_ctl(ep, EPOLL_CTL_DEL, s->lfd, NULL);
     if (s->up_ok)
         epoll_ctl(ep, EPOLL_CTL_DEL, s->up.fd, NULL);
     for (int i = 0; i < s->nc; i++)
@@ -620,26 +658,59 @@ static void peer_read(struct ncg_peer *p, int kind, uint32_t idx, uint32_t conn)
     }
 }
 
+/* Flushes the sockets in the flush list (a socket the kernel would not take whole stays in it)
+ * and closes the connections relays dropped. */
 static void flush_all(void)
 {
-    for (uint32_t i = 0; i < nr; i++) {
-        struct sr *s = &R[i];
-        if (s->dead || s->frozen)
-            continue;
-        if (s->up_ok && s->up.txlen && ncg_peer_flush(&s->up) < 0)
-            up_lost(s);
-        for (int c = 0; c < s->nc; c++) {
-            if (!s->c[c].used)
+    uint64_t *l = fl;
+    size_t n = nfl;
+    fl = fl_next, nfl = nfl_next, fl_next = l, nfl_next = 0; /* sends from here go to fl */
+    size_t cap = capfl;
+    capfl = capfl_next, capfl_next = cap;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = l[i];
+        int kind = (int)(k >> 56);
+        uint32_t idx = (uint32_t)((k >> 24) & 0xffffffffu), conn = (uint32_t)(k & 0xffffffu);
+        struct ncg_peer *p;
+        uint8_t *flag;
+        if (kind == EK_VR) {
+            p = &V[idx].peer, flag = &V[idx].dirty;
+        } else {
+            struct sr *s = &R[idx];
+            if (kind == EK_UP)
+                p = &s->up, flag = &s->up_dirty;
+            else if (conn < (uint32_t)s->nc && s->c[conn].used && !s->c[conn].local)
+                p = &s->c[conn].p, flag = &s->c[conn].dirty;
+            else
                 continue;
-            if (!s->c[c].local && s->c[c].p.txlen)
-                ncg_peer_flush(&s->c[c].p);
-            if (s->c[c].closing)
-                child_close(s, c, 0);
+            if (s->dead || s->frozen)
+                continue; /* nothing of it runs any more */
+        }
+        if (!*flag)
+            continue; /* an entry for a connection since closed */
+        *flag = 0;
+        if (p->fd < 0 || !p->txlen)
+            continue;
+        int rc = ncg_peer_flush(p);
+        if (kind == EK_UP && rc < 0)
+            up_lost(&R[idx]);
+        else if (p->fd >= 0 && p->txlen && !*flag) { /* the kernel took part: again next time */
+            *flag = 1;
+            list_add(&fl, &nfl, &capfl, k);
         }
     }
-    for (uint32_t i = 0; i < nv; i++)
-        if (V[i].sock && V[i].peer.txlen)
-            ncg_peer_flush(&V[i].peer);
+    nfl_next = 0;
+    for (size_t i = 0; i < ndrops; i++) {
+        uint64_t k = drops[i];
+        struct sr *s = &R[(k >> 24) & 0xffffffffu];
+        int c = (int)(k & 0xffffffu);
+        if (s->dead || s->frozen || c >= s->nc || !s->c[c].used || !s->c[c].closing)
+            continue;
+        if (!s->c[c].local && s->c[c].p.txlen)
+            ncg_peer_flush(&s->c[c].p);
+        child_close(s, c, 0);
+    }
+    ndrops = 0;
 }
 
 static uint64_t sock_bytes(void)
@@ -667,6 +738,9 @@ static void snapshot(struct snap *w, int end)
 {
     w->net = sock_bytes();
     w->bytes = bytes_local + w->net;
+    w->reports = 0;
+    for (uint32_t i = 0; i < nv; i++)
+        w->reports += V[i].reports;
     w->cpu = cpu_s();
     memcpy(w->type, bytes_type, sizeof w->type);
     for (uint32_t i = 0; i < nr; i++)
@@ -684,12 +758,75 @@ struct result {
     char summary[512];
     double relay_busy_max;
     uint32_t relay_busy_node;
-    uint64_t bytes_win, net_win;
+    uint64_t bytes_win, net_win, reports_win;
     uint64_t type_win[2][NCG_MSG_TYPE_MAX_];
     double cpu_win;
     long rss_kb;
     uint32_t fan_in;
 };
+
+/* The loop's timed actions, run at the top of each pass (at least every 5 ms: the loop's
+ * epoll_wait never waits past the next bucket): the steady window's ends and the fault. A
+ * periodic action of the root process (e.g. scraping the root's /metrics once a second) goes
+ * here, guarded by is_root_proc, with its own due time. */
+static int killed, w0, w1;
+static void timed(uint64_t t)
+{
+    if (!w0 && t >= w_start) {
+        w0 = 1;
+        snapshot(&win0, 0);
+    }
+    if (!w1 && t >= w_end) {
+        w1 = 1;
+        snapshot(&win1, 1);
+    }
+    if (!killed && t_event && t >= t_event && A.stop_relay >= 0) {
+        killed = 1;
+        int ri = relay_index((uint32_t)A.stop_relay);
+        if (ri >= 0)
+            freeze_relay(&R[ri]);
+    }
+    if (!killed && t_event && t >= t_event && (A.kill_rank >= 0 || A.kill_relay >= 0)) {
+        killed = 1;
+        int64_t kn = A.kill_relay >= 0 ? A.kill_relay : -1;
+        if (A.kill_rank >= 0 && A.kill_rank % A.per_node == 0)
+            kn = A.kill_rank / A.per_node; /* a node's first rank holds its relay */
+        if (kn >= 0) {
+            int ri = relay_index((uint32_t)kn);
+            if (ri >= 0)
+                kill_relay(&R[ri]);
+        } else {
+            kill_rank((uint32_t)A.kill_rank);
+        }
+    }
+}
+
+/* The ticks' buckets: every 5 ms one of NB buckets runs, its ranks (rank % NB) report and its
+ * relays (node % NB, and the root in every bucket) tick, so each does so every 100 ms. vb / rb:
+ * indexes into V / R grouped by bucket, bucket b at [off[b], off[b + 1]). */
+#define NB 20u
+static uint32_t *vb, *rb, vb_off[NB + 1], rb_off[NB + 1];
+
+static void bucket_fill(uint32_t n, uint32_t **ix, uint32_t *off, int relays)
+{
+    *ix = malloc(sizeof **ix * (n + NB)); /* the root relay is in every bucket */
+    memset(off, 0, sizeof *off * (NB + 1));
+    for (uint32_t b = 0, k = 0; b < NB; b++) {
+        off[b] = k;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t key = relays ? R[i].node : V[i].rank;
+            if ((relays && key == 0) || key % NB == b)
+                (*ix)[k++] = i;
+        }
+        off[b + 1] = k;
+    }
+}
+
+static void buckets(void)
+{
+    bucket_fill(nv, &vb, vb_off, 0);
+    bucket_fill(nr, &rb, rb_off, 1);
+}
 
 static void run_proc(int wfd, int rel, int proc)
 {
@@ -699,6 +836,11 @@ static void run_proc(int wfd, int rel, int proc)
     /* this process's nodes */
     R = calloc(nnodes, sizeof *R);
     V = calloc(A.ranks, sizeof *V);
+    /* Only a relay some node links to listens: its children, and (a relay or a rank whose
+     * relay died) reattaching ones, which go to the dead relay's parent, a parent too. */
+    uint8_t *has_kids = calloc(nnodes, 1);
+    for (uint32_t n = 1; n < nnodes; n++)
+        has_kids[parent_of(n)] = 1;
     for (uint32_t n = 0; n < nnodes; n++) {
         int mine = proc == 0 ? n == 0 : n != 0 && (n - 1) % A.workers == (uint32_t)(proc - 1);
         if (!mine)
@@ -719,15 +861,18 @@ static void run_proc(int wfd, int rel, int proc)
         snprintf(p.host, sizeof p.host, "n%u", n);
         struct ncg_relay_ops ops = {op_send, op_drop, op_up, op_event, (void *)(uintptr_t)nr};
         s->r = ncg_relay_new(&p, &ops);
-        struct sockaddr_un a;
-        socklen_t len;
-        sock_name(n, &a, &len);
-        s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (bind(s->lfd, (struct sockaddr *)&a, len) < 0 || listen(s->lfd, 512) < 0) {
-            perror("ncg-sim: bind/listen");
-            _exit(2);
+        s->lfd = -1;
+        if (has_kids[n]) { /* a leaf's listener would never be connected to: no fd for it */
+            struct sockaddr_un a;
+            socklen_t len;
+            sock_name(n, &a, &len);
+            s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+            if (bind(s->lfd, (struct sockaddr *)&a, len) < 0 || listen(s->lfd, 512) < 0) {
+                perror("ncg-sim: bind/listen");
+                _exit(2);
+            }
+            ep_add(s->lfd, ekey(EK_LISTEN, nr, 0));
         }
-        ep_add(s->lfd, ekey(EK_LISTEN, nr, 0));
         for (uint32_t k = 0; k < A.per_node; k++) {
             uint32_t rank = n * A.per_node + k;
             if (rank >= A.ranks)
@@ -744,6 +889,7 @@ static void run_proc(int wfd, int rel, int proc)
         }
         nr++;
     }
+    free(has_kids);
     while (now_ns() < T0)
         usleep(1000);
     for (uint32_t i = 0; i < nr; i++)
@@ -753,41 +899,15 @@ static void run_proc(int wfd, int rel, int proc)
         V[i].rx_ns = now_ns();
         vr_hello(&V[i]);
     }
-    const uint64_t slot_ns = 5000000ull, iv = 100000000ull;
+    const uint64_t slot_ns = 5000000ull;
     uint64_t next = T0, tick_no = 0;
-    int killed = 0, w0 = 0, w1 = 0;
+    buckets();
     struct epoll_event evs[256];
     while (1) {
         uint64_t t = now_ns();
         if (t >= t_end)
             break;
-        if (!w0 && t >= w_start) {
-            w0 = 1;
-            snapshot(&win0, 0);
-        }
-        if (!w1 && t >= w_end) {
-            w1 = 1;
-            snapshot(&win1, 1);
-        }
-        if (!killed && t_event && t >= t_event && A.stop_relay >= 0) {
-            killed = 1;
-            int ri = relay_index((uint32_t)A.stop_relay);
-            if (ri >= 0)
-                freeze_relay(&R[ri]);
-        }
-        if (!killed && t_event && t >= t_event && (A.kill_rank >= 0 || A.kill_relay >= 0)) {
-            killed = 1;
-            int64_t kn = A.kill_relay >= 0 ? A.kill_relay : -1;
-            if (A.kill_rank >= 0 && A.kill_rank % A.per_node == 0)
-                kn = A.kill_rank / A.per_node; /* a node's first rank holds its relay */
-            if (kn >= 0) {
-                int ri = relay_index((uint32_t)kn);
-                if (ri >= 0)
-                    kill_relay(&R[ri]);
-            } else {
-                kill_rank((uint32_t)A.kill_rank);
-            }
-        }
+        timed(t);
         int to = t >= next ? 0 : (int)((next - t) / 1000000ull) + 1;
         int n = epoll_wait(ep, evs, 256, to);
         for (int i = 0; i < n; i++) {
@@ -819,11 +939,11 @@ static void run_proc(int wfd, int rel, int proc)
             lq_drain();
         }
         t = now_ns();
-        if (t >= next) { /* one of 20 buckets: each rank reports, each relay ticks, every 100 ms */
-            uint32_t b = (uint32_t)(tick_no % (iv / slot_ns));
-            for (uint32_t i = 0; i < nv; i++) {
-                struct vr *v = &V[i];
-                if (v->dead || v->frozen || (v->rank % (iv / slot_ns)) != b)
+        if (t >= next) { /* one of NB buckets: each rank reports, each relay ticks, every 100 ms */
+            uint32_t b = (uint32_t)(tick_no % NB);
+            for (uint32_t j = vb_off[b]; j < vb_off[b + 1]; j++) {
+                struct vr *v = &V[vb[j]];
+                if (v->dead || v->frozen)
                     continue;
                 if (v->rx_ns && t - v->rx_ns > (uint64_t)(A.hb_s * 1e9) && v->at) {
                     if (v->sock) { /* silent checker: one level up */
@@ -835,18 +955,22 @@ static void run_proc(int wfd, int rel, int proc)
                 }
                 vr_report(v, t);
             }
-            for (uint32_t i = 0; i < nr; i++) {
-                struct sr *s = &R[i];
+            for (uint32_t j = rb_off[b]; j < rb_off[b + 1]; j++) {
+                struct sr *s = &R[rb[j]];
                 if (s->dead || s->frozen)
                     continue;
-                if (s->node == 0 || s->node % (iv / slot_ns) == b) /* the root: every 5 ms */
+                if (s->node == 0 || s->node % NB == b) /* the root: every 5 ms */
                     BUSY(s, ncg_relay_tick(s->r, t));
                 if (ncg_relay_parent_silent(s->r, t) && s->up_ok)
                     up_lost(s);
             }
             tick_no++;
             next += slot_ns;
-            if (next < t)
+            /* Late buckets run at once, one per pass of the loop (the events between them):
+             * each rank keeps its 10 REPORTs a second while the process keeps up on average;
+             * more than an interval behind, the schedule restarts from now (reports lost,
+             * reports_per_rank_per_s says it). */
+            if (next + 100000000ull < t)
                 next = t + slot_ns;
         }
         lq_drain();
@@ -891,6 +1015,7 @@ static void run_proc(int wfd, int rel, int proc)
     }
     res.bytes_win = win1.bytes - win0.bytes;
     res.net_win = win1.net - win0.net;
+    res.reports_win = win1.reports - win0.reports;
     for (int d = 0; d < 2; d++)
         for (int t = 0; t < NCG_MSG_TYPE_MAX_; t++)
             res.type_win[d][t] = win1.type[d][t] - win0.type[d][t];
@@ -922,7 +1047,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: ncg-sim --ranks N --per-node K [--comms C] [--rate CALLS_PER_S] [--seconds T]\n"
             "               [--fanout F] [--workers W] [--heartbeat-s H] [--stop-relay NODE]\n"
-            "               [--frames]\n"
+            "               [--frames] [--event-s S (3)] [--after-s S (4)]\n"
             "               [--mismatch-rank R --mismatch-slot S | --kill-rank R | --kill-relay "
             "NODE |\n"
             "                --deadlock-rank R] --json\n");
@@ -962,6 +1087,10 @@ int main(int argc, char **argv)
             A.stop_relay = atol(v);
         else if (OPT("--deadlock-rank"))
             A.deadlock_rank = atol(v);
+        else if (OPT("--event-s"))
+            A.event_s = atof(v);
+        else if (OPT("--after-s"))
+            A.after_s = atof(v);
         else if (OPT("--heartbeat-s"))
             A.hb_s = atof(v);
         else if (!strcmp(a, "--json"))
@@ -973,7 +1102,8 @@ int main(int argc, char **argv)
 #undef OPT
     }
     if (A.ranks < 2 || A.ranks > NCG_WIRE_MAX_RANKS || !A.per_node || !A.comms ||
-        A.comms > NCG_WIRE_MAX_COMMS || A.fanout < 2 || !A.workers || A.rate <= 0)
+        A.comms > NCG_WIRE_MAX_COMMS || A.fanout < 2 || !A.workers || A.rate <= 0 ||
+        A.event_s < A.warm_s || A.after_s < 1)
         usage();
     nnodes = (A.ranks + A.per_node - 1) / A.per_node;
     if (A.workers > nnodes - 1 && nnodes > 1)
@@ -998,10 +1128,24 @@ int main(int argc, char **argv)
         A.seconds = 0;
     chains_init();
     driver = getpid();
+    /* File descriptors: a worker holds about two per relay (its link up, its end of a child's
+     * link) plus the listeners of relays with children; raise the hard limit where allowed
+     * (root), else take the soft limit up to it. */
     struct rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);
+    rlim_t want = 2 * (rlim_t)nnodes / (A.workers ? A.workers : 1) + nnodes / A.fanout + 1024;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want) {
+        struct rlimit up = {want, want};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+            rl = up;
+    }
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
+        fprintf(stderr,
+                "ncg-sim: %lu file descriptors may be too few for %u relays in %u workers "
+                "(ulimit -n; or more --workers)\n",
+                (unsigned long)rl.rlim_cur, nnodes, A.workers);
     T0 = now_ns() + 300000000ull + (uint64_t)nnodes * 20000ull;
     w_start = T0 + (uint64_t)(A.warm_s * 1e9);
     if (A.mismatch_rank >= 0)
@@ -1011,8 +1155,8 @@ int main(int argc, char **argv)
     dl_slot = count_at(t_event);
     if (faults) {
         w_end = t_event > w_start + 500000000ull ? t_event : w_start + 500000000ull;
-        t_end = t_event + 4000000000ull; /* the targets are 2 and 3 s */
-        if (A.stop_relay >= 0)           /* found by the heartbeat */
+        t_end = t_event + (uint64_t)(A.after_s * 1e9); /* the targets are 2 and 3 s */
+        if (A.stop_relay >= 0)                         /* found by the heartbeat */
             t_end += (uint64_t)(A.hb_s * 1e9);
         if (A.seconds > 0 && T0 + (uint64_t)(A.seconds * 1e9) > t_end)
             t_end = T0 + (uint64_t)(A.seconds * 1e9);
@@ -1058,6 +1202,8 @@ int main(int argc, char **argv)
         tot.wrong += r.wrong;
         tot.bytes_win += r.bytes_win;
         tot.net_win += r.net_win;
+        tot.reports_win += r.reports_win;
+        tot.cpu_win += r.cpu_win;
         for (int d = 0; d < 2; d++)
             for (int t = 0; t < NCG_MSG_TYPE_MAX_; t++)
                 tot.type_win[d][t] += r.type_win[d][t];
@@ -1093,9 +1239,13 @@ int main(int argc, char **argv)
     char verdict[40] = "null";
     if (tot.notified)
         snprintf(verdict, sizeof verdict, "\"%s\"", ncg_verdict_key(tot.kind));
-    uint32_t depth = 0;
-    for (uint32_t n = nnodes - 1; n; n = parent_of(n))
-        depth++;
+    uint32_t depth = 0; /* the deepest node's levels below the root */
+    for (uint32_t m = 1; m < nnodes; m++) {
+        uint32_t d = 0;
+        for (uint32_t n = m; n; n = parent_of(n))
+            d++;
+        depth = d > depth ? d : depth;
+    }
     printf("{\"ranks\": %u, \"per_node\": %u, \"comms\": %u, \"rate\": %.0f, \"nodes\": %u, "
            "\"fanout\": %u, \"depth\": %u, \"processes\": %d, \"verdict\": %s, "
            "\"named_ranks\": %s%s%s, \"detect_s\": %s, \"all_notified_s\": %s, "
@@ -1104,6 +1254,7 @@ int main(int argc, char **argv)
            ", \"verified_slots\": %" PRIu64 ", \"issued_slots\": %" PRIu64
            ", \"root_cpu_s_per_s\": %.4f, \"root_relay_busy_s_per_s\": %.4f, "
            "\"relay_cpu_s_per_s_max\": %.4f, \"relay_max_node\": %u, "
+           "\"reports_per_rank_per_s\": %.2f, \"sim_cpu_s_per_s\": %.3f, "
            "\"bytes_per_rank_per_s\": %.1f, \"net_bytes_per_rank_per_s\": %.1f, \"root_rss_kb\": "
            "%ld, \"fan_in\": %u, \"root_rounds\": %" PRIu64 ", \"root_narrowing_rounds\": %" PRIu64
            ", \"narrowed_ranks\": %" PRIu64 ", "
@@ -1112,9 +1263,10 @@ int main(int argc, char **argv)
            tot.notified ? "\"" : "", tot.notified ? tot.subject : "null", tot.notified ? "\"" : "",
            detect, alln, tot.notified, tot.expected, tot.dups, tot.wrong, root.root_verdicts,
            root.verified, count_at(t_end) * A.comms, root.cpu_win / win, root.relay_busy_max,
-           relay_max, relay_max_node, (double)tot.bytes_win / A.ranks / win,
-           (double)tot.net_win / A.ranks / win, root.rss_kb, root.fan_in, root.root_rounds,
-           root.root_narrowed, tot.narrowed_ranks, win, root.summary);
+           relay_max, relay_max_node, (double)tot.reports_win / A.ranks / win, tot.cpu_win / win,
+           (double)tot.bytes_win / A.ranks / win, (double)tot.net_win / A.ranks / win, root.rss_kb,
+           root.fan_in, root.root_rounds, root.root_narrowed, tot.narrowed_ranks, win,
+           root.summary);
     if (A.frames) { /* per frame type: [node-local, between relays] bytes per rank and second */
         static const char *const name[NCG_MSG_TYPE_MAX_] = {
             "?",        "HELLO",  "WELCOME",  "REPORT", "QUERY",  "ANSWER", "P2P",     "GOODBYE",
