@@ -264,8 +264,8 @@ int ncg_figset_from_arrays(struct ncg_figset *s, const int64_t *counts, const in
     return 0;
 }
 
-int ncg_figruns_to_arrays(const struct ncg_figrun *r, uint32_t n, int64_t *counts,
-                          int32_t *members, uint32_t nranks)
+int ncg_figruns_to_arrays(const struct ncg_figrun *r, uint32_t n, int64_t *counts, int32_t *members,
+                          uint32_t nranks)
 {
     int coarse = 0;
     for (uint32_t i = 0; i < nranks; i++) {
@@ -462,8 +462,8 @@ int ncg_figruns_get(struct ncg_rbuf *rb, struct ncg_figset *s, uint32_t max, uin
             x.gstride = (int32_t)(int64_t)((z >> 1) ^ (~(z & 1) + 1));
         }
         if (rb->err || lo + len > nranks || x.state > NCG_FIG_DEAD ||
-            x.flags > (NCG_FIG_COARSE | NCG_FIG_PARTIAL) ||
-            (x.flags == NCG_FIG_PARTIAL) || (x.count < 0 && x.count_hi != x.count))
+            x.flags > (NCG_FIG_COARSE | NCG_FIG_PARTIAL) || (x.flags == NCG_FIG_PARTIAL) ||
+            (x.count < 0 && x.count_hi != x.count))
             goto bad;
         x.lo = (uint32_t)lo;
         x.n = (uint32_t)len;

@@ -37,8 +37,7 @@ static int wire_trip(const struct ncg_figset *s, struct ncg_figset *d, uint32_t 
 }
 
 /* Arrays -> runs -> wire -> runs -> arrays: the same arrays. */
-static void exact_trip(const int64_t *counts, const int32_t *members, uint32_t n,
-                       uint32_t *nruns)
+static void exact_trip(const int64_t *counts, const int32_t *members, uint32_t n, uint32_t *nruns)
 {
     struct ncg_figset s = {0}, d = {0};
     int64_t *c2 = malloc(sizeof *c2 * n);
@@ -180,8 +179,7 @@ static void test_merge_and_text(void)
         CHECK(ncg_figset_add_rank(&s, i, 101, 101, (int32_t)i, NCG_FIG_ACTIVE) == 0);
     CHECK(s.n == 1);
     for (uint32_t i = 0; i < 8; i++)
-        CHECK(ncg_figset_add_rank(&s, i, i == 5 ? 100 : 101, 101, (int32_t)i, NCG_FIG_ACTIVE) ==
-              0);
+        CHECK(ncg_figset_add_rank(&s, i, i == 5 ? 100 : 101, 101, (int32_t)i, NCG_FIG_ACTIVE) == 0);
     /* rank 5 again, stale and unknown state: the known one stays */
     CHECK(ncg_figset_add_rank(&s, 5, 7, -1, -1, NCG_FIG_UNKNOWN) == 0);
     ncg_figset_normalize(&s);
