@@ -417,6 +417,38 @@ char *ncg_figruns_counts_text(const struct ncg_figrun *r, uint32_t n, uint32_t n
 
 /* ---- wire ---- */
 
+static size_t vlen(uint64_t v)
+{
+    size_t n = 1;
+    while (v >>= 7)
+        n++;
+    return n;
+}
+
+size_t ncg_figruns_size(const struct ncg_figrun *r, uint32_t n)
+{
+    size_t len = vlen(n);
+    uint64_t end = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct ncg_figrun *x = &r[i];
+        len += vlen(x->lo - end) + vlen(x->n - 1) + 1 + vlen((uint64_t)(x->count + 1)) +
+               vlen((uint64_t)(x->done + 1)) + vlen((uint64_t)((int64_t)x->glo + 1));
+        if (x->flags & NCG_FIG_COARSE)
+            len += vlen((uint64_t)(x->count_hi - x->count));
+        if (x->glo >= 0 && x->n > 1)
+            len += vlen(((uint64_t)(int64_t)x->gstride << 1) ^ (uint64_t)(x->gstride >> 31));
+        end = (uint64_t)x->lo + x->n;
+    }
+    return len;
+}
+
+void ncg_figset_fit(struct ncg_figset *s, uint32_t max, size_t bytes)
+{
+    ncg_figset_coarsen(s, max);
+    while (s->n > 1 && ncg_figruns_size(s->r, s->n) > bytes)
+        ncg_figset_coarsen(s, s->n / 2);
+}
+
 void ncg_figruns_put(struct ncg_wbuf *w, const struct ncg_figrun *r, uint32_t n)
 {
     uint64_t end = 0;

@@ -13,6 +13,10 @@
 #define NCG_FIG_MAX_RUNS 512u       /* runs per RFIGA frame (a subtree's answer) */
 #define NCG_FIG_VERDICT_RUNS 16384u /* runs per verdict payload (about 40 B each, within 1 MiB) */
 
+/* Bytes a relay frame may take on a peer's channel (net/channel.c reserves 16 KiB for each
+ * relay frame but RANSWER): an RFIGA's runs, and an RVERDICT's, are fitted to it. */
+#define NCG_FIG_FRAME_BYTES 16384u
+
 enum ncg_fig_state { NCG_FIG_UNKNOWN = 0, NCG_FIG_ACTIVE = 1, NCG_FIG_GONE = 2, NCG_FIG_DEAD = 3 };
 #define NCG_FIG_COARSE 1u  /* merged past the bound: count..count_hi bound each rank's count */
 #define NCG_FIG_PARTIAL 2u /* coarse over a gap: some of its ranks' figures are unknown */
@@ -51,6 +55,11 @@ void ncg_figset_clip(struct ncg_figset *s, uint32_t lo, uint32_t hi);
 /* Normalized s at most max runs (max >= 1): adjacent runs merge, the closest counts first,
  * into NCG_FIG_COARSE runs whose range holds each rank's count. No allocation. */
 void ncg_figset_coarsen(struct ncg_figset *s, uint32_t max);
+/* Bytes ncg_figruns_put writes for these runs. No allocation. */
+size_t ncg_figruns_size(const struct ncg_figrun *r, uint32_t n);
+/* Normalized s coarsened to at most max runs and, halving that bound as needed, to an encoding
+ * of at most bytes (at least one run always fits: bytes >= 64). No allocation. */
+void ncg_figset_fit(struct ncg_figset *s, uint32_t max, size_t bytes);
 /* Runs from per-rank arrays (counts -1 / members -1: unknown; a rank with both unknown is
  * left out); s is emptied first. members may be NULL. */
 int ncg_figset_from_arrays(struct ncg_figset *s, const int64_t *counts, const int32_t *members,

@@ -209,6 +209,26 @@ static void test_merge_and_text(void)
     ncg_figset_free(&s);
 }
 
+/* Fitted to a byte budget: the encoding fits, every true count still within its run's range. */
+static void test_fit(void)
+{
+    struct ncg_figset s = {0};
+    int64_t c[8192];
+    for (uint32_t i = 0; i < 8192; i++) {
+        c[i] = ((int64_t)1 << 40) + rand() % 1000;
+        CHECK(ncg_figset_add_rank(&s, i, c[i], c[i] - 1, (int32_t)i * 3, NCG_FIG_ACTIVE) == 0);
+    }
+    ncg_figset_fit(&s, 512, 4000);
+    CHECK(s.n <= 512 && s.n > 1 && ncg_figruns_size(s.r, s.n) <= 4000);
+    struct ncg_wbuf w = {wbuf, sizeof wbuf, 0, 0};
+    ncg_figruns_put(&w, s.r, s.n);
+    CHECK(w.len == ncg_figruns_size(s.r, s.n));
+    for (uint32_t j = 0; j < s.n; j++)
+        for (uint32_t i = 0; i < s.r[j].n; i++)
+            CHECK(s.r[j].count <= c[s.r[j].lo + i] && c[s.r[j].lo + i] <= s.r[j].count_hi);
+    ncg_figset_free(&s);
+}
+
 /* Bad encodings are refused: a run past nranks, an unknown state, runs overlapping. */
 static void test_bad(void)
 {
@@ -240,6 +260,7 @@ int main(void)
     test_coarsen();
     test_edges();
     test_merge_and_text();
+    test_fit();
     test_bad();
     if (failures) {
         fprintf(stderr, "figruns_test: %d failures\n", failures);
