@@ -30,7 +30,7 @@ struct ncg_relay_params {
     uint32_t pid;  /* of the relay's process: the clients with this pid are its own ranks */
     char host[64];
     uint8_t embedded; /* WELCOME says so: the relay runs inside a rank (its death is theirs) */
-    /* 1: clients get a plain VERDICT (per-rank arrays, counts unknown), as
+    /* 1: clients get a plain VERDICT (per-rank arrays, from the gather's runs), as
      * interpose/agent/client.c expects; 0: RVERDICT (the simulator's virtual ranks read it,
      * saving 12 B x ranks each) */
     uint8_t client_verdicts;

@@ -177,7 +177,7 @@ void ncg_rl_ranges_union(struct ncg_rgroup *d, const struct ncg_rgroup *s);
 /* The root's verdict v on c goes out now (takes v): kept (an error), sent down the tree, the
  * exit release begun. Called by the gather (relay_figs.c) with v's figures filled. */
 void ncg_rl_verdict_send_now(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v);
-/* c as verdicts.h's constructors take it (the tree's verdicts carry no per-rank arrays). Pure. */
+/* c as verdicts.h's constructors take it (no per-rank arrays: the gather fills v->figs). Pure. */
 struct ncg_vcomm ncg_rl_vcomm(const struct rcomm *c);
 /* The root's verdict on c (takes v): kept for late members, sent down the whole tree. NULL (its
  * constructor ran out of memory): the relay is out of memory. */
