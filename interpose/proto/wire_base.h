@@ -41,17 +41,16 @@ enum ncg_msg_type {
         10, /* coord -> client: its process exits cleanly (u.goodbye: its final counts) */
     NCG_MSG_WAIT = 11, /* client -> coord: the calls its threads are blocked in (after REPORT) */
     /* The relay tree (relay.h, codecs in wire_relay.c): */
-    NCG_MSG_RHELLO = 12,  /* child relay -> parent: first frame (answered by WELCOME) */
-    NCG_MSG_RSTAT = 13,   /* child relay -> parent: per-comm subtree figures, the heartbeat */
-    NCG_MSG_RANSWER = 14, /* child relay -> parent: a QUERY's answers merged per subtree */
-    NCG_MSG_RFAULT = 15,  /* child relay -> parent: ranks died beneath it */
-    NCG_MSG_RVERDICT =
-        16,              /* parent -> child relay or client: a verdict, per-rank figures as runs */
-    NCG_MSG_RWHERE = 17, /* relay -> root: registers its port, asks where a node's relay is */
-    NCG_MSG_RHERE = 18,  /* root -> relay: the nearest registered relay at or above that node */
-    NCG_MSG_RP2P = 19,   /* child relay -> parent: p2p records not matched beneath it */
-    NCG_MSG_RWAIT = 20,  /* child relay -> parent: one process's WAIT, passed up to the root */
-    NCG_MSG_RASK = 21,   /* parent -> child relay: send the next WAITs up even if unchanged */
+    NCG_MSG_RHELLO = 12,   /* child relay -> parent: first frame (answered by WELCOME) */
+    NCG_MSG_RSTAT = 13,    /* child relay -> parent: per-comm subtree figures, the heartbeat */
+    NCG_MSG_RANSWER = 14,  /* child relay -> parent: a QUERY's answers merged per subtree */
+    NCG_MSG_RFAULT = 15,   /* child relay -> parent: ranks died beneath it */
+    NCG_MSG_RVERDICT = 16, /* parent -> child relay or client: a verdict, its figures as runs */
+    NCG_MSG_RWHERE = 17,   /* relay -> root: registers its port, asks where a node's relay is */
+    NCG_MSG_RHERE = 18,    /* root -> relay: the nearest registered relay at or above that node */
+    NCG_MSG_RP2P = 19,     /* child relay -> parent: p2p records not matched beneath it */
+    NCG_MSG_RWAIT = 20,    /* child relay -> parent: one process's WAIT, passed up to the root */
+    NCG_MSG_RASK = 21,     /* parent -> child relay: send the next WAITs up even if unchanged */
     /* The exit release (v7, release.h), flat and tree alike (u.exit): */
     NCG_MSG_DONE = 22,    /* client -> coord/relay, relay -> parent: printed and reported (the
                              whole subtree, from a relay) the error verdict on comm_id */
