@@ -38,8 +38,10 @@ static void members_text(const struct ncg_verdict *v, const struct ncg_diag_ctx 
         ident &= v->members[i] == (int32_t)i;
         known |= v->members[i] >= 0;
     }
-    if (!known && x->global_rank >= 0) { /* a relay tree's verdict carries no per-rank arrays */
-        snprintf(buf, cap, "global ranks not carried by the relay tree (this process: %d)",
+    if (!known && x->global_rank >= 0) { /* the relay tree's gather found none in time */
+        snprintf(buf, cap,
+                 "global ranks unknown: the relay tree's gather did not reach them "
+                 "(this process: %d)",
                  x->global_rank);
         return;
     }
@@ -254,7 +256,9 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
         else
             outf(&o, "%s  last slot all ranks agreed on: none verified yet\n", P);
         outf(&o, "%s  collective calls issued per rank: %s", P,
-             ncg_counts_compact(v->counts, v->nranks, tmp, sizeof tmp));
+             ncg_verdict_coarse(v) /* past the runs' bound: ranges ("1230-1235 on 0-4095") */
+                 ? ncg_figruns_counts_text(v->figs, v->nfigs, v->nranks, tmp, sizeof tmp)
+                 : ncg_counts_compact(v->counts, v->nranks, tmp, sizeof tmp));
         if (x->rank >= 0)
             outf(&o, " (rank %d: its own count now; the others: as last reported)", x->rank);
         outf(&o, "\n");

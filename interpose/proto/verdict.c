@@ -45,10 +45,15 @@ struct ncg_verdict *ncg_verdict_copy(const struct ncg_verdict *v, uint32_t nrank
     d->counts = counts;
     d->members = members;
     d->notes = NULL;
-    if (v->notes && ncg_verdict_set_notes(d, v->notes) < 0) {
+    d->figs = NULL;
+    d->nfigs = 0;
+    if ((v->notes && ncg_verdict_set_notes(d, v->notes) < 0) ||
+        ncg_verdict_set_figs(d, v->figs, v->nfigs) < 0) {
         ncg_verdict_free(d);
         return NULL;
     }
+    if (nranks && v->nfigs)
+        ncg_figruns_to_arrays(d->figs, d->nfigs, d->counts, d->members, nranks);
     return d;
 }
 
@@ -59,7 +64,30 @@ void ncg_verdict_free(struct ncg_verdict *v)
     free(v->counts);
     free(v->members);
     free(v->notes);
+    free(v->figs);
     free(v);
+}
+
+int ncg_verdict_set_figs(struct ncg_verdict *v, const struct ncg_figrun *r, uint32_t n)
+{
+    struct ncg_figrun *c = NULL;
+    if (n) {
+        if (!(c = malloc(sizeof *c * n)))
+            return -ENOMEM;
+        memcpy(c, r, sizeof *c * n);
+    }
+    free(v->figs);
+    v->figs = c;
+    v->nfigs = n;
+    return 0;
+}
+
+int ncg_verdict_coarse(const struct ncg_verdict *v)
+{
+    for (uint32_t i = 0; i < v->nfigs; i++)
+        if (v->figs[i].flags & NCG_FIG_COARSE)
+            return 1;
+    return 0;
 }
 
 int ncg_verdict_set_notes(struct ncg_verdict *v, const char *text)
@@ -409,7 +437,7 @@ char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
 size_t ncg_verdict_wire_size(const struct ncg_verdict *v)
 {
     return 64 + (size_t)v->ncalls * (40 + NCG_WIRE_STR + NCG_WIRE_SITE) + 2 * NCG_WIRE_STR +
-           (size_t)v->nranks * 12 + 2 + NCG_WIRE_NOTES;
+           (size_t)(v->nranks ? v->nranks : v->nfigs) * 48 + 16 + 2 + NCG_WIRE_NOTES;
 }
 
 long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap)
@@ -431,9 +459,15 @@ long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap)
     }
     ncg_wire_put_str(&w, v->subject, sizeof v->subject);
     ncg_wire_put_str(&w, v->detail, sizeof v->detail);
-    for (uint32_t i = 0; i < v->nranks; i++) {
-        ncg_put64(&w, (uint64_t)v->counts[i]);
-        ncg_put32(&w, (uint32_t)v->members[i]);
+    if (v->nranks) { /* v8: the arrays as runs */
+        struct ncg_figset s = {0};
+        if (ncg_figset_from_arrays(&s, v->counts, v->members, v->nranks) < 0)
+            return -ENOMEM;
+        ncg_figset_coarsen(&s, NCG_FIG_VERDICT_RUNS);
+        ncg_figruns_put(&w, s.r, s.n);
+        ncg_figset_free(&s);
+    } else {
+        ncg_figruns_put(&w, v->figs, v->nfigs);
     }
     size_t nn = v->notes ? strnlen(v->notes, NCG_WIRE_NOTES - 1) : 0; /* v2: notes */
     ncg_put16(&w, (uint16_t)nn);
@@ -448,7 +482,7 @@ struct ncg_verdict *ncg_verdict_decode(const uint8_t *p, size_t len)
     uint64_t comm = ncg_get64(&r);
     uint32_t nranks = ncg_get32(&r);
     if (r.err || kind == 0 || kind >= NCG_V_KIND_MAX_ || sev > NCG_SEV_ERROR ||
-        nranks > NCG_WIRE_MAX_RANKS || (size_t)nranks * 12 > len)
+        nranks > NCG_WIRE_MAX_RANKS)
         return NULL;
     struct ncg_verdict *v = ncg_verdict_new(nranks);
     if (!v)
@@ -468,10 +502,18 @@ struct ncg_verdict *ncg_verdict_decode(const uint8_t *p, size_t len)
     }
     ncg_wire_get_str(&r, v->subject, sizeof v->subject);
     ncg_wire_get_str(&r, v->detail, sizeof v->detail);
-    for (uint32_t i = 0; i < nranks && !r.err; i++) {
-        v->counts[i] = (int64_t)ncg_get64(&r);
-        v->members[i] = (int32_t)ncg_get32(&r);
+    struct ncg_figset s = {0};
+    int fr = ncg_figruns_get(&r, &s, NCG_FIG_VERDICT_RUNS, nranks ? nranks : NCG_WIRE_MAX_RANKS);
+    if (fr == 0 && nranks && ncg_figruns_to_arrays(s.r, s.n, v->counts, v->members, nranks) == 0)
+        s.n = 0; /* exact: the arrays say it all */
+    if (fr == 0 && s.n) {
+        v->figs = s.r;
+        v->nfigs = s.n;
+        s.r = NULL;
     }
+    ncg_figset_free(&s);
+    if (fr < 0)
+        goto bad;
     size_t nn = ncg_get16(&r);
     if (r.err || nn >= NCG_WIRE_NOTES || nn > ncg_rleft(&r))
         goto bad;

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "figruns.h"
 #include "wire.h"
 
 /* Verdict codes: also the segment header's verdict_kind and the report's "verdict". */
@@ -46,6 +47,11 @@ struct ncg_verdict {
     int32_t *members; /* [nranks]: global rank of each comm rank, -1 unknown */
     char *notes;      /* NULL or up to NCG_WIRE_NOTES-1 chars of extra lines ('\n'-separated,
                          STUCK / DEADLOCK: the members' states, the cycle); owned (malloc) */
+    /* The per-rank figures as runs (figruns.h), owned (malloc), NULL when none: the relay
+     * tree's verdicts (nranks 0: no arrays, the root's gather filled these), and a decoded
+     * verdict whose runs were coarsened (its arrays then say -1 where only a range is known) */
+    struct ncg_figrun *figs;
+    uint32_t nfigs;
 };
 
 /* Sets v->notes to a copy of text (truncated to the bound). 0 or -ENOMEM. Allocates. */
@@ -55,8 +61,9 @@ int ncg_verdict_set_notes(struct ncg_verdict *v, const char *text);
  * -1). Returns NULL when out of memory or nranks > NCG_WIRE_MAX_RANKS. Any thread; allocates. */
 struct ncg_verdict *ncg_verdict_new(uint32_t nranks);
 void ncg_verdict_free(struct ncg_verdict *v);
-/* A copy of v's fields and notes with nranks per-rank slots of its own (their content unknown:
- * counts -1, members -1, as ncg_verdict_new leaves them); NULL when out of memory. */
+/* A copy of v's fields, notes and runs with nranks per-rank slots of its own (nranks > 0 and v
+ * has runs: the arrays filled from them; else unknown: counts -1, members -1, as
+ * ncg_verdict_new leaves them); NULL when out of memory. Allocates. */
 struct ncg_verdict *ncg_verdict_copy(const struct ncg_verdict *v, uint32_t nranks);
 
 /* Names for printing and for the report. Pure, never NULL. */
@@ -110,8 +117,16 @@ char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap);
 void ncg_stuck_words(struct ncg_verdict *v, uint64_t k, uint64_t khi, double idle, int none_done,
                      int plural, char *notes, size_t cap);
 
+/* Sets v->figs to a copy of n runs (n 0: none). 0 or -ENOMEM. Allocates. */
+int ncg_verdict_set_figs(struct ncg_verdict *v, const struct ncg_figrun *r, uint32_t n);
+/* 1 when v's runs hold a coarsened run (counts known only as ranges). Pure. */
+int ncg_verdict_coarse(const struct ncg_verdict *v);
+
 /* Verdict codec helpers used by wire.c: an upper bound of the payload size, and encode/decode
- * of the payload (-ENOSPC / NULL on error). Any thread; decode allocates the verdict. */
+ * of the payload (-ENOSPC / -ENOMEM / NULL on error). The per-rank figures go as runs
+ * (figruns.h; v8): arrays are encoded as runs (coarsened past NCG_FIG_VERDICT_RUNS), decoded
+ * back into arrays (keeping the runs when coarsened); a verdict without arrays (nranks 0)
+ * carries its runs as they are. Any thread; both allocate. */
 size_t ncg_verdict_wire_size(const struct ncg_verdict *v);
 long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap);
 struct ncg_verdict *ncg_verdict_decode(const uint8_t *p, size_t len);

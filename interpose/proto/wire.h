@@ -35,6 +35,8 @@ struct ncg_msg {
         struct ncg_msg_rhere rhere;
         struct ncg_msg_rp2p rp2p;
         struct ncg_msg_rwait *rwait; /* owned by the message (ncg_msg_release) */
+        struct ncg_msg_rfigq rfigq;
+        struct ncg_msg_rfiga *rfiga; /* owned by the message (ncg_msg_release) */
     } u;
 };
 

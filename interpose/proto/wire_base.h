@@ -9,12 +9,14 @@
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
 #define NCG_WIRE_VERSION                                                                           \
-    8u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT        \
+    9u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT        \
           entries (stream, launch order); 5: REPORT entries as what changed (ncg_report_ref);      \
           6: QUERY's optional representatives (the relay tree's narrowing); 7: DONE and RELEASE    \
-          (the exit release, release.h); 8: REPORT entries' straggler samples (NCG_RE_SLOW) */
+          (the exit release, release.h); 8: REPORT entries' straggler samples (NCG_RE_SLOW);       \
+          9: a verdict's per-rank figures as runs (figruns.h), RVERDICT with them, RFIGQ / RFIGA   \
+          (the relay tree's figures gather) */
 #define NCG_WIRE_HDR 12u
-#define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* verdicts carry per-rank arrays: 1 MiB bounds them */
+#define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* a verdict's per-rank runs: 1 MiB bounds them */
 
 #define NCG_WIRE_MAX_COMMS 64u /* comm entries per REPORT / GOODBYE */
 #define NCG_WIRE_MAX_SLOTS 32u /* slots per QUERY / ANSWER (the narrowing fan-out K) */
@@ -44,7 +46,7 @@ enum ncg_msg_type {
     NCG_MSG_RSTAT = 13,    /* child relay -> parent: per-comm subtree figures, the heartbeat */
     NCG_MSG_RANSWER = 14,  /* child relay -> parent: a QUERY's answers merged per subtree */
     NCG_MSG_RFAULT = 15,   /* child relay -> parent: ranks died beneath it */
-    NCG_MSG_RVERDICT = 16, /* parent -> child relay or client: a verdict without per-rank arrays */
+    NCG_MSG_RVERDICT = 16, /* parent -> child relay or client: a verdict, its figures as runs */
     NCG_MSG_RWHERE = 17,   /* relay -> root: registers its port, asks where a node's relay is */
     NCG_MSG_RHERE = 18,    /* root -> relay: the nearest registered relay at or above that node */
     NCG_MSG_RP2P = 19,     /* child relay -> parent: p2p records not matched beneath it */
@@ -54,6 +56,9 @@ enum ncg_msg_type {
     NCG_MSG_DONE = 22,    /* client -> coord/relay, relay -> parent: printed and reported (the
                              whole subtree, from a relay) the error verdict on comm_id */
     NCG_MSG_RELEASE = 23, /* coord/relay -> client or child relay: its ranks may exit now */
+    /* The relay tree's figures gather (v8, relay_figs.c): */
+    NCG_MSG_RFIGQ = 24, /* parent -> child relay: send the figures of a comm's ranks lo..hi */
+    NCG_MSG_RFIGA = 25, /* child relay -> parent: those beneath it, as runs (u.rfiga) */
     NCG_MSG_TYPE_MAX_
 };
 

@@ -125,7 +125,9 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
         return 0;
     case NCG_MSG_RVERDICT: {
         const struct ncg_verdict *v = m->u.rverdict.v;
-        if (!v || v->nranks != 0)
+        if (!v || v->nranks != 0 ||
+            (v->nfigs && (uint64_t)v->figs[v->nfigs - 1].lo + v->figs[v->nfigs - 1].n >
+                             m->u.rverdict.comm_nranks))
             return -1;
         ncg_put32(w, m->u.rverdict.comm_nranks);
         if (w->err)
@@ -136,6 +138,23 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
             return 0;
         }
         w->len += (size_t)n;
+        return 0;
+    }
+    case NCG_MSG_RFIGQ:
+        ncg_put64(w, m->u.rfigq.comm_id);
+        ncg_put32(w, m->u.rfigq.nranks);
+        ncg_put32(w, m->u.rfigq.qid);
+        ncg_put32(w, m->u.rfigq.lo);
+        ncg_put32(w, m->u.rfigq.hi);
+        return 0;
+    case NCG_MSG_RFIGA: {
+        const struct ncg_msg_rfiga *a = m->u.rfiga;
+        if (!a || a->n > NCG_FIG_MAX_RUNS)
+            return -1;
+        ncg_put64(w, a->comm_id);
+        ncg_put32(w, a->nranks);
+        ncg_put32(w, a->qid);
+        ncg_figruns_put(w, a->r, a->n);
         return 0;
     }
     case NCG_MSG_RWHERE:
@@ -292,6 +311,11 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
         m->u.rverdict.v = ncg_verdict_decode(r->p + r->pos, r->cap - r->pos);
         if (!m->u.rverdict.v || m->u.rverdict.v->nranks != 0)
             return -1;
+        if (m->u.rverdict.v->nfigs) { /* runs sorted and disjoint: the last ends the highest */
+            const struct ncg_figrun *x = &m->u.rverdict.v->figs[m->u.rverdict.v->nfigs - 1];
+            if ((uint64_t)x->lo + x->n > m->u.rverdict.comm_nranks)
+                return -1;
+        }
         r->pos = r->cap;
         return 0;
     case NCG_MSG_RWHERE:
@@ -355,6 +379,35 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
     }
     case NCG_MSG_RASK:
         return 0;
+    case NCG_MSG_RFIGQ:
+        m->u.rfigq.comm_id = ncg_get64(r);
+        m->u.rfigq.nranks = ncg_get32(r);
+        m->u.rfigq.qid = ncg_get32(r);
+        m->u.rfigq.lo = ncg_get32(r);
+        m->u.rfigq.hi = ncg_get32(r);
+        if (r->err || m->u.rfigq.nranks == 0 || m->u.rfigq.nranks > NCG_WIRE_MAX_RANKS ||
+            m->u.rfigq.lo > m->u.rfigq.hi || m->u.rfigq.hi >= m->u.rfigq.nranks)
+            return -1;
+        return 0;
+    case NCG_MSG_RFIGA: {
+        struct ncg_msg_rfiga *a = calloc(1, sizeof *a);
+        struct ncg_figset s = {0};
+        if (!a)
+            return -1;
+        m->u.rfiga = a; /* released with the message, also on an error below */
+        a->comm_id = ncg_get64(r);
+        a->nranks = ncg_get32(r);
+        a->qid = ncg_get32(r);
+        if (r->err || a->nranks == 0 || a->nranks > NCG_WIRE_MAX_RANKS ||
+            ncg_figruns_get(r, &s, NCG_FIG_MAX_RUNS, a->nranks) < 0) {
+            ncg_figset_free(&s);
+            return -1;
+        }
+        a->n = s.n;
+        memcpy(a->r, s.r, sizeof *s.r * s.n);
+        ncg_figset_free(&s);
+        return 0;
+    }
     default:
         return -1;
     }
@@ -368,6 +421,9 @@ void ncg_wire_relay_release(struct ncg_msg *m)
     } else if (m->type == NCG_MSG_RWAIT) {
         free(m->u.rwait);
         m->u.rwait = NULL;
+    } else if (m->type == NCG_MSG_RFIGA) {
+        free(m->u.rfiga);
+        m->u.rfiga = NULL;
     } else if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
         ncg_verdict_free(m->u.rverdict.v);
         m->u.rverdict.v = NULL;

@@ -5,6 +5,7 @@
 #define NCG_WIRE_RELAY_H
 
 #include <stdint.h>
+#include "figruns.h"
 #include "wire_base.h"
 
 #define NCG_RELAY_OWN 16u   /* ranks of the relay's own process per RSTAT entry */
@@ -94,7 +95,26 @@ struct ncg_msg_rfault {
 struct ncg_verdict;
 struct ncg_msg_rverdict {
     uint32_t comm_nranks;  /* the communicator's size (v carries no per-rank arrays) */
-    struct ncg_verdict *v; /* owned by the message; v->nranks is 0 */
+    struct ncg_verdict *v; /* owned by the message; v->nranks is 0, its per-rank figures are
+                              v->figs (v8: runs within comm_nranks, the root's gather) */
+};
+
+/* The figures gather (v8, relay_figs.c): the root asks for the figures of ranks lo..hi of a
+ * comm; each relay answers once for its subtree (its clients' and its children's answers
+ * merged, at most NCG_FIG_MAX_RUNS runs, coarsened past it), or at its deadline without the
+ * children that did not answer (their ranks unknown). */
+struct ncg_msg_rfigq {
+    uint64_t comm_id;
+    uint32_t nranks;
+    uint32_t qid;
+    uint32_t lo, hi; /* comm ranks, inclusive, hi < nranks */
+};
+struct ncg_msg_rfiga {
+    uint64_t comm_id;
+    uint32_t nranks;
+    uint32_t qid;
+    uint32_t n; /* at most NCG_FIG_MAX_RUNS, sorted and disjoint, within nranks */
+    struct ncg_figrun r[NCG_FIG_MAX_RUNS];
 };
 
 /* The root's directory of relays (the tree's zero-config wiring, relayhost.c): a relay that
@@ -159,7 +179,8 @@ struct ncg_msg;
 struct ncg_wbuf;
 struct ncg_rbuf;
 /* Payload codecs for types >= NCG_MSG_RHELLO, called by wire.c; -1 on a bad message (encode:
- * unknown type or missing payload). Pure; decode allocates RANSWER / RVERDICT payloads. */
+ * unknown type or missing payload). Pure; decode allocates RANSWER / RVERDICT / RWAIT / RFIGA
+ * payloads. */
 int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w);
 int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m);
 void ncg_wire_relay_release(struct ncg_msg *m);

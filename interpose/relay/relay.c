@@ -62,6 +62,7 @@ struct ncg_relay *ncg_relay_new(const struct ncg_relay_params *p, const struct n
 
 static void comm_free(struct rcomm *c)
 {
+    ncg_rl_figs_free(c);
     ncg_p2pm_clear(&c->p2p);
     ncg_verdict_free(c->last);
     ncg_release_free(&c->rel);
@@ -221,6 +222,7 @@ static struct rkid *kid_new(struct ncg_relay *r, struct rcomm *c)
     }
     struct rkid *k = &c->k[c->nk++];
     memset(k, 0, sizeof *k);
+    k->grank = -1;
     return k;
 }
 
@@ -338,6 +340,7 @@ static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report
             k->dhi = x->done_hi > x->done ? x->done_hi : x->done;
             k->sampled = (x->flags & NCG_REP_SAMPLED) != 0;
             k->tid = x->tid;
+            k->grank = x->global_rank < 0 ? -1 : x->global_rank;
             c->progress_ns = c->dprogress_ns = now_ns;
             if (c->done && c->last)
                 ncg_rl_send_verdict(r, c, c->last, conn); /* too late for it: it concerns it */
@@ -499,6 +502,8 @@ static void conn_lost(struct ncg_relay *r, int conn, const char *why)
                 else if (k->state == K_ACTIVE && nd < NCG_RELAY_DEAD)
                     dead[nd++] = k->rank;
             }
+            if (cc->h.authed && !cc->bye)
+                ncg_rl_figs_dead(r, c, k); /* its last figures stay known (gathers) */
             struct ncg_rgone gone[NCG_RELAY_GONE];
             uint8_t ngone = k->relay ? k->ngone : 0;
             memcpy(gone, k->gone, sizeof gone);
@@ -608,6 +613,10 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
     case NCG_MSG_DONE:
         ncg_rl_release_mark(r, conn, m->u.exit.comm_id, 0, cc->relay);
         break;
+    case NCG_MSG_RFIGA:
+        if (cc->relay && m->u.rfiga)
+            ncg_rl_on_rfiga(r, conn, m->u.rfiga);
+        break;
     default: /* a second HELLO, or parent-to-child types: misuse */
         conn_lost(r, conn, "protocol misuse");
         r->ops.drop(r->ops.arg, conn);
@@ -648,7 +657,8 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
     for (size_t ci = 0; ci < r->ncomm;) {
         struct rcomm *c = r->comm[ci];
         ncg_rl_p2p_tick(r, c, now_ns, sweep, stat_sent, 0);
-        ncg_rl_release_check(r, c); /* the root's deadline */
+        ncg_rl_release_check(r, c);      /* the root's deadline */
+        ncg_rl_figs_check(r, c, now_ns); /* the gather's deadline */
         if (r->p.root && !c->done)
             root_check_exited(r, c);
         if (r->p.root && !c->done)
@@ -661,8 +671,8 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
          * showed active ranks, are kept: the parent must hear of the ranks that left or died. */
         /* A comm with a verdict is kept: members that attach late (the processes of a node
          * whose relay died come to the root directly) still get it. */
-        int live =
-            c->npend != 0 || c->nbad != 0 || (!r->p.root && !c->sent_dead) || (c->done && c->last);
+        int live = c->npend != 0 || c->nbad != 0 || (!r->p.root && !c->sent_dead) ||
+                   (c->done && c->last) || c->fq.active || c->pendv;
         int gone = 0;
         for (uint32_t i = 0; i < c->nk && !live; i++) {
             live = c->k[i].relay ? c->k[i].active > 0 : c->k[i].state == K_ACTIVE;

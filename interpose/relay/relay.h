@@ -31,7 +31,7 @@ struct ncg_relay_params {
     uint32_t pid;  /* of the relay's process: the clients with this pid are its own ranks */
     char host[64];
     uint8_t embedded; /* WELCOME says so: the relay runs inside a rank (its death is theirs) */
-    /* 1: clients get a plain VERDICT (per-rank arrays, counts unknown), as
+    /* 1: clients get a plain VERDICT (per-rank arrays, from the gather's runs), as
      * interpose/agent/client.c expects; 0: RVERDICT (the simulator's virtual ranks read it,
      * saving 12 B x ranks each) */
     uint8_t client_verdicts;
@@ -85,7 +85,7 @@ void ncg_relay_closed(struct ncg_relay *r, int conn, uint64_t now_ns);
 void ncg_relay_parent_up(struct ncg_relay *r, uint64_t now_ns);
 /* The parent link is gone: the relay stops sending up (and queues faults) until parent_up. */
 void ncg_relay_parent_down(struct ncg_relay *r);
-/* A message from the parent: WELCOME, QUERY, RVERDICT, PING. */
+/* A message from the parent: WELCOME, QUERY, RVERDICT, PING, RASK, RELEASE, RFIGQ. */
 void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint64_t now_ns);
 /* 1 when the parent has been silent for the heartbeat timeout (the caller reattaches). */
 int ncg_relay_parent_silent(const struct ncg_relay *r, uint64_t now_ns);
@@ -161,6 +161,17 @@ struct ncg_relay_view_ops {
 void ncg_relay_view(const struct ncg_relay *r, uint64_t now_ns,
                     const struct ncg_relay_view_ops *ops);
 const struct ncg_relay_params *ncg_relay_get_params(const struct ncg_relay *r); /* pure */
+
+/* The figures gather (relay_figs.c) for a status view: starts gathering the figures of ranks
+ * lo..hi of comm_id from the subtree (the whole tree at the root) unless one is in flight.
+ * 0, -ENOENT (no such comm here), -EINVAL (bad range), -EBUSY (a gather in flight). */
+int ncg_relay_figs_request(struct ncg_relay *r, uint64_t comm_id, uint32_t lo, uint32_t hi,
+                           uint64_t now_ns);
+/* The latest completed gather of our own on comm_id (a request's, or a verdict's): its runs
+ * (*runs, *n; valid until the next call into r), its range *lo..*hi and completion time *at_ns.
+ * 0, or -ENOENT when none completed. Does not allocate. */
+int ncg_relay_figs_last(const struct ncg_relay *r, uint64_t comm_id, const struct ncg_figrun **runs,
+                        uint32_t *n, uint32_t *lo, uint32_t *hi, uint64_t *at_ns);
 
 /* The tree over nodes 0..nnodes-1 (node 0: the root): each relay's subtree is a contiguous
  * range of nodes (a relay covering [lo, hi) splits [lo+1, hi) into `fanout` equal chunks; the

@@ -46,6 +46,18 @@ struct rkid {
      * then, or when that answer's groups were truncated */
     uint8_t span_known, nspan;
     struct ncg_rrange span[NCG_RELAY_RANGES];
+    int32_t grank; /* client: its global rank (REPORT), -1 unknown */
+    uint8_t fwait; /* child relay: its answer to the figures gather in flight is outstanding */
+};
+
+/* The figures gather in flight on a comm (relay_figs.c): the parent's RFIGQ being answered, or
+ * (root, or ncg_relay_figs_request) our own. */
+struct rfigq {
+    uint8_t active;
+    uint8_t up; /* the answer goes to the parent (else: kept as the comm's last gather) */
+    uint32_t qid, lo, hi;
+    uint64_t deadline_ns;
+    struct ncg_figset acc; /* merged so far */
 };
 
 /* Root: a group of the round that found a difference, stood for by one of its ranks in the
@@ -89,8 +101,14 @@ struct rcomm {
     uint8_t p2p_full;      /* past NCG_P2PM_MAX: said once */
     uint8_t nbad;          /* below the root: 2 when bad[] holds a differing pair for the root */
     struct ncg_rp2p_rec bad[2];
-    struct ncg_release rel; /* its error verdict's exit release: the root's deadline; below it,
-                               DONE up once the subtree is done, RELEASE down from the parent */
+    struct ncg_release rel;    /* its error verdict's exit release: the root's deadline; below it,
+                                  DONE up once the subtree is done, RELEASE down from the parent */
+    struct rfigq fq;           /* the figures gather in flight */
+    struct ncg_verdict *pendv; /* root: the verdict issued once that gather completes */
+    struct ncg_figset flast;   /* the latest completed gather of our own (ranks flo..fhi) */
+    uint32_t flo, fhi;
+    uint64_t flast_ns;      /* when it completed, 0: none yet */
+    struct ncg_figset dead; /* client ranks here that died: their last figures (gathers) */
 };
 
 struct rconn {
@@ -156,7 +174,10 @@ struct rkid *ncg_rl_kid_find(struct rcomm *c, int conn, int relay, uint32_t rank
 void ncg_rl_ranges_union(struct ncg_rgroup *d, const struct ncg_rgroup *s);
 
 /* relay_issue.c: verdicts, faults, the exit release */
-/* c as verdicts.h's constructors take it (the tree's verdicts carry no per-rank arrays). Pure. */
+/* The root's verdict v on c goes out now (takes v): kept (an error), sent down the tree, the
+ * exit release begun. Called by the gather (relay_figs.c) with v's figures filled. */
+void ncg_rl_verdict_send_now(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v);
+/* c as verdicts.h's constructors take it (no per-rank arrays: the gather fills v->figs). Pure. */
 struct ncg_vcomm ncg_rl_vcomm(const struct rcomm *c);
 /* The root's verdict on c (takes v): kept for late members, sent down the whole tree. NULL (its
  * constructor ran out of memory): the relay is out of memory. */
@@ -215,6 +236,28 @@ void ncg_rl_send_stats(struct ncg_relay *r, uint64_t now_ns);
 struct dfig ncg_rl_comm_dfig(const struct rcomm *c);
 void ncg_rl_check_lag(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns);
 void ncg_rl_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns);
+
+/* relay_figs.c: the figures gather (RFIGQ down, RFIGA up; docs/checker.md). */
+/* Starts a gather of c's ranks lo..hi (up: answering the parent's qid; else ours, kept in
+ * c->flast, and the pending verdict issued when it completes); a gather in flight is ended
+ * first. Deadline: 1 s at the root, 300 ms below. */
+void ncg_rl_figs_begin(struct ncg_relay *r, struct rcomm *c, uint32_t qid, uint32_t lo, uint32_t hi,
+                       int up, uint64_t now_ns);
+/* The parent's RFIGQ; a child relay's RFIGA. */
+void ncg_rl_on_rfigq(struct ncg_relay *r, const struct ncg_msg_rfigq *q, uint64_t now_ns);
+void ncg_rl_on_rfiga(struct ncg_relay *r, int conn, const struct ncg_msg_rfiga *a);
+/* The gather is complete once no child relay's answer is outstanding (kids removed meanwhile
+ * count as answered), or at its deadline: then answered up or kept. Each tick and after each
+ * answer. */
+void ncg_rl_figs_check(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns);
+/* Kid k (a client rank, or a child relay) of c is about to be removed as lost: its last figures
+ * are kept in c->dead (a child relay's own ranks when its last RSTAT showed one count). */
+void ncg_rl_figs_dead(struct ncg_relay *r, struct rcomm *c, const struct rkid *k);
+/* Frees c's gather state. */
+void ncg_rl_figs_free(struct rcomm *c);
+/* Root: v (taken) goes out once a gather of every rank completes (at once when the relay holds
+ * no child relay on c); a verdict already waiting goes out first with what is known. */
+void ncg_rl_figs_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v);
 
 /* relay_dl.c: DEADLOCK through the tree. */
 void ncg_rl_dl_free(struct ncg_relay *r);

@@ -8,7 +8,7 @@
 #include <string.h>
 #include "relay_int.h"
 
-/* The tree's verdict as a client expects it: per-rank arrays (counts unknown here). */
+/* The tree's verdict as a client expects it: per-rank arrays (from its runs: the gather's). */
 static struct ncg_verdict *client_verdict(struct ncg_relay *r, const struct rcomm *c,
                                           const struct ncg_verdict *tv)
 {
@@ -114,7 +114,29 @@ struct ncg_verdict *ncg_rl_verdict_dup(struct ncg_relay *r, const struct ncg_ver
     return d ? d : ncg_rl_nomem(r);
 }
 
-/* The root's verdict on c (takes v): kept for late members, sent down the whole tree. */
+void ncg_rl_verdict_send_now(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v)
+{
+    if (r->nomem) { /* judged from incomplete state: the host stops the checker instead */
+        ncg_verdict_free(v);
+        return;
+    }
+    if (v->severity == NCG_SEV_WARN) { /* sent, not kept: the checking goes on */
+        ncg_rl_send_verdict(r, c, v, -1);
+        ncg_verdict_free(v);
+        return;
+    }
+    c->done = 1;
+    c->q_active = 0;
+    ncg_verdict_free(c->last);
+    c->last = v;
+    ncg_release_begin(&c->rel, r->now_ns + (uint64_t)(r->p.exit_wait_s * 1e9));
+    ncg_rl_send_verdict(r, c, v, -1);
+    ncg_rl_release_check(r, c); /* nobody to wait for beneath */
+}
+
+/* The root's verdict on c (takes v): decided now (its event line, and for an error no more
+ * checking), sent once the figures gather fills its per-rank figures (relay_figs.c), then kept
+ * for late members and sent down the whole tree. */
 void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v)
 {
     char sum[512];
@@ -132,18 +154,11 @@ void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdi
     ncg_rl_event(r, "%s %s", v->severity == NCG_SEV_WARN ? "warning:" : "verdict:", sum);
     r->st.verdicts++;
     r->st.by_kind[v->kind < NCG_V_KIND_MAX_ ? v->kind : 0]++;
-    if (v->severity == NCG_SEV_WARN) { /* sent, not kept: the checking goes on */
-        ncg_rl_send_verdict(r, c, v, -1);
-        ncg_verdict_free(v);
-        return;
+    if (v->severity == NCG_SEV_ERROR) {
+        c->done = 1;
+        c->q_active = 0;
     }
-    c->done = 1;
-    c->q_active = 0;
-    ncg_verdict_free(c->last);
-    c->last = v;
-    ncg_release_begin(&c->rel, r->now_ns + (uint64_t)(r->p.exit_wait_s * 1e9));
-    ncg_rl_send_verdict(r, c, v, -1);
-    ncg_rl_release_check(r, c); /* nobody to wait for beneath */
+    ncg_rl_figs_verdict(r, c, v);
 }
 
 struct ncg_vcomm ncg_rl_vcomm(const struct rcomm *c)

@@ -188,6 +188,10 @@ void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint
         ncg_rl_dl_ask(r, now_ns);
         return;
     }
+    if (m->type == NCG_MSG_RFIGQ) {
+        ncg_rl_on_rfigq(r, &m->u.rfigq, now_ns);
+        return;
+    }
     if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
         struct rcomm *c =
             ncg_rl_comm_get(r, m->u.rverdict.v->comm_id, m->u.rverdict.comm_nranks, -1, 0);

@@ -141,6 +141,12 @@ $(CHK_OUT)/idtail_test: tests/checker/idtail_test.c $(call ncg_a,proto)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/idtail_test.c $(call ncg_link,proto)
 TEST_BINS += $(CHK_OUT)/idtail_test
 
+# Figure runs alone (interpose/proto/figruns.c): round trips, coarsening, edges.
+$(CHK_OUT)/figruns_test: tests/checker/figruns_test.c $(call ncg_a,proto)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/figruns_test.c $(call ncg_link,proto)
+TEST_BINS += $(CHK_OUT)/figruns_test
+
 # The verdicts a process decides on its own (interpose/judge/local.c).
 $(CHK_OUT)/local_test: tests/checker/local_test.c $(call ncg_a,judge proto)
 	@mkdir -p $(@D)

@@ -60,6 +60,28 @@ int main(int argc, char **argv)
                     rw.w.w[i] = (struct ncg_wait_ent){
                         .comm_id = 0xa0, .rank = 3, .tid = 7, .queued = (uint8_t)(rand() % 2)};
                 seed.u.rwait = &rw;
+            } else if (seed.type == NCG_MSG_RFIGA) { /* a few runs, some coarse (figruns.h) */
+                static struct ncg_msg_rfiga fa;
+                memset(&fa, 0, sizeof fa);
+                fa.comm_id = 0xa0;
+                fa.nranks = 1u + (uint32_t)(rand() % 70000);
+                fa.qid = (uint32_t)it;
+                for (uint32_t lo = (uint32_t)(rand() % 3); lo < fa.nranks && fa.n < 6;) {
+                    struct ncg_figrun *x = &fa.r[fa.n++];
+                    x->lo = lo;
+                    x->n = 1u + (uint32_t)rand() % (fa.nranks - lo);
+                    x->count = rand() % 5 ? rand() % 1000 : -1;
+                    x->flags = x->count >= 0 && rand() % 3 == 0 ? NCG_FIG_COARSE : 0;
+                    x->count_hi = x->count + (x->flags ? rand() % 9 : 0);
+                    x->done = x->count >= 0 ? x->count - 1 : -1;
+                    x->glo = rand() % 2 ? (int32_t)lo : -1;
+                    x->gstride = x->glo >= 0 && x->n > 1 ? 1 : 0;
+                    x->state = (uint8_t)(rand() % 4);
+                    lo += x->n + (uint32_t)(rand() % 3);
+                }
+                seed.u.rfiga = &fa;
+            } else if (seed.type == NCG_MSG_RFIGQ) {
+                seed.u.rfigq = (struct ncg_msg_rfigq){0xa0, 16, (uint32_t)it, 2, 9};
             } else if (seed.type == NCG_MSG_QUERY) { /* a few slots, maybe representatives */
                 seed.u.query.n = (uint32_t)(rand() % 4);
                 seed.u.query.nrep = (uint8_t)(rand() % (NCG_QUERY_REPS + 1));

@@ -868,6 +868,9 @@ static void test_detached_fault(void)
     ncg_relay_connected(T.r[1], 3, T.now);
     ncg_relay_parent_up(T.r[2], T.now);
     pump();
+    CHECK(T.cl[0].verdicts == 0); /* decided: its figures gathered first */
+    for (int t = 0; t < 4; t++)   /* relay 1 still waits on relay 2's old link: its deadline */
+        tick_all(3);
     CHECK(T.cl[0].verdicts == 1 && T.cl[0].v && !strcmp(T.cl[0].v->subject, "4"));
     CHECK(T.cl[5].verdicts == 1);
     tree_free(3);
@@ -921,9 +924,115 @@ static void test_client_verdicts(void)
     pump();
     for (int i = 0; i < 5; i++)
         CHECK(T.cl[i].verdicts == 1 && T.cl[i].plain == 1 && T.cl[i].v && T.cl[i].v->nranks == 6 &&
-              T.cl[i].v->counts[0] == -1 && !strcmp(T.cl[i].v->subject, "5"));
+              !strcmp(T.cl[i].v->subject, "5"));
+    for (int i = 0; i < 5; i++) /* every rank's figures gathered, the dead one's from its relay */
+        for (int k = 0; k < 6 && T.cl[i].v; k++)
+            CHECK(T.cl[i].v->counts[k] == 10 && T.cl[i].v->members[k] == k);
     tree_free(3);
     T.client_verdicts = 0;
+}
+
+/* Field by field (a struct's padding is not compared). */
+static int same_runs(const struct ncg_figrun *x, const struct ncg_figrun *y, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (x[i].lo != y[i].lo || x[i].n != y[i].n || x[i].count != y[i].count ||
+            x[i].count_hi != y[i].count_hi || x[i].done != y[i].done || x[i].glo != y[i].glo ||
+            x[i].gstride != y[i].gstride || x[i].state != y[i].state || x[i].flags != y[i].flags)
+            return 0;
+    return 1;
+}
+
+/* The figures gather for a status view (relay.h): a request at the root gathers every rank's
+ * figures through two levels of relays (counts, completed counts, global ranks, a dead rank's
+ * last figures from its node relay); a range; the refusals; the codecs of its frames and of a
+ * tree verdict carrying runs. */
+static void test_figs_gather(void)
+{
+    const struct ncg_figrun *fr;
+    uint32_t n, lo, hi;
+    uint64_t at;
+    char t[256];
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = T.cl[i].done = T.cl[i].done_hi = i == 3 ? 9 : 10;
+    report_all();
+    tick_all(3);
+    CHECK(ncg_relay_figs_last(T.r[0], 0xc0, &fr, &n, &lo, &hi, &at) == -ENOENT);
+    CHECK(ncg_relay_figs_request(T.r[0], 0xc1, 0, 5, T.now) == -ENOENT);
+    CHECK(ncg_relay_figs_request(T.r[0], 0xc0, 3, 6, T.now) == -EINVAL);
+    CHECK(ncg_relay_figs_request(T.r[0], 0xc0, 4, 3, T.now) == -EINVAL);
+    ncg_relay_closed(T.r[2], 1, T.now); /* rank 5 dies: the RANK DIED verdict gathers too */
+    T.cl[5].relay = -1;
+    pump();
+    CHECK(ncg_relay_figs_last(T.r[0], 0xc0, &fr, &n, &lo, &hi, &at) == 0);
+    CHECK(lo == 0 && hi == 5 && at == T.now);
+    CHECK(!strcmp(ncg_figruns_counts_text(fr, n, 6, t, sizeof t), "10 on 0-2,4-5; 9 on 3"));
+    for (uint32_t j = 0; j < n; j++) {
+        CHECK(ncg_figrun_grank(&fr[j], 0) == (int32_t)fr[j].lo); /* global = comm rank here */
+        if (fr[j].lo + fr[j].n == 6)
+            CHECK(fr[j].state == NCG_FIG_DEAD && fr[j].n == 1 && fr[j].done == 10);
+    }
+    tree_free(3);
+
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 20 + (uint64_t)i;
+    report_all();
+    tick_all(3);
+    CHECK(ncg_relay_figs_request(T.r[0], 0xc0, 2, 4, T.now) == 0);
+    CHECK(ncg_relay_figs_request(T.r[0], 0xc0, 0, 5, T.now) == -EBUSY); /* relays not answered */
+    pump();
+    CHECK(ncg_relay_figs_last(T.r[0], 0xc0, &fr, &n, &lo, &hi, &at) == 0 && lo == 2 && hi == 4);
+    CHECK(!strcmp(ncg_figruns_counts_text(fr, n, 6, t, sizeof t),
+                  "? on 0-1,5; 22 on 2; 23 on 3; 24 on 4"));
+    /* a subtree that never answers: the root's deadline, its ranks unknown */
+    CHECK(ncg_relay_figs_request(T.r[0], 0xc0, 0, 5, T.now) == 0);
+    T.frozen = 1; /* relay 1 (ranks 2-5 beneath) hears nothing more */
+    pump();
+    CHECK(ncg_relay_figs_request(T.r[0], 0xc0, 0, 5, T.now) == -EBUSY);
+    for (int k = 0; k < 11; k++)
+        tick_all(3);
+    T.frozen = -1;
+    CHECK(ncg_relay_figs_last(T.r[0], 0xc0, &fr, &n, &lo, &hi, &at) == 0 && lo == 0 && hi == 5);
+    CHECK(!strcmp(ncg_figruns_counts_text(fr, n, 6, t, sizeof t), "20 on 0; 21 on 1; ? on 2-5"));
+    tree_free(3);
+
+    static struct ncg_msg m, o;
+    static struct ncg_msg_rfiga a;
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_RFIGQ;
+    m.u.rfigq = (struct ncg_msg_rfigq){0xc0, NCG_WIRE_MAX_RANKS, 7, 100, (NCG_WIRE_MAX_RANKS)-1};
+    roundtrip(&m, &o);
+    CHECK(o.u.rfigq.nranks == NCG_WIRE_MAX_RANKS && o.u.rfigq.lo == 100 &&
+          o.u.rfigq.hi == (NCG_WIRE_MAX_RANKS)-1);
+    memset(&a, 0, sizeof a);
+    a = (struct ncg_msg_rfiga){0xc0, NCG_WIRE_MAX_RANKS, 7, 2, {{0}}};
+    a.r[0] =
+        (struct ncg_figrun){0, NCG_WIRE_MAX_RANKS / 2, 1235, 1235, 1234, 0, 1, NCG_FIG_ACTIVE, 0};
+    a.r[1] = (struct ncg_figrun){
+        NCG_WIRE_MAX_RANKS / 2, NCG_WIRE_MAX_RANKS / 2, 1230, 1235, 1230, -1, 0, 0, NCG_FIG_COARSE};
+    m.type = NCG_MSG_RFIGA;
+    m.u.rfiga = &a;
+    roundtrip(&m, &o);
+    CHECK(o.u.rfiga && o.u.rfiga->n == 2 && same_runs(o.u.rfiga->r, a.r, 2));
+    ncg_msg_release(&o);
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_RVERDICT;
+    m.u.rverdict.comm_nranks = NCG_WIRE_MAX_RANKS;
+    m.u.rverdict.v = ncg_verdict_new(0);
+    m.u.rverdict.v->kind = NCG_V_LAG;
+    CHECK(ncg_verdict_set_figs(m.u.rverdict.v, a.r, 2) == 0);
+    roundtrip(&m, &o);
+    CHECK(o.u.rverdict.v && o.u.rverdict.v->nfigs == 2 &&
+          same_runs(o.u.rverdict.v->figs, a.r, 2));
+    ncg_msg_release(&o);
+    m.u.rverdict.comm_nranks = (NCG_WIRE_MAX_RANKS)-1; /* runs past the comm: refused */
+    {
+        static uint8_t buf[4096];
+        CHECK(ncg_wire_encode(&m, buf, sizeof buf) < 0);
+    }
+    ncg_verdict_free(m.u.rverdict.v);
 }
 
 static void goodbye(struct client *c, uint64_t count, uint8_t flags)
@@ -1294,6 +1403,9 @@ static void probe_detached(int tick_between)
     ncg_relay_connected(T.r[1], 3, T.now);
     ncg_relay_parent_up(T.r[2], T.now);
     pump();
+    CHECK(T.cl[0].verdicts == 0); /* decided: its figures gathered first */
+    for (int t = 0; t < 4; t++)   /* relay 1 still waits on relay 2's old link: its deadline */
+        tick_all(3);
     CHECK(T.cl[0].verdicts == 1 && T.cl[0].v && !strcmp(T.cl[0].v->subject, "4"));
     tree_free(3);
 }
@@ -2200,6 +2312,7 @@ int main(void)
     test_mismatch_sibling();
     test_mismatch_absent_rank();
     test_client_verdicts();
+    test_figs_gather();
     test_client_died();
     test_relay_died();
     test_detached_fault();

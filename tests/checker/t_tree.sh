@@ -15,6 +15,9 @@ export NCCLGUARD_TREE=on NCG_LAUNCH_PER_NODE=4 NCCLGUARD_DIAG=full
 BANNER='^ncclguard: checking through a relay tree: 4 nodes of 4 ranks, fan-out 16'
 # ours: ncclguard's lines other than the banner (a healthy run has none)
 ours() { grep '^ncclguard:' "$OUT" | grep -vE "$BANNER|^ncclguard: (recording to|completion: )"; }
+# a counts line naming a number for every rank (no "?": each rank's figures reached the root)
+COUNTS='^ncclguard:   collective calls issued per rank: [0-9]+ on [0-9,-]+(; [0-9]+ on [0-9,-]+)* \(rank [0-9]+: its own'
+
 
 NCCLGUARD_VERBOSE=1 guarded "$NCG_TMP/mm" "$LAUNCH" -n 16 -t 60 "$SCEN" count
 expect "$RC" 86 "mismatch: launcher status"
@@ -22,7 +25,11 @@ expect "$(exited 86)" 16 "mismatch: ranks that exited 86"
 expect "$(nlines "$BANNER")" 1 "the banner, once (the root)"
 expect "$(nlines '^ncclguard: this process \(global rank (4|8|12)\) is the relay of node (1|2|3) ')" 3 "node relays: LOCAL_RANK 0 of nodes 1-3"
 expect "$(nlines '^ncclguard: VERDICT: MISMATCH on comm [0-9a-f]+ \(16 ranks\): slot 100: AllReduce\(count=9, float32, sum\) on rank 1 vs AllReduce\(count=8, float32, sum\) on ranks 0,2-15$')" 16 "mismatch headline"
-expect "$(nlines '^ncclguard:   communicator [0-9a-f]+, 16 ranks, global ranks not carried by the relay tree \(this process: [0-9]+\)$')" 16 "members line"
+# every rank's figures, gathered through the tree (relay_figs.c) as the flat checker has them
+expect "$(nlines '^ncclguard:   communicator [0-9a-f]+, 16 ranks, global ranks 0-15 \(same as comm ranks\)$')" 16 "members line"
+expect "$(grep -cE "$COUNTS" "$OUT")" 16 "counts line: every rank's count"
+# (synchronous NCCL: every rank is blocked in slot 100, as the flat checker prints it)
+[ $async = 1 ] || expect "$(nlines '^ncclguard:   collective calls issued per rank: 101 on 0-15 \(rank [0-9]+: its own count now')" 16 "counts line"
 grep -q '"verdict":"MISMATCH"' "$REPORTS"/*.json || fail "mismatch report"
 
 # P2P MISMATCH: rank 2 sends 33 elements to rank 3, which receives 32 (both beneath the root's
@@ -37,6 +44,10 @@ for v in 13 12; do
   SCEN_VICTIM=$v guarded "$NCG_TMP/kill$v" "$LAUNCH" -n 16 -t 60 "$SCEN" kill
   expect "$(exited 86)" 15 "survivors of a SIGKILLed rank $v"
   expect "$(nlines "^ncclguard: VERDICT: RANK DIED on comm [0-9a-f]+ \(16 ranks\): rank $v died: ")" 15 "RANK DIED of rank $v"
+  # a plain rank's last count from its node relay (a dead relay's ranks may be between relays)
+  if [ $v = 13 ]; then
+    expect "$(grep -cE "$COUNTS" "$OUT")" 15 "RANK DIED of rank 13: every rank's count"
+  fi
 done
 expect "$(nlines '^ncclguard: VERDICT: RANK DIED .*: rank 12 died: the relay of node 3 \(pid [0-9]+ on .*\) was lost: connection lost without goodbye$')" 15 "the dead relay named"
 # the root's process (rank 0) killed: no verdict can come from it; each rank says who died
@@ -70,6 +81,7 @@ if [ $async = 0 ]; then
   NCCLGUARD_LAG_WARN_S=1 SCEN_LAG_S=3 guarded "$NCG_TMP/lag" "$LAUNCH" -n 16 -t 60 "$SCEN" lag
   expect "$RC" 0 "lag warning: the job completes"
   expect "$(nlines '^ncclguard: WARNING: LAG on comm [0-9a-f]+ \(16 ranks\): rank 1 behind, nobody progressed')" 16 "lag warning"
+  expect "$(grep -cE "$COUNTS" "$OUT")" 16 "lag warning: every rank's count"
   NCCLGUARD_LAG_WARN_S=1 NCCLGUARD_LAG_ABORT_S=2 SCEN_LAG_S=6 guarded "$NCG_TMP/lag2" "$LAUNCH" -n 16 -t 60 "$SCEN" lag
   expect "$(exited 86)" 16 "lag abort"
   expect "$(nlines '^ncclguard: VERDICT: LAG on comm')" 16 "lag verdict"

@@ -1,6 +1,7 @@
 # Pure parts: wire codec (incl. every truncation and corrupted frames), compact rank lists,
-# call grouping, diagnostic/report rendering, coordinator state machine, the wait-for graph
-# (DEADLOCK), the straggler decision (SLOW), the relay tree (relay_unit); wire decoder fuzzing.
+# figure runs (figruns_test), call grouping, diagnostic/report rendering, coordinator state
+# machine, the wait-for graph (DEADLOCK), the straggler decision (SLOW), the relay tree
+# (relay_unit); wire decoder fuzzing.
 set -u
 B=$NCG_BUILD/tests/checker
 [ -x "$B/unit" ] && [ -x "$B/fuzz_wire" ] || { echo "unit tests not built"; exit 77; }
@@ -10,6 +11,8 @@ B=$NCG_BUILD/tests/checker
 "$B/straggler_test" || exit 1
 [ -x "$B/idtail_test" ] || { echo "idtail_test not built"; exit 1; }
 "$B/idtail_test" || exit 1
+[ -x "$B/figruns_test" ] || { echo "figruns_test not built"; exit 1; }
+"$B/figruns_test" || exit 1
 [ -x "$B/local_test" ] || { echo "local_test not built"; exit 1; }
 "$B/local_test" || exit 1
 [ -x "$B/relay_unit" ] || { echo "relay_unit not built"; exit 1; }

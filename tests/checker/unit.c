@@ -238,7 +238,7 @@ static void test_wire(void)
     EXPECT(ncg_wire_decode((const uint8_t *)"GARBAGE!", 8, &m2) < 0);
     EXPECT(ncg_wire_decode((const uint8_t *)"NCGX", 4, &m2) < 0);
     EXPECT(ncg_wire_decode((const uint8_t *)"NC", 2, &m2) == 0);
-    buf[4] = 9; /* version */
+    buf[4] = NCG_WIRE_VERSION + 1; /* a version this build does not speak */
     EXPECT(ncg_wire_decode(buf, (size_t)n, &m2) < 0);
     buf[4] = NCG_WIRE_VERSION;
     buf[5] = 0; /* type 0 */

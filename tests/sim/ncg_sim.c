@@ -1269,10 +1269,11 @@ int main(int argc, char **argv)
            root.summary);
     if (A.frames) { /* per frame type: [node-local, between relays] bytes per rank and second */
         static const char *const name[NCG_MSG_TYPE_MAX_] = {
-            "?",        "HELLO",  "WELCOME",  "REPORT", "QUERY",  "ANSWER", "P2P",     "GOODBYE",
-            "VERDICT",  "PING",   "SHUTDOWN", "WAIT",   "RHELLO", "RSTAT",  "RANSWER", "RFAULT",
-            "RVERDICT", "RWHERE", "RHERE",    "RP2P",   "RWAIT",  "RASK",   "DONE",    "RELEASE"};
-        _Static_assert(NCG_MSG_RELEASE + 1 == NCG_MSG_TYPE_MAX_, "a frame type without a name");
+            "?",       "HELLO",   "WELCOME",  "REPORT",   "QUERY", "ANSWER", "P2P",
+            "GOODBYE", "VERDICT", "PING",     "SHUTDOWN", "WAIT",  "RHELLO", "RSTAT",
+            "RANSWER", "RFAULT",  "RVERDICT", "RWHERE",   "RHERE", "RP2P",   "RWAIT",
+            "RASK",    "DONE",    "RELEASE",  "RFIGQ",    "RFIGA"};
+        _Static_assert(NCG_MSG_RFIGA + 1 == NCG_MSG_TYPE_MAX_, "a frame type without a name");
         printf(", \"frames\": {");
         const char *sep = "";
         for (int t = 0; t < NCG_MSG_TYPE_MAX_; t++) {
