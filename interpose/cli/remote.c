@@ -330,11 +330,14 @@ static uint64_t ago(const struct ncg_snap *s, double age_s)
     return d < s->now_ns ? s->now_ns - d : 1;
 }
 
-/* The process (host, pid) of the snapshot, added when new. -1 when out of memory. */
+/* The process (host, pid) of the snapshot, added when new; a row without its process (pid 0:
+ * the tree's root lists the ranks beyond its own node from the figures gather) stands for a
+ * process of its own, keyed by its global rank. -1 when out of memory. */
 static int proc_for(struct ncg_snap *s, int *cap, const char *host, int32_t pid, int32_t grank)
 {
     for (int i = 0; i < s->nprocs; i++)
-        if (s->procs[i].pid == pid && !strcmp(s->procs[i].hostname, host))
+        if (s->procs[i].pid == pid && !strcmp(s->procs[i].hostname, host) &&
+            (pid != 0 || s->procs[i].global_rank == grank))
             return i;
     if (s->nprocs == *cap) {
         int nc = *cap ? *cap * 2 : 64;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "figruns.h"
 #include "http.h"
 #include "metrics.h" /* NCG_JOB_STATUS_VERSION */
 #include "relay.h"
@@ -88,7 +89,8 @@ struct tconn {
 struct trow {
     struct ncg_relay_rank_view v; /* host: NULL */
     char host[64];
-    double rate, age; /* calls per second; seconds since its count grew */
+    double rate, age; /* calls per second; seconds since its count grew (-1: not known) */
+    uint8_t unknown;  /* a gathered row whose figures the gather did not reach */
 };
 
 struct tcomm {
@@ -110,6 +112,7 @@ struct tsnap {
     struct trow *row;
     size_t nrow, caprow;
     int oom;
+    int pending; /* a figures gather was asked for: render again once it is in */
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -140,11 +143,102 @@ static void snap_conn(void *arg, const struct ncg_relay_conn_view *v)
     snprintf(c->host, sizeof c->host, "%s", v->host);
 }
 
-/* The rows of comm c for the snapshot, in comm-rank order, within the query's range: the
- * ranks of this relay's own clients (the one place rows come from). */
+/* Rows the root lists for a comm without ?ranks= (larger comms: aggregates only, rows on
+ * request), and at most per request; how old a gather may be to be served. */
+#define TREE_ROWS_MAX 4096u
+#define TREE_FIGS_FRESH_NS 1000000000ull
+
+/* Root, a comm whose ranks are not all its own clients': the range whose rows come from the
+ * figures gather (relay.h), or 0 when none is wanted (a comm too large without ?ranks=). */
+static int gather_range(const struct tsnap *s, const struct ncg_relay_comm_view *v, uint32_t *lo,
+                        uint32_t *hi)
+{
+    if (!ncg_relay_get_params(s->t->r)->root || v->nhere >= v->nranks || v->nranks == 0)
+        return 0;
+    if (s->q && s->q->has_ranks) {
+        if (s->q->lo >= v->nranks)
+            return 0;
+        *lo = s->q->lo;
+        *hi = s->q->hi < v->nranks ? s->q->hi : v->nranks - 1;
+    } else if (v->nranks <= TREE_ROWS_MAX) {
+        *lo = 0;
+        *hi = v->nranks - 1;
+    } else {
+        return 0;
+    }
+    if (*hi - *lo >= TREE_ROWS_MAX)
+        *hi = *lo + TREE_ROWS_MAX - 1;
+    return 1;
+}
+
+/* The rows lo..hi of comm v from the root's latest gather, when it covers them and is fresh:
+ * 0 (rows added), NCG_HTTP_NOT_READY (a gather was started or is in flight: the endpoint
+ * renders again), or -1 (none to be had: the comm is gone; own rows instead). A rank of this
+ * relay's own clients keeps its richer row (pid, host, rate). */
+static int rows_gathered(struct tsnap *s, const struct ncg_relay_comm_view *v, uint32_t lo,
+                         uint32_t hi)
+{
+    const struct ncg_figrun *run;
+    uint32_t n, flo, fhi;
+    uint64_t at;
+    int have = ncg_relay_figs_last(s->t->r, v->id, &run, &n, &flo, &fhi, &at) == 0;
+    if (!have || flo > lo || fhi < hi || at + TREE_FIGS_FRESH_NS < s->now) {
+        int rc = ncg_relay_figs_request(s->t->r, v->id, lo, hi, s->now);
+        return rc == 0 || rc == -EBUSY ? NCG_HTTP_NOT_READY : -1;
+    }
+    uint32_t h = 0; /* v->here is by comm rank */
+    for (uint32_t i = 0; i < n; i++) {
+        const struct ncg_figrun *f = &run[i];
+        uint32_t a = f->lo > lo ? f->lo : lo, e = f->lo + f->n - 1;
+        e = e < hi ? e : hi;
+        for (uint32_t k = a; k <= e && k >= a; k++) {
+            while (h < v->nhere && v->here[h].rank < k)
+                h++;
+            if (grow((void **)&s->row, &s->caprow, s->nrow + 1, sizeof *s->row)) {
+                s->oom = 1;
+                return 0;
+            }
+            struct trow *m = &s->row[s->nrow++];
+            memset(m, 0, sizeof *m);
+            if (h < v->nhere && v->here[h].rank == k) {
+                const struct ncg_relay_rank_view *o = &v->here[h];
+                m->v = *o;
+                m->v.host = NULL;
+                snprintf(m->host, sizeof m->host, "%s", o->host);
+                m->rate = rate_of(s->t, v->id, k, o->issued, o->state == 1, s->now,
+                                  v->progress_age_s, &m->age);
+                continue;
+            }
+            m->v.rank = k;
+            m->v.global_rank = f->glo >= 0 ? f->glo + (int32_t)(k - f->lo) * f->gstride : -1;
+            m->v.state = f->state; /* enum ncg_fig_state: 1 active, 2 left, 3 dead, 0 unknown */
+            m->v.issued = f->count >= 0 ? (uint64_t)f->count : 0;
+            m->v.done = f->done >= 0 ? (uint64_t)f->done : 0;
+            m->unknown = f->count < 0;
+            m->v.heartbeat_age_s = -1;
+            m->rate = -1; /* not tracked per rank at the root */
+            m->age = -1;
+        }
+    }
+    return 0;
+}
+
+/* The rows of comm c for the snapshot, in comm-rank order, within the query's range: at the
+ * root, from the figures gather for a comm with ranks beyond its own clients; else the ranks
+ * of this relay's own clients (the one place rows come from). */
 static void rows_of(struct tsnap *s, const struct ncg_relay_comm_view *v, struct tcomm *c)
 {
     c->r0 = s->nrow;
+    uint32_t lo, hi;
+    if (gather_range(s, v, &lo, &hi)) {
+        int rc = rows_gathered(s, v, lo, hi);
+        if (rc == 0) {
+            c->nrows = s->nrow - c->r0;
+            return;
+        }
+        if (rc == NCG_HTTP_NOT_READY)
+            s->pending = 1;
+    }
     for (uint32_t i = 0; i < v->nhere; i++) {
         const struct ncg_relay_rank_view *a = &v->here[i];
         if (s->q && s->q->has_ranks && (a->rank < s->q->lo || a->rank > s->q->hi))
@@ -156,6 +250,7 @@ static void rows_of(struct tsnap *s, const struct ncg_relay_comm_view *v, struct
         struct trow *m = &s->row[s->nrow++];
         m->v = *a;
         m->v.host = NULL;
+        m->unknown = 0;
         snprintf(m->host, sizeof m->host, "%s", a->host);
         m->rate = rate_of(s->t, v->id, a->rank, a->issued, a->state == 1, s->now, v->progress_age_s,
                           &m->age);
@@ -352,19 +447,32 @@ static void status_comm(struct ncg_buf *b, const struct tsnap *s, const struct t
                    c->nrows < v->nranks ? "true" : "false");
     for (size_t i = 0; i < c->nrows; i++) {
         const struct trow *m = &s->row[c->r0 + i];
+        static const char *const state[] = {"unknown", "active", "left", "dead"};
         ncg_buf_printf(b,
                        "%s{\"rank\":%u,\"global_rank\":%d,\"state\":\"%s\",\"pid\":%u,"
                        "\"host\":\"",
                        i ? "," : "", m->v.rank, m->v.global_rank,
-                       m->v.state == 1 ? "active" : "left", m->v.pid);
+                       state[m->v.state < 4 ? m->v.state : 0], m->v.pid);
         ncg_buf_esc(b, m->host, NCG_ESC_JSON);
-        ncg_buf_printf(b,
-                       "\",\"slots\":%" PRIu64 ",\"calls_per_s\":%.2f,\"progress_age_s\":%.3f,"
-                       "\"heartbeat_age_s\":",
-                       m->v.issued, m->rate, m->age);
+        ncg_buf_add(b, "\",\"slots\":", 10);
+        if (m->unknown)
+            ncg_buf_add(b, "null", 4);
+        else
+            ncg_buf_printf(b, "%" PRIu64, m->v.issued);
+        ncg_buf_add(b, ",\"calls_per_s\":", 15);
+        json_num(b, m->rate);
+        ncg_buf_add(b, ",\"progress_age_s\":", 18);
+        json_num(b, m->age);
+        ncg_buf_add(b, ",\"heartbeat_age_s\":", 19);
         json_num(b, m->v.heartbeat_age_s);
-        ncg_buf_printf(b, ",\"completed\":%" PRIu64 ",\"last_call_age_s\":%.3f,\"report_age_s\":",
-                       m->v.done, m->age);
+        ncg_buf_add(b, ",\"completed\":", 13);
+        if (m->unknown)
+            ncg_buf_add(b, "null", 4);
+        else
+            ncg_buf_printf(b, "%" PRIu64, m->v.done);
+        ncg_buf_add(b, ",\"last_call_age_s\":", 19);
+        json_num(b, m->age);
+        ncg_buf_add(b, ",\"report_age_s\":", 16);
         json_num(b, m->v.heartbeat_age_s);
         ncg_buf_printf(b, ",\"last_call\":null,\"behind\":%s}", behind(c, m) ? "true" : "false");
     }
@@ -378,6 +486,10 @@ int ncg_tree_status_render(struct ncg_tree_src *t, const struct ncg_http_query *
     if (snap_take(t, q, now_ns, &s) != 0) {
         snap_free(&s);
         return -ENOMEM;
+    }
+    if (s.pending) { /* the root's rows wait for a figures gather (the endpoint asks again) */
+        snap_free(&s);
+        return NCG_HTTP_NOT_READY;
     }
     struct ncg_relay_stats st;
     ncg_relay_get_stats(t->r, &st);
