@@ -112,6 +112,7 @@ struct tsnap {
     struct trow *row;
     size_t nrow, caprow;
     int oom;
+    int gather;  /* rows may come from the figures gather (snap_take) */
     int pending; /* a figures gather was asked for: render again once it is in */
 };
 
@@ -153,7 +154,8 @@ static void snap_conn(void *arg, const struct ncg_relay_conn_view *v)
 static int gather_range(const struct tsnap *s, const struct ncg_relay_comm_view *v, uint32_t *lo,
                         uint32_t *hi)
 {
-    if (!ncg_relay_get_params(s->t->r)->root || v->nhere >= v->nranks || v->nranks == 0)
+    if (!s->gather || !ncg_relay_get_params(s->t->r)->root || v->nhere >= v->nranks ||
+        v->nranks == 0)
         return 0;
     if (s->q && s->q->has_ranks) {
         if (s->q->lo >= v->nranks)
@@ -284,11 +286,14 @@ static void snap_comm(void *arg, const struct ncg_relay_comm_view *v)
     rows_of(s, v, c);
 }
 
+/* gather: rows may come from the figures gather (the root's /status; never /metrics, which
+ * stays O(comms + children + own ranks)). */
 static int snap_take(struct ncg_tree_src *t, const struct ncg_http_query *q, uint64_t now,
-                     struct tsnap *s)
+                     int gather, struct tsnap *s)
 {
     memset(s, 0, sizeof *s);
     s->t = t;
+    s->gather = gather;
     s->q = q;
     s->now = now;
     struct ncg_relay_view_ops ops = {snap_conn, snap_comm, s};
@@ -483,7 +488,7 @@ int ncg_tree_status_render(struct ncg_tree_src *t, const struct ncg_http_query *
                            double time_unix, struct ncg_buf *b)
 {
     struct tsnap s;
-    if (snap_take(t, q, now_ns, &s) != 0) {
+    if (snap_take(t, q, now_ns, 1, &s) != 0) {
         snap_free(&s);
         return -ENOMEM;
     }
@@ -653,7 +658,7 @@ static void rank_family(struct ncg_buf *b, const struct tsnap *s, const char *na
 int ncg_tree_metrics_render(struct ncg_tree_src *t, uint64_t now_ns, struct ncg_buf *b)
 {
     struct tsnap s;
-    if (snap_take(t, NULL, now_ns, &s) != 0) {
+    if (snap_take(t, NULL, now_ns, 0, &s) != 0) {
         snap_free(&s);
         return -ENOMEM;
     }
