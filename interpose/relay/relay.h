@@ -42,6 +42,10 @@ struct ncg_relay_params {
     double stuck_warn_s;  /* root: STUCK warning after this long without completion (0: none) */
     double stuck_abort_s; /* root: STUCK becomes an error after this long (0: never) */
     double exit_wait_s;   /* root: the exit release's bound (release.h; 0: released at once) */
+    /* SLOW (relay_slow.c), as coord.h's: all three unset (0): from the environment */
+    uint8_t slow_off;     /* 1: samples ignored, no SLOW warning */
+    uint32_t slow_window; /* root: slots one decision covers (0: 16) */
+    double slow_share;    /* root: share of the step the others must lose (0..1) */
 };
 
 struct ncg_relay_ops {
