@@ -181,7 +181,7 @@ struct ncg_msg_rwait {
  * deadline. The argmin's global rank, pid and host come only when they differ from those of the
  * previous slot the sender sent with them on this comm (the straggler is mostly the same rank):
  * a slot without them refers to those. Durations travel in microseconds. */
-#define NCG_RSLOW_SLOTS 8u /* slots per comm entry */
+#define NCG_RSLOW_SLOTS 8u  /* slots per comm entry */
 #define NCG_RSLOW_COMMS 32u /* comm entries per RSLOW (more: several frames) */
 struct ncg_rslow_slot {
     uint64_t slot;

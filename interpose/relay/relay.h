@@ -148,7 +148,14 @@ struct ncg_relay_comm_view {
     uint64_t verified;                  /* root: slots proven equal on every member */
     double progress_age_s, done_age_s;  /* since a count / a completed count beneath grew */
     uint8_t done, lag_warned, stuck_warned;
-    const struct ncg_verdict *verdict;      /* the verdict known here (root: issued), or NULL */
+    const struct ncg_verdict *verdict; /* the verdict known here (root: issued), or NULL */
+    /* root: the rank SLOW names now (relay_slow.c), -1 none; what is known of it (grank -1,
+     * pid 0, host "": not known), the share of the step the others lose, since when */
+    int32_t sg_rank, sg_grank;
+    uint32_t sg_pid;
+    const char *sg_host;
+    double sg_share, sg_since_s;
+    uint8_t sg_device;                      /* late on its GPU (else its host) */
     uint32_t nhere;                         /* ranks of client processes connected here */
     const struct ncg_relay_rank_view *here; /* [nhere], by comm rank */
 };

@@ -294,8 +294,7 @@ void ncg_rl_figs_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdic
 void ncg_rl_slow_report(struct ncg_relay *r, struct rcomm *c, struct rkid *k,
                         const struct ncg_report_slow *smp, uint32_t n, uint64_t now_ns);
 /* A child relay's RSLOW. */
-void ncg_rl_on_rslow(struct ncg_relay *r, int conn, const struct ncg_msg_rslow *m,
-                     uint64_t now_ns);
+void ncg_rl_on_rslow(struct ncg_relay *r, int conn, const struct ncg_msg_rslow *m, uint64_t now_ns);
 /* Each tick, per comm: slots past their deadline settled; at the root, a named rank that left
  * ends its episode. */
 void ncg_rl_slow_tick(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns);

@@ -122,8 +122,8 @@ static void out_add(struct rslow *s, const struct ncg_sg_slot *a, const struct n
 static void settle(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
 {
     struct rslow *s = c->slow;
-    uint64_t dl = (uint64_t)(r->p.root ? DEADLINE_IV_ROOT : DEADLINE_IV) * r->p.interval_ms *
-                  1000000ull;
+    uint64_t dl =
+        (uint64_t)(r->p.root ? DEADLINE_IV_ROOT : DEADLINE_IV) * r->p.interval_ms * 1000000ull;
     for (;;) {
         int lo = ncg_sg_pend_lowest(&s->pend);
         if (lo < 0)
