@@ -40,12 +40,11 @@ struct cmember {
     uint64_t slow_last; /* 1 + the slot of its latest straggler sample taken, 0 none */
 };
 
-/* SLOW: the samples of a slot not yet received from every member (coord_slow.c). */
-#define NCG_CO_SLOW_PEND 8u
+/* SLOW: the samples of a slot not yet received from every member (coord_slow.c; the table and
+ * its rule are straggler.h's, shared with the relay tree). */
 struct cslow {
     struct ncg_sg sg;
-    uint32_t npend;
-    struct ncg_sg_slot pend[NCG_CO_SLOW_PEND];
+    struct ncg_sg_pend pend;
 };
 
 struct ccomm {

@@ -14,11 +14,6 @@ static uint32_t active_members(const struct ccomm *c)
     return n;
 }
 
-static void pend_drop(struct cslow *s, uint32_t i)
-{
-    s->pend[i] = s->pend[--s->npend];
-}
-
 static void on_event(struct ncg_coord *co, struct ccomm *c, enum ncg_sg_event ev, uint64_t now_ns)
 {
     struct ncg_sg *sg = &c->slow->sg;
@@ -41,35 +36,30 @@ static void on_event(struct ncg_coord *co, struct ccomm *c, enum ncg_sg_event ev
     ncg_co_verdict_issue(co, c, v);
 }
 
-/* Feeds the complete slots, and drops those some active member will never send (it sent a
- * later one). */
+/* Feeds the complete slots in slot order, and drops those some active member skipped
+ * (straggler.h's rule, the relay tree's too). */
 static void settle(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns)
 {
     struct cslow *s = c->slow;
     uint32_t want = active_members(c);
     for (;;) {
-        /* the lowest pending slot first: the window takes slots in order */
-        uint32_t lo = UINT32_MAX;
-        for (uint32_t i = 0; i < s->npend; i++)
-            if (lo == UINT32_MAX || s->pend[i].slot < s->pend[lo].slot)
-                lo = i;
-        if (lo == UINT32_MAX)
+        int lo = ncg_sg_pend_lowest(&s->pend);
+        if (lo < 0)
             return;
-        struct ncg_sg_slot *a = &s->pend[lo];
-        int never = 1; /* every active member sent a later slot: the missing one skipped it */
-        for (uint32_t r = 0; r < c->nranks && never; r++)
-            never = c->m[r].state != M_ACTIVE || c->m[r].slow_last > a->slot + 1;
-        if (a->n < want && !never)
+        uint64_t slot = s->pend.s[lo].slot;
+        int passed = 1; /* every active member sent it or a later one */
+        for (uint32_t r = 0; r < c->nranks && passed; r++)
+            passed = c->m[r].state != M_ACTIVE || c->m[r].slow_last > slot;
+        enum ncg_sg_fate f = ncg_sg_fate(&s->pend.s[lo], want, passed);
+        if (f == NCG_SG_HOLD)
             return; /* still coming */
-        if (a->n >= want && want >= 2) {
-            struct ncg_sg_slot x = *a;
-            pend_drop(s, lo);
+        struct ncg_sg_slot x;
+        ncg_sg_pend_pop(&s->pend, lo, &x, NULL);
+        if (f == NCG_SG_FEED) {
             on_event(co, c, ncg_sg_feed(&s->sg, &x, now_ns), now_ns);
             if (c->done)
                 return;
-            continue;
         }
-        pend_drop(s, lo); /* a member skipped it: never complete */
     }
 }
 
@@ -84,31 +74,15 @@ void ncg_co_slow_samples(struct ncg_coord *co, struct ccomm *c, uint32_t rank,
         }
         ncg_sg_init(&c->slow->sg, &cfg);
     }
-    struct cslow *s = c->slow;
     struct cmember *mb = &c->m[rank];
     for (uint32_t k = 0; k < n; k++) {
         const struct ncg_report_slow *x = &smp[k];
-        if (mb->slow_last && x->slot + 1 <= mb->slow_last)
-            continue; /* not after its previous one */
-        mb->slow_last = x->slot + 1;
-        if (!x->step_us)
-            continue; /* its first sample: no time per slot yet (the slot is dropped) */
-        uint32_t i;
-        for (i = 0; i < s->npend && s->pend[i].slot != x->slot; i++)
-            ;
-        if (i == s->npend) {
-            if (s->npend == NCG_CO_SLOW_PEND) { /* the oldest goes: someone skipped it */
-                uint32_t lo = 0;
-                for (uint32_t j = 1; j < s->npend; j++)
-                    lo = s->pend[j].slot < s->pend[lo].slot ? j : lo;
-                pend_drop(s, lo);
-                i = s->npend;
-            }
-            ncg_sg_slot_init(&s->pend[i], x->slot);
-            s->npend++;
-        }
-        ncg_sg_slot_add(&s->pend[i], (int32_t)rank, (uint64_t)x->dur_us * 1000,
-                        (uint64_t)x->step_us * 1000, x->device);
+        struct ncg_sg_slot b;
+        ncg_sg_slot_init(&b, x->slot);
+        if (x->step_us) /* its first sample has no time per slot yet: the slot is dropped */
+            ncg_sg_slot_add(&b, (int32_t)rank, (uint64_t)x->dur_us * 1000,
+                            (uint64_t)x->step_us * 1000, x->device);
+        ncg_sg_pend_take(&c->slow->pend, &mb->slow_last, &b, NULL, now_ns);
     }
     settle(co, c, now_ns);
 }

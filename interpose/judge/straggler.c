@@ -26,20 +26,23 @@ void ncg_sg_slot_add(struct ncg_sg_slot *a, int32_t rank, uint64_t dur_ns, uint6
     ncg_sg_slot_merge(a, &b);
 }
 
-void ncg_sg_slot_merge(struct ncg_sg_slot *a, const struct ncg_sg_slot *b)
+int ncg_sg_slot_merge(struct ncg_sg_slot *a, const struct ncg_sg_slot *b)
 {
+    int took = 0;
     if (!b->n)
-        return;
+        return 0;
     if (!a->n || b->min_ns < a->min_ns) {
         a->min_ns = b->min_ns;
         a->argmin = b->argmin;
         a->side = b->side;
+        took = 1;
     } else if (b->min_ns == a->min_ns) {
         a->argmin = -1; /* a tie names nobody */
     }
     a->n += b->n;
     a->sum_ns += b->sum_ns;
     a->step_ns += b->step_ns;
+    return took;
 }
 
 void ncg_sg_init(struct ncg_sg *s, const struct ncg_sg_cfg *cfg)
@@ -175,4 +178,56 @@ size_t ncg_sg_thin(const uint64_t *slots, size_t n, size_t max, size_t *idx)
         return k;
     }
     return 0;
+}
+
+int ncg_sg_pend_take(struct ncg_sg_pend *p, uint64_t *last, const struct ncg_sg_slot *b,
+                     const struct ncg_sg_who *who, uint64_t now_ns)
+{
+    if (*last && b->slot + 1 <= *last)
+        return 0; /* not after its previous one */
+    *last = b->slot + 1;
+    if (!b->n)
+        return 0;
+    uint32_t i;
+    for (i = 0; i < p->n && p->s[i].slot != b->slot; i++)
+        ;
+    if (i == p->n) {
+        if (p->n == NCG_SG_PEND) /* the oldest goes: someone skipped it */
+            ncg_sg_pend_pop(p, ncg_sg_pend_lowest(p), NULL, NULL);
+        i = p->n++;
+        ncg_sg_slot_init(&p->s[i], b->slot);
+        p->who[i] = (struct ncg_sg_who){.grank = -1};
+        p->t_ns[i] = now_ns;
+    }
+    if (ncg_sg_slot_merge(&p->s[i], b))
+        p->who[i] = who ? *who : (struct ncg_sg_who){.grank = -1};
+    return 1;
+}
+
+int ncg_sg_pend_lowest(const struct ncg_sg_pend *p)
+{
+    int lo = -1;
+    for (uint32_t i = 0; i < p->n; i++)
+        if (lo < 0 || (int64_t)(p->s[i].slot - p->s[lo].slot) < 0)
+            lo = (int)i;
+    return lo;
+}
+
+void ncg_sg_pend_pop(struct ncg_sg_pend *p, int i, struct ncg_sg_slot *out, struct ncg_sg_who *who)
+{
+    if (out)
+        *out = p->s[i];
+    if (who)
+        *who = p->who[i];
+    p->n--;
+    p->s[i] = p->s[p->n];
+    p->who[i] = p->who[p->n];
+    p->t_ns[i] = p->t_ns[p->n];
+}
+
+enum ncg_sg_fate ncg_sg_fate(const struct ncg_sg_slot *a, uint32_t want, int passed)
+{
+    if (want >= 2 && a->n >= want)
+        return NCG_SG_FEED;
+    return passed ? NCG_SG_DROP : NCG_SG_HOLD;
 }

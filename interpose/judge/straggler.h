@@ -36,8 +36,9 @@ void ncg_sg_slot_init(struct ncg_sg_slot *a, uint64_t slot);
 /* Merges one rank's sample (duration, its time per slot, side) into a. Pure. */
 void ncg_sg_slot_add(struct ncg_sg_slot *a, int32_t rank, uint64_t dur_ns, uint64_t step_ns,
                      uint8_t side);
-/* Merges b (the same slot, other ranks) into a: what a relay would do. Pure. */
-void ncg_sg_slot_merge(struct ncg_sg_slot *a, const struct ncg_sg_slot *b);
+/* Merges b (the same slot, other ranks) into a: what a relay does. Returns 1 when b's minimum
+ * became a's (b's argmin is a's now: whatever the caller knows of it goes with it). Pure. */
+int ncg_sg_slot_merge(struct ncg_sg_slot *a, const struct ncg_sg_slot *b);
 
 struct ncg_sg_cfg {
     uint32_t window;  /* slots decided over (1..NCG_SG_WIN_MAX; default 16) */
@@ -90,6 +91,46 @@ enum ncg_sg_event ncg_sg_feed(struct ncg_sg *s, const struct ncg_sg_slot *a, uin
 /* The member rank left: its episode ends (NCG_SG_END returned, s->ended), and the window
  * forgets the slots it was the minimum of. Pure. */
 enum ncg_sg_event ncg_sg_forget(struct ncg_sg *s, int32_t rank);
+
+/* ---- slots still coming in: shared by the flat coordinator (coord_slow.c) and every relay of
+ * the tree (relay_slow.c), so both gather, complete and drop slots by one rule ---- */
+
+/* What is known of a slot's argmin beyond its comm rank (who the warning names). */
+struct ncg_sg_who {
+    int32_t grank; /* global rank, -1 unknown */
+    uint32_t pid;  /* 0 unknown */
+    char host[64]; /* "" unknown */
+};
+
+#define NCG_SG_PEND 8u /* slots gathered at once per communicator (more: the oldest dropped) */
+struct ncg_sg_pend {
+    uint32_t n;
+    struct ncg_sg_slot s[NCG_SG_PEND];
+    struct ncg_sg_who who[NCG_SG_PEND]; /* of s[i].argmin */
+    uint64_t t_ns[NCG_SG_PEND];         /* when its first figures came */
+};
+
+/* One member's (or subtree's) merged figures b of a slot: ignored when b->slot is not after its
+ * previous one (*last: 1 + the slot it sent last, 0 none), which *last records; merged into the
+ * slot's pending entry (new: the oldest dropped when full) unless b is empty (b->n 0: a rank's
+ * first sample, no time per slot yet), its argmin's who going with it. Returns 1 merged. Pure. */
+int ncg_sg_pend_take(struct ncg_sg_pend *p, uint64_t *last, const struct ncg_sg_slot *b,
+                     const struct ncg_sg_who *who, uint64_t now_ns);
+/* The index of the lowest pending slot (they leave in slot order), -1 none. Pure. */
+int ncg_sg_pend_lowest(const struct ncg_sg_pend *p);
+/* Removes entry i into *out / *who (either may be NULL). Pure. */
+void ncg_sg_pend_pop(struct ncg_sg_pend *p, int i, struct ncg_sg_slot *out, struct ncg_sg_who *who);
+
+enum ncg_sg_fate {
+    NCG_SG_HOLD = 0, /* more figures are still coming */
+    NCG_SG_FEED = 1, /* complete: to the window (or, below the root of the tree, up) */
+    NCG_SG_DROP = 2, /* will never be complete: some active member skipped it */
+};
+/* The rule for the lowest pending slot a: `want` ranks active, `passed` 1 when every active
+ * member (a relay: every active client rank and child relay) has sent this slot or a later one,
+ * or its deadline passed. Complete (a->n >= want >= 2): FEED; else passed: DROP; else HOLD.
+ * Pure. */
+enum ncg_sg_fate ncg_sg_fate(const struct ncg_sg_slot *a, uint32_t want, int passed);
 
 /* The samples a REPORT carries of those at slots[0..n) (increasing): when
  * more than max, only those whose slot is a multiple of 2^L, the smallest L that fits, so that

@@ -99,6 +99,7 @@ struct tcomm {
     int vkind, vsev;
     int64_t vslot;
     char vtext[1024], vsubject[NCG_WIRE_STR];
+    char sg_host[64]; /* v.sg_host's copy (v.sg_host: NULL) */
 };
 
 struct tsnap {
@@ -274,6 +275,8 @@ static void snap_comm(void *arg, const struct ncg_relay_comm_view *v)
     c->v = *v;
     c->v.verdict = NULL;
     c->v.here = NULL;
+    snprintf(c->sg_host, sizeof c->sg_host, "%s", v->sg_host ? v->sg_host : "");
+    c->v.sg_host = NULL;
     if (v->verdict) {
         c->vkind = v->verdict->kind;
         c->vsev = v->verdict->severity;
@@ -448,6 +451,27 @@ static void status_comm(struct ncg_buf *b, const struct tsnap *s, const struct t
     } else {
         ncg_buf_add(b, "null", 4);
     }
+    /* SLOW (root): the rank the others wait for, as the warning named it */
+    ncg_buf_add(b, ",\"slow\":", 8);
+    if (v->sg_rank >= 0) {
+        ncg_buf_printf(b, "{\"rank\":%d,\"global_rank\":%d,\"host\":", v->sg_rank, v->sg_grank);
+        if (c->sg_host[0]) {
+            ncg_buf_add(b, "\"", 1);
+            ncg_buf_esc(b, c->sg_host, NCG_ESC_JSON);
+            ncg_buf_add(b, "\"", 1);
+        } else {
+            ncg_buf_add(b, "null", 4);
+        }
+        ncg_buf_add(b, ",\"pid\":", 7);
+        if (v->sg_pid)
+            ncg_buf_printf(b, "%u", v->sg_pid);
+        else
+            ncg_buf_add(b, "null", 4);
+        ncg_buf_printf(b, ",\"share\":%.4f,\"since_s\":%.1f,\"side\":\"%s\"}", v->sg_share,
+                       v->sg_since_s, v->sg_device ? "device" : "host");
+    } else {
+        ncg_buf_add(b, "null", 4);
+    }
     ncg_buf_printf(b, ",\"members_partial\":%s,\"members\":[",
                    c->nrows < v->nranks ? "true" : "false");
     for (size_t i = 0; i < c->nrows; i++) {
@@ -479,7 +503,9 @@ static void status_comm(struct ncg_buf *b, const struct tsnap *s, const struct t
         json_num(b, m->age);
         ncg_buf_add(b, ",\"report_age_s\":", 16);
         json_num(b, m->v.heartbeat_age_s);
-        ncg_buf_printf(b, ",\"last_call\":null,\"behind\":%s}", behind(c, m) ? "true" : "false");
+        /* per-rank wait share: not gathered through the tree (the root decides on aggregates) */
+        ncg_buf_printf(b, ",\"last_call\":null,\"wait_share\":null,\"behind\":%s}",
+                       behind(c, m) ? "true" : "false");
     }
     ncg_buf_add(b, "]}", 2);
 }
@@ -530,7 +556,9 @@ enum {
     F_ISSUED_MAX,
     F_DONE_MIN,
     F_DONE_AGE,
-    F_STUCK_WARNING
+    F_STUCK_WARNING,
+    F_SLOW_RANK,
+    F_SLOW_SHARE
 };
 static const struct {
     const char *name, *help;
@@ -552,6 +580,9 @@ static const struct {
     {"ncclguard_comm_completed_age_seconds",
      "Seconds since any member's completed count last grew.", F_DONE_AGE},
     {"ncclguard_comm_stuck_warning", "1 while a STUCK warning is outstanding.", F_STUCK_WARNING},
+    {"ncclguard_comm_slow_rank", "Comm rank a SLOW warning names now (-1: none).", F_SLOW_RANK},
+    {"ncclguard_comm_slow_share",
+     "Share of the step the others lose waiting for that rank (0: none).", F_SLOW_SHARE},
 };
 
 static void comm_sample(struct ncg_buf *b, const struct tcomm *c, int which)
@@ -593,6 +624,12 @@ static void comm_sample(struct ncg_buf *b, const struct tcomm *c, int which)
         break;
     case F_DONE_AGE:
         ncg_buf_printf(b, "%.3f\n", v->done_age_s);
+        break;
+    case F_SLOW_RANK:
+        ncg_buf_printf(b, "%d\n", v->sg_rank);
+        break;
+    case F_SLOW_SHARE:
+        ncg_buf_printf(b, "%.4f\n", v->sg_rank >= 0 ? v->sg_share : 0.0);
         break;
     default:
         ncg_buf_printf(b, "%d\n", v->stuck_warned);

@@ -37,6 +37,7 @@ struct ncg_msg {
         struct ncg_msg_rwait *rwait; /* owned by the message (ncg_msg_release) */
         struct ncg_msg_rfigq rfigq;
         struct ncg_msg_rfiga *rfiga; /* owned by the message (ncg_msg_release) */
+        struct ncg_msg_rslow *rslow; /* owned by the message (ncg_msg_release) */
     } u;
 };
 

@@ -9,12 +9,13 @@
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
 #define NCG_WIRE_VERSION                                                                           \
-    9u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT        \
+    10u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT       \
           entries (stream, launch order); 5: REPORT entries as what changed (ncg_report_ref);      \
           6: QUERY's optional representatives (the relay tree's narrowing); 7: DONE and RELEASE    \
           (the exit release, release.h); 8: REPORT entries' straggler samples (NCG_RE_SLOW);       \
           9: a verdict's per-rank figures as runs (figruns.h), RVERDICT with them, RFIGQ / RFIGA   \
-          (the relay tree's figures gather) */
+          (the relay tree's figures gather); 10: RSLOW (the relay tree's straggler figures per     \
+          sampled slot, relay_slow.c) */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* a verdict's per-rank runs: 1 MiB bounds them */
 
@@ -59,6 +60,8 @@ enum ncg_msg_type {
     /* The relay tree's figures gather (v8, relay_figs.c): */
     NCG_MSG_RFIGQ = 24, /* parent -> child relay: send the figures of a comm's ranks lo..hi */
     NCG_MSG_RFIGA = 25, /* child relay -> parent: those beneath it, as runs (u.rfiga) */
+    /* The relay tree's stragglers (v10, relay_slow.c): */
+    NCG_MSG_RSLOW = 26, /* child relay -> parent: per comm, sampled slots merged (u.rslow) */
     NCG_MSG_TYPE_MAX_
 };
 

@@ -44,6 +44,79 @@ static int get_group(struct ncg_rbuf *r, struct ncg_rgroup *g)
     return 0;
 }
 
+/* RSLOW (v10): per slot varints: the slot, n, argmin + 1, side | who << 1, then min, sum and
+ * time per slot in microseconds; with who: global rank + 1, pid, host. */
+#define RS_SIDE 1u
+#define RS_WHO 2u
+static int put_rslow(struct ncg_wbuf *w, const struct ncg_msg_rslow *x)
+{
+    if (!x || !x->n || x->n > NCG_RSLOW_COMMS)
+        return -1;
+    ncg_put8(w, (uint8_t)x->n);
+    for (uint32_t i = 0; i < x->n; i++) {
+        const struct ncg_rslow_ent *e = &x->e[i];
+        if (!e->ns || e->ns > NCG_RSLOW_SLOTS)
+            return -1;
+        ncg_put64(w, e->comm_id);
+        ncg_putv(w, e->nranks);
+        ncg_put8(w, e->ns);
+        for (uint32_t j = 0; j < e->ns; j++) {
+            const struct ncg_rslow_slot *s = &e->s[j];
+            ncg_putv(w, s->slot);
+            ncg_putv(w, s->n);
+            ncg_putv(w, (uint64_t)(s->argmin + 1));
+            ncg_put8(w, (uint8_t)((s->side ? RS_SIDE : 0) | (s->has_who ? RS_WHO : 0)));
+            ncg_putv(w, s->min_ns / 1000);
+            ncg_putv(w, s->sum_ns / 1000);
+            ncg_putv(w, s->step_ns / 1000);
+            if (s->has_who) {
+                ncg_putv(w, (uint64_t)(s->grank + 1));
+                ncg_putv(w, s->pid);
+                ncg_wire_put_str(w, s->host, sizeof s->host);
+            }
+        }
+    }
+    return 0;
+}
+
+static int get_rslow(struct ncg_rbuf *r, struct ncg_msg_rslow *x)
+{
+    x->n = ncg_get8(r);
+    if (!x->n || x->n > NCG_RSLOW_COMMS)
+        return -1;
+    for (uint32_t i = 0; i < x->n; i++) {
+        struct ncg_rslow_ent *e = &x->e[i];
+        e->comm_id = ncg_get64(r);
+        e->nranks = (uint32_t)ncg_getv(r, NCG_WIRE_MAX_RANKS);
+        e->ns = ncg_get8(r);
+        if (r->err || !e->nranks || !e->ns || e->ns > NCG_RSLOW_SLOTS)
+            return -1;
+        for (uint32_t j = 0; j < e->ns; j++) {
+            struct ncg_rslow_slot *s = &e->s[j];
+            s->slot = ncg_getv(r, UINT64_MAX);
+            s->n = (uint32_t)ncg_getv(r, e->nranks);
+            s->argmin = (int32_t)ncg_getv(r, e->nranks) - 1;
+            uint8_t fl = ncg_get8(r);
+            s->side = fl & RS_SIDE;
+            s->has_who = (fl & RS_WHO) != 0;
+            s->min_ns = ncg_getv(r, UINT64_MAX / 1000) * 1000;
+            s->sum_ns = ncg_getv(r, UINT64_MAX / 1000) * 1000;
+            s->step_ns = ncg_getv(r, UINT64_MAX / 1000) * 1000;
+            s->grank = -1;
+            if (s->has_who) {
+                s->grank = (int32_t)ncg_getv(r, (uint64_t)INT32_MAX + 1) - 1;
+                s->pid = (uint32_t)ncg_getv(r, UINT32_MAX);
+                if (ncg_wire_get_str(r, s->host, sizeof s->host) < 0)
+                    return -1;
+            }
+            if (r->err || !s->n || fl & ~(RS_SIDE | RS_WHO) || s->min_ns > s->sum_ns ||
+                (j && s->slot <= e->s[j - 1].slot))
+                return -1;
+        }
+    }
+    return r->err ? -1 : 0;
+}
+
 int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
 {
     uint32_t i, j;
@@ -205,6 +278,8 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
     }
     case NCG_MSG_RASK:
         return 0;
+    case NCG_MSG_RSLOW:
+        return put_rslow(w, m->u.rslow);
     default:
         return -1;
     }
@@ -408,6 +483,10 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
         ncg_figset_free(&s);
         return 0;
     }
+    case NCG_MSG_RSLOW:
+        if (!(m->u.rslow = calloc(1, sizeof *m->u.rslow)))
+            return -1;
+        return get_rslow(r, m->u.rslow); /* released with the message, also on an error */
     default:
         return -1;
     }
@@ -424,6 +503,9 @@ void ncg_wire_relay_release(struct ncg_msg *m)
     } else if (m->type == NCG_MSG_RFIGA) {
         free(m->u.rfiga);
         m->u.rfiga = NULL;
+    } else if (m->type == NCG_MSG_RSLOW) {
+        free(m->u.rslow);
+        m->u.rslow = NULL;
     } else if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
         ncg_verdict_free(m->u.rverdict.v);
         m->u.rverdict.v = NULL;

@@ -175,12 +175,42 @@ struct ncg_msg_rwait {
     struct ncg_msg_wait w;
 };
 
+/* SLOW through the tree (v10, relay_slow.c): per comm, sampled slots each merged over the
+ * ranks beneath the sender that measured it (judge/straggler.h's min, argmin, sum, count and
+ * time per slot: aggregates, never per-rank figures), sent once complete beneath it or at a
+ * deadline. The argmin's global rank, pid and host come only when they differ from those of the
+ * previous slot the sender sent with them on this comm (the straggler is mostly the same rank):
+ * a slot without them refers to those. Durations travel in microseconds. */
+#define NCG_RSLOW_SLOTS 8u  /* slots per comm entry */
+#define NCG_RSLOW_COMMS 32u /* comm entries per RSLOW (more: several frames) */
+struct ncg_rslow_slot {
+    uint64_t slot;
+    uint32_t n;     /* ranks merged, >= 1 */
+    int32_t argmin; /* comm rank with the shortest duration, -1 a tie */
+    uint8_t side;   /* of argmin: 0 host, 1 device */
+    uint8_t has_who;
+    uint64_t min_ns, sum_ns, step_ns; /* multiples of 1000 (microseconds on the wire) */
+    int32_t grank;                    /* has_who: argmin's global rank (-1 unknown) */
+    uint32_t pid;                     /* has_who: its pid (0 unknown) */
+    char host[64];                    /* has_who: its host ("" unknown) */
+};
+struct ncg_rslow_ent {
+    uint64_t comm_id;
+    uint32_t nranks;
+    uint8_t ns; /* 1..NCG_RSLOW_SLOTS, increasing slots */
+    struct ncg_rslow_slot s[NCG_RSLOW_SLOTS];
+};
+struct ncg_msg_rslow {
+    uint32_t n; /* 1..NCG_RSLOW_COMMS */
+    struct ncg_rslow_ent e[NCG_RSLOW_COMMS];
+};
+
 struct ncg_msg;
 struct ncg_wbuf;
 struct ncg_rbuf;
 /* Payload codecs for types >= NCG_MSG_RHELLO, called by wire.c; -1 on a bad message (encode:
  * unknown type or missing payload). Pure; decode allocates RANSWER / RVERDICT / RWAIT / RFIGA
- * payloads. */
+ * payloads and RSLOW's. */
 int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w);
 int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m);
 void ncg_wire_relay_release(struct ncg_msg *m);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "relay_int.h"
 
 /* Every allocation failure goes through here (as the coordinator's ncg_co_nomem): a relay that lost
@@ -56,12 +57,18 @@ struct ncg_relay *ncg_relay_new(const struct ncg_relay_params *p, const struct n
     r->conns.size = sizeof(struct rconn);
     if (!r->p.interval_ms)
         r->p.interval_ms = 100;
+    if (!r->p.slow_off && !r->p.slow_window && r->p.slow_share == 0) { /* not set: the env */
+        r->p.slow_off = !ncg_cfg.slow;
+        r->p.slow_window = ncg_cfg.slow_window;
+        r->p.slow_share = ncg_cfg.slow_share_pct / 100;
+    }
     r->next_qid = 1;
     return r;
 }
 
 static void comm_free(struct rcomm *c)
 {
+    ncg_rl_slow_free(c);
     ncg_rl_figs_free(c);
     ncg_p2pm_clear(&c->p2p);
     ncg_verdict_free(c->last);
@@ -223,6 +230,7 @@ static struct rkid *kid_new(struct ncg_relay *r, struct rcomm *c)
     struct rkid *k = &c->k[c->nk++];
     memset(k, 0, sizeof *k);
     k->grank = -1;
+    k->sw_rank = -1;
     return k;
 }
 
@@ -361,6 +369,8 @@ static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report
         k->dhi = hi > k->dmin ? hi : k->dmin;
         k->sampled = (x->flags & NCG_REP_SAMPLED) != 0;
         k->tid = x->tid;
+        if (rep->nslow[e] && !c->done && !r->p.slow_off)
+            ncg_rl_slow_report(r, c, k, rep->slow[e], rep->nslow[e], now_ns);
     }
 }
 
@@ -617,6 +627,10 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
         if (cc->relay && m->u.rfiga)
             ncg_rl_on_rfiga(r, conn, m->u.rfiga);
         break;
+    case NCG_MSG_RSLOW:
+        if (cc->relay && m->u.rslow && !r->p.slow_off)
+            ncg_rl_on_rslow(r, conn, m->u.rslow, now_ns);
+        break;
     default: /* a second HELLO, or parent-to-child types: misuse */
         conn_lost(r, conn, "protocol misuse");
         r->ops.drop(r->ops.arg, conn);
@@ -667,6 +681,8 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
             ncg_rl_check_stuck(r, c, now_ns);
         if (r->p.root && !c->done && !c->q_active)
             ncg_rl_root_round_start(r, c, now_ns);
+        if (c->slow && !c->done)
+            ncg_rl_slow_tick(r, c, now_ns);
         /* Faults queued while detached, and (below the root) a comm whose last RSTAT still
          * showed active ranks, are kept: the parent must hear of the ranks that left or died. */
         /* A comm with a verdict is kept: members that attach late (the processes of a node
@@ -700,6 +716,8 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
     }
     if (r->p.root)
         ncg_rl_check_deadlock(r, now_ns);
+    else if (r->attached)
+        ncg_rl_slow_flush(r);
     if (now_ns - r->last_ping_ns >= 500000000ull) {
         r->last_ping_ns = now_ns;
         struct ncg_msg m = {.type = NCG_MSG_PING};

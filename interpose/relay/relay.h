@@ -42,6 +42,10 @@ struct ncg_relay_params {
     double stuck_warn_s;  /* root: STUCK warning after this long without completion (0: none) */
     double stuck_abort_s; /* root: STUCK becomes an error after this long (0: never) */
     double exit_wait_s;   /* root: the exit release's bound (release.h; 0: released at once) */
+    /* SLOW (relay_slow.c), as coord.h's: all three unset (0): from the environment */
+    uint8_t slow_off;     /* 1: samples ignored, no SLOW warning */
+    uint32_t slow_window; /* root: slots one decision covers (0: 16) */
+    double slow_share;    /* root: share of the step the others must lose (0..1) */
 };
 
 struct ncg_relay_ops {
@@ -144,7 +148,14 @@ struct ncg_relay_comm_view {
     uint64_t verified;                  /* root: slots proven equal on every member */
     double progress_age_s, done_age_s;  /* since a count / a completed count beneath grew */
     uint8_t done, lag_warned, stuck_warned;
-    const struct ncg_verdict *verdict;      /* the verdict known here (root: issued), or NULL */
+    const struct ncg_verdict *verdict; /* the verdict known here (root: issued), or NULL */
+    /* root: the rank SLOW names now (relay_slow.c), -1 none; what is known of it (grank -1,
+     * pid 0, host "": not known), the share of the step the others lose, since when */
+    int32_t sg_rank, sg_grank;
+    uint32_t sg_pid;
+    const char *sg_host;
+    double sg_share, sg_since_s;
+    uint8_t sg_device;                      /* late on its GPU (else its host) */
     uint32_t nhere;                         /* ranks of client processes connected here */
     const struct ncg_relay_rank_view *here; /* [nhere], by comm rank */
 };

@@ -14,6 +14,7 @@
 #include "relay.h"
 #include "release.h"
 #include "round.h"
+#include "straggler.h"
 #include "verdict.h"
 #include "verdicts.h"
 
@@ -48,6 +49,30 @@ struct rkid {
     struct ncg_rrange span[NCG_RELAY_RANGES];
     int32_t grank; /* client: its global rank (REPORT), -1 unknown */
     uint8_t fwait; /* child relay: its answer to the figures gather in flight is outstanding */
+    /* SLOW (relay_slow.c): 1 + the latest sampled slot it sent (0 none); a child relay's who
+     * of the argmin of its latest slot that carried one (sw_rank: that argmin, -1 none) */
+    uint64_t slow_last;
+    int32_t sw_rank;
+    struct ncg_sg_who sw;
+};
+
+/* SLOW on a comm (relay_slow.c): the sampled slots gathering beneath this relay; below the
+ * root, the complete ones waiting for the next RSLOW; at the root, the window deciding. */
+#define NCG_RL_SLOW_SEEN 4u
+struct rslow {
+    struct ncg_sg_pend pend;
+    uint32_t nout;
+    struct ncg_sg_slot out[NCG_RSLOW_SLOTS];
+    struct ncg_sg_who outw[NCG_RSLOW_SLOTS];
+    int32_t sent_rank; /* the argmin whose who was last sent up with a slot, -1 none */
+    struct ncg_sg_who sent;
+    struct ncg_sg *sg; /* root: the window (straggler.h), NULL below */
+    struct {
+        int32_t rank;
+        struct ncg_sg_who who;
+    } seen[NCG_RL_SLOW_SEEN]; /* root: the latest argmins fed with what is known of them */
+    uint32_t seen_next;
+    struct ncg_sg_who named; /* root: the named rank's, while one is */
 };
 
 /* The figures gather in flight on a comm (relay_figs.c): the parent's RFIGQ being answered, or
@@ -109,6 +134,7 @@ struct rcomm {
     uint32_t flo, fhi;
     uint64_t flast_ns;      /* when it completed, 0: none yet */
     struct ncg_figset dead; /* client ranks here that died: their last figures (gathers) */
+    struct rslow *slow;     /* SLOW, from the first sample beneath (relay_slow.c) */
 };
 
 struct rconn {
@@ -258,6 +284,25 @@ void ncg_rl_figs_free(struct rcomm *c);
 /* Root: v (taken) goes out once a gather of every rank completes (at once when the relay holds
  * no child relay on c); a verdict already waiting goes out first with what is known. */
 void ncg_rl_figs_verdict(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v);
+
+/* relay_slow.c: SLOW through the tree (docs/checker.md, "Stragglers"). Each relay gathers, per
+ * comm and sampled slot, its clients' samples and its child relays' merged slots
+ * (straggler.h's pending table and rule, the flat coordinator's); a slot complete beneath it,
+ * or past its deadline, goes up in the next RSLOW; the root feeds the comm's window and issues
+ * the SLOW warning. */
+/* A client rank's samples (its REPORT entry), k its kid on c. Allocates c->slow once. */
+void ncg_rl_slow_report(struct ncg_relay *r, struct rcomm *c, struct rkid *k,
+                        const struct ncg_report_slow *smp, uint32_t n, uint64_t now_ns);
+/* A child relay's RSLOW. */
+void ncg_rl_on_rslow(struct ncg_relay *r, int conn, const struct ncg_msg_rslow *m, uint64_t now_ns);
+/* Each tick, per comm: slots past their deadline settled; at the root, a named rank that left
+ * ends its episode. */
+void ncg_rl_slow_tick(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns);
+/* Below the root and attached, each tick: the complete slots up (RSLOW). */
+void ncg_rl_slow_flush(struct ncg_relay *r);
+/* The parent link came up: the new parent knows no argmin's who yet. */
+void ncg_rl_slow_parent_up(struct ncg_relay *r);
+void ncg_rl_slow_free(struct rcomm *c);
 
 /* relay_dl.c: DEADLOCK through the tree. */
 void ncg_rl_dl_free(struct ncg_relay *r);

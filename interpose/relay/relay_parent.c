@@ -130,6 +130,7 @@ void ncg_relay_parent_up(struct ncg_relay *r, uint64_t now_ns)
     }
     ncg_rl_send_stats(r, now_ns);
     r->last_stat_ns = now_ns;
+    ncg_rl_slow_parent_up(r);
     for (size_t ci = 0; ci < r->ncomm; ci++) {
         struct rcomm *c = r->comm[ci];
         c->q_active = 0; /* a round of the previous parent: the new one never asked it */

@@ -78,7 +78,20 @@ void ncg_relay_view(const struct ncg_relay *r, uint64_t now_ns,
                                         .done = c->done,
                                         .lag_warned = c->lag_warned,
                                         .stuck_warned = c->stuck_warned != 0,
-                                        .verdict = c->last};
+                                        .verdict = c->last,
+                                        .sg_rank = -1,
+                                        .sg_grank = -1,
+                                        .sg_host = ""};
+        const struct ncg_sg *sg = c->slow ? c->slow->sg : NULL;
+        if (sg && sg->named >= 0) {
+            v.sg_rank = sg->named;
+            v.sg_grank = c->slow->named.grank;
+            v.sg_pid = c->slow->named.pid;
+            v.sg_host = c->slow->named.host;
+            v.sg_share = sg->share;
+            v.sg_since_s = age_s(now_ns, sg->since_ns);
+            v.sg_device = sg->side == NCG_SG_DEVICE;
+        }
         if (f.active) {
             v.issued_min = f.mn;
             v.issued_max = f.mx;

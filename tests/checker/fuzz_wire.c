@@ -80,6 +80,29 @@ int main(int argc, char **argv)
                     lo += x->n + (uint32_t)(rand() % 3);
                 }
                 seed.u.rfiga = &fa;
+            } else if (seed.type == NCG_MSG_RSLOW) { /* one comm, a few slots, some with who */
+                static struct ncg_msg_rslow sl;
+                memset(&sl, 0, sizeof sl);
+                sl.n = 1;
+                sl.e[0].comm_id = 0xa0;
+                sl.e[0].nranks = 1u + (uint32_t)(rand() % 20000);
+                sl.e[0].ns = (uint8_t)(1 + rand() % NCG_RSLOW_SLOTS);
+                for (uint32_t i = 0; i < sl.e[0].ns; i++) {
+                    struct ncg_rslow_slot *y = &sl.e[0].s[i];
+                    y->slot = (uint64_t)it * 16 + i * 3;
+                    y->n = 1u + (uint32_t)rand() % sl.e[0].nranks;
+                    y->argmin = (int32_t)((uint32_t)rand() % sl.e[0].nranks) - (rand() % 4 == 0);
+                    y->side = (uint8_t)(rand() % 2);
+                    y->min_ns = (uint64_t)(rand() % 50000) * 1000;
+                    y->sum_ns = y->min_ns * y->n + (uint64_t)(rand() % 9000) * 1000;
+                    y->step_ns = (uint64_t)(rand() % 90000) * 1000 * y->n;
+                    y->has_who = (uint8_t)(rand() % 2);
+                    y->grank = y->has_who ? y->argmin : -1;
+                    y->pid = y->has_who ? (uint32_t)rand() : 0;
+                    if (y->has_who)
+                        snprintf(y->host, sizeof y->host, "node%d", rand() % 100);
+                }
+                seed.u.rslow = &sl;
             } else if (seed.type == NCG_MSG_RFIGQ) {
                 seed.u.rfigq = (struct ncg_msg_rfigq){0xa0, 16, (uint32_t)it, 2, 9};
             } else if (seed.type == NCG_MSG_QUERY) { /* a few slots, maybe representatives */

@@ -10,6 +10,7 @@
 #include "ncclguard/shm.h"
 #include "p2pmatch.h"
 #include "relay.h"
+#include "straggler.h"
 #include "verdict.h"
 #include "wire.h"
 
@@ -360,6 +361,8 @@ struct client { /* one rank per client process */
     int releases;          /* RELEASEs received (the exit release) */
     int queries, targeted; /* QUERYs received, of which limited to representatives */
     struct ncg_verdict *v;
+    uint8_t nslow; /* straggler samples for its next REPORT */
+    struct ncg_report_slow slow[NCG_WIRE_MAX_SLOW];
 };
 
 static struct {
@@ -384,6 +387,8 @@ static struct {
     int rp2p_recs[MAXR];                      /* p2p records sent up (RP2P) */
     int p2p_ev[MAXR];                         /* event lines about the p2p bound */
     int rwait_up[MAXR];                       /* RWAITs sent up */
+    int rslow_slots[MAXR], rslow_who[MAXR];   /* RSLOW: slots sent up, of which with who */
+    long rslow_bytes[MAXR];                   /* their frames' bytes */
 } T;
 
 static void push(int kind, int relay, int conn, const struct ncg_msg *m)
@@ -431,6 +436,15 @@ static void op_up(void *arg, const struct ncg_msg *m)
     if (m->type == NCG_MSG_RP2P)
         T.rp2p_recs[ri] += (int)m->u.rp2p.n;
     T.rwait_up[ri] += m->type == NCG_MSG_RWAIT;
+    if (m->type == NCG_MSG_RSLOW) {
+        static uint8_t b[1 << 16];
+        T.rslow_bytes[ri] += ncg_wire_encode(m, b, sizeof b);
+        for (uint32_t e = 0; e < m->u.rslow->n; e++)
+            for (uint32_t j = 0; j < m->u.rslow->e[e].ns; j++) {
+                T.rslow_slots[ri]++;
+                T.rslow_who[ri] += m->u.rslow->e[e].s[j].has_who;
+            }
+    }
     if (m->type == NCG_MSG_RFAULT) {
         if (!T.rfaults[ri]++)
             T.rfault_first[ri] = m->u.rfault;
@@ -543,6 +557,9 @@ static void report_all(void)
         m.u.report.e[0].done = c->done;
         m.u.report.e[0].done_hi = c->done_hi;
         m.u.report.e[0].flags = c->sampled ? NCG_REP_SAMPLED : 0;
+        m.u.report.nslow[0] = c->nslow;
+        memcpy(m.u.report.slow[0], c->slow, sizeof c->slow);
+        c->nslow = 0;
         push(TO_CHILD, c->relay, c->conn, &m);
     }
     pump();
@@ -589,6 +606,8 @@ static void tree(int three_levels)
         p.stuck_warn_s = T.stuck_warn_s;
         p.stuck_abort_s = T.stuck_abort_s;
         p.exit_wait_s = T.exit_wait_s;
+        p.slow_window = 16; /* not from the environment */
+        p.slow_share = 0.05;
         strcpy(p.host, "h");
         OA[i].relay = i;
         struct ncg_relay_ops ops = {op_send, op_drop, op_up, op_event, &OA[i]};
@@ -1024,8 +1043,7 @@ static void test_figs_gather(void)
     m.u.rverdict.v->kind = NCG_V_LAG;
     CHECK(ncg_verdict_set_figs(m.u.rverdict.v, a.r, 2) == 0);
     roundtrip(&m, &o);
-    CHECK(o.u.rverdict.v && o.u.rverdict.v->nfigs == 2 &&
-          same_runs(o.u.rverdict.v->figs, a.r, 2));
+    CHECK(o.u.rverdict.v && o.u.rverdict.v->nfigs == 2 && same_runs(o.u.rverdict.v->figs, a.r, 2));
     ncg_msg_release(&o);
     m.u.rverdict.comm_nranks = (NCG_WIRE_MAX_RANKS)-1; /* runs past the comm: refused */
     {
@@ -2293,8 +2311,212 @@ static void test_view(void)
     tree_free(3);
 }
 
+/* ---- SLOW through the tree (relay_slow.c) ---- */
+
+/* RSLOW: slots with and without who round-trip; bad figures are refused. */
+static void test_codec_rslow(void)
+{
+    static struct ncg_msg m, o;
+    static struct ncg_msg_rslow x;
+    memset(&x, 0, sizeof x);
+    x.n = 2;
+    x.e[0] = (struct ncg_rslow_ent){.comm_id = 0xc0, .nranks = 16384, .ns = 2};
+    x.e[0].s[0] = (struct ncg_rslow_slot){.slot = 48,
+                                          .n = 8,
+                                          .argmin = 7001,
+                                          .side = 1,
+                                          .has_who = 1,
+                                          .min_ns = 2000000,
+                                          .sum_ns = 56000000,
+                                          .step_ns = 288000000,
+                                          .grank = 7001,
+                                          .pid = 4242};
+    strcpy(x.e[0].s[0].host, "node7");
+    x.e[0].s[1] = (struct ncg_rslow_slot){.slot = 64,
+                                          .n = 8,
+                                          .argmin = -1,
+                                          .min_ns = 3000,
+                                          .sum_ns = 24000,
+                                          .step_ns = 8000,
+                                          .grank = -1};
+    x.e[1] = (struct ncg_rslow_ent){.comm_id = 0xc1, .nranks = 2, .ns = 1};
+    x.e[1].s[0] = (struct ncg_rslow_slot){.slot = 1,
+                                          .n = 2,
+                                          .argmin = 1,
+                                          .min_ns = 1000,
+                                          .sum_ns = 3000,
+                                          .step_ns = 9000,
+                                          .grank = -1};
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_RSLOW;
+    m.u.rslow = &x;
+    roundtrip(&m, &o);
+    CHECK(o.type == NCG_MSG_RSLOW && o.u.rslow && o.u.rslow->n == 2);
+    if (o.type == NCG_MSG_RSLOW && o.u.rslow) {
+        const struct ncg_rslow_slot *a = &o.u.rslow->e[0].s[0], *b = &o.u.rslow->e[0].s[1];
+        CHECK(o.u.rslow->e[0].ns == 2 && o.u.rslow->e[0].nranks == 16384);
+        CHECK(a->slot == 48 && a->n == 8 && a->argmin == 7001 && a->side == 1 && a->has_who &&
+              a->min_ns == 2000000 && a->sum_ns == 56000000 && a->step_ns == 288000000 &&
+              a->grank == 7001 && a->pid == 4242 && !strcmp(a->host, "node7"));
+        CHECK(b->argmin == -1 && !b->has_who && b->grank == -1 && b->min_ns == 3000);
+        CHECK(o.u.rslow->e[1].s[0].argmin == 1 && o.u.rslow->e[1].comm_id == 0xc1);
+    }
+    ncg_msg_release(&o);
+    /* 16 bytes a slot without who: aggregates, not per-rank figures */
+    CHECK(encode_decode(&m) > 0 && encode_decode(&m) < NCG_WIRE_HDR + 90);
+    x.e[1].s[0].argmin = 2; /* not a rank of the comm */
+    CHECK(encode_decode(&m) < 0);
+    x.e[1].s[0].argmin = 1;
+    x.e[1].s[0].n = 0;
+    CHECK(encode_decode(&m) < 0);
+    x.e[1].s[0].n = 3; /* more ranks than the comm has */
+    CHECK(encode_decode(&m) < 0);
+    x.e[1].s[0].n = 2;
+    x.e[0].s[1].slot = 48; /* not increasing */
+    CHECK(encode_decode(&m) < 0);
+    x.e[0].s[1].slot = 64;
+    x.e[1].s[0].min_ns = 4000; /* a minimum above the sum */
+    CHECK(encode_decode(&m) < 0);
+}
+
+/* straggler.h's pending table and rule, which the flat coordinator and every relay share. */
+static void test_slow_pend(void)
+{
+    struct ncg_sg_pend p;
+    memset(&p, 0, sizeof p);
+    uint64_t last0 = 0, last1 = 0;
+    struct ncg_sg_who w3 = {.grank = 3, .pid = 33, .host = "a"}, w5 = {.grank = 5, .host = "b"};
+    struct ncg_sg_slot b, a;
+    struct ncg_sg_who w;
+    ncg_sg_slot_init(&b, 16);
+    ncg_sg_slot_add(&b, 3, 5000, 30000, 0);
+    CHECK(ncg_sg_pend_take(&p, &last0, &b, &w3, 1) == 1 && last0 == 17 && p.n == 1);
+    CHECK(ncg_sg_pend_take(&p, &last0, &b, &w3, 1) == 0); /* not after its previous one */
+    ncg_sg_slot_init(&b, 16); /* a subtree's merged figures: 2 ranks, min 2000 at rank 5 */
+    ncg_sg_slot_add(&b, 5, 2000, 30000, 1);
+    ncg_sg_slot_add(&b, 4, 9000, 30000, 0);
+    CHECK(ncg_sg_pend_take(&p, &last1, &b, &w5, 2) == 1 && p.n == 1);
+    CHECK(p.s[0].n == 3 && p.s[0].argmin == 5 && p.s[0].min_ns == 2000 && p.s[0].side == 1 &&
+          p.s[0].sum_ns == 16000 && p.who[0].grank == 5 && !strcmp(p.who[0].host, "b"));
+    CHECK(ncg_sg_fate(&p.s[0], 4, 0) == NCG_SG_HOLD);
+    CHECK(ncg_sg_fate(&p.s[0], 4, 1) == NCG_SG_DROP); /* passed, one rank missing */
+    CHECK(ncg_sg_fate(&p.s[0], 3, 0) == NCG_SG_FEED);
+    CHECK(ncg_sg_fate(&p.s[0], 1, 1) == NCG_SG_DROP); /* one rank decides nothing */
+    ncg_sg_slot_init(&b, 8);                          /* an older slot, added later */
+    CHECK(ncg_sg_pend_take(&p, &last0, &b, &w3, 3) == 0 && p.n == 1); /* empty: not held */
+    uint64_t l2 = 0;
+    ncg_sg_slot_add(&b, 2, 2000, 30000, 0);
+    CHECK(ncg_sg_pend_take(&p, &l2, &b, NULL, 3) == 1 && p.n == 2);
+    CHECK(ncg_sg_pend_lowest(&p) >= 0 && p.s[ncg_sg_pend_lowest(&p)].slot == 8);
+    ncg_sg_pend_pop(&p, ncg_sg_pend_lowest(&p), &a, &w);
+    CHECK(a.slot == 8 && w.grank == -1 && p.n == 1 && p.s[0].slot == 16);
+    for (uint64_t s = 100; s < 100 + NCG_SG_PEND; s++) { /* full: the oldest goes */
+        uint64_t l = 0;
+        ncg_sg_slot_init(&b, s);
+        ncg_sg_slot_add(&b, 1, 1000, 1000, 0);
+        ncg_sg_pend_take(&p, &l, &b, NULL, 4);
+    }
+    CHECK(p.n == NCG_SG_PEND && p.s[ncg_sg_pend_lowest(&p)].slot == 100);
+}
+
+/* Every client samples slot 16 j; rank `slow` (-1: none) is late by 6 ms of a 36 ms step (its
+ * duration is the shortest), every rank jitters by 0..jit us; rank `mute` (-1: none) sends no
+ * sample. Then two ticks carry the slots up. */
+static void slow_steps(int from, int to, int slow, uint32_t jit, int mute)
+{
+    for (int j = from; j < to; j++) {
+        for (int i = 0; i < T.ncl; i++) {
+            struct client *c = &T.cl[i];
+            c->count = 16 * (uint64_t)j + 1;
+            if (c->rank == mute)
+                continue;
+            uint32_t d = (c->rank == slow ? 2000 : 8000) + (jit ? (uint32_t)rand() % jit : 0);
+            c->slow[0] = (struct ncg_report_slow){16 * (uint64_t)j, d, j ? 36000 : 0, 0};
+            c->nslow = 1;
+        }
+        report_all();
+        tick_all(3);
+        tick_all(3);
+    }
+}
+
+static int slow_verdicts(int *named5)
+{
+    int n = 0;
+    *named5 = 0;
+    for (int i = 0; i < T.ncl; i++) {
+        n += T.cl[i].verdicts;
+        const struct ncg_verdict *v = T.cl[i].v;
+        *named5 += v && v->kind == NCG_V_SLOW && v->severity == NCG_SEV_WARN &&
+                   !strcmp(v->subject, "5") && strstr(v->detail, "global rank 5, pid 1005 on h");
+    }
+    return n;
+}
+
+/* Three levels: rank 5, two relays below the root, is slow. Each relay sends one merged slot
+ * per sampled slot (the who of rank 5 once), the root names it once, on every rank, with its
+ * global rank, pid and host; the root's view shows it. */
+static void test_slow_tree(void)
+{
+    srand(7);
+    tree(1);
+    slow_steps(0, 30, 5, 600, -1);
+    int named5, n = slow_verdicts(&named5);
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[0], &st);
+    CHECK(st.by_kind[NCG_V_SLOW] == 1 && n == 6 && named5 == 6);
+    CHECK(T.rslow_slots[2] >= 27 && T.rslow_slots[2] <= 29 && T.rslow_who[2] == 1);
+    CHECK(T.rslow_slots[1] >= 27 && T.rslow_slots[1] <= 29 && T.rslow_who[1] == 1);
+    CHECK(T.rslow_bytes[1] < 45L * T.rslow_slots[1]); /* a frame per slot and relay, no more */
+    struct vseen s = view_of(0);
+    CHECK(s.c.sg_rank == 5 && s.c.sg_grank == 5 && s.c.sg_pid == 1005 &&
+          !strcmp(s.c.sg_host, "h") && !s.c.sg_device);
+    CHECK(s.c.sg_share > 0.12 && s.c.sg_share < 0.16); /* (7000 - 2000) / 36000 = 13.9% */
+    CHECK(s.c.sg_since_s > 0.5);
+    s = view_of(2);
+    CHECK(s.c.sg_rank == -1);       /* only the root decides */
+    slow_steps(30, 40, 5, 600, -1); /* the same episode: not again */
+    ncg_relay_get_stats(T.r[0], &st);
+    CHECK(st.by_kind[NCG_V_SLOW] == 1 && slow_verdicts(&named5) == 6);
+    tree_free(3);
+}
+
+/* Every rank jitters by 0-10% of the step, none slower: nobody is named. */
+static void test_slow_jitter(void)
+{
+    srand(11);
+    tree(1);
+    slow_steps(0, 80, -1, 3600, -1);
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[0], &st);
+    int named5;
+    CHECK(st.by_kind[NCG_V_SLOW] == 0 && slow_verdicts(&named5) == 0);
+    CHECK(T.rslow_slots[2] >= 77); /* the figures did flow */
+    tree_free(3);
+}
+
+/* Rank 4 sends no samples: relay 2 sends its partial slots up at the deadline (the subtree
+ * passed them), and the root, missing a rank, drops them: nobody named from partial figures. */
+static void test_slow_partial(void)
+{
+    srand(3);
+    tree(1);
+    slow_steps(0, 40, 5, 600, 4);
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[0], &st);
+    int named5;
+    CHECK(st.by_kind[NCG_V_SLOW] == 0 && slow_verdicts(&named5) == 0);
+    CHECK(T.rslow_slots[2] >= 30); /* sent at the deadline, with rank 5's figures only */
+    tree_free(3);
+}
+
 int main(void)
 {
+    test_codec_rslow();
+    test_slow_pend();
+    test_slow_tree();
+    test_slow_jitter();
+    test_slow_partial();
     test_release_detached();
     test_release();
     test_lag();

@@ -1272,8 +1272,8 @@ int main(int argc, char **argv)
             "?",       "HELLO",   "WELCOME",  "REPORT",   "QUERY", "ANSWER", "P2P",
             "GOODBYE", "VERDICT", "PING",     "SHUTDOWN", "WAIT",  "RHELLO", "RSTAT",
             "RANSWER", "RFAULT",  "RVERDICT", "RWHERE",   "RHERE", "RP2P",   "RWAIT",
-            "RASK",    "DONE",    "RELEASE",  "RFIGQ",    "RFIGA"};
-        _Static_assert(NCG_MSG_RFIGA + 1 == NCG_MSG_TYPE_MAX_, "a frame type without a name");
+            "RASK",    "DONE",    "RELEASE",  "RFIGQ",    "RFIGA", "RSLOW"};
+        _Static_assert(NCG_MSG_RSLOW + 1 == NCG_MSG_TYPE_MAX_, "a frame type without a name");
         printf(", \"frames\": {");
         const char *sep = "";
         for (int t = 0; t < NCG_MSG_TYPE_MAX_; t++) {
