@@ -139,6 +139,7 @@ void ncg_client_report(uint64_t now)
     unsigned stalled[NCG_MAX_LINKS] = {0};
     int32_t gr = ncg_global_rank();
     ncg_completion_poll(); /* asynchronous NCCL: advance the done counters first */
+    ncg_slow_calibrate();  /* the straggler samples' ticks-to-ns ratio (slow.h) */
     int cm = __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE);
     for (int i = 0; i < ncg_agent.nlink; i++) {
         memset(&rep[i], 0, sizeof rep[i]);

@@ -88,6 +88,16 @@ struct ncg_snap_agg {
     char slowest[96]; /* "5,9" or "" */
 };
 
+/* A communicator's rank that a SLOW warning names (remote: /status's "slow"). */
+struct ncg_snap_slow {
+    uint64_t comm_id;
+    int32_t rank, global_rank;
+    uint32_t pid;
+    char host[64];
+    double share, since_s; /* of the step the others lose; since the episode started */
+    int device;            /* 1: late on its GPU, 0: on its host */
+};
+
 struct ncg_snap {
     uint64_t now_ns; /* CLOCK_MONOTONIC at the scan (same clock as the segments) */
     double now_unix;
@@ -101,6 +111,8 @@ struct ncg_snap {
     int remote; /* 1: the whole job through its checker's /status (remote.c), not this host */
     struct ncg_snap_agg *aggs; /* remote, from a relay tree's endpoint */
     int naggs;
+    struct ncg_snap_slow *slows; /* remote: the ranks SLOW names, one per comm at most */
+    int nslows;
     int gpus; /* 1: ncg_nvml_fill ran and NVML answered: show the GPU columns */
 };
 

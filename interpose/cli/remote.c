@@ -410,6 +410,29 @@ static int snap_agg(struct ncg_snap *s, const struct ncg_json *c, uint64_t id,
     return 0;
 }
 
+/* The comm's "slow" object (a SLOW warning outstanding), kept for its line (-1: out of
+ * memory; 0 also when there is none). */
+static int snap_slow(struct ncg_snap *s, const struct ncg_json *c, uint64_t id)
+{
+    const struct ncg_json *w = ncg_cli_json_get(c, "slow");
+    if (!w || w->type != NCG_JSON_OBJECT)
+        return 0;
+    struct ncg_snap_slow *a = realloc(s->slows, sizeof *a * (size_t)(s->nslows + 1));
+    if (!a)
+        return -1;
+    s->slows = a;
+    a = &s->slows[s->nslows++];
+    *a = (struct ncg_snap_slow){.comm_id = id,
+                                .rank = (int32_t)ncg_cli_json_n(w, "rank", -1),
+                                .global_rank = (int32_t)ncg_cli_json_n(w, "global_rank", -1),
+                                .pid = (uint32_t)ncg_cli_json_n(w, "pid", 0),
+                                .share = ncg_cli_json_n(w, "share", 0),
+                                .since_s = ncg_cli_json_n(w, "since_s", 0),
+                                .device = !strcmp(ncg_cli_json_s(w, "side", ""), "gpu")};
+    snprintf(a->host, sizeof a->host, "%s", ncg_cli_json_s(w, "host", ""));
+    return 0;
+}
+
 int ncg_job_snap(const struct ncg_json *doc, const char *url, struct ncg_snap *s)
 {
     memset(s, 0, sizeof *s);
@@ -443,7 +466,7 @@ int ncg_job_snap(const struct ncg_json *doc, const char *url, struct ncg_snap *s
             v = NULL;
         const struct ncg_json *ms = ncg_cli_json_get(c, "members");
         const struct ncg_json *part = ncg_cli_json_get(c, "members_partial");
-        if (part && part->num && snap_agg(s, c, id, ms) != 0)
+        if ((part && part->num && snap_agg(s, c, id, ms) != 0) || snap_slow(s, c, id) != 0)
             goto oom;
         for (size_t mi = 0; ms && ms->type == NCG_JSON_ARRAY && mi < ms->n; mi++) {
             const struct ncg_json *m = ms->kids[mi];

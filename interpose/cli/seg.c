@@ -382,5 +382,6 @@ void ncg_snap_free(struct ncg_snap *s)
     free(s->members);
     free(s->skips);
     free(s->aggs);
+    free(s->slows);
     memset(s, 0, sizeof(*s));
 }

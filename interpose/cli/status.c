@@ -237,6 +237,17 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
                 (unsigned long long)a->done_min, (unsigned long long)a->done_max,
                 a->slowest[0] ? ", slowest ranks " : "", a->slowest);
     }
+    /* The rank each comm waits for (SLOW, through the endpoint) */
+    for (int k = 0; k < s->nslows; k++) {
+        const struct ncg_snap_slow *w = &s->slows[k];
+        fprintf(f,
+                "%sncclguard: SLOW on comm %016llx: rank %d (global rank %d, pid %u on %s) is the "
+                "one the others wait for: they lose %.1f%% of the step, for %.0f s, late on its "
+                "%s\n",
+                k ? "" : "\n", (unsigned long long)w->comm_id, (int)w->rank, (int)w->global_rank,
+                w->pid, w->host[0] ? w->host : "?", w->share * 100, w->since_s,
+                w->device ? "GPU" : "host");
+    }
     /* One line per verdict, however many processes here recorded it. */
     for (int k = 0; k < ng; k++) {
         char line[1600];

@@ -107,6 +107,20 @@ struct ncg_coord_member_view {
     /* The collective (else p2p) call its process reported it blocked in (latest WAIT), or
      * NULL: the rank's last call while it hangs. Valid during the view callback only. */
     const struct ncg_wait_ent *wait;
+    /* SLOW: the share of the step the other members lose waiting for this one over the latest
+     * window of sampled slots (coord_slow.c); -1: no sample yet */
+    double wait_share;
+};
+
+/* SLOW: the rank a communicator's members wait for (a SLOW warning is outstanding). */
+struct ncg_coord_slow_view {
+    int32_t rank; /* comm rank; -1: none named */
+    int32_t global_rank;
+    uint32_t pid;
+    const char *host; /* "" when unknown; valid during the view callback only */
+    double share;     /* of the step the others lose waiting for it */
+    double since_s;   /* since its episode started */
+    uint8_t device;   /* 1: its GPU is late (stream busy at issue), 0: its host */
 };
 
 struct ncg_coord_comm_view {
@@ -118,6 +132,7 @@ struct ncg_coord_comm_view {
     double progress_age_s;                 /* since any member's count last grew */
     const struct ncg_verdict *verdict;     /* its error verdict, or NULL */
     const struct ncg_coord_member_view *m; /* [nranks] */
+    struct ncg_coord_slow_view slow;
 };
 
 struct ncg_coord_view_ops {

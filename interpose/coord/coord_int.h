@@ -144,6 +144,10 @@ void ncg_co_slow_samples(struct ncg_coord *co, struct ccomm *c, uint32_t rank,
                          const struct ncg_report_slow *s, uint32_t n, uint64_t now_ns);
 /* Tick: the named rank of c left (its episode ends). */
 void ncg_co_slow_tick(struct ncg_coord *co, struct ccomm *c);
+/* coord_slow.c, for the view: the share of the step the others lose waiting for comm rank
+ * `rank` over the latest window of merged slots (-1: none yet); the named rank, if any. */
+double ncg_co_slow_wait_share(const struct ccomm *c, uint32_t rank);
+void ncg_co_slow_view(const struct ccomm *c, uint64_t now_ns, struct ncg_coord_slow_view *v);
 
 /* coord_hang.c: STUCK on c; DEADLOCK over every comm (the threads' graph, the streams'). */
 void ncg_co_check_stuck(struct ncg_coord *co, struct ccomm *c, uint64_t now_ns);

@@ -93,3 +93,36 @@ void ncg_co_slow_tick(struct ncg_coord *co, struct ccomm *c)
     if (sg->named >= 0 && c->m[sg->named].state != M_ACTIVE)
         on_event(co, c, ncg_sg_forget(sg, sg->named), co->now_ns);
 }
+
+double ncg_co_slow_wait_share(const struct ccomm *c, uint32_t rank)
+{
+    if (!c->slow || !c->slow->sg.n)
+        return -1;
+    const struct ncg_sg *sg = &c->slow->sg;
+    uint32_t w = sg->n < sg->cfg.window ? sg->n : sg->cfg.window;
+    uint64_t loss = 0, step = 0;
+    for (uint32_t i = 0; i < w; i++) { /* the latest w, as the decision takes them */
+        const struct ncg_sg_ent *e = &sg->win[(sg->head + NCG_SG_WIN_MAX - 1 - i) % NCG_SG_WIN_MAX];
+        step += e->step_ns;
+        if (e->who == (int32_t)rank)
+            loss += e->loss_ns;
+    }
+    return step ? (double)loss / (double)step : -1;
+}
+
+void ncg_co_slow_view(const struct ccomm *c, uint64_t now_ns, struct ncg_coord_slow_view *v)
+{
+    *v = (struct ncg_coord_slow_view){.rank = -1, .global_rank = -1, .host = ""};
+    if (!c->slow || c->slow->sg.named < 0 || (uint32_t)c->slow->sg.named >= c->nranks)
+        return;
+    const struct ncg_sg *sg = &c->slow->sg;
+    const struct cmember *m = &c->m[sg->named];
+    *v = (struct ncg_coord_slow_view){
+        .rank = sg->named,
+        .global_rank = m->grank,
+        .pid = m->pid,
+        .host = m->host,
+        .share = sg->share,
+        .since_s = now_ns > sg->since_ns ? (double)(now_ns - sg->since_ns) / 1e9 : 0,
+        .device = sg->side == NCG_SG_DEVICE};
+}

@@ -1,5 +1,6 @@
 /* The coordinator's read-only view for the status endpoint (coord.h's ncg_coord_view; http.c,
- * metrics.c): its connections and communicators as plain structs, each member's call rate. */
+ * metrics.c): its connections and communicators as plain structs, each member's call rate and
+ * wait share, the rank a SLOW warning names. */
 #include <stdlib.h>
 #include "coord_int.h"
 
@@ -78,11 +79,18 @@ void ncg_coord_view(struct ncg_coord *co, uint64_t now_ns, const struct ncg_coor
                 .host = mb->host,
                 .done = mb->done,
                 .report_age_s = mb->report_ns ? age_s(now_ns, mb->report_ns) : -1,
-                .wait = view_wait(cc, c->id, i)};
+                .wait = view_wait(cc, c->id, i),
+                .wait_share = ncg_co_slow_wait_share(c, i)};
         }
-        struct ncg_coord_comm_view v = {
-            c->id,   c->nranks, c->vc, c->done, c->lag_warned, age_s(now_ns, c->progress_ns),
-            c->last, mv};
+        struct ncg_coord_comm_view v = {.id = c->id,
+                                        .nranks = c->nranks,
+                                        .verified = c->vc,
+                                        .done = c->done,
+                                        .lag_warned = c->lag_warned,
+                                        .progress_age_s = age_s(now_ns, c->progress_ns),
+                                        .verdict = c->last,
+                                        .m = mv};
+        ncg_co_slow_view(c, now_ns, &v.slow);
         ops->comm(ops->arg, &v);
     }
     free(mv);

@@ -30,8 +30,9 @@ struct smember {
 };
 
 struct scomm {
-    struct ncg_coord_comm_view v; /* verdict, m: NULL */
+    struct ncg_coord_comm_view v; /* verdict, m, slow.host: NULL */
     size_t m0;                    /* first member in snap.mem */
+    char slow_host[64];
     /* derived */
     uint32_t active, registered, left, dead;
     uint64_t mn, mx;
@@ -95,6 +96,8 @@ static void snap_comm(void *arg, const struct ncg_coord_comm_view *v)
     c->v = *v;
     c->v.verdict = NULL;
     c->v.m = NULL;
+    c->v.slow.host = NULL;
+    snprintf(c->slow_host, sizeof c->slow_host, "%s", v->slow.host ? v->slow.host : "");
     c->m0 = s->nmem;
     c->mn = UINT64_MAX;
     c->slowest = -1;
@@ -287,6 +290,17 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
         } else {
             ncg_buf_add(b, "null", 4);
         }
+        ncg_buf_add(b, ",\"slow\":", 8);
+        if (c->v.slow.rank >= 0) {
+            const struct ncg_coord_slow_view *w = &c->v.slow;
+            ncg_buf_printf(b, "{\"rank\":%d,\"global_rank\":%d,\"host\":\"", w->rank,
+                           w->global_rank);
+            ncg_buf_esc(b, c->slow_host, NCG_ESC_JSON);
+            ncg_buf_printf(b, "\",\"pid\":%u,\"share\":%.4f,\"since_s\":%.3f,\"side\":\"%s\"}",
+                           w->pid, w->share, w->since_s, w->device ? "gpu" : "host");
+        } else {
+            ncg_buf_add(b, "null", 4);
+        }
         ncg_buf_add(b, ",\"members\":[", 12);
         for (uint32_t i = 0; i < c->v.nranks; i++) {
             const struct smember *m = &s.mem[c->m0 + i];
@@ -309,7 +323,12 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
                 json_call(b, &m->wait.call, m->wait.p2p, m->wait.site);
             else
                 ncg_buf_add(b, "null", 4);
-            ncg_buf_printf(b, ",\"behind\":%s}", behind(c, m) ? "true" : "false");
+            ncg_buf_printf(b, ",\"behind\":%s,\"wait_share\":", behind(c, m) ? "true" : "false");
+            if (m->v.wait_share < 0)
+                ncg_buf_add(b, "null", 4);
+            else
+                ncg_buf_printf(b, "%.4f", m->v.wait_share);
+            ncg_buf_add(b, "}", 1);
         }
         ncg_buf_add(b, "]}", 2);
     }
@@ -336,7 +355,17 @@ struct family_def {
     const char *name, *type, *help;
     int which;
 };
-enum { C_RANKS, C_ACTIVE, C_VERIFIED, C_LAG, C_SLOWEST, C_PROGRESS_AGE, C_LAG_WARNING };
+enum {
+    C_RANKS,
+    C_ACTIVE,
+    C_VERIFIED,
+    C_LAG,
+    C_SLOWEST,
+    C_PROGRESS_AGE,
+    C_LAG_WARNING,
+    C_SLOW_RANK,
+    C_SLOW_SHARE
+};
 static const struct family_def comm_families[] = {
     {"ncclguard_comm_ranks", "gauge", "Size of the communicator.", C_RANKS},
     {"ncclguard_comm_active_ranks", "gauge", "Members registered and still active.", C_ACTIVE},
@@ -349,6 +378,10 @@ static const struct family_def comm_families[] = {
     {"ncclguard_comm_progress_age_seconds", "gauge",
      "Seconds since any member's call count last grew.", C_PROGRESS_AGE},
     {"ncclguard_comm_lag_warning", "gauge", "1 while a LAG warning is outstanding.", C_LAG_WARNING},
+    {"ncclguard_comm_slow_rank", "gauge",
+     "Comm rank a SLOW warning names: the others wait for it (-1: none).", C_SLOW_RANK},
+    {"ncclguard_comm_slow_share", "gauge",
+     "Share of the step the others lose waiting for the SLOW rank (0: none named).", C_SLOW_SHARE},
 };
 static const struct family_def member_families[] = {
     {"ncclguard_rank_state", "gauge",
@@ -363,6 +396,8 @@ static const struct family_def member_families[] = {
      "Seconds since the member's call count last grew.", 3},
     {"ncclguard_heartbeat_age_seconds", "gauge",
      "Seconds since the member's process last reported (its heartbeat).", 2},
+    {"ncclguard_rank_wait_share", "gauge",
+     "Share of the step the other members lose waiting for this one (sampled slots).", 6},
 };
 
 /* One communicator's sample value (after its labels) of a comm_families entry. */
@@ -387,6 +422,12 @@ static void comm_sample(struct ncg_buf *b, const struct scomm *c, int which)
     case C_PROGRESS_AGE:
         ncg_buf_printf(b, "%.3f\n", c->v.progress_age_s);
         break;
+    case C_SLOW_RANK:
+        ncg_buf_printf(b, "%d\n", c->v.slow.rank);
+        break;
+    case C_SLOW_SHARE:
+        ncg_buf_printf(b, "%.4f\n", c->v.slow.rank >= 0 ? c->v.slow.share : 0.0);
+        break;
     default:
         ncg_buf_printf(b, "%d\n", c->v.lag_warned);
         break;
@@ -394,14 +435,15 @@ static void comm_sample(struct ncg_buf *b, const struct scomm *c, int which)
 }
 
 /* Per member sample lines of one family: which = 0 calls, 1 rate, 2 heartbeat, 3 progress
- * age, 4 behind (calls), 5 state. */
+ * age, 4 behind (calls), 5 state, 6 wait share (members without a sample yet: no line). */
 static void member_family(struct ncg_buf *b, const struct snap *s, const char *name, int which)
 {
     for (size_t ci = 0; ci < s->ncm; ci++) {
         const struct scomm *c = &s->cm[ci];
         for (uint32_t i = 0; i < c->v.nranks; i++) {
             const struct smember *m = &s->mem[c->m0 + i];
-            if ((which == 2 && m->v.heartbeat_age_s < 0) || (which == 3 && m->v.progress_age_s < 0))
+            if ((which == 2 && m->v.heartbeat_age_s < 0) ||
+                (which == 3 && m->v.progress_age_s < 0) || (which == 6 && m->v.wait_share < 0))
                 continue;
             ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\",rank=\"%u\"} ", name, c->v.id, i);
             switch (which) {
@@ -419,6 +461,9 @@ static void member_family(struct ncg_buf *b, const struct snap *s, const char *n
                 break;
             case 4:
                 ncg_buf_printf(b, "%" PRIu64 "\n", m->v.state == 1 ? c->mx - m->v.count : 0);
+                break;
+            case 6:
+                ncg_buf_printf(b, "%.4f\n", m->v.wait_share);
                 break;
             default:
                 ncg_buf_printf(b, "%u\n", m->v.state);

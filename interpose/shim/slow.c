@@ -6,7 +6,6 @@
 
 #include <ck_pr.h>
 #include <pthread.h>
-#include <string.h>
 
 #include "clock.h"
 #include "comm.h"
@@ -15,42 +14,84 @@
 #include "hash.h"
 
 /* Slots to the next sample after slot: 1..2N-1, N on average, from the comm id and the slot only
- * (every member draws the same), so the samples do not fall on the same call of every step. */
+ * (every member draws the same), so the samples do not fall on the same call of every step. The
+ * range by a multiply-high, not a modulo: a 64-bit division costs ~10 ns on the sampled path. */
 static uint64_t slow_gap(uint64_t id, uint64_t slot)
 {
     uint64_t n = ncg_cfg.slow_sample;
-    return n <= 1 ? 1 : 1 + ncg_mix64(id ^ (slot * 0x9e3779b97f4a7c15ull)) % (2 * n - 1);
+    if (n <= 1)
+        return 1;
+    uint64_t h = ncg_mix64(id ^ (slot * 0x9e3779b97f4a7c15ull));
+    return 1 + (uint64_t)(((unsigned __int128)h * (2 * n - 1)) >> 64);
+}
+
+/* Whether the host marks read the cycle counter (1) or CLOCK_MONOTONIC (0: no invariant TSC);
+ * decided once at the first comm's creation, before any sampled call. */
+static int g_use_ticks = -1;
+
+static inline uint64_t mark(void)
+{
+    return __builtin_expect(g_use_ticks > 0, 1) ? ncg_ticks() : ncg_now_ns();
 }
 
 uint64_t ncg_slow_first(uint64_t comm_id)
 {
     if (!ncg_cfg.slow || !ncg_cfg.check)
         return NCG_SLOW_OFF;
+    if (__atomic_load_n(&g_use_ticks, __ATOMIC_RELAXED) < 0) /* racing creators agree */
+        __atomic_store_n(&g_use_ticks, ncg_ticks_usable(), __ATOMIC_RELAXED);
     return slow_gap(comm_id, 0);
 }
 
-static uint32_t us32(uint64_t ns)
-{
-    uint64_t us = ns / 1000;
-    return us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
-}
-
 /* Writer of s (one thread at a time: see slow.h). */
-static void publish(struct ncg_slow *s, uint64_t slot, uint64_t dur_ns, uint64_t period_ns,
-                    int has_period, uint8_t device)
+static void publish(struct ncg_slow *s, uint64_t slot, uint64_t dur, uint64_t period,
+                    int has_period, uint8_t device, uint8_t ticks)
 {
-    struct ncg_slow_sample *o = &s->s[s->head % NCG_SLOW_RING];
-    *o = (struct ncg_slow_sample){.slot = slot,
-                                  .dur_us = us32(dur_ns),
-                                  .period_us = has_period ? us32(period_ns) : 0,
-                                  .gap = has_period && slot - s->prev_slot <= UINT32_MAX
-                                             ? (uint32_t)(slot - s->prev_slot)
-                                             : 0,
-                                  .device = device};
+    struct ncg_slow_raw *o = &s->s[s->head % NCG_SLOW_RING];
+    o->slot = slot;
+    o->dur = dur;
+    o->period = has_period ? period : 0;
+    o->gap = has_period && slot - s->prev_slot <= UINT32_MAX ? (uint32_t)(slot - s->prev_slot) : 0;
+    o->device = device;
+    o->ticks = ticks;
     s->prev_slot = slot;
     s->have_prev = 1;
     /* the sample before the head that publishes it (release) */
     __atomic_store_n(&s->head, s->head + 1, __ATOMIC_RELEASE);
+}
+
+/* ---- the ticks-to-ns ratio (checker thread only) ---- */
+
+static uint64_t cal_t0, cal_n0; /* the first mark: ticks, ns */
+static double cal_ratio;        /* ns per tick, 0: not yet */
+
+/* A (ticks, ns) pair read as close together as the two reads allow. */
+static void cal_pair(uint64_t *t, uint64_t *n)
+{
+    uint64_t a = ncg_ticks();
+    *n = ncg_now_ns();
+    uint64_t b = ncg_ticks();
+    *t = a + (b - a) / 2;
+}
+
+void ncg_slow_calibrate(void)
+{
+    uint64_t t, n;
+    if (g_use_ticks <= 0) /* no sample in ticks, or no comm sampled yet */
+        return;
+    cal_pair(&t, &n);
+    if (!cal_n0) {
+        cal_t0 = t, cal_n0 = n;
+        return;
+    }
+    /* over 100 ms the two reads' ~50 ns apart is 5e-7 of the ratio; the longer, the better */
+    if (n - cal_n0 >= 100000000ull && t > cal_t0)
+        cal_ratio = (double)(n - cal_n0) / (double)(t - cal_t0);
+}
+
+double ncg_slow_ns_per_tick(void)
+{
+    return cal_ratio;
 }
 
 /* ---- comms with event pairs, for the checker thread ---- */
@@ -72,22 +113,13 @@ static void slow_register(struct ncg_slow *s)
 }
 
 enum { HOW_HOST = 1, HOW_EVENTS = 2 };
-static __thread int t_how __attribute__((tls_model("initial-exec")));
 
-void ncg_slow_issue(struct ncg_comm *c, uint64_t slot, void *stream, int grouped)
+/* The event pair of a sampled call under asynchronous NCCL: the stream's state and the start
+ * event. Kept out of ncg_slow_issue so that the host path saves no registers for it. */
+static __attribute__((noinline)) void issue_events(struct ncg_comm *c, uint64_t slot, void *stream,
+                                                   int mode)
 {
-    c->slow_next = slot + slow_gap(c->id, slot);
-    if (grouped) /* launched at the group's end, not timed by its own call */
-        return;
     struct ncg_slow *s = &c->slow;
-    int mode = __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE);
-    if (mode == NCG_CMODE_RETURN) {
-        s->slot_issue = slot;
-        t_how = HOW_HOST;
-        ncg_tls.slow_c = c;
-        s->t_issue = ncg_now_ns(); /* last: as close to the real call as it gets */
-        return;
-    }
     const struct ncg_cuda_api *cu = ncg_cuda_api_get();
     if (mode != NCG_CMODE_EVENTS || !cu->event_elapsed ||
         s->bhead - __atomic_load_n(&s->btail, __ATOMIC_ACQUIRE) >= NCG_SLOW_BOX)
@@ -101,28 +133,29 @@ void ncg_slow_issue(struct ncg_comm *c, uint64_t slot, void *stream, int grouped
     if (cu->event_record(b->ev0, stream) != NCG_CUDA_SUCCESS)
         return;
     b->slot = slot;
-    t_how = HOW_EVENTS;
+    s->how = HOW_EVENTS;
     ncg_tls.slow_c = c;
 }
 
-void ncg_slow_after_call(void *stream)
+void ncg_slow_issue(struct ncg_comm *c, uint64_t slot, void *stream, int grouped)
 {
-    struct ncg_comm *c = ncg_tls.slow_c;
-    ncg_tls.slow_c = NULL;
-    ncg_slow_after(c, stream);
-}
-
-void ncg_slow_after(struct ncg_comm *c, void *stream)
-{
-    struct ncg_slow *s = &c->slow;
-    if (t_how == HOW_HOST) {
-        uint64_t end = ncg_now_ns();
-        int has = s->have_prev;
-        uint64_t period = end - s->prev_end_ns;
-        s->prev_end_ns = end;
-        publish(s, s->slot_issue, end - s->t_issue, period, has, 0);
+    c->slow_next = slot + slow_gap(c->id, slot);
+    if (grouped) /* launched at the group's end, not timed by its own call */
+        return;
+    int mode = __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(mode != NCG_CMODE_RETURN, 0)) {
+        issue_events(c, slot, stream, mode);
         return;
     }
+    struct ncg_slow *s = &c->slow;
+    s->slot_issue = slot;
+    s->how = HOW_HOST;
+    ncg_tls.slow_c = c;
+    s->t_issue = mark(); /* last: as close to the real call as it gets */
+}
+
+static __attribute__((noinline)) void after_events(struct ncg_slow *s, void *stream)
+{
     const struct ncg_cuda_api *cu = ncg_cuda_api_get();
     if (cu->event_record(s->box[s->bhead % NCG_SLOW_BOX].ev1, stream) != NCG_CUDA_SUCCESS)
         return;
@@ -130,6 +163,24 @@ void ncg_slow_after(struct ncg_comm *c, void *stream)
         slow_register(s);
     /* the box's events and slot before the head that hands it to the checker (release) */
     __atomic_store_n(&s->bhead, s->bhead + 1, __ATOMIC_RELEASE);
+}
+
+void ncg_slow_after_call(void *stream)
+{
+    uint64_t end = mark(); /* first: as close to the real call's return as it gets */
+    struct ncg_comm *c = ncg_tls.slow_c;
+    ncg_tls.slow_c = NULL;
+    struct ncg_slow *s = &c->slow;
+    if (__builtin_expect(s->how != HOW_HOST, 0)) {
+        after_events(s, stream);
+        return;
+    }
+    /* a previous host mark, of the same unit (not an event pair's) */
+    int has = s->have_prev && s->prev_end;
+    uint64_t period = end - s->prev_end;
+    s->prev_end = end;
+    if (end >= s->t_issue) /* else migrated across unsynchronized counters: dropped */
+        publish(s, s->slot_issue, end - s->t_issue, period, has, 0, g_use_ticks > 0);
 }
 
 static void poll_one(struct ncg_slow *s, const struct ncg_cuda_api *cu)
@@ -150,7 +201,7 @@ static void poll_one(struct ncg_slow *s, const struct ncg_cuda_api *cu)
         }
         if (ms >= 0)
             publish(s, b->slot, (uint64_t)((double)ms * 1e6), (uint64_t)((double)pms * 1e6), has,
-                    b->busy);
+                    b->busy, 0);
         else
             s->have_prev = 0; /* no period across a sample that could not be read */
         /* the previous box goes back to the application thread (release: read before) */
@@ -169,8 +220,17 @@ void ncg_slow_poll(void)
         poll_one(ck_pr_load_ptr(&slow_all[i]), cu);
 }
 
+static uint32_t us32(double ns)
+{
+    double us = ns / 1000;
+    return us >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
+
 uint32_t ncg_slow_read(struct ncg_slow *s, struct ncg_slow_sample *out, uint32_t cap)
 {
+    struct ncg_slow_raw raw[NCG_SLOW_RING];
+    if (cap > NCG_SLOW_RING)
+        cap = NCG_SLOW_RING;
     uint64_t h = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
     uint64_t from = s->sent;
     if (h - from > NCG_SLOW_RING - 1) /* the oldest may be overwritten while read */
@@ -179,14 +239,24 @@ uint32_t ncg_slow_read(struct ncg_slow *s, struct ncg_slow_sample *out, uint32_t
         from = h - cap;
     uint32_t n = 0;
     for (uint64_t i = from; i < h; i++)
-        out[n++] = s->s[i % NCG_SLOW_RING];
+        raw[n++] = s->s[i % NCG_SLOW_RING];
     /* a writer that lapped the reader meanwhile overwrote the oldest: drop what it reached */
     uint64_t h2 = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
     uint32_t skip = 0;
     while (skip < n && h2 - (from + skip) > NCG_SLOW_RING - 1)
         skip++;
-    if (skip)
-        memmove(out, out + skip, sizeof *out * (n - skip));
+    double r = cal_ratio;
+    for (uint32_t k = skip; k < n; k++)
+        if (raw[k].ticks && r <= 0)
+            return 0; /* not calibrated yet: read again later */
+    for (uint32_t k = skip; k < n; k++) {
+        double f = raw[k].ticks ? r : 1.0;
+        out[k - skip] = (struct ncg_slow_sample){.slot = raw[k].slot,
+                                                 .dur_us = us32((double)raw[k].dur * f),
+                                                 .period_us = us32((double)raw[k].period * f),
+                                                 .gap = raw[k].gap,
+                                                 .device = raw[k].device};
+    }
     s->sent = h;
     return n - skip;
 }
