@@ -60,6 +60,34 @@ void ncg_buf_free(struct ncg_buf *b)
     memset(b, 0, sizeof *b);
 }
 
+void ncg_buf_num_or_null(struct ncg_buf *b, double d)
+{
+    if (d < 0)
+        ncg_buf_add(b, "null", 4);
+    else
+        ncg_buf_printf(b, "%.3f", d);
+}
+
+void ncg_buf_prom_family(struct ncg_buf *b, const char *name, const char *type, const char *help)
+{
+    ncg_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+int ncg_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap * 2 : 32;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
 /* Prometheus label values use the JSON escapes for \ " \n (the exposition format's only ones). */
 const char *ncg_esc_byte(unsigned char c, enum ncg_esc how, char tmp[8])
 {

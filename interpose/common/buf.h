@@ -18,6 +18,14 @@ struct ncg_buf {
 void ncg_buf_add(struct ncg_buf *b, const char *s, size_t n);
 void ncg_buf_printf(struct ncg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ncg_buf_free(struct ncg_buf *b);
+/* A number with 3 decimals, or null when negative (unknown): the status documents' ages. */
+void ncg_buf_num_or_null(struct ncg_buf *b, double d);
+/* The two comment lines that open a Prometheus metric family. */
+void ncg_buf_prom_family(struct ncg_buf *b, const char *name, const char *type, const char *help);
+
+/* Grows the array *p (elem bytes each, *cap of them) to hold need, doubling from 32: 0, or -1
+ * (*p and *cap unchanged) when out of memory. The renderers' snapshot tables. */
+int ncg_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 enum ncg_esc {
     NCG_ESC_JSON, /* \" \\ \n, other control characters and DEL as \u00XX */

@@ -55,25 +55,10 @@ struct snap {
     int oom;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 static void snap_conn(void *arg, const struct ncg_coord_conn_view *v)
 {
     struct snap *s = arg;
-    if (grow((void **)&s->c, &s->capc, s->nc + 1, sizeof *s->c)) {
+    if (ncg_grow((void **)&s->c, &s->capc, s->nc + 1, sizeof *s->c)) {
         s->oom = 1;
         return;
     }
@@ -86,8 +71,8 @@ static void snap_conn(void *arg, const struct ncg_coord_conn_view *v)
 static void snap_comm(void *arg, const struct ncg_coord_comm_view *v)
 {
     struct snap *s = arg;
-    if (grow((void **)&s->cm, &s->capcm, s->ncm + 1, sizeof *s->cm) ||
-        grow((void **)&s->mem, &s->capmem, s->nmem + v->nranks, sizeof *s->mem)) {
+    if (ncg_grow((void **)&s->cm, &s->capcm, s->ncm + 1, sizeof *s->cm) ||
+        ncg_grow((void **)&s->mem, &s->capmem, s->nmem + v->nranks, sizeof *s->mem)) {
         s->oom = 1;
         return;
     }
@@ -178,14 +163,6 @@ static int behind(const struct scomm *c, const struct smember *m)
 }
 
 /* ---------- /status ---------- */
-
-static void json_num(struct ncg_buf *b, double d)
-{
-    if (d < 0)
-        ncg_buf_add(b, "null", 4);
-    else
-        ncg_buf_printf(b, "%.3f", d);
-}
 
 /* {"kind":"coll","func":"AllReduce",...,"site":"..."}: a call as /status writes it. */
 static void json_call(struct ncg_buf *b, const struct ncg_call *c, int p2p, const char *site)
@@ -311,13 +288,13 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
             ncg_buf_esc(b, m->host, NCG_ESC_JSON);
             ncg_buf_printf(b, "\",\"slots\":%" PRIu64 ",\"calls_per_s\":%.2f,\"progress_age_s\":",
                            m->v.count, m->v.calls_per_s);
-            json_num(b, m->v.progress_age_s);
+            ncg_buf_num_or_null(b, m->v.progress_age_s);
             ncg_buf_add(b, ",\"heartbeat_age_s\":", 19);
-            json_num(b, m->v.heartbeat_age_s);
+            ncg_buf_num_or_null(b, m->v.heartbeat_age_s);
             ncg_buf_printf(b, ",\"completed\":%" PRIu64 ",\"last_call_age_s\":", m->v.done);
-            json_num(b, m->v.progress_age_s);
+            ncg_buf_num_or_null(b, m->v.progress_age_s);
             ncg_buf_add(b, ",\"report_age_s\":", 16);
-            json_num(b, m->v.report_age_s);
+            ncg_buf_num_or_null(b, m->v.report_age_s);
             ncg_buf_add(b, ",\"last_call\":", 13);
             if (m->has_wait)
                 json_call(b, &m->wait.call, m->wait.p2p, m->wait.site);
@@ -343,11 +320,6 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
 }
 
 /* ---------- /metrics ---------- */
-
-static void family(struct ncg_buf *b, const char *name, const char *type, const char *help)
-{
-    ncg_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
 
 /* The families written the same way for each communicator, or each member: from these tables
  * (name, type, help, and which figure: comm_sample's and member_family's `which`). */
@@ -484,44 +456,46 @@ int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
     for (size_t i = 0; i < s.nc; i++)
         authed += s.c[i].v.authed;
 
-    family(b, "ncclguard_checker_info", "gauge",
-           "The checker serving this endpoint (always 1; labels say where it runs).");
+    ncg_buf_prom_family(b, "ncclguard_checker_info", "gauge",
+                        "The checker serving this endpoint (always 1; labels say where it runs).");
     ncg_buf_add(b, "ncclguard_checker_info{host=\"", 29);
     ncg_buf_esc(b, p->host, NCG_ESC_PROM);
     ncg_buf_printf(b, "\",pid=\"%u\",embedded=\"%d\",global_rank=\"%d\"} 1\n", p->pid, p->embedded,
                    p->global_rank);
-    family(b, "ncclguard_processes", "gauge", "Processes registered with the checker.");
+    ncg_buf_prom_family(b, "ncclguard_processes", "gauge",
+                        "Processes registered with the checker.");
     ncg_buf_printf(b, "ncclguard_processes %u\n", authed);
-    family(b, "ncclguard_communicators", "gauge", "Communicators the checker compares.");
+    ncg_buf_prom_family(b, "ncclguard_communicators", "gauge",
+                        "Communicators the checker compares.");
     ncg_buf_printf(b, "ncclguard_communicators %zu\n", s.ncm);
-    family(b, "ncclguard_verdicts_total", "counter",
-           "Verdicts issued, by kind (LAG: warnings too).");
+    ncg_buf_prom_family(b, "ncclguard_verdicts_total", "counter",
+                        "Verdicts issued, by kind (LAG: warnings too).");
     for (unsigned k = 1; k < NCG_V_KIND_MAX_; k++)
         ncg_buf_printf(b, "ncclguard_verdicts_total{kind=\"%s\"} %" PRIu64 "\n", ncg_verdict_key(k),
                        st.by_kind[k]);
-    family(b, "ncclguard_queries_total", "counter", "Comparison rounds started.");
+    ncg_buf_prom_family(b, "ncclguard_queries_total", "counter", "Comparison rounds started.");
     ncg_buf_printf(b, "ncclguard_queries_total %" PRIu64 "\n", st.queries);
-    family(b, "ncclguard_dropped_connections_total", "counter",
-           "Side-channel connections dropped (bad token, protocol misuse, silence).");
+    ncg_buf_prom_family(b, "ncclguard_dropped_connections_total", "counter",
+                        "Side-channel connections dropped (bad token, protocol misuse, silence).");
     ncg_buf_printf(b, "ncclguard_dropped_connections_total %" PRIu64 "\n", st.dropped);
 
     for (size_t k = 0; k < sizeof comm_families / sizeof comm_families[0]; k++) {
         const struct family_def *f = &comm_families[k];
-        family(b, f->name, f->type, f->help);
+        ncg_buf_prom_family(b, f->name, f->type, f->help);
         for (size_t ci = 0; ci < s.ncm; ci++) {
             ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\"} ", f->name, s.cm[ci].v.id);
             comm_sample(b, &s.cm[ci], f->which);
         }
     }
-    family(b, "ncclguard_comm_verdict", "gauge",
-           "1 for the error verdict that ended checking of a communicator.");
+    ncg_buf_prom_family(b, "ncclguard_comm_verdict", "gauge",
+                        "1 for the error verdict that ended checking of a communicator.");
     for (size_t ci = 0; ci < s.ncm; ci++)
         if (s.cm[ci].vkind)
             ncg_buf_printf(b, "ncclguard_comm_verdict{comm=\"%016" PRIx64 "\",kind=\"%s\"} 1\n",
                            s.cm[ci].v.id, ncg_verdict_key((unsigned)s.cm[ci].vkind));
 
-    family(b, "ncclguard_rank_info", "gauge",
-           "A member of a communicator: its global rank, host and pid (always 1).");
+    ncg_buf_prom_family(b, "ncclguard_rank_info", "gauge",
+                        "A member of a communicator: its global rank, host and pid (always 1).");
     for (size_t ci = 0; ci < s.ncm; ci++) {
         const struct scomm *c = &s.cm[ci];
         for (uint32_t i = 0; i < c->v.nranks; i++) {
@@ -538,7 +512,7 @@ int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
     }
     for (size_t k = 0; k < sizeof member_families / sizeof member_families[0]; k++) {
         const struct family_def *f = &member_families[k];
-        family(b, f->name, f->type, f->help);
+        ncg_buf_prom_family(b, f->name, f->type, f->help);
         member_family(b, &s, f->name, f->which);
     }
     snap_free(&s);

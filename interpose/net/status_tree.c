@@ -117,25 +117,10 @@ struct tsnap {
     int pending; /* a figures gather was asked for: render again once it is in */
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 32;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 static void snap_conn(void *arg, const struct ncg_relay_conn_view *v)
 {
     struct tsnap *s = arg;
-    if (grow((void **)&s->c, &s->capc, s->nc + 1, sizeof *s->c)) {
+    if (ncg_grow((void **)&s->c, &s->capc, s->nc + 1, sizeof *s->c)) {
         s->oom = 1;
         return;
     }
@@ -197,7 +182,7 @@ static int rows_gathered(struct tsnap *s, const struct ncg_relay_comm_view *v, u
         for (uint32_t k = a; k <= e && k >= a; k++) {
             while (h < v->nhere && v->here[h].rank < k)
                 h++;
-            if (grow((void **)&s->row, &s->caprow, s->nrow + 1, sizeof *s->row)) {
+            if (ncg_grow((void **)&s->row, &s->caprow, s->nrow + 1, sizeof *s->row)) {
                 s->oom = 1;
                 return 0;
             }
@@ -246,7 +231,7 @@ static void rows_of(struct tsnap *s, const struct ncg_relay_comm_view *v, struct
         const struct ncg_relay_rank_view *a = &v->here[i];
         if (s->q && s->q->has_ranks && (a->rank < s->q->lo || a->rank > s->q->hi))
             continue;
-        if (grow((void **)&s->row, &s->caprow, s->nrow + 1, sizeof *s->row)) {
+        if (ncg_grow((void **)&s->row, &s->caprow, s->nrow + 1, sizeof *s->row)) {
             s->oom = 1;
             return;
         }
@@ -266,7 +251,7 @@ static void snap_comm(void *arg, const struct ncg_relay_comm_view *v)
     struct tsnap *s = arg;
     if (s->q && s->q->has_comm && v->id != s->q->comm)
         return;
-    if (grow((void **)&s->cm, &s->capcm, s->ncm + 1, sizeof *s->cm)) {
+    if (ncg_grow((void **)&s->cm, &s->capcm, s->ncm + 1, sizeof *s->cm)) {
         s->oom = 1;
         return;
     }
@@ -331,14 +316,6 @@ static int behind(const struct tcomm *c, const struct trow *m)
 }
 
 /* ---------- /status ---------- */
-
-static void json_num(struct ncg_buf *b, double d)
-{
-    if (d < 0)
-        ncg_buf_add(b, "null", 4);
-    else
-        ncg_buf_printf(b, "%.3f", d);
-}
 
 static void status_head(struct ncg_buf *b, const struct tsnap *s, double time_unix)
 {
@@ -489,20 +466,20 @@ static void status_comm(struct ncg_buf *b, const struct tsnap *s, const struct t
         else
             ncg_buf_printf(b, "%" PRIu64, m->v.issued);
         ncg_buf_add(b, ",\"calls_per_s\":", 15);
-        json_num(b, m->rate);
+        ncg_buf_num_or_null(b, m->rate);
         ncg_buf_add(b, ",\"progress_age_s\":", 18);
-        json_num(b, m->age);
+        ncg_buf_num_or_null(b, m->age);
         ncg_buf_add(b, ",\"heartbeat_age_s\":", 19);
-        json_num(b, m->v.heartbeat_age_s);
+        ncg_buf_num_or_null(b, m->v.heartbeat_age_s);
         ncg_buf_add(b, ",\"completed\":", 13);
         if (m->unknown)
             ncg_buf_add(b, "null", 4);
         else
             ncg_buf_printf(b, "%" PRIu64, m->v.done);
         ncg_buf_add(b, ",\"last_call_age_s\":", 19);
-        json_num(b, m->age);
+        ncg_buf_num_or_null(b, m->age);
         ncg_buf_add(b, ",\"report_age_s\":", 16);
-        json_num(b, m->v.heartbeat_age_s);
+        ncg_buf_num_or_null(b, m->v.heartbeat_age_s);
         /* per-rank wait share: not gathered through the tree (the root decides on aggregates) */
         ncg_buf_printf(b, ",\"last_call\":null,\"wait_share\":null,\"behind\":%s}",
                        behind(c, m) ? "true" : "false");
@@ -538,11 +515,6 @@ int ncg_tree_status_render(struct ncg_tree_src *t, const struct ncg_http_query *
 }
 
 /* ---------- /metrics ---------- */
-
-static void family(struct ncg_buf *b, const char *name, const char *type, const char *help)
-{
-    ncg_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
 
 enum {
     F_RANKS,
@@ -709,57 +681,58 @@ int ncg_tree_metrics_render(struct ncg_tree_src *t, uint64_t now_ns, struct ncg_
         nrel += s.c[i].v.relay && s.c[i].v.authed;
         healthy += s.c[i].v.relay && relay_healthy(t, &s.c[i]);
     }
-    family(b, "ncclguard_checker_info", "gauge",
-           "The checker serving this endpoint (always 1; labels say where it runs).");
+    ncg_buf_prom_family(b, "ncclguard_checker_info", "gauge",
+                        "The checker serving this endpoint (always 1; labels say where it runs).");
     ncg_buf_add(b, "ncclguard_checker_info{host=\"", 29);
     ncg_buf_esc(b, p->host, NCG_ESC_PROM);
     ncg_buf_printf(
         b, "\",pid=\"%u\",embedded=\"%d\",global_rank=\"%d\",role=\"%s\",node=\"%u\"} 1\n", p->pid,
         p->embedded, p->has_global_rank ? p->global_rank : -1, root ? "root" : "relay", t->node);
-    family(b, "ncclguard_processes", "gauge",
-           "Processes registered with this relay (its node's processes).");
+    ncg_buf_prom_family(b, "ncclguard_processes", "gauge",
+                        "Processes registered with this relay (its node's processes).");
     ncg_buf_printf(b, "ncclguard_processes %u\n", procs);
-    family(b, "ncclguard_relays", "gauge", "Child relays connected to this relay.");
+    ncg_buf_prom_family(b, "ncclguard_relays", "gauge", "Child relays connected to this relay.");
     ncg_buf_printf(b, "ncclguard_relays %u\n", nrel);
-    family(b, "ncclguard_relays_healthy", "gauge",
-           "Child relays connected whose figures arrive in time.");
+    ncg_buf_prom_family(b, "ncclguard_relays_healthy", "gauge",
+                        "Child relays connected whose figures arrive in time.");
     ncg_buf_printf(b, "ncclguard_relays_healthy %u\n", healthy);
-    family(b, "ncclguard_relays_expected", "gauge",
-           "Child relays the tree's shape gives this node.");
+    ncg_buf_prom_family(b, "ncclguard_relays_expected", "gauge",
+                        "Child relays the tree's shape gives this node.");
     ncg_buf_printf(b, "ncclguard_relays_expected %u\n", t->children);
-    family(b, "ncclguard_relay_heartbeat_age_seconds", "gauge",
-           "Seconds since a child relay last sent its figures.");
+    ncg_buf_prom_family(b, "ncclguard_relay_heartbeat_age_seconds", "gauge",
+                        "Seconds since a child relay last sent its figures.");
     for (size_t i = 0; i < s.nc; i++)
         if (s.c[i].v.relay && s.c[i].v.authed)
             ncg_buf_printf(b, "ncclguard_relay_heartbeat_age_seconds{node=\"%u\"} %.3f\n",
                            s.c[i].v.node, s.c[i].v.heartbeat_age_s);
     if (root) { /* the job-level families: at the root only (no duplicate series) */
-        family(b, "ncclguard_communicators", "gauge", "Communicators the checker compares.");
+        ncg_buf_prom_family(b, "ncclguard_communicators", "gauge",
+                            "Communicators the checker compares.");
         ncg_buf_printf(b, "ncclguard_communicators %zu\n", s.ncm);
-        family(b, "ncclguard_verdicts_total", "counter",
-               "Verdicts issued, by kind (LAG: warnings too).");
+        ncg_buf_prom_family(b, "ncclguard_verdicts_total", "counter",
+                            "Verdicts issued, by kind (LAG: warnings too).");
         for (unsigned k = 1; k < NCG_V_KIND_MAX_; k++)
             ncg_buf_printf(b, "ncclguard_verdicts_total{kind=\"%s\"} %" PRIu64 "\n",
                            ncg_verdict_key(k), st.by_kind[k]);
-        family(b, "ncclguard_queries_total", "counter", "Comparison rounds started.");
+        ncg_buf_prom_family(b, "ncclguard_queries_total", "counter", "Comparison rounds started.");
         ncg_buf_printf(b, "ncclguard_queries_total %" PRIu64 "\n", st.rounds);
         for (size_t k = 0; k < sizeof comm_families / sizeof comm_families[0]; k++) {
-            family(b, comm_families[k].name, "gauge", comm_families[k].help);
+            ncg_buf_prom_family(b, comm_families[k].name, "gauge", comm_families[k].help);
             for (size_t ci = 0; ci < s.ncm; ci++) {
                 ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\"} ", comm_families[k].name,
                                s.cm[ci].v.id);
                 comm_sample(b, &s.cm[ci], comm_families[k].which);
             }
         }
-        family(b, "ncclguard_comm_verdict", "gauge",
-               "1 for the error verdict that ended checking of a communicator.");
+        ncg_buf_prom_family(b, "ncclguard_comm_verdict", "gauge",
+                            "1 for the error verdict that ended checking of a communicator.");
         for (size_t ci = 0; ci < s.ncm; ci++)
             if (s.cm[ci].vkind && s.cm[ci].vsev == NCG_SEV_ERROR)
                 ncg_buf_printf(b, "ncclguard_comm_verdict{comm=\"%016" PRIx64 "\",kind=\"%s\"} 1\n",
                                s.cm[ci].v.id, ncg_verdict_key((unsigned)s.cm[ci].vkind));
     }
-    family(b, "ncclguard_rank_info", "gauge",
-           "A member of a communicator: its global rank, host and pid (always 1).");
+    ncg_buf_prom_family(b, "ncclguard_rank_info", "gauge",
+                        "A member of a communicator: its global rank, host and pid (always 1).");
     for (size_t ci = 0; ci < s.ncm; ci++) {
         const struct tcomm *c = &s.cm[ci];
         for (size_t i = 0; i < c->nrows; i++) {
@@ -773,7 +746,7 @@ int ncg_tree_metrics_render(struct ncg_tree_src *t, uint64_t now_ns, struct ncg_
         }
     }
     for (size_t k = 0; k < sizeof rank_families / sizeof rank_families[0]; k++) {
-        family(b, rank_families[k].name, rank_families[k].type, rank_families[k].help);
+        ncg_buf_prom_family(b, rank_families[k].name, rank_families[k].type, rank_families[k].help);
         rank_family(b, &s, rank_families[k].name, rank_families[k].which);
     }
     snap_free(&s);

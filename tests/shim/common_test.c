@@ -2,6 +2,7 @@
  * rejection), the growable buffer and its JSON / Prometheus escapes, the clocks, the getenv
  * adapter. Prints each failed expectation; exit 0 when all hold. */
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,6 +122,30 @@ static void test_buf(void)
     EXPECT(b.p[99999] == 'x' && b.p[100000] == '|' && b.p[b.len - 1] == '7');
     ncg_buf_free(&b);
     EXPECT(b.p == NULL && b.len == 0 && b.cap == 0);
+
+    /* the renderers' helpers: an unknown age is null, a family's two lines */
+    ncg_buf_num_or_null(&b, 1.5);
+    ncg_buf_add(&b, " ", 1);
+    ncg_buf_num_or_null(&b, 0);
+    ncg_buf_add(&b, " ", 1);
+    ncg_buf_num_or_null(&b, -1);
+    ncg_buf_prom_family(&b, "ncclguard_x", "gauge", "an x");
+    EXPECT(!strcmp(b.p, "1.500 0.000 null# HELP ncclguard_x an x\n# TYPE ncclguard_x gauge\n"));
+    ncg_buf_free(&b);
+
+    /* array growth: from 32, doubling past need, contents kept; enough room: untouched */
+    uint32_t *a = NULL;
+    size_t cap = 0;
+    EXPECT(ncg_grow((void **)&a, &cap, 1, sizeof *a) == 0 && a && cap == 32);
+    for (uint32_t i = 0; i < 32; i++)
+        a[i] = i;
+    uint32_t *was = a;
+    EXPECT(ncg_grow((void **)&a, &cap, 32, sizeof *a) == 0 && a == was && cap == 32);
+    EXPECT(ncg_grow((void **)&a, &cap, 200, sizeof *a) == 0 && cap == 256);
+    EXPECT(a[0] == 0 && a[31] == 31);
+    size_t big = cap;
+    EXPECT(ncg_grow((void **)&a, &cap, SIZE_MAX / 2, 8) == -1 && cap == big && a[31] == 31);
+    free(a);
 }
 
 static void test_clock_env(void)
