@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,9 +78,13 @@ int ncg_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
+    if (elem == 0 || need > SIZE_MAX / elem)
+        return -1;
     size_t n = *cap ? *cap * 2 : 32;
     while (n < need)
         n *= 2;
+    if (n > SIZE_MAX / elem) /* doubling went past what fits: exactly what is needed */
+        n = need;
     void *q = realloc(*p, n * elem);
     if (!q)
         return -1;
