@@ -135,10 +135,12 @@ struct vr {                     /* a virtual rank: one client process holding on
     char subject[NCG_WIRE_STR];
 };
 
+enum { C_SOCK = 0, C_RANK = 1, C_RELAY = 2 }; /* a child connection's kind (sconn.local) */
 struct sconn {
     uint8_t used, local, closing, dirty; /* dirty: in the flush list */
-    int vr;                              /* local: the virtual rank */
-    struct ncg_peer p;
+    int vr;                              /* C_RANK: the virtual rank; C_RELAY: the child relay */
+    uint32_t gen;                        /* in-process link: frames for an older one are dropped */
+    struct ncg_peer p; /* a socket; in-process, only its REPORT references (tref, rref) */
 };
 
 struct sr { /* a relay */
@@ -146,6 +148,9 @@ struct sr { /* a relay */
     struct ncg_relay *r;
     int lfd;
     uint8_t dead, up_ok, frozen, up_dirty;
+    uint8_t up_local; /* the link up is in-process: conn up_conn of the parent here */
+    int up_conn;      /* (its frames go through the queue; up keeps only REPORT references) */
+    uint32_t up_gen;
     struct ncg_peer up;
     struct sconn *c;
     int nc;
@@ -171,43 +176,73 @@ struct snap {
 };
 static struct snap win0, win1;
 
+/* Relays hosted here by node: a contiguous range [node_lo, node_lo + nr) (run_proc). */
+static uint32_t node_lo;
 static int relay_index(uint32_t node)
 {
-    for (uint32_t i = 0; i < nr; i++)
-        if (R[i].node == node)
-            return (int)i;
-    return -1;
+    return node >= node_lo && node - node_lo < nr ? (int)(node - node_lo) : -1;
 }
 
 /* ---- in-process queue of encoded frames ---- */
 
+/* Where a queued frame goes: a virtual rank; a relay's child connection (from one of its
+ * ranks, or from a child relay hosted here); a relay's link up (from its parent hosted here).
+ * LQ_EOF_*: the other end closed an in-process relay link (a socket's EOF, after its frames). */
+enum { LQ_RANK, LQ_CHILD, LQ_UP, LQ_EOF_CHILD, LQ_EOF_UP };
 struct lq_hdr {
-    int to_relay; /* 1: relay's child conn; 0: a virtual rank */
+    int kind;
     int idx, conn;
+    uint32_t gen; /* relay links: the link's generation */
     uint32_t len;
 };
 static uint8_t *lq;
 static size_t lq_len, lq_cap, lq_pos;
+static uint64_t bytes_inproc; /* between relays, through the queue */
 
-/* ref: the sending end's REPORT reference (a virtual rank's; NULL for frames to ranks). */
-static void lq_push(int to_relay, int idx, int conn, const struct ncg_msg *m,
-                    struct ncg_report_ref *ref)
+static void lq_reserve(size_t need)
 {
-    size_t need = sizeof(struct lq_hdr) + 40000;
     if (lq_cap - lq_len < need) {
         lq_cap = lq_cap ? lq_cap * 2 : (1u << 20);
         while (lq_cap - lq_len < need)
             lq_cap *= 2;
         lq = realloc(lq, lq_cap);
+        if (!lq) {
+            fprintf(stderr, "ncg-sim: out of memory\n");
+            _exit(2);
+        }
     }
-    long n = ncg_wire_encode_ref(m, lq + lq_len + sizeof(struct lq_hdr), 40000, ref);
+}
+
+/* Queues m encoded as on a socket. ref: the sending end's REPORT reference (NULL for frames
+ * to ranks). Bytes count as node-local (ranks' links) or between relays (relay links). */
+static void lq_push(int kind, int idx, int conn, uint32_t gen, const struct ncg_msg *m,
+                    struct ncg_report_ref *ref)
+{
+    size_t room = 40000;
+    long n;
+    for (;;) {
+        lq_reserve(sizeof(struct lq_hdr) + room);
+        n = ncg_wire_encode_ref(m, lq + lq_len + sizeof(struct lq_hdr), room, ref);
+        if (n != -ENOSPC || room > NCG_WIRE_MAX_PAYLOAD)
+            break;
+        room = NCG_WIRE_HDR + NCG_WIRE_MAX_PAYLOAD; /* a large verdict */
+    }
     if (n <= 0)
         return;
-    struct lq_hdr h = {to_relay, idx, conn, (uint32_t)n};
+    struct lq_hdr h = {kind, idx, conn, gen, (uint32_t)n};
     memcpy(lq + lq_len, &h, sizeof h);
     lq_len += sizeof h + (size_t)n;
-    bytes_local += (uint64_t)n;
-    bytes_type[0][m->type] += (uint64_t)n;
+    int net = kind == LQ_UP || (kind == LQ_CHILD && conn >= 0 && R[idx].c[conn].local == C_RELAY);
+    *(net ? &bytes_inproc : &bytes_local) += (uint64_t)n;
+    bytes_type[net][m->type] += (uint64_t)n;
+}
+
+static void lq_eof(int kind, int idx, int conn, uint32_t gen)
+{
+    lq_reserve(sizeof(struct lq_hdr));
+    struct lq_hdr h = {kind, idx, conn, gen, 0};
+    memcpy(lq + lq_len, &h, sizeof h);
+    lq_len += sizeof h;
 }
 
 /* The sockets with bytes queued, as epoll keys (ekey), and the child connections a relay
@@ -299,8 +334,11 @@ static void op_send(void *arg, int conn, const struct ncg_msg *m)
     struct sr *s = relay_of(arg);
     if (conn < 0 || conn >= s->nc || !s->c[conn].used || s->c[conn].closing)
         return;
-    if (s->c[conn].local)
-        lq_push(0, s->c[conn].vr, 0, m, NULL);
+    struct sconn *c = &s->c[conn];
+    if (c->local == C_RANK)
+        lq_push(LQ_RANK, c->vr, 0, 0, m, NULL);
+    else if (c->local == C_RELAY)
+        lq_push(LQ_UP, c->vr, 0, c->gen, m, &c->p.tref);
     else
         net_send(&s->c[conn].p, m, ekey(EK_CHILD, (uint32_t)(s - R), (uint32_t)conn),
                  &s->c[conn].dirty);
@@ -318,7 +356,9 @@ static void op_drop(void *arg, int conn)
 static void op_up(void *arg, const struct ncg_msg *m)
 {
     struct sr *s = relay_of(arg);
-    if (s->up_ok)
+    if (s->up_ok && s->up_local)
+        lq_push(LQ_CHILD, relay_index(s->up_node), s->up_conn, s->up_gen, m, &s->up.tref);
+    else if (s->up_ok)
         net_send(&s->up, m, ekey(EK_UP, (uint32_t)(s - R), 0), &s->up_dirty);
 }
 
@@ -333,12 +373,14 @@ static void op_event(void *arg, const char *line)
         root_verdicts++;
 }
 
+static uint32_t link_gen;
 static int conn_new(struct sr *s)
 {
     for (int i = 0; i < s->nc; i++)
         if (!s->c[i].used) {
             memset(&s->c[i], 0, sizeof s->c[i]);
             s->c[i].used = 1;
+            s->c[i].gen = ++link_gen;
             s->c[i].p.fd = -1;
             return i;
         }
@@ -355,8 +397,26 @@ static int conn_new(struct sr *s)
         (s)->busy_ns += now_ns() - t0_;                                                            \
     } while (0)
 
+/* Links relay s to its parent s->up_node: in-process when this process hosts the parent (a
+ * child connection of kind C_RELAY there, as if accepted), else through its listener. */
 static void up_attach(struct sr *s)
 {
+    int pi = relay_index(s->up_node);
+    if (pi >= 0 && !R[pi].dead) {
+        struct sr *ps = &R[pi];
+        int c = conn_new(ps);
+        ps->c[c].local = C_RELAY;
+        ps->c[c].vr = (int)(s - R);
+        ncg_peer_init(&s->up, -1); /* fresh REPORT references, as a new socket's */
+        s->up_local = 1;
+        s->up_conn = c;
+        s->up_gen = ps->c[c].gen;
+        s->up_ok = 1;
+        if (!ps->frozen) /* a stopped parent accepts nothing (its backlog would hold it) */
+            BUSY(ps, ncg_relay_connected(ps->r, c, now_ns()));
+        BUSY(s, ncg_relay_parent_up(s->r, now_ns()));
+        return;
+    }
     int fd = sock_connect(s->up_node);
     if (fd < 0) {
         fprintf(stderr, "ncg-sim: relay %u cannot reach node %u\n", s->node, s->up_node);
@@ -368,11 +428,21 @@ static void up_attach(struct sr *s)
     BUSY(s, ncg_relay_parent_up(s->r, now_ns()));
 }
 
-static void up_lost(struct sr *s)
+/* Closes s's link up (its parent sees EOF after what was sent); no callback. */
+static void up_close(struct sr *s)
 {
-    epoll_ctl(ep, EPOLL_CTL_DEL, s->up.fd, NULL);
+    if (s->up_local)
+        lq_eof(LQ_EOF_CHILD, relay_index(s->up_node), s->up_conn, s->up_gen);
+    else
+        epoll_ctl(ep, EPOLL_CTL_DEL, s->up.fd, NULL);
     ncg_peer_close(&s->up);
     s->up_ok = 0;
+    s->up_local = 0;
+}
+
+static void up_lost(struct sr *s)
+{
+    up_close(s);
     BUSY(s, ncg_relay_parent_down(s->r));
     if (s->up_node == 0)
         return;                         /* the root is gone: nothing above it */
@@ -385,9 +455,11 @@ static void child_close(struct sr *s, int conn, int tell)
     struct sconn *c = &s->c[conn];
     if (tell)
         BUSY(s, ncg_relay_closed(s->r, conn, now_ns()));
-    if (!c->local) {
+    if (c->local == C_SOCK) {
         epoll_ctl(ep, EPOLL_CTL_DEL, c->p.fd, NULL);
         ncg_peer_close(&c->p);
+    } else if (c->local == C_RELAY) { /* the child relay sees EOF after what was sent */
+        lq_eof(LQ_EOF_UP, c->vr, 0, c->gen);
     }
     c->used = 0;
 }
@@ -409,7 +481,7 @@ static void vr_send(struct vr *v, const struct ncg_msg *m)
     if (v->sock)
         net_send(&v->peer, m, ekey(EK_VR, (uint32_t)(v - V), 0), &v->dirty);
     else
-        lq_push(1, v->relay, v->conn, m, &v->peer.tref); /* the queue is its connection */
+        lq_push(LQ_CHILD, v->relay, v->conn, 0, m, &v->peer.tref); /* the queue: its link */
 }
 
 static void vr_hello(struct vr *v)
@@ -536,11 +608,8 @@ static void kill_relay(struct sr *s)
         epoll_ctl(ep, EPOLL_CTL_DEL, s->lfd, NULL);
         close(s->lfd);
     }
-    if (s->up_ok) {
-        epoll_ctl(ep, EPOLL_CTL_DEL, s->up.fd, NULL);
-        ncg_peer_close(&s->up);
-        s->up_ok = 0;
-    }
+    if (s->up_ok)
+        up_close(s);
     for (int i = 0; i < s->nc; i++)
         if (s->c[i].used)
             child_close(s, i, 0);
@@ -562,10 +631,10 @@ static void freeze_relay(struct sr *s)
     s->frozen = 1;
     if (s->lfd >= 0)
         epoll_ctl(ep, EPOLL_CTL_DEL, s->lfd, NULL);
-    if (s->up_ok)
+    if (s->up_ok && !s->up_local)
         epoll_ctl(ep, EPOLL_CTL_DEL, s->up.fd, NULL);
-    for (int i = 0; i < s->nc; i++)
-        if (s->c[i].used && !s->c[i].local)
+    for (int i = 0; i < s->nc; i++) /* in-process links: lq_drain delivers nothing to it */
+        if (s->c[i].used && s->c[i].local == C_SOCK)
             epoll_ctl(ep, EPOLL_CTL_DEL, s->c[i].p.fd, NULL);
     for (uint32_t i = 0; i < nv; i++)
         if (!V[i].sock && V[i].relay == (int)(s - R) && V[i].rank % A.per_node == 0)
@@ -597,6 +666,30 @@ static void dispatch_child(struct sr *s, int conn, const struct ncg_msg *m)
         BUSY(s, ncg_relay_message(s->r, conn, m, now_ns()));
 }
 
+/* The receiving end's state of a queued frame, as a socket's reader would see it: NULL when
+ * nothing reads it any more (the receiver closed that link, died or is stopped). *ref gets the
+ * receiving end's REPORT reference. */
+static struct sr *lq_dest(const struct lq_hdr *h, struct ncg_report_ref **ref)
+{
+    *ref = NULL;
+    if (h->kind == LQ_RANK)
+        return NULL;
+    struct sr *s = &R[h->idx];
+    if (s->dead || s->frozen)
+        return NULL;
+    if (h->kind == LQ_CHILD || h->kind == LQ_EOF_CHILD) {
+        struct sconn *c = &s->c[h->conn];
+        if (h->conn >= s->nc || !c->used || (h->gen && c->gen != h->gen))
+            return NULL;
+        *ref = &c->p.rref;
+    } else {
+        if (!s->up_ok || !s->up_local || s->up_gen != h->gen)
+            return NULL;
+        *ref = &s->up.rref;
+    }
+    return s;
+}
+
 static void lq_drain(void)
 {
     while (lq_pos < lq_len) {
@@ -604,21 +697,28 @@ static void lq_drain(void)
         memcpy(&h, lq + lq_pos, sizeof h);
         const uint8_t *b = lq + lq_pos + sizeof h;
         lq_pos += sizeof h + h.len;
-        struct ncg_msg m;
-        struct ncg_report_ref *ref = h.to_relay ? &R[h.idx].c[h.conn].p.rref : NULL;
-        if (ncg_wire_decode_ref(b, h.len, &m, ref) != (long)h.len)
+        struct ncg_report_ref *ref;
+        struct sr *s = lq_dest(&h, &ref);
+        if (h.kind == LQ_EOF_CHILD || h.kind == LQ_EOF_UP) {
+            if (s && h.kind == LQ_EOF_CHILD)
+                child_close(s, h.conn, 1);
+            else if (s)
+                up_lost(s);
             continue;
-        if (h.to_relay) {
-            struct sr *s = &R[h.idx];
-            if (!s->dead && !s->frozen) {
-                uint64_t t = now_ns();
-                ncg_relay_message(s->r, h.conn, &m, t);
-                s->busy_ns += now_ns() - t;
-            }
-        } else {
-            vr_rx(&V[h.idx], &m);
         }
-        ncg_msg_release(&m);
+        struct ncg_msg m;
+        if ((s || h.kind == LQ_RANK) && ncg_wire_decode_ref(b, h.len, &m, ref) == (long)h.len) {
+            uint64_t t = now_ns();
+            if (h.kind == LQ_RANK)
+                vr_rx(&V[h.idx], &m);
+            else if (h.kind == LQ_CHILD)
+                ncg_relay_message(s->r, h.conn, &m, t);
+            else
+                ncg_relay_parent_message(s->r, &m, t);
+            if (s)
+                s->busy_ns += now_ns() - t;
+            ncg_msg_release(&m);
+        }
         if (lq_pos == lq_len) /* everything consumed: reuse the buffer from its start */
             break;
     }
@@ -736,7 +836,7 @@ static double cpu_s(void)
 
 static void snapshot(struct snap *w, int end)
 {
-    w->net = sock_bytes();
+    w->net = sock_bytes() + bytes_inproc;
     w->bytes = bytes_local + w->net;
     w->reports = 0;
     for (uint32_t i = 0; i < nv; i++)
@@ -841,10 +941,15 @@ static void run_proc(int wfd, int rel, int proc)
     uint8_t *has_kids = calloc(nnodes, 1);
     for (uint32_t n = 1; n < nnodes; n++)
         has_kids[parent_of(n)] = 1;
-    for (uint32_t n = 0; n < nnodes; n++) {
-        int mine = proc == 0 ? n == 0 : n != 0 && (n - 1) % A.workers == (uint32_t)(proc - 1);
-        if (!mine)
-            continue;
+    /* Worker w hosts a contiguous range of nodes 1..nnodes-1: the tree's subtrees are
+     * contiguous (ncg_relay_parent), so all but a few links between relays are in-process. */
+    uint32_t lo = 0, hi = 1;
+    if (proc > 0) {
+        lo = 1 + (uint32_t)((uint64_t)(nnodes - 1) * (uint32_t)(proc - 1) / A.workers);
+        hi = 1 + (uint32_t)((uint64_t)(nnodes - 1) * (uint32_t)proc / A.workers);
+    }
+    node_lo = lo;
+    for (uint32_t n = lo; n < hi; n++) {
         struct sr *s = &R[nr];
         s->node = n;
         s->up_node = n ? parent_of(n) : 0;
