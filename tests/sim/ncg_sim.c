@@ -214,8 +214,9 @@ static void lq_reserve(size_t need)
 }
 
 /* Queues m encoded as on a socket. ref: the sending end's REPORT reference (NULL for frames
- * to ranks). Bytes count as node-local (ranks' links) or between relays (relay links). */
-static void lq_push(int kind, int idx, int conn, uint32_t gen, const struct ncg_msg *m,
+ * to ranks). Its bytes count as between relays (net: a relay link) or node-local (a rank's);
+ * the caller says which (reading the destination here would be one more cache miss). */
+static void lq_push(int kind, int idx, int conn, uint32_t gen, int net, const struct ncg_msg *m,
                     struct ncg_report_ref *ref)
 {
     size_t room = 40000;
@@ -232,7 +233,6 @@ static void lq_push(int kind, int idx, int conn, uint32_t gen, const struct ncg_
     struct lq_hdr h = {kind, idx, conn, gen, (uint32_t)n};
     memcpy(lq + lq_len, &h, sizeof h);
     lq_len += sizeof h + (size_t)n;
-    int net = kind == LQ_UP || (kind == LQ_CHILD && conn >= 0 && R[idx].c[conn].local == C_RELAY);
     *(net ? &bytes_inproc : &bytes_local) += (uint64_t)n;
     bytes_type[net][m->type] += (uint64_t)n;
 }
@@ -336,9 +336,9 @@ static void op_send(void *arg, int conn, const struct ncg_msg *m)
         return;
     struct sconn *c = &s->c[conn];
     if (c->local == C_RANK)
-        lq_push(LQ_RANK, c->vr, 0, 0, m, NULL);
+        lq_push(LQ_RANK, c->vr, 0, 0, 0, m, NULL);
     else if (c->local == C_RELAY)
-        lq_push(LQ_UP, c->vr, 0, c->gen, m, &c->p.tref);
+        lq_push(LQ_UP, c->vr, 0, c->gen, 1, m, &c->p.tref);
     else
         net_send(&s->c[conn].p, m, ekey(EK_CHILD, (uint32_t)(s - R), (uint32_t)conn),
                  &s->c[conn].dirty);
@@ -357,7 +357,7 @@ static void op_up(void *arg, const struct ncg_msg *m)
 {
     struct sr *s = relay_of(arg);
     if (s->up_ok && s->up_local)
-        lq_push(LQ_CHILD, relay_index(s->up_node), s->up_conn, s->up_gen, m, &s->up.tref);
+        lq_push(LQ_CHILD, relay_index(s->up_node), s->up_conn, s->up_gen, 1, m, &s->up.tref);
     else if (s->up_ok)
         net_send(&s->up, m, ekey(EK_UP, (uint32_t)(s - R), 0), &s->up_dirty);
 }
@@ -481,7 +481,7 @@ static void vr_send(struct vr *v, const struct ncg_msg *m)
     if (v->sock)
         net_send(&v->peer, m, ekey(EK_VR, (uint32_t)(v - V), 0), &v->dirty);
     else
-        lq_push(LQ_CHILD, v->relay, v->conn, 0, m, &v->peer.tref); /* the queue: its link */
+        lq_push(LQ_CHILD, v->relay, v->conn, 0, 0, m, &v->peer.tref); /* the queue: its link */
 }
 
 static void vr_hello(struct vr *v)
@@ -530,7 +530,7 @@ static void vr_report(struct vr *v, uint64_t t)
     }
 }
 
-static void vr_answer(struct vr *v, const struct ncg_msg_query *q)
+static void vr_answer(struct vr *v, const struct ncg_msg_query *q, uint64_t t)
 {
     static struct ncg_msg m; /* see vr_report */
     m.type = NCG_MSG_ANSWER;
@@ -538,7 +538,7 @@ static void vr_answer(struct vr *v, const struct ncg_msg_query *q)
     m.u.answer.qid = q->qid;
     m.u.answer.rank = v->rank;
     m.u.answer.n = q->n;
-    uint64_t n = issued_at(v->rank, (uint32_t)(q->comm_id - COMM0), now_ns());
+    uint64_t n = issued_at(v->rank, (uint32_t)(q->comm_id - COMM0), t);
     int odd = (int64_t)v->rank == A.mismatch_rank && q->comm_id == COMM0;
     for (uint32_t k = 0; k < q->n; k++) {
         struct ncg_answer *a = &m.u.answer.a[k];
@@ -562,20 +562,21 @@ static void vr_answer(struct vr *v, const struct ncg_msg_query *q)
     vr_send(v, &m);
 }
 
-static void vr_rx(struct vr *v, const struct ncg_msg *m)
+/* t: about now (the queue's clock, read once per relay frame). */
+static void vr_rx(struct vr *v, const struct ncg_msg *m, uint64_t t)
 {
     if (v->dead || v->frozen)
         return;
-    v->rx_ns = now_ns();
+    v->rx_ns = t;
     if (m->type == NCG_MSG_QUERY) {
         v->narrowed += m->u.query.nrep != 0;
-        vr_answer(v, &m->u.query);
+        vr_answer(v, &m->u.query, t);
     } else if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
         /* a DEADLOCK has a verdict per comm of its cycle: comm 0's is the one every rank gets */
         if (A.deadlock_rank >= 0 && m->u.rverdict.v->comm_id != COMM0)
             return;
         if (!v->verdicts++) {
-            v->got_ns = now_ns();
+            v->got_ns = t;
             v->kind = m->u.rverdict.v->kind;
             snprintf(v->subject, sizeof v->subject, "%s", m->u.rverdict.v->subject);
         }
@@ -690,8 +691,13 @@ static struct sr *lq_dest(const struct lq_hdr *h, struct ncg_report_ref **ref)
     return s;
 }
 
+/* Delivers the queued frames, those queued meanwhile included. The clock is read once per
+ * frame to a relay (its handler's start and busy time) and not for frames to ranks (they take
+ * the last reading: clock_gettime per frame was a tenth of the simulator at 131,072 ranks). */
 static void lq_drain(void)
 {
+    uint64_t t = now_ns();
+    int fresh = 1; /* t was read just now: no rank's work since */
     while (lq_pos < lq_len) {
         struct lq_hdr h;
         memcpy(&h, lq + lq_pos, sizeof h);
@@ -704,19 +710,26 @@ static void lq_drain(void)
                 child_close(s, h.conn, 1);
             else if (s)
                 up_lost(s);
+            fresh = 0;
             continue;
         }
         struct ncg_msg m;
         if ((s || h.kind == LQ_RANK) && ncg_wire_decode_ref(b, h.len, &m, ref) == (long)h.len) {
-            uint64_t t = now_ns();
-            if (h.kind == LQ_RANK)
-                vr_rx(&V[h.idx], &m);
-            else if (h.kind == LQ_CHILD)
-                ncg_relay_message(s->r, h.conn, &m, t);
-            else
-                ncg_relay_parent_message(s->r, &m, t);
-            if (s)
-                s->busy_ns += now_ns() - t;
+            if (h.kind == LQ_RANK) {
+                vr_rx(&V[h.idx], &m, t);
+                fresh = 0;
+            } else {
+                if (!fresh)
+                    t = now_ns();
+                if (h.kind == LQ_CHILD)
+                    ncg_relay_message(s->r, h.conn, &m, t);
+                else
+                    ncg_relay_parent_message(s->r, &m, t);
+                uint64_t t1 = now_ns();
+                s->busy_ns += t1 - t;
+                t = t1;
+                fresh = 1;
+            }
             ncg_msg_release(&m);
         }
         if (lq_pos == lq_len) /* everything consumed: reuse the buffer from its start */
@@ -737,7 +750,7 @@ static void peer_read(struct ncg_peer *p, int kind, uint32_t idx, uint32_t conn)
             if (!s->dead)
                 BUSY(s, ncg_relay_parent_message(s->r, &m, now_ns()));
         } else {
-            vr_rx(&V[idx], &m);
+            vr_rx(&V[idx], &m, now_ns());
         }
         ncg_msg_release(&m);
     }
@@ -901,9 +914,12 @@ static void timed(uint64_t t)
     }
 }
 
-/* The ticks' buckets: every 5 ms one of NB buckets runs, its ranks (rank % NB) report and its
- * relays (node % NB, and the root in every bucket) tick, so each does so every 100 ms. vb / rb:
- * indexes into V / R grouped by bucket, bucket b at [off[b], off[b + 1]). */
+/* The ticks' buckets: every 5 ms one of NB buckets runs, its ranks report and its relays (and
+ * the root in every bucket) tick, so each does so every 100 ms. A bucket is a contiguous
+ * twentieth of this process's ranks and of its relays (in node order): a node's ranks report
+ * together, to a relay whose state is then in the cache, and a bucket's relays are those of its
+ * ranks (by rank % NB, every bucket would touch every relay: cache misses dominated at 131,072
+ * ranks). vb / rb: indexes into V / R grouped by bucket, bucket b at [off[b], off[b + 1]). */
 #define NB 20u
 static uint32_t *vb, *rb, vb_off[NB + 1], rb_off[NB + 1];
 
@@ -913,11 +929,9 @@ static void bucket_fill(uint32_t n, uint32_t **ix, uint32_t *off, int relays)
     memset(off, 0, sizeof *off * (NB + 1));
     for (uint32_t b = 0, k = 0; b < NB; b++) {
         off[b] = k;
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t key = relays ? R[i].node : V[i].rank;
-            if ((relays && key == 0) || key % NB == b)
+        for (uint32_t i = 0; i < n; i++)
+            if ((relays && R[i].node == 0) || (uint64_t)i * NB / n == b)
                 (*ix)[k++] = i;
-        }
         off[b + 1] = k;
     }
 }
@@ -1064,8 +1078,7 @@ static void run_proc(int wfd, int rel, int proc)
                 struct sr *s = &R[rb[j]];
                 if (s->dead || s->frozen)
                     continue;
-                if (s->node == 0 || s->node % NB == b) /* the root: every 5 ms */
-                    BUSY(s, ncg_relay_tick(s->r, t));
+                BUSY(s, ncg_relay_tick(s->r, t)); /* the root: every 5 ms */
                 if (ncg_relay_parent_silent(s->r, t) && s->up_ok)
                     up_lost(s);
             }
