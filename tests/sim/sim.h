@@ -130,8 +130,8 @@ void run_proc(int wfd, int rel, int proc) __attribute__((noreturn));
 void chains_init(void);                                    /* the digests of every slot */
 uint64_t count_at(uint64_t t);                             /* calls issued by time t */
 uint64_t issued_at(uint32_t rank, uint32_t c, uint64_t t); /* ... on comm c (deadlock aside) */
-void vr_hello(struct vr *v);
-void vr_report(struct vr *v, uint64_t t);                      /* REPORT (and WAIT when blocked) */
+void vr_hello(struct vr *v);              /* its HELLO, the first frame on a link */
+void vr_report(struct vr *v, uint64_t t); /* REPORT (and WAIT when blocked) */
 void vr_rx(struct vr *v, const struct ncg_msg *m, uint64_t t); /* a frame from its relay */
 void vr_reattach(struct vr *v, uint32_t dead_node); /* to the dead relay's parent, a socket */
 
@@ -150,8 +150,8 @@ void net_send(struct ncg_peer *p, const struct ncg_msg *m, uint64_t key, uint8_t
 void flush_all(void); /* flushes the sockets with bytes queued, closes dropped links */
 
 enum { EK_LISTEN = 1, EK_CHILD = 2, EK_UP = 3, EK_VR = 4 }; /* epoll keys' kinds */
-uint64_t ekey(int kind, uint32_t idx, uint32_t conn);
-void ep_add(int fd, uint64_t key);
+uint64_t ekey(int kind, uint32_t idx, uint32_t conn);       /* an epoll key: kind, index, conn */
+void ep_add(int fd, uint64_t key);                          /* fd into the loop's epoll, EPOLLIN */
 void sock_name(uint32_t node, struct sockaddr_un *a, socklen_t *len); /* node's listener */
 int sock_connect(uint32_t node); /* a connected non-blocking socket, or -1 */
 /* Reads a socket and delivers its frames; EOF: closes (and reattaches) as the kind says. */
@@ -165,6 +165,7 @@ void up_close(struct sr *s);  /* closes s's link up, no callback */
 void up_lost(struct sr *s);   /* ... and reattaches to the parent's parent */
 void child_close(struct sr *s, int conn, int tell); /* tell: the relay hears of it */
 
+/* Runs call, adding its wall time to relay s's busy time. */
 #define BUSY(s, call)                                                                              \
     do {                                                                                           \
         uint64_t t0_ = now_ns();                                                                   \
