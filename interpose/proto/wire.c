@@ -2,6 +2,7 @@
  * buffers, big-endian integers, length-prefixed strings. The decoder trusts nothing: every
  * count and string length is checked against its bound and the remaining bytes. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include "wire.h"
 #include "wire_io.h"
@@ -375,6 +376,107 @@ long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
     return (long)(NCG_WIRE_HDR + w.len);
 }
 
+/* The big-endian 16-bit count at byte `at` of a payload (0 when the payload is shorter: the
+ * decode then fails on its own). */
+static uint32_t peek16(const struct ncg_rbuf *r, size_t at)
+{
+    return r->cap >= at + 2 ? (uint32_t)r->p[at] << 8 | r->p[at + 1] : 0;
+}
+
+/* Zeroes what decoding a frame of this type writes into m->u: the member's fields and its
+ * entries below the frame's count (peeked from the payload, clamped to the bound), not the
+ * whole union (11 KB: zeroing it per frame was most of a relay's decoding cost at scale).
+ * Byte for byte the old whole-struct zeroing as far as the decoded message reaches. */
+static void zero_member(struct ncg_msg *m, uint8_t type, const struct ncg_rbuf *r)
+{
+#define MIN_(a, b) ((a) < (b) ? (a) : (b))
+    size_t n;
+    switch (type) {
+    case NCG_MSG_HELLO:
+        n = sizeof m->u.hello;
+        break;
+    case NCG_MSG_WELCOME:
+        n = sizeof m->u.welcome;
+        break;
+    case NCG_MSG_REPORT: { /* n, e[], nslow[], slow[][]: the first k of each */
+        uint32_t k = MIN_(peek16(r, 0), NCG_WIRE_MAX_COMMS);
+        m->u.report.n = 0;
+        memset(m->u.report.e, 0, sizeof *m->u.report.e * k);
+        memset(m->u.report.nslow, 0, sizeof *m->u.report.nslow * k);
+        memset(m->u.report.slow, 0, sizeof *m->u.report.slow * k);
+        return;
+    }
+    case NCG_MSG_WAIT:
+        n = offsetof(struct ncg_msg_wait, w) +
+            sizeof m->u.wait.w[0] * MIN_(peek16(r, 0), NCG_WIRE_MAX_WAITS);
+        break;
+    case NCG_MSG_QUERY:
+        n = sizeof m->u.query;
+        break;
+    case NCG_MSG_ANSWER: /* comm_id 8, qid 4, rank 4, then n */
+        n = offsetof(struct ncg_msg_answer, a) +
+            sizeof m->u.answer.a[0] * MIN_(peek16(r, 16), NCG_WIRE_MAX_SLOTS);
+        break;
+    case NCG_MSG_P2P: /* comm_id 8, then n */
+        n = offsetof(struct ncg_msg_p2p, r) +
+            sizeof m->u.p2p.r[0] * MIN_(peek16(r, 8), NCG_WIRE_MAX_P2P);
+        break;
+    case NCG_MSG_GOODBYE:
+    case NCG_MSG_SHUTDOWN: { /* flags 1, then n: the first k of comm_id[] and count[] */
+        uint32_t k = MIN_(peek16(r, 1), NCG_WIRE_MAX_COMMS);
+        m->u.goodbye.flags = 0;
+        m->u.goodbye.n = 0;
+        memset(m->u.goodbye.comm_id, 0, sizeof *m->u.goodbye.comm_id * k);
+        memset(m->u.goodbye.count, 0, sizeof *m->u.goodbye.count * k);
+        return;
+    }
+    case NCG_MSG_VERDICT:
+        n = sizeof m->u.verdict;
+        break;
+    case NCG_MSG_PING:
+    case NCG_MSG_RASK:
+        return;
+    case NCG_MSG_DONE:
+    case NCG_MSG_RELEASE:
+        n = sizeof m->u.exit;
+        break;
+    case NCG_MSG_RHELLO:
+        n = sizeof m->u.rhello;
+        break;
+    case NCG_MSG_RSTAT: /* the relays' heartbeat: n, then e[] */
+        n = offsetof(struct ncg_msg_rstat, e) +
+            sizeof m->u.rstat.e[0] * MIN_(peek16(r, 0), NCG_RELAY_STAT);
+        break;
+    case NCG_MSG_RANSWER:
+        n = sizeof m->u.ranswer;
+        break;
+    case NCG_MSG_RWAIT:
+        n = sizeof m->u.rwait;
+        break;
+    case NCG_MSG_RFAULT:
+        n = sizeof m->u.rfault;
+        break;
+    case NCG_MSG_RVERDICT:
+        n = sizeof m->u.rverdict;
+        break;
+    case NCG_MSG_RWHERE:
+        n = sizeof m->u.rwhere;
+        break;
+    case NCG_MSG_RHERE:
+        n = sizeof m->u.rhere;
+        break;
+    case NCG_MSG_RP2P: /* comm_id 8, nranks 4, then n */
+        n = offsetof(struct ncg_msg_rp2p, r) +
+            sizeof m->u.rp2p.r[0] * MIN_(peek16(r, 12), NCG_WIRE_MAX_P2P);
+        break;
+    default: /* a type this table does not know yet: all of it */
+        n = sizeof m->u;
+        break;
+    }
+#undef MIN_
+    memset(&m->u, 0, n);
+}
+
 long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m)
 {
     return ncg_wire_decode_ref(buf, len, m, NULL);
@@ -404,8 +506,8 @@ long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
         return 0;
     struct ncg_rbuf r = {buf + NCG_WIRE_HDR, plen, 0, 0};
     uint32_t i;
-    memset(m, 0, sizeof *m);
     m->type = type;
+    zero_member(m, type, &r);
     switch (type) {
     case NCG_MSG_HELLO:
         m->u.hello.token = ncg_get64(&r);

@@ -55,7 +55,9 @@ long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
  * A REPORT with compact entries (v5) needs the connection's reference: ncg_wire_decode_ref. */
 long ncg_wire_decode(const uint8_t *buf, size_t len, struct ncg_msg *m);
 /* The same for one connection's receiving end: REPORT entries are rebuilt from *ref (NULL:
- * only whole entries), which then holds the REPORT; ref changes only when a frame decodes. */
+ * only whole entries), which then holds the REPORT; ref changes only when a frame decodes.
+ * Both write only the decoded type's member of m->u, as if zeroed then filled: its fields and
+ * its entries below each count; entries beyond a count and other members keep what *m held. */
 long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
                          struct ncg_report_ref *ref);
 

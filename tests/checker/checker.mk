@@ -117,9 +117,10 @@ $(CHK_OUT)/relay_unit: tests/checker/relay_unit.c $(call ncg_a,relay judge proto
 TEST_BINS += $(CHK_OUT)/relay_unit
 
 # The simulator: N virtual ranks through the relay tree's code and protocol (tests/sim).
-$(BUILD)/tests/ncg-sim: tests/sim/ncg_sim.c interpose/cli/json.c $(call ncg_a,relay net coord judge proto common)
+SIM_SRCS := tests/sim/ncg_sim.c tests/sim/sim_run.c tests/sim/sim_link.c tests/sim/sim_rank.c
+$(BUILD)/tests/ncg-sim: $(SIM_SRCS) tests/sim/sim.h interpose/cli/json.c $(call ncg_a,relay net coord judge proto common)
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/sim/ncg_sim.c interpose/cli/json.c $(call ncg_link,relay net coord judge proto common)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ $(SIM_SRCS) interpose/cli/json.c $(call ncg_link,relay net coord judge proto common)
 TEST_BINS += $(BUILD)/tests/ncg-sim
 .PHONY: bench-scale
 bench-scale: $(BUILD)/tests/ncg-sim

@@ -1,0 +1,200 @@
+/* ncg-sim's virtual ranks: the calls they issue (one chained digest per variant, the odd
+ * rank's differing from its slot) and what a rank's client sends and answers (HELLO, REPORT,
+ * WAIT, ANSWER) over its link (sim.h). See tests/sim/README.md. */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sim.h"
+
+/* ---- the calls: one chained digest per variant (the odd rank's differs from its slot) ---- */
+
+static uint64_t *chain_ok, *chain_odd;
+static uint64_t nslots;
+uint64_t dl_slot;
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static void call_of(uint64_t slot, int odd, struct ncg_call *c)
+{
+    c->seq = slot;
+    c->func = NCG_F_ALLREDUCE;
+    c->count = 1024 + slot % 7;
+    c->dtype = 7;
+    c->redop = 0;
+    c->root = -1;
+    if (odd && slot == A.mismatch_slot) {
+        c->func = NCG_F_BROADCAST;
+        c->count = 1;
+        c->root = 0;
+        c->redop = NCG_REDOP_NONE;
+    }
+}
+
+void chains_init(void)
+{
+    nslots = (uint64_t)(A.rate * (A.seconds + 30)) + 2 * RING;
+    chain_ok = malloc(sizeof *chain_ok * nslots);
+    chain_odd = malloc(sizeof *chain_odd * nslots);
+    uint64_t a = 0, b = 0;
+    for (uint64_t s = 0; s < nslots; s++) {
+        struct ncg_call c;
+        call_of(s, 0, &c);
+        a = mix(a ^ mix(c.func * 131 + c.count));
+        call_of(s, 1, &c);
+        b = mix(b ^ mix(c.func * 131 + c.count));
+        chain_ok[s] = a;
+        chain_odd[s] = b;
+    }
+}
+
+/* ---- virtual ranks ---- */
+/* Collective calls rank issued on comm c (0-based from COMM0) by time t. */
+uint64_t issued_at(uint32_t rank, uint32_t c, uint64_t t)
+{
+    if (A.deadlock_rank < 0 || t < t_event)
+        return count_at(t);
+    int first = (int64_t)rank == A.deadlock_rank ? c == 1 : c == 0; /* the call it is blocked in */
+    return dl_slot + (uint64_t)first;
+}
+
+uint64_t count_at(uint64_t t)
+{
+    if (t <= T0)
+        return 0;
+    uint64_t n = (uint64_t)((double)(t - T0) / 1e9 * A.rate);
+    return n < nslots ? n : nslots - 1;
+}
+
+static void vr_send(struct vr *v, const struct ncg_msg *m)
+{
+    if (v->dead || v->frozen)
+        return;
+    if (v->sock)
+        net_send(&v->peer, m, ekey(EK_VR, (uint32_t)(v - V), 0), &v->dirty);
+    else
+        lq_push(LQ_CHILD, v->relay, v->conn, 0, 0, m, &v->peer.tref); /* the queue: its link */
+}
+
+void vr_hello(struct vr *v)
+{
+    struct ncg_msg h = {.type = NCG_MSG_HELLO};
+    h.u.hello.token = TOKEN;
+    h.u.hello.pid = 100000 + v->rank;
+    h.u.hello.global_rank = (int32_t)v->rank;
+    snprintf(h.u.hello.host, sizeof h.u.hello.host, "n%u", v->node);
+    vr_send(v, &h);
+}
+
+/* The messages a virtual rank sends are built in static buffers whose unused tails stay zero:
+ * only the header and the n entries sent are written (a struct ncg_msg is 11 KB, and zeroing it
+ * per frame was the simulator's own largest cost at scale). */
+void vr_report(struct vr *v, uint64_t t)
+{
+    static struct ncg_msg m, w;
+    m.type = NCG_MSG_REPORT;
+    m.u.report.n = A.comms;
+    for (uint32_t c = 0; c < A.comms; c++) {
+        uint64_t n = issued_at(v->rank, c, t), d = n;
+        if (A.deadlock_rank >= 0 && t >= t_event)
+            d = dl_slot;
+        m.u.report.e[c] = (struct ncg_report_entry){.comm_id = COMM0 + c,
+                                                    .nranks = A.ranks,
+                                                    .rank = v->rank,
+                                                    .count = n,
+                                                    .done = d,
+                                                    .done_hi = d,
+                                                    .global_rank = (int32_t)v->rank,
+                                                    .tid = v->rank};
+    }
+    vr_send(v, &m);
+    v->reports++;
+    if (A.deadlock_rank >= 0 && t >= t_event + 100000000ull) { /* blocked for an interval */
+        w.type = NCG_MSG_WAIT;
+        w.u.wait.n = 1;
+        struct ncg_wait_ent *e = &w.u.wait.w[0];
+        *e = (struct ncg_wait_ent){.comm_id = COMM0 + ((int64_t)v->rank == A.deadlock_rank),
+                                   .rank = v->rank,
+                                   .tid = v->rank};
+        call_of(dl_slot, 0, &e->call);
+        snprintf(e->site, sizeof e->site, "train_step+0x5d (sim+0x115d)");
+        vr_send(v, &w);
+    }
+}
+
+static void vr_answer(struct vr *v, const struct ncg_msg_query *q, uint64_t t)
+{
+    static struct ncg_msg m; /* see vr_report */
+    m.type = NCG_MSG_ANSWER;
+    m.u.answer.comm_id = q->comm_id;
+    m.u.answer.qid = q->qid;
+    m.u.answer.rank = v->rank;
+    m.u.answer.n = q->n;
+    uint64_t n = issued_at(v->rank, (uint32_t)(q->comm_id - COMM0), t);
+    int odd = (int64_t)v->rank == A.mismatch_rank && q->comm_id == COMM0;
+    for (uint32_t k = 0; k < q->n; k++) {
+        struct ncg_answer *a = &m.u.answer.a[k];
+        uint64_t s = q->slot[k];
+        memset(a, 0, offsetof(struct ncg_answer, site) + 1);
+        a->call.seq = s;
+        if (s >= n) {
+            a->status = NCG_ANS_NONE;
+        } else if (n - s > RING) {
+            a->status = NCG_ANS_GONE;
+        } else {
+            a->status = NCG_ANS_OK;
+            a->digest = odd && s >= A.mismatch_slot ? chain_odd[s] : chain_ok[s];
+            call_of(s, odd, &a->call);
+            if (q->mode & NCG_QUERY_RECORDS)
+                snprintf(a->site, sizeof a->site, "%s (sim+0x%x)",
+                         odd && s == A.mismatch_slot ? "save_checkpoint+0x2c" : "train_step+0x5d",
+                         odd && s == A.mismatch_slot ? 0x1c2c : 0x115d);
+        }
+    }
+    vr_send(v, &m);
+}
+
+/* t: about now (the queue's clock, read once per relay frame). */
+void vr_rx(struct vr *v, const struct ncg_msg *m, uint64_t t)
+{
+    if (v->dead || v->frozen)
+        return;
+    v->rx_ns = t;
+    if (m->type == NCG_MSG_QUERY) {
+        v->narrowed += m->u.query.nrep != 0;
+        vr_answer(v, &m->u.query, t);
+    } else if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
+        /* a DEADLOCK has a verdict per comm of its cycle: comm 0's is the one every rank gets */
+        if (A.deadlock_rank >= 0 && m->u.rverdict.v->comm_id != COMM0)
+            return;
+        if (!v->verdicts++) {
+            v->got_ns = t;
+            v->kind = m->u.rverdict.v->kind;
+            snprintf(v->subject, sizeof v->subject, "%s", m->u.rverdict.v->subject);
+        }
+    }
+}
+
+/* The relay this rank talked to died: connect to that relay's parent, as a client. */
+void vr_reattach(struct vr *v, uint32_t dead_node)
+{
+    if (dead_node == 0)
+        return;
+    v->at = parent_of(dead_node);
+    v->rx_ns = now_ns();
+    int fd = sock_connect(v->at);
+    if (fd < 0)
+        return;
+    ncg_peer_init(&v->peer, fd);
+    v->sock = 1;
+    ep_add(fd, ekey(EK_VR, (uint32_t)(v - V), 0));
+    vr_hello(v);
+    vr_report(v, now_ns());
+}
