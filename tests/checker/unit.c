@@ -1136,6 +1136,48 @@ static void vc_calls(void *arg, struct ncg_verdict *v)
     v->ncalls = 1; /* one distinct call: the "look alike" detail */
 }
 
+/* SLOW's figures read back from ncg_v_slow's words (the report's "slow" object, the segment's
+ * slow_* fields): both sides, who known in part or not at all, the global rank from the
+ * members then; not a SLOW, or other words: refused. */
+static void test_diag_slow(void)
+{
+    struct ncg_vcomm flat = {0xabc, 4, 6, vc_ranks, NULL}, tree = {0xabc, 4, 6, NULL, NULL};
+    struct ncg_diag_slow f;
+    struct ncg_verdict *v = ncg_v_slow(&flat, 2, 7, 4321, "node-b", 0.1456, 12.4, 1);
+    EXPECT(v && ncg_diag_slow_figs(v, &f) == 0);
+    EXPECT(f.rank == 2 && f.global_rank == 7 && f.pid == 4321 && !strcmp(f.host, "node-b"));
+    EXPECT(f.share > 0.1455 && f.share < 0.1465 && f.since_s == 12 && f.device == 1);
+    struct ncg_diag_ctx x = {.rank = 0,
+                             .global_rank = 100,
+                             .pid = 9,
+                             .host = "h",
+                             .my_call = "",
+                             .my_site = "",
+                             .action = "none",
+                             .exit_status = -1,
+                             .report_path = "",
+                             .call_time_unix = -1};
+    size_t need = ncg_diag_json(v, &x, NULL, 0);
+    char *j = malloc(need + 1);
+    ncg_diag_json(v, &x, j, need + 1);
+    EXPECT(strstr(j, ",\"slow\":{\"rank\":2,\"global_rank\":7,\"host\":\"node-b\",\"pid\":4321,"
+                     "\"share\":0.146,\"since_s\":12,\"side\":\"gpu\"}"));
+    free(j);
+    ncg_verdict_free(v);
+    v = ncg_v_slow(&flat, 3, -1, 0, "", 0.05, 0, 0); /* who unknown: the members' global rank */
+    EXPECT(v && ncg_diag_slow_figs(v, &f) == 0);
+    EXPECT(f.rank == 3 && f.global_rank == 103 && f.pid == 0 && !f.host[0] && f.device == 0);
+    ncg_verdict_free(v);
+    v = ncg_v_slow(&tree, 1, -1, 77, "n", 0.2, 30, 0); /* pid and host only, no arrays */
+    EXPECT(v && ncg_diag_slow_figs(v, &f) == 0);
+    EXPECT(f.rank == 1 && f.global_rank == -1 && f.pid == 77 && !strcmp(f.host, "n"));
+    snprintf(v->detail, sizeof v->detail, "they lose a lot");
+    EXPECT(ncg_diag_slow_figs(v, &f) == -EINVAL);
+    v->kind = NCG_V_LAG;
+    EXPECT(ncg_diag_slow_figs(v, &f) == -EINVAL);
+    ncg_verdict_free(v);
+}
+
 static void test_verdicts(void)
 {
     struct ncg_vcomm flat = {0xabc, 4, 6, vc_ranks, NULL}, tree = {0xabc, 4, 6, NULL, NULL};
@@ -1254,6 +1296,7 @@ int main(void)
     test_coord_release();
     printf("ok coord exit release\n");
     test_verdicts();
+    test_diag_slow();
     printf("ok verdicts (judge)\n");
     printf("%d checks, %d failed\n", checks, fails);
     return fails ? 1 : 0;
