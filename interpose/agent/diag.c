@@ -233,7 +233,7 @@ int ncg_diag_slow_figs(const struct ncg_verdict *v, struct ncg_diag_slow *f)
             q += 2;
         if (sscanf(q, "pid %u%n", &f->pid, &n) == 1)
             q += n;
-        if (strncmp(q, " on ", 4) == 0)
+        if (strncmp(q, " on ", 4) == 0 && strcmp(q + 4, "an unknown host") != 0) /* the tree's */
             snprintf(f->host, sizeof f->host, "%s", q + 4);
     }
     if (f->global_rank < 0 && f->rank < (int32_t)v->nranks && v->members)

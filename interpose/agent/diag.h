@@ -54,7 +54,7 @@ struct ncg_diag_slow {
     int32_t rank;        /* comm rank the others wait for */
     int32_t global_rank; /* -1 unknown */
     uint32_t pid;        /* 0 unknown */
-    char host[64];       /* "" unknown */
+    char host[64];       /* "" unknown (the relay tree's "an unknown host" too) */
     double share;        /* of the step the others lose waiting for it, 0..1 (0.1% steps) */
     double since_s;      /* how long it had held them up when the checker warned (1 s steps) */
     int device;          /* 1: late on its GPU (its stream), 0: on its host */

@@ -1171,6 +1171,10 @@ static void test_diag_slow(void)
     v = ncg_v_slow(&tree, 1, -1, 77, "n", 0.2, 30, 0); /* pid and host only, no arrays */
     EXPECT(v && ncg_diag_slow_figs(v, &f) == 0);
     EXPECT(f.rank == 1 && f.global_rank == -1 && f.pid == 77 && !strcmp(f.host, "n"));
+    ncg_verdict_free(v);
+    v = ncg_v_slow(&tree, 1, 9, 0, "an unknown host", 0.2, 30, 0); /* the tree's, who not known */
+    EXPECT(v && ncg_diag_slow_figs(v, &f) == 0);
+    EXPECT(f.rank == 1 && f.global_rank == 9 && f.pid == 0 && !f.host[0]);
     snprintf(v->detail, sizeof v->detail, "they lose a lot");
     EXPECT(ncg_diag_slow_figs(v, &f) == -EINVAL);
     v->kind = NCG_V_LAG;
