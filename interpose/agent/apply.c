@@ -183,7 +183,7 @@ static void held_context(const struct ncg_verdict *v, struct held *h, struct ncg
  * here (`ncclguard status` and `watch` read them, ncclguard/shm.h). Caller holds ncg_agent.lk. */
 static void slow_mark(const struct ncg_verdict *v)
 {
-    struct ncg_diag_slow f;
+    struct ncg_vslow f;
     if (ncg_diag_slow_figs(v, &f) != 0)
         return;
     uint64_t now = ncg_now_ns(), ago = (uint64_t)(f.since_s * 1e9);

@@ -195,48 +195,12 @@ int ncg_diag_in_subject(const struct ncg_verdict *v, int32_t rank)
     return in;
 }
 
-int ncg_diag_slow_figs(const struct ncg_verdict *v, struct ncg_diag_slow *f)
+int ncg_diag_slow_figs(const struct ncg_verdict *v, struct ncg_vslow *f)
 {
-    /* ncg_v_slow's words: "they lose 14.5% of the step waiting for it, for 12 s; late on its
-     * GPU (its stream starts the collective late) (global rank 5, pid 123 on node1)" */
-    static const char gpu[] = "GPU (its stream starts the collective late)",
-                      host[] = "host (it issues the collective late)";
-    memset(f, 0, sizeof *f);
-    f->global_rank = -1;
-    char *e;
-    long r = strtol(v->subject, &e, 10);
-    int n = 0;
-    if (v->kind != NCG_V_SLOW || e == v->subject || *e || r < 0 ||
-        sscanf(v->detail, "they lose %lf%% of the step waiting for it, for %lf s; late on its %n",
-               &f->share, &f->since_s, &n) != 2 ||
-        !n)
+    if (v->kind != NCG_V_SLOW)
         return -EINVAL;
-    f->rank = (int32_t)r;
-    f->share /= 100;
-    const char *p = v->detail + n;
-    if (strncmp(p, gpu, sizeof gpu - 1) == 0) {
-        f->device = 1;
-        p += sizeof gpu - 1;
-    } else if (strncmp(p, host, sizeof host - 1) == 0) {
-        p += sizeof host - 1;
-    } else {
-        return -EINVAL;
-    }
-    size_t len = strlen(p);
-    if (len >= 3 && p[0] == ' ' && p[1] == '(' && p[len - 1] == ')') { /* who, when known */
-        char who[NCG_WIRE_STR];
-        snprintf(who, sizeof who, "%.*s", (int)(len - 3), p + 2);
-        char *q = who;
-        if (sscanf(q, "global rank %d%n", &f->global_rank, &n) == 1)
-            q += n;
-        if (strncmp(q, ", ", 2) == 0)
-            q += 2;
-        if (sscanf(q, "pid %u%n", &f->pid, &n) == 1)
-            q += n;
-        if (strncmp(q, " on ", 4) == 0 && strcmp(q + 4, "an unknown host") != 0) /* the tree's */
-            snprintf(f->host, sizeof f->host, "%s", q + 4);
-    }
-    if (f->global_rank < 0 && f->rank < (int32_t)v->nranks && v->members)
+    *f = v->slow;
+    if (f->global_rank < 0 && f->rank >= 0 && (uint32_t)f->rank < v->nranks && v->members)
         f->global_rank = v->members[f->rank];
     return 0;
 }
@@ -477,7 +441,7 @@ size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, 
     }
     outf(&o, "]");
     ncg_diag_json_py(&o, x->py);
-    struct ncg_diag_slow sl;
+    struct ncg_vslow sl;
     if (v->kind == NCG_V_SLOW && ncg_diag_slow_figs(v, &sl) == 0) {
         outf(&o, ",\"slow\":{\"rank\":%d,\"global_rank\":%d,\"host\":", sl.rank, sl.global_rank);
         json_str(&o, sl.host);

@@ -49,21 +49,10 @@ int ncg_diag_full_here(const struct ncg_verdict *v, int32_t rank, char *on, size
  * allocates a temporary array. */
 int ncg_diag_in_subject(const struct ncg_verdict *v, int32_t rank);
 
-/* SLOW's figures (a straggler), read back from the verdict's words. */
-struct ncg_diag_slow {
-    int32_t rank;        /* comm rank the others wait for */
-    int32_t global_rank; /* -1 unknown */
-    uint32_t pid;        /* 0 unknown */
-    char host[64];       /* "" unknown (the relay tree's "an unknown host" too) */
-    double share;        /* of the step the others lose waiting for it, 0..1 (0.1% steps) */
-    double since_s;      /* how long it had held them up when the checker warned (1 s steps) */
-    int device;          /* 1: late on its GPU (its stream), 0: on its host */
-};
-
-/* Fills f from a SLOW verdict: the rank from v->subject, the rest from v->detail as
- * ncg_v_slow (judge/verdicts.c) words it; the global rank from v->members when the words lack
- * it. 0, or -EINVAL when v is not a SLOW or not in those words. Pure; no allocation. */
-int ncg_diag_slow_figs(const struct ncg_verdict *v, struct ncg_diag_slow *f);
+/* SLOW's figures (a straggler) as the report, the segment slot and the dump show them: v->slow
+ * (ncg_v_slow's data, not its words), the global rank from v->members when the figures lack it.
+ * 0, or -EINVAL when v is not a SLOW. Pure; no allocation. */
+int ncg_diag_slow_figs(const struct ncg_verdict *v, struct ncg_vslow *f);
 
 /* Renders the diagnostic into buf (NUL-terminated, truncated to cap). Pure; returns length. */
 size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
