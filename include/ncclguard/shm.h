@@ -11,9 +11,11 @@
 /* /dev/shm/ncclguard.<uid>.<pid>: created at the first communicator, unlinked at clean exit. */
 #define NCG_SHM_PREFIX "ncclguard."
 #define NCG_SHM_MAGIC 0x314452415547434eull /* "NCGUARD1" little-endian */
-#define NCG_SHM_LAYOUT_VERSION 3u /* 2: completion counters in the comm header; 3: cuda_bus_id */
-/* The oldest layout a reader still takes: 3 only adds a field in the header's zeroed tail ("" in
- * a layout-2 segment). */
+#define NCG_SHM_LAYOUT_VERSION                                                                     \
+    4u /* 2: completion counters in the comm header; 3: cuda_bus_id;                               \
+        4: the comm's latest SLOW warning (slow_*) */
+/* The oldest layout a reader still takes: 3 and 4 only add fields in zeroed reserved space ("",
+ * no SLOW in an older segment). */
 #define NCG_SHM_LAYOUT_OLDEST 2u
 
 /* Communicators tracked per process (more are counted, not recorded), and the records kept per
@@ -91,6 +93,13 @@ enum ncg_comm_origin {
     NCG_ORIGIN_INITALL = 4
 };
 
+/* Where a SLOW rank is late (ncg_shm_comm.slow_side). */
+enum ncg_slow_side {
+    NCG_SLOW_NONE = 0,
+    NCG_SLOW_HOST = 1,   /* its host issues the collective late */
+    NCG_SLOW_DEVICE = 2, /* its stream starts the collective late (its GPU) */
+};
+
 /* One communicator. Header fields are written once at creation (before state is published
  * with a release store) except the counters, which the issuing thread updates. */
 struct ncg_shm_comm {
@@ -113,13 +122,28 @@ struct ncg_shm_comm {
                              has not been entered yet (issued, not launched: nobody waits on it) */
     uint64_t p2p_held;    /* the same for p2p records */
     uint32_t creator_tid; /* thread that created the comm (its driver before any call) */
-    uint32_t reserved2;
-    uint64_t reserved3[3];
+    /* Layout 4: the latest SLOW warning (a straggler) the checker sent this member about the
+     * comm, written by the checker thread when it arrives (all zero: none since creation). The
+     * checker warns when a rank is named or another one is; it does not tell the members when an
+     * episode ends, so these stay until the next warning. Seqlock: the writer makes slow_gen odd,
+     * writes the fields, makes it even (release); a reader copies them and takes the copy only
+     * when it read the same even slow_gen before and after (acquire), slow_gen > 0. */
+    uint32_t slow_gen;      /* 2 x the warnings written (odd while one is written) */
+    uint64_t slow_since_ns; /* CLOCK_MONOTONIC (this host) when the named rank's episode began */
+    int32_t slow_rank;      /* comm rank the others wait for */
+    int32_t slow_grank;     /* its global rank, -1 unknown */
+    uint32_t slow_pid;      /* its pid on its host, 0 unknown */
+    uint16_t slow_share_bp; /* of the step the others lose waiting for it, 1/10000 */
+    uint8_t slow_side;      /* enum ncg_slow_side */
+    uint8_t slow_reserved;
     struct ncg_shm_record coll[NCG_COLL_RING];
     struct ncg_shm_record p2p[NCG_P2P_RING];
 };
 _Static_assert(offsetof(struct ncg_shm_comm, coll_done) == 64, "comm layout");
 _Static_assert(offsetof(struct ncg_shm_comm, creator_tid) == 96, "comm layout");
+_Static_assert(offsetof(struct ncg_shm_comm, slow_gen) == 100, "SLOW in the old reserved2");
+_Static_assert(offsetof(struct ncg_shm_comm, slow_since_ns) == 104, "comm layout");
+_Static_assert(offsetof(struct ncg_shm_comm, slow_side) == 126, "comm layout");
 _Static_assert(offsetof(struct ncg_shm_comm, coll) == 128, "comm layout");
 
 /* Segment header; the comms follow at offset NCG_SHM_HEADER_SIZE. */

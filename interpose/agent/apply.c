@@ -179,6 +179,27 @@ static void held_context(const struct ncg_verdict *v, struct held *h, struct ncg
         x->py = &py;
 }
 
+/* A SLOW warning: its figures into the segment slot of every comm rank of v's communicator held
+ * here (`ncclguard status` and `watch` read them, ncclguard/shm.h). Caller holds ncg_agent.lk. */
+static void slow_mark(const struct ncg_verdict *v)
+{
+    struct ncg_vslow f;
+    if (ncg_diag_slow_figs(v, &f) != 0)
+        return;
+    uint64_t now = ncg_now_ns(), ago = (uint64_t)(f.since_s * 1e9);
+    struct ncg_shm_slow w = {.since_ns = now > ago ? now - ago : 1,
+                             .rank = f.rank,
+                             .grank = f.global_rank,
+                             .pid = f.pid,
+                             .share_bp = (uint16_t)(f.share >= 1 ? 10000 : f.share * 10000 + 0.5),
+                             .side = f.device ? NCG_SLOW_DEVICE : NCG_SLOW_HOST};
+    for (size_t i = 0; i < ncg_agent.nlc; i++) {
+        struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (lc->id == v->comm_id && !lc->removed && lc->shm)
+            ncg_shm_comm_slow_set(lc->shm, &w);
+    }
+}
+
 /* Applies a verdict: every comm rank of v's communicator held here prints its diagnostic (the
  * one that prints the full block first, with the report and the action). li: the link it came
  * on (-1: decided here, the checker being lost): there the process says DONE and, to abort,
@@ -209,6 +230,8 @@ void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
     if (v->severity == NCG_SEV_ERROR && ncg_cfg.action == NCG_ACTION_ABORT)
         __atomic_store_n(&ncg_agent.aborting, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&ncg_agent.lk);
+    if (v->kind == NCG_V_SLOW)
+        slow_mark(v);
     /* Live comms first: a rank that destroyed the comm here is shown only when none is left. */
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < ncg_agent.nlc; i++) {

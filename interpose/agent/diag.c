@@ -195,6 +195,16 @@ int ncg_diag_in_subject(const struct ncg_verdict *v, int32_t rank)
     return in;
 }
 
+int ncg_diag_slow_figs(const struct ncg_verdict *v, struct ncg_vslow *f)
+{
+    if (v->kind != NCG_V_SLOW)
+        return -EINVAL;
+    *f = v->slow;
+    if (f->global_rank < 0 && f->rank >= 0 && (uint32_t)f->rank < v->nranks && v->members)
+        f->global_rank = v->members[f->rank];
+    return 0;
+}
+
 /* The Python frames of the stuck thread, beside its native stack. */
 static void ncg_diag_render_py(struct out *o, const struct ncg_pystack *py)
 {
@@ -431,6 +441,13 @@ size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, 
     }
     outf(&o, "]");
     ncg_diag_json_py(&o, x->py);
+    struct ncg_vslow sl;
+    if (v->kind == NCG_V_SLOW && ncg_diag_slow_figs(v, &sl) == 0) {
+        outf(&o, ",\"slow\":{\"rank\":%d,\"global_rank\":%d,\"host\":", sl.rank, sl.global_rank);
+        json_str(&o, sl.host);
+        outf(&o, ",\"pid\":%u,\"share\":%.3f,\"since_s\":%.0f,\"side\":\"%s\"}", sl.pid, sl.share,
+             sl.since_s, sl.device ? "gpu" : "host");
+    }
     outf(&o, ",\"detail\":");
     json_str(&o, v->detail);
     outf(&o, "}\n");

@@ -49,6 +49,11 @@ int ncg_diag_full_here(const struct ncg_verdict *v, int32_t rank, char *on, size
  * allocates a temporary array. */
 int ncg_diag_in_subject(const struct ncg_verdict *v, int32_t rank);
 
+/* SLOW's figures (a straggler) as the report, the segment slot and the dump show them: v->slow
+ * (ncg_v_slow's data, not its words), the global rank from v->members when the figures lack it.
+ * 0, or -EINVAL when v is not a SLOW. Pure; no allocation. */
+int ncg_diag_slow_figs(const struct ncg_verdict *v, struct ncg_vslow *f);
+
 /* Renders the diagnostic into buf (NUL-terminated, truncated to cap). Pure; returns length. */
 size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
                        size_t cap);

@@ -149,6 +149,16 @@ static void jcomm(FILE *f, struct ncg_shm_comm *c, const struct tinfo *t, int nt
     } else {
         fprintf(f, ",\"latest\":null");
     }
+    /* The comm's latest SLOW warning (the checker thread wrote it: this thread, no seqlock). */
+    if (ck_pr_load_32(&c->slow_gen))
+        fprintf(f,
+                ",\"slow\":{\"rank\":%d,\"global_rank\":%d,\"pid\":%u,\"share\":%.4f,"
+                "\"since_s\":%.1f,\"side\":\"%s\"}",
+                c->slow_rank, c->slow_grank, c->slow_pid, c->slow_share_bp / 10000.0,
+                now > c->slow_since_ns ? (double)(now - c->slow_since_ns) / 1e9 : 0.0,
+                c->slow_side == NCG_SLOW_DEVICE ? "gpu" : "host");
+    else
+        fprintf(f, ",\"slow\":null");
     fprintf(f, ",\"records\":[");
     int k = 0;
     for (int ring = 0; ring < 2; ring++) {

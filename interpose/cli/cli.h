@@ -48,6 +48,14 @@ struct ncg_cli_member {
     struct ncg_shm_record tail[NCG_CLI_TAIL]; /* collective records, oldest first */
     int p2p_ok;
     struct ncg_shm_record last_p2p; /* newest p2p record when p2p_ok */
+    /* The latest SLOW warning this member received (layout 4, ncclguard/shm.h's slow_*);
+     * slow_gen 0: none, or torn on every try */
+    uint32_t slow_gen;
+    uint64_t slow_since_ns;
+    int32_t slow_rank, slow_grank;
+    uint32_t slow_pid;
+    uint16_t slow_share_bp;
+    uint8_t slow_side;
 };
 
 /* One readable segment (one guarded process). */
@@ -88,14 +96,17 @@ struct ncg_snap_agg {
     char slowest[96]; /* "5,9" or "" */
 };
 
-/* A communicator's rank that a SLOW warning names (remote: /status's "slow"). */
+/* A communicator's rank that a SLOW warning names: remote, /status's "slow" (while the episode
+ * lasts); here, the latest SLOW warning the members on this host received (its end is not sent
+ * to them: it stays until the next one). */
 struct ncg_snap_slow {
     uint64_t comm_id;
     int32_t rank, global_rank;
-    uint32_t pid;
-    char host[64];
+    uint32_t pid;          /* 0 unknown */
+    char host[64];         /* "" unknown (here: the named rank is not on this host) */
     double share, since_s; /* of the step the others lose; since the episode started */
     int device;            /* 1: late on its GPU, 0: on its host */
+    int member;            /* here: a member holding the warning (index into members); -1 */
 };
 
 struct ncg_snap {
@@ -232,6 +243,9 @@ const char *ncg_cli_origin_name(unsigned o);
 void ncg_cli_fmt_call(char *buf, size_t len, const struct ncg_shm_record *r);
 /* Writes s as a JSON string literal (quotes included). */
 void ncg_cli_json_str(FILE *f, const char *s);
+/* "rank 5 (global rank 5, pid 123 on node1) is the one the others wait for: they lose 14.5% of
+ * the step, for 12 s, late on its host" into buf (the unknown parts left out). */
+void ncg_cli_fmt_slow(char *buf, size_t len, const struct ncg_snap_slow *w);
 /* Compact list "0-2,4-15" of sorted ints into buf. */
 void ncg_cli_fmt_ranks(char *buf, size_t len, const int *v, int n);
 /* Sorts v[0..n) ascending, in place (for ncg_cli_fmt_ranks). */

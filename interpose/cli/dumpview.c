@@ -1,8 +1,9 @@
 /* The second half of `ncclguard report DIR` (text): the dumps in DIR (ncclguard-dump.*.json,
  * written by `ncclguard dump` or NCCLGUARD_DUMP_ON_WARN=1) grouped per communicator by what each
  * rank's latest call was and where its thread is (Python frames, else native), identical groups
- * once with their ranks in compact form, the odd ones out (smallest groups) first; and the
- * Python frames of the verdict reports, grouped the same way. */
+ * once with their ranks in compact form, the odd ones out (smallest groups) first, and a line per
+ * communicator whose SLOW warning they hold; and the Python frames of the verdict reports,
+ * grouped the same way. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <stdlib.h>
@@ -155,8 +156,47 @@ static struct entry *add_entry(struct entry **e, int *ne, int *cap, const char *
     return x;
 }
 
+/* A comm's SLOW as the dumps show it: the latest warning (the newest episode: least since_s,
+ * as the dumps are taken within seconds of each other) and how many dumps hold one. */
+struct slow_seen {
+    char comm[32];
+    struct ncg_snap_slow w;
+    int n;
+};
+#define MAX_SLOW_COMMS 64
+
+static void slow_note(struct slow_seen *sl, int *n, const char *comm, const struct ncg_json *o)
+{
+    if (!o || o->type != NCG_JSON_OBJECT)
+        return;
+    int k = 0;
+    while (k < *n && strcmp(sl[k].comm, comm))
+        k++;
+    if (k == MAX_SLOW_COMMS)
+        return;
+    double since = ncg_cli_json_n(o, "since_s", 0);
+    if (k == *n) {
+        memset(&sl[k], 0, sizeof sl[k]);
+        snprintf(sl[k].comm, sizeof sl[k].comm, "%s", comm);
+        (*n)++;
+    } else if (since >= sl[k].w.since_s) {
+        sl[k].n++;
+        return;
+    }
+    sl[k].n++;
+    sl[k].w = (struct ncg_snap_slow){.rank = (int32_t)ncg_cli_json_n(o, "rank", -1),
+                                     .global_rank = (int32_t)ncg_cli_json_n(o, "global_rank", -1),
+                                     .pid = (uint32_t)ncg_cli_json_n(o, "pid", 0),
+                                     .share = ncg_cli_json_n(o, "share", 0),
+                                     .since_s = since,
+                                     .device = !strcmp(ncg_cli_json_s(o, "side", ""), "gpu"),
+                                     .member = -1};
+}
+
 int ncg_report_dumps(const char *dir)
 {
+    static struct slow_seen sl[MAX_SLOW_COMMS];
+    int nsl = 0;
     struct dirent **names;
     struct entry *e = NULL;
     int ne = 0, cap = 0, ndumps = 0;
@@ -200,6 +240,8 @@ int ncg_report_dumps(const char *dir)
                                                              : "none");
                     /* The count is part of what makes a rank odd: equal counts group. */
                     x->where = join(l ? ncg_cli_json_get(l, "where") : NULL);
+                    slow_note(sl, &nsl, ncg_cli_json_s(cm, "id", "?"),
+                              ncg_cli_json_get(cm, "slow"));
                 }
             }
             ncg_cli_json_free(j);
@@ -211,6 +253,12 @@ int ncg_report_dumps(const char *dir)
                               : "python stacks of the stuck threads in the reports");
         for (int i = 0; i < ne; i++)
             free(e[i].where);
+        for (int k = 0; pass == 1 && k < nsl; k++) {
+            char line[512];
+            ncg_cli_fmt_slow(line, sizeof line, &sl[k].w);
+            printf("ncclguard: dumps: SLOW on comm %s: %s (the latest SLOW warning in %d dump%s)\n",
+                   sl[k].comm, line, sl[k].n, sl[k].n == 1 ? "" : "s");
+        }
         if (pass == 1 && ndumps)
             printf("ncclguard: %d dump%s in %s\n", ndumps, ndumps == 1 ? "" : "s", dir);
     }

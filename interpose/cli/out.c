@@ -84,6 +84,23 @@ void ncg_cli_json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+void ncg_cli_fmt_slow(char *buf, size_t len, const struct ncg_snap_slow *w)
+{
+    char who[160] = "";
+    size_t o = 0;
+    if (w->global_rank >= 0)
+        o += (size_t)snprintf(who + o, sizeof who - o, "global rank %d", (int)w->global_rank);
+    if (w->pid && o < sizeof who)
+        o += (size_t)snprintf(who + o, sizeof who - o, "%spid %u", o ? ", " : "", w->pid);
+    if (w->host[0] && o < sizeof who)
+        snprintf(who + o, sizeof who - o, "%son %s", o ? " " : "", w->host);
+    snprintf(buf, len,
+             "rank %d%s%s%s is the one the others wait for: they lose %.1f%% of the step, for %.0f "
+             "s, late on its %s",
+             (int)w->rank, who[0] ? " (" : "", who, who[0] ? ")" : "", w->share * 100, w->since_s,
+             w->device ? "GPU" : "host");
+}
+
 void ncg_cli_fmt_ranks(char *buf, size_t len, const int *v, int n)
 {
     size_t o = 0;

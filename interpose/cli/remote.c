@@ -428,7 +428,8 @@ static int snap_slow(struct ncg_snap *s, const struct ncg_json *c, uint64_t id)
                                 .pid = (uint32_t)ncg_cli_json_n(w, "pid", 0),
                                 .share = ncg_cli_json_n(w, "share", 0),
                                 .since_s = ncg_cli_json_n(w, "since_s", 0),
-                                .device = !strcmp(ncg_cli_json_s(w, "side", ""), "gpu")};
+                                .device = !strcmp(ncg_cli_json_s(w, "side", ""), "gpu"),
+                                .member = -1};
     snprintf(a->host, sizeof a->host, "%s", ncg_cli_json_s(w, "host", ""));
     return 0;
 }

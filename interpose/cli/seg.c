@@ -156,6 +156,31 @@ static void copy_str(char *dst, const char *src, size_t n)
 }
 
 /* Copies one communicator slot; returns 0, or 1 when the slot is not published yet. */
+/* The comm's latest SLOW warning (ncclguard/shm.h's seqlock; zero in a segment older than
+ * layout 4: none). m->slow_gen 0 when there is none or it kept being rewritten. */
+static void read_slow(const struct ncg_shm_comm *c, struct ncg_cli_member *m)
+{
+    m->slow_gen = 0;
+    for (int tries = 0; tries < 8; tries++) {
+        uint32_t g = __atomic_load_n(&c->slow_gen, __ATOMIC_ACQUIRE);
+        if (!g)
+            return;
+        if (g & 1u)
+            continue;
+        m->slow_since_ns = __atomic_load_n(&c->slow_since_ns, __ATOMIC_RELAXED);
+        m->slow_rank = __atomic_load_n(&c->slow_rank, __ATOMIC_RELAXED);
+        m->slow_grank = __atomic_load_n(&c->slow_grank, __ATOMIC_RELAXED);
+        m->slow_pid = __atomic_load_n(&c->slow_pid, __ATOMIC_RELAXED);
+        m->slow_share_bp = __atomic_load_n(&c->slow_share_bp, __ATOMIC_RELAXED);
+        m->slow_side = __atomic_load_n(&c->slow_side, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the fields before the second read */
+        if (__atomic_load_n(&c->slow_gen, __ATOMIC_RELAXED) == g) {
+            m->slow_gen = g;
+            return;
+        }
+    }
+}
+
 static int read_comm(const struct ncg_shm_comm *c, uint32_t coll_ring, uint32_t p2p_ring,
                      struct ncg_cli_member *m)
 {
@@ -182,6 +207,7 @@ static int read_comm(const struct ncg_shm_comm *c, uint32_t coll_ring, uint32_t 
             ncg_cli_read_record(c->coll, coll_ring, m->tail_first + i, &m->tail[i]) == 0;
     m->p2p_ok =
         m->p2p_seq > 0 && ncg_cli_read_record(c->p2p, p2p_ring, m->p2p_seq - 1, &m->last_p2p) == 0;
+    read_slow(c, m);
     return 0;
 }
 
@@ -311,6 +337,52 @@ static void read_segment(struct ncg_snap *s, struct caps *cp, const struct ncg_s
     munmap(map, size);
 }
 
+/* Per communicator, the latest SLOW warning its members here received (the newest episode
+ * start: after a change of rank, the new one's), with the named rank's pid and host when it is
+ * one of them. Out of memory: fewer lines. */
+static void host_slows(struct ncg_snap *s)
+{
+    for (int i = 0; i < s->nmembers; i++) {
+        const struct ncg_cli_member *m = &s->members[i];
+        if (!m->slow_gen)
+            continue;
+        int k = 0;
+        while (k < s->nslows && s->slows[k].comm_id != m->comm_id)
+            k++;
+        if (k == s->nslows) {
+            struct ncg_snap_slow *a = realloc(s->slows, sizeof *a * (size_t)(s->nslows + 1));
+            if (!a)
+                return;
+            s->slows = a;
+            s->nslows++;
+        } else if (m->slow_since_ns <= s->members[s->slows[k].member].slow_since_ns) {
+            continue;
+        }
+        s->slows[k] = (struct ncg_snap_slow){
+            .comm_id = m->comm_id,
+            .rank = m->slow_rank,
+            .global_rank = m->slow_grank,
+            .pid = m->slow_pid,
+            .share = m->slow_share_bp / 10000.0,
+            .since_s = s->now_ns > m->slow_since_ns ? (s->now_ns - m->slow_since_ns) / 1e9 : 0,
+            .device = m->slow_side == NCG_SLOW_DEVICE,
+            .member = i};
+    }
+    for (int k = 0; k < s->nslows; k++) { /* the named rank on this host: its host name */
+        struct ncg_snap_slow *w = &s->slows[k];
+        for (int i = 0; i < s->nmembers; i++) {
+            const struct ncg_cli_member *m = &s->members[i];
+            const struct ncg_cli_proc *p = &s->procs[m->proc];
+            if (m->comm_id == w->comm_id && m->rank == w->rank &&
+                (!w->pid || (uint32_t)p->pid == w->pid)) {
+                w->pid = (uint32_t)p->pid;
+                snprintf(w->host, sizeof w->host, "%s", p->hostname);
+                break;
+            }
+        }
+    }
+}
+
 static int by_path(const void *a, const void *b)
 {
     return strcmp(((const struct ncg_cli_proc *)a)->path, ((const struct ncg_cli_proc *)b)->path);
@@ -364,6 +436,7 @@ int ncg_snap_take(struct ncg_snap *s, const struct ncg_scan_opts *o)
         free(copy);
     }
     s->now_ns = ncg_now_ns();
+    host_slows(s);
     return 0;
 }
 

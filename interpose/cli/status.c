@@ -237,16 +237,13 @@ static void print_table(FILE *f, const struct ncg_snap *s, const struct ncg_view
                 (unsigned long long)a->done_min, (unsigned long long)a->done_max,
                 a->slowest[0] ? ", slowest ranks " : "", a->slowest);
     }
-    /* The rank each comm waits for (SLOW, through the endpoint) */
+    /* The rank each comm waits for (SLOW: the endpoint's, or the latest warning here) */
     for (int k = 0; k < s->nslows; k++) {
-        const struct ncg_snap_slow *w = &s->slows[k];
-        fprintf(f,
-                "%sncclguard: SLOW on comm %016llx: rank %d (global rank %d, pid %u on %s) is the "
-                "one the others wait for: they lose %.1f%% of the step, for %.0f s, late on its "
-                "%s\n",
-                k ? "" : "\n", (unsigned long long)w->comm_id, (int)w->rank, (int)w->global_rank,
-                w->pid, w->host[0] ? w->host : "?", w->share * 100, w->since_s,
-                w->device ? "GPU" : "host");
+        char line[512];
+        ncg_cli_fmt_slow(line, sizeof line, &s->slows[k]);
+        fprintf(f, "%sncclguard: SLOW on comm %016llx: %s%s\n", k ? "" : "\n",
+                (unsigned long long)s->slows[k].comm_id, line,
+                s->remote ? "" : " (the latest SLOW warning here)");
     }
     /* One line per verdict, however many processes here recorded it. */
     for (int k = 0; k < ng; k++) {
@@ -318,6 +315,23 @@ static void json_vgroups(FILE *f, const struct ncg_snap *s, const struct ncg_vgr
         free(r);
     }
     fputc(']', f);
+}
+
+/* ,"slow": the comm's latest SLOW warning here (the /status object's fields), or null. */
+static void json_slow(FILE *f, const struct ncg_snap *s, uint64_t comm)
+{
+    for (int k = 0; k < s->nslows; k++) {
+        const struct ncg_snap_slow *w = &s->slows[k];
+        if (w->comm_id != comm)
+            continue;
+        fprintf(f, ",\"slow\":{\"rank\":%d,\"global_rank\":%d,\"host\":", (int)w->rank,
+                (int)w->global_rank);
+        ncg_cli_json_str(f, w->host);
+        fprintf(f, ",\"pid\":%u,\"share\":%.4f,\"since_s\":%.1f,\"side\":\"%s\"}", w->pid, w->share,
+                w->since_s, w->device ? "gpu" : "host");
+        return;
+    }
+    fputs(",\"slow\":null", f);
 }
 
 static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view *v,
@@ -412,6 +426,7 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
         } else {
             fputs("null", f);
         }
+        json_slow(f, s, c->comm_id);
         fputs(",\"members\":[", f);
         for (int i = 0; i < c->nmembers; i++) {
             const struct ncg_cli_member *m = &s->members[c->members[i]];

@@ -1,9 +1,10 @@
 /* `ncclguard watch`: a node-side watchdog that needs nothing from the job. Each scan reads the
  * segments and raises an alert, once per event, when a guarded process died without a clean
  * exit, when local members of a communicator issued different calls at one slot, when they
- * stopped progressing with disagreeing slot counts for --stall seconds, or when a verdict was
- * recorded: one alert per verdict for all the processes here that recorded it (a process ended
- * by the verdict's action is not also reported as died). Alerts: a line (or JSON object) on
+ * stopped progressing with disagreeing slot counts for --stall seconds, when a SLOW warning
+ * names a rank the others wait for (once per episode), or when a verdict was recorded: one
+ * alert per verdict for all the processes here that recorded it (a process ended by the
+ * verdict's action is not also reported as died). Alerts: a line (or JSON object) on
  * stdout, an optional --exec hook, the exit status. This file: the loop of scans; the rest in
  * watch_*.c (watch_int.h). */
 #define _GNU_SOURCE
@@ -49,6 +50,7 @@ int ncg_cmd_watch(int argc, char **argv)
             ncg_watch_scan_comms(&w, &s,
                                  &v); /* before the verdicts: a mismatch names their culprit */
             ncg_watch_scan_verdicts(&w, &s);
+            ncg_watch_scan_slow(&w, &s);
             ncg_watch_flush_held(&w, 0);
             if (o.job)
                 ncg_watch_job_rate(&w, &s, &v);
@@ -76,6 +78,7 @@ int ncg_cmd_watch(int argc, char **argv)
     free(w.seen);
     free(w.pending);
     free(w.held);
+    free(w.slow);
     if (rc != NCG_CLI_OK)
         return rc;
     return w.alerts ? NCG_CLI_ALERT : NCG_CLI_OK;

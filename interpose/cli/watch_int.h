@@ -2,7 +2,8 @@
  * scan to scan, and what the files share. watch.c the loop, watch_args.c the options,
  * watch_alert.c how an alert leaves (line, JSON, --exec hook), watch_scan.c the snapshot's own
  * alerts (died, mismatch, stall, stuck), watch_verdict.c the verdicts and the mismatches held
- * for them, watch_job.c --job (rate, unreachable), watch_power.c the power signature. Every
+ * for them, watch_job.c --job (rate, unreachable), watch_slow.c SLOW's rank, watch_power.c the
+ * power signature. Every
  * function here: main thread only. */
 #ifndef NCG_WATCH_INT_H
 #define NCG_WATCH_INT_H
@@ -63,6 +64,14 @@ struct ncg_rate {
     int finished;     /* the last answer had no active member */
 };
 
+/* The SLOW episode alerted last on a communicator (watch_slow.c). */
+struct ncg_slow_seen {
+    uint64_t comm;
+    int32_t rank;     /* the comm rank named */
+    double alerted_s; /* when its alert was raised, CLOCK_MONOTONIC seconds */
+    int present;      /* named in the current scan */
+};
+
 /* The state one run of watch carries from scan to scan: the options it alerts by, the alerts
  * raised, and those waiting. */
 struct ncg_watch {
@@ -82,6 +91,8 @@ struct ncg_watch {
     const char *url;         /* --job */
     double pw_util, pw_idle; /* the power signature's thresholds: percent, fraction of limit */
     int pw_alerted;          /* raised for the current incident; re-armed once none shows it */
+    struct ncg_slow_seen *slow;
+    int nslow, capslow;
 };
 
 /* What the options set beyond the watch state. */
@@ -136,6 +147,11 @@ int ncg_watch_job_poll(struct ncg_watch *w, const struct ncg_job_src *j, int fir
                        struct ncg_snap *s);
 /* Samples the job's call total in s for the throughput floor; may raise the rate alert. */
 void ncg_watch_job_rate(struct ncg_watch *w, const struct ncg_snap *s, const struct ncg_view *v);
+
+/* ---- watch_slow.c ---- */
+/* The slow alerts of s (its slows): once per episode, again when the named rank changes.
+ * Allocates. */
+void ncg_watch_scan_slow(struct ncg_watch *w, const struct ncg_snap *s);
 
 /* ---- watch_power.c ---- */
 /* The power signature (NVML figures in s): one alert for all the ranks showing it. */

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include "verdict.h"
 #include "watch_int.h"
 
 #define SETTLE_SCANS 5 /* a verdict alert waits at most this many scans for more ranks */
@@ -152,6 +153,8 @@ void ncg_watch_scan_verdicts(struct ncg_watch *w, const struct ncg_snap *s)
     for (int i = 0; i < w->npending; i++)
         w->pending[i].present = 0;
     for (int k = 0; k < ng; k++) {
+        if (g[k].kind == NCG_V_SLOW)
+            continue; /* a warning the slow alert raises (watch_slow.c), per episode */
         char key[64];
         snprintf(key, sizeof(key), "verdict %016llx %u", (unsigned long long)g[k].comm, g[k].kind);
         if (ncg_watch_was_seen(w, key))

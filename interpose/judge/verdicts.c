@@ -101,6 +101,28 @@ struct ncg_verdict *ncg_v_lag(const struct ncg_vcomm *c, int32_t *who, size_t n,
     return v;
 }
 
+/* SLOW's words from its figures (v->slow); nohost: the host is not known where the warning is
+ * decided (the relay tree's root), which the words say. */
+static void slow_words(struct ncg_verdict *v, int nohost)
+{
+    const struct ncg_vslow *f = &v->slow;
+    char who[160] = "";
+    if (f->global_rank >= 0)
+        ncg_addf(who, sizeof who, "global rank %d", f->global_rank);
+    if (f->pid)
+        ncg_addf(who, sizeof who, "%spid %u", who[0] ? ", " : "", f->pid);
+    if (f->host[0] || nohost)
+        ncg_addf(who, sizeof who, "%son %s", who[0] ? " " : "",
+                 f->host[0] ? f->host : "an unknown host");
+    snprintf(v->subject, sizeof v->subject, "%d", f->rank);
+    snprintf(v->detail, sizeof v->detail,
+             "they lose %.1f%% of the step waiting for it, for %.0f s; late %s%s%s%s",
+             f->share * 100, f->since_s,
+             f->device ? "on its GPU (its stream starts the collective late)"
+                       : "on its host (it issues the collective late)",
+             who[0] ? " (" : "", who, who[0] ? ")" : "");
+}
+
 struct ncg_verdict *ncg_v_slow(const struct ncg_vcomm *c, int32_t rank, int32_t grank, uint32_t pid,
                                const char *host, double share, double since_s, int device)
 {
@@ -110,20 +132,16 @@ struct ncg_verdict *ncg_v_slow(const struct ncg_vcomm *c, int32_t rank, int32_t 
     v->severity =
         NCG_SEV_WARN; /* never acted upon: a straggler taxes the job, it does not end it */
     v->slot = -1;
-    snprintf(v->subject, sizeof v->subject, "%d", rank);
-    char who[128] = "";
-    if (grank >= 0)
-        ncg_addf(who, sizeof who, "global rank %d", grank);
-    if (pid)
-        ncg_addf(who, sizeof who, "%spid %u", who[0] ? ", " : "", pid);
-    if (host && host[0])
-        ncg_addf(who, sizeof who, " on %s", host);
-    snprintf(v->detail, sizeof v->detail,
-             "they lose %.1f%% of the step waiting for it, for %.0f s; late %s%s%s%s", share * 100,
-             since_s,
-             device ? "on its GPU (its stream starts the collective late)"
-                    : "on its host (it issues the collective late)",
-             who[0] ? " (" : "", who, who[0] ? ")" : "");
+    v->slow = (struct ncg_vslow){.rank = rank,
+                                 .global_rank = grank >= 0 ? grank : -1,
+                                 .pid = pid,
+                                 .device = device ? 1 : 0,
+                                 .share = share >= 0 && share <= 1 ? share
+                                          : share > 1              ? 1
+                                                                   : 0,
+                                 .since_s = since_s >= 0 ? since_s : 0};
+    snprintf(v->slow.host, sizeof v->slow.host, "%s", host ? host : "");
+    slow_words(v, !host);
     return v;
 }
 

@@ -48,9 +48,11 @@ struct ncg_verdict *ncg_v_exited(const struct ncg_vcomm *c, int32_t *who, size_t
 struct ncg_verdict *ncg_v_lag(const struct ncg_vcomm *c, int32_t *who, size_t n, int more, int act,
                               uint64_t mn, uint64_t mx, double idle);
 
-/* SLOW (always a warning) of comm rank `rank` (global rank grank, pid on host; pid 0 / host ""
- * unknown): the others lose share (0..1) of the step waiting for it, for since_s seconds;
- * device: its stream starts the collective late (else its host issues it late). */
+/* SLOW (always a warning) of comm rank `rank` (global rank grank, pid on host; grank -1 / pid
+ * 0 / host "" unknown, host NULL unknown where it is decided, the relay tree's root: the words
+ * say "on an unknown host"): the others lose share (0..1) of the step waiting for it, for
+ * since_s seconds; device: its stream starts the collective late (else its host issues it
+ * late). The figures go into v->slow, subject and detail are their words. */
 struct ncg_verdict *ncg_v_slow(const struct ncg_vcomm *c, int32_t rank, int32_t grank, uint32_t pid,
                                const char *host, double share, double since_s, int device);
 

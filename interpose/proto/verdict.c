@@ -2,6 +2,7 @@
  * formatting, compact rank lists, grouping calls at a slot, and the verdict's wire payload. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -437,13 +438,49 @@ char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
 size_t ncg_verdict_wire_size(const struct ncg_verdict *v)
 {
     return 64 + (size_t)v->ncalls * (40 + NCG_WIRE_STR + NCG_WIRE_SITE) + 2 * NCG_WIRE_STR +
-           (size_t)(v->nranks ? v->nranks : v->nfigs) * 48 + 16 + 2 + NCG_WIRE_NOTES;
+           (size_t)(v->nranks ? v->nranks : v->nfigs) * 48 + 16 + 2 + NCG_WIRE_NOTES +
+           (v->kind == NCG_V_SLOW ? 30 + NCG_VSLOW_HOST : 0);
+}
+
+int ncg_vslow_ok(const struct ncg_vslow *s, uint32_t nranks)
+{
+    return s->rank >= 0 && (uint32_t)s->rank < (nranks ? nranks : NCG_WIRE_MAX_RANKS) &&
+           s->global_rank >= -1 && s->device <= 1 && s->share >= 0 && s->share <= 1 &&
+           isfinite(s->since_s) && s->since_s >= 0 && memchr(s->host, 0, sizeof s->host);
+}
+
+/* v11: a SLOW verdict's figures, after its notes; the doubles as their IEEE-754 bits. */
+static void slow_put(struct ncg_wbuf *w, const struct ncg_vslow *s)
+{
+    uint64_t share, since;
+    memcpy(&share, &s->share, sizeof share);
+    memcpy(&since, &s->since_s, sizeof since);
+    ncg_put32(w, (uint32_t)s->rank);
+    ncg_put32(w, (uint32_t)s->global_rank);
+    ncg_put32(w, s->pid);
+    ncg_put8(w, s->device);
+    ncg_put64(w, share);
+    ncg_put64(w, since);
+    ncg_wire_put_str(w, s->host, sizeof s->host);
+}
+
+static void slow_get(struct ncg_rbuf *r, struct ncg_vslow *s)
+{
+    s->rank = (int32_t)ncg_get32(r);
+    s->global_rank = (int32_t)ncg_get32(r);
+    s->pid = ncg_get32(r);
+    s->device = ncg_get8(r);
+    uint64_t share = ncg_get64(r), since = ncg_get64(r);
+    memcpy(&s->share, &share, sizeof share);
+    memcpy(&s->since_s, &since, sizeof since);
+    ncg_wire_get_str(r, s->host, sizeof s->host);
 }
 
 long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap)
 {
     struct ncg_wbuf w = {p, cap, 0, 0};
-    if (v->ncalls > NCG_WIRE_MAX_CALLS || v->nranks > NCG_WIRE_MAX_RANKS)
+    if (v->ncalls > NCG_WIRE_MAX_CALLS || v->nranks > NCG_WIRE_MAX_RANKS ||
+        (v->kind == NCG_V_SLOW && !ncg_vslow_ok(&v->slow, v->nranks)))
         return -EINVAL;
     ncg_put8(&w, v->kind);
     ncg_put8(&w, v->severity);
@@ -472,6 +509,8 @@ long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap)
     size_t nn = v->notes ? strnlen(v->notes, NCG_WIRE_NOTES - 1) : 0; /* v2: notes */
     ncg_put16(&w, (uint16_t)nn);
     ncg_putb(&w, v->notes ? v->notes : "", nn);
+    if (v->kind == NCG_V_SLOW)
+        slow_put(&w, &v->slow);
     return w.err ? -ENOSPC : (long)w.len;
 }
 
@@ -523,6 +562,11 @@ struct ncg_verdict *ncg_verdict_decode(const uint8_t *p, size_t len)
         ncg_getb(&r, v->notes, nn);
         v->notes[nn] = 0;
         if (memchr(v->notes, 0, nn))
+            goto bad;
+    }
+    if (kind == NCG_V_SLOW) {
+        slow_get(&r, &v->slow);
+        if (!r.err && !ncg_vslow_ok(&v->slow, nranks))
             goto bad;
     }
     if (r.err || r.pos != r.cap)

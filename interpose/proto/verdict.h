@@ -32,6 +32,20 @@ struct ncg_vcall {
     char site[NCG_WIRE_SITE]; /* one issuing rank's symbolized call site, or "" */
 };
 
+/* SLOW's figures as data (a straggler, kind NCG_V_SLOW only; zeroed for other kinds): what
+ * ncg_v_slow (judge/verdicts.c) renders its words from, and what the report, the segment slot
+ * and the dump read. On the wire with SLOW verdicts only (v11). */
+#define NCG_VSLOW_HOST 64u /* bound of the host name, NUL included */
+struct ncg_vslow {
+    int32_t rank;        /* comm rank the others wait for, < nranks (the comm's size) */
+    int32_t global_rank; /* -1 unknown */
+    uint32_t pid;        /* 0 unknown */
+    uint8_t device;      /* 1: late on its GPU (its stream starts the collective late), 0: host */
+    double share;        /* of the step the others lose waiting for it, 0..1 */
+    double since_s;      /* how long it had held them up when the checker warned, >= 0 */
+    char host[NCG_VSLOW_HOST]; /* "" unknown */
+};
+
 struct ncg_verdict {
     uint8_t kind;     /* enum ncg_verdict_kind */
     uint8_t severity; /* enum ncg_severity: WARN => print only, whatever NCCLGUARD_ACTION says */
@@ -52,6 +66,7 @@ struct ncg_verdict {
      * verdict whose runs were coarsened (its arrays then say -1 where only a range is known) */
     struct ncg_figrun *figs;
     uint32_t nfigs;
+    struct ncg_vslow slow; /* kind NCG_V_SLOW: its figures (subject and detail are their words) */
 };
 
 /* Sets v->notes to a copy of text (truncated to the bound). 0 or -ENOMEM. Allocates. */
@@ -61,8 +76,8 @@ int ncg_verdict_set_notes(struct ncg_verdict *v, const char *text);
  * -1). Returns NULL when out of memory or nranks > NCG_WIRE_MAX_RANKS. Any thread; allocates. */
 struct ncg_verdict *ncg_verdict_new(uint32_t nranks);
 void ncg_verdict_free(struct ncg_verdict *v);
-/* A copy of v's fields, notes and runs with nranks per-rank slots of its own (nranks > 0 and v
- * has runs: the arrays filled from them; else unknown: counts -1, members -1, as
+/* A copy of v's fields (SLOW's figures too), notes and runs with nranks per-rank slots of its own
+ * (nranks > 0 and v has runs: the arrays filled from them; else unknown: counts -1, members -1, as
  * ncg_verdict_new leaves them); NULL when out of memory. Allocates. */
 struct ncg_verdict *ncg_verdict_copy(const struct ncg_verdict *v, uint32_t nranks);
 
@@ -126,10 +141,17 @@ int ncg_verdict_coarse(const struct ncg_verdict *v);
  * of the payload (-ENOSPC / -ENOMEM / NULL on error). The per-rank figures go as runs
  * (figruns.h; v8): arrays are encoded as runs (coarsened past NCG_FIG_VERDICT_RUNS), decoded
  * back into arrays (keeping the runs when coarsened); a verdict without arrays (nranks 0)
- * carries its runs as they are. Any thread; both allocate. */
+ * carries its runs as they are. A SLOW verdict ends with its figures (v11), which decoding
+ * checks (rank below nranks, or NCG_WIRE_MAX_RANKS without arrays; share in [0,1]; since_s
+ * finite, >= 0; host bounded, no NUL inside) and encoding refuses (-EINVAL) when out of bounds.
+ * Any thread; both allocate. */
 size_t ncg_verdict_wire_size(const struct ncg_verdict *v);
 long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap);
 struct ncg_verdict *ncg_verdict_decode(const uint8_t *p, size_t len);
+
+/* 1 when s holds figures a SLOW verdict of a comm of nranks ranks may carry (nranks 0: the
+ * relay tree's, no arrays: below NCG_WIRE_MAX_RANKS). Pure. */
+int ncg_vslow_ok(const struct ncg_vslow *s, uint32_t nranks);
 
 /* RANK EXITED: a detail that starts with one of these names how the rank left, and the
  * headline says so instead of "exited". */

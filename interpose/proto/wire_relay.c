@@ -200,7 +200,8 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
         const struct ncg_verdict *v = m->u.rverdict.v;
         if (!v || v->nranks != 0 ||
             (v->nfigs && (uint64_t)v->figs[v->nfigs - 1].lo + v->figs[v->nfigs - 1].n >
-                             m->u.rverdict.comm_nranks))
+                             m->u.rverdict.comm_nranks) ||
+            (v->kind == NCG_V_SLOW && !ncg_vslow_ok(&v->slow, m->u.rverdict.comm_nranks)))
             return -1;
         ncg_put32(w, m->u.rverdict.comm_nranks);
         if (w->err)
@@ -391,6 +392,9 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
             if ((uint64_t)x->lo + x->n > m->u.rverdict.comm_nranks)
                 return -1;
         }
+        if (m->u.rverdict.v->kind == NCG_V_SLOW && /* the named rank within the comm (v11) */
+            !ncg_vslow_ok(&m->u.rverdict.v->slow, m->u.rverdict.comm_nranks))
+            return -1;
         r->pos = r->cap;
         return 0;
     case NCG_MSG_RWHERE:

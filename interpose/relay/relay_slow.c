@@ -78,8 +78,8 @@ static void on_event(struct ncg_relay *r, struct rcomm *c, enum ncg_sg_event ev,
     for (uint32_t i = 0; i < NCG_RL_SLOW_SEEN; i++)
         if (s->seen[i].rank == sg->named)
             s->named = s->seen[i].who;
-    /* its node relay told us who it is; when that never reached us, the text says so */
-    const char *host = s->named.host[0] ? s->named.host : "an unknown host";
+    /* its node relay told us who it is; when that never reached us, the text says so (NULL) */
+    const char *host = s->named.host[0] ? s->named.host : NULL;
     struct ncg_vcomm vc = ncg_rl_vcomm(c);
     double since = now_ns > sg->since_ns ? (double)(now_ns - sg->since_ns) / 1e9 : 0;
     ncg_rl_verdict_issue(r, c,

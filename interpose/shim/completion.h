@@ -117,7 +117,8 @@ extern int ncg_cuda_late;
 /* Application thread, slow path of ncg_done_after_call: look for the runtime now. */
 void ncg_cuda_find_late(void);
 
-/* slow.c: ncg_slow_after for the sampled call in flight (ncg_tls.slow_c). Application thread. */
+/* slow.c: the end of the sampled call in flight (ncg_tls.slow_c, set by ncg_slow_issue): its host
+ * mark, or its event pair on the stream. Application thread. */
 void ncg_slow_after_call(void *stream);
 
 /* After the application's recorded call returned (wrappers.c): store its completion (RETURN)

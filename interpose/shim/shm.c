@@ -281,3 +281,18 @@ void ncg_shm_fork_child(void)
         close(ncg_seg_fd);
     ncg_seg_fd = -1;
 }
+
+void ncg_shm_comm_slow_set(struct ncg_shm_comm *s, const struct ncg_shm_slow *w)
+{
+    uint32_t g = ck_pr_load_32(&s->slow_gen);
+    ck_pr_store_32(&s->slow_gen, (g | 1u) == g ? g : g + 1); /* odd: being written */
+    ck_pr_fence_store(); /* the odd generation before the fields */
+    ck_pr_store_64(&s->slow_since_ns, w->since_ns);
+    ck_pr_store_32((uint32_t *)&s->slow_rank, (uint32_t)w->rank);
+    ck_pr_store_32((uint32_t *)&s->slow_grank, (uint32_t)w->grank);
+    ck_pr_store_32(&s->slow_pid, w->pid);
+    ck_pr_store_16(&s->slow_share_bp, w->share_bp);
+    ck_pr_store_8(&s->slow_side, w->side);
+    ck_pr_fence_store(); /* the fields before the even generation */
+    ck_pr_store_32(&s->slow_gen, (g | 1u) + 1u);
+}

@@ -36,6 +36,19 @@ void ncg_shm_comm_publish(struct ncg_shm_comm *s, uint64_t comm_id, uint64_t par
 /* Mark a slot DESTROYED (release). Any application thread. */
 void ncg_shm_comm_retire(struct ncg_shm_comm *s);
 
+/* The figures of a SLOW warning as the segment keeps them (ncclguard/shm.h, slow_*). */
+struct ncg_shm_slow {
+    uint64_t since_ns; /* CLOCK_MONOTONIC here when the episode began */
+    int32_t rank, grank;
+    uint32_t pid;
+    uint16_t share_bp; /* 1/10000 of the step */
+    uint8_t side;      /* enum ncg_slow_side */
+};
+
+/* Records the latest SLOW warning about slot s's comm (seqlock, ncclguard/shm.h). The checker
+ * thread only (the one writer); no lock, no allocation. */
+void ncg_shm_comm_slow_set(struct ncg_shm_comm *s, const struct ncg_shm_slow *w);
+
 /* At clean exit in the creating process: state EXITED, unlink the name. Any thread, no lock. */
 void ncg_shm_exit(void);
 

@@ -48,11 +48,33 @@ int main(int argc, char **argv)
             /* a valid frame of a random type, then mutated */
             memset(&seed, 0, sizeof seed);
             seed.type = (uint8_t)(1 + rand() % (NCG_MSG_TYPE_MAX_ - 1));
-            if (seed.type == NCG_MSG_VERDICT || seed.type == NCG_MSG_RANSWER ||
-                seed.type == NCG_MSG_RVERDICT)
-                seed.type = NCG_MSG_PING;   /* payloads behind pointers: not from a union */
+            if (seed.type == NCG_MSG_RANSWER)
+                seed.type = NCG_MSG_PING;   /* payload behind a pointer: not from a union */
             static struct ncg_msg_rwait rw; /* RWAIT: one membership, one blocked call */
-            if (seed.type == NCG_MSG_RWAIT) {
+            static struct ncg_verdict *sv;
+            if (seed.type == NCG_MSG_VERDICT || seed.type == NCG_MSG_RVERDICT) {
+                /* a SLOW warning: its figures (v11) after the words; the tree's without arrays */
+                ncg_verdict_free(sv);
+                if (!(sv = ncg_verdict_new(seed.type == NCG_MSG_VERDICT ? 4 : 0)))
+                    abort();
+                sv->kind = NCG_V_SLOW;
+                sv->comm_id = 0xa0;
+                sv->slot = -1;
+                sv->slow = (struct ncg_vslow){.rank = rand() % 4,
+                                              .global_rank = rand() % 2 ? rand() % 64 : -1,
+                                              .pid = rand() % 2 ? (uint32_t)rand() : 0,
+                                              .device = (uint8_t)(rand() % 2),
+                                              .share = (rand() % 1001) / 1000.0,
+                                              .since_s = rand() % 600 / 10.0};
+                if (rand() % 2)
+                    snprintf(sv->slow.host, sizeof sv->slow.host, "node%d", rand() % 100);
+                snprintf(sv->subject, sizeof sv->subject, "%d", sv->slow.rank);
+                snprintf(sv->detail, sizeof sv->detail, "they lose %.1f%%", sv->slow.share * 100);
+                if (seed.type == NCG_MSG_VERDICT)
+                    seed.u.verdict = sv;
+                else
+                    seed.u.rverdict = (struct ncg_msg_rverdict){4, sv};
+            } else if (seed.type == NCG_MSG_RWAIT) {
                 rw = (struct ncg_msg_rwait){.pid = 7, .grank = 3, .gen = (uint64_t)it, .nm = 1};
                 rw.m[0] = (struct ncg_rwait_mem){0xa0, 4, 3, 7, 21, 20};
                 rw.w.n = (uint32_t)(rand() % 3);

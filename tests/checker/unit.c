@@ -5,6 +5,7 @@
  * unauthenticated connections, no verdict while streams agree). Prints "ok N" lines; exit 0. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1142,6 +1143,151 @@ static void vc_calls(void *arg, struct ncg_verdict *v)
     v->ncalls = 1; /* one distinct call: the "look alike" detail */
 }
 
+/* The report's "slow" object of v, as a rank of it would write it (NULL when it has none);
+ * malloc'ed. */
+static char *slow_json(const struct ncg_verdict *v)
+{
+    struct ncg_diag_ctx x = {.rank = 0,
+                             .global_rank = 100,
+                             .pid = 9,
+                             .host = "h",
+                             .my_call = "",
+                             .my_site = "",
+                             .action = "none",
+                             .exit_status = -1,
+                             .report_path = "",
+                             .call_time_unix = -1};
+    size_t need = ncg_diag_json(v, &x, NULL, 0);
+    char *j = malloc(need + 1), *o = NULL, *e = NULL;
+    if (j) {
+        ncg_diag_json(v, &x, j, need + 1);
+        o = strstr(j, ",\"slow\":{");
+        e = o ? strchr(o, '}') : NULL;
+    }
+    char *r = e ? strndup(o, (size_t)(e - o + 1)) : NULL;
+    free(j);
+    return r;
+}
+
+static int vslow_same(const struct ncg_vslow *a, const struct ncg_vslow *b)
+{
+    return a->rank == b->rank && a->global_rank == b->global_rank && a->pid == b->pid &&
+           a->device == b->device && a->share == b->share && a->since_s == b->since_s &&
+           !strcmp(a->host, b->host);
+}
+
+static void be64_at(uint8_t *p, double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(u >> (56 - 8 * i));
+}
+
+/* SLOW's figures as data (struct ncg_vslow): ncg_v_slow fills them and words the text from them
+ * (both sides, who known in part or not at all, the tree's unknown host); the report's "slow"
+ * object and the segment slot read them (ncg_diag_slow_figs), the same off the wire (VERDICT,
+ * the tree's RVERDICT) whatever the words say; decoding refuses figures out of bounds. */
+static void test_diag_slow(void)
+{
+    struct ncg_vcomm flat = {0xabc, 4, 6, vc_ranks, NULL}, tree = {0xabc, 4, 6, NULL, NULL};
+    static const char want[] = ",\"slow\":{\"rank\":2,\"global_rank\":7,\"host\":\"node-b\","
+                               "\"pid\":4321,\"share\":0.146,\"since_s\":12,\"side\":\"gpu\"}";
+    struct ncg_vslow f;
+    struct ncg_verdict *v = ncg_v_slow(&flat, 2, 7, 4321, "node-b", 0.1456, 12.4, 1);
+    EXPECT(v && !strcmp(v->subject, "2") &&
+           !strcmp(v->detail, "they lose 14.6% of the step waiting for it, for 12 s; late on its "
+                              "GPU (its stream starts the collective late) (global rank 7, pid "
+                              "4321 on node-b)"));
+    EXPECT(v && ncg_diag_slow_figs(v, &f) == 0);
+    EXPECT(f.rank == 2 && f.global_rank == 7 && f.pid == 4321 && !strcmp(f.host, "node-b"));
+    EXPECT(f.share == 0.1456 && f.since_s == 12.4 && f.device == 1);
+    char *j = slow_json(v);
+    EXPECT(j && !strcmp(j, want));
+    free(j);
+    /* off the wire: the same figures, the same object, though the words are gone */
+    long n = ncg_verdict_encode(v, buf, sizeof buf);
+    EXPECT(n > 0 && (size_t)n <= ncg_verdict_wire_size(v));
+    struct ncg_verdict *d = n > 0 ? ncg_verdict_decode(buf, (size_t)n) : NULL;
+    EXPECT(d && d->kind == NCG_V_SLOW && vslow_same(&d->slow, &v->slow));
+    if (d) {
+        snprintf(d->detail, sizeof d->detail, "they lose a lot");
+        snprintf(d->subject, sizeof d->subject, "?");
+        j = slow_json(d);
+        EXPECT(j && !strcmp(j, want));
+        free(j);
+    }
+    ncg_verdict_free(d);
+    memset(&m1, 0, sizeof m1);
+    m1.type = NCG_MSG_VERDICT;
+    m1.u.verdict = v;
+    roundtrip(&m1);
+    /* malformed figures: refused by the decoder (the host last: "node-b", 6 bytes) */
+    static uint8_t b[4096];
+    n = ncg_verdict_encode(v, buf, sizeof buf);
+    size_t at = (size_t)n - 7 - 8 - 8 - 1 - 4 - 4 - 4; /* rank, grank, pid, side, share, since */
+    EXPECT(n > 40 && buf[at + 3] == 2 && buf[n - 7] == 6);
+    for (int c = 0; c < 9 && n > 40; c++) {
+        memcpy(b, buf, (size_t)n);
+        size_t len = (size_t)n;
+        if (c == 0) /* rank 4 of 4 */
+            b[at + 3] = 4;
+        else if (c == 1) /* share over 1 */
+            be64_at(b + at + 13, 1.5);
+        else if (c == 2) /* share NaN */
+            be64_at(b + at + 13, NAN);
+        else if (c == 3) /* since_s below 0 */
+            be64_at(b + at + 21, -1);
+        else if (c == 4) /* neither host nor GPU */
+            b[at + 12] = 2;
+        else if (c == 5) /* a NUL inside the host */
+            b[n - 3] = 0;
+        else if (c == 6) /* a host over its bound */
+            b[n - 7] = NCG_VSLOW_HOST;
+        else if (c == 7) /* truncated */
+            len--;
+        else /* figures after a verdict of another kind */
+            b[0] = NCG_V_LAG;
+        d = ncg_verdict_decode(b, len);
+        EXPECT(d == NULL);
+        ncg_verdict_free(d);
+    }
+    v->slow.share = 2; /* and never encoded */
+    EXPECT(ncg_verdict_encode(v, buf, sizeof buf) == -EINVAL);
+    v->kind = NCG_V_LAG;
+    EXPECT(ncg_diag_slow_figs(v, &f) == -EINVAL && !slow_json(v));
+    ncg_verdict_free(v);
+    v = ncg_v_slow(&flat, 3, -1, 0, "", 0.05, 0, 0); /* who unknown: the members' global rank */
+    EXPECT(v && !strcmp(v->detail, "they lose 5.0% of the step waiting for it, for 0 s; late on "
+                                   "its host (it issues the collective late)"));
+    EXPECT(v && ncg_diag_slow_figs(v, &f) == 0);
+    EXPECT(f.rank == 3 && f.global_rank == 103 && f.pid == 0 && !f.host[0] && f.device == 0);
+    ncg_verdict_free(v);
+    v = ncg_v_slow(&tree, 1, -1, 77, "n", 0.2, 30, 0); /* pid and host only, no arrays */
+    EXPECT(v && ncg_diag_slow_figs(v, &f) == 0);
+    EXPECT(f.rank == 1 && f.global_rank == -1 && f.pid == 77 && !strcmp(f.host, "n"));
+    EXPECT(v && strstr(v->detail, "collective late) (pid 77 on n)"));
+    ncg_verdict_free(v);
+    v = ncg_v_slow(&tree, 1, 9, 0, NULL, 0.2, 30, 0); /* the tree's root: the host not known */
+    EXPECT(v && strstr(v->detail, "collective late) (global rank 9 on an unknown host)"));
+    EXPECT(v && ncg_diag_slow_figs(v, &f) == 0);
+    EXPECT(f.rank == 1 && f.global_rank == 9 && f.pid == 0 && !f.host[0]);
+    /* the tree's RVERDICT: the named rank within the comm's size, then the client's copy */
+    memset(&m1, 0, sizeof m1);
+    m1.type = NCG_MSG_RVERDICT;
+    m1.u.rverdict = (struct ncg_msg_rverdict){4, v};
+    roundtrip(&m1);
+    struct ncg_verdict *c = ncg_verdict_copy(v, 4);
+    EXPECT(c && c->nranks == 4 && vslow_same(&c->slow, &v->slow));
+    ncg_verdict_free(c);
+    m1.u.rverdict.comm_nranks = 1; /* rank 1 of 1 */
+    EXPECT(ncg_wire_encode(&m1, buf, sizeof buf) < 0);
+    ncg_verdict_free(v);
+    v = ncg_v_slow(&tree, 0, -1, 0, NULL, 0.07, 3, 1); /* nothing known of who */
+    EXPECT(v && strstr(v->detail, "collective late) (on an unknown host)"));
+    ncg_verdict_free(v);
+}
+
 static void test_verdicts(void)
 {
     struct ncg_vcomm flat = {0xabc, 4, 6, vc_ranks, NULL}, tree = {0xabc, 4, 6, NULL, NULL};
@@ -1260,6 +1406,7 @@ int main(void)
     test_coord_release();
     printf("ok coord exit release\n");
     test_verdicts();
+    test_diag_slow();
     printf("ok verdicts (judge)\n");
     printf("%d checks, %d failed\n", checks, fails);
     return fails ? 1 : 0;

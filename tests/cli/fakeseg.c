@@ -2,7 +2,8 @@
  * each creating its own segment exactly as include/ncclguard/shm.h lays it out (header, one
  * communicator, seqlock-stamped records), without the shim or any NCCL. Ranks can be made
  * dead (exit without a clean exit), exited, torn (a record left half-written), stale, or
- * carrying a verdict (with --dead too: ended by the verdict, as an aborted rank). Prints "fakeseg:
+ * carrying a verdict (with --dead too: ended by the verdict, as an aborted rank), or holding a
+ * SLOW warning (--slow; --slow-next: another one, naming another rank, later). Prints "fakeseg:
  * ready <pid of rank 0> <pid of rank 1> ..." and holds the live ranks until stdin closes or
  * SIGTERM; then kills them and removes their segments. */
 #define _GNU_SOURCE
@@ -41,6 +42,8 @@ struct opts {
     int bus_base;   /* > 0: rank r's CUDA device is on PCI bus bus_base + r ("0000:BB:00.0") */
     int completed;  /* --completed 1: every issued slot also completed (layout 2) */
     const char *tag;
+    int slow_rank, slow_pct, slow_gpu; /* --slow: every rank holds a SLOW naming slow_rank - 1 */
+    int next_rank, next_secs;          /* --slow-next: after next_secs, naming next_rank - 1 */
 };
 
 static uint64_t mono_ns(void)
@@ -94,6 +97,23 @@ static int func_code(const char *s)
     return atoi(s);
 }
 
+static struct ncg_shm_comm *my_comm; /* this rank's comm (write_rank) */
+
+/* The comm's SLOW warning naming comm rank `named` (shm.h's seqlock), its episode begun 5 s ago. */
+static void put_slow(struct ncg_shm_comm *c, const struct opts *o, int named)
+{
+    uint32_t g = __atomic_load_n(&c->slow_gen, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->slow_gen, g + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* odd generation before the fields */
+    c->slow_since_ns = mono_ns() - 5000000000ull;
+    c->slow_rank = named;
+    c->slow_grank = o->grank_base + named;
+    c->slow_pid = 0; /* unknown: the reader finds it among the members here */
+    c->slow_share_bp = (uint16_t)(o->slow_pct * 100);
+    c->slow_side = o->slow_gpu ? NCG_SLOW_DEVICE : NCG_SLOW_HOST;
+    __atomic_store_n(&c->slow_gen, g + 2, __ATOMIC_RELEASE); /* fields before the even one */
+}
+
 static void write_rank(const struct opts *o, int r)
 {
     char path[4096];
@@ -132,6 +152,7 @@ static void write_rank(const struct opts *o, int r)
     h->heartbeat_ns = t;
 
     struct ncg_shm_comm *c = ncg_shm_comm_at(h, 0);
+    my_comm = c;
     c->origin = NCG_ORIGIN_ROOT;
     c->comm_id = o->comm;
     c->parent_id = 0;
@@ -184,6 +205,17 @@ static void write_rank(const struct opts *o, int r)
     c->last_ns = t;
     __atomic_store_n(&c->state, NCG_COMM_ACTIVE, __ATOMIC_RELEASE); /* publish the comm */
     __atomic_store_n(&h->ncomms, 1, __ATOMIC_RELEASE);
+    if (o->slow_rank) {
+        put_slow(c, o, o->slow_rank - 1);
+        if (!o->verdict[r]) {    /* the header's first warning, as the shim's action.c marks it */
+            h->verdict_kind = 9; /* SLOW */
+            h->verdict_comm = o->comm;
+            snprintf(h->verdict_text, sizeof(h->verdict_text),
+                     "SLOW on comm %016llx: rank %d is the one the others wait for: synthetic",
+                     (unsigned long long)o->comm, o->slow_rank - 1);
+            __atomic_store_n(&h->state, NCG_PROC_VERDICT, __ATOMIC_RELEASE);
+        }
+    }
     if (o->verdict[r]) {
         h->verdict_kind = 1;
         h->verdict_comm = o->comm;
@@ -197,6 +229,13 @@ static void write_rank(const struct opts *o, int r)
         __atomic_store_n(&h->state, NCG_PROC_EXITED, __ATOMIC_RELEASE);
     /* magic last: a reader never sees a half-filled header as valid */
     __atomic_store_n(&h->magic, NCG_SHM_MAGIC, __ATOMIC_RELEASE);
+}
+
+/* --slow-next in this rank's segment. */
+static void write_slow_next(const struct opts *o)
+{
+    if (my_comm)
+        put_slow(my_comm, o, o->next_rank - 1);
 }
 
 static int parse_rspec(const char *s, int *r, const char **rest)
@@ -244,7 +283,14 @@ int main(int argc, char **argv)
             o.bus_base = (int)strtol(v, NULL, 16);
         else if (strcmp(a, "--completed") == 0)
             o.completed = atoi(v);
-        else if (strcmp(a, "--counts") == 0) {
+        else if (strcmp(a, "--slow") == 0 && parse_rspec(v, &r, &rest) == 0) {
+            o.slow_rank = r + 1;
+            o.slow_pct = atoi(rest);
+            o.slow_gpu = strstr(rest, ":gpu") != NULL;
+        } else if (strcmp(a, "--slow-next") == 0 && parse_rspec(v, &r, &rest) == 0) {
+            o.next_rank = r + 1;
+            o.next_secs = atoi(rest);
+        } else if (strcmp(a, "--counts") == 0) {
             char *dup = strdup(v), *save = NULL;
             int k = 0;
             for (char *t = strtok_r(dup, ",", &save); t && k < MAXR; t = strtok_r(NULL, ",", &save))
@@ -310,6 +356,10 @@ int main(int argc, char **argv)
                 _exit(1);
             if (o.dead[r] || o.exited[r])
                 _exit(0); /* segment stays behind, as after SIGKILL */
+            if (o.next_rank) {
+                sleep((unsigned)o.next_secs);
+                write_slow_next(&o);
+            }
             for (;;)
                 pause();
         }

@@ -125,4 +125,17 @@ if [ "${NCCLGUARD_STACKS:-1}" != 0 ] && [ $tsan = 0 ]; then
   [ "$(grep -c '^      #[0-9]* ncclReduceScatter+' "$NCG_TMP/o3")" -ge 1 ] || fail "the others' stack lacks ncclReduceScatter"
   jcheck "$NCG_TMP/j3" 'all(r["stack"] for r in d["verdicts"][0]["ranks"]) and any("ncclAllReduce" in f for f in [r for r in d["verdicts"][0]["ranks"] if r["rank"]==3][0]["stack"])'
 fi
+# dumps holding a comm's SLOW warning: one line for the comm, the newest episode's figures
+# (least since_s: after a change of rank, the new one), how many dumps hold it
+SD=$NCG_TMP/slowdumps; mkdir -p "$SD"
+mkd() { # pid slow-object
+  echo '{"format":"ncclguard-dump","version":1,"host":"h","pid":'"$1"',"global_rank":'"$1"',"comms":[{"id":"00000000000000ee","rank":'"$1"',"nranks":3,"state":"active","calls_issued":9,"latest":null,"slow":'"$2"'}],"threads":[]}' >"$SD/ncclguard-dump.h.$1.json"
+}
+mkd 0 '{"rank":2,"global_rank":2,"pid":402,"share":0.1450,"since_s":20.0,"side":"host"}'
+mkd 1 '{"rank":1,"global_rank":1,"pid":401,"share":0.0820,"since_s":3.5,"side":"gpu"}'
+mkd 2 null
+"$NCG" report "$SD" >"$NCG_TMP/osd" 2>&1 || fail "report (slow dumps) exit $?"
+cat "$NCG_TMP/osd"
+contains "$NCG_TMP/osd" "ncclguard: dumps: SLOW on comm 00000000000000ee: rank 1 (global rank 1, pid 401) is the one the others wait for: they lose 8.2% of the step, for 4 s, late on its GPU (the latest SLOW warning in 2 dumps)"
+[ "$(grep -c 'SLOW' "$NCG_TMP/osd")" -eq 1 ] || fail "slow dumps: one SLOW line expected"
 echo ok

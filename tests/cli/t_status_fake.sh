@@ -60,6 +60,18 @@ jcheck "$NCG_TMP/j4" '[p["ended_by_verdict"] for p in sorted(d["processes"], key
 jcheck "$NCG_TMP/j4" '[m["ended_by_verdict"] for m in d["communicators"][0]["members"]]==[True]*4+[False] and all(m["state"]=="dead" for m in d["communicators"][0]["members"])'
 jcheck "$NCG_TMP/j4" 'len(d["verdicts"])==1 and d["verdicts"][0]["ranks"]==[8,9,10,11] and d["verdicts"][0]["comm_ranks"]==[0,1,2,3] and d["verdicts"][0]["processes"]==4 and d["verdicts"][0]["ended"]==4'
 jcheck "$NCG_TMP/j4" 'd["verdicts"][0]["comm"]=="00000000000000c7" and d["verdicts"][0]["name"]=="MISMATCH" and d["verdicts"][0]["reports"]=="/tmp" and d["verdicts"][0]["pids"]=='"[${CPIDS[0]},${CPIDS[1]},${CPIDS[2]},${CPIDS[3]}]"
+# a SLOW warning the members hold (rank 1 of 3 on its GPU, 12.5%): its line (host, pid found
+# here) even though the header shows it as its warning; --json: "slow" on the comm
+W=$NCG_TMP/w; mkdir -p "$W"
+start_fakeseg w --dir "$W" --ranks 3 --comm 00000000000000e1 --grank-base 4 --slow 1:12:gpu
+WPIDS=("${FS_PIDS[@]}")
+"$NCG" status --dir "$W" >"$NCG_TMP/t7" 2>&1 || fail "status exit $?"
+contains "$NCG_TMP/t7" "ncclguard: SLOW on comm 00000000000000e1: rank 1 (global rank 5, pid ${WPIDS[1]} on $(hostname)) is the one the others wait for: they lose 12.0% of the step, for "
+grep -qE "for [5-9] s, late on its GPU \(the latest SLOW warning here\)$" "$NCG_TMP/t7" || { cat "$NCG_TMP/t7"; fail "status: SLOW's since and side"; }
+"$NCG" status --json --dir "$W" >"$NCG_TMP/j7"
+jcheck "$NCG_TMP/j7" 'd["communicators"][0]["slow"]["rank"]==1 and d["communicators"][0]["slow"]["global_rank"]==5 and d["communicators"][0]["slow"]["pid"]=='"${WPIDS[1]}"' and d["communicators"][0]["slow"]["side"]=="gpu" and abs(d["communicators"][0]["slow"]["share"]-0.12)<1e-6 and 4<=d["communicators"][0]["slow"]["since_s"]<30'
+"$NCG" status --json --dir "$C" >"$NCG_TMP/j8"
+jcheck "$NCG_TMP/j8" 'd["communicators"][0]["slow"] is None'
 # an empty directory is not an error
 mkdir "$NCG_TMP/empty"
 "$NCG" status --dir "$NCG_TMP/empty" >"$NCG_TMP/t4" || fail "empty dir"

@@ -98,4 +98,21 @@ grep -q "(stopped (SIGSTOP or a debugger))" "$NCG_TMP/o10" || { cat "$NCG_TMP/o1
 kill -CONT "${FS_PIDS[1]}"
 "$NCG" watch --once --stall 2 --dir "$D" >"$NCG_TMP/o11"
 ! grep -q "stopped:" "$NCG_TMP/o11" || fail "continued: no longer stopped"
+# a SLOW warning the members hold (rank 2 of 4, global 10, 15% on the host), another naming
+# rank 1 three seconds later: one slow alert per episode and one more for the change, about the
+# named rank's process; the warning in the headers raises no verdict alert
+S=$NCG_TMP/s; mkdir -p "$S"
+start_fakeseg s --dir "$S" --ranks 4 --grank-base 8 --comm 00000000000000ee --slow 2:15 --slow-next 1:3
+SPIDS=("${FS_PIDS[@]}")
+timeout -s TERM 6 "$NCG" watch --json --interval 0.3 --dir "$S" >"$NCG_TMP/o12"
+grep '"kind":"slow"' "$NCG_TMP/o12" >"$NCG_TMP/o12a"
+[ "$(wc -l <"$NCG_TMP/o12a")" -eq 2 ] || { cat "$NCG_TMP/o12"; fail "slow: one alert per named rank expected"; }
+! grep -q '"kind":"verdict"' "$NCG_TMP/o12" || fail "slow: a verdict alert for the warning"
+head -1 "$NCG_TMP/o12a" >"$NCG_TMP/o12b"; tail -1 "$NCG_TMP/o12a" >"$NCG_TMP/o12c"
+jcheck "$NCG_TMP/o12b" 'd["rank"]==10 and d["comm_rank"]==2 and d["pid"]=='"${SPIDS[2]}"' and d["comm"]=="00000000000000ee" and d["slot"] is None and d["segment"].endswith(".'"${SPIDS[2]}"'")'
+jcheck "$NCG_TMP/o12b" '"rank 2 (global rank 10, pid '"${SPIDS[2]}"' on " in d["detail"] and "they lose 15.0% of the step" in d["detail"] and d["detail"].endswith("late on its host")'
+jcheck "$NCG_TMP/o12c" 'd["rank"]==9 and d["comm_rank"]==1 and d["pid"]=='"${SPIDS[1]}"
+"$NCG" watch --once --dir "$S" >"$NCG_TMP/o13"
+[ "$(grep -c 'ALERT' "$NCG_TMP/o13")" -eq 1 ] || { cat "$NCG_TMP/o13"; fail "slow: one alert per scan of a new watch"; }
+contains "$NCG_TMP/o13" "ALERT slow host=$(hostname) pid=${SPIDS[1]} rank=9 comm=00000000000000ee: rank 1 (global rank 9"
 echo ok
