@@ -146,6 +146,9 @@ static void comm_remove(struct ncg_coord *co, size_t i)
     co->comm[i] = co->comm[--co->ncomm];
 }
 
+/* The comm of that id, created when new. A comm kept after its verdict for scrapers starts
+ * again when its id registers anew (on_report never passes a process's REPORT after its last
+ * goodbye here: that late frame would replace the verdict with a comm of phantom members). */
 static struct ccomm *comm_get(struct ncg_coord *co, uint64_t id, uint32_t nranks, uint64_t now_ns)
 {
     for (size_t i = 0; i < co->ncomm; i++) {
@@ -268,6 +271,8 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
                       uint64_t now_ns)
 {
     struct cconn *cc = ncg_co_conn_get(co, conn);
+    if (!cc || cc->bye) /* its process said its last goodbye: nothing it reports counts */
+        return;
     for (uint32_t k = 0; k < r->n; k++) {
         const struct ncg_report_entry *e = &r->e[k];
         struct ccomm *c = comm_get(co, e->comm_id, e->nranks, now_ns);

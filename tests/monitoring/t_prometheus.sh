@@ -82,7 +82,7 @@ for _ in $(seq 60); do
   [ "$(alerts NcclguardDesync firing)" = 1 ] && break
   sleep 0.25
 done
-[ "$(alerts NcclguardDesync firing)" = 1 ] || fail "incident: NcclguardDesync not firing in 15 s (verdict series: $(query 'ncclguard_comm_verdict'), up: $(query 'up{job="ncclguard"}'), alerts: $(curl -sf "$API/api/v1/alerts"), the endpoint: $(curl -sf "http://$HOSTPORT/metrics" | grep -c '^ncclguard_comm_verdict'))"
+[ "$(alerts NcclguardDesync firing)" = 1 ] || fail "incident: NcclguardDesync not firing in 15 s (verdict series: $(query 'ncclguard_comm_verdict'), up: $(query 'up{job="ncclguard"}'), alerts: $(curl -sf "$API/api/v1/alerts"), the endpoint: $(curl -sf "http://$HOSTPORT/metrics" | grep -c '^ncclguard_comm_verdict'); its /status: $(curl -sf "http://$HOSTPORT/status" | head -c 1500); the coordinator: $(tail -n 12 "$NCG_TMP/coord.log"))"
 awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "NcclguardDesync fired %.1f s after the job ended\n", b - a }'
 curl -sf "$API/api/v1/alerts" | python3 -c '
 import json, sys
