@@ -496,7 +496,7 @@ long ncg_verdict_encode(const struct ncg_verdict *v, uint8_t *p, size_t cap)
     }
     ncg_wire_put_str(&w, v->subject, sizeof v->subject);
     ncg_wire_put_str(&w, v->detail, sizeof v->detail);
-    if (v->nranks) { /* v8: the arrays as runs */
+    if (v->nranks) { /* v9: the arrays as runs */
         struct ncg_figset s = {0};
         if (ncg_figset_from_arrays(&s, v->counts, v->members, v->nranks) < 0)
             return -ENOMEM;

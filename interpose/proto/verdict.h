@@ -139,7 +139,7 @@ int ncg_verdict_coarse(const struct ncg_verdict *v);
 
 /* Verdict codec helpers used by wire.c: an upper bound of the payload size, and encode/decode
  * of the payload (-ENOSPC / -ENOMEM / NULL on error). The per-rank figures go as runs
- * (figruns.h; v8): arrays are encoded as runs (coarsened past NCG_FIG_VERDICT_RUNS), decoded
+ * (figruns.h; v9): arrays are encoded as runs (coarsened past NCG_FIG_VERDICT_RUNS), decoded
  * back into arrays (keeping the runs when coarsened); a verdict without arrays (nranks 0)
  * carries its runs as they are. A SLOW verdict ends with its figures (v11), which decoding
  * checks (rank below nranks, or NCG_WIRE_MAX_RANKS without arrays; share in [0,1]; since_s

@@ -58,7 +58,7 @@ enum ncg_msg_type {
     NCG_MSG_DONE = 22,    /* client -> coord/relay, relay -> parent: printed and reported (the
                              whole subtree, from a relay) the error verdict on comm_id */
     NCG_MSG_RELEASE = 23, /* coord/relay -> client or child relay: its ranks may exit now */
-    /* The relay tree's figures gather (v8, relay_figs.c): */
+    /* The relay tree's figures gather (v9, relay_figs.c): */
     NCG_MSG_RFIGQ = 24, /* parent -> child relay: send the figures of a comm's ranks lo..hi */
     NCG_MSG_RFIGA = 25, /* child relay -> parent: those beneath it, as runs (u.rfiga) */
     /* The relay tree's stragglers (v10, relay_slow.c): */

@@ -96,10 +96,10 @@ struct ncg_verdict;
 struct ncg_msg_rverdict {
     uint32_t comm_nranks;  /* the communicator's size (v carries no per-rank arrays) */
     struct ncg_verdict *v; /* owned by the message; v->nranks is 0, its per-rank figures are
-                              v->figs (v8: runs within comm_nranks, the root's gather) */
+                              v->figs (v9: runs within comm_nranks, the root's gather) */
 };
 
-/* The figures gather (v8, relay_figs.c): the root asks for the figures of ranks lo..hi of a
+/* The figures gather (v9, relay_figs.c): the root asks for the figures of ranks lo..hi of a
  * comm; each relay answers once for its subtree (its clients' and its children's answers
  * merged, at most NCG_FIG_MAX_RUNS runs, coarsened past it), or at its deadline without the
  * children that did not answer (their ranks unknown). */
