@@ -63,8 +63,8 @@ for n in $SIZES; do
     "$SIM" --ranks "$n" --per-node 8 --stop-relay "$kn" --heartbeat-s 2 --event-s "$ev" --json | sed "s/^{/{\"run\": \"stop-relay\", \"want\": \"$((kn * 8))\", /" >>"$f"
   fi
   if want slow; then
-    sr=$(rnd "$n")
-    "$SIM" --ranks "$n" --per-node 8 --slow-rank "$sr" --event-s "$ev" --json | sed "s/^{/{\"run\": \"slow\", \"want\": \"$sr\", /" >>"$f"
+    sr=$(rnd "$n") sa=8; [ "$n" -gt 16384 ] && sa=12 # a simulator behind fills the window later
+    "$SIM" --ranks "$n" --per-node 8 --slow-rank "$sr" --event-s "$ev" --after-s "$sa" --json | sed "s/^{/{\"run\": \"slow\", \"want\": \"$sr\", /" >>"$f"
   fi
   h=$(grep '"run": "healthy"' "$f")
   cell() { # kind -> "det/all"
