@@ -105,9 +105,15 @@ static uint32_t want_of(const struct rcomm *c, uint64_t slot, int *passed)
     return want;
 }
 
-/* Below the root: a complete slot waits for the next RSLOW (the oldest goes when full). */
+/* Below the root: a complete slot waits for the next RSLOW (the oldest goes when full). A slot
+ * not after the last one waiting is dropped: a slot sent partial past its deadline can come
+ * again (a late kid's figures open it anew), and an RSLOW entry's slots must increase (the
+ * decoder refuses the whole frame otherwise); the parent would ignore it anyway, as it ignores
+ * a kid's slot not after its previous one. */
 static void out_add(struct rslow *s, const struct ncg_sg_slot *a, const struct ncg_sg_who *w)
 {
+    if (s->nout && a->slot <= s->out[s->nout - 1].slot)
+        return;
     if (s->nout == NCG_RSLOW_SLOTS) {
         memmove(s->out, s->out + 1, sizeof *s->out * (NCG_RSLOW_SLOTS - 1));
         memmove(s->outw, s->outw + 1, sizeof *s->outw * (NCG_RSLOW_SLOTS - 1));

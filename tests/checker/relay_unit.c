@@ -388,7 +388,8 @@ static struct {
     int p2p_ev[MAXR];                         /* event lines about the p2p bound */
     int rwait_up[MAXR];                       /* RWAITs sent up */
     int rslow_slots[MAXR], rslow_who[MAXR];   /* RSLOW: slots sent up, of which with who */
-    long rslow_bytes[MAXR];                   /* their frames' bytes */
+    int rslow_unordered[MAXR]; /* RSLOW entries whose slots do not increase (refused whole) */
+    long rslow_bytes[MAXR];    /* their frames' bytes */
 } T;
 
 static void push(int kind, int relay, int conn, const struct ncg_msg *m)
@@ -443,6 +444,8 @@ static void op_up(void *arg, const struct ncg_msg *m)
             for (uint32_t j = 0; j < m->u.rslow->e[e].ns; j++) {
                 T.rslow_slots[ri]++;
                 T.rslow_who[ri] += m->u.rslow->e[e].s[j].has_who;
+                T.rslow_unordered[ri] +=
+                    j && m->u.rslow->e[e].s[j].slot <= m->u.rslow->e[e].s[j - 1].slot;
             }
     }
     if (m->type == NCG_MSG_RFAULT) {
@@ -2510,6 +2513,46 @@ static void test_slow_partial(void)
     tree_free(3);
 }
 
+/* A slot relay 1 sent up partial at its deadline (its child relay 2's figures late) whose late
+ * figures come before relay 1's next RSLOW: the slot goes up once, not twice in one RSLOW (the
+ * parent's decoder refuses an entry whose slots do not increase: the whole frame, and on a
+ * socket the link). Seen with ncg-sim --samples at 131,072 ranks. */
+static void test_slow_late(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++) { /* every rank's first sample: no time per slot yet */
+        T.cl[i].count = 1;
+        T.cl[i].slow[0] = (struct ncg_report_slow){0, 8000, 0, 0};
+        T.cl[i].nslow = 1;
+    }
+    report_all();
+    tick_all(3);
+    tick_all(3);
+    for (int i = 0; i < T.ncl; i++) { /* slot 16: all but relay 2's ranks (4, 5) */
+        T.cl[i].count = 17;
+        if (T.cl[i].relay != 2) {
+            T.cl[i].slow[0] = (struct ncg_report_slow){16, 8000, 36000, 0};
+            T.cl[i].nslow = 1;
+        }
+    }
+    report_all();
+    T.now += 600000000ull; /* past relay 1's deadline for slot 16, no tick yet */
+    T.cl[2].count = 33;    /* rank 2 (relay 1) samples slot 32: relay 1 sends 16 partial */
+    T.cl[2].slow[0] = (struct ncg_report_slow){32, 8000, 36000, 0};
+    T.cl[2].nslow = 1;
+    report_all();
+    for (int i = 0; i < T.ncl; i++) /* relay 2's ranks' slot 16, late: relay 2 sends it up */
+        if (T.cl[i].relay == 2) {
+            T.cl[i].slow[0] = (struct ncg_report_slow){16, 8000, 36000, 0};
+            T.cl[i].nslow = 1;
+        }
+    report_all();
+    tick_all(3);
+    CHECK(T.rslow_unordered[1] == 0 && T.rslow_slots[1] == 1);
+    CHECK(T.rslow_slots[2] == 1);
+    tree_free(3);
+}
+
 int main(void)
 {
     test_codec_rslow();
@@ -2517,6 +2560,7 @@ int main(void)
     test_slow_tree();
     test_slow_jitter();
     test_slow_partial();
+    test_slow_late();
     test_release_detached();
     test_release();
     test_lag();

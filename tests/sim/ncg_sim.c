@@ -19,7 +19,8 @@
 #include <unistd.h>
 #include "sim.h"
 
-struct sim_args A = {1024, 8, 1, 16, 2, 100, 10, 2, 3, -1, -1, -1, 0, 0, -1, 10, 0, -1, 4};
+struct sim_args A = {1024, 8, 1,  16, 2, 100, 10, 2, 3, -1, -1, -1,
+                     0,    0, -1, 10, 0, -1,  4,  0, 0, -1, 20, 0};
 uint32_t nnodes;
 uint64_t T0, t_event, t_end, w_start, w_end;
 pid_t driver;
@@ -29,16 +30,17 @@ static void usage(void)
     fprintf(stderr,
             "usage: ncg-sim --ranks N --per-node K [--comms C] [--rate CALLS_PER_S] [--seconds T]\n"
             "               [--fanout F] [--workers W] [--heartbeat-s H] [--stop-relay NODE]\n"
-            "               [--frames] [--event-s S (3)] [--after-s S (4)]\n"
+            "               [--frames] [--event-s S (3)] [--after-s S (4; --slow-rank: 8)]\n"
+            "               [--scrape-s S [--scrape-status]] [--samples]\n"
             "               [--mismatch-rank R --mismatch-slot S | --kill-rank R | --kill-relay "
             "NODE |\n"
-            "                --deadlock-rank R] --json\n");
+            "                --deadlock-rank R | --slow-rank R [--slow-pct P (20)]] --json\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    int have_seconds = 0;
+    int have_seconds = 0, have_after = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define OPT(name) (!strcmp(a, name) && v && ++i)
@@ -71,21 +73,33 @@ int main(int argc, char **argv)
             A.deadlock_rank = atol(v);
         else if (OPT("--event-s"))
             A.event_s = atof(v);
-        else if (OPT("--after-s"))
+        else if (OPT("--after-s")) {
             A.after_s = atof(v);
+            have_after = 1;
+        } else if (OPT("--scrape-s"))
+            A.scrape_s = atof(v);
+        else if (OPT("--slow-rank"))
+            A.slow_rank = atol(v);
+        else if (OPT("--slow-pct"))
+            A.slow_pct = atof(v);
         else if (OPT("--heartbeat-s"))
             A.hb_s = atof(v);
         else if (!strcmp(a, "--json"))
             A.json = 1;
         else if (!strcmp(a, "--frames"))
             A.frames = 1;
+        else if (!strcmp(a, "--scrape-status"))
+            A.scrape_status = 1;
+        else if (!strcmp(a, "--samples"))
+            A.samples = 1;
         else
             usage();
 #undef OPT
     }
     if (A.ranks < 2 || A.ranks > NCG_WIRE_MAX_RANKS || !A.per_node || !A.comms ||
         A.comms > NCG_WIRE_MAX_COMMS || A.fanout < 2 || !A.workers || A.rate <= 0 ||
-        A.event_s < A.warm_s || A.after_s < 1)
+        A.event_s < A.warm_s || A.after_s < 1 || A.scrape_s < 0 || A.slow_pct <= 0 ||
+        A.slow_pct > 100 || A.slow_rank >= (int64_t)A.ranks)
         usage();
     nnodes = (A.ranks + A.per_node - 1) / A.per_node;
     if (A.workers > nnodes - 1 && nnodes > 1)
@@ -93,7 +107,7 @@ int main(int argc, char **argv)
     if (nnodes == 1)
         A.workers = 0;
     int faults = (A.mismatch_rank >= 0) + (A.kill_rank >= 0) + (A.kill_relay >= 0) +
-                 (A.stop_relay >= 0) + (A.deadlock_rank >= 0);
+                 (A.stop_relay >= 0) + (A.deadlock_rank >= 0) + (A.slow_rank >= 0);
     if (A.deadlock_rank >= 0 && A.comms < 2)
         A.comms = 2; /* the cycle needs two communicators */
     if (faults > 1 || (A.mismatch_rank >= (int64_t)A.ranks) || A.kill_rank >= (int64_t)A.ranks ||
@@ -108,6 +122,8 @@ int main(int argc, char **argv)
         A.mismatch_slot = (uint64_t)(A.rate * A.event_s);
     if (faults && !have_seconds)
         A.seconds = 0;
+    if (A.slow_rank >= 0 && !have_after)
+        A.after_s = 8; /* a window of 16 sampled slots is 2.6 s of calls, then up the tree */
     chains_init();
     driver = getpid();
     /* File descriptors: a worker holds about two per relay (its link up, its end of a child's
@@ -135,7 +151,14 @@ int main(int argc, char **argv)
     else if (faults)
         t_event = T0 + (uint64_t)(A.event_s * 1e9);
     dl_slot = count_at(t_event);
-    if (faults) {
+    if (A.slow_rank >= 0) { /* samples from the event on: the window covers them */
+        t_samp = t_event;
+        t_end = t_event + (uint64_t)(A.after_s * 1e9);
+        if (A.seconds > 0 && T0 + (uint64_t)(A.seconds * 1e9) > t_end)
+            t_end = T0 + (uint64_t)(A.seconds * 1e9);
+        w_start = t_event;
+        w_end = t_end - 200000000ull;
+    } else if (faults) {
         w_end = t_event > w_start + 500000000ull ? t_event : w_start + 500000000ull;
         t_end = t_event + (uint64_t)(A.after_s * 1e9); /* the targets are 2 and 3 s */
         if (A.stop_relay >= 0)                         /* found by the heartbeat */
@@ -148,6 +171,8 @@ int main(int argc, char **argv)
         if (w_end <= w_start)
             w_start = T0, w_end = t_end;
     }
+    if (A.samples && !t_samp)
+        t_samp = T0;
     int nproc = 1 + (int)A.workers, pfd[64][2], rel[2];
     pid_t pids[64];
     if (nproc > 64 || pipe(rel) < 0)
@@ -165,7 +190,7 @@ int main(int argc, char **argv)
     }
     struct result tot = {0}, root = {0};
     tot.first_ns = UINT64_MAX;
-    int bad = 0;
+    int bad = 0, slow_seen = 0;
     double relay_max = 0;
     uint32_t relay_max_node = 0;
     for (int p = 0; p < nproc; p++) {
@@ -186,6 +211,18 @@ int main(int argc, char **argv)
         tot.net_win += r.net_win;
         tot.reports_win += r.reports_win;
         tot.cpu_win += r.cpu_win;
+        tot.slow_notified += r.slow_notified;
+        tot.slow_dups += r.slow_dups;
+        tot.slow_wrong += r.slow_wrong;
+        if (r.slow_notified) {
+            if (!slow_seen++)
+                tot.slow_named = r.slow_named;
+            else if (r.slow_named != tot.slow_named) {
+                tot.slow_wrong += r.slow_notified;
+            }
+            tot.slow_last_ns =
+                r.slow_last_ns > tot.slow_last_ns ? r.slow_last_ns : tot.slow_last_ns;
+        }
         for (int d = 0; d < 2; d++)
             for (int t = 0; t < NCG_MSG_TYPE_MAX_; t++)
                 tot.type_win[d][t] += r.type_win[d][t];
@@ -228,6 +265,13 @@ int main(int argc, char **argv)
             d++;
         depth = d > depth ? d : depth;
     }
+    char sl_named[24] = "null", sl_det[32] = "null", sl_all[32] = "null";
+    if (tot.slow_notified)
+        snprintf(sl_named, sizeof sl_named, "%d", tot.slow_named);
+    if (root.slow_root_ns && t_samp)
+        snprintf(sl_det, sizeof sl_det, "%.3f", ((double)root.slow_root_ns - (double)t_samp) / 1e9);
+    if (tot.slow_notified && t_samp)
+        snprintf(sl_all, sizeof sl_all, "%.3f", ((double)tot.slow_last_ns - (double)t_samp) / 1e9);
     printf("{\"ranks\": %u, \"per_node\": %u, \"comms\": %u, \"rate\": %.0f, \"nodes\": %u, "
            "\"fanout\": %u, \"depth\": %u, \"processes\": %d, \"verdict\": %s, "
            "\"named_ranks\": %s%s%s, \"detect_s\": %s, \"all_notified_s\": %s, "
@@ -249,6 +293,19 @@ int main(int argc, char **argv)
            (double)tot.bytes_win / A.ranks / win, (double)tot.net_win / A.ranks / win, root.rss_kb,
            root.fan_in, root.root_rounds, root.root_narrowed, tot.narrowed_ranks, win,
            root.summary);
+    printf(", \"slow_named\": %s, \"slow_detect_s\": %s, \"slow_all_notified_s\": %s, "
+           "\"slow_notified\": %" PRIu64 ", \"slow_duplicates\": %" PRIu64
+           ", \"slow_disagreeing\": %" PRIu64 ", \"slow_warnings\": %" PRIu64
+           ", \"slow_summary\": \"%s\"",
+           sl_named, sl_det, sl_all, tot.slow_notified, tot.slow_dups, tot.slow_wrong,
+           root.slow_root_n, root.slow_summary);
+    printf(", \"scrapes\": %u, \"scrape_ms_median\": %.3f, \"scrape_ms_max\": %.3f, "
+           "\"metrics_bytes\": %" PRIu64,
+           root.scrapes, root.scrape_ms_median, root.scrape_ms_max, root.metrics_bytes);
+    if (A.scrape_status)
+        printf(", \"status_bytes\": %" PRIu64 ", \"status_not_ready\": %u, "
+               "\"status_wait_ms_max\": %.1f",
+               root.status_bytes, root.scrapes_not_ready, root.status_wait_ms_max);
     if (A.frames) { /* per frame type: [node-local, between relays] bytes per rank and second */
         static const char *const name[NCG_MSG_TYPE_MAX_] = {
             "?",       "HELLO",   "WELCOME",  "REPORT",   "QUERY", "ANSWER", "P2P",

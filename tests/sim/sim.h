@@ -30,12 +30,19 @@ struct sim_args {
     double hb_s;
     int frames;
     int64_t deadlock_rank;
-    double after_s; /* the run goes on this long after the fault */
+    double after_s;    /* the run goes on this long after the fault */
+    double scrape_s;   /* the root process renders the root's /metrics this often (0: never) */
+    int scrape_status; /* ... and its /status */
+    int64_t slow_rank; /* --slow-rank: this rank arrives late at every sampled slot */
+    double slow_pct;   /* ... by this share of the step (percent) */
+    int samples;       /* --samples: every rank sends jittered samples, nobody slow */
 };
 extern struct sim_args A;
 extern uint32_t nnodes;
 extern uint64_t T0, t_event, t_end, w_start, w_end;
 extern pid_t driver;
+/* Straggler samples (--slow-rank, --samples) are sent from t_samp on (0: never). */
+extern uint64_t t_samp;
 /* --deadlock-rank R: from the event on every rank is blocked in slot dl_slot of comm 0 except
  * R, blocked in slot dl_slot of comm 1 first (it takes them in the other order): none
  * completes it, and each sends a WAIT every interval, as blocked processes do. */
@@ -66,6 +73,11 @@ struct vr {                     /* a virtual rank: one client process holding on
     uint64_t got_ns;
     uint8_t kind;
     char subject[NCG_WIRE_STR];
+    uint64_t samp_from; /* straggler samples: slots below this were considered */
+    uint64_t samp_seen; /* comms (bit c, c < 64) it sent a sample on: a time per slot known */
+    uint32_t slows;     /* SLOW warnings received */
+    int32_t slow_named; /* the rank the first named */
+    uint64_t slow_ns;
 };
 
 enum { C_SOCK = 0, C_RANK = 1, C_RELAY = 2 }; /* a child connection's kind (sconn.local) */
@@ -101,6 +113,8 @@ extern uint64_t bytes_local, bytes_inproc; /* sent node-local / between relays i
 extern uint64_t bytes_type[2][NCG_MSG_TYPE_MAX_];
 extern uint64_t verdict_ns, root_verdicts;
 extern char root_summary[512];
+extern uint64_t slow_root_ns, slow_root_n; /* the root's first SLOW warning, and how many */
+extern char slow_summary[512];
 extern int is_root_proc;
 
 /* What a process sends the driver at the end. */
@@ -120,6 +134,16 @@ struct result {
     double cpu_win;
     long rss_kb;
     uint32_t fan_in;
+    /* SLOW: ranks that received a warning, more than one, naming another rank than the first */
+    uint64_t slow_notified, slow_dups, slow_wrong, slow_first_ns, slow_last_ns;
+    int32_t slow_named;
+    uint64_t slow_root_ns, slow_root_n;
+    char slow_summary[512];
+    /* --scrape-s: renders in the window's process (the root's) */
+    uint32_t scrapes, scrapes_not_ready;
+    double scrape_ms_median, scrape_ms_max;
+    double status_wait_ms_max; /* a /status waiting for the figures gather: request to answer */
+    uint64_t metrics_bytes, status_bytes;
 };
 
 /* Runs process proc (0: the root's) until the end and sends its result on wfd; exits. */
@@ -127,8 +151,8 @@ void run_proc(int wfd, int rel, int proc) __attribute__((noreturn));
 
 /* ---- virtual ranks (sim_rank.c) ---- */
 
-void chains_init(void);                                    /* the digests of every slot */
-uint64_t count_at(uint64_t t);                             /* calls issued by time t */
+void chains_init(void);        /* the digests of every slot, and the sampled slots of every comm */
+uint64_t count_at(uint64_t t); /* calls issued by time t */
 uint64_t issued_at(uint32_t rank, uint32_t c, uint64_t t); /* ... on comm c (deadlock aside) */
 void vr_hello(struct vr *v);              /* its HELLO, the first frame on a link */
 void vr_report(struct vr *v, uint64_t t); /* REPORT (and WAIT when blocked) */

@@ -202,6 +202,10 @@ static void op_event(void *arg, const char *line)
     }
     if (!strncmp(line, "verdict:", 8))
         root_verdicts++;
+    if (!strncmp(line, "warning: SLOW", 13) && !slow_root_n++) {
+        slow_root_ns = now_ns();
+        snprintf(slow_summary, sizeof slow_summary, "%s", line + 9);
+    }
 }
 
 struct ncg_relay_ops sim_relay_ops(uint32_t idx)

@@ -6,13 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
+#include "hash.h"
 #include "sim.h"
+#include "straggler.h"
 
 /* ---- the calls: one chained digest per variant (the odd rank's differs from its slot) ---- */
 
 static uint64_t *chain_ok, *chain_odd;
 static uint64_t nslots;
 uint64_t dl_slot;
+uint64_t t_samp;
+static uint8_t *sampled; /* comm c's slot s is sampled: bit s of sampled[c * (nslots / 8 + 1)] */
 
 static uint64_t mix(uint64_t x)
 {
@@ -38,6 +43,77 @@ static void call_of(uint64_t slot, int odd, struct ncg_call *c)
     }
 }
 
+/* ---- straggler samples (--slow-rank, --samples) ---- */
+
+/* The slots the shim samples (interpose/shim/slow.c's slow_gap, NCCLGUARD_SLOW_SAMPLE = 16 on
+ * average: 1 to 31 slots to the next, from the comm id and the slot only): the same slots on
+ * every rank. */
+static uint64_t slow_gap(uint64_t id, uint64_t slot)
+{
+    uint64_t n = ncg_cfg.slow_sample;
+    if (n <= 1)
+        return 1;
+    uint64_t h = ncg_mix64(id ^ (slot * 0x9e3779b97f4a7c15ull));
+    return 1 + (uint64_t)(((unsigned __int128)h * (2 * n - 1)) >> 64);
+}
+
+static void samples_init(void)
+{
+    size_t per = nslots / 8 + 1;
+    sampled = calloc(per * A.comms, 1);
+    for (uint32_t c = 0; c < A.comms; c++)
+        for (uint64_t s = slow_gap(COMM0 + c, 0); s < nslots; s += slow_gap(COMM0 + c, s))
+            sampled[c * per + s / 8] |= (uint8_t)(1u << (s % 8));
+}
+
+static int is_sampled(uint32_t c, uint64_t s)
+{
+    return s < nslots && (sampled[c * (nslots / 8 + 1) + s / 8] >> (s % 8)) & 1;
+}
+
+/* A rank's issue-to-completion time of slot s, in us. Ranks arrive at a slot within a jitter
+ * of 0-5% of the step (10 ms at 100 calls/s), --slow-rank R slow-pct% of the step later; the
+ * collective then completes everywhere at once, 10% of the step after the last arrival. So a
+ * rank's duration is that moment minus its arrival: R's is the shortest (it arrives last);
+ * without one the shortest moves from slot to slot (the largest jitter). */
+static uint32_t dur_us(uint32_t rank, uint64_t s, uint32_t step_us)
+{
+    uint32_t jit = step_us / 20, late = (uint32_t)(step_us * A.slow_pct / 100);
+    uint32_t arrive = jit ? (uint32_t)(mix(((uint64_t)rank << 32) ^ s ^ 0x51ull) % jit) : 0;
+    uint32_t last = jit; /* the last arrival: the jitter's bound, or the slow rank */
+    if (A.slow_rank >= 0)
+        last = late + jit;
+    if ((int64_t)rank == A.slow_rank)
+        arrive += late;
+    return last - arrive + step_us / 10;
+}
+
+/* Entry c's samples: the sampled slots in [from, n), thinned to the wire's bound as the agent
+ * does (interpose/agent/report.c's slow_samples), each with its time per slot (none in a
+ * rank's first sample of the comm: it has no previous one). */
+static void vr_samples(struct vr *v, struct ncg_msg_report *r, uint32_t c, uint64_t from,
+                       uint64_t n)
+{
+    uint64_t slot[64];
+    size_t idx[64], k = 0;
+    if (n - from > 512) /* the shim's ring holds a few: after a long gap, the latest */
+        from = n - 512;
+    for (uint64_t s = from; s < n && k < 64; s++)
+        if (is_sampled(c, s))
+            slot[k++] = s;
+    k = ncg_sg_thin(slot, k, NCG_WIRE_MAX_SLOW, idx);
+    uint32_t step = (uint32_t)(1e6 / A.rate);
+    for (size_t j = 0; j < k; j++) {
+        int seen = c >= 64 || ((v->samp_seen >> c) & 1);
+        r->slow[c][j] = (struct ncg_report_slow){.slot = slot[idx[j]],
+                                                 .dur_us = dur_us(v->rank, slot[idx[j]], step),
+                                                 .step_us = seen ? step : 0};
+        if (c < 64)
+            v->samp_seen |= 1ull << c;
+    }
+    r->nslow[c] = (uint8_t)k;
+}
+
 void chains_init(void)
 {
     nslots = (uint64_t)(A.rate * (A.seconds + 30)) + 2 * RING;
@@ -53,6 +129,7 @@ void chains_init(void)
         chain_ok[s] = a;
         chain_odd[s] = b;
     }
+    samples_init();
 }
 
 /* ---- virtual ranks ---- */
@@ -113,7 +190,13 @@ void vr_report(struct vr *v, uint64_t t)
                                                     .done_hi = d,
                                                     .global_rank = (int32_t)v->rank,
                                                     .tid = v->rank};
+        m.u.report.nslow[c] = 0;
+        if (t_samp && t >= t_samp && A.deadlock_rank < 0) {
+            uint64_t from = v->samp_from, first = count_at(t_samp);
+            vr_samples(v, &m.u.report, c, from > first ? from : first, n);
+        }
     }
+    v->samp_from = issued_at(v->rank, 0, t);
     vr_send(v, &m);
     v->reports++;
     if (A.deadlock_rank >= 0 && t >= t_event + 100000000ull) { /* blocked for an interval */
@@ -170,6 +253,12 @@ void vr_rx(struct vr *v, const struct ncg_msg *m, uint64_t t)
     if (m->type == NCG_MSG_QUERY) {
         v->narrowed += m->u.query.nrep != 0;
         vr_answer(v, &m->u.query, t);
+    } else if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v &&
+               m->u.rverdict.v->kind == NCG_V_SLOW) { /* a warning: the job goes on */
+        if (!v->slows++) {
+            v->slow_ns = t;
+            v->slow_named = (int32_t)atoi(m->u.rverdict.v->subject);
+        }
     } else if (m->type == NCG_MSG_RVERDICT && m->u.rverdict.v) {
         /* a DEADLOCK has a verdict per comm of its cycle: comm 0's is the one every rank gets */
         if (A.deadlock_rank >= 0 && m->u.rverdict.v->comm_id != COMM0)

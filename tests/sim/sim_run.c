@@ -11,8 +11,11 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
+#include "http.h"
 #include "sim.h"
+#include "status_tree.h"
 
 struct vr *V;
 uint32_t nv;
@@ -25,6 +28,8 @@ uint64_t bytes_type[2][NCG_MSG_TYPE_MAX_];
 uint64_t verdict_ns, root_verdicts;
 char root_summary[512];
 int is_root_proc;
+uint64_t slow_root_ns, slow_root_n;
+char slow_summary[512];
 
 /* The steady-state window's ends: bytes sent (all, between relays), CPU, relays' busy time. */
 struct snap {
@@ -127,13 +132,108 @@ static void snapshot(struct snap *w, int end)
         *(end ? &R[i].busy_w1 : &R[i].busy_w0) = R[i].busy_ns;
 }
 
+/* ---- --scrape-s: the root's status endpoint, rendered in the root's loop ---- */
+
+/* What the endpoint (net/http.c, served by the relay's own thread: relayhost.c) renders per
+ * request, through the same source: the root relay's /metrics (and /status, --scrape-status),
+ * each render timed. The HTTP request's parsing and the answer's write are left out: a fixed
+ * few system calls per scrape, against a render that reads every comm, child and own rank. */
+static struct ncg_tree_src scr_src;
+static int scr_on;
+static uint64_t scr_next;
+static double *scr_ms;
+static uint32_t scr_n, scr_cap, scr_not_ready;
+static uint64_t scr_metrics_bytes, scr_status_bytes;
+
+static uint64_t scr_asked;  /* a /status waits for the root's figures gather: asked then */
+static double scr_acc;      /* ... the render time spent on it so far, in ms */
+static double scr_wait_max; /* the longest such wait, request to answer, in ms */
+
+static void scr_done(double ms)
+{
+    if (scr_n == scr_cap) {
+        scr_cap = scr_cap ? scr_cap * 2 : 256;
+        scr_ms = realloc(scr_ms, sizeof *scr_ms * scr_cap);
+    }
+    scr_ms[scr_n++] = ms;
+}
+
+/* The root's /status, as the endpoint renders it: again on each pass of the loop while it is
+ * not ready (the figures gather in flight), until its deadline. 1: answered. */
+static int scrape_status(uint64_t t0)
+{
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    struct ncg_buf st = {0};
+    int rc =
+        ncg_tree_status_render(&scr_src, NULL, t0, (double)wall.tv_sec + wall.tv_nsec / 1e9, &st);
+    if (rc == 0)
+        scr_status_bytes = st.len;
+    ncg_buf_free(&st);
+    return rc != NCG_HTTP_NOT_READY || t0 - scr_asked >= NCG_HTTP_RENDER_TIMEOUT_NS;
+}
+
+static void scrape(uint64_t t)
+{
+    int ri = relay_index(0);
+    if (ri < 0)
+        return;
+    if (scr_asked) { /* the last scrape's /status is still waiting: rendered again */
+        uint64_t t0 = now_ns();
+        int ok = scrape_status(t0);
+        scr_acc += (double)(now_ns() - t0) / 1e6;
+        if (ok) {
+            double w = (double)(now_ns() - scr_asked) / 1e6;
+            scr_wait_max = w > scr_wait_max ? w : scr_wait_max;
+            scr_asked = 0;
+            scr_done(scr_acc);
+        }
+        return;
+    }
+    if (t < scr_next)
+        return;
+    scr_next += (uint64_t)(A.scrape_s * 1e9);
+    if (scr_next < t)
+        scr_next = t + (uint64_t)(A.scrape_s * 1e9);
+    if (!scr_on) {
+        struct ncg_http_source src;
+        ncg_tree_src_init(&scr_src, R[ri].r, 0, 0, nnodes, A.fanout, &src);
+        scr_on = 1;
+    }
+    uint64_t t0 = now_ns();
+    struct ncg_buf b = {0};
+    if (ncg_tree_metrics_render(&scr_src, t0, &b) == 0)
+        scr_metrics_bytes = b.len;
+    ncg_buf_free(&b);
+    if (A.scrape_status) {
+        scr_asked = t0;
+        if (!scrape_status(t0)) {
+            scr_not_ready++;
+            scr_acc = (double)(now_ns() - t0) / 1e6;
+            return;
+        }
+        scr_asked = 0;
+    }
+    scr_done((double)(now_ns() - t0) / 1e6);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* The loop's timed actions, run at the top of each pass (at least every 5 ms: the loop's
- * epoll_wait never waits past the next bucket): the steady window's ends and the fault. A
- * periodic action of the root process (e.g. scraping the root's /metrics once a second) goes
- * here, guarded by is_root_proc, with its own due time. */
+ * epoll_wait never waits past the next bucket): the steady window's ends, the fault and, in
+ * the root process, the scrapes of its endpoint (--scrape-s). */
 static int killed, w0, w1;
 static void timed(uint64_t t)
 {
+    if (is_root_proc && A.scrape_s > 0) {
+        if (!scr_next)
+            scr_next = T0 + (uint64_t)(A.scrape_s * 1e9);
+        scrape(t);
+    }
     if (!w0 && t >= w_start) {
         w0 = 1;
         snapshot(&win0, 0);
@@ -347,10 +447,22 @@ void run_proc(int wfd, int rel, int proc)
         snapshot(&win1, 1);
     struct result res = {0};
     res.first_ns = UINT64_MAX;
+    res.slow_first_ns = UINT64_MAX;
+    res.slow_named = -1;
     for (uint32_t i = 0; i < nv; i++) {
         struct vr *v = &V[i];
         if (v->dead || v->frozen)
             continue;
+        if (v->slows) {
+            res.slow_notified++;
+            res.slow_dups += v->slows - 1;
+            if (res.slow_named < 0)
+                res.slow_named = v->slow_named;
+            else if (v->slow_named != res.slow_named)
+                res.slow_wrong++;
+            res.slow_first_ns = v->slow_ns < res.slow_first_ns ? v->slow_ns : res.slow_first_ns;
+            res.slow_last_ns = v->slow_ns > res.slow_last_ns ? v->slow_ns : res.slow_last_ns;
+        }
         res.expected++;
         res.narrowed_ranks += v->narrowed != 0;
         if (!v->verdicts)
@@ -398,6 +510,20 @@ void run_proc(int wfd, int rel, int proc)
             res.root_narrowed = st.targeted;
         }
     snprintf(res.summary, sizeof res.summary, "%s", root_summary);
+    res.slow_root_ns = slow_root_ns;
+    res.slow_root_n = slow_root_n;
+    snprintf(res.slow_summary, sizeof res.slow_summary, "%s", slow_summary);
+    res.scrapes = scr_n;
+    res.scrapes_not_ready = scr_not_ready;
+    res.status_wait_ms_max = scr_wait_max;
+    res.metrics_bytes = scr_metrics_bytes;
+    res.status_bytes = scr_status_bytes;
+    if (scr_n) {
+        qsort(scr_ms, scr_n, sizeof *scr_ms, cmp_d);
+        res.scrape_ms_median =
+            scr_n % 2 ? scr_ms[scr_n / 2] : (scr_ms[scr_n / 2 - 1] + scr_ms[scr_n / 2]) / 2;
+        res.scrape_ms_max = scr_ms[scr_n - 1];
+    }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     res.rss_kb = ru.ru_maxrss;
