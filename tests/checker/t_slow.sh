@@ -40,6 +40,9 @@ done
 grep -q '"slow":{' "$ST" || fail "slow20: /status never named a rank: $(head -c 600 "$ST")"
 curl -s -H "Authorization: Bearer $TOK" -o "$NCG_TMP/metrics" "$URL/metrics" || fail "slow20: /metrics"
 "$B/ncclguard" status --job "$JF" >"$NCG_TMP/status.txt" 2>&1 || fail "slow20: status --job: $(cat "$NCG_TMP/status.txt")"
+# the host's view (the segments): the SLOW line, and watch's one slow alert
+"$B/ncclguard" status --match scen >"$NCG_TMP/host.txt" 2>&1
+"$B/ncclguard" watch --once --json >"$NCG_TMP/watch.json" 2>&1
 wait $RUN
 RC=$?; OUT=$NCG_TMP/slow20
 expect "$RC" 0 "slow20: a warning only, the job completes"
@@ -62,6 +65,20 @@ if command -v promtool >/dev/null; then
 fi
 grep -qE '^ncclguard: .*SLOW.*rank 5' "$NCG_TMP/status.txt" || fail "slow20: status --job shows no SLOW line: $(cat "$NCG_TMP/status.txt")"
 grep -lq '"SLOW"' "$REPORTS"/*.json 2>/dev/null || fail "slow20: no report file with the SLOW warning in $REPORTS"
+grep -qE 'SLOW .*rank 5 .*\(the latest SLOW warning here\)' "$NCG_TMP/host.txt" || fail "slow20: host status: $(cat "$NCG_TMP/host.txt")"
+python3 - "$NCG_TMP/watch.json" <<'PY' || fail "slow20: watch --once: $(cat "$NCG_TMP/watch.json")"
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+slow = [x for x in a if x["kind"] == "slow"]  # (other alerts: other processes' segments)
+assert len(slow) == 1 and slow[0]["comm_rank"] == 5, a
+assert not [x for x in a if x["kind"] == "verdict" and x.get("comm") == slow[0]["comm"]], a
+PY
+python3 - "$REPORTS" <<'PY' || fail "slow20: the report's slow object"
+import glob, json, sys
+rs = [json.load(open(f)) for f in glob.glob(sys.argv[1] + "/ncclguard-report.*.json")]
+s = [r["slow"] for r in rs if r.get("slow")]
+assert s and all(x["rank"] == 5 and x["side"] in ("host", "gpu") and 0.05 <= x["share"] < 0.5 for x in s), s
+PY
 if [ $async = 1 ] && [ $san = 0 ]; then
   grep -qE 'SLOW.*late on its GPU \(its stream starts the collective late\)' "$OUT" || fail "not named on the GPU"
   # on the host in asynchronous mode too
