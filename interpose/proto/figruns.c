@@ -109,7 +109,8 @@ int ncg_figset_append(struct ncg_figset *s, const struct ncg_figrun *src, uint32
 {
     if (grow(s, s->n + n) < 0)
         return -ENOMEM;
-    memcpy(s->r + s->n, src, sizeof *src * n);
+    if (n) /* src may be NULL then (an empty set's runs) */
+        memcpy(s->r + s->n, src, sizeof *src * n);
     s->n += n;
     return 0;
 }

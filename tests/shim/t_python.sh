@@ -27,7 +27,10 @@ grep -qx "run rc=0 noseg" "$NCG_TMP/plain" || { cat "$NCG_TMP/plain"; fail "with
 LD_LIBRARY_PATH=$FAKE_DIR LD_PRELOAD="$NCG_PRELOAD" NCCLGUARD_COORD=off "$PY3" "$NCG_TMP/job.py" "$EXT" >"$NCG_TMP/out" 2>&1 \
   || { cat "$NCG_TMP/out"; fail "with the shim"; }
 cat "$NCG_TMP/out"
-V=$(sed -n 's/^#define NCG_SHM_LAYOUT_VERSION \([0-9]*\)u.*/\1/p' "$NCG_ROOT/include/ncclguard/shm.h")
+# (the define may wrap its value onto the next line, with a comment beside it)
+V=$(grep -A1 '^#define NCG_SHM_LAYOUT_VERSION' "$NCG_ROOT/include/ncclguard/shm.h" | tr -d '\\\n' |
+  sed -n 's/^#define NCG_SHM_LAYOUT_VERSION *\([0-9]*\)u.*/\1/p')
+[ -n "$V" ] || fail "no NCG_SHM_LAYOUT_VERSION in include/ncclguard/shm.h"
 grep -qx "run rc=0 magic=314452415547434e version=$V state=1 nranks=1 coll_seq=1" "$NCG_TMP/out" \
   || fail "the extension's AllReduce was not recorded in the Python process's segment"
 grep -qx "fini rc=0" "$NCG_TMP/out" || fail "destroy through the shim"
