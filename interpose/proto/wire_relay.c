@@ -483,7 +483,8 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
             return -1;
         }
         a->n = s.n;
-        memcpy(a->r, s.r, sizeof *s.r * s.n);
+        if (s.n) /* an empty answer's set has no array */
+            memcpy(a->r, s.r, sizeof *s.r * s.n);
         ncg_figset_free(&s);
         return 0;
     }

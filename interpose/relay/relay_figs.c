@@ -95,7 +95,8 @@ static void finish(struct ncg_relay *r, struct rcomm *c)
             return;
         }
         *a = (struct ncg_msg_rfiga){c->id, c->nranks, q->qid, q->acc.n, {{0}}};
-        memcpy(a->r, q->acc.r, sizeof *a->r * q->acc.n);
+        if (q->acc.n) /* an empty set has no array */
+            memcpy(a->r, q->acc.r, sizeof *a->r * q->acc.n);
         m.u.rfiga = a;
         if (r->attached)
             r->ops.up(r->ops.arg, &m);
