@@ -29,16 +29,23 @@ static uint64_t slow_gap(uint64_t id, uint64_t slot)
  * decided once at the first comm's creation, before any sampled call. */
 static int g_use_ticks = -1;
 
+/* Read by the application threads and the checker thread, written by comm creators: relaxed
+ * atomic (a plain load on x86-64 and aarch64), so no thread reads a torn or racing value. */
+static inline int use_ticks(void)
+{
+    return __atomic_load_n(&g_use_ticks, __ATOMIC_RELAXED);
+}
+
 static inline uint64_t mark(void)
 {
-    return __builtin_expect(g_use_ticks > 0, 1) ? ncg_ticks() : ncg_now_ns();
+    return __builtin_expect(use_ticks() > 0, 1) ? ncg_ticks() : ncg_now_ns();
 }
 
 uint64_t ncg_slow_first(uint64_t comm_id)
 {
     if (!ncg_cfg.slow || !ncg_cfg.check)
         return NCG_SLOW_OFF;
-    if (__atomic_load_n(&g_use_ticks, __ATOMIC_RELAXED) < 0) /* racing creators agree */
+    if (use_ticks() < 0) /* racing creators agree */
         __atomic_store_n(&g_use_ticks, ncg_ticks_usable(), __ATOMIC_RELAXED);
     return slow_gap(comm_id, 0);
 }
@@ -48,12 +55,17 @@ static void publish(struct ncg_slow *s, uint64_t slot, uint64_t dur, uint64_t pe
                     int has_period, uint8_t device, uint8_t ticks)
 {
     struct ncg_slow_raw *o = &s->s[s->head % NCG_SLOW_RING];
-    o->slot = slot;
-    o->dur = dur;
-    o->period = has_period ? period : 0;
-    o->gap = has_period && slot - s->prev_slot <= UINT32_MAX ? (uint32_t)(slot - s->prev_slot) : 0;
-    o->device = device;
-    o->ticks = ticks;
+    /* relaxed stores: a reader lapped by this writer may read the entry meanwhile (it drops
+     * what it finds overwritten, ncg_slow_read), so every field is an atomic access */
+    __atomic_store_n(&o->slot, slot, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->dur, dur, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->period, has_period ? period : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(
+        &o->gap,
+        has_period && slot - s->prev_slot <= UINT32_MAX ? (uint32_t)(slot - s->prev_slot) : 0,
+        __ATOMIC_RELAXED);
+    __atomic_store_n(&o->device, device, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->ticks, ticks, __ATOMIC_RELAXED);
     s->prev_slot = slot;
     s->have_prev = 1;
     /* the sample before the head that publishes it (release) */
@@ -77,7 +89,7 @@ static void cal_pair(uint64_t *t, uint64_t *n)
 void ncg_slow_calibrate(void)
 {
     uint64_t t, n;
-    if (g_use_ticks <= 0) /* no sample in ticks, or no comm sampled yet */
+    if (use_ticks() <= 0) /* no sample in ticks, or no comm sampled yet */
         return;
     cal_pair(&t, &n);
     if (!cal_n0) {
@@ -180,7 +192,7 @@ void ncg_slow_after_call(void *stream)
     uint64_t period = end - s->prev_end;
     s->prev_end = end;
     if (end >= s->t_issue) /* else migrated across unsynchronized counters: dropped */
-        publish(s, s->slot_issue, end - s->t_issue, period, has, 0, g_use_ticks > 0);
+        publish(s, s->slot_issue, end - s->t_issue, period, has, 0, use_ticks() > 0);
 }
 
 static void poll_one(struct ncg_slow *s, const struct ncg_cuda_api *cu)
@@ -238,8 +250,15 @@ uint32_t ncg_slow_read(struct ncg_slow *s, struct ncg_slow_sample *out, uint32_t
     if (h - from > cap)
         from = h - cap;
     uint32_t n = 0;
-    for (uint64_t i = from; i < h; i++)
-        raw[n++] = s->s[i % NCG_SLOW_RING];
+    for (uint64_t i = from; i < h; i++) { /* relaxed loads: see publish */
+        const struct ncg_slow_raw *e = &s->s[i % NCG_SLOW_RING];
+        raw[n++] = (struct ncg_slow_raw){.slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED),
+                                         .dur = __atomic_load_n(&e->dur, __ATOMIC_RELAXED),
+                                         .period = __atomic_load_n(&e->period, __ATOMIC_RELAXED),
+                                         .gap = __atomic_load_n(&e->gap, __ATOMIC_RELAXED),
+                                         .device = __atomic_load_n(&e->device, __ATOMIC_RELAXED),
+                                         .ticks = __atomic_load_n(&e->ticks, __ATOMIC_RELAXED)};
+    }
     /* a writer that lapped the reader meanwhile overwrote the oldest: drop what it reached */
     uint64_t h2 = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
     uint32_t skip = 0;
