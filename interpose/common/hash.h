@@ -21,6 +21,18 @@ static inline uint64_t ncg_mix64(uint64_t x)
     return x;
 }
 
+/* The straggler sampling's slots to the next sample after slot (shim/slow.c, and the simulator's
+ * virtual ranks): 1..2n-1, n on average, from the comm id and the slot only, so every member
+ * draws the same and the samples do not fall on the same call of every step. The range by a
+ * multiply-high, not a modulo: a 64-bit division costs ~10 ns on the sampled path. Pure. */
+static inline uint64_t ncg_slow_gap(uint64_t id, uint64_t slot, uint64_t n)
+{
+    if (n <= 1)
+        return 1;
+    uint64_t h = ncg_mix64(id ^ (slot * NCG_HASH_K1));
+    return 1 + (uint64_t)(((unsigned __int128)h * (2 * n - 1)) >> 64);
+}
+
 /* Order-dependent combination of two words: H(a, b) != H(b, a). Any thread, no allocation. */
 static inline uint64_t ncg_hash2(uint64_t a, uint64_t b)
 {

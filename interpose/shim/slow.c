@@ -13,18 +13,6 @@
 #include "config.h"
 #include "hash.h"
 
-/* Slots to the next sample after slot: 1..2N-1, N on average, from the comm id and the slot only
- * (every member draws the same), so the samples do not fall on the same call of every step. The
- * range by a multiply-high, not a modulo: a 64-bit division costs ~10 ns on the sampled path. */
-static uint64_t slow_gap(uint64_t id, uint64_t slot)
-{
-    uint64_t n = ncg_cfg.slow_sample;
-    if (n <= 1)
-        return 1;
-    uint64_t h = ncg_mix64(id ^ (slot * 0x9e3779b97f4a7c15ull));
-    return 1 + (uint64_t)(((unsigned __int128)h * (2 * n - 1)) >> 64);
-}
-
 /* Whether the host marks read the cycle counter (1) or CLOCK_MONOTONIC (0: no invariant TSC);
  * decided once at the first comm's creation, before any sampled call. */
 static int g_use_ticks = -1;
@@ -47,7 +35,7 @@ uint64_t ncg_slow_first(uint64_t comm_id)
         return NCG_SLOW_OFF;
     if (use_ticks() < 0) /* racing creators agree */
         __atomic_store_n(&g_use_ticks, ncg_ticks_usable(), __ATOMIC_RELAXED);
-    return slow_gap(comm_id, 0);
+    return ncg_slow_gap(comm_id, 0, ncg_cfg.slow_sample);
 }
 
 /* Writer of s (one thread at a time: see slow.h). */
@@ -151,7 +139,7 @@ static __attribute__((noinline)) void issue_events(struct ncg_comm *c, uint64_t 
 
 void ncg_slow_issue(struct ncg_comm *c, uint64_t slot, void *stream, int grouped)
 {
-    c->slow_next = slot + slow_gap(c->id, slot);
+    c->slow_next = slot + ncg_slow_gap(c->id, slot, ncg_cfg.slow_sample);
     if (grouped) /* launched at the group's end, not timed by its own call */
         return;
     int mode = __atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE);

@@ -45,24 +45,15 @@ static void call_of(uint64_t slot, int odd, struct ncg_call *c)
 
 /* ---- straggler samples (--slow-rank, --samples) ---- */
 
-/* The slots the shim samples (interpose/shim/slow.c's slow_gap, NCCLGUARD_SLOW_SAMPLE = 16 on
- * average: 1 to 31 slots to the next, from the comm id and the slot only): the same slots on
- * every rank. */
-static uint64_t slow_gap(uint64_t id, uint64_t slot)
-{
-    uint64_t n = ncg_cfg.slow_sample;
-    if (n <= 1)
-        return 1;
-    uint64_t h = ncg_mix64(id ^ (slot * 0x9e3779b97f4a7c15ull));
-    return 1 + (uint64_t)(((unsigned __int128)h * (2 * n - 1)) >> 64);
-}
-
+/* The slots the shim samples (common/hash.h's ncg_slow_gap with NCCLGUARD_SLOW_SAMPLE, 16 on
+ * average): the same slots on every rank, and the shim's. */
 static void samples_init(void)
 {
     size_t per = nslots / 8 + 1;
     sampled = calloc(per * A.comms, 1);
     for (uint32_t c = 0; c < A.comms; c++)
-        for (uint64_t s = slow_gap(COMM0 + c, 0); s < nslots; s += slow_gap(COMM0 + c, s))
+        for (uint64_t s = ncg_slow_gap(COMM0 + c, 0, ncg_cfg.slow_sample); s < nslots;
+             s += ncg_slow_gap(COMM0 + c, s, ncg_cfg.slow_sample))
             sampled[c * per + s / 8] |= (uint8_t)(1u << (s % 8));
 }
 
