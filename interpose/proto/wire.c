@@ -50,6 +50,28 @@ static void get_call(struct ncg_rbuf *r, struct ncg_call *c)
     c->redop = ncg_get8(r);
 }
 
+/* The same fields as varints (v12, ANSWER: a rank's answers are most of the node-local bytes):
+ * the root or peer + 1 modulo 2^32, so -1 (none) is 0 and every value round-trips. */
+static void put_call_v(struct ncg_wbuf *w, const struct ncg_call *c)
+{
+    ncg_putv(w, c->seq);
+    ncg_putv(w, c->count);
+    ncg_putv(w, (uint32_t)c->root + 1u);
+    ncg_put8(w, c->func);
+    ncg_put8(w, c->dtype);
+    ncg_put8(w, c->redop);
+}
+
+static void get_call_v(struct ncg_rbuf *r, struct ncg_call *c)
+{
+    c->seq = ncg_getv(r, UINT64_MAX);
+    c->count = ncg_getv(r, UINT64_MAX);
+    c->root = (int32_t)((uint32_t)ncg_getv(r, UINT32_MAX) - 1u);
+    c->func = ncg_get8(r);
+    c->dtype = ncg_get8(r);
+    c->redop = ncg_get8(r);
+}
+
 void ncg_wire_put_call(struct ncg_wbuf *w, const struct ncg_call *c)
 {
     put_call(w, c);
@@ -290,35 +312,32 @@ long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
         if (ncg_wire_put_wait(&w, &m->u.wait) < 0)
             return -EINVAL;
         break;
-    case NCG_MSG_QUERY:
-        if (m->u.query.n > NCG_WIRE_MAX_SLOTS)
+    case NCG_MSG_QUERY: /* v12: the slots as differences from the one before */
+        if (m->u.query.n > NCG_WIRE_MAX_SLOTS || m->u.query.nrep > NCG_QUERY_REPS)
             return -EINVAL;
         ncg_put64(&w, m->u.query.comm_id);
-        ncg_put32(&w, m->u.query.qid);
+        ncg_putv(&w, m->u.query.qid);
         ncg_put8(&w, m->u.query.mode);
-        ncg_put16(&w, (uint16_t)m->u.query.n);
+        ncg_put8(&w, (uint8_t)m->u.query.n);
         for (i = 0; i < m->u.query.n; i++)
-            ncg_put64(&w, m->u.query.slot[i]);
-        if (m->u.query.nrep > NCG_QUERY_REPS)
-            return -EINVAL;
+            ncg_putz(&w, m->u.query.slot[i], i ? m->u.query.slot[i - 1] : 0);
         if (m->u.query.nrep) {
             ncg_put8(&w, m->u.query.nrep);
-            for (i = 0; i < m->u.query.nrep; i++)
-                ncg_put32(&w, m->u.query.rep[i]);
+            ncg_put_ranks(&w, m->u.query.rep, m->u.query.nrep);
         }
         break;
-    case NCG_MSG_ANSWER:
+    case NCG_MSG_ANSWER: /* v12: n at a fixed place (zero_member), then varints */
         if (m->u.answer.n > NCG_WIRE_MAX_SLOTS)
             return -EINVAL;
         ncg_put64(&w, m->u.answer.comm_id);
-        ncg_put32(&w, m->u.answer.qid);
-        ncg_put32(&w, m->u.answer.rank);
-        ncg_put16(&w, (uint16_t)m->u.answer.n);
+        ncg_put8(&w, (uint8_t)m->u.answer.n);
+        ncg_putv(&w, m->u.answer.qid);
+        ncg_putv(&w, m->u.answer.rank);
         for (i = 0; i < m->u.answer.n; i++) {
             const struct ncg_answer *a = &m->u.answer.a[i];
             ncg_put8(&w, a->status);
             ncg_put64(&w, a->digest);
-            put_call(&w, &a->call);
+            put_call_v(&w, &a->call);
             put_str(&w, a->site, sizeof a->site);
         }
         break;
@@ -413,9 +432,9 @@ static void zero_member(struct ncg_msg *m, uint8_t type, const struct ncg_rbuf *
     case NCG_MSG_QUERY:
         n = sizeof m->u.query;
         break;
-    case NCG_MSG_ANSWER: /* comm_id 8, qid 4, rank 4, then n */
+    case NCG_MSG_ANSWER: /* comm_id 8, then n in a byte */
         n = offsetof(struct ncg_msg_answer, a) +
-            sizeof m->u.answer.a[0] * MIN_(peek16(r, 16), NCG_WIRE_MAX_SLOTS);
+            sizeof m->u.answer.a[0] * MIN_(r->cap > 8 ? r->p[8] : 0u, NCG_WIRE_MAX_SLOTS);
         break;
     case NCG_MSG_P2P: /* comm_id 8, then n */
         n = offsetof(struct ncg_msg_p2p, r) +
@@ -536,33 +555,32 @@ long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
         break;
     case NCG_MSG_QUERY:
         m->u.query.comm_id = ncg_get64(&r);
-        m->u.query.qid = ncg_get32(&r);
+        m->u.query.qid = (uint32_t)ncg_getv(&r, UINT32_MAX);
         m->u.query.mode = ncg_get8(&r);
-        m->u.query.n = ncg_get16(&r);
+        m->u.query.n = ncg_get8(&r);
         if (m->u.query.n > NCG_WIRE_MAX_SLOTS)
             return -EBADMSG;
         for (i = 0; i < m->u.query.n; i++)
-            m->u.query.slot[i] = ncg_get64(&r);
+            m->u.query.slot[i] = ncg_getz(&r, i ? m->u.query.slot[i - 1] : 0);
         if (ncg_rleft(&r)) { /* the optional representatives: 1..NCG_QUERY_REPS of them */
             m->u.query.nrep = ncg_get8(&r);
-            if (!m->u.query.nrep || m->u.query.nrep > NCG_QUERY_REPS)
+            if (!m->u.query.nrep || m->u.query.nrep > NCG_QUERY_REPS ||
+                ncg_get_ranks(&r, m->u.query.rep, m->u.query.nrep, (uint64_t)UINT32_MAX + 1) < 0)
                 return -EBADMSG;
-            for (i = 0; i < m->u.query.nrep; i++)
-                m->u.query.rep[i] = ncg_get32(&r);
         }
         break;
     case NCG_MSG_ANSWER:
         m->u.answer.comm_id = ncg_get64(&r);
-        m->u.answer.qid = ncg_get32(&r);
-        m->u.answer.rank = ncg_get32(&r);
-        m->u.answer.n = ncg_get16(&r);
+        m->u.answer.n = ncg_get8(&r);
+        m->u.answer.qid = (uint32_t)ncg_getv(&r, UINT32_MAX);
+        m->u.answer.rank = (uint32_t)ncg_getv(&r, UINT32_MAX);
         if (m->u.answer.n > NCG_WIRE_MAX_SLOTS)
             return -EBADMSG;
         for (i = 0; i < m->u.answer.n && !r.err; i++) {
             struct ncg_answer *a = &m->u.answer.a[i];
             a->status = ncg_get8(&r);
             a->digest = ncg_get64(&r);
-            get_call(&r, &a->call);
+            get_call_v(&r, &a->call);
             get_str(&r, a->site, sizeof a->site);
             if (a->status > NCG_ANS_NONE)
                 return -EBADMSG;

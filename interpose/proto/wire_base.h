@@ -9,14 +9,15 @@
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
 #define NCG_WIRE_VERSION                                                                           \
-    11u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT       \
+    12u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT       \
           entries (stream, launch order); 5: REPORT entries as what changed (ncg_report_ref);      \
           6: QUERY's optional representatives (the relay tree's narrowing); 7: DONE and RELEASE    \
           (the exit release, release.h); 8: REPORT entries' straggler samples (NCG_RE_SLOW);       \
           9: a verdict's per-rank figures as runs (figruns.h), RVERDICT with them, RFIGQ / RFIGA   \
           (the relay tree's figures gather); 10: RSLOW (the relay tree's straggler figures per     \
           sampled slot, relay_slow.c); 11: a SLOW verdict's figures as data after its notes        \
-          (struct ncg_vslow, verdict.h), not only in its words */
+          (struct ncg_vslow, verdict.h), not only in its words; 12: QUERY, ANSWER and RSTAT        \
+          with varints and differences (the steady state's bytes per rank) */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* a verdict's per-rank runs: 1 MiB bounds them */
 

@@ -123,6 +123,39 @@ static inline uint64_t ncg_getv(struct ncg_rbuf *r, uint64_t max)
     return 0;
 }
 
+/* A signed difference as a zigzag LEB128 (v12): 0, -1, 1, -2 ... as 0, 1, 2, 3 ... The
+ * difference is taken modulo 2^64 and read back the same way, so any two words round-trip,
+ * whatever their order; close ones take a byte. */
+static inline void ncg_putz(struct ncg_wbuf *w, uint64_t v, uint64_t base)
+{
+    uint64_t d = v - base;
+    ncg_putv(w, (d << 1) ^ (0 - (d >> 63)));
+}
+static inline uint64_t ncg_getz(struct ncg_rbuf *r, uint64_t base)
+{
+    uint64_t z = ncg_getv(r, UINT64_MAX);
+    return base + ((z >> 1) ^ (0 - (z & 1)));
+}
+
+/* A list of n 32-bit ranks (v12), each as its zigzag difference from the one before (the first
+ * from 0): a node's ranks, mostly consecutive, take a byte each. get: -1 when a rank is not
+ * below bound. */
+static inline void ncg_put_ranks(struct ncg_wbuf *w, const uint32_t *a, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        ncg_putz(w, a[i], i ? a[i - 1] : 0);
+}
+static inline int ncg_get_ranks(struct ncg_rbuf *r, uint32_t *a, uint32_t n, uint64_t bound)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t v = ncg_getz(r, i ? a[i - 1] : 0);
+        if (v >= bound)
+            return -1;
+        a[i] = (uint32_t)v;
+    }
+    return 0;
+}
+
 struct ncg_call;
 struct ncg_p2p_rec;
 /* Shared field codecs (wire.c). Pure. */

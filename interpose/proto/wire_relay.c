@@ -44,6 +44,9 @@ static int get_group(struct ncg_rbuf *r, struct ncg_rgroup *g)
     return 0;
 }
 
+/* RSTAT (v12): a list's rank count and its "more" flag in one byte. */
+#define STAT_LOW_MORE 0x80u
+
 /* RSLOW (v10): per slot varints: the slot, n, argmin + 1, side | who << 1, then min, sum and
  * time per slot in microseconds; with who: global rank + 1, pid, host. */
 #define RS_SIDE 1u
@@ -127,46 +130,39 @@ int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
         ncg_put32(w, m->u.rhello.node);
         ncg_wire_put_str(w, m->u.rhello.host, sizeof m->u.rhello.host);
         return 0;
-    case NCG_MSG_RSTAT:
+    case NCG_MSG_RSTAT: /* v12: counts as varints, each against the one it is nearest */
         if (m->u.rstat.n > NCG_RELAY_STAT)
             return -1;
         ncg_put16(w, (uint16_t)m->u.rstat.n);
         for (i = 0; i < m->u.rstat.n; i++) {
             const struct ncg_rstat_ent *e = &m->u.rstat.e[i];
-            if (e->nown > NCG_RELAY_OWN || e->ngone > NCG_RELAY_GONE)
+            if (e->nown > NCG_RELAY_OWN || e->ngone > NCG_RELAY_GONE || e->nlow > NCG_RELAY_LOW ||
+                e->ndlow_l > NCG_RELAY_LOW)
                 return -1;
             ncg_put64(w, e->comm_id);
-            ncg_put32(w, e->nranks);
-            ncg_put32(w, e->known);
-            ncg_put32(w, e->active);
-            ncg_put64(w, e->min);
-            ncg_put64(w, e->max);
+            ncg_putv(w, e->nranks);
+            ncg_putv(w, e->known);
+            ncg_putv(w, e->active);
+            ncg_putv(w, e->min);
+            ncg_putz(w, e->max, e->min);
             ncg_put8(w, e->nown);
-            for (j = 0; j < e->nown; j++)
-                ncg_put32(w, e->own[j]);
+            ncg_put_ranks(w, e->own, e->nown);
             ncg_put8(w, e->ngone);
             for (j = 0; j < e->ngone; j++) {
-                ncg_put32(w, e->gone[j].rank);
+                ncg_putv(w, e->gone[j].rank);
                 ncg_put8(w, e->gone[j].how);
-                ncg_put64(w, e->gone[j].count);
+                ncg_putz(w, e->gone[j].count, e->min);
             }
-            if (e->nlow > NCG_RELAY_LOW)
-                return -1;
-            ncg_put32(w, e->idle_ms);
-            ncg_put8(w, e->nlow);
-            ncg_put8(w, e->low_more);
-            for (j = 0; j < e->nlow; j++)
-                ncg_put32(w, e->low[j]);
-            if (e->ndlow_l > NCG_RELAY_LOW)
-                return -1;
-            ncg_put64(w, e->dmin);
-            ncg_put64(w, e->dhi);
+            ncg_putv(w, e->idle_ms);
+            ncg_put8(w, (uint8_t)(e->nlow | (e->low_more ? STAT_LOW_MORE : 0u)));
+            ncg_put_ranks(w, e->low, e->nlow);
+            ncg_putz(w, e->dmin, e->min);
+            ncg_putz(w, e->dhi, e->dmin);
             ncg_put8(w, e->sampled);
-            ncg_put32(w, e->didle_ms);
-            ncg_put32(w, e->ndlow);
+            ncg_putv(w, e->didle_ms);
+            ncg_putv(w, e->ndlow);
             ncg_put8(w, e->ndlow_l);
-            for (j = 0; j < e->ndlow_l; j++)
-                ncg_put32(w, e->dlow[j]);
+            ncg_put_ranks(w, e->dlow, e->ndlow_l);
         }
         return 0;
     case NCG_MSG_RANSWER: {
@@ -302,49 +298,43 @@ int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
         for (i = 0; i < m->u.rstat.n && !r->err; i++) {
             struct ncg_rstat_ent *e = &m->u.rstat.e[i];
             e->comm_id = ncg_get64(r);
-            e->nranks = ncg_get32(r);
-            e->known = ncg_get32(r);
-            e->active = ncg_get32(r);
-            e->min = ncg_get64(r);
-            e->max = ncg_get64(r);
+            e->nranks = (uint32_t)ncg_getv(r, NCG_WIRE_MAX_RANKS);
+            e->known = (uint32_t)ncg_getv(r, UINT32_MAX);
+            e->active = (uint32_t)ncg_getv(r, UINT32_MAX);
+            e->min = ncg_getv(r, UINT64_MAX);
+            e->max = ncg_getz(r, e->min);
             e->nown = ncg_get8(r);
-            if (e->nranks == 0 || e->nranks > NCG_WIRE_MAX_RANKS || e->known > e->nranks ||
-                e->active > e->known || e->min > e->max || e->nown > NCG_RELAY_OWN)
+            if (r->err || e->nranks == 0 || e->known > e->nranks || e->active > e->known ||
+                e->min > e->max || e->nown > NCG_RELAY_OWN ||
+                ncg_get_ranks(r, e->own, e->nown, e->nranks) < 0)
                 return -1;
-            for (j = 0; j < e->nown; j++)
-                if ((e->own[j] = ncg_get32(r)) >= e->nranks)
-                    return -1;
             e->ngone = ncg_get8(r);
             if (e->ngone > NCG_RELAY_GONE)
                 return -1;
             for (j = 0; j < e->ngone; j++) {
-                e->gone[j].rank = ncg_get32(r);
+                e->gone[j].rank = (uint32_t)ncg_getv(r, UINT32_MAX);
                 e->gone[j].how = ncg_get8(r);
-                e->gone[j].count = ncg_get64(r);
+                e->gone[j].count = ncg_getz(r, e->min);
                 if (e->gone[j].rank >= e->nranks ||
                     (e->gone[j].how & ~(NCG_BYE_ABORT | NCG_BYE_VERDICT)))
                     return -1;
             }
-            e->idle_ms = ncg_get32(r);
-            e->nlow = ncg_get8(r);
-            e->low_more = ncg_get8(r);
-            if (e->nlow > NCG_RELAY_LOW || e->low_more > 1)
+            e->idle_ms = (uint32_t)ncg_getv(r, UINT32_MAX);
+            uint8_t low = ncg_get8(r);
+            e->nlow = low & (uint8_t)~STAT_LOW_MORE;
+            e->low_more = (low & STAT_LOW_MORE) != 0;
+            if (e->nlow > NCG_RELAY_LOW || ncg_get_ranks(r, e->low, e->nlow, e->nranks) < 0)
                 return -1;
-            for (j = 0; j < e->nlow; j++)
-                if ((e->low[j] = ncg_get32(r)) >= e->nranks)
-                    return -1;
-            e->dmin = ncg_get64(r);
-            e->dhi = ncg_get64(r);
+            e->dmin = ncg_getz(r, e->min);
+            e->dhi = ncg_getz(r, e->dmin);
             e->sampled = ncg_get8(r);
-            e->didle_ms = ncg_get32(r);
-            e->ndlow = ncg_get32(r);
+            e->didle_ms = (uint32_t)ncg_getv(r, UINT32_MAX);
+            e->ndlow = (uint32_t)ncg_getv(r, UINT32_MAX);
             e->ndlow_l = ncg_get8(r);
             if (e->dmin > e->dhi || e->sampled > 1 || e->ndlow > e->active ||
-                e->ndlow_l > NCG_RELAY_LOW || e->ndlow_l > e->ndlow)
+                e->ndlow_l > NCG_RELAY_LOW || e->ndlow_l > e->ndlow ||
+                ncg_get_ranks(r, e->dlow, e->ndlow_l, e->nranks) < 0)
                 return -1;
-            for (j = 0; j < e->ndlow_l; j++)
-                if ((e->dlow[j] = ncg_get32(r)) >= e->nranks)
-                    return -1;
         }
         return 0;
     case NCG_MSG_RANSWER: {

@@ -107,6 +107,28 @@ static void test_wire(void)
     for (uint32_t i = 0; i < m1.u.query.n; i++)
         m1.u.query.slot[i] = 100 + i;
     roundtrip(&m1);
+    /* v12: slots as differences, in any order and at the extremes */
+    m1.u.query.qid = UINT32_MAX;
+    m1.u.query.slot[0] = UINT64_MAX;
+    m1.u.query.slot[1] = 0;
+    m1.u.query.slot[2] = UINT64_MAX / 2 + 1;
+    roundtrip(&m1);
+    {
+        long n = ncg_wire_encode(&m1, buf, sizeof buf);
+        EXPECT(ncg_wire_decode(buf, (size_t)n, &m2) == n && m2.u.query.qid == UINT32_MAX &&
+               m2.u.query.slot[0] == UINT64_MAX && m2.u.query.slot[1] == 0 &&
+               m2.u.query.slot[2] == UINT64_MAX / 2 + 1 && m2.u.query.slot[3] == 103);
+        /* a plain round's QUERY (one slot ~10^6): v11 spent 35 bytes */
+        m1.u.query.n = 1;
+        m1.u.query.qid = 200000;
+        m1.u.query.slot[0] = 1000000;
+        n = ncg_wire_encode(&m1, buf, sizeof buf);
+        EXPECT(n > 0 && n <= 28);
+    }
+    m1.u.query.qid = 9;
+    m1.u.query.n = NCG_WIRE_MAX_SLOTS;
+    for (uint32_t i = 0; i < m1.u.query.n; i++)
+        m1.u.query.slot[i] = 100 + i;
     /* a narrowing QUERY for some representatives (the relay tree's): they come back as sent;
      * a count of 0 or past NCG_QUERY_REPS is refused both ways */
     m1.u.query.n = 3;
@@ -118,24 +140,29 @@ static void test_wire(void)
         long qn = ncg_wire_encode(&m1, buf, sizeof buf);
         EXPECT(ncg_wire_decode(buf, (size_t)qn, &m2) == qn && m2.u.query.nrep == NCG_QUERY_REPS &&
                m2.u.query.rep[0] == 16383 && m2.u.query.rep[3] == 16380);
-        size_t at = NCG_WIRE_HDR + 8 + 4 + 1 + 2 + 8 * 3; /* the representatives' count */
+        /* the representatives' count follows what a QUERY without them holds */
+        m1.u.query.nrep = 0;
+        size_t at = (size_t)ncg_wire_encode(&m1, buf, sizeof buf);
+        m1.u.query.nrep = NCG_QUERY_REPS;
+        EXPECT(at > NCG_WIRE_HDR && (long)at < qn);
+        ncg_wire_encode(&m1, buf, sizeof buf);
         /* frames whose lengths match their counts, so only the count's bound refuses them:
-         * a count of 0 and nothing after it, a count of 5 with 5 ranks */
+         * a count of 0 and nothing after it, a count of 5 with 5 ranks (rank 0: a byte each) */
         uint32_t plen = (uint32_t)(at + 1 - NCG_WIRE_HDR);
         buf[at] = 0;
         buf[8] = (uint8_t)(plen >> 24), buf[9] = (uint8_t)(plen >> 16);
         buf[10] = (uint8_t)(plen >> 8), buf[11] = (uint8_t)plen;
         EXPECT(ncg_wire_decode(buf, at + 1, &m2) < 0);
-        plen = (uint32_t)(at + 1 + 4 * (NCG_QUERY_REPS + 1) - NCG_WIRE_HDR);
+        plen = (uint32_t)(at + 1 + (NCG_QUERY_REPS + 1) - NCG_WIRE_HDR);
         buf[at] = NCG_QUERY_REPS + 1;
-        memset(buf + at + 1, 0, 4 * (NCG_QUERY_REPS + 1));
+        memset(buf + at + 1, 0, NCG_QUERY_REPS + 1);
         buf[8] = (uint8_t)(plen >> 24), buf[9] = (uint8_t)(plen >> 16);
         buf[10] = (uint8_t)(plen >> 8), buf[11] = (uint8_t)plen;
         EXPECT(ncg_wire_decode(buf, NCG_WIRE_HDR + plen, &m2) < 0);
-        buf[at] = NCG_QUERY_REPS; /* the same frame with a count of 4: 4 bytes left over */
+        buf[at] = NCG_QUERY_REPS; /* the same frame with a count of 4: a byte left over */
         EXPECT(ncg_wire_decode(buf, NCG_WIRE_HDR + plen, &m2) < 0);
-        plen -= 4;
-        buf[11] = (uint8_t)plen; /* and without them: a valid frame */
+        plen -= 1;
+        buf[11] = (uint8_t)plen; /* and without it: a valid frame */
         EXPECT(ncg_wire_decode(buf, NCG_WIRE_HDR + plen, &m2) == (long)(NCG_WIRE_HDR + plen));
         m1.u.query.nrep = NCG_QUERY_REPS + 1;
         EXPECT(ncg_wire_encode(&m1, buf, sizeof buf) < 0);
@@ -149,6 +176,28 @@ static void test_wire(void)
         (struct ncg_answer){NCG_ANS_OK, 0xdead, {5, 64, -1, NCG_F_ALLREDUCE, 7, 0}, "main+0x10"};
     m1.u.answer.a[1] = (struct ncg_answer){NCG_ANS_GONE, 0, {6, 0, 0, 0, 0, 0}, ""};
     roundtrip(&m1);
+    /* v12's varints: the extremes come back as sent (a root or peer of any int32) */
+    m1.u.answer.qid = UINT32_MAX;
+    m1.u.answer.rank = UINT32_MAX;
+    m1.u.answer.a[0].call = (struct ncg_call){UINT64_MAX, UINT64_MAX, INT32_MIN, 255, 255, 255};
+    m1.u.answer.a[1].call = (struct ncg_call){0, 0, INT32_MAX, 0, 0, 0};
+    roundtrip(&m1);
+    {
+        long n = ncg_wire_encode(&m1, buf, sizeof buf);
+        EXPECT(ncg_wire_decode(buf, (size_t)n, &m2) == n && m2.u.answer.qid == UINT32_MAX &&
+               m2.u.answer.rank == UINT32_MAX && m2.u.answer.a[0].call.root == INT32_MIN &&
+               m2.u.answer.a[0].call.count == UINT64_MAX &&
+               m2.u.answer.a[1].call.root == INT32_MAX);
+        /* a rank's answer in a digest round of a large job (slot ~10^6, rank 16,000): v11 spent
+         * 64 bytes on it, most of the node-local traffic (BENCHMARKS.md, "Where the bytes go") */
+        m1.u.answer.n = 1;
+        m1.u.answer.qid = 200000;
+        m1.u.answer.rank = 16000;
+        m1.u.answer.a[0] = (struct ncg_answer){
+            NCG_ANS_OK, 0x0123456789abcdefull, {1000000, 4096, -1, NCG_F_ALLREDUCE, 7, 0}, ""};
+        n = ncg_wire_encode(&m1, buf, sizeof buf);
+        EXPECT(n > 0 && n <= 48);
+    }
 
     memset(&m1, 0, sizeof m1);
     m1.type = NCG_MSG_P2P;
