@@ -181,6 +181,10 @@ void ncg_checker_lost_tick(uint64_t now); /* takes lk */
 
 /* report.c: REPORT, GOODBYEs, WAITs and p2p records to every link; takes lk. */
 void ncg_client_report(uint64_t now);
+/* Checker thread, each interval once this process said its GOODBYEs and awaits its exit (an
+ * abort verdict's RELEASE: ncg_ending()): an empty REPORT on each link that is up, the
+ * liveness its checker reads, with no counts (it reads none after a process's GOODBYE). */
+void ncg_client_keepalive(void);
 
 /* exit.c: the exit sequence (its order and flags: the comment there) */
 void ncg_left_own_add(uint64_t id, uint64_t final); /* a comm destroyed here, for our SHUTDOWN */

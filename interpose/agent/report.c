@@ -131,6 +131,16 @@ static void slow_samples(struct ncg_slow *sl, struct ncg_msg_report *r, uint32_t
     r->nslow[i] = (uint8_t)n;
 }
 
+void ncg_client_keepalive(void)
+{
+    static const struct ncg_msg empty = {.type = NCG_MSG_REPORT};
+    pthread_mutex_lock(&ncg_agent.lk);
+    for (int i = 0; i < ncg_agent.nlink; i++)
+        if (ncg_agent.link[i].state == NCG_LINK_UP)
+            ncg_link_send(&ncg_agent.link[i], &empty);
+    pthread_mutex_unlock(&ncg_agent.lk);
+}
+
 /* Periodic: REPORT (heartbeat + counts), P2P records, GOODBYEs of removed comms; local RANK
  * EXITED against a coordinator process that left. */
 void ncg_client_report(uint64_t now)

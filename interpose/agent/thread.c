@@ -43,7 +43,10 @@ static void *thread_main(void *arg)
             ncg_checker_lost_tick(now);
         if (!exiting && now - ncg_agent.last_report_ns >= interval) {
             ncg_agent.last_report_ns = now;
-            ncg_client_report(now);
+            if (ncg_ending()) /* its GOODBYEs went: liveness only (agent_int.h) */
+                ncg_client_keepalive();
+            else
+                ncg_client_report(now);
             struct ncg_shm_header *h = ncg_seg_get();
             if (h)
                 ck_pr_store_64(&h->heartbeat_ns, ncg_now_ns());
