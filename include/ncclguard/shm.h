@@ -124,8 +124,9 @@ struct ncg_shm_comm {
     uint32_t creator_tid; /* thread that created the comm (its driver before any call) */
     /* Layout 4: the latest SLOW warning (a straggler) the checker sent this member about the
      * comm, written by the checker thread when it arrives (all zero: none since creation). The
-     * checker warns when a rank is named or another one is; it does not tell the members when an
-     * episode ends, so these stay until the next warning. Seqlock: the writer makes slow_gen odd,
+     * checker warns when a rank is named or another one is, and tells the members when the
+     * episode ends: then slow_side is NCG_SLOW_NONE (nobody named now; since_ns and the rest
+     * still say whom the last episode named). Seqlock: the writer makes slow_gen odd,
      * writes the fields, makes it even (release); a reader copies them and takes the copy only
      * when it read the same even slow_gen before and after (acquire), slow_gen > 0. */
     uint32_t slow_gen;      /* 2 x the warnings written (odd while one is written) */

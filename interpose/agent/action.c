@@ -29,13 +29,14 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
+static int have_error; /* the segment shows an error verdict (checker thread only) */
+
 static void segment_mark(const struct ncg_verdict *v, const char *report)
 {
     struct ncg_shm_header *h = ncg_seg_get();
     if (!h)
         return;
-    /* The first error stays; a warning never hides an error (checker thread only). */
-    static int have_error;
+    /* The first error stays; a warning never hides an error. */
     if (have_error || (ck_pr_load_32(&h->state) == NCG_PROC_VERDICT && v->severity == NCG_SEV_WARN))
         return;
     have_error = v->severity == NCG_SEV_ERROR;
@@ -49,6 +50,14 @@ static void segment_mark(const struct ncg_verdict *v, const char *report)
     /* The fields before the state: a reader that sees VERDICT sees them. */
     ck_pr_fence_store();
     ck_pr_store_32(&h->state, NCG_PROC_VERDICT);
+}
+
+void ncg_action_slow_over(const struct ncg_verdict *v)
+{
+    struct ncg_shm_header *h = ncg_seg_get();
+    if (h && !have_error && ck_pr_load_32(&h->state) == NCG_PROC_VERDICT &&
+        h->verdict_kind == NCG_V_SLOW && h->verdict_comm == v->comm_id)
+        ck_pr_store_32(&h->state, NCG_PROC_ALIVE);
 }
 
 /* One write(2) of the diagnostic, with why the report is not where NCCLGUARD_REPORT_DIR says. */

@@ -20,6 +20,10 @@ int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct
 /* Prints v's diagnostic for one more comm rank this process holds (x: its facts, with the
  * action and report of the ncg_action_apply call before it). Checker thread; allocates. */
 void ncg_action_show(const struct ncg_verdict *v, const struct ncg_diag_ctx *x);
+/* The end of a SLOW episode on v's comm: when the segment shows that comm's SLOW warning as
+ * this process's verdict (and no error), the process is shown alive again, the episode being
+ * over. Checker thread. */
+void ncg_action_slow_over(const struct ncg_verdict *v);
 
 /* Ends the process with NCG_EXIT_VERDICT without running atexit handlers. Async-signal-safe. */
 __attribute__((noreturn)) void ncg_action_exit(void);

@@ -180,7 +180,8 @@ static void held_context(const struct ncg_verdict *v, struct held *h, struct ncg
 }
 
 /* A SLOW warning: its figures into the segment slot of every comm rank of v's communicator held
- * here (`ncclguard status` and `watch` read them, ncclguard/shm.h). Caller holds ncg_agent.lk. */
+ * here (`ncclguard status` and `watch` read them, ncclguard/shm.h); its episode's end: side
+ * NCG_SLOW_NONE there, nobody named. Caller holds ncg_agent.lk. */
 static void slow_mark(const struct ncg_verdict *v)
 {
     struct ncg_vslow f;
@@ -192,7 +193,9 @@ static void slow_mark(const struct ncg_verdict *v)
                              .grank = f.global_rank,
                              .pid = f.pid,
                              .share_bp = (uint16_t)(f.share >= 1 ? 10000 : f.share * 10000 + 0.5),
-                             .side = f.device ? NCG_SLOW_DEVICE : NCG_SLOW_HOST};
+                             .side = f.ended    ? NCG_SLOW_NONE
+                                     : f.device ? NCG_SLOW_DEVICE
+                                                : NCG_SLOW_HOST};
     for (size_t i = 0; i < ncg_agent.nlc; i++) {
         struct ncg_lcomm *lc = &ncg_agent.lc[i];
         if (lc->id == v->comm_id && !lc->removed && lc->shm)
@@ -232,6 +235,11 @@ void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
     pthread_mutex_lock(&ncg_agent.lk);
     if (v->kind == NCG_V_SLOW)
         slow_mark(v);
+    if (!ncg_v_counted(v)) { /* a SLOW episode's end: the status only, nothing printed */
+        pthread_mutex_unlock(&ncg_agent.lk);
+        ncg_action_slow_over(v);
+        return;
+    }
     /* Live comms first: a rank that destroyed the comm here is shown only when none is left. */
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < ncg_agent.nlc; i++) {

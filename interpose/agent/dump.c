@@ -150,7 +150,7 @@ static void jcomm(FILE *f, struct ncg_shm_comm *c, const struct tinfo *t, int nt
         fprintf(f, ",\"latest\":null");
     }
     /* The comm's latest SLOW warning (the checker thread wrote it: this thread, no seqlock). */
-    if (ck_pr_load_32(&c->slow_gen))
+    if (ck_pr_load_32(&c->slow_gen) && c->slow_side != NCG_SLOW_NONE) /* NONE: it ended */
         fprintf(f,
                 ",\"slow\":{\"rank\":%d,\"global_rank\":%d,\"pid\":%u,\"share\":%.4f,"
                 "\"since_s\":%.1f,\"side\":\"%s\"}",

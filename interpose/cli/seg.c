@@ -157,7 +157,8 @@ static void copy_str(char *dst, const char *src, size_t n)
 
 /* Copies one communicator slot; returns 0, or 1 when the slot is not published yet. */
 /* The comm's latest SLOW warning (ncclguard/shm.h's seqlock; zero in a segment older than
- * layout 4: none). m->slow_gen 0 when there is none or it kept being rewritten. */
+ * layout 4: none). m->slow_gen 0 when there is none, its episode ended, or it kept being
+ * rewritten. */
 static void read_slow(const struct ncg_shm_comm *c, struct ncg_cli_member *m)
 {
     m->slow_gen = 0;
@@ -175,7 +176,8 @@ static void read_slow(const struct ncg_shm_comm *c, struct ncg_cli_member *m)
         m->slow_side = __atomic_load_n(&c->slow_side, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the fields before the second read */
         if (__atomic_load_n(&c->slow_gen, __ATOMIC_RELAXED) == g) {
-            m->slow_gen = g;
+            /* side NONE: the episode ended, nobody is named now (ncclguard/shm.h) */
+            m->slow_gen = m->slow_side == NCG_SLOW_NONE ? 0 : g;
             return;
         }
     }

@@ -58,7 +58,7 @@ void ncg_co_verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verd
 {
     struct ncg_msg m = {.type = NCG_MSG_VERDICT};
     note_stale_counts(co, c, v);
-    if (co->ops.event) {
+    if (co->ops.event && ncg_v_counted(v)) {
         char sum[512];
         ncg_co_event(co, "%s %s", v->severity == NCG_SEV_WARN ? "warning:" : "verdict:",
                      ncg_verdict_summary(v, sum, sizeof sum));
@@ -86,8 +86,10 @@ void ncg_co_verdict_issue(struct ncg_coord *co, struct ccomm *c, struct ncg_verd
         if (error && ncg_release_add(&c->rel, cn) < 0)
             ncg_co_nomem(co);
     }
-    co->st.verdicts++;
-    co->st.by_kind[v->kind < NCG_V_KIND_MAX_ ? v->kind : 0]++;
+    if (ncg_v_counted(v)) {
+        co->st.verdicts++;
+        co->st.by_kind[v->kind < NCG_V_KIND_MAX_ ? v->kind : 0]++;
+    }
     if (v->severity == NCG_SEV_ERROR) {
         c->done = 1;
         c->q_active = 0;

@@ -1,7 +1,8 @@
 /* SLOW in the flat coordinator (coord_int.h's state): the members' straggler samples gathered
  * per sampled slot until every active member's is in (straggler.h merges them), fed to the
  * comm's window in slot order; a SLOW warning to every member when the window names a rank or
- * another one, an event line when the episode ends. Never an error, never an action. */
+ * another one, and its end (not printed: their status stops naming it) when the episode ends.
+ * Never an error, never an action. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include "coord_int.h"
@@ -17,9 +18,18 @@ static uint32_t active_members(const struct ccomm *c)
 static void on_event(struct ncg_coord *co, struct ccomm *c, enum ncg_sg_event ev, uint64_t now_ns)
 {
     struct ncg_sg *sg = &c->slow->sg;
-    if (ev == NCG_SG_END) {
+    if (ev == NCG_SG_END) { /* the members' status stops naming it (verdicts.h) */
         ncg_co_event(co, "slow: comm %016" PRIx64 ": rank %d no longer holds the others up", c->id,
                      sg->ended);
+        const struct cmember *m = &c->m[sg->ended];
+        struct ncg_vcomm vc = ncg_co_vcomm(c);
+        double lasted = now_ns > sg->since_ns ? (double)(now_ns - sg->since_ns) / 1e9 : 0;
+        struct ncg_verdict *v = ncg_v_slow_end(&vc, sg->ended, m->grank, m->pid, m->host, lasted);
+        if (!v) {
+            ncg_co_nomem(co);
+            return;
+        }
+        ncg_co_verdict_issue(co, c, v);
         return;
     }
     if (ev != NCG_SG_START && ev != NCG_SG_CHANGE)

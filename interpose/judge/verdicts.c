@@ -115,6 +115,12 @@ static void slow_words(struct ncg_verdict *v, int nohost)
         ncg_addf(who, sizeof who, "%son %s", who[0] ? " " : "",
                  f->host[0] ? f->host : "an unknown host");
     snprintf(v->subject, sizeof v->subject, "%d", f->rank);
+    if (f->ended) {
+        snprintf(v->detail, sizeof v->detail,
+                 "no longer holds the others up (it did for %.0f s)%s%s%s", f->since_s,
+                 who[0] ? " (" : "", who, who[0] ? ")" : "");
+        return;
+    }
     snprintf(v->detail, sizeof v->detail,
              "they lose %.1f%% of the step waiting for it, for %.0f s; late %s%s%s%s",
              f->share * 100, f->since_s,
@@ -142,6 +148,17 @@ struct ncg_verdict *ncg_v_slow(const struct ncg_vcomm *c, int32_t rank, int32_t 
                                  .since_s = since_s >= 0 ? since_s : 0};
     snprintf(v->slow.host, sizeof v->slow.host, "%s", host ? host : "");
     slow_words(v, !host);
+    return v;
+}
+
+struct ncg_verdict *ncg_v_slow_end(const struct ncg_vcomm *c, int32_t rank, int32_t grank,
+                                   uint32_t pid, const char *host, double since_s)
+{
+    struct ncg_verdict *v = ncg_v_slow(c, rank, grank, pid, host, 0, since_s, 0);
+    if (v) {
+        v->slow.ended = 1;
+        slow_words(v, 0);
+    }
     return v;
 }
 

@@ -55,6 +55,11 @@ struct ncg_verdict *ncg_v_lag(const struct ncg_vcomm *c, int32_t *who, size_t n,
  * late). The figures go into v->slow, subject and detail are their words. */
 struct ncg_verdict *ncg_v_slow(const struct ncg_vcomm *c, int32_t rank, int32_t grank, uint32_t pid,
                                const char *host, double share, double since_s, int device);
+/* The end of rank's SLOW episode (v->slow.ended; since_s: how long it lasted): sent to the
+ * members like the warning, so that their status stops naming it, but neither printed nor
+ * counted among the job's verdicts (ncg_v_counted). Allocates. */
+struct ncg_verdict *ncg_v_slow_end(const struct ncg_vcomm *c, int32_t rank, int32_t grank,
+                                   uint32_t pid, const char *host, double since_s);
 
 /* Whether a LAG or STUCK is due after idle seconds without progress: 2 an error (past abort_s,
  * when set), 1 a warning (past warn_s, when set, unless warned of already), else 0. */

@@ -445,11 +445,13 @@ size_t ncg_verdict_wire_size(const struct ncg_verdict *v)
 int ncg_vslow_ok(const struct ncg_vslow *s, uint32_t nranks)
 {
     return s->rank >= 0 && (uint32_t)s->rank < (nranks ? nranks : NCG_WIRE_MAX_RANKS) &&
-           s->global_rank >= -1 && s->device <= 1 && s->share >= 0 && s->share <= 1 &&
-           isfinite(s->since_s) && s->since_s >= 0 && memchr(s->host, 0, sizeof s->host);
+           s->global_rank >= -1 && s->device <= 1 && s->ended <= 1 && s->share >= 0 &&
+           s->share <= 1 && isfinite(s->since_s) && s->since_s >= 0 &&
+           memchr(s->host, 0, sizeof s->host);
 }
 
-/* v11: a SLOW verdict's figures, after its notes; the doubles as their IEEE-754 bits. */
+/* v11: a SLOW verdict's figures, after its notes; the doubles as their IEEE-754 bits; v12: the
+ * side's byte also holds the episode's end (bit 1). */
 static void slow_put(struct ncg_wbuf *w, const struct ncg_vslow *s)
 {
     uint64_t share, since;
@@ -458,7 +460,7 @@ static void slow_put(struct ncg_wbuf *w, const struct ncg_vslow *s)
     ncg_put32(w, (uint32_t)s->rank);
     ncg_put32(w, (uint32_t)s->global_rank);
     ncg_put32(w, s->pid);
-    ncg_put8(w, s->device);
+    ncg_put8(w, (uint8_t)(s->device | s->ended << 1));
     ncg_put64(w, share);
     ncg_put64(w, since);
     ncg_wire_put_str(w, s->host, sizeof s->host);
@@ -469,7 +471,9 @@ static void slow_get(struct ncg_rbuf *r, struct ncg_vslow *s)
     s->rank = (int32_t)ncg_get32(r);
     s->global_rank = (int32_t)ncg_get32(r);
     s->pid = ncg_get32(r);
-    s->device = ncg_get8(r);
+    uint8_t fl = ncg_get8(r);
+    s->device = fl & 1u;
+    s->ended = fl >> 1; /* above 1: refused by ncg_vslow_ok */
     uint64_t share = ncg_get64(r), since = ncg_get64(r);
     memcpy(&s->share, &share, sizeof share);
     memcpy(&s->since_s, &since, sizeof since);

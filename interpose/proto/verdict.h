@@ -43,6 +43,9 @@ struct ncg_vslow {
     uint8_t device;      /* 1: late on its GPU (its stream starts the collective late), 0: host */
     double share;        /* of the step the others lose waiting for it, 0..1 */
     double since_s;      /* how long it had held them up when the checker warned, >= 0 */
+    uint8_t ended;       /* 1: the episode is over, rank no longer holds the others up (v12;
+                            since_s: how long it lasted): not printed, it clears the members'
+                            status; ncg_v_slow_end */
     char host[NCG_VSLOW_HOST]; /* "" unknown */
 };
 
@@ -68,6 +71,13 @@ struct ncg_verdict {
     uint32_t nfigs;
     struct ncg_vslow slow; /* kind NCG_V_SLOW: its figures (subject and detail are their words) */
 };
+
+/* Whether v counts among the job's verdicts and warnings (/metrics, /status, the event log's
+ * "warning:" lines) and is printed: all but the end of a SLOW episode (ncg_v_slow_end). Pure. */
+static inline int ncg_v_counted(const struct ncg_verdict *v)
+{
+    return !(v->kind == NCG_V_SLOW && v->slow.ended);
+}
 
 /* Sets v->notes to a copy of text (truncated to the bound). 0 or -ENOMEM. Allocates. */
 int ncg_verdict_set_notes(struct ncg_verdict *v, const char *text);

@@ -148,12 +148,14 @@ void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdi
         ncg_verdict_free(v);
         return;
     }
-    v->nranks = c->nranks; /* the headline's "(N ranks)"; the summary reads no per-rank array */
-    ncg_verdict_summary(v, sum, sizeof sum);
-    v->nranks = 0;
-    ncg_rl_event(r, "%s %s", v->severity == NCG_SEV_WARN ? "warning:" : "verdict:", sum);
-    r->st.verdicts++;
-    r->st.by_kind[v->kind < NCG_V_KIND_MAX_ ? v->kind : 0]++;
+    if (ncg_v_counted(v)) {
+        v->nranks = c->nranks; /* the headline's "(N ranks)"; the summary reads no per-rank array */
+        ncg_verdict_summary(v, sum, sizeof sum);
+        v->nranks = 0;
+        ncg_rl_event(r, "%s %s", v->severity == NCG_SEV_WARN ? "warning:" : "verdict:", sum);
+        r->st.verdicts++;
+        r->st.by_kind[v->kind < NCG_V_KIND_MAX_ ? v->kind : 0]++;
+    }
     if (v->severity == NCG_SEV_ERROR) {
         c->done = 1;
         c->q_active = 0;

@@ -67,13 +67,19 @@ static void on_event(struct ncg_relay *r, struct rcomm *c, enum ncg_sg_event ev,
 {
     struct rslow *s = c->slow;
     struct ncg_sg *sg = s->sg;
+    if (ev != NCG_SG_START && ev != NCG_SG_CHANGE && ev != NCG_SG_END)
+        return;
     if (ev == NCG_SG_END) {
         ncg_rl_event(r, "slow: comm %016" PRIx64 ": rank %d no longer holds the others up", c->id,
                      sg->ended);
+        struct ncg_vcomm vc = ncg_rl_vcomm(c);
+        double lasted = now_ns > sg->since_ns ? (double)(now_ns - sg->since_ns) / 1e9 : 0;
+        /* the members' status stops naming it (verdicts.h); s->named is still its who */
+        ncg_rl_verdict_issue(r, c,
+                             ncg_v_slow_end(&vc, sg->ended, s->named.grank, s->named.pid,
+                                            s->named.host[0] ? s->named.host : NULL, lasted));
         return;
     }
-    if (ev != NCG_SG_START && ev != NCG_SG_CHANGE)
-        return;
     s->named = (struct ncg_sg_who){.grank = -1};
     for (uint32_t i = 0; i < NCG_RL_SLOW_SEEN; i++)
         if (s->seen[i].rank == sg->named)
