@@ -36,7 +36,7 @@ $(CHK_OUT)/rawconn: tests/checker/rawconn.c $(call ncg_a,coord judge proto commo
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c $(call ncg_link,coord judge proto common)
 
 # The wait-for graph alone (DEADLOCK).
-$(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c $(call ncg_a,judge)
+$(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c tests/checker/check.h $(call ncg_a,judge)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/waitfor_test.c $(call ncg_link,judge)
 
@@ -46,7 +46,7 @@ $(CHK_OUT)/failalloc.so: tests/checker/failalloc.c
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -shared -o $@ $<
 
 # The straggler decision alone (SLOW).
-$(CHK_OUT)/straggler_test: tests/checker/straggler_test.c $(call ncg_a,judge)
+$(CHK_OUT)/straggler_test: tests/checker/straggler_test.c tests/checker/check.h $(call ncg_a,judge)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/straggler_test.c $(call ncg_link,judge)
 
@@ -70,7 +70,7 @@ BENCH_TARGETS += bench-release
 
 # The status endpoint's tests: parser, renderers and server state machine; parser
 # fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
-$(CHK_OUT)/http_unit: tests/checker/http_unit.c interpose/cli/json.c $(call ncg_a,net coord judge proto common)
+$(CHK_OUT)/http_unit: tests/checker/http_unit.c tests/checker/check.h interpose/cli/json.c $(call ncg_a,net coord judge proto common)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/checker/http_unit.c interpose/cli/json.c $(call ncg_link,net coord judge proto common)
 $(CHK_OUT)/fuzz_http: tests/checker/fuzz_http.c interpose/net/http_parse.c interpose/net/http_parse.h
@@ -137,19 +137,19 @@ TEST_BINS += $(BUILD)/tests/ncg-relayd
 TEST_BINS += $(APPS_OUT)/multidev $(APPS_OUT)/tworelease
 
 # The id's tail codec alone (interpose/proto/idtail.c).
-$(CHK_OUT)/idtail_test: tests/checker/idtail_test.c $(call ncg_a,proto)
+$(CHK_OUT)/idtail_test: tests/checker/idtail_test.c tests/checker/check.h $(call ncg_a,proto)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/idtail_test.c $(call ncg_link,proto)
 TEST_BINS += $(CHK_OUT)/idtail_test
 
 # Figure runs alone (interpose/proto/figruns.c): round trips, coarsening, edges.
-$(CHK_OUT)/figruns_test: tests/checker/figruns_test.c $(call ncg_a,proto)
+$(CHK_OUT)/figruns_test: tests/checker/figruns_test.c tests/checker/check.h $(call ncg_a,proto)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/figruns_test.c $(call ncg_link,proto)
 TEST_BINS += $(CHK_OUT)/figruns_test
 
 # The verdicts a process decides on its own (interpose/judge/local.c).
-$(CHK_OUT)/local_test: tests/checker/local_test.c $(call ncg_a,judge proto)
+$(CHK_OUT)/local_test: tests/checker/local_test.c tests/checker/check.h $(call ncg_a,judge proto)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/local_test.c $(call ncg_link,judge proto)
 TEST_BINS += $(CHK_OUT)/local_test
