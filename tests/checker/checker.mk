@@ -111,9 +111,13 @@ BENCH_TARGETS += bench-http-real
 
 # The relay tree: its state machine, unit-tested over an in-memory network, and in
 # the shim with its host (relayhost.c) under NCCLGUARD_TREE (docs/checker.md, "the relay tree").
-$(CHK_OUT)/relay_unit: tests/checker/relay_unit.c $(call ncg_a,relay judge proto common)
+# relay_unit.c holds the network and main; relay_unit_<topic>.c the tests (relay_unit.h).
+CHK_RELAY_UNIT_SRCS := tests/checker/relay_unit.c \
+  $(foreach t,codec rounds faults exit progress p2p deadlock,tests/checker/relay_unit_$(t).c)
+$(CHK_OUT)/relay_unit: $(CHK_RELAY_UNIT_SRCS) tests/checker/relay_unit.h tests/checker/check.h \
+                       $(call ncg_a,relay judge proto common)
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/relay_unit.c $(call ncg_link,relay judge proto common)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ $(CHK_RELAY_UNIT_SRCS) $(call ncg_link,relay judge proto common)
 TEST_BINS += $(CHK_OUT)/relay_unit
 
 # The simulator: N virtual ranks through the relay tree's code and protocol (tests/sim).
