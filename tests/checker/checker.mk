@@ -7,9 +7,12 @@ CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps
 # Unit tests of the pure parts (wire, verdicts, compact lists, coordinator state machine,
 # the diagnostics' text).
 CHK_UNIT_LAYERS := agent coord judge proto common
-$(CHK_OUT)/unit: tests/checker/unit.c $(call ncg_a,$(CHK_UNIT_LAYERS))
+# unit.c holds the shared round trip and main; unit_<topic>.c the tests (unit.h).
+CHK_UNIT_SRCS := tests/checker/unit.c $(foreach t,wire verdicts coord,tests/checker/unit_$(t).c)
+$(CHK_OUT)/unit: $(CHK_UNIT_SRCS) tests/checker/unit.h tests/checker/check.h \
+                 $(call ncg_a,$(CHK_UNIT_LAYERS))
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/unit.c $(call ncg_link,$(CHK_UNIT_LAYERS))
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ $(CHK_UNIT_SRCS) $(call ncg_link,$(CHK_UNIT_LAYERS))
 
 # Wire decoder fuzzing: a standalone driver over random/mutated frames (always built), and a
 # libFuzzer target when clang is there (make fuzz-wire).
