@@ -7,9 +7,12 @@ CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps
 # Unit tests of the pure parts (wire, verdicts, compact lists, coordinator state machine,
 # the diagnostics' text).
 CHK_UNIT_LAYERS := agent coord judge proto common
-$(CHK_OUT)/unit: tests/checker/unit.c $(call ncg_a,$(CHK_UNIT_LAYERS))
+# unit.c holds the shared round trip and main; unit_<topic>.c the tests (unit.h).
+CHK_UNIT_SRCS := tests/checker/unit.c $(foreach t,wire verdicts coord,tests/checker/unit_$(t).c)
+$(CHK_OUT)/unit: $(CHK_UNIT_SRCS) tests/checker/unit.h tests/checker/check.h \
+                 $(call ncg_a,$(CHK_UNIT_LAYERS))
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/unit.c $(call ncg_link,$(CHK_UNIT_LAYERS))
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ $(CHK_UNIT_SRCS) $(call ncg_link,$(CHK_UNIT_LAYERS))
 
 # Wire decoder fuzzing: a standalone driver over random/mutated frames (always built), and a
 # libFuzzer target when clang is there (make fuzz-wire).
@@ -36,7 +39,7 @@ $(CHK_OUT)/rawconn: tests/checker/rawconn.c $(call ncg_a,coord judge proto commo
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c $(call ncg_link,coord judge proto common)
 
 # The wait-for graph alone (DEADLOCK).
-$(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c $(call ncg_a,judge)
+$(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c tests/checker/check.h $(call ncg_a,judge)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/waitfor_test.c $(call ncg_link,judge)
 
@@ -46,7 +49,7 @@ $(CHK_OUT)/failalloc.so: tests/checker/failalloc.c
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -shared -o $@ $<
 
 # The straggler decision alone (SLOW).
-$(CHK_OUT)/straggler_test: tests/checker/straggler_test.c $(call ncg_a,judge)
+$(CHK_OUT)/straggler_test: tests/checker/straggler_test.c tests/checker/check.h $(call ncg_a,judge)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/straggler_test.c $(call ncg_link,judge)
 
@@ -70,7 +73,7 @@ BENCH_TARGETS += bench-release
 
 # The status endpoint's tests: parser, renderers and server state machine; parser
 # fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
-$(CHK_OUT)/http_unit: tests/checker/http_unit.c interpose/cli/json.c $(call ncg_a,net coord judge proto common)
+$(CHK_OUT)/http_unit: tests/checker/http_unit.c tests/checker/check.h interpose/cli/json.c $(call ncg_a,net coord judge proto common)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/checker/http_unit.c interpose/cli/json.c $(call ncg_link,net coord judge proto common)
 $(CHK_OUT)/fuzz_http: tests/checker/fuzz_http.c interpose/net/http_parse.c interpose/net/http_parse.h
@@ -111,9 +114,13 @@ BENCH_TARGETS += bench-http-real
 
 # The relay tree: its state machine, unit-tested over an in-memory network, and in
 # the shim with its host (relayhost.c) under NCCLGUARD_TREE (docs/checker.md, "the relay tree").
-$(CHK_OUT)/relay_unit: tests/checker/relay_unit.c $(call ncg_a,relay judge proto common)
+# relay_unit.c holds the network and main; relay_unit_<topic>.c the tests (relay_unit.h).
+CHK_RELAY_UNIT_SRCS := tests/checker/relay_unit.c \
+  $(foreach t,codec rounds faults exit progress p2p deadlock,tests/checker/relay_unit_$(t).c)
+$(CHK_OUT)/relay_unit: $(CHK_RELAY_UNIT_SRCS) tests/checker/relay_unit.h tests/checker/check.h \
+                       $(call ncg_a,relay judge proto common)
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/relay_unit.c $(call ncg_link,relay judge proto common)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ $(CHK_RELAY_UNIT_SRCS) $(call ncg_link,relay judge proto common)
 TEST_BINS += $(CHK_OUT)/relay_unit
 
 # The simulator: N virtual ranks through the relay tree's code and protocol (tests/sim).
@@ -137,19 +144,19 @@ TEST_BINS += $(BUILD)/tests/ncg-relayd
 TEST_BINS += $(APPS_OUT)/multidev $(APPS_OUT)/tworelease
 
 # The id's tail codec alone (interpose/proto/idtail.c).
-$(CHK_OUT)/idtail_test: tests/checker/idtail_test.c $(call ncg_a,proto)
+$(CHK_OUT)/idtail_test: tests/checker/idtail_test.c tests/checker/check.h $(call ncg_a,proto)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/idtail_test.c $(call ncg_link,proto)
 TEST_BINS += $(CHK_OUT)/idtail_test
 
 # Figure runs alone (interpose/proto/figruns.c): round trips, coarsening, edges.
-$(CHK_OUT)/figruns_test: tests/checker/figruns_test.c $(call ncg_a,proto)
+$(CHK_OUT)/figruns_test: tests/checker/figruns_test.c tests/checker/check.h $(call ncg_a,proto)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/figruns_test.c $(call ncg_link,proto)
 TEST_BINS += $(CHK_OUT)/figruns_test
 
 # The verdicts a process decides on its own (interpose/judge/local.c).
-$(CHK_OUT)/local_test: tests/checker/local_test.c $(call ncg_a,judge proto)
+$(CHK_OUT)/local_test: tests/checker/local_test.c tests/checker/check.h $(call ncg_a,judge proto)
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/local_test.c $(call ncg_link,judge proto)
 TEST_BINS += $(CHK_OUT)/local_test

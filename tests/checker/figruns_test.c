@@ -7,19 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "figruns.h"
 #include "wire_base.h"
 #include "wire_io.h"
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "figruns_test: %s:%d: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+NCG_CHECK_PROGRAM("figruns_test");
 
 static uint8_t wbuf[1u << 22];
 
@@ -262,10 +255,5 @@ int main(void)
     test_merge_and_text();
     test_fit();
     test_bad();
-    if (failures) {
-        fprintf(stderr, "figruns_test: %d failures\n", failures);
-        return 1;
-    }
-    printf("figruns_test: ok\n");
-    return 0;
+    return ncg_check_done();
 }

@@ -15,21 +15,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "coord.h"
 #include "http.h"
 #include "http_parse.h"
 #include "json.h"
 #include "metrics.h"
 
-static int fails, checks;
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            fails++;                                                                               \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                        \
-        }                                                                                          \
-    } while (0)
+NCG_CHECK_PROGRAM("http_unit");
 
 static struct ncg_http_req R;
 static long P(const char *s)
@@ -42,75 +35,75 @@ static void test_parse_valid(void)
     const char *g = "GET /metrics?a=b HTTP/1.1\r\nHost: h:1\r\nAuthorization:  bearer  ab12 \r\n"
                     "Connection: keep-alive, close\r\n\r\nTRAILING";
     long n = P(g);
-    EXPECT(n == (long)(strstr(g, "TRAILING") - g));
-    EXPECT(R.method == NCG_HTTP_GET && R.minor == 1 && !strcmp(R.path, "/metrics"));
-    EXPECT(!strcmp(R.query, "a=b") && R.has_host && R.has_auth && R.close);
-    EXPECT(!strcmp(R.auth_scheme, "bearer") && !strcmp(R.auth_cred, "ab12"));
+    CHECK(n == (long)(strstr(g, "TRAILING") - g));
+    CHECK(R.method == NCG_HTTP_GET && R.minor == 1 && !strcmp(R.path, "/metrics"));
+    CHECK(!strcmp(R.query, "a=b") && R.has_host && R.has_auth && R.close);
+    CHECK(!strcmp(R.auth_scheme, "bearer") && !strcmp(R.auth_cred, "ab12"));
     /* every proper prefix of a valid head: "need more", never an answer or an error */
     size_t hl = (size_t)n;
     for (size_t k = 0; k < hl; k++)
-        EXPECT(ncg_http_parse(g, k, &R) == 0);
-    EXPECT(P("HEAD / HTTP/1.0\n\n") == 17 && R.method == NCG_HTTP_HEAD && R.minor == 0);
-    EXPECT(!R.has_host && !R.has_auth && !R.close);          /* 1.0 needs no Host */
-    EXPECT(P("\r\nGET /x HTTP/1.1\r\nHost: a\r\n\r\n") > 0); /* a leading empty line is ignored */
-    EXPECT(P("DELETE /status HTTP/1.1\r\nHost: a\r\n\r\n") > 0 && R.method == NCG_HTTP_OTHER);
-    EXPECT(P("GET /s HTTP/1.1\r\nHost: a\r\nContent-Length: 00\r\n\r\n") > 0);
-    EXPECT(P("GET /s HTTP/1.1\r\nhOsT:a\r\nX-Empty:\r\n\r\n") > 0);
+        CHECK(ncg_http_parse(g, k, &R) == 0);
+    CHECK(P("HEAD / HTTP/1.0\n\n") == 17 && R.method == NCG_HTTP_HEAD && R.minor == 0);
+    CHECK(!R.has_host && !R.has_auth && !R.close);          /* 1.0 needs no Host */
+    CHECK(P("\r\nGET /x HTTP/1.1\r\nHost: a\r\n\r\n") > 0); /* a leading empty line is ignored */
+    CHECK(P("DELETE /status HTTP/1.1\r\nHost: a\r\n\r\n") > 0 && R.method == NCG_HTTP_OTHER);
+    CHECK(P("GET /s HTTP/1.1\r\nHost: a\r\nContent-Length: 00\r\n\r\n") > 0);
+    CHECK(P("GET /s HTTP/1.1\r\nhOsT:a\r\nX-Empty:\r\n\r\n") > 0);
 }
 
 static void test_parse_refused(void)
 {
     /* complete first lines that are wrong: refused at once, without waiting for the head */
-    EXPECT(P("GARBAGE\r\n") == -400);
-    EXPECT(P("GET\r\n") == -400);
-    EXPECT(P("GET  / HTTP/1.1\r\n") == -400);
-    EXPECT(P("GET http://x/ HTTP/1.1\r\n") == -400);
-    EXPECT(P("GET * HTTP/1.1\r\n") == -400);
-    EXPECT(P("GET / HTTP/1.1 \r\n") == -400);
-    EXPECT(P("GET / HTTP/1.1x\r\n") == -400);
-    EXPECT(P("GET / http/1.1\r\n") == -400);
-    EXPECT(P("G(T / HTTP/1.1\r\n") == -400);
-    EXPECT(P("GET / HTTP/2.0\r\n") == -505);
-    EXPECT(P("GET / HTTP/1.2\r\n") == -505);
-    EXPECT(P("GET /a\x01 HTTP/1.1\r\n") == -400);
-    EXPECT(P("GET /a\rb HTTP/1.1\r\n") == -400); /* bare CR */
-    EXPECT(P("GET /\0 HTTP/1.1\r\n") == 0 || 1); /* (strlen stops at the NUL) */
-    EXPECT(ncg_http_parse("GET /\0 HTTP/1.1\r\n", 17, &R) == -400);
+    CHECK(P("GARBAGE\r\n") == -400);
+    CHECK(P("GET\r\n") == -400);
+    CHECK(P("GET  / HTTP/1.1\r\n") == -400);
+    CHECK(P("GET http://x/ HTTP/1.1\r\n") == -400);
+    CHECK(P("GET * HTTP/1.1\r\n") == -400);
+    CHECK(P("GET / HTTP/1.1 \r\n") == -400);
+    CHECK(P("GET / HTTP/1.1x\r\n") == -400);
+    CHECK(P("GET / http/1.1\r\n") == -400);
+    CHECK(P("G(T / HTTP/1.1\r\n") == -400);
+    CHECK(P("GET / HTTP/2.0\r\n") == -505);
+    CHECK(P("GET / HTTP/1.2\r\n") == -505);
+    CHECK(P("GET /a\x01 HTTP/1.1\r\n") == -400);
+    CHECK(P("GET /a\rb HTTP/1.1\r\n") == -400); /* bare CR */
+    CHECK(P("GET /\0 HTTP/1.1\r\n") == 0 || 1); /* (strlen stops at the NUL) */
+    CHECK(ncg_http_parse("GET /\0 HTTP/1.1\r\n", 17, &R) == -400);
     static char big[NCG_HTTP_MAX_HEAD + 600];
     memset(big, 'a', sizeof big);
     memcpy(big, "GET /", 5);
     memcpy(big + 5 + NCG_HTTP_MAX_TARGET, " HTTP/1.1\r\n", 11);
-    EXPECT(ncg_http_parse(big, 5 + NCG_HTTP_MAX_TARGET + 11, &R) == -414);
+    CHECK(ncg_http_parse(big, 5 + NCG_HTTP_MAX_TARGET + 11, &R) == -414);
     /* fields */
-    EXPECT(P("GET / HTTP/1.1\r\n\r\n") == -400); /* 1.1 without Host */
-    EXPECT(P("GET / HTTP/1.1\r\nHost : a\r\n") == -400);
-    EXPECT(P("GET / HTTP/1.1\r\nHost: a\r\n folded\r\n") == -400);
-    EXPECT(P("GET / HTTP/1.1\r\nNoColon\r\n") == -400);
-    EXPECT(P("GET / HTTP/1.1\r\n: v\r\n") == -400);
-    EXPECT(P("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n") == -400);
-    EXPECT(P("GET / HTTP/1.1\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n") == -400);
-    EXPECT(P("GET / HTTP/1.1\r\nContent-Length: 5\r\n") == -400);
-    EXPECT(P("GET / HTTP/1.1\r\nContent-Length: \r\n") == -400);
-    EXPECT(P("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n") == -501);
-    EXPECT(P("GET / HTTP/1.1\r\nX: a\x7f\r\n") == -400);
-    EXPECT(P("GET / HTTP/1.1\r\nAuthorization: VeryLongSchemeName x\r\n") == -400);
+    CHECK(P("GET / HTTP/1.1\r\n\r\n") == -400); /* 1.1 without Host */
+    CHECK(P("GET / HTTP/1.1\r\nHost : a\r\n") == -400);
+    CHECK(P("GET / HTTP/1.1\r\nHost: a\r\n folded\r\n") == -400);
+    CHECK(P("GET / HTTP/1.1\r\nNoColon\r\n") == -400);
+    CHECK(P("GET / HTTP/1.1\r\n: v\r\n") == -400);
+    CHECK(P("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n") == -400);
+    CHECK(P("GET / HTTP/1.1\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n") == -400);
+    CHECK(P("GET / HTTP/1.1\r\nContent-Length: 5\r\n") == -400);
+    CHECK(P("GET / HTTP/1.1\r\nContent-Length: \r\n") == -400);
+    CHECK(P("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n") == -501);
+    CHECK(P("GET / HTTP/1.1\r\nX: a\x7f\r\n") == -400);
+    CHECK(P("GET / HTTP/1.1\r\nAuthorization: VeryLongSchemeName x\r\n") == -400);
     /* sizes */
     char many[4096] = "GET / HTTP/1.1\r\n";
     for (unsigned i = 0; i <= NCG_HTTP_MAX_HEADERS; i++)
         strcat(many, "X: y\r\n");
-    EXPECT(P(many) == -431);
+    CHECK(P(many) == -431);
     memset(big, 'a', sizeof big);
     memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
-    EXPECT(ncg_http_parse(big, NCG_HTTP_MAX_HEAD - 1, &R) == 0); /* still possible */
-    EXPECT(ncg_http_parse(big, NCG_HTTP_MAX_HEAD, &R) == -431);  /* incomplete at the bound */
+    CHECK(ncg_http_parse(big, NCG_HTTP_MAX_HEAD - 1, &R) == 0); /* still possible */
+    CHECK(ncg_http_parse(big, NCG_HTTP_MAX_HEAD, &R) == -431);  /* incomplete at the bound */
     memcpy(big + NCG_HTTP_MAX_HEAD + 10, "\r\n\r\n", 4);
-    EXPECT(ncg_http_parse(big, NCG_HTTP_MAX_HEAD + 14, &R) == -431);
+    CHECK(ncg_http_parse(big, NCG_HTTP_MAX_HEAD + 14, &R) == -431);
     char la[600] = "GET / HTTP/1.1\r\nAuthorization: Bearer ";
     memset(la + strlen(la), 'k', NCG_HTTP_MAX_AUTH);
     strcat(la, "\r\n");
-    EXPECT(P(la) == -431);
-    EXPECT(!strcmp(ncg_http_reason(431), "Request Header Fields Too Large"));
-    EXPECT(!strcmp(ncg_http_reason(999), ""));
+    CHECK(P(la) == -431);
+    CHECK(!strcmp(ncg_http_reason(431), "Request Header Fields Too Large"));
+    CHECK(!strcmp(ncg_http_reason(999), ""));
 }
 
 /* ---- a coordinator with simulated members ---- */
@@ -223,55 +216,55 @@ static void test_render(void)
     for (int r = 0; r < N; r++)
         report(co, r, N, r == 7 ? 12 : 30, t); /* rank 7 behind */
     struct ncg_buf b = {0};
-    EXPECT(ncg_metrics_render(co, t + SEC / 2, &b) == 0);
+    CHECK(ncg_metrics_render(co, t + SEC / 2, &b) == 0);
     int ns = 0;
-    EXPECT(prom_ok(b.p, &ns));
+    CHECK(prom_ok(b.p, &ns));
     if (getenv("HTTP_UNIT_DUMP"))
         fputs(b.p, stderr);
-    EXPECT(ns > 6 * N);
+    CHECK(ns > 6 * N);
     char line[160];
     for (int r = 0; r < N; r++) {
         snprintf(line, sizeof line,
                  "ncclguard_calls_issued_total{comm=\"abcdef0123456789\",rank=\"%d\"} %d\n", r,
                  r == 7 ? 12 : 30);
-        EXPECT(strstr(b.p, line) != NULL);
+        CHECK(strstr(b.p, line) != NULL);
     }
-    EXPECT(strstr(b.p, "ncclguard_comm_lag_calls{comm=\"abcdef0123456789\"} 18\n"));
-    EXPECT(strstr(b.p, "ncclguard_comm_slowest_rank{comm=\"abcdef0123456789\"} 7\n"));
-    EXPECT(strstr(b.p, "host=\"node0\\\"x\"")); /* label values escaped */
-    EXPECT(strstr(b.p, "ncclguard_calls_per_second{comm=\"abcdef0123456789\",rank=\"0\"} 8.000\n"));
+    CHECK(strstr(b.p, "ncclguard_comm_lag_calls{comm=\"abcdef0123456789\"} 18\n"));
+    CHECK(strstr(b.p, "ncclguard_comm_slowest_rank{comm=\"abcdef0123456789\"} 7\n"));
+    CHECK(strstr(b.p, "host=\"node0\\\"x\"")); /* label values escaped */
+    CHECK(strstr(b.p, "ncclguard_calls_per_second{comm=\"abcdef0123456789\",rank=\"0\"} 8.000\n"));
     ncg_buf_free(&b);
 
-    EXPECT(ncg_status_render(co, t, 1.5e9, &b) == 0);
+    CHECK(ncg_status_render(co, t, 1.5e9, &b) == 0);
     size_t at = 0;
     struct ncg_json *j = ncg_cli_json_parse(b.p, b.len, &at);
-    EXPECT(j != NULL);
+    CHECK(j != NULL);
     if (!j)
         fprintf(stderr, "status at %zu: %.80s\n", at, b.p + (at > 20 ? at - 20 : 0));
     if (j) {
         const struct ncg_json *cs = ncg_cli_json_get(j, "communicators");
-        EXPECT(cs && cs->type == NCG_JSON_ARRAY && cs->n == 1);
+        CHECK(cs && cs->type == NCG_JSON_ARRAY && cs->n == 1);
         if (cs && cs->n == 1) {
             const struct ncg_json *c = cs->kids[0];
-            EXPECT(!strcmp(ncg_cli_json_s(c, "id", ""), "abcdef0123456789"));
-            EXPECT(ncg_cli_json_n(c, "lag_calls", -1) == 18);
+            CHECK(!strcmp(ncg_cli_json_s(c, "id", ""), "abcdef0123456789"));
+            CHECK(ncg_cli_json_n(c, "lag_calls", -1) == 18);
             const struct ncg_json *bh = ncg_cli_json_get(c, "behind");
-            EXPECT(bh && bh->n == 1 && bh->kids[0]->num == 7);
+            CHECK(bh && bh->n == 1 && bh->kids[0]->num == 7);
             const struct ncg_json *ms = ncg_cli_json_get(c, "members");
-            EXPECT(ms && ms->n == N);
+            CHECK(ms && ms->n == N);
         }
         const struct ncg_json *hs = ncg_cli_json_get(j, "hosts");
-        EXPECT(hs && hs->n == N / 8);
+        CHECK(hs && hs->n == N / 8);
         ncg_cli_json_free(j);
     }
     ncg_buf_free(&b);
     /* a death shows as a verdict by kind and on the communicator */
     ncg_coord_closed(co, 3, t);
-    EXPECT(ncg_metrics_render(co, t, &b) == 0);
-    EXPECT(strstr(b.p, "ncclguard_verdicts_total{kind=\"RANK_DIED\"} 1\n"));
-    EXPECT(strstr(b.p, "ncclguard_comm_verdict{comm=\"abcdef0123456789\",kind=\"RANK_DIED\"} 1\n"));
-    EXPECT(strstr(b.p, "ncclguard_rank_state{comm=\"abcdef0123456789\",rank=\"3\"} 3\n"));
-    EXPECT(prom_ok(b.p, &ns));
+    CHECK(ncg_metrics_render(co, t, &b) == 0);
+    CHECK(strstr(b.p, "ncclguard_verdicts_total{kind=\"RANK_DIED\"} 1\n"));
+    CHECK(strstr(b.p, "ncclguard_comm_verdict{comm=\"abcdef0123456789\",kind=\"RANK_DIED\"} 1\n"));
+    CHECK(strstr(b.p, "ncclguard_rank_state{comm=\"abcdef0123456789\",rank=\"3\"} 3\n"));
+    CHECK(prom_ok(b.p, &ns));
     ncg_buf_free(&b);
     ncg_coord_free(co);
 }
@@ -296,7 +289,7 @@ static int dial(void)
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    EXPECT(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0);
+    CHECK(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0);
     return fd;
 }
 
@@ -306,7 +299,7 @@ static const char *ask(const char *req, uint64_t now)
     static char resp[1 << 20];
     int fd = dial();
     pump(now, 2);
-    EXPECT(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+    CHECK(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
     size_t n = 0;
     for (int i = 0; i < 400 && n < sizeof resp - 1; i++) {
         pump(now, 1);
@@ -333,46 +326,46 @@ static void test_server(void)
     struct ncg_http_source src;
     ncg_coord_http_source(co, &src);
     H = ncg_http_new("127.0.0.1:0", tok, &src, err, sizeof err);
-    EXPECT(H != NULL);
+    CHECK(H != NULL);
     if (!H)
         return;
     const char *a = "Authorization: Bearer 0123456789abcdef\r\n";
     char req[512];
     snprintf(req, sizeof req, "GET /healthz HTTP/1.1\r\nHost: x\r\n%s\r\n", a);
-    EXPECT(!strncmp(ask(req, t), "HTTP/1.1 200 OK\r\n", 17));
-    EXPECT(strstr(ask(req, t), "\r\n\r\nok\n"));
+    CHECK(!strncmp(ask(req, t), "HTTP/1.1 200 OK\r\n", 17));
+    CHECK(strstr(ask(req, t), "\r\n\r\nok\n"));
     snprintf(req, sizeof req, "GET /metrics HTTP/1.1\r\nHost: x\r\n%s\r\n", a);
     const char *m = ask(req, t);
-    EXPECT(strstr(m, "Content-Type: text/plain; version=0.0.4"));
-    EXPECT(strstr(m, "ncclguard_calls_issued_total{comm=\"abcdef0123456789\",rank=\"3\"} 5\n"));
+    CHECK(strstr(m, "Content-Type: text/plain; version=0.0.4"));
+    CHECK(strstr(m, "ncclguard_calls_issued_total{comm=\"abcdef0123456789\",rank=\"3\"} 5\n"));
     snprintf(req, sizeof req, "HEAD /status HTTP/1.1\r\nHost: x\r\n%s\r\n", a);
     m = ask(req, t);
-    EXPECT(!strncmp(m, "HTTP/1.1 200 OK\r\n", 17) && strstr(m, "\r\n\r\n")[4] == 0);
+    CHECK(!strncmp(m, "HTTP/1.1 200 OK\r\n", 17) && strstr(m, "\r\n\r\n")[4] == 0);
     const char *unauth = ask("GET /status HTTP/1.1\r\nHost: x\r\n\r\n", t);
-    EXPECT(!strncmp(unauth, "HTTP/1.1 401 ", 13) && !strstr(unauth, "communicators"));
-    EXPECT(!strncmp(ask("GET /status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer 0123456789abcdee"
-                        "\r\n\r\n",
-                        t),
-                    "HTTP/1.1 401 ", 13));
-    EXPECT(!strncmp(ask("GET /status HTTP/1.1\r\nHost: x\r\nAuthorization: Basic 0123456789abcdef"
-                        "\r\n\r\n",
-                        t),
-                    "HTTP/1.1 401 ", 13));
-    EXPECT(!strncmp(ask("BLAH\r\n\r\n", t), "HTTP/1.1 400 ", 13));
+    CHECK(!strncmp(unauth, "HTTP/1.1 401 ", 13) && !strstr(unauth, "communicators"));
+    CHECK(!strncmp(ask("GET /status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer 0123456789abcdee"
+                       "\r\n\r\n",
+                       t),
+                   "HTTP/1.1 401 ", 13));
+    CHECK(!strncmp(ask("GET /status HTTP/1.1\r\nHost: x\r\nAuthorization: Basic 0123456789abcdef"
+                       "\r\n\r\n",
+                       t),
+                   "HTTP/1.1 401 ", 13));
+    CHECK(!strncmp(ask("BLAH\r\n\r\n", t), "HTTP/1.1 400 ", 13));
     snprintf(req, sizeof req, "PUT /status HTTP/1.1\r\nHost: x\r\n%s\r\n", a);
-    EXPECT(!strncmp(ask(req, t), "HTTP/1.1 405 ", 13));
+    CHECK(!strncmp(ask(req, t), "HTTP/1.1 405 ", 13));
     snprintf(req, sizeof req, "GET /nope HTTP/1.1\r\nHost: x\r\n%s\r\n", a);
-    EXPECT(!strncmp(ask(req, t), "HTTP/1.1 404 ", 13));
+    CHECK(!strncmp(ask(req, t), "HTTP/1.1 404 ", 13));
     /* slowloris: a head that never completes is answered 408 at its deadline, then closed */
     int slow = dial();
     pump(t, 2);
-    EXPECT(write(slow, "GET /status HTTP/1.1\r\nHo", 24) == 24);
+    CHECK(write(slow, "GET /status HTTP/1.1\r\nHo", 24) == 24);
     pump(t + NCG_HTTP_HEAD_TIMEOUT_NS - SEC, 3);
     char buf[512];
-    EXPECT(recv(slow, buf, sizeof buf, MSG_DONTWAIT) < 0); /* nothing yet */
+    CHECK(recv(slow, buf, sizeof buf, MSG_DONTWAIT) < 0); /* nothing yet */
     pump(t + NCG_HTTP_HEAD_TIMEOUT_NS + SEC, 3);
     ssize_t r = recv(slow, buf, sizeof buf - 1, MSG_DONTWAIT);
-    EXPECT(r > 12 && !strncmp(buf, "HTTP/1.1 408 ", 13));
+    CHECK(r > 12 && !strncmp(buf, "HTTP/1.1 408 ", 13));
     close(slow);
     pump(t + NCG_HTTP_HEAD_TIMEOUT_NS + 3 * SEC, 2);
     /* the cap: NCG_HTTP_MAX_CONNS idle connections, the next one gets 503 */
@@ -383,26 +376,26 @@ static void test_server(void)
     int extra = dial();
     pump(t + 10 * SEC, 3);
     r = recv(extra, buf, sizeof buf - 1, 0);
-    EXPECT(r > 12 && !strncmp(buf, "HTTP/1.1 503 ", 13));
+    CHECK(r > 12 && !strncmp(buf, "HTTP/1.1 503 ", 13));
     close(extra);
     for (int i = 0; i < NCG_HTTP_MAX_CONNS; i++)
         close(idle[i]);
     pump(t + 30 * SEC, 3);
     struct ncg_http_stats st;
     ncg_http_get_stats(H, &st);
-    EXPECT(st.refused == 1 && st.timeouts >= 1 && st.status[2] >= 4 && st.status[4] >= 5);
+    CHECK(st.refused == 1 && st.timeouts >= 1 && st.status[2] >= 4 && st.status[4] >= 5);
     /* the token as a string hashed (coord --token secret) also works */
     ncg_http_free(H);
     H = ncg_http_new("127.0.0.1:0", ncg_token_hash("secret"), &src, err, sizeof err);
-    EXPECT(
+    CHECK(
         !strncmp(ask("GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\n\r\n", t),
                  "HTTP/1.1 200 ", 13));
     ncg_http_free(H);
     /* no token: no header needed */
     H = ncg_http_new("127.0.0.1:0", 0, &src, err, sizeof err);
-    EXPECT(!strncmp(ask("GET /healthz HTTP/1.0\r\n\r\n", t), "HTTP/1.1 200 ", 13));
+    CHECK(!strncmp(ask("GET /healthz HTTP/1.0\r\n\r\n", t), "HTTP/1.1 200 ", 13));
     ncg_http_free(H);
-    EXPECT(ncg_http_new("nosuchhost.invalid:0", 0, &src, err, sizeof err) == NULL && err[0]);
+    CHECK(ncg_http_new("nosuchhost.invalid:0", 0, &src, err, sizeof err) == NULL && err[0]);
     ncg_coord_free(co);
 }
 
@@ -436,7 +429,7 @@ static const char *ask_at(const char *req, uint64_t t0, uint64_t step, int round
     static char resp[65536];
     int fd = dial();
     pump(t0, 2);
-    EXPECT(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+    CHECK(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
     size_t n = 0;
     for (int i = 0; i < rounds && n < sizeof resp - 1; i++) {
         pump(t0 + (uint64_t)i * step, 1);
@@ -456,22 +449,22 @@ static void test_source(void)
 {
     struct ncg_http_query q;
     char err[160];
-    EXPECT(ncg_http_query_parse("ranks=4-7", &q, err, sizeof err) == 0 && q.has_ranks &&
-           q.lo == 4 && q.hi == 7 && !q.has_comm);
-    EXPECT(ncg_http_query_parse("comm=00000000000000ff&ranks=3", &q, err, sizeof err) == 0 &&
-           q.has_comm && q.comm == 0xff && q.lo == 3 && q.hi == 3);
-    EXPECT(ncg_http_query_parse("", &q, err, sizeof err) == 0 && !q.has_ranks && !q.has_comm);
-    EXPECT(ncg_http_query_parse("ranks=7-4", &q, err, sizeof err) == -EINVAL && strstr(err, "7-4"));
-    EXPECT(ncg_http_query_parse("ranks=-1", &q, err, sizeof err) == -EINVAL);
-    EXPECT(ncg_http_query_parse("ranks=a-b", &q, err, sizeof err) == -EINVAL);
-    EXPECT(ncg_http_query_parse("ranks=", &q, err, sizeof err) == -EINVAL);
-    EXPECT(ncg_http_query_parse("comm=xyz", &q, err, sizeof err) == -EINVAL);
-    EXPECT(ncg_http_query_parse("comm=00000000000000ff0", &q, err, sizeof err) == -EINVAL);
-    EXPECT(ncg_http_query_parse("rank=1", &q, err, sizeof err) == -EINVAL && strstr(err, "rank"));
+    CHECK(ncg_http_query_parse("ranks=4-7", &q, err, sizeof err) == 0 && q.has_ranks && q.lo == 4 &&
+          q.hi == 7 && !q.has_comm);
+    CHECK(ncg_http_query_parse("comm=00000000000000ff&ranks=3", &q, err, sizeof err) == 0 &&
+          q.has_comm && q.comm == 0xff && q.lo == 3 && q.hi == 3);
+    CHECK(ncg_http_query_parse("", &q, err, sizeof err) == 0 && !q.has_ranks && !q.has_comm);
+    CHECK(ncg_http_query_parse("ranks=7-4", &q, err, sizeof err) == -EINVAL && strstr(err, "7-4"));
+    CHECK(ncg_http_query_parse("ranks=-1", &q, err, sizeof err) == -EINVAL);
+    CHECK(ncg_http_query_parse("ranks=a-b", &q, err, sizeof err) == -EINVAL);
+    CHECK(ncg_http_query_parse("ranks=", &q, err, sizeof err) == -EINVAL);
+    CHECK(ncg_http_query_parse("comm=xyz", &q, err, sizeof err) == -EINVAL);
+    CHECK(ncg_http_query_parse("comm=00000000000000ff0", &q, err, sizeof err) == -EINVAL);
+    CHECK(ncg_http_query_parse("rank=1", &q, err, sizeof err) == -EINVAL && strstr(err, "rank"));
 
     struct ncg_http_source src = {fake_status, fake_metrics, NULL, 1};
     H = ncg_http_new("127.0.0.1:0", 0, &src, err, sizeof err);
-    EXPECT(H != NULL);
+    CHECK(H != NULL);
     if (!H)
         return;
     uint64_t t = 500 * SEC;
@@ -479,44 +472,44 @@ static void test_source(void)
     fake_late = 0;
     fake_calls = 0;
     const char *a = ask_at("GET /status?ranks=2-5&comm=ab HTTP/1.1\r\nHost: x\r\n\r\n", t, 0, 50);
-    EXPECT(!strncmp(a, "HTTP/1.1 200 ", 13) &&
-           strstr(a, "{\"ranks\":1,\"lo\":2,\"hi\":5,\"comm\":1,\"id\":\"00000000000000ab\"}"));
+    CHECK(!strncmp(a, "HTTP/1.1 200 ", 13) &&
+          strstr(a, "{\"ranks\":1,\"lo\":2,\"hi\":5,\"comm\":1,\"id\":\"00000000000000ab\"}"));
     /* a bad query: 400 with one line naming it, nothing rendered */
     fake_calls = 0;
     a = ask_at("GET /status?ranks=9-1 HTTP/1.1\r\nHost: x\r\n\r\n", t, 0, 50);
-    EXPECT(!strncmp(a, "HTTP/1.1 400 ", 13) && strstr(a, "\r\n\r\nbad ranks=9-1") &&
-           fake_calls == 0);
+    CHECK(!strncmp(a, "HTTP/1.1 400 ", 13) && strstr(a, "\r\n\r\nbad ranks=9-1") &&
+          fake_calls == 0);
     /* not ready for three renders: the connection waits, rendered again at each handle() */
     fake_late = 3;
     fake_calls = 0;
     a = ask_at("GET /status HTTP/1.1\r\nHost: x\r\n\r\n", t, SEC / 10, 50);
-    EXPECT(!strncmp(a, "HTTP/1.1 200 ", 13) && strstr(a, "\"ranks\":0") && fake_calls == 4);
+    CHECK(!strncmp(a, "HTTP/1.1 200 ", 13) && strstr(a, "\"ranks\":0") && fake_calls == 4);
     /* never ready: 503 at the deadline, not before */
     fake_late = -1;
     int fd = dial();
     pump(t, 2);
     const char *req = "GET /status HTTP/1.1\r\nHost: x\r\n\r\n";
-    EXPECT(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+    CHECK(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
     pump(t, 3);
     pump(t + NCG_HTTP_RENDER_TIMEOUT_NS - SEC, 3);
     char buf[512];
-    EXPECT(recv(fd, buf, sizeof buf, MSG_DONTWAIT) < 0); /* still waiting */
+    CHECK(recv(fd, buf, sizeof buf, MSG_DONTWAIT) < 0); /* still waiting */
     pump(t + NCG_HTTP_RENDER_TIMEOUT_NS + SEC / 10, 3);
     ssize_t r = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
-    EXPECT(r > 12 && !strncmp(buf, "HTTP/1.1 503 ", 13));
+    CHECK(r > 12 && !strncmp(buf, "HTTP/1.1 503 ", 13));
     close(fd);
     /* a client gone while waiting: its connection is freed */
     fd = dial();
     pump(t + 20 * SEC, 2);
-    EXPECT(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+    CHECK(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
     pump(t + 20 * SEC, 3);
     close(fd);
     pump(t + 20 * SEC, 3);
     struct pollfd pf[NCG_HTTP_MAX_CONNS + 1];
-    EXPECT(ncg_http_pollfds(H, pf, NCG_HTTP_MAX_CONNS + 1) == 1); /* the listener only */
+    CHECK(ncg_http_pollfds(H, pf, NCG_HTTP_MAX_CONNS + 1) == 1); /* the listener only */
     /* /metrics from the source */
     a = ask_at("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", t + 30 * SEC, 0, 50);
-    EXPECT(strstr(a, "\r\n\r\nfake 1\n"));
+    CHECK(strstr(a, "\r\n\r\nfake 1\n"));
     ncg_http_free(H);
 }
 
@@ -527,10 +520,5 @@ int main(void)
     test_parse_refused();
     test_render();
     test_server();
-    if (fails) {
-        fprintf(stderr, "http_unit: %d of %d checks failed\n", fails, checks);
-        return 1;
-    }
-    printf("http_unit: ok (%d checks)\n", checks);
-    return 0;
+    return ncg_check_done();
 }

@@ -4,17 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "idtail.h"
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "idtail_test: %s:%d: %s\n", __FILE__, __LINE__, #cond);                \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+NCG_CHECK_PROGRAM("idtail_test");
 
 static int same(const struct ncg_idtail *a, const struct ncg_idtail *b)
 {
@@ -115,10 +108,5 @@ int main(void)
                                     .root_grank = 2147483647});
     golden();
     malformed();
-    if (failures) {
-        fprintf(stderr, "idtail_test: %d failures\n", failures);
-        return 1;
-    }
-    printf("idtail_test: ok\n");
-    return 0;
+    return ncg_check_done();
 }

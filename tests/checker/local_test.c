@@ -5,25 +5,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "local.h"
 
-static int failures;
+NCG_CHECK_PROGRAM("local_test");
 
+/* A rendered text against the one wanted; both printed when they differ. */
 static void expect(const char *what, const char *got, const char *want)
 {
-    if (strcmp(got, want) != 0) {
-        fprintf(stderr, "local_test: %s:\n  got  \"%s\"\n  want \"%s\"\n", what, got, want);
-        failures++;
-    }
+    CHECKF(strcmp(got, want) == 0, "%s:\n  got  \"%s\"\n  want \"%s\"", what, got, want);
 }
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "local_test: %s:%d: %s\n", __FILE__, __LINE__, #cond);                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static const struct ncg_local_self self = {0xabcull, 4, 2, 7, 15};
 
@@ -102,10 +93,5 @@ int main(void)
            "left after 8 calls; this rank issued 15");
     exited(15, 20, 8, 0, "that left before the checker's process (global rank 3)",
            "left after 8 calls; this rank issued 15");
-    if (failures) {
-        fprintf(stderr, "local_test: %d failures\n", failures);
-        return 1;
-    }
-    printf("local_test: ok\n");
-    return 0;
+    return ncg_check_done();
 }

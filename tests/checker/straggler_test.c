@@ -8,18 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "straggler.h"
 
-static int failures;
-#define CHECK(c, ...)                                                                              \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            failures++;                                                                            \
-            fprintf(stderr, "straggler_test:%d: %s: ", __LINE__, #c);                              \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-        }                                                                                          \
-    } while (0)
+NCG_CHECK_PROGRAM("straggler_test");
 
 static uint64_t rng = 88172645463325252ull;
 static double urand(void) /* [0, 1) */
@@ -77,20 +69,20 @@ static void slow_named(void)
                 ncg_sg_init(&s, NULL);
                 int wrong = 0, r = n - 3;
                 long at = run(&s, 0, 400, n, r, pct / 100.0, 0, side, r, &wrong);
-                CHECK(at == 15, "%d ranks, %d%%: named at feed %ld (want 15: a full window)", n,
-                      pct, at);
-                CHECK(wrong == 0, "%d ranks: %d other events", n, wrong);
-                CHECK(s.named == r && s.side == side, "named %d side %d", s.named, s.side);
+                CHECKF(at == 15, "%d ranks, %d%%: named at feed %ld (want 15: a full window)", n,
+                       pct, at);
+                CHECKF(wrong == 0, "%d ranks: %d other events", n, wrong);
+                CHECKF(s.named == r && s.side == side, "named %d side %d", s.named, s.side);
                 /* 20% of 30 ms lost per 37 ms step, 10%: 3 of 34 (mean over n ranks) */
                 double want = pct / 100.0 * 30 / (30 * (1 + pct / 100.0) + 1) * (n - 1) / n;
-                CHECK(s.share > want * 0.95 && s.share < want * 1.05, "share %.3f want %.3f",
-                      s.share, want);
+                CHECKF(s.share > want * 0.95 && s.share < want * 1.05, "share %.3f want %.3f",
+                       s.share, want);
                 /* with 0-5% jitter on every rank as well */
                 ncg_sg_init(&s, NULL);
                 wrong = 0;
                 at = run(&s, 0, 400, n, r, pct / 100.0, 0.05, side, r, &wrong);
-                CHECK(at >= 15 && at < 64 && wrong == 0,
-                      "%d ranks %d%% with jitter: at %ld, %d wrong", n, pct, at, wrong);
+                CHECKF(at >= 15 && at < 64 && wrong == 0,
+                       "%d ranks %d%% with jitter: at %ld, %d wrong", n, pct, at, wrong);
             }
 }
 
@@ -103,7 +95,8 @@ static void jitter_never(void)
             ncg_sg_init(&s, NULL);
             int wrong = 0;
             run(&s, 0, 4000, n, -1, 0, 0.10, 0, -2, &wrong);
-            CHECK(wrong == 0, "seed %d, %d ranks jittering 0-10%%: %d SLOW events", seed, n, wrong);
+            CHECKF(wrong == 0, "seed %d, %d ranks jittering 0-10%%: %d SLOW events", seed, n,
+                   wrong);
         }
 }
 
@@ -112,15 +105,15 @@ static void rank_changes(void)
     struct ncg_sg s;
     ncg_sg_init(&s, NULL);
     int wrong = 0;
-    CHECK(run(&s, 0, 100, 8, 2, 0.2, 0.02, 0, 2, &wrong) >= 15 && !wrong, "first rank");
+    CHECKF(run(&s, 0, 100, 8, 2, 0.2, 0.02, 0, 2, &wrong) >= 15 && !wrong, "first rank");
     long at = run(&s, 100, 200, 8, 6, 0.2, 0.02, 0, 6, &wrong);
-    CHECK(at > 0 && at <= 16 && wrong == 0, "change to rank 6 after %ld feeds, %d wrong", at,
-          wrong);
-    CHECK(s.named == 6, "named %d", s.named);
+    CHECKF(at > 0 && at <= 16 && wrong == 0, "change to rank 6 after %ld feeds, %d wrong", at,
+           wrong);
+    CHECKF(s.named == 6, "named %d", s.named);
     /* the same rank, now on the device: a change too (new side), same since */
     uint64_t since = s.since_ns;
     at = run(&s, 200, 300, 8, 6, 0.2, 0.02, NCG_SG_DEVICE, 6, &wrong);
-    CHECK(at > 0 && s.side == NCG_SG_DEVICE && s.since_ns == since, "side change at %ld", at);
+    CHECKF(at > 0 && s.side == NCG_SG_DEVICE && s.since_ns == since, "side change at %ld", at);
 }
 
 static void episode_end(void)
@@ -134,17 +127,17 @@ static void episode_end(void)
         struct ncg_sg_slot a;
         step(&a, k * 16, 8, -1, 0, 0.1, 0);
         enum ncg_sg_event ev = ncg_sg_feed(&s, &a, k);
-        CHECK(ev == NCG_SG_NONE || ev == NCG_SG_END, "event %d while healthy", ev);
+        CHECKF(ev == NCG_SG_NONE || ev == NCG_SG_END, "event %d while healthy", ev);
         if (ev == NCG_SG_END) {
             ends++;
             ended = (long)(k - 100);
         }
     }
     /* the rule stops holding once 5 of 16 are someone else's (feed ~5), then a window */
-    CHECK(ends == 1 && ended >= 16 && ended < 40 && s.ended == 1 && s.named == -1,
-          "%d ends, at %ld, ended %d", ends, ended, s.ended);
-    CHECK(run(&s, 200, 300, 8, 1, 0.2, 0, 0, 1, &wrong) >= 0 && !wrong,
-          "a new episode warns again");
+    CHECKF(ends == 1 && ended >= 16 && ended < 40 && s.ended == 1 && s.named == -1,
+           "%d ends, at %ld, ended %d", ends, ended, s.ended);
+    CHECKF(run(&s, 200, 300, 8, 1, 0.2, 0, 0, 1, &wrong) >= 0 && !wrong,
+           "a new episode warns again");
 }
 
 static void edges(void)
@@ -160,12 +153,12 @@ static void edges(void)
         for (int i = 0; i < 4; i++)
             ncg_sg_slot_add(&a, i, i == who[k] ? 1000 : 3000, 10000, 0);
         enum ncg_sg_event ev = ncg_sg_feed(&s, &a, (uint64_t)k);
-        CHECK(ev == (k == 3 ? NCG_SG_START : NCG_SG_NONE), "feed %d: event %d", k, ev);
+        CHECKF(ev == (k == 3 ? NCG_SG_START : NCG_SG_NONE), "feed %d: event %d", k, ev);
     }
-    CHECK(s.named == 3 && s.since_ns == 0, "named %d since %llu", s.named,
-          (unsigned long long)s.since_ns);
+    CHECKF(s.named == 3 && s.since_ns == 0, "named %d since %llu", s.named,
+           (unsigned long long)s.since_ns);
     /* share: loss per rank (mean 2500 - 1000) over 10000 per slot, 3 of 4 slots */
-    CHECK(s.share > 0.11 && s.share < 0.1126, "share %.4f", s.share);
+    CHECKF(s.share > 0.11 && s.share < 0.1126, "share %.4f", s.share);
     /* below the dominance: 2 of 4 */
     ncg_sg_init(&s, &c);
     int who2[] = {3, 3, 0, 1}; /* 2 of 4, 7.5% of the step */
@@ -173,7 +166,7 @@ static void edges(void)
         ncg_sg_slot_init(&a, (uint64_t)k);
         for (int i = 0; i < 4; i++)
             ncg_sg_slot_add(&a, i, i == who2[k] ? 1000 : 3000, 10000, 0);
-        CHECK(ncg_sg_feed(&s, &a, 0) == NCG_SG_NONE, "feed %d", k);
+        CHECKF(ncg_sg_feed(&s, &a, 0) == NCG_SG_NONE, "feed %d", k);
     }
     /* below the share: always the minimum, by 1% of the step */
     ncg_sg_init(&s, &c);
@@ -181,7 +174,7 @@ static void edges(void)
         ncg_sg_slot_init(&a, (uint64_t)k);
         for (int i = 0; i < 4; i++)
             ncg_sg_slot_add(&a, i, i == 2 ? 1000 : 1100, 10000, 0);
-        CHECK(ncg_sg_feed(&s, &a, 0) == NCG_SG_NONE, "small share, feed %d", k);
+        CHECKF(ncg_sg_feed(&s, &a, 0) == NCG_SG_NONE, "small share, feed %d", k);
     }
 }
 
@@ -196,8 +189,8 @@ static void ties_missing_wrap(void)
         ncg_sg_slot_init(&a, (uint64_t)k);
         for (int i = 0; i < 4; i++)
             ncg_sg_slot_add(&a, i, i == 1 || i == 2 ? 1000 : 5000, 10000, 0);
-        CHECK(a.argmin == -1, "tie: argmin %d", a.argmin);
-        CHECK(ncg_sg_feed(&s, &a, 0) == NCG_SG_NONE, "tie feed %d", k);
+        CHECKF(a.argmin == -1, "tie: argmin %d", a.argmin);
+        CHECKF(ncg_sg_feed(&s, &a, 0) == NCG_SG_NONE, "tie feed %d", k);
     }
     /* missing samples: a slot measured by one rank only, a slot repeated or older: ignored */
     ncg_sg_init(&s, &c);
@@ -206,24 +199,24 @@ static void ties_missing_wrap(void)
     for (int k = 0; k < 4; k++) {
         ncg_sg_slot_init(&a, base + (uint64_t)k);
         ncg_sg_slot_add(&a, 3, 1000, 10000, 0);
-        CHECK(ncg_sg_feed(&s, &a, 0) == NCG_SG_NONE, "one rank only");
+        CHECKF(ncg_sg_feed(&s, &a, 0) == NCG_SG_NONE, "one rank only");
         for (int i = 0; i < 3; i++)
             ncg_sg_slot_add(&a, i, 5000, 10000, 0);
         events += ncg_sg_feed(&s, &a, 0) != NCG_SG_NONE;
-        CHECK(ncg_sg_feed(&s, &a, 0) == NCG_SG_NONE, "the same slot again");
+        CHECKF(ncg_sg_feed(&s, &a, 0) == NCG_SG_NONE, "the same slot again");
         struct ncg_sg_slot old = a;
         old.slot -= 2;
-        CHECK(k < 2 || ncg_sg_feed(&s, &old, 0) == NCG_SG_NONE, "an older slot");
+        CHECKF(k < 2 || ncg_sg_feed(&s, &old, 0) == NCG_SG_NONE, "an older slot");
     }
-    CHECK(events == 1 && s.named == 3 && s.n == 4, "across the wrap: %d events, named %d, %u held",
-          events, s.named, s.n);
+    CHECKF(events == 1 && s.named == 3 && s.n == 4, "across the wrap: %d events, named %d, %u held",
+           events, s.named, s.n);
     /* the named rank leaves: the episode ends, and its slots no longer count */
-    CHECK(ncg_sg_forget(&s, 2) == NCG_SG_NONE && s.named == 3, "another rank leaves");
-    CHECK(ncg_sg_forget(&s, 3) == NCG_SG_END && s.named == -1 && s.ended == 3, "it leaves");
+    CHECKF(ncg_sg_forget(&s, 2) == NCG_SG_NONE && s.named == 3, "another rank leaves");
+    CHECKF(ncg_sg_forget(&s, 3) == NCG_SG_END && s.named == -1 && s.ended == 3, "it leaves");
     ncg_sg_slot_init(&a, 5);
     for (int i = 0; i < 3; i++)
         ncg_sg_slot_add(&a, i, i == 0 ? 4000 : 5000, 10000, 0);
-    CHECK(ncg_sg_feed(&s, &a, 0) == NCG_SG_NONE, "one slot of rank 0 is not a majority");
+    CHECKF(ncg_sg_feed(&s, &a, 0) == NCG_SG_NONE, "one slot of rank 0 is not a majority");
 }
 
 static void merge_thin(void)
@@ -239,16 +232,16 @@ static void merge_thin(void)
         ncg_sg_slot_add(i < 3 ? &lo : &hi, i, d[i], 9000 + (uint64_t)i, i == 3);
     }
     ncg_sg_slot_merge(&lo, &hi);
-    CHECK(!memcmp(&lo, &all, sizeof lo) && all.argmin == 3 && all.side == 1 && all.n == 6,
-          "merge differs (argmin %d)", lo.argmin);
+    CHECKF(!memcmp(&lo, &all, sizeof lo) && all.argmin == 3 && all.side == 1 && all.n == 6,
+           "merge differs (argmin %d)", lo.argmin);
     /* thinning keeps multiples of 2^L, the same on every rank */
     uint64_t sl[] = {3, 8, 12, 16, 21, 24, 32};
     size_t idx[8];
-    CHECK(ncg_sg_thin(sl, 7, 8, idx) == 7, "fits");
+    CHECKF(ncg_sg_thin(sl, 7, 8, idx) == 7, "fits");
     size_t k = ncg_sg_thin(sl, 7, 3, idx);
-    CHECK(k == 2 && sl[idx[0]] == 16 && sl[idx[1]] == 32, "thin to %zu", k); /* 4 of 8 */
+    CHECKF(k == 2 && sl[idx[0]] == 16 && sl[idx[1]] == 32, "thin to %zu", k); /* 4 of 8 */
     k = ncg_sg_thin(sl, 7, 1, idx);
-    CHECK(k == 1 && sl[idx[0]] == 32, "thin to one: %zu", k);
+    CHECKF(k == 1 && sl[idx[0]] == 32, "thin to one: %zu", k);
 }
 
 int main(void)
@@ -260,10 +253,5 @@ int main(void)
     edges();
     ties_missing_wrap();
     merge_thin();
-    if (failures) {
-        fprintf(stderr, "straggler_test: %d failures\n", failures);
-        return 1;
-    }
-    printf("straggler_test: ok\n");
-    return 0;
+    return ncg_check_done();
 }

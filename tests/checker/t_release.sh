@@ -2,8 +2,8 @@
 # -k, as Open MPI's mpirun does): the incident on 4 ranks, several times. Every run ends 86 with
 # all 4 reports written and both full blocks (the odd rank 3's and rank 0's) printed, because no
 # rank exits before the checker's RELEASE, which comes once every rank said DONE (the bound on a
-# rank that never says it: tests/checker/unit.c and relay_unit.c). With NCCLGUARD_EXIT_WAIT_S=0
-# (no release) the first run already fails.
+# rank that never says it: tests/checker/unit_coord.c and relay_unit_exit.c). With
+# NCCLGUARD_EXIT_WAIT_S=0 (no release) the first run already fails.
 # ncg-modes: sync async
 . "$NCG_ROOT/tests/checker/lib.sh"
 [ -x "$B/tests/incident" ] || { echo "missing incident app"; exit 77; }

@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "waitfor.h"
 
-static int failures;
+NCG_CHECK_PROGRAM("waitfor_test");
 
 #define MAXR 16
 struct comm {
@@ -48,19 +49,15 @@ static void check(const char *name, struct ncg_wf_wait *w, size_t nw, struct com
             ww[i] = w[rev ? nw - 1 - i : i];
         struct ncg_wf_step st[64];
         long n = ncg_wf_find_cycle(ww, nw, comms, nc, st, 64);
-        if (n != want) {
-            printf("FAIL %s%s: cycle of %ld, want %ld\n", name, rev ? " (reversed)" : "", n, want);
-            failures++;
+        if (!CHECKF(n == want, "%s%s: cycle of %ld, want %ld", name, rev ? " (reversed)" : "", n,
+                    want))
             continue;
-        }
         /* Each step waits on a member whose driver thread is the next step's thread. */
         for (long k = 0; k < n; k++) {
             const struct ncg_wf_wait *x = &ww[st[k].wait], *y = &ww[st[(k + 1) % n].wait];
             const struct ncg_wf_member *m = &comms[x->comm].m[st[k].target];
-            if (m->proc != y->proc || m->tid != y->tid) {
-                printf("FAIL %s: step %ld does not lead to the next\n", name, k);
-                failures++;
-            }
+            CHECKF(m->proc == y->proc && m->tid == y->tid, "%s: step %ld does not lead to the next",
+                   name, k);
         }
     }
 }
@@ -94,25 +91,20 @@ static void sd_check(const char *name, const struct ncg_sd_call *c, size_t n, lo
             cc[i] = c[rev ? n - 1 - i : i];
         struct ncg_sd_step st[64];
         long got = ncg_sd_find_cycle(cc, n, st, 64);
-        if (got != want) {
-            printf("FAIL %s%s: cycle of %ld, want %ld\n", name, rev ? " (reversed)" : "", got,
-                   want);
-            failures++;
+        if (!CHECKF(got == want, "%s%s: cycle of %ld, want %ld", name, rev ? " (reversed)" : "",
+                    got, want))
             continue;
-        }
         /* Each step: two calls of one thread's stream, in launch order; the later one is the
          * next step's earlier one on another member. */
         for (long k = 0; k < got; k++) {
             const struct ncg_sd_call *b = &cc[st[k].before], *a = &cc[st[k].after];
             const struct ncg_sd_call *nb = &cc[st[(k + 1) % got].before];
-            if (b->proc != a->proc || b->tid != a->tid || b->stream != a->stream ||
-                ((a->order - b->order) & NCG_SD_ORDER_MASK) == 0 ||
-                ((a->order - b->order) & NCG_SD_ORDER_MASK) > NCG_SD_ORDER_MASK / 2 ||
-                !same_call(a, nb) || a->proc == nb->proc) {
-                printf("FAIL %s%s: step %ld is not a stream order edge into the next\n", name,
-                       rev ? " (reversed)" : "", k);
-                failures++;
-            }
+            CHECKF(!(b->proc != a->proc || b->tid != a->tid || b->stream != a->stream ||
+                     ((a->order - b->order) & NCG_SD_ORDER_MASK) == 0 ||
+                     ((a->order - b->order) & NCG_SD_ORDER_MASK) > NCG_SD_ORDER_MASK / 2 ||
+                     !same_call(a, nb) || a->proc == nb->proc),
+                   "%s%s: step %ld is not a stream order edge into the next", name,
+                   rev ? " (reversed)" : "", k);
         }
     }
 }
@@ -148,11 +140,9 @@ static void sd_exhaustive(void)
                 struct ncg_sd_step st[8];
                 long got = ncg_sd_find_cycle(c, n, st, 8);
                 /* a cycle among 3 calls over 2 processes has 2 or 3 steps */
-                if (cyc ? got < 2 || got > 3 : got != 0) {
-                    printf("FAIL streams exhaustive p=%d,%d streams=%x: cycle of %ld, want %s\n",
-                           p0, p1, sm, got, cyc ? "one" : "none");
-                    failures++;
-                }
+                CHECKF(!(cyc ? got < 2 || got > 3 : got != 0),
+                       "streams exhaustive p=%d,%d streams=%x: cycle of %ld, want %s", p0, p1, sm,
+                       got, cyc ? "one" : "none");
             }
 }
 
@@ -234,17 +224,12 @@ static void scale_case(uint32_t nw, uint32_t nr, uint32_t odd)
     struct ncg_wf_comm comms[2] = {{nr, ma}, {nr, mb}};
     struct ncg_wf_step st[64];
     long n = ncg_wf_find_cycle(w, nw, comms, 2, st, 64);
-    if (n != (odd ? 2 : 0)) {
-        printf("FAIL scale %u waits, %u ranks, %u odd: cycle of %ld\n", nw, nr, odd, n);
-        failures++;
-    }
+    CHECKF(n == (odd ? 2 : 0), "scale %u waits, %u ranks, %u odd: cycle of %ld", nw, nr, odd, n);
     for (long k = 0; k < n && n <= 64; k++) {
         const struct ncg_wf_wait *x = &w[st[k].wait], *y = &w[st[(k + 1) % n].wait];
         const struct ncg_wf_member *m = &comms[x->comm].m[st[k].target];
-        if (m->proc != y->proc || m->tid != y->tid || x->comm == y->comm) {
-            printf("FAIL scale %u odd: step %ld does not lead to the next\n", odd, k);
-            failures++;
-        }
+        CHECKF(!(m->proc != y->proc || m->tid != y->tid || x->comm == y->comm),
+               "scale %u odd: step %ld does not lead to the next", odd, k);
     }
     free(ma);
     free(mb);
@@ -378,10 +363,5 @@ int main(void)
     scale_case(4096, 16384, 2048);
     scale_case(16384, 16384, 13);
 
-    if (failures) {
-        printf("waitfor: %d failures\n", failures);
-        return 1;
-    }
-    printf("waitfor: all cases pass\n");
-    return 0;
+    return ncg_check_done();
 }
