@@ -2,7 +2,8 @@
  * tree's root (relay_dl.c): from the WAIT entries of the processes that have blocked calls and
  * what is known of each communicator's members, one cycle of waitfor.h's graphs (the threads'
  * under synchronous NCCL, the streams' under asynchronous NCCL), its signature, its second
- * sighting, and the diagnostic's text. No sockets, threads or clocks (tests/checker/unit_coord.c). */
+ * sighting, and the diagnostic's text. No sockets, threads or clocks
+ * (tests/checker/unit_coord.c). */
 #ifndef NCG_DEADLOCK_H
 #define NCG_DEADLOCK_H
 
