@@ -1,6 +1,7 @@
 /* /status (JSON) and /metrics (Prometheus text) from the coordinator's view (metrics.h). One
  * pass copies the view into a snapshot (flat arrays); the renderers then walk it as often as
- * each format needs (Prometheus groups samples by metric family). */
+ * each format needs (Prometheus groups samples by metric family). What the relay tree's
+ * renderers write alike (the families, the checker, the counters) is jobdoc.c's. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 
 #include "coord.h"
 #include "http.h"
+#include "jobdoc.h"
 #include "metrics.h"
 #include "verdict.h"
 
@@ -162,6 +164,18 @@ static int behind(const struct scomm *c, const struct smember *m)
     return m->v.state == 1 && c->mn < c->mx && m->v.count == c->mn;
 }
 
+static struct ncg_doc_checker checker_of(const struct ncg_coord_params *p)
+{
+    return (struct ncg_doc_checker){.host = p->host,
+                                    .pid = p->pid,
+                                    .interval_ms = p->interval_ms,
+                                    .embedded = p->embedded,
+                                    .global_rank = p->global_rank,
+                                    .heartbeat_timeout_s = p->heartbeat_timeout_s,
+                                    .lag_warn_s = p->lag_warn_s,
+                                    .lag_abort_s = p->lag_abort_s};
+}
+
 /* ---------- /status ---------- */
 
 /* {"kind":"coll","func":"AllReduce",...,"site":"..."}: a call as /status writes it. */
@@ -183,17 +197,8 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
     struct ncg_coord_stats st;
     if (snap_begin(co, now_ns, &s, &st) != 0)
         return -ENOMEM;
-    const struct ncg_coord_params *p = ncg_coord_get_params(co);
-    ncg_buf_printf(b,
-                   "{\"format\":\"ncclguard-job-status\",\"version\":%d,\"time_unix\":%.3f,"
-                   "\"checker\":{\"host\":\"",
-                   NCG_JOB_STATUS_VERSION, time_unix);
-    ncg_buf_esc(b, p->host, NCG_ESC_JSON);
-    ncg_buf_printf(b,
-                   "\",\"pid\":%u,\"embedded\":%s,\"global_rank\":%d,\"interval_ms\":%u,"
-                   "\"heartbeat_timeout_s\":%g,\"lag_warn_s\":%g,\"lag_abort_s\":%g},",
-                   p->pid, p->embedded ? "true" : "false", p->global_rank, p->interval_ms,
-                   p->heartbeat_timeout_s, p->lag_warn_s, p->lag_abort_s);
+    struct ncg_doc_checker ck = checker_of(ncg_coord_get_params(co));
+    ncg_doc_status_head(b, &ck, time_unix);
     /* hosts: the registered processes grouped by host name, in order of first appearance */
     ncg_buf_add(b, "\"hosts\":[", 9);
     int nh = 0;
@@ -247,15 +252,7 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
                 ncg_buf_printf(b, "%s%u", nb++ ? "," : "", i);
         ncg_buf_add(b, "],\"verdict\":", 12);
         if (c->vkind) {
-            ncg_buf_printf(b,
-                           "{\"kind\":%d,\"name\":\"%s\",\"severity\":\"%s\",\"slot\":%" PRId64
-                           ",\"text\":\"",
-                           c->vkind, ncg_verdict_name((unsigned)c->vkind),
-                           c->vsev == NCG_SEV_ERROR ? "error" : "warning", c->vslot);
-            ncg_buf_esc(b, c->vtext, NCG_ESC_JSON);
-            ncg_buf_add(b, "\",\"subject\":\"", 13);
-            ncg_buf_esc(b, c->vsubject, NCG_ESC_JSON);
-            ncg_buf_add(b, "\",\"calls\":[", 11);
+            ncg_doc_status_verdict(b, c->vkind, c->vsev, c->vslot, c->vtext, c->vsubject);
             for (uint32_t j = 0; j < c->vncalls; j++) {
                 ncg_buf_printf(b, "%s{\"ranks\":\"", j ? "," : "");
                 ncg_buf_esc(b, c->vcalls[j].ranks, NCG_ESC_JSON);
@@ -309,140 +306,50 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
         }
         ncg_buf_add(b, "]}", 2);
     }
-    ncg_buf_add(b, "],\"verdicts_total\":{", 20);
-    for (unsigned k = 1; k < NCG_V_KIND_MAX_; k++)
-        ncg_buf_printf(b, "%s\"%s\":%" PRIu64, k > 1 ? "," : "", ncg_verdict_key(k), st.by_kind[k]);
-    ncg_buf_printf(b,
-                   "},\"queries_total\":%" PRIu64 ",\"dropped_connections_total\":%" PRIu64 "}\n",
-                   st.queries, st.dropped);
+    ncg_buf_add(b, "],", 2);
+    ncg_doc_status_totals(b, st.by_kind, st.queries, st.dropped);
     snap_free(&s);
     return b->oom ? -ENOMEM : 0;
 }
 
 /* ---------- /metrics ---------- */
 
-/* The families written the same way for each communicator, or each member: from these tables
- * (name, type, help, and which figure: comm_sample's and member_family's `which`). */
-struct family_def {
-    const char *name, *type, *help;
-    int which;
-};
-enum {
-    C_RANKS,
-    C_ACTIVE,
-    C_VERIFIED,
-    C_LAG,
-    C_SLOWEST,
-    C_PROGRESS_AGE,
-    C_LAG_WARNING,
-    C_SLOW_RANK,
-    C_SLOW_SHARE
-};
-static const struct family_def comm_families[] = {
-    {"ncclguard_comm_ranks", "gauge", "Size of the communicator.", C_RANKS},
-    {"ncclguard_comm_active_ranks", "gauge", "Members registered and still active.", C_ACTIVE},
-    {"ncclguard_comm_verified_slots", "gauge", "Slots proven identical on every member.",
-     C_VERIFIED},
-    {"ncclguard_comm_lag_calls", "gauge",
-     "How many calls the slowest active member is behind the fastest.", C_LAG},
-    {"ncclguard_comm_slowest_rank", "gauge",
-     "Comm rank of the slowest active member while another is ahead (-1: none behind).", C_SLOWEST},
-    {"ncclguard_comm_progress_age_seconds", "gauge",
-     "Seconds since any member's call count last grew.", C_PROGRESS_AGE},
-    {"ncclguard_comm_lag_warning", "gauge", "1 while a LAG warning is outstanding.", C_LAG_WARNING},
-    {"ncclguard_comm_slow_rank", "gauge",
-     "Comm rank a SLOW warning names: the others wait for it (-1: none).", C_SLOW_RANK},
-    {"ncclguard_comm_slow_share", "gauge",
-     "Share of the step the others lose waiting for the SLOW rank (0: none named).", C_SLOW_SHARE},
-};
-static const struct family_def member_families[] = {
-    {"ncclguard_rank_state", "gauge",
-     "Member state: 0 not registered yet, 1 active, 2 left (goodbye), 3 dead.", 5},
-    {"ncclguard_calls_issued_total", "counter",
-     "Collective calls the member issued on the communicator, as last reported.", 0},
-    {"ncclguard_calls_per_second", "gauge",
-     "Collective calls per second over the last window of at least one second.", 1},
-    {"ncclguard_rank_behind_calls", "gauge",
-     "How many calls the member is behind the fastest active member.", 4},
-    {"ncclguard_rank_progress_age_seconds", "gauge",
-     "Seconds since the member's call count last grew.", 3},
-    {"ncclguard_heartbeat_age_seconds", "gauge",
-     "Seconds since the member's process last reported (its heartbeat).", 2},
-    {"ncclguard_rank_wait_share", "gauge",
-     "Share of the step the other members lose waiting for this one (sampled slots).", 6},
-};
-
-/* One communicator's sample value (after its labels) of a comm_families entry. */
-static void comm_sample(struct ncg_buf *b, const struct scomm *c, int which)
+/* The figures jobdoc.h writes, from the snapshot: f->c[s->ncm], f->r[s->nmem]. */
+static int doc_figures(const struct snap *s, struct ncg_doc_figs *f)
 {
-    switch (which) {
-    case C_RANKS:
-        ncg_buf_printf(b, "%u\n", c->v.nranks);
-        break;
-    case C_ACTIVE:
-        ncg_buf_printf(b, "%u\n", c->active);
-        break;
-    case C_VERIFIED:
-        ncg_buf_printf(b, "%" PRIu64 "\n", c->v.verified);
-        break;
-    case C_LAG:
-        ncg_buf_printf(b, "%" PRIu64 "\n", c->mx - c->mn);
-        break;
-    case C_SLOWEST:
-        ncg_buf_printf(b, "%d\n", c->slowest);
-        break;
-    case C_PROGRESS_AGE:
-        ncg_buf_printf(b, "%.3f\n", c->v.progress_age_s);
-        break;
-    case C_SLOW_RANK:
-        ncg_buf_printf(b, "%d\n", c->v.slow.rank);
-        break;
-    case C_SLOW_SHARE:
-        ncg_buf_printf(b, "%.4f\n", c->v.slow.rank >= 0 ? c->v.slow.share : 0.0);
-        break;
-    default:
-        ncg_buf_printf(b, "%d\n", c->v.lag_warned);
-        break;
-    }
-}
-
-/* Per member sample lines of one family: which = 0 calls, 1 rate, 2 heartbeat, 3 progress
- * age, 4 behind (calls), 5 state, 6 wait share (members without a sample yet: no line). */
-static void member_family(struct ncg_buf *b, const struct snap *s, const char *name, int which)
-{
+    if (ncg_doc_figs_alloc(f, s->ncm, s->nmem) != 0)
+        return -ENOMEM;
+    size_t n = 0;
     for (size_t ci = 0; ci < s->ncm; ci++) {
         const struct scomm *c = &s->cm[ci];
+        f->c[ci] = (struct ncg_doc_comm){.id = c->v.id,
+                                         .nranks = c->v.nranks,
+                                         .active = c->active,
+                                         .verified = c->v.verified,
+                                         .lag = c->mx - c->mn,
+                                         .slowest = c->slowest,
+                                         .progress_age_s = c->v.progress_age_s,
+                                         .lag_warned = c->v.lag_warned,
+                                         .slow_rank = c->v.slow.rank,
+                                         .slow_share = c->v.slow.share,
+                                         .verdict = c->vkind};
         for (uint32_t i = 0; i < c->v.nranks; i++) {
             const struct smember *m = &s->mem[c->m0 + i];
-            if ((which == 2 && m->v.heartbeat_age_s < 0) ||
-                (which == 3 && m->v.progress_age_s < 0) || (which == 6 && m->v.wait_share < 0))
-                continue;
-            ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\",rank=\"%u\"} ", name, c->v.id, i);
-            switch (which) {
-            case 0:
-                ncg_buf_printf(b, "%" PRIu64 "\n", m->v.count);
-                break;
-            case 1:
-                ncg_buf_printf(b, "%.3f\n", m->v.calls_per_s);
-                break;
-            case 2:
-                ncg_buf_printf(b, "%.3f\n", m->v.heartbeat_age_s);
-                break;
-            case 3:
-                ncg_buf_printf(b, "%.3f\n", m->v.progress_age_s);
-                break;
-            case 4:
-                ncg_buf_printf(b, "%" PRIu64 "\n", m->v.state == 1 ? c->mx - m->v.count : 0);
-                break;
-            case 6:
-                ncg_buf_printf(b, "%.4f\n", m->v.wait_share);
-                break;
-            default:
-                ncg_buf_printf(b, "%u\n", m->v.state);
-                break;
-            }
+            f->r[n++] = (struct ncg_doc_rank){.comm = c->v.id,
+                                              .rank = i,
+                                              .pid = m->v.pid,
+                                              .global_rank = m->v.global_rank,
+                                              .host = m->host,
+                                              .state = m->v.state,
+                                              .issued = m->v.count,
+                                              .behind = m->v.state == 1 ? c->mx - m->v.count : 0,
+                                              .rate = m->v.calls_per_s,
+                                              .progress_age_s = m->v.progress_age_s,
+                                              .heartbeat_age_s = m->v.heartbeat_age_s,
+                                              .wait_share = m->v.wait_share};
         }
     }
+    return 0;
 }
 
 int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
@@ -451,70 +358,27 @@ int ncg_metrics_render(struct ncg_coord *co, uint64_t now_ns, struct ncg_buf *b)
     struct ncg_coord_stats st;
     if (snap_begin(co, now_ns, &s, &st) != 0)
         return -ENOMEM;
-    const struct ncg_coord_params *p = ncg_coord_get_params(co);
+    struct ncg_doc_figs f;
+    if (doc_figures(&s, &f) != 0) {
+        snap_free(&s);
+        return -ENOMEM;
+    }
     unsigned authed = 0;
     for (size_t i = 0; i < s.nc; i++)
         authed += s.c[i].v.authed;
 
-    ncg_buf_prom_family(b, "ncclguard_checker_info", "gauge",
-                        "The checker serving this endpoint (always 1; labels say where it runs).");
-    ncg_buf_add(b, "ncclguard_checker_info{host=\"", 29);
-    ncg_buf_esc(b, p->host, NCG_ESC_PROM);
-    ncg_buf_printf(b, "\",pid=\"%u\",embedded=\"%d\",global_rank=\"%d\"} 1\n", p->pid, p->embedded,
-                   p->global_rank);
+    struct ncg_doc_checker ck = checker_of(ncg_coord_get_params(co));
+    ncg_doc_checker_info(b, &ck, NULL, 0);
     ncg_buf_prom_family(b, "ncclguard_processes", "gauge",
                         "Processes registered with the checker.");
     ncg_buf_printf(b, "ncclguard_processes %u\n", authed);
-    ncg_buf_prom_family(b, "ncclguard_communicators", "gauge",
-                        "Communicators the checker compares.");
-    ncg_buf_printf(b, "ncclguard_communicators %zu\n", s.ncm);
-    ncg_buf_prom_family(b, "ncclguard_verdicts_total", "counter",
-                        "Verdicts issued, by kind (LAG: warnings too).");
-    for (unsigned k = 1; k < NCG_V_KIND_MAX_; k++)
-        ncg_buf_printf(b, "ncclguard_verdicts_total{kind=\"%s\"} %" PRIu64 "\n", ncg_verdict_key(k),
-                       st.by_kind[k]);
-    ncg_buf_prom_family(b, "ncclguard_queries_total", "counter", "Comparison rounds started.");
-    ncg_buf_printf(b, "ncclguard_queries_total %" PRIu64 "\n", st.queries);
+    ncg_doc_job_totals(b, s.ncm, st.by_kind, st.queries);
     ncg_buf_prom_family(b, "ncclguard_dropped_connections_total", "counter",
                         "Side-channel connections dropped (bad token, protocol misuse, silence).");
     ncg_buf_printf(b, "ncclguard_dropped_connections_total %" PRIu64 "\n", st.dropped);
-
-    for (size_t k = 0; k < sizeof comm_families / sizeof comm_families[0]; k++) {
-        const struct family_def *f = &comm_families[k];
-        ncg_buf_prom_family(b, f->name, f->type, f->help);
-        for (size_t ci = 0; ci < s.ncm; ci++) {
-            ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\"} ", f->name, s.cm[ci].v.id);
-            comm_sample(b, &s.cm[ci], f->which);
-        }
-    }
-    ncg_buf_prom_family(b, "ncclguard_comm_verdict", "gauge",
-                        "1 for the error verdict that ended checking of a communicator.");
-    for (size_t ci = 0; ci < s.ncm; ci++)
-        if (s.cm[ci].vkind)
-            ncg_buf_printf(b, "ncclguard_comm_verdict{comm=\"%016" PRIx64 "\",kind=\"%s\"} 1\n",
-                           s.cm[ci].v.id, ncg_verdict_key((unsigned)s.cm[ci].vkind));
-
-    ncg_buf_prom_family(b, "ncclguard_rank_info", "gauge",
-                        "A member of a communicator: its global rank, host and pid (always 1).");
-    for (size_t ci = 0; ci < s.ncm; ci++) {
-        const struct scomm *c = &s.cm[ci];
-        for (uint32_t i = 0; i < c->v.nranks; i++) {
-            const struct smember *m = &s.mem[c->m0 + i];
-            if (!m->v.state)
-                continue;
-            ncg_buf_printf(b,
-                           "ncclguard_rank_info{comm=\"%016" PRIx64
-                           "\",rank=\"%u\",global_rank=\"%d\",host=\"",
-                           c->v.id, i, m->v.global_rank);
-            ncg_buf_esc(b, m->host, NCG_ESC_PROM);
-            ncg_buf_printf(b, "\",pid=\"%u\"} 1\n", m->v.pid);
-        }
-    }
-    for (size_t k = 0; k < sizeof member_families / sizeof member_families[0]; k++) {
-        const struct family_def *f = &member_families[k];
-        ncg_buf_prom_family(b, f->name, f->type, f->help);
-        member_family(b, &s, f->name, f->which);
-    }
+    ncg_doc_comm_families(b, f.c, s.ncm, NCG_DOC_FLAT);
+    ncg_doc_rank_families(b, f.r, s.nmem, NCG_DOC_FLAT);
+    ncg_doc_figs_free(&f);
     snap_free(&s);
     return b->oom ? -ENOMEM : 0;
 }
