@@ -43,8 +43,10 @@ static double rate_of(struct ncg_tree_src *t, uint64_t comm, uint32_t rank, uint
         if (t->nrt == t->caprt) {
             size_t n = t->caprt ? t->caprt * 2 : 32;
             struct ncg_tree_rate *q = realloc(t->rt, sizeof *q * n);
-            if (!q)
+            if (!q) {
+                *age = -1; /* out of memory: no rate and no age known (no line for it) */
                 return 0;
+            }
             t->rt = q;
             t->caprt = n;
         }
