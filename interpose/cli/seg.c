@@ -341,12 +341,14 @@ static void read_segment(struct ncg_snap *s, struct caps *cp, const struct ncg_s
 
 /* Per communicator, the latest SLOW warning its members here received (the newest episode
  * start: after a change of rank, the new one's), with the named rank's pid and host when it is
- * one of them. Out of memory: fewer lines. */
+ * one of them. Only from live processes: a dead or exited one's is not the job's state now.
+ * Out of memory: fewer lines. */
 static void host_slows(struct ncg_snap *s)
 {
     for (int i = 0; i < s->nmembers; i++) {
         const struct ncg_cli_member *m = &s->members[i];
-        if (!m->slow_gen)
+        enum ncg_live lv = s->procs[m->proc].live;
+        if (!m->slow_gen || lv == NCG_LIVE_DEAD || lv == NCG_LIVE_EXITED)
             continue;
         int k = 0;
         while (k < s->nslows && s->slows[k].comm_id != m->comm_id)
