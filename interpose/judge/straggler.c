@@ -1,7 +1,8 @@
 /* Stragglers (straggler.h): per sampled slot the ranks' durations merged as min / argmin / sum /
  * count, and per communicator the window rule: a rank is named when it is the minimum of at
  * least `dominance` of the window's slots AND the others lose at least `share_min` of the step
- * to it; the episode ends when that has not held for a whole window. */
+ * to it (one slot that holds more loss than all the others is a stall and left out of that
+ * share); the episode ends when that has not held for a whole window. */
 #include "straggler.h"
 
 #include <string.h>
@@ -83,16 +84,33 @@ static int32_t decide(const struct ncg_sg *s, double *share, uint8_t *side, uint
     }
     if (cand < 0)
         return -1;
+    /* A stall, not a tax: one slot whose loss exceeds all the others' together (the whole job
+     * paused while some ranks were inside it: SIGSTOP, a paused VM; or one hiccup) counts in
+     * neither the loss nor the step, or it alone would make any rank that is the minimum by a
+     * hair the straggler for a window. */
+    uint64_t all = 0, top = 0;
+    uint32_t topi = w;
+    for (uint32_t i = 0; i < w; i++) {
+        const struct ncg_sg_ent *e = &s->win[(s->head + NCG_SG_WIN_MAX - 1 - i) % NCG_SG_WIN_MAX];
+        all += e->loss_ns;
+        if (e->loss_ns > top) {
+            top = e->loss_ns;
+            topi = i;
+        }
+    }
+    if (w < 4 || top <= all - top)
+        topi = w; /* none stands out (or too few to tell) */
     uint32_t count = 0, dev = 0;
     uint64_t loss = 0, step = 0, first = 0;
     for (uint32_t i = 0; i < w; i++) {
         const struct ncg_sg_ent *e = &s->win[(s->head + NCG_SG_WIN_MAX - 1 - i) % NCG_SG_WIN_MAX];
-        step += e->step_ns;
+        if (i != topi)
+            step += e->step_ns;
         if (e->who != cand)
             continue;
         count++;
         dev += e->side == NCG_SG_DEVICE;
-        loss += e->loss_ns;
+        loss += i != topi ? e->loss_ns : 0;
         first = e->t_ns; /* walking back: ends at the oldest */
     }
     if ((double)count < s->cfg.dominance * w || !step)

@@ -1,7 +1,9 @@
 # SLOW through the relay tree (NCCLGUARD_TREE=on): 16 real ranks in 4 "nodes" of 4 (as
-# ncg-modes: sync async
+# ncg-modes: async
 # t_tree.sh), `scen slow` with rank 9 (node 2: its samples reach the root through node 2's
-# relay) 20% slower on the host (asynchronous mode: on its stream): every rank prints one SLOW
+# relay) 20% slower on its stream (asynchronous mode only: what the tree adds, the relays'
+# merging and the root's decision, does not depend on the mode, and t_slow.sh covers the
+# sampling in both; the relay code runs under the sanitizers in relay_unit): every rank prints one SLOW
 # naming it, with its global rank, pid and host, within 30 s, and the job completes; while the
 # job runs the root's /status shows `slow` (rank 9, its pid and host) and /metrics
 # ncclguard_comm_slow_rank 9. Every rank jittering 0-10% and none slower: no SLOW.
