@@ -30,6 +30,23 @@ static void write_all(int fd, const char *p, size_t n)
 }
 
 static int have_error; /* the segment shows an error verdict (checker thread only) */
+/* The segment shows a LAG or STUCK warning: the calls its comm had completed in this process
+ * then (ncg_action_tick); UINT64_MAX: none shown. Checker thread only. */
+static uint64_t warn_done = UINT64_MAX;
+
+/* Collective and p2p calls completed in this process on comm id (every comm rank it holds of
+ * it), as the segment says. */
+static uint64_t comm_done(struct ncg_shm_header *h, uint64_t id)
+{
+    uint64_t done = 0;
+    uint32_t n = ck_pr_load_32(&h->ncomms);
+    for (uint32_t i = 0; i < n && i < NCG_SHM_MAX_COMMS; i++) {
+        struct ncg_shm_comm *c = ncg_shm_comm_at(h, i);
+        if (ck_pr_load_32(&c->state) != NCG_COMM_FREE && c->comm_id == id)
+            done += ck_pr_load_64(&c->coll_done) + ck_pr_load_64(&c->p2p_done);
+    }
+    return done;
+}
 
 static void segment_mark(const struct ncg_verdict *v, const char *report)
 {
@@ -44,6 +61,8 @@ static void segment_mark(const struct ncg_verdict *v, const char *report)
     ncg_verdict_summary(v, line, sizeof line);
     h->verdict_kind = v->kind;
     h->verdict_comm = v->comm_id;
+    warn_done =
+        v->kind == NCG_V_LAG || v->kind == NCG_V_STUCK ? comm_done(h, v->comm_id) : UINT64_MAX;
     memcpy(h->verdict_text, line, sizeof h->verdict_text);
     h->verdict_text[sizeof h->verdict_text - 1] = 0;
     strncpy(h->report_path, report, sizeof h->report_path - 1);
@@ -58,6 +77,17 @@ void ncg_action_slow_over(const struct ncg_verdict *v)
     if (h && !have_error && ck_pr_load_32(&h->state) == NCG_PROC_VERDICT &&
         h->verdict_kind == NCG_V_SLOW && h->verdict_comm == v->comm_id)
         ck_pr_store_32(&h->state, NCG_PROC_ALIVE);
+}
+
+void ncg_action_tick(void)
+{
+    struct ncg_shm_header *h = ncg_seg_get();
+    if (!h || have_error || warn_done == UINT64_MAX || ck_pr_load_32(&h->state) != NCG_PROC_VERDICT)
+        return;
+    if (comm_done(h, h->verdict_comm) > warn_done) {
+        warn_done = UINT64_MAX;
+        ck_pr_store_32(&h->state, NCG_PROC_ALIVE);
+    }
 }
 
 /* One write(2) of the diagnostic, with why the report is not where NCCLGUARD_REPORT_DIR says. */

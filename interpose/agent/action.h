@@ -24,6 +24,10 @@ void ncg_action_show(const struct ncg_verdict *v, const struct ncg_diag_ctx *x);
  * this process's verdict (and no error), the process is shown alive again, the episode being
  * over. Checker thread. */
 void ncg_action_slow_over(const struct ncg_verdict *v);
+/* A LAG or STUCK warning that the segment shows as this process's verdict is over once its comm
+ * completes a call here after it: the process is shown alive again (the warning stays in the
+ * log and the report). Every interval. Checker thread. */
+void ncg_action_tick(void);
 
 /* Ends the process with NCG_EXIT_VERDICT without running atexit handlers. Async-signal-safe. */
 __attribute__((noreturn)) void ncg_action_exit(void);

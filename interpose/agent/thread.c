@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <ck_pr.h>
 
+#include "action.h"
 #include "agent_int.h"
 #include "config.h"
 #include "dump.h"
@@ -50,7 +51,8 @@ static void *thread_main(void *arg)
             struct ncg_shm_header *h = ncg_seg_get();
             if (h)
                 ck_pr_store_64(&h->heartbeat_ns, ncg_now_ns());
-            ncg_dump_poll(); /* `ncclguard dump` (dump.h) */
+            ncg_dump_poll();   /* `ncclguard dump` (dump.h) */
+            ncg_action_tick(); /* a LAG or STUCK warning shown here that is over */
         }
         for (int i = 0; i < ncg_agent.nlink; i++) {
             struct ncg_link *l = &ncg_agent.link[i];

@@ -19,7 +19,8 @@
  *            1.5 s after the others and the victim's call comes at 2.5 s)
  *   kill     rank 1 SIGKILLs itself at ITERS/2 (RANK DIED)
  *   stop     rank 2 SIGSTOPs itself at ITERS/2 (RANK DIED after the heartbeat timeout)
- *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG)
+ *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG);
+ *            $SCEN_LAG_TAIL_S: then every rank goes on with 100 all-reduces a second that long
  *   steady   AllReduce(8 floats) in a loop for ITERS seconds (side-channel traffic benchmark)
  *   invert   world and a second comm (SCEN_INVERT=split: a split child, the default; root: a
  *            second root comm; p2p: rank 0 sends to rank 1 on world instead; streams: the split
@@ -511,6 +512,12 @@ int main(int argc, char **argv)
         if (i % 4 == 3)
             CK(ncg_test_sync(comm));
     }
+    if (!strcmp(sc, "lag") && getenv("SCEN_LAG_TAIL_S")) /* the job going on, recovered */
+        for (long k = 0, n = (long)(atof(getenv("SCEN_LAG_TAIL_S")) * 100); k < n; k++) {
+            allreduce(comm, 8);
+            CK(ncg_test_sync(comm));
+            usleep(10000);
+        }
     CK(ncclCommDestroy(comm));
     if (rank == 0)
         printf("scen: %s done\n", sc);
