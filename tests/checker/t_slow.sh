@@ -25,9 +25,11 @@ named() {
 on=host; [ $async = 1 ] && on=stream
 san=0; [ -n "${NCG_SANITIZER:-}" ] && san=1
 # 20% slower, on the stream in asynchronous mode, under the abort action (the default); its
-# checker's status endpoint read while the job runs, once the warning is out
+# checker's status endpoint read while the job runs, once the warning is out. 500 steps (18 s):
+# the first window fills about 9-10 s into the job (16 samples, 16 calls apart on average, 36 ms
+# steps), and a CI run once ended a 330-step case (12 s) before it.
 SECONDS=0
-slow_run slow20 8 420 SCEN_SLOW_RANK=5 SCEN_SLOW_ON=$on NCCLGUARD_HTTP=127.0.0.1:0 &
+slow_run slow20 8 500 SCEN_SLOW_RANK=5 SCEN_SLOW_ON=$on NCCLGUARD_HTTP=127.0.0.1:0 &
 RUN=$!
 trap 'kill $RUN 2>/dev/null' EXIT
 JF=
@@ -84,7 +86,7 @@ PY
 if [ $async = 1 ] && [ $san = 0 ]; then
   grep -qE 'SLOW.*late on its GPU \(its stream starts the collective late\)' "$OUT" || fail "not named on the GPU"
   # on the host in asynchronous mode too
-  slow_run slowhost 8 330 SCEN_SLOW_RANK=2 SCEN_SLOW_ON=host
+  slow_run slowhost 8 500 SCEN_SLOW_RANK=2 SCEN_SLOW_ON=host
   named 8 2
   grep -qE 'SLOW.*late on its host' "$OUT" || fail "not named on the host"
 elif [ $async = 0 ]; then
