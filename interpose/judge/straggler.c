@@ -64,6 +64,12 @@ void ncg_sg_init(struct ncg_sg *s, const struct ncg_sg_cfg *cfg)
     s->named = s->ended = -1;
 }
 
+/* The window's entry i feeds back (0: the newest). */
+static struct ncg_sg_ent *back(const struct ncg_sg *s, uint32_t i)
+{
+    return (struct ncg_sg_ent *)&s->win[(s->head + NCG_SG_WIN_MAX - 1 - i) % NCG_SG_WIN_MAX];
+}
+
 /* The rank the window's rule names now, with its share and side, or -1. */
 static int32_t decide(const struct ncg_sg *s, double *share, uint8_t *side, uint64_t *since)
 {
@@ -74,7 +80,7 @@ static int32_t decide(const struct ncg_sg *s, double *share, uint8_t *side, uint
     int32_t cand = -1;
     uint32_t votes = 0;
     for (uint32_t i = 0; i < w; i++) {
-        const struct ncg_sg_ent *e = &s->win[(s->head + NCG_SG_WIN_MAX - 1 - i) % NCG_SG_WIN_MAX];
+        const struct ncg_sg_ent *e = back(s, i);
         if (votes == 0) {
             cand = e->who;
             votes = 1;
@@ -91,7 +97,7 @@ static int32_t decide(const struct ncg_sg *s, double *share, uint8_t *side, uint
     uint64_t all = 0, top = 0;
     uint32_t topi = w;
     for (uint32_t i = 0; i < w; i++) {
-        const struct ncg_sg_ent *e = &s->win[(s->head + NCG_SG_WIN_MAX - 1 - i) % NCG_SG_WIN_MAX];
+        const struct ncg_sg_ent *e = back(s, i);
         all += e->loss_ns;
         if (e->loss_ns > top) {
             top = e->loss_ns;
@@ -103,7 +109,7 @@ static int32_t decide(const struct ncg_sg *s, double *share, uint8_t *side, uint
     uint32_t count = 0, dev = 0;
     uint64_t loss = 0, step = 0, first = 0;
     for (uint32_t i = 0; i < w; i++) {
-        const struct ncg_sg_ent *e = &s->win[(s->head + NCG_SG_WIN_MAX - 1 - i) % NCG_SG_WIN_MAX];
+        const struct ncg_sg_ent *e = back(s, i);
         if (i != topi)
             step += e->step_ns;
         if (e->who != cand)
@@ -168,7 +174,7 @@ enum ncg_sg_event ncg_sg_feed(struct ncg_sg *s, const struct ncg_sg_slot *a, uin
 enum ncg_sg_event ncg_sg_forget(struct ncg_sg *s, int32_t rank)
 {
     for (uint32_t i = 0; i < s->n; i++) {
-        struct ncg_sg_ent *e = &s->win[(s->head + NCG_SG_WIN_MAX - 1 - i) % NCG_SG_WIN_MAX];
+        struct ncg_sg_ent *e = back(s, i);
         if (e->who == rank)
             e->who = -1;
     }
