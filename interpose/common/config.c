@@ -18,6 +18,7 @@
         .shm = 1, .verbose = 0, .stacks = 1, .stuck_warn_s = 60.0, .stuck_abort_s = 0.0,           \
         .completion = NCG_COMPL_AUTO, .tree = NCG_TREE_AUTO, .fanout = 16, .exit_wait_s = 5.0,     \
         .slow = 1, .slow_sample = 16, .slow_window = 16, .slow_share_pct = 5.0,                    \
+        .slow_hold_s = 5.0,                                                                        \
     }
 
 struct ncg_config ncg_cfg = NCG_CONFIG_DEFAULTS;
@@ -85,13 +86,19 @@ static void ncg_parse_num(const struct ncg_parse *p, const char *name, int whole
     char used[32], why[96];
     snprintf(used, sizeof used, whole ? "%.0f" : "%g", *out);
     if (errno || end == v || *end || (whole ? *v == '-' || *v == '+' : !isfinite(x))) {
-        ncg_bad(p, name, v, whole ? "not a whole number" : "not a number of seconds", used);
+        ncg_bad(p, name, v,
+                whole               ? "not a whole number"
+                : hi == 7 * 86400.0 ? "not a number of seconds"
+                                    : "not a number",
+                used);
         return;
     }
     if (whole)
         snprintf(why, sizeof why, "out of range %.0f..%.0f", lo, hi);
-    else if (x > hi)
+    else if (x > hi && hi == 7 * 86400.0)
         snprintf(why, sizeof why, "longer than a week");
+    else if (x > hi)
+        snprintf(why, sizeof why, "more than %g", hi);
     else
         snprintf(why, sizeof why, "must be %s %g", lo_open ? ">" : ">=", lo);
     if ((lo_open ? x <= lo : x < lo) || x > hi)
@@ -253,6 +260,7 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
     ncg_parse_uint(&p, "NCCLGUARD_SLOW_SAMPLE", 1, 65536, &cfg->slow_sample);
     ncg_parse_uint(&p, "NCCLGUARD_SLOW_WINDOW", 4, 64, &cfg->slow_window);
     ncg_parse_num(&p, "NCCLGUARD_SLOW_SHARE_PCT", 0, 0, 1, 100, &cfg->slow_share_pct);
+    ncg_parse_secs(&p, "NCCLGUARD_SLOW_HOLD_S", 0.0, 0, &cfg->slow_hold_s);
     ncg_parse_secs(&p, "NCCLGUARD_HEARTBEAT_TIMEOUT_S", 0.0, 1, &cfg->heartbeat_timeout_s);
     ncg_parse_secs(&p, "NCCLGUARD_LAG_WARN_S", 0.0, 1, &cfg->lag_warn_s);
     ncg_parse_secs(&p, "NCCLGUARD_LAG_ABORT_S", 0.0, 0, &cfg->lag_abort_s);

@@ -46,6 +46,7 @@ struct ncg_config {
     uint32_t slow_sample;  /* NCCLGUARD_SLOW_SAMPLE: slots between samples on average (16) */
     uint32_t slow_window;  /* NCCLGUARD_SLOW_WINDOW: samples one decision covers (16) */
     double slow_share_pct; /* NCCLGUARD_SLOW_SHARE_PCT: step share lost to name a rank (5) */
+    double slow_hold_s;    /* NCCLGUARD_SLOW_HOLD_S: how long the rule holds first (5) */
 };
 
 /* NCCLGUARD_TREE values: auto = the relay tree from NCG_TREE_AUTO_RANKS ranks on, when the

@@ -72,6 +72,7 @@ struct ncg_coord *ncg_coord_new(const struct ncg_coord_params *p, const struct n
         co->p.slow_off = !ncg_cfg.slow;
         co->p.slow_window = ncg_cfg.slow_window;
         co->p.slow_share = ncg_cfg.slow_share_pct / 100;
+        co->p.slow_hold_s = ncg_cfg.slow_hold_s;
     }
     co->next_qid = 1;
     return co;

@@ -19,11 +19,13 @@ struct ncg_coord_params {
     double stuck_warn_s;  /* STUCK warning after this long (0: none) */
     double stuck_abort_s; /* STUCK becomes an error (0: never) */
     double exit_wait_s;   /* the exit release's bound (release.h; 0: released at once) */
-    /* SLOW (straggler.h): all zero = NCCLGUARD_SLOW, _SLOW_WINDOW, _SLOW_SHARE_PCT (config.h) */
+    /* SLOW (straggler.h): all zero = NCCLGUARD_SLOW, _SLOW_WINDOW, _SLOW_SHARE_PCT,
+     * _SLOW_HOLD_S (config.h) */
     uint8_t slow_off;
     uint32_t slow_window;
-    double slow_share; /* 0..1 */
-    uint8_t embedded;  /* the coordinator runs inside a rank's process */
+    double slow_share;  /* 0..1 */
+    double slow_hold_s; /* how long the rule holds before a rank is named (0: at once) */
+    uint8_t embedded;   /* the coordinator runs inside a rank's process */
     int32_t global_rank;
     uint32_t pid;
     char host[64];

@@ -77,7 +77,8 @@ void ncg_co_slow_samples(struct ncg_coord *co, struct ccomm *c, uint32_t rank,
                          const struct ncg_report_slow *smp, uint32_t n, uint64_t now_ns)
 {
     if (!c->slow) {
-        struct ncg_sg_cfg cfg = {co->p.slow_window ? co->p.slow_window : 16, 0.7, co->p.slow_share};
+        struct ncg_sg_cfg cfg = {co->p.slow_window ? co->p.slow_window : 16, 0.7, co->p.slow_share,
+                                 (uint64_t)(co->p.slow_hold_s * 1e9)};
         if (!(c->slow = calloc(1, sizeof *c->slow))) {
             ncg_co_nomem(co);
             return;

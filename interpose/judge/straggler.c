@@ -2,7 +2,9 @@
  * count, and per communicator the window rule: a rank is named when it is the minimum of at
  * least `dominance` of the window's slots AND the others lose at least `share_min` of the step
  * to it (one slot that holds more loss than all the others is a stall and left out of that
- * share); the episode ends when that has not held for a whole window. */
+ * share), and that has held at every slot fed for `hold_ns` (a window of fast calls spans a
+ * fraction of a second: one descheduled process is not a straggler); the episode ends when the
+ * rule has not held for it for a whole window. */
 #include "straggler.h"
 
 #include <string.h>
@@ -61,7 +63,7 @@ void ncg_sg_init(struct ncg_sg *s, const struct ncg_sg_cfg *cfg)
         s->cfg.dominance = 1;
     if (!(s->cfg.share_min >= 0))
         s->cfg.share_min = 0;
-    s->named = s->ended = -1;
+    s->named = s->ended = s->cand = -1;
 }
 
 /* The window's entry i feeds back (0: the newest). */
@@ -150,6 +152,12 @@ enum ncg_sg_event ncg_sg_feed(struct ncg_sg *s, const struct ncg_sg_slot *a, uin
     uint8_t side = 0;
     uint64_t since = 0;
     int32_t who = decide(s, &share, &side, &since);
+    if (who != s->cand) { /* a new run of decisions (or none): it holds from its oldest slot */
+        s->cand = who;
+        s->cand_ns = since;
+    }
+    if (who >= 0 && who != s->named && now_ns - s->cand_ns < s->cfg.hold_ns)
+        who = -1; /* not held long enough to be named: for the named one, the rule fails */
     if (who < 0) {
         if (s->named >= 0 && ++s->quiet >= s->cfg.window) {
             s->quiet = 0;
@@ -165,7 +173,7 @@ enum ncg_sg_event ncg_sg_feed(struct ncg_sg *s, const struct ncg_sg_slot *a, uin
         return NCG_SG_NONE;
     enum ncg_sg_event ev = s->named >= 0 ? NCG_SG_CHANGE : NCG_SG_START;
     if (who != s->named)
-        s->since_ns = since;
+        s->since_ns = s->cand_ns;
     s->named = who;
     s->side = side;
     return ev;
@@ -178,6 +186,8 @@ enum ncg_sg_event ncg_sg_forget(struct ncg_sg *s, int32_t rank)
         if (e->who == rank)
             e->who = -1;
     }
+    if (s->cand == rank)
+        s->cand = -1;
     if (s->named != rank || rank < 0)
         return NCG_SG_NONE;
     s->quiet = 0;

@@ -44,10 +44,12 @@ struct ncg_sg_cfg {
     uint32_t window;  /* slots decided over (1..NCG_SG_WIN_MAX; default 16) */
     double dominance; /* share of the window's slots the rank must be the minimum of (0.7) */
     double share_min; /* share of the step the others must lose to it (0.05) */
+    uint64_t hold_ns; /* how long the rule must have held for the same rank before it is named,
+                       * from the oldest window slot it was the minimum of (5 s; 0: at once) */
 };
 #define NCG_SG_CFG_DEFAULT                                                                         \
     {                                                                                              \
-        16, 0.7, 0.05                                                                              \
+        16, 0.7, 0.05, 5000000000ull                                                               \
     }
 
 struct ncg_sg_ent {
@@ -73,6 +75,9 @@ struct ncg_sg {
     uint64_t since_ns;
     uint32_t quiet; /* slots fed in a row where the rule did not hold for it */
     int32_t ended;  /* the rank of the latest episode that ended (NCG_SG_END), -1 none */
+    /* the hold: the rank the rule held for at every feed since cand_ns (-1: none) */
+    int32_t cand;
+    uint64_t cand_ns;
 };
 
 enum ncg_sg_event {

@@ -61,6 +61,7 @@ struct ncg_relay *ncg_relay_new(const struct ncg_relay_params *p, const struct n
         r->p.slow_off = !ncg_cfg.slow;
         r->p.slow_window = ncg_cfg.slow_window;
         r->p.slow_share = ncg_cfg.slow_share_pct / 100;
+        r->p.slow_hold_s = ncg_cfg.slow_hold_s;
     }
     r->next_qid = 1;
     return r;

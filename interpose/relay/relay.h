@@ -46,6 +46,7 @@ struct ncg_relay_params {
     uint8_t slow_off;     /* 1: samples ignored, no SLOW warning */
     uint32_t slow_window; /* root: slots one decision covers (0: 16) */
     double slow_share;    /* root: share of the step the others must lose (0..1) */
+    double slow_hold_s;   /* root: how long the rule holds before a rank is named (0: at once) */
 };
 
 struct ncg_relay_ops {

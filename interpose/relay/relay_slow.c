@@ -34,7 +34,8 @@ static struct rslow *slow_get(struct ncg_relay *r, struct rcomm *c)
     for (uint32_t i = 0; i < NCG_RL_SLOW_SEEN; i++)
         s->seen[i].rank = -1;
     if (r->p.root) {
-        struct ncg_sg_cfg cfg = {r->p.slow_window ? r->p.slow_window : 16, 0.7, r->p.slow_share};
+        struct ncg_sg_cfg cfg = {r->p.slow_window ? r->p.slow_window : 16, 0.7, r->p.slow_share,
+                                 (uint64_t)(r->p.slow_hold_s * 1e9)};
         if (!(s->sg = malloc(sizeof *s->sg))) {
             free(s);
             return ncg_rl_nomem(r);

@@ -4,7 +4,9 @@
  * one window; every rank jittering 0-10%: nobody, over thousands of slots and several seeds;
  * the slow rank changing mid-run; window edges, ties, wrap of the slot, missing samples, a rank
  * leaving, the end of an episode, the side, merging as a relay would, thinning; one stall (the
- * whole job paused a few seconds) names nobody. */
+ * whole job paused a few seconds) names nobody; the hold: a rank late for a few seconds of fast
+ * calls (a descheduled process) is not named, one late for longer is, once the rule held for 5 s.
+ * The rule's tests run without the hold (RULE), the hold's with the defaults. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,10 @@ static double urand(void) /* [0, 1) */
     rng ^= rng << 17;
     return (double)(rng >> 11) / 9007199254740992.0;
 }
+
+/* the window rule alone: the defaults without the hold */
+static const struct ncg_sg_cfg RULE = {16, 0.7, 0.05, 0};
+static uint64_t tick = 1000; /* ns between two feeds of run() */
 
 #define MAXR 16
 /* One step: compute C ms (x (1 + slow) for the slow rank, + jitter), then the collective that
@@ -50,7 +56,7 @@ static long run(struct ncg_sg *s, uint64_t from, uint64_t to, int n, int slow_ra
     for (uint64_t k = from; k != to; k++) {
         struct ncg_sg_slot a;
         step(&a, k * 16, n, slow_rank, slow, jitter, side);
-        enum ncg_sg_event ev = ncg_sg_feed(s, &a, k * 1000);
+        enum ncg_sg_event ev = ncg_sg_feed(s, &a, k * tick);
         if (ev == NCG_SG_START || ev == NCG_SG_CHANGE) {
             if (s->named == want && first < 0)
                 first = (long)(k - from);
@@ -67,7 +73,7 @@ static void slow_named(void)
         for (int pct = 10; pct <= 20; pct += 10)
             for (uint8_t side = 0; side <= 1; side++) {
                 struct ncg_sg s;
-                ncg_sg_init(&s, NULL);
+                ncg_sg_init(&s, &RULE);
                 int wrong = 0, r = n - 3;
                 long at = run(&s, 0, 400, n, r, pct / 100.0, 0, side, r, &wrong);
                 CHECKF(at == 15, "%d ranks, %d%%: named at feed %ld (want 15: a full window)", n,
@@ -79,7 +85,7 @@ static void slow_named(void)
                 CHECKF(s.share > want * 0.95 && s.share < want * 1.05, "share %.3f want %.3f",
                        s.share, want);
                 /* with 0-5% jitter on every rank as well */
-                ncg_sg_init(&s, NULL);
+                ncg_sg_init(&s, &RULE);
                 wrong = 0;
                 at = run(&s, 0, 400, n, r, pct / 100.0, 0.05, side, r, &wrong);
                 CHECKF(at >= 15 && at < 64 && wrong == 0,
@@ -93,7 +99,7 @@ static void jitter_never(void)
         for (int n = 2; n <= 16; n += n < 8 ? 2 : 8) {
             rng = 0x9e3779b97f4a7c15ull * (uint64_t)seed;
             struct ncg_sg s;
-            ncg_sg_init(&s, NULL);
+            ncg_sg_init(&s, &RULE);
             int wrong = 0;
             run(&s, 0, 4000, n, -1, 0, 0.10, 0, -2, &wrong);
             CHECKF(wrong == 0, "seed %d, %d ranks jittering 0-10%%: %d SLOW events", seed, n,
@@ -104,7 +110,7 @@ static void jitter_never(void)
 static void rank_changes(void)
 {
     struct ncg_sg s;
-    ncg_sg_init(&s, NULL);
+    ncg_sg_init(&s, &RULE);
     int wrong = 0;
     CHECKF(run(&s, 0, 100, 8, 2, 0.2, 0.02, 0, 2, &wrong) >= 15 && !wrong, "first rank");
     long at = run(&s, 100, 200, 8, 6, 0.2, 0.02, 0, 6, &wrong);
@@ -120,7 +126,7 @@ static void rank_changes(void)
 static void episode_end(void)
 {
     struct ncg_sg s;
-    ncg_sg_init(&s, NULL);
+    ncg_sg_init(&s, &RULE);
     int wrong = 0, ends = 0;
     run(&s, 0, 100, 8, 1, 0.2, 0, 0, 1, &wrong);
     long ended = -1;
@@ -151,7 +157,7 @@ static void one_stall(void)
     for (int stalled = 5; stalled <= 6; stalled++)
         for (int slowpct = 1; slowpct <= 20; slowpct += 19) {
             struct ncg_sg s;
-            ncg_sg_init(&s, NULL);
+            ncg_sg_init(&s, &RULE);
             int wrong = 0, r = 5;
             long at = run(&s, 0, 40, 8, r, slowpct / 100.0, 0, 0, r, &wrong);
             struct ncg_sg_slot a;
@@ -174,10 +180,44 @@ static void one_stall(void)
         }
 }
 
+/* The defaults hold for 5 s: a rank the minimum of every slot for 3 s of fast sampled calls (a
+ * window spans 0.8 s: one process descheduled, a hiccup) is never named; one late for 10 s is,
+ * 5 s after the first slot it was the minimum of; a slow job whose window spans 9 s names it at
+ * the window's fill; the slow rank changing goes through the hold too. */
+static void hold(void)
+{
+    struct ncg_sg s;
+    ncg_sg_init(&s, NULL);
+    CHECKF(s.cfg.hold_ns == 5000000000ull, "default hold %llu ns",
+           (unsigned long long)s.cfg.hold_ns);
+    int wrong = 0;
+    tick = 50000000; /* a sample every 50 ms */
+    run(&s, 0, 40, 8, -1, 0, 0.05, 0, -2, &wrong);
+    long at = run(&s, 40, 100, 8, 3, 0.2, 0.02, 0, 3, &wrong); /* 3 s late */
+    CHECKF(at < 0 && !wrong && s.named == -1, "a 3 s blip named %d at %ld", s.named, at);
+    at = run(&s, 100, 300, 8, -1, 0, 0.05, 0, -2, &wrong);
+    CHECKF(at < 0 && !wrong && s.named == -1, "after the blip: named %d", s.named);
+    at = run(&s, 300, 600, 8, 3, 0.2, 0.02, 0, 3, &wrong); /* 15 s late */
+    CHECKF(at >= 100 && at <= 104 && !wrong && s.named == 3,
+           "late for 15 s: named %d at feed %ld (want 100: 5 s)", s.named, at);
+    CHECKF(s.since_ns >= 300 * tick && s.since_ns <= 302 * tick, "since %llu",
+           (unsigned long long)s.since_ns);
+    /* it changes: rank 6 is named 5 s after it became the minimum, rank 3's episode over */
+    at = run(&s, 600, 900, 8, 6, 0.2, 0.02, 0, 6, &wrong);
+    CHECKF(at >= 100 && at <= 110 && !wrong && s.named == 6 && s.ended == 3,
+           "change: named %d at feed %ld, ended %d", s.named, at, s.ended);
+    /* a slow job: 16 slots of 36 ms steps between two samples, the window spans 9 s */
+    ncg_sg_init(&s, NULL);
+    tick = 16 * 36000000ull;
+    at = run(&s, 0, 40, 8, 5, 0.2, 0, 0, 5, &wrong);
+    CHECKF(at == 15 && !wrong, "slow job: named at feed %ld", at);
+    tick = 1000;
+}
+
 static void edges(void)
 {
     struct ncg_sg s;
-    struct ncg_sg_cfg c = {4, 0.75, 0.05};
+    struct ncg_sg_cfg c = {4, 0.75, 0.05, 0};
     ncg_sg_init(&s, &c);
     struct ncg_sg_slot a;
     /* 3 of 4 named (exactly the dominance): named at the 4th feed, not before */
@@ -215,7 +255,7 @@ static void edges(void)
 static void ties_missing_wrap(void)
 {
     struct ncg_sg s;
-    struct ncg_sg_cfg c = {4, 0.75, 0.05};
+    struct ncg_sg_cfg c = {4, 0.75, 0.05, 0};
     struct ncg_sg_slot a;
     /* ties name nobody: ranks 1 and 2 equal and shortest every slot */
     ncg_sg_init(&s, &c);
@@ -285,6 +325,7 @@ int main(void)
     rank_changes();
     episode_end();
     one_stall();
+    hold();
     edges();
     ties_missing_wrap();
     merge_thin();

@@ -161,6 +161,21 @@ int main(void)
     EXPECT(c.lag_abort_s == 300.0 && e.nwarn == 0);
     c = one(&e, "NCCLGUARD_LAG_ABORT_S", "-1");
     EXPECT(c.lag_abort_s == 0.0 && e.nwarn == 1);
+    /* SLOW's knobs: the hold in seconds (0: at once), the share in percent */
+    EXPECT(one(&e, "NCCLGUARD_SLOW_HOLD_S", "0").slow_hold_s == 0.0 && e.nwarn == 0);
+    EXPECT(one(&e, "NCCLGUARD_SLOW_HOLD_S", "30").slow_hold_s == 30.0 && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_SLOW_HOLD_S", "-2");
+    EXPECT(c.slow_hold_s == 5.0 && e.nwarn == 1);
+    EXPECT(
+        !strcmp(e.warnings[0], "ncclguard: NCCLGUARD_SLOW_HOLD_S=\"-2\": must be >= 0; using 5"));
+    c = one(&e, "NCCLGUARD_SLOW_SHARE_PCT", "150");
+    EXPECT(c.slow_share_pct == 5.0 && e.nwarn == 1);
+    EXPECT(!strcmp(e.warnings[0],
+                   "ncclguard: NCCLGUARD_SLOW_SHARE_PCT=\"150\": more than 100; using 5"));
+    c = one(&e, "NCCLGUARD_SLOW_SHARE_PCT", "lots");
+    EXPECT(c.slow_share_pct == 5.0 && e.nwarn == 1);
+    EXPECT(!strcmp(e.warnings[0],
+                   "ncclguard: NCCLGUARD_SLOW_SHARE_PCT=\"lots\": not a number; using 5"));
 
     c = one(&e, "NCCLGUARD_REPORT_DIR", "/tmp/reports");
     EXPECT(!strcmp(c.report_dir, "/tmp/reports") && e.nwarn == 0);

@@ -30,7 +30,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: ncg-sim --ranks N --per-node K [--comms C] [--rate CALLS_PER_S] [--seconds T]\n"
             "               [--fanout F] [--workers W] [--heartbeat-s H] [--stop-relay NODE]\n"
-            "               [--frames] [--event-s S (3)] [--after-s S (4; --slow-rank: 8)]\n"
+            "               [--frames] [--event-s S (3)] [--after-s S (4; --slow-rank: 10)]\n"
             "               [--scrape-s S [--scrape-status]] [--samples]\n"
             "               [--mismatch-rank R --mismatch-slot S | --kill-rank R | --kill-relay "
             "NODE |\n"
@@ -123,7 +123,8 @@ int main(int argc, char **argv)
     if (faults && !have_seconds)
         A.seconds = 0;
     if (A.slow_rank >= 0 && !have_after)
-        A.after_s = 8; /* a window of 16 sampled slots is 2.6 s of calls, then up the tree */
+        A.after_s = 10; /* a window of 16 sampled slots is 2.6 s of calls, the rule holds 5 s
+                         * (NCCLGUARD_SLOW_HOLD_S), then down the tree */
     chains_init();
     driver = getpid();
     /* File descriptors: a worker holds about two per relay (its link up, its end of a child's

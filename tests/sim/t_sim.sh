@@ -3,7 +3,8 @@
 # death, a relay's death, a frozen relay and a DEADLOCK are each found, the right rank named,
 # every live rank notified exactly once within the bounds (2 s mismatch, 3 s deaths and
 # deadlock, heartbeat + 1.5 s). A slow rank (straggler samples in every REPORT, rank 301 the
-# last to arrive) draws one SLOW warning naming it, at every rank, while the root's /metrics and
+# last to arrive) draws one SLOW warning naming it, at every rank (once the rule held 5 s,
+# NCCLGUARD_SLOW_HOLD_S), while the root's /metrics and
 # /status are rendered every second; jittered samples with nobody slow name nobody.
 set -u
 # Under a sanitizer the relay code runs in relay_unit and t_relay_e2e; the simulator's fixed
@@ -42,7 +43,7 @@ sim --stop-relay 1 --heartbeat-s 2 &
 # a DEADLOCK: rank 301 (node 37, three levels down) takes comm 1 before comm 0, the others the
 # other way; every rank blocked sends WAITs (comm 0's verdict names the cycle's rank there)
 sim --deadlock-rank 301 &
-sim --slow-rank 301 --event-s 2 --after-s 4 --scrape-s 1 --scrape-status &
+sim --slow-rank 301 --event-s 2 --after-s 8 --scrape-s 1 --scrape-status &
 sim --samples --seconds 5 &
 wait
 out=$(cat "$T/sim.--seconds4.json")
@@ -72,8 +73,8 @@ sn=$(echo "$out" | field slow_notified) ex=$(echo "$out" | field expected)
   [ "$(echo "$out" | field slow_warnings)" = 1 ] && [ "$sn" = "$ex" ] &&
   [ "$(echo "$out" | field slow_duplicates)" = 0 ] ||
   { echo "FAIL slow: SLOW named $(echo "$out" | field slow_named) ($(echo "$out" | field slow_warnings) warnings, $sn of $ex ranks), wanted rank 301 once at every rank, no verdict"; fail=1; }
-awk -v a="$(echo "$out" | field slow_all_notified_s)" -v s="${NCG_SLOW:-1}" 'BEGIN{exit !(a > 0 && a <= 3.5 * s)}' ||
-  { echo "FAIL slow: every rank warned $(echo "$out" | field slow_all_notified_s) s after sampling began (bound 3.5 s)"; fail=1; }
+awk -v a="$(echo "$out" | field slow_all_notified_s)" -v s="${NCG_SLOW:-1}" 'BEGIN{exit !(a >= 5 && a <= 7 * s)}' ||
+  { echo "FAIL slow: every rank warned $(echo "$out" | field slow_all_notified_s) s after sampling began (bound 5-7 s: the rule holds 5 s first)"; fail=1; }
 # the root's endpoint scraped every second: /metrics and /status rendered (a comm's worth each)
 [ "$(echo "$out" | field scrapes)" -ge 4 ] && [ "$(echo "$out" | field metrics_bytes)" -gt 1000 ] &&
   [ "$(echo "$out" | field status_bytes)" -gt 1000 ] ||
