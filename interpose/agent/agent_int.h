@@ -129,7 +129,9 @@ struct ncg_agent {
      * its SHUTDOWN and its own exit wait (bounded by hold_until_ns) */
     int sd_deferred;
     uint64_t hold_until_ns;
-    int holding;  /* __atomic: ncg_exit_at_exit extends its wait meanwhile */
+    int holding;     /* __atomic: ncg_exit_at_exit extends its wait meanwhile */
+    int registering; /* __atomic: a clean exit waits for a link to register this process (the
+                      * same extension) */
     int aborting; /* __atomic: an abort verdict is being applied; a clean exit waits for its _exit
                    */
     uint64_t tx_bytes; /* client bytes queued (ncg_channel_tx_bytes) */
@@ -142,6 +144,7 @@ struct ncg_exit_run {
     uint64_t sent_ns;      /* its GOODBYEs went then */
     uint64_t root_left_ns; /* a tree's root said it leaves (abort) */
     int sent;              /* GOODBYEs sent */
+    uint64_t reg_ns;       /* since then a link that carries comms never reported is awaited */
     int hold;              /* this loop: the process holds other processes' exit releases */
 };
 

@@ -27,10 +27,14 @@
  *      least two intervals. ncg_ending() (abort_at_ns or release_until_ns) is steps 5 to 7.
  * A clean exit (the application returns or calls exit):
  *   1. exiting = 1 under lk (ncg_exit_at_exit, in the exiting thread), which then waits on cv
- *      for exit_done: 0.8 s, once extended by 5 s + twice the release bound while aborting or
- *      holding, after which an abort under way exits with its status, never the app's.
+ *      for exit_done: 0.8 s, once extended by 5 s + twice the release bound while aborting,
+ *      holding or registering, after which an abort under way exits with its status, never the
+ *      app's.
  *   2. GOODBYEs (ncg_exit_tick): once no link is still connecting, or 0.2 s before the 0.6 s
- *      deadline: a REPORT, then GOODBYEs and our SHUTDOWN (held back while holding), x->sent.
+ *      deadline (5 s while a link still coming up carries comms no REPORT carried yet: the
+ *      checker would never learn that this rank left; registering): a REPORT, then GOODBYEs
+ *      and our SHUTDOWN (held back while holding; to the embedded checker's backlog too:
+ *      ncg_server_farewell), x->sent.
  *   3. a relay here leaves (ncg_rhost_leave) 1.5 intervals later (a tree's root: 3, and not
  *      while holding).
  *   4. done (ncg_exit_finish): GOODBYEs sent, flushed and no relay left running here, or
@@ -78,12 +82,11 @@ void ncg_left_own_add(uint64_t id, uint64_t final)
     left_own[left_own_n++ % NCG_WIRE_MAX_COMMS] = (typeof(left_own[0])){id, final};
 }
 
-/* This process's SHUTDOWN (exit_sd) to every client of its embedded checker. */
+/* This process's SHUTDOWN (exit_sd) to every client of its embedded checker, those still in
+ * its listener's backlog and any that connects before the process is gone included. */
 static void server_shutdown(void)
 {
-    for (int i = 0; i < ncg_agent.srv.npc; i++)
-        if (ncg_agent.srv.pc[i].fd >= 0)
-            ncg_peer_send(&ncg_agent.srv.pc[i], &exit_sd);
+    ncg_server_farewell(&ncg_agent.srv, &exit_sd, ncg_now_ns());
 }
 
 /* Tells the checker on link li that this process printed and reported comm_id's verdict. */
@@ -264,6 +267,28 @@ static int tx_pending(void)
     return n;
 }
 
+/* A link still coming up that carries a comm no REPORT has told its checker of (the process
+ * leaves before its checker accepted it: a slow checker on a loaded host, a short job), or -1.
+ * Without that registration the checker never learns that this rank left, and its peers would
+ * wait for it in silence. */
+static int link_unregistered(void)
+{
+    int li = -1;
+    pthread_mutex_lock(&ncg_agent.lk);
+    for (size_t i = 0; i < ncg_agent.nlc && li < 0; i++) {
+        const struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (lc->link >= 0 && !lc->reported &&
+            (ncg_agent.link[lc->link].state == NCG_LINK_CONNECTING ||
+             ncg_agent.link[lc->link].state == NCG_LINK_HELLO))
+            li = lc->link;
+    }
+    pthread_mutex_unlock(&ncg_agent.lk);
+    return li;
+}
+
+/* How long a clean exit waits for a link that must register the process (above). */
+#define EXIT_REGISTER_NS 5000000000ull
+
 /* Each loop, before the links' work: a clean exit's GOODBYEs (once its links came up), the
  * SHUTDOWN held back for others' releases once they are over, a relay here leaving. */
 void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now)
@@ -271,12 +296,26 @@ void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now)
     if (exiting && !x->deadline_ns)
         x->deadline_ns = now + 600000000ull;
     if (exiting && !x->sent) {
-        /* A link still connecting gets a moment to come up: a goodbye needs a registration. */
+        /* A link still connecting gets a moment to come up: a goodbye needs a registration;
+         * one that must register this process's comms gets seconds (EXIT_REGISTER_NS). */
         int connecting = 0;
         for (int i = 0; i < ncg_agent.nlink; i++)
             connecting += ncg_agent.link[i].state == NCG_LINK_CONNECTING ||
                           ncg_agent.link[i].state == NCG_LINK_HELLO;
+        int unreg = connecting ? link_unregistered() : -1;
+        if (unreg >= 0 && !x->reg_ns) {
+            x->reg_ns = now;
+            if (x->deadline_ns < now + EXIT_REGISTER_NS)
+                x->deadline_ns = now + EXIT_REGISTER_NS;
+            __atomic_store_n(&ncg_agent.registering, 1, __ATOMIC_RELEASE);
+        }
         if (!connecting || now + 200000000ull >= x->deadline_ns) {
+            if (unreg >= 0)
+                ncg_log("this process exits before the checker at %s accepted it (no answer in "
+                        "%.1f s): the checker does not learn that it left, and the other ranks of "
+                        "its communicators may wait for it without a verdict",
+                        ncg_agent.link[unreg].name, (double)(now - x->reg_ns) / 1e9);
+            __atomic_store_n(&ncg_agent.registering, 0, __ATOMIC_RELEASE);
             ncg_client_report(now); /* registers comms not reported yet, so the goodbye counts */
             /* Other processes' exit releases held here: this process's SHUTDOWN and its
              * exit wait for them (their own deadlines bound it; so does hold_until_ns). */
@@ -382,11 +421,13 @@ void ncg_exit_at_exit(void)
         while (!ncg_agent.exit_done)
             if (pthread_cond_timedwait(&ncg_agent.cv, &ncg_agent.lk, &ts) == ETIMEDOUT) {
                 if (extended || !(__atomic_load_n(&ncg_agent.aborting, __ATOMIC_ACQUIRE) ||
-                                  __atomic_load_n(&ncg_agent.holding, __ATOMIC_ACQUIRE)))
+                                  __atomic_load_n(&ncg_agent.holding, __ATOMIC_ACQUIRE) ||
+                                  __atomic_load_n(&ncg_agent.registering, __ATOMIC_ACQUIRE)))
                     break;
                 /* an abort verdict is under way: its _exit comes within ~1 s of its release,
                  * itself bounded by exit_wait + 2 s, then by the releases this process holds
-                 * for others (the same again) */
+                 * for others (the same again); a link that must register this process has
+                 * EXIT_REGISTER_NS (the thread's own deadline) */
                 ts.tv_sec += 5 + 2 * (time_t)(release_bound_ns() / 1000000000ull);
                 extended = 1;
             }

@@ -301,7 +301,27 @@ static int srv_take(void *arg, int fd, const struct sockaddr_storage *from, sock
     }
     ncg_peer_init(&s->pc[id], fd);
     ncg_coord_connected(s->co, id, now);
+    if (s->bye)
+        ncg_peer_send(&s->pc[id], s->bye);
     return 0;
+}
+
+void ncg_server_farewell(struct ncg_server *s, const struct ncg_msg *bye, uint64_t now)
+{
+    if (s->failed)
+        return;
+    s->bye = bye;
+    for (int i = 0; i < s->npc; i++)
+        if (s->pc[i].fd >= 0)
+            ncg_peer_send(&s->pc[i], bye);
+    if (s->lfd >= 0 && !s->nomem) /* the backlog, whatever the pause (bounded rounds) */
+        for (int r = 0; r < 16 && !s->nomem; r++) {
+            int before = ncg_server_open_conns(s);
+            struct ncg_accept_state a = {0};
+            ncg_accept_round(s->lfd, &a, NCG_ACCEPT_BATCH, now, srv_take, s);
+            if (ncg_server_open_conns(s) == before)
+                break;
+        }
 }
 
 /* Messages dispatched per connection and round: a flood from one peer waits its turn, the

@@ -57,6 +57,7 @@ struct ncg_server {
     int nomem; /* an allocation for a connection failed: stop at the end of this round */
     struct ncg_accept_state acc; /* the listener's pause (accept.h) */
     int failed; /* stopped (out of memory): clients were told, nothing is polled any more */
+    const struct ncg_msg *bye; /* the host leaves (ncg_server_farewell): every connection gets it */
 };
 
 /* The coordinator's output callbacks (arg: the struct ncg_server). */
@@ -68,6 +69,11 @@ int ncg_server_pollfds(struct ncg_server *s, struct pollfd *pf, int *map, int ma
 /* Handle poll results (n = 0 after a timeout), tick the coordinator, flush, reap. */
 void ncg_server_handle(struct ncg_server *s, struct pollfd *pf, int *map, int n, uint64_t now);
 int ncg_server_pending_tx(const struct ncg_server *s); /* connections with unsent bytes */
+/* The host process leaves: bye (its SHUTDOWN, kept by the caller until the process ends) to
+ * every connection, the ones still waiting in the listener's backlog too (accepted now: a
+ * process whose checker was too slow to accept it before would be left without the final
+ * counts, and its calls past them unjudged), and to any accepted from now on. */
+void ncg_server_farewell(struct ncg_server *s, const struct ncg_msg *bye, uint64_t now);
 /* 1 when a connection has decoded messages waiting for the next round (poll with timeout 0). */
 int ncg_server_busy(const struct ncg_server *s);
 int ncg_server_open_conns(const struct ncg_server *s);
