@@ -39,6 +39,26 @@ guarded() {
   env LD_PRELOAD="$NCG_PRELOAD" NCCLGUARD_REPORT_DIR="$REPORTS" timeout -k 5 120 "$@" >"$OUT" 2>&1
   RC=$?
 }
+# recovers MATCH KIND OUT CMD...: runs CMD as guarded does (RC, OUT), in the background, while
+# the host's `ncclguard status --match MATCH` is read every 0.1 s: SEEN=1 once it showed ranks
+# 0-3 with KIND's warning, OVER=1 once after that all 4 processes showed alive again (the
+# warning over); the last status read stays in $NCG_TMP/st.txt.
+recovers() {
+  local match=$1 kind=$2 run; OUT=$3; shift 3
+  env LD_PRELOAD="$NCG_PRELOAD" NCCLGUARD_REPORT_DIR="$REPORTS" timeout -k 5 120 "$@" >"$OUT" 2>&1 &
+  run=$!
+  SEEN=0; OVER=0
+  for _ in $(seq $((300 * SLOW))); do
+    kill -0 $run 2>/dev/null || break
+    "$B/ncclguard" status --match "$match" >"$NCG_TMP/st.txt" 2>&1
+    if grep -qE "^ncclguard: verdict on ranks 0-3 .*: $kind on comm" "$NCG_TMP/st.txt"; then SEEN=1
+    elif [ $SEEN = 1 ] && [ "$(grep -cE ' alive( |$)' "$NCG_TMP/st.txt")" = 4 ]; then OVER=1; break
+    fi
+    sleep 0.1
+  done
+  wait $run
+  RC=$?
+}
 # nlines PATTERN: lines of $OUT matching the extended regex.
 nlines() { grep -cE -- "$1" "$OUT"; }
 # exited STATUS: ranks the launcher saw exit with STATUS.

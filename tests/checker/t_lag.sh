@@ -22,20 +22,8 @@ expect "$(nlines '^ncclguard:   stack of thread')" 4 "stacks with the lag verdic
 # A warning that is over: rank 1 catches up and the job goes on. The host's status showed the
 # processes with the LAG warning, then (a call completed since) alive again, while the job runs;
 # the warning stays in the log.
-env LD_PRELOAD="$NCG_PRELOAD" NCCLGUARD_REPORT_DIR="$REPORTS" NCCLGUARD_LAG_WARN_S=1 SCEN_LAG_S=3 \
-  SCEN_LAG_TAIL_S=6 timeout -k 5 120 "$LAUNCH" -n 4 -t 60 "$SCEN" lag >"$NCG_TMP/out3" 2>&1 &
-RUN=$!
-seen=0; over=0
-for _ in $(seq $((300 * SLOW))); do
-  kill -0 $RUN 2>/dev/null || break
-  "$B/ncclguard" status --match "scen lag" >"$NCG_TMP/st.txt" 2>&1
-  if grep -qE '^ncclguard: verdict on ranks 0-3 .*: LAG on comm' "$NCG_TMP/st.txt"; then seen=1
-  elif [ $seen = 1 ] && [ "$(grep -cE ' alive( |$)' "$NCG_TMP/st.txt")" = 4 ]; then over=1; break
-  fi
-  sleep 0.1
-done
-wait $RUN
-RC=$?; OUT=$NCG_TMP/out3
+recovers "scen lag" LAG "$NCG_TMP/out3" env NCCLGUARD_LAG_WARN_S=1 SCEN_LAG_S=3 SCEN_LAG_TAIL_S=6 \
+  "$LAUNCH" -n 4 -t 60 "$SCEN" lag
 expect "$RC" 0 "recovered: the job completes"
-expect "$seen$over" 11 "recovered: the host status showed the LAG warning, then the ranks alive: $(cat "$NCG_TMP/st.txt")"
+expect "$SEEN$OVER" 11 "recovered: the host status showed the LAG warning, then the ranks alive: $(cat "$NCG_TMP/st.txt")"
 expect "$(nlines '^ncclguard: WARNING: LAG on comm')" 4 "recovered: the warning printed"

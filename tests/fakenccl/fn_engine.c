@@ -608,6 +608,9 @@ ncclResult_t fn_run(struct fn_op *ops, int nops)
             if (wait < 0 || rem < wait)
                 wait = rem;
         }
+        double sw = fn_stall_wait(); /* FAKENCCL_STALL's timed hold ends then */
+        if (sw >= 0 && (wait < 0 || sw + 0.001 < wait))
+            wait = sw + 0.001;
         atomic_fetch_add(&bell->sleepers, 1);
         futex_wait(&bell->doorbell, seen, wait);
         atomic_fetch_sub(&bell->sleepers, 1);

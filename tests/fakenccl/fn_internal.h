@@ -150,6 +150,9 @@ void fn_premul(void *dst, const void *src, size_t n, ncclDataType_t dt, const vo
 /* --- fn_stall.c: FAKENCCL_STALL=RANK:SLOT (README) --- */
 /* 1 when op must never progress. Any thread driving op's comm; no blocking, no allocation. */
 int fn_stall_hold(const struct fn_op *op);
+/* Seconds left of a timed hold in progress (RANK:SLOT:SECONDS), -1 none: the engine's wait
+ * ends then, nothing else would wake it. */
+double fn_stall_wait(void);
 
 /* --- fn_engine.c --- */
 /* Map or create the segment of comm->shm_name and mark this rank joined. Caller thread,
