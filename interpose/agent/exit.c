@@ -31,10 +31,10 @@
  *      holding or registering, after which an abort under way exits with its status, never the
  *      app's.
  *   2. GOODBYEs (ncg_exit_tick): once no link is still connecting, or 0.2 s before the 0.6 s
- *      deadline (5 s while a link still coming up carries comms no REPORT carried yet: the
- *      checker would never learn that this rank left; registering): a REPORT, then GOODBYEs
- *      and our SHUTDOWN (held back while holding; to the embedded checker's backlog too:
- *      ncg_server_farewell), x->sent.
+ *      deadline (5 s while a link waiting for its checker's answer carries comms no REPORT
+ *      carried yet: the checker would never learn that this rank left; registering): a
+ *      REPORT, then GOODBYEs and our SHUTDOWN (held back while holding; to the embedded
+ *      checker's backlog too: ncg_server_farewell), x->sent.
  *   3. a relay here leaves (ncg_rhost_leave) 1.5 intervals later (a tree's root: 3, and not
  *      while holding).
  *   4. done (ncg_exit_finish): GOODBYEs sent, flushed and no relay left running here, or
@@ -267,19 +267,18 @@ static int tx_pending(void)
     return n;
 }
 
-/* A link still coming up that carries a comm no REPORT has told its checker of (the process
- * leaves before its checker accepted it: a slow checker on a loaded host, a short job), or -1.
- * Without that registration the checker never learns that this rank left, and its peers would
- * wait for it in silence. */
+/* A link that carries a comm no REPORT has told its checker of, connected and waiting for the
+ * checker's answer (the process leaves before its checker accepted it: a slow checker on a
+ * loaded host, a short job), or -1. Without that registration the checker never learns that
+ * this rank left, and its peers would wait for it in silence. (Not a link still connecting: an
+ * address nobody answers at would hold every exit.) */
 static int link_unregistered(void)
 {
     int li = -1;
     pthread_mutex_lock(&ncg_agent.lk);
     for (size_t i = 0; i < ncg_agent.nlc && li < 0; i++) {
         const struct ncg_lcomm *lc = &ncg_agent.lc[i];
-        if (lc->link >= 0 && !lc->reported &&
-            (ncg_agent.link[lc->link].state == NCG_LINK_CONNECTING ||
-             ncg_agent.link[lc->link].state == NCG_LINK_HELLO))
+        if (lc->link >= 0 && !lc->reported && ncg_agent.link[lc->link].state == NCG_LINK_HELLO)
             li = lc->link;
     }
     pthread_mutex_unlock(&ncg_agent.lk);
