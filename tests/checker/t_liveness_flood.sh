@@ -1,9 +1,9 @@
 # Liveness does not depend on how much the checker reads (issue 13, item 4): a standalone
-# checker with a token, a 4-rank job with a 3 s heartbeat timeout, and meanwhile three peers
-# that hold the token flood the checker (valid REPORTs as fast as the socket takes them, then
-# 1 MiB garbage frames, reconnecting) while four busy loops load both cores. Two rounds: the
-# job completes every time with no verdict and no "went silent"; the checker still detects a
-# divergence afterwards.
+# checker with a token, a 4-rank job with a 3 s heartbeat timeout (6 s under a sanitizer), and
+# meanwhile three peers that hold the token flood the checker (valid REPORTs as fast as the
+# socket takes them, then 1 MiB garbage frames, reconnecting) while four busy loops load both
+# cores. Two rounds: the job completes every time with no verdict and no "went silent"; the
+# checker still detects a divergence afterwards.
 . "$NCG_ROOT/tests/checker/lib.sh"
 CLI=$B/ncclguard RAW=$B/tests/checker/rawconn
 [ -x "$CLI" ] && [ -x "$RAW" ] || { echo "ncclguard CLI or rawconn not built"; exit 77; }
@@ -14,7 +14,10 @@ trap 'kill $CP $burners 2>/dev/null' EXIT
 for _ in $(seq 50); do grep -q 'listening on' "$NCG_TMP/coord.log" && break; sleep 0.1; done
 PORT=$(grep -oE 'listening on [^ ]+' "$NCG_TMP/coord.log" | sed 's/.*://')
 [ -n "$PORT" ] || fail "coordinator did not start"
-export NCCLGUARD_COORD=127.0.0.1:$PORT NCCLGUARD_TOKEN=fl00d NCCLGUARD_HEARTBEAT_TIMEOUT_S=3
+# 3 s; 6 s under a sanitizer, whose checker decodes the 1 MiB frames several times slower (a CI
+# run under ASan saw the checker silent for 3 s once, with four burners on 2 cores)
+HB=3; [ -n "${NCG_SANITIZER:-}" ] && HB=6
+export NCCLGUARD_COORD=127.0.0.1:$PORT NCCLGUARD_TOKEN=fl00d NCCLGUARD_HEARTBEAT_TIMEOUT_S=$((HB * SLOW))
 for _ in 1 2 3 4; do (while :; do :; done) & burners="$burners $!"; done
 for round in 1 2; do
   pids=""
