@@ -114,6 +114,8 @@ static int find_threads(const struct ncg_dl_proc *p, size_t np, const struct ncg
                 continue;
             w[nw] = (struct ncg_wf_wait){(uint32_t)i, e->tid,      (uint32_t)ci, e->rank,
                                          e->p2p,      e->call.seq, e->call.root};
+            if (e->p2p)
+                w[nw].dir = e->call.func == NCG_F_SEND ? NCG_WF_SEND : NCG_WF_RECV;
             ref[nw++] = e;
         }
     long n = ncg_wf_find_cycle(w, nw, wc, nc, st, NCG_DL_MAX);

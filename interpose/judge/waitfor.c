@@ -138,7 +138,8 @@ static size_t thread_of(const struct tkey *keys, size_t nw, uint32_t proc, uint3
 }
 
 /* 1 when thread t is blocked in a call other than x's own counterpart (the same collective
- * slot, or the matching half of x's send/recv: those complete together with x). */
+ * slot, or the matching half of x's send/recv, the same k-th pair in the other direction:
+ * those complete together with x). */
 static int blocked_elsewhere(const struct ncg_wf_wait *w, const struct tkey *keys,
                              const size_t *run, size_t t, const struct ncg_wf_wait *x, uint32_t m)
 {
@@ -147,7 +148,8 @@ static int blocked_elsewhere(const struct ncg_wf_wait *w, const struct tkey *key
         const struct ncg_wf_wait *y = &w[keys[k].idx];
         /* Blocked in x's counterpart too (alone or in a group with other calls): it takes part
          * in x, which can complete. */
-        if (x->p2p && y->p2p && y->comm == x->comm && y->rank == m && y->peer == (int32_t)x->rank)
+        if (x->p2p && y->p2p && y->comm == x->comm && y->rank == m && y->peer == (int32_t)x->rank &&
+            (!x->dir || !y->dir || (x->dir != y->dir && x->seq == y->seq)))
             return 0;
         if (!x->p2p && !y->p2p && y->comm == x->comm && y->seq == x->seq)
             return 0;

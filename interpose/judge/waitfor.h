@@ -23,7 +23,13 @@ struct ncg_wf_wait {
     uint8_t p2p;   /* 0: collective at slot seq; 1: send/recv with comm rank peer */
     uint64_t seq;
     int32_t peer;
+    /* p2p: NCG_WF_SEND or NCG_WF_RECV (0: unknown, any p2p with peer counts as its other half).
+     * The other half of the k-th send from a to b is b's k-th recv from a: a receive against a
+     * receive (or a send against a send) is no pair, and waits like any other call. */
+    uint8_t dir;
 };
+#define NCG_WF_SEND 1u
+#define NCG_WF_RECV 2u
 
 /* What is known of member m of a communicator. */
 struct ncg_wf_member {

@@ -27,13 +27,13 @@ static void member(struct comm *c, uint32_t r, uint32_t proc, uint32_t tid, uint
 static struct ncg_wf_wait coll(uint32_t proc, uint32_t tid, uint32_t comm, uint32_t rank,
                                uint64_t slot)
 {
-    return (struct ncg_wf_wait){proc, tid, comm, rank, 0, slot, -1};
+    return (struct ncg_wf_wait){proc, tid, comm, rank, 0, slot, -1, 0};
 }
 
 static struct ncg_wf_wait p2p(uint32_t proc, uint32_t tid, uint32_t comm, uint32_t rank, uint64_t k,
                               int32_t peer)
 {
-    return (struct ncg_wf_wait){proc, tid, comm, rank, 1, k, peer};
+    return (struct ncg_wf_wait){proc, tid, comm, rank, 1, k, peer, 0};
 }
 
 /* Runs the case forwards and backwards; want = expected cycle length (0: none). */
@@ -311,6 +311,20 @@ int main(void)
     member(&c[1], 0, 0, 100, 0), member(&c[1], 1, 1, 200, 0);
     w[0] = p2p(0, 100, 0, 0, 0, 1), w[1] = p2p(1, 200, 1, 1, 0, 0);
     check("p2p across two comms", w, 2, c, 2, 2);
+
+    /* directions known (wire): a send against the peer's recv of the same k is a pair; a
+     * receive against a receive, a send against a send, or the other k are not */
+    memset(c, 0, sizeof c);
+    member(&c[0], 0, 0, 100, 0), member(&c[0], 1, 1, 200, 0);
+    w[0] = p2p(0, 100, 0, 0, 0, 1), w[1] = p2p(1, 200, 0, 1, 0, 0);
+    w[0].dir = NCG_WF_SEND, w[1].dir = NCG_WF_RECV;
+    check("send and its recv", w, 2, c, 1, 0);
+    w[0].dir = NCG_WF_RECV;
+    check("recv against recv", w, 2, c, 1, 2);
+    w[0].dir = w[1].dir = NCG_WF_SEND;
+    check("send against send", w, 2, c, 1, 2);
+    w[1].dir = NCG_WF_RECV, w[1].seq = 1;
+    check("send #0 against recv #1", w, 2, c, 1, 2);
 
     /* a group: rank 0 blocked in {A slot 0, B slot 0} (issued both), rank 1 blocked in A
      * slot 0 and has not issued B yet: rank 1's A completes, no cycle */
