@@ -195,6 +195,7 @@ static void sd_add(uint64_t id, uint64_t cnt, int other)
         }
     if (g->n < NCG_WIRE_MAX_COMMS) {
         g->comm_id[g->n] = id;
+        g->rank[g->n] = NCG_BYE_ANYRANK;
         g->count[g->n++] = cnt;
     }
 }
@@ -221,6 +222,7 @@ void ncg_exit_messages(uint8_t flags, int only_bye)
             struct ncg_msg_goodbye *g = &bye[lc->link].u.goodbye;
             if (g->n < NCG_WIRE_MAX_COMMS) {
                 g->comm_id[g->n] = lc->id;
+                g->rank[g->n] = (uint32_t)lc->rank;
                 g->count[g->n++] = cnt;
             }
         }

@@ -202,6 +202,7 @@ void ncg_client_report(uint64_t now)
                 g->flags = fl;
             if (l->state == NCG_LINK_UP && g->n < NCG_WIRE_MAX_COMMS && g->flags == fl) {
                 g->comm_id[g->n] = lc->id;
+                g->rank[g->n] = (uint32_t)lc->rank; /* the one that left, of several here */
                 g->count[g->n++] = lc->final;
                 ncg_left_own_add(lc->id, lc->final);
             } else if (l->state == NCG_LINK_UP) {

@@ -376,7 +376,8 @@ static void on_goodbye(struct ncg_coord *co, int conn, const struct ncg_msg_good
         if (!c)
             continue;
         for (uint32_t i = 0; i < c->nranks; i++)
-            if (c->m[i].conn == conn && c->m[i].state == M_ACTIVE) {
+            if (c->m[i].conn == conn && c->m[i].state == M_ACTIVE &&
+                (g->rank[k] == NCG_BYE_ANYRANK || g->rank[k] == i)) {
                 c->m[i].state = M_GONE;
                 c->m[i].waiting = 0;
                 c->m[i].how = g->flags & (NCG_BYE_ABORT | NCG_BYE_VERDICT);

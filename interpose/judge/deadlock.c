@@ -112,10 +112,9 @@ static int find_threads(const struct ncg_dl_proc *p, size_t np, const struct ncg
              * (a WAIT lags a REPORT by nothing, but a REPORT may have moved on since): no */
             if (ci == SIZE_MAX || (!e->p2p && c[ci].m[e->rank].done > e->call.seq))
                 continue;
+            uint8_t dir = !e->p2p ? 0 : e->call.func == NCG_F_SEND ? NCG_WF_SEND : NCG_WF_RECV;
             w[nw] = (struct ncg_wf_wait){(uint32_t)i, e->tid,      (uint32_t)ci, e->rank,
-                                         e->p2p,      e->call.seq, e->call.root};
-            if (e->p2p)
-                w[nw].dir = e->call.func == NCG_F_SEND ? NCG_WF_SEND : NCG_WF_RECV;
+                                         e->p2p,      e->call.seq, e->call.root, dir};
             ref[nw++] = e;
         }
     long n = ncg_wf_find_cycle(w, nw, wc, nc, st, NCG_DL_MAX);

@@ -358,6 +358,7 @@ long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
         for (i = 0; i < m->u.goodbye.n; i++) {
             ncg_put64(&w, m->u.goodbye.comm_id[i]);
             ncg_put64(&w, m->u.goodbye.count[i]);
+            ncg_put32(&w, m->u.goodbye.rank[i]);
         }
         break;
     case NCG_MSG_VERDICT: {
@@ -447,6 +448,7 @@ static void zero_member(struct ncg_msg *m, uint8_t type, const struct ncg_rbuf *
         m->u.goodbye.n = 0;
         memset(m->u.goodbye.comm_id, 0, sizeof *m->u.goodbye.comm_id * k);
         memset(m->u.goodbye.count, 0, sizeof *m->u.goodbye.count * k);
+        memset(m->u.goodbye.rank, 0, sizeof *m->u.goodbye.rank * k);
         return;
     }
     case NCG_MSG_VERDICT:
@@ -603,6 +605,7 @@ long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
         for (i = 0; i < m->u.goodbye.n; i++) {
             m->u.goodbye.comm_id[i] = ncg_get64(&r);
             m->u.goodbye.count[i] = ncg_get64(&r);
+            m->u.goodbye.rank[i] = ncg_get32(&r);
         }
         break;
     case NCG_MSG_VERDICT:

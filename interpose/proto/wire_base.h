@@ -9,7 +9,7 @@
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
 #define NCG_WIRE_VERSION                                                                           \
-    12u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT       \
+    13u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT       \
           entries (stream, launch order); 5: REPORT entries as what changed (ncg_report_ref);      \
           6: QUERY's optional representatives (the relay tree's narrowing); 7: DONE and RELEASE    \
           (the exit release, release.h); 8: REPORT entries' straggler samples (NCG_RE_SLOW);       \
@@ -17,7 +17,9 @@
           (the relay tree's figures gather); 10: RSLOW (the relay tree's straggler figures per     \
           sampled slot, relay_slow.c); 11: a SLOW verdict's figures as data after its notes        \
           (struct ncg_vslow, verdict.h), not only in its words; 12: QUERY, ANSWER and RSTAT        \
-          with varints and differences (the steady state's bytes per rank) */
+          with varints and differences (the steady state's bytes per rank); 13: GOODBYE and        \
+          SHUTDOWN entries name their comm rank (a process holding several ranks of one comm       \
+          says which one left) */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* a verdict's per-rank runs: 1 MiB bounds them */
 
@@ -228,11 +230,14 @@ struct ncg_msg_p2p {
 /* SHUTDOWN from a relay: the tree's root was lost (its process died or is unreachable), so no
  * verdict can come any more: a RANK DIED of the root's process, as the flat checker's loss. */
 #define NCG_BYE_ROOT 32u
+#define NCG_BYE_ANYRANK UINT32_MAX /* an entry for whichever rank(s) the process holds there */
 struct ncg_msg_goodbye {
     uint8_t flags;
     uint32_t n;
     uint64_t comm_id[NCG_WIRE_MAX_COMMS];
     uint64_t count[NCG_WIRE_MAX_COMMS];
+    /* v13: the comm rank that left (NCG_BYE_ANYRANK: the process's, all of them) */
+    uint32_t rank[NCG_WIRE_MAX_COMMS];
 };
 
 #endif

@@ -424,7 +424,8 @@ static void on_goodbye(struct ncg_relay *r, int conn, const struct ncg_msg_goodb
     for (uint32_t e = 0; e < g->n; e++) {
         struct rcomm *c = ncg_rl_comm_find(r, g->comm_id[e]);
         for (uint32_t i = 0; c && i < c->nk; i++)
-            if (c->k[i].conn == conn && !c->k[i].relay && c->k[i].state == K_ACTIVE) {
+            if (c->k[i].conn == conn && !c->k[i].relay && c->k[i].state == K_ACTIVE &&
+                (g->rank[e] == NCG_BYE_ANYRANK || g->rank[e] == c->k[i].rank)) {
                 kid_uncount(r, &c->k[i]);
                 c->k[i].state = K_GONE;
                 c->k[i].active = 0;

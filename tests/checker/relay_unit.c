@@ -351,6 +351,7 @@ void goodbye(struct client *c, uint64_t count, uint8_t flags)
     m.u.goodbye.n = 1;
     m.u.goodbye.comm_id[0] = 0xc0;
     m.u.goodbye.count[0] = count;
+    m.u.goodbye.rank[0] = NCG_BYE_ANYRANK;
     push(TO_CHILD, c->relay, c->conn, &m);
     pump();
     ncg_relay_closed(T.r[c->relay], c->conn, T.now); /* then the process exits */

@@ -336,6 +336,7 @@ void test_coord_liveness(void)
     g.u.goodbye.n = 1;
     g.u.goodbye.comm_id[0] = 0xc0;
     g.u.goodbye.count[0] = 1;
+    g.u.goodbye.rank[0] = NCG_BYE_ANYRANK;
     ncg_coord_message(S.co, 1, &g, S.now);
     ncg_coord_closed(S.co, 1, S.now);
     sim_round(0x5);

@@ -152,6 +152,11 @@ void test_wire(void)
     m1.u.goodbye.n = 1;
     m1.u.goodbye.comm_id[0] = 5;
     m1.u.goodbye.count[0] = 77;
+    m1.u.goodbye.rank[0] = 3;
+    roundtrip(&m1);
+    m1.u.goodbye.n = 2; /* v13: an entry for the process's ranks */
+    m1.u.goodbye.comm_id[1] = 6;
+    m1.u.goodbye.rank[1] = NCG_BYE_ANYRANK;
     roundtrip(&m1);
     m1.type = NCG_MSG_SHUTDOWN;
     roundtrip(&m1);
