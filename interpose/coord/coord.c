@@ -322,6 +322,43 @@ static void on_report(struct ncg_coord *co, int conn, const struct ncg_msg_repor
     }
 }
 
+static void gw_member(const void *arg, uint32_t i, struct ncg_gw_member *out)
+{
+    const struct cmember *m = &((const struct ccomm *)arg)->m[i];
+    out->left = m->state == M_GONE ? NCG_GW_LEFT : m->state == M_DEAD ? NCG_GW_DIED : NCG_GW_HERE;
+    out->done = m->done;
+}
+
+/* The calls conn's threads wait in (its latest WAIT) that can only complete with a member that
+ * left (gonewait.h): RANK EXITED of that member once NCG_GW_SIGHTINGS WAITs in a row carried
+ * the same wait. A member that died had its RANK DIED when its connection was lost. */
+static void check_gone_waits(struct ncg_coord *co, int conn)
+{
+    struct cconn *cc = ncg_co_conn_get(co, conn);
+    for (uint32_t j = 0; j < cc->nwaits; j++) {
+        const struct ncg_wait_ent *e = &cc->waits[j];
+        struct ccomm *c = ncg_co_comm_find(co, e->comm_id);
+        if (!c || c->done || e->rank >= c->nranks || c->m[e->rank].conn != conn ||
+            c->m[e->rank].state != M_ACTIVE)
+            continue;
+        int32_t who = ncg_gw_target(e, c->nranks, gw_member, c);
+        if (who < 0 || c->m[who].state != M_GONE)
+            continue;
+        uint64_t sig = ncg_gw_sig(c->id, e, who);
+        cc->gw_seen = sig == cc->gw_sig ? cc->gw_seen + 1 : 1;
+        cc->gw_sig = sig;
+        if (cc->gw_seen < NCG_GW_SIGHTINGS)
+            return;
+        struct ncg_vcomm vc = ncg_co_vcomm(c);
+        struct ncg_verdict *v = ncg_v_exited_wait(&vc, who, c->m[who].count, c->m[who].how, e);
+        if (v)
+            ncg_co_verdict_issue(co, c, v);
+        cc->gw_seen = 0;
+        return;
+    }
+    cc->gw_seen = 0;
+}
+
 static void on_wait(struct ncg_coord *co, int conn, const struct ncg_msg_wait *w)
 {
     struct cconn *cc = ncg_co_conn_get(co, conn);
@@ -334,6 +371,7 @@ static void on_wait(struct ncg_coord *co, int conn, const struct ncg_msg_wait *w
     cc->waits = n;
     cc->nwaits = w->n;
     cc->wait_gen++;
+    check_gone_waits(co, conn);
 }
 
 static void p2p_verdict(struct ncg_coord *co, struct ccomm *c, const struct ncg_p2pm_rec pair[2])

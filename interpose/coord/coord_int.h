@@ -78,8 +78,12 @@ struct cconn {
     struct ncg_wait_ent *waits; /* the calls its threads are blocked in (latest WAIT) */
     uint32_t nwaits;
     uint64_t wait_gen; /* WAITs received */
-    uint32_t q_sent;   /* 1 + the qid of the QUERY last sent (once per process: it answers for
-                          each of its ranks on the comm) */
+    /* a wait on a member that left (gonewait.h): its signature and the WAITs in a row that
+     * carried it */
+    uint64_t gw_sig;
+    uint32_t gw_seen;
+    uint32_t q_sent; /* 1 + the qid of the QUERY last sent (once per process: it answers for
+                        each of its ranks on the comm) */
 };
 
 struct ncg_coord {

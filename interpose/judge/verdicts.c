@@ -85,6 +85,37 @@ struct ncg_verdict *ncg_v_exited(const struct ncg_vcomm *c, int32_t *who, size_t
     return v;
 }
 
+struct ncg_verdict *ncg_v_exited_wait(const struct ncg_vcomm *c, int32_t who, uint64_t fin, int how,
+                                      const struct ncg_wait_ent *e)
+{
+    struct ncg_verdict *v = ncg_v_exited(c, &who, 1, fin, fin, how);
+    if (!v)
+        return NULL;
+    char call[160];
+    struct ncg_vcall *vc = &v->calls[v->ncalls++];
+    vc->call = e->call;
+    snprintf(vc->ranks, sizeof vc->ranks, "%u", e->rank);
+    snprintf(vc->site, sizeof vc->site, "%s", e->site);
+    ncg_call_format(&e->call, call, sizeof call);
+    /* The first words name how, as ncg_v_exited's (the headline reads them). */
+    const char *left = how == NCG_BYE_ABORT     ? NCG_EXITED_ABORT
+                       : how == NCG_BYE_VERDICT ? NCG_EXITED_VERDICT
+                                                : "left";
+    if (e->p2p)
+        snprintf(v->detail, sizeof v->detail,
+                 "%s after %" PRIu64 " collective calls; rank %u waits in its %s #%" PRIu64
+                 " %s it, which it never %s",
+                 left, fin, e->rank, e->call.func == NCG_F_SEND ? "send" : "receive", e->call.seq,
+                 e->call.func == NCG_F_SEND ? "to" : "from",
+                 e->call.func == NCG_F_SEND ? "received" : "sent");
+    else
+        snprintf(v->detail, sizeof v->detail,
+                 "%s after %" PRIu64 " calls without completing slot %" PRIu64
+                 " (%.96s); rank %u waits in it",
+                 left, fin, e->call.seq, call, e->rank);
+    return v;
+}
+
 struct ncg_verdict *ncg_v_lag(const struct ncg_vcomm *c, int32_t *who, size_t n, int more, int act,
                               uint64_t mn, uint64_t mx, double idle)
 {

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "deadlock.h"
+#include "gonewait.h"
 #include "p2pmatch.h"
 #include "verdict.h"
 
@@ -43,6 +44,11 @@ struct ncg_verdict *ncg_v_rank_died(const struct ncg_vcomm *c, int32_t *ranks, s
  * to mx; how: NCG_BYE_ABORT / NCG_BYE_VERDICT when all of them left that way, else 0. */
 struct ncg_verdict *ncg_v_exited(const struct ncg_vcomm *c, int32_t *who, size_t n, uint64_t fin,
                                  uint64_t mx, int how);
+/* RANK EXITED of comm rank who, which left after fin calls (how: as ncg_v_exited's) while the
+ * wait e of another member can never complete without it (gonewait.h): the waiting call, its
+ * rank and its call site in calls[0], the words in detail. */
+struct ncg_verdict *ncg_v_exited_wait(const struct ncg_vcomm *c, int32_t who, uint64_t fin, int how,
+                                      const struct ncg_wait_ent *e);
 /* LAG of who[0..n) (sorted in place; more: more laggards than listed) at counts mn..mx, after
  * idle seconds without progress; act: an error, else a warning. */
 struct ncg_verdict *ncg_v_lag(const struct ncg_vcomm *c, int32_t *who, size_t n, int more, int act,

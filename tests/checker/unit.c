@@ -68,6 +68,8 @@ int main(void)
     printf("ok coord multi-rank process\n");
     test_coord_release();
     printf("ok coord exit release\n");
+    test_coord_gone_wait();
+    printf("ok coord gone wait\n");
     test_verdicts();
     test_diag_slow();
     printf("ok verdicts (judge)\n");

@@ -52,5 +52,6 @@ void test_coord_lag(void);
 void test_coord_deadlock_streams(void);
 void test_coord_multirank(void);
 void test_coord_release(void);
+void test_coord_gone_wait(void);
 
 #endif

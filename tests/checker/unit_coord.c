@@ -552,3 +552,74 @@ void test_coord_release(void)
     }
     sim_exit_wait = 5;
 }
+
+/* One WAIT from conn 0 with the entry e. */
+static void gw_wait(const struct ncg_wait_ent *e, int n)
+{
+    struct ncg_msg m = {.type = NCG_MSG_WAIT};
+    m.u.wait.n = (uint32_t)n;
+    if (n)
+        m.u.wait.w[0] = *e;
+    ncg_coord_message(S.co, 0, &m, S.now);
+}
+
+/* A wait on a member that left (gonewait.h): rank 1 says goodbye at equal counts while rank 0
+ * waits in a send to it (or a receive from it, or a collective slot it never completed):
+ * RANK EXITED after NCG_GW_SIGHTINGS WAITs in a row, naming rank 1 and the waiting call; not
+ * before, not when the wait went away in between, not while rank 1 is still there, and not for
+ * a wait on another (present) peer. */
+void test_coord_gone_wait(void)
+{
+    struct ncg_wait_ent send = {.comm_id = 0xc0, .rank = 0, .tid = 100, .p2p = 1};
+    send.call = (struct ncg_call){0, 8, 1, NCG_F_SEND, 7, NCG_REDOP_NONE};
+    strcpy(send.site, "main+0x10 (app+0x1010)");
+    struct ncg_wait_ent recv = send, coll = send;
+    recv.call.func = NCG_F_RECV;
+    coll.p2p = 0;
+    coll.call = (struct ncg_call){1, 8, -1, NCG_F_ALLREDUCE, 7, 0};
+    const struct ncg_wait_ent *cases[] = {&send, &recv, &coll};
+    for (int k = 0; k < 3; k++) {
+        sim_init(3, 0, 60, 0);
+        for (int r = 0; r < 3; r++)
+            sim_issue(r, AR);
+        sim_round(0x7);
+        /* rank 1 still there: waiting on it is no verdict */
+        for (int i = 0; i < 5; i++)
+            gw_wait(cases[k], 1);
+        CHECK(total_verdicts() == 0);
+        struct ncg_msg g = {.type = NCG_MSG_GOODBYE};
+        g.u.goodbye.flags = NCG_BYE_PROCESS;
+        g.u.goodbye.n = 1;
+        g.u.goodbye.comm_id[0] = 0xc0;
+        g.u.goodbye.count[0] = 1;
+        g.u.goodbye.rank[0] = 1;
+        ncg_coord_message(S.co, 1, &g, S.now);
+        sim_round(0x5);
+        CHECK(total_verdicts() == 0);
+        /* sightings interrupted by a WAIT without it start again */
+        for (unsigned i = 0; i + 1 < NCG_GW_SIGHTINGS; i++)
+            gw_wait(cases[k], 1);
+        gw_wait(cases[k], 0);
+        for (unsigned i = 0; i + 1 < NCG_GW_SIGHTINGS; i++)
+            gw_wait(cases[k], 1);
+        CHECK(total_verdicts() == 0);
+        gw_wait(cases[k], 1);
+        CHECK(S.verdicts[0] == 1 && S.verdicts[2] == 1 && S.vkind[0] == NCG_V_RANK_EXITED);
+        CHECK(strstr(S.vsum[0], "rank 1 exited"));
+        ncg_coord_free(S.co);
+    }
+    /* a wait on rank 2, present, while rank 1 left: nothing */
+    sim_init(3, 0, 60, 0);
+    sim_round(0x7);
+    struct ncg_msg g = {.type = NCG_MSG_GOODBYE};
+    g.u.goodbye.flags = NCG_BYE_PROCESS;
+    g.u.goodbye.n = 1;
+    g.u.goodbye.comm_id[0] = 0xc0;
+    g.u.goodbye.rank[0] = 1;
+    ncg_coord_message(S.co, 1, &g, S.now);
+    send.call.root = 2;
+    for (int i = 0; i < 5; i++)
+        gw_wait(&send, 1);
+    CHECK(total_verdicts() == 0);
+    ncg_coord_free(S.co);
+}
