@@ -254,11 +254,8 @@ static struct rkid *kid_add(struct ncg_relay *r, struct rcomm *c, int conn, int 
 
 /* ---- RANK EXITED, and what left ---- */
 
-/* coord.c's check_exited over the tree: ranks that left after fewer calls than another
- * member issued will never be matched (RANK EXITED). */
-static void root_check_exited(struct ncg_relay *r, struct rcomm *c)
+uint32_t ncg_rl_gone(const struct rcomm *c, struct ncg_rgone *g, uint64_t *mx_active)
 {
-    struct ncg_rgone g[NCG_RELAY_DEAD];
     uint32_t ng = 0;
     uint64_t mx = 0;
     for (uint32_t i = 0; i < c->nk; i++) {
@@ -270,6 +267,18 @@ static void root_check_exited(struct ncg_relay *r, struct rcomm *c)
         for (uint32_t j = 0; k->relay && j < k->ngone && ng < NCG_RELAY_DEAD; j++)
             g[ng++] = k->gone[j];
     }
+    if (mx_active)
+        *mx_active = mx;
+    return ng;
+}
+
+/* coord.c's check_exited over the tree: ranks that left after fewer calls than another
+ * member issued will never be matched (RANK EXITED). */
+static void root_check_exited(struct ncg_relay *r, struct rcomm *c)
+{
+    struct ncg_rgone g[NCG_RELAY_DEAD];
+    uint64_t mx = 0;
+    uint32_t ng = ncg_rl_gone(c, g, &mx);
     for (uint32_t j = 0; j < ng; j++)
         mx = g[j].count > mx ? g[j].count : mx;
     int32_t who[NCG_RELAY_DEAD];

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "deadlock.h"
+#include "gonewait.h"
 #include "relay_int.h"
 
 #define NCG_RELAY_MAX_WAITERS 32768u /* root: processes with blocked calls held */
@@ -29,6 +30,7 @@ struct rwaiter {
     uint32_t nm, nw;
     struct ncg_rwait_mem *m; /* [nm] its memberships */
     struct ncg_wait_ent *w;  /* [nw] its blocked calls */
+    uint64_t gw_sig, gw_ns;  /* a wait on a rank that left (gonewait.h), first seen then */
 };
 
 /* What the root holds (lazily allocated in struct ncg_relay: r->dl): the records, and an
@@ -186,7 +188,7 @@ static void dl_keep(struct ncg_relay *r, const struct ncg_msg_rwait *w)
     rw_clear(x);
     x->grank = w->grank;
     snprintf(x->host, sizeof x->host, "%s", w->host);
-    x->gen = w->gen;
+    x->gen = w->gen; /* gw_sig stays: the same wait again is the same sighting */
     x->nm = w->nm;
     x->nw = w->w.n;
     x->m = m;
@@ -332,6 +334,60 @@ static void root_ask(struct ncg_relay *r, uint64_t now_ns)
 /* Root, each tick (at most twice an interval): forget processes none of whose comms is still
  * checked (a verdict ended them), or that did not answer the last RASK, then one check per
  * graph; a cycle seen for the first time asks the tree for fresh WAITs (RASK). */
+struct gw_gone {
+    const struct ncg_rgone *g;
+    uint32_t n;
+};
+
+static void gw_member(const void *arg, uint32_t i, struct ncg_gw_member *out)
+{
+    const struct gw_gone *x = arg;
+    out->left = NCG_GW_HERE;
+    out->done = 0;
+    for (uint32_t j = 0; j < x->n; j++)
+        if (x->g[j].rank == i)
+            out->left = NCG_GW_LEFT;
+}
+
+/* coord.c's check_gone_waits at the tree's root: a waiting process's send/recv whose peer left
+ * (the ranks that left, as root_check_exited knows them) is RANK EXITED once its record has
+ * said so for NCG_GW_SIGHTINGS intervals (a node relay sends a WAIT up only when it changed:
+ * the record standing is the wait going on). Collective slots are left to the counts' rule
+ * here: the tree does not carry a departed rank's completed count. */
+static void root_gone_waits(struct ncg_relay *r, struct rdl *d, uint64_t now_ns)
+{
+    uint64_t hold = (uint64_t)NCG_GW_SIGHTINGS * r->p.interval_ms * 1000000ull;
+    for (uint32_t i = 0; i < d->n; i++) {
+        struct rwaiter *x = &d->p[i];
+        uint64_t sig = 0;
+        for (uint32_t j = 0; j < x->nw && !sig; j++) {
+            const struct ncg_wait_ent *e = &x->w[j];
+            struct rcomm *c = e->p2p ? ncg_rl_comm_find(r, e->comm_id) : NULL;
+            if (!c || c->done)
+                continue;
+            struct ncg_rgone g[NCG_RELAY_DEAD];
+            struct gw_gone gg = {g, ncg_rl_gone(c, g, NULL)};
+            int32_t who = gg.n ? ncg_gw_target(e, c->nranks, gw_member, &gg) : -1;
+            if (who < 0)
+                continue;
+            sig = ncg_gw_sig(c->id, e, who);
+            if (sig != x->gw_sig) {
+                x->gw_sig = sig;
+                x->gw_ns = now_ns;
+            } else if (now_ns - x->gw_ns >= hold) {
+                const struct ncg_rgone *w = NULL;
+                for (uint32_t k = 0; k < gg.n; k++)
+                    if (g[k].rank == (uint32_t)who)
+                        w = &g[k];
+                struct ncg_vcomm vc = ncg_rl_vcomm(c);
+                ncg_rl_verdict_issue(r, c, ncg_v_exited_wait(&vc, who, w->count, w->how, e));
+            }
+        }
+        if (!sig)
+            x->gw_sig = 0;
+    }
+}
+
 void ncg_rl_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
 {
     struct rdl *d = r->dl;
@@ -349,6 +405,7 @@ void ncg_rl_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
             i++;
     if (d->n < 1)
         return;
+    root_gone_waits(r, d, now_ns);
     struct ncg_dl_tables t;
     if (ncg_dl_tables_new(&t, d->n, r->ncomm) < 0) {
         ncg_rl_nomem(r);

@@ -188,6 +188,10 @@ __attribute__((format(printf, 3, 4))) void ncg_rl_refuse(struct ncg_relay *r, ui
 struct rconn *ncg_rl_conn_get(const struct ncg_relay *r, int id);
 /* The comm of that id, or NULL. */
 struct rcomm *ncg_rl_comm_find(struct ncg_relay *r, uint64_t id);
+/* The ranks of c known to have left (its clients here that said goodbye, and those its child
+ * relays listed), at most NCG_RELAY_DEAD, into g; the highest count of its active members into
+ * *mx_active (may be NULL). No allocation. */
+uint32_t ncg_rl_gone(const struct rcomm *c, struct ncg_rgone *g, uint64_t *mx_active);
 /* The comm, created if new (within NCG_RELAY_MAX_COMMS). conn >= 0: for a kid of conn's about to
  * be added (relay: a child relay's), so a new comm is not created when conn has no room. */
 struct rcomm *ncg_rl_comm_get(struct ncg_relay *r, uint64_t id, uint32_t nranks, int conn,

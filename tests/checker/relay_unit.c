@@ -402,6 +402,7 @@ int main(void)
     test_stuck();
     test_silent_relay();
     test_exited();
+    test_gone_wait();
     test_topology();
     test_helpers();
     test_codecs();

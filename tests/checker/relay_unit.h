@@ -158,6 +158,7 @@ void test_nomem(void);
 
 /* relay_unit_exit.c: RANK EXITED, late members, the exit release. */
 void test_exited(void);
+void test_gone_wait(void);
 void probe_exited(int fast);
 void probe_late(void);
 void test_late_at_root(void);

@@ -220,3 +220,47 @@ void test_release_detached(void)
     tree_free(3);
     T.exit_wait_s = 0;
 }
+
+/* A wait on a rank that left, through the tree (relay_dl.c's root_gone_waits): rank 5 (beneath
+ * two relays) leaves at the others' count while rank 0 waits in a send to it: RANK EXITED at
+ * the root once the wait stood NCG_GW_SIGHTINGS intervals, naming rank 5 and the send; none
+ * while rank 5 is there. */
+void test_gone_wait(void)
+{
+    tree(1);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(3);
+    static struct ncg_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = NCG_MSG_WAIT;
+    m.u.wait.n = 1;
+    struct ncg_wait_ent *w = &m.u.wait.w[0];
+    w->comm_id = 0xc0;
+    w->rank = 0;
+    w->tid = T.cl[0].pid;
+    w->p2p = 1;
+    w->call = (struct ncg_call){0, 8, 5, NCG_F_SEND, 7, NCG_REDOP_NONE};
+    strcpy(w->site, "main+0x10 (app+0x1010)");
+    for (int t = 0; t < 6; t++) {
+        push(TO_CHILD, T.cl[0].relay, T.cl[0].conn, &m);
+        pump();
+        tick_all(3);
+    }
+    CHECK(T.cl[0].verdicts == 0);
+    goodbye(&T.cl[5], 10, 0);
+    for (int t = 0; t < 8; t++) {
+        report_all();
+        push(TO_CHILD, T.cl[0].relay, T.cl[0].conn, &m);
+        pump();
+        tick_all(3);
+    }
+    for (int i = 0; i < 5; i++)
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].v && T.cl[i].v->kind == NCG_V_RANK_EXITED &&
+              !strcmp(T.cl[i].v->subject, "5"));
+    if (T.cl[0].v)
+        CHECK(strstr(T.cl[0].v->detail, "rank 0 waits in its send #0 to it") &&
+              T.cl[0].v->ncalls == 1 && !strcmp(T.cl[0].v->calls[0].site, w->site));
+    tree_free(3);
+}
