@@ -165,7 +165,7 @@ static void coord_deadlock(struct ncg_coord *co, int streams)
     for (int i = 0; i < co->conns.n; i++) {
         const struct cconn *cc = ncg_conntab_at(&co->conns, i);
         for (uint32_t j = 0; cc->h.authed && j < cc->nwaits; j++)
-            nw += cc->waits[j].queued == (streams != 0);
+            nw += streams ? cc->waits[j].queued != 0 : cc->waits[j].queued == 0;
     }
     if (nw < 2) {
         co->dl[streams].sig = 0;

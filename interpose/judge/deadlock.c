@@ -161,12 +161,15 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
                         size_t nc, size_t cap, struct ncg_dl_cycle *out, char *notes)
 {
     struct ncg_sd_call *k = malloc(sizeof *k * cap);
-    const struct ncg_wait_ent **ref = malloc(sizeof *ref * cap);
+    const struct ncg_wait_ent **ref = malloc(sizeof *ref * cap), **href = NULL;
     uint64_t *maxd = malloc(sizeof *maxd * (nc ? nc : 1));
+    struct ncg_sd_host *h = malloc(sizeof *h * cap);
+    struct ncg_sd_comm *sc = calloc(nc ? nc : 1, sizeof *sc);
+    struct ncg_sd_member **sm = calloc(nc ? nc : 1, sizeof *sm);
     struct ncg_sd_step st[NCG_DL_MAX];
     int ret = -1;
-    size_t n = 0;
-    if (!k || !ref || !maxd)
+    size_t n = 0, nh = 0;
+    if (!k || !ref || !maxd || !h || !sc || !sm || !(href = malloc(sizeof *href * cap)))
         goto out;
     for (size_t ci = 0; ci < nc; ci++) { /* once per check, not per entry and member */
         maxd[ci] = c[ci].done_floor;
@@ -174,10 +177,27 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
             if (c[ci].m[r].known && c[ci].m[r].done > maxd[ci])
                 maxd[ci] = c[ci].m[r].done;
     }
+    for (size_t i = 0; i < np; i++) /* host threads waiting for their streams (v14) */
+        for (uint32_t j = 0; j < p[i].nw; j++) {
+            const struct ncg_wait_ent *e = &p[i].w[j];
+            if (e->queued != NCG_WAIT_HOST)
+                continue;
+            h[nh] = (struct ncg_sd_host){(uint32_t)i, e->tid, e->stream, e->rec_tid, e->order};
+            href[nh++] = e;
+        }
+    for (size_t ci = 0; nh && ci < nc; ci++) {
+        if (!(sm[ci] = calloc(c[ci].nranks ? c[ci].nranks : 1, sizeof **sm)))
+            goto out;
+        for (uint32_t r = 0; r < c[ci].nranks; r++) {
+            const struct ncg_dl_member *m = &c[ci].m[r];
+            sm[ci][r] = (struct ncg_sd_member){m->known, m->proc, m->tid, m->count};
+        }
+        sc[ci] = (struct ncg_sd_comm){c[ci].nranks, sm[ci]};
+    }
     for (size_t i = 0; i < np; i++)
         for (uint32_t j = 0; j < p[i].nw; j++) {
             const struct ncg_wait_ent *e = &p[i].w[j];
-            size_t ci = e->queued ? entry_comm(c, nc, (uint32_t)i, e) : SIZE_MAX;
+            size_t ci = e->queued == NCG_WAIT_QUEUED ? entry_comm(c, nc, (uint32_t)i, e) : SIZE_MAX;
             if (ci == SIZE_MAX)
                 continue;
             uint32_t src = 0, dst = 0;
@@ -193,10 +213,10 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
                 continue;
             }
             k[n] = (struct ncg_sd_call){(uint32_t)i, e->tid,      e->stream, e->order, (uint32_t)ci,
-                                        e->p2p,      e->call.seq, src,       dst};
+                                        e->p2p,      e->call.seq, src,       dst,      e->rank};
             ref[n++] = e;
         }
-    long len = ncg_sd_find_cycle(k, n, st, NCG_DL_MAX);
+    long len = ncg_sd_find_cycle_hosts(k, n, h, nh, sc, nh ? nc : 0, st, NCG_DL_MAX);
     if ((ret = dl_result(len)) != 1)
         goto out;
     uint64_t sig = 0x2545f4914f6cdd1dull;
@@ -204,6 +224,8 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
         const struct ncg_sd_call *x = &k[st[i].before];
         sig = dl_mix(sig, x->proc * 0x100000001b3ull + x->tid + x->stream,
                      c[x->comm].id + x->seq * 31 + x->p2p + x->src * 7 + x->dst);
+        if (st[i].host != SIZE_MAX)
+            sig = dl_mix(sig, h[st[i].host].proc, h[st[i].host].tid * 0x9e3779b1ull + st[i].rank);
     }
     /* Step i's process has k[before] then k[after] on one stream; the next step's process is in
      * k[after] (its k[before]) and waits for step i's. In wait-for order: steps reversed. */
@@ -216,8 +238,9 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
     }
     if (!dl_found(out, len, sig, notes,
                   "asynchronous NCCL: each rank below enqueued its call before the next line's "
-                  "call on one stream; a stream runs its calls in order and an NCCL call finishes "
-                  "only once every member runs it, so none of these calls can ever complete\n"))
+                  "call on one stream, or waits for its stream before it issues the next line's "
+                  "call; a stream runs its calls in order and an NCCL call finishes only once "
+                  "every member runs it, so none of these calls can ever complete\n"))
         goto out;
     for (long q = 0; q < len; q++) {
         long i = len - 1 - q, prev = (i + len - 1) % len;
@@ -227,12 +250,34 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
         dl_who(notes, p, cm, e->rank, x->proc, x->tid);
         ncg_addf(notes, NCG_WIRE_NOTES, ", stream %u): ", x->stream);
         dl_call(notes, e);
+        if (st[prev].host == SIZE_MAX) {
+            ncg_addf(notes, NCG_WIRE_NOTES,
+                     "; waits for rank %u (global %d), whose stream has it queued behind the "
+                     "next call\n",
+                     t->rank, cm->m[t->rank].grank);
+            continue;
+        }
+        /* the previous step went through a host: the member that has not issued this call */
+        const struct ncg_sd_host *hw = &h[st[prev].host];
+        const struct ncg_wait_ent *he = href[st[prev].host];
+        uint32_t r = st[prev].rank;
+        char on[32] = "every stream";
+        if (hw->stream != NCG_SD_ALL_STREAMS)
+            snprintf(on, sizeof on, "stream %u", hw->stream);
         ncg_addf(notes, NCG_WIRE_NOTES,
-                 "; waits for rank %u (global %d), whose stream has it queued behind the next "
-                 "call\n",
-                 t->rank, cm->m[t->rank].grank);
+                 "; waits for rank %u (global %d, pid %u), which has not issued it: its thread %u "
+                 "waits in %s for %s, where the next call has not completed\n",
+                 r, r < cm->nranks ? cm->m[r].grank : -1, p[hw->proc].pid, hw->tid,
+                 he->site[0] ? he->site : "a synchronization", on);
     }
 out:
+    if (sm)
+        for (size_t ci = 0; ci < nc; ci++)
+            free(sm[ci]);
+    free(sm);
+    free(sc);
+    free(h);
+    free(href);
     free(k);
     free(ref);
     free(maxd);
@@ -247,7 +292,7 @@ int ncg_dl_find(const struct ncg_dl_proc *p, size_t np, const struct ncg_dl_comm
     out->sig = 0;
     for (size_t i = 0; i < np; i++)
         for (uint32_t j = 0; j < p[i].nw; j++)
-            cap += p[i].w[j].queued == (streams != 0);
+            cap += streams ? p[i].w[j].queued != 0 : p[i].w[j].queued == 0;
     if (cap < 2)
         return 0;
     return streams ? find_streams(p, np, c, nc, cap, out, notes)

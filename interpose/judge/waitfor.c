@@ -322,13 +322,43 @@ static int sd_rel_cmp(const void *pa, const void *pb)
     return a < b ? -1 : a > b;
 }
 
+/* 1 when host x waits for call y: on its process, on the stream it waits for, and (an event)
+ * launched by the event's recorder no later than the event. */
+static int host_waits_for(const struct ncg_sd_host *x, const struct ncg_sd_call *y)
+{
+    if (y->proc != x->proc || !y->stream ||
+        (x->stream != NCG_SD_ALL_STREAMS && x->stream != y->stream))
+        return 0;
+    if (!x->rec_tid)
+        return 1;
+    return y->tid == x->rec_tid &&
+           ((x->order - y->order) & NCG_SD_ORDER_MASK) <= NCG_SD_ORDER_MASK / 2;
+}
+
+/* The host wait of (proc, tid), or SIZE_MAX. */
+static size_t host_of(const struct ncg_sd_host *h, size_t nh, uint32_t proc, uint32_t tid)
+{
+    for (size_t i = 0; i < nh; i++)
+        if (h[i].proc == proc && h[i].tid == tid)
+            return i;
+    return SIZE_MAX;
+}
+
 long ncg_sd_find_cycle(const struct ncg_sd_call *c, size_t n, struct ncg_sd_step *steps, size_t cap)
+{
+    return ncg_sd_find_cycle_hosts(c, n, NULL, 0, NULL, 0, steps, cap);
+}
+
+long ncg_sd_find_cycle_hosts(const struct ncg_sd_call *c, size_t n, const struct ncg_sd_host *h,
+                             size_t nh, const struct ncg_sd_comm *comms, size_t ncomms,
+                             struct ncg_sd_step *steps, size_t cap)
 {
     long found = 0;
     size_t ne = 0, cape = 0, nn = 0;
     struct edge *e = NULL;
     size_t *byk = malloc(sizeof *byk * (n ? n : 1)), *node = malloc(sizeof *node * (n ? n : 1));
-    size_t *bys = malloc(sizeof *bys * (n ? n : 1)), *cyc = malloc(sizeof *cyc * (cap ? cap : 1));
+    size_t *bys = malloc(sizeof *bys * (n ? n : 1));
+    size_t ecap = 2 * cap + 2, *cyc = malloc(sizeof *cyc * ecap); /* a host step is two edges */
     if (!byk || !node || !bys || !cyc) {
         found = -1;
         goto out;
@@ -349,12 +379,12 @@ long ncg_sd_find_cycle(const struct ncg_sd_call *c, size_t n, struct ncg_sd_step
      * call of the launch before it (a group's calls share one launch and run together). */
     qsort(bys, n, sizeof *bys, sd_stream_cmp);
     for (size_t g0 = 0, g1; g0 < n; g0 = g1) {
-        const struct ncg_sd_call *h = &c[bys[g0]];
-        for (g1 = g0 + 1; g1 < n && c[bys[g1]].proc == h->proc && c[bys[g1]].tid == h->tid &&
-                          c[bys[g1]].stream == h->stream;
+        const struct ncg_sd_call *hd = &c[bys[g0]];
+        for (g1 = g0 + 1; g1 < n && c[bys[g1]].proc == hd->proc && c[bys[g1]].tid == hd->tid &&
+                          c[bys[g1]].stream == hd->stream;
              g1++)
             ;
-        if (!h->stream || g1 - g0 < 2)
+        if (!hd->stream || g1 - g0 < 2)
             continue; /* unknown stream: orders nothing */
         /* Orders wrap at 24 bits: when the group spans more than half the range, the calls
          * with small orders came after the wrap. */
@@ -386,9 +416,59 @@ long ncg_sd_find_cycle(const struct ncg_sd_call *c, size_t n, struct ncg_sd_step
                 }
         }
     }
-    found = find_cycle(e, ne, nn, cyc, cap);
-    for (long q = 0; q < found && (size_t)q < cap; q++)
-        steps[q] = (struct ncg_sd_step){e[cyc[q]].a, e[cyc[q]].b};
+    /* Host nodes nn + i, in the streams' sense (an edge from what must complete first): the
+     * calls host i waits for come before it; host i comes before a call that a member has not
+     * issued when that member drives the call's comm from host i's thread. */
+    for (size_t i = 0; i < nh; i++)
+        for (size_t y = 0; y < n; y++)
+            if (host_waits_for(&h[i], &c[y]) &&
+                edge_add(&e, &ne, &cape, (struct edge){node[y], nn + i, y, 0}) != 0) {
+                found = -1;
+                goto out;
+            }
+    for (size_t a = 0, b; nh && a < n; a = b) { /* per call: byk's runs of one node */
+        for (b = a + 1; b < n && node[byk[b]] == node[byk[a]]; b++)
+            ;
+        const struct ncg_sd_call *x = &c[byk[a]];
+        if (x->comm >= ncomms)
+            continue;
+        const struct ncg_sd_comm *cm = &comms[x->comm];
+        for (uint32_t r = 0; r < cm->nranks; r++) {
+            const struct ncg_sd_member *m = &cm->m[r];
+            if (!m->known || (x->p2p && r != x->src && r != x->dst) ||
+                (!x->p2p && m->count > x->seq))
+                continue; /* unknown, not a party to it, or issued it */
+            int issued = 0;
+            for (size_t q = a; q < b && x->p2p; q++)
+                issued |= c[byk[q]].rank == r && c[byk[q]].proc == m->proc;
+            size_t hi = issued ? SIZE_MAX : host_of(h, nh, m->proc, m->tid);
+            if (hi != SIZE_MAX &&
+                edge_add(&e, &ne, &cape, (struct edge){nn + hi, node[byk[a]], byk[a], r}) != 0) {
+                found = -1;
+                goto out;
+            }
+        }
+    }
+    long len = find_cycle(e, ne, nn + nh, cyc, ecap);
+    found = len;
+    if (len > 0 && (size_t)len <= ecap) {
+        size_t r0 = 0; /* start at an edge out of a call */
+        while (e[cyc[r0]].from >= nn)
+            r0++;
+        long k = 0;
+        for (long q = 0; q < len; k++) {
+            const struct edge *x = &e[cyc[(r0 + (size_t)q) % (size_t)len]];
+            struct ncg_sd_step st = {x->a, x->b, SIZE_MAX, 0};
+            if (x->to >= nn) { /* into a host: the next edge leaves it to the call it holds */
+                const struct edge *y = &e[cyc[(r0 + (size_t)q + 1) % (size_t)len]];
+                st = (struct ncg_sd_step){x->a, y->a, x->to - nn, (uint32_t)y->b};
+            }
+            if ((size_t)k < cap)
+                steps[k] = st;
+            q += x->to >= nn ? 2 : 1;
+        }
+        found = k;
+    }
 out:
     free(byk);
     free(node);

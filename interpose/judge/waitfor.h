@@ -77,12 +77,18 @@ struct ncg_sd_call {
     uint8_t p2p;    /* 0: collective slot seq; 1: the seq-th send src -> dst */
     uint64_t seq;
     uint32_t src, dst; /* p2p: sending and receiving comm ranks (0 for collectives) */
+    uint32_t rank;     /* the comm rank that reported it (p2p: src or dst; host waits need it) */
 };
 
-/* One step of a cycle: c[before] precedes c[after] on one stream of one thread; c[after] is
- * the same call (on another member) as the next step's c[before]. */
+/* One step of a cycle. host SIZE_MAX: c[before] precedes c[after] on one stream of one thread.
+ * Else through a host thread: member `rank` of c[before]'s comm has not issued that call yet,
+ * and the thread driving the comm there is hosts[host], waiting for its stream, where c[after]
+ * has not completed. Either way c[after] is the same call (on another member) as the next
+ * step's c[before]. */
 struct ncg_sd_step {
     size_t before, after;
+    size_t host;
+    uint32_t rank;
 };
 
 /* Finds one cycle among the n calls. Writes up to cap steps and returns the cycle's length, 0
@@ -90,5 +96,35 @@ struct ncg_sd_step {
  * static); allocates temporary arrays. */
 long ncg_sd_find_cycle(const struct ncg_sd_call *c, size_t n, struct ncg_sd_step *steps,
                        size_t cap);
+
+/* Host threads waiting for their streams (WAIT v14: a synchronization or a polling loop): such
+ * a thread issues nothing until the calls it waits for complete. So a call that a member has
+ * not issued yet, when the thread driving that comm there is such a host, waits for every call
+ * that host waits for: edges call -> host -> calls, beside the streams' ones. Under asynchronous
+ * NCCL this closes the cycles that run through a host (rank 0 enqueues AllReduce then Send to
+ * rank 1; rank 1 enqueues Recv from 0 and synchronizes before its AllReduce). */
+#define NCG_SD_ALL_STREAMS 255u
+struct ncg_sd_host {
+    uint32_t proc, tid;
+    uint8_t stream;   /* the stream index it waits for, NCG_SD_ALL_STREAMS: every one */
+    uint32_t rec_tid; /* 0: every call on it; else only the calls rec_tid launched up to order */
+    uint32_t order;
+};
+/* What is known of a member of a call's comm (comms[] indexed like ncg_sd_call.comm). */
+struct ncg_sd_member {
+    uint8_t known;
+    uint32_t proc, tid; /* its process, the thread driving the comm there */
+    uint64_t count;     /* collective slots it issued */
+};
+struct ncg_sd_comm {
+    uint32_t nranks;
+    const struct ncg_sd_member *m;
+};
+/* ncg_sd_find_cycle with nh host waits and the members of ncomms comms. A member has not
+ * issued a collective when its count is at most the slot, a send/recv when none of the calls
+ * given is its side of the pair. Same contract. */
+long ncg_sd_find_cycle_hosts(const struct ncg_sd_call *c, size_t n, const struct ncg_sd_host *h,
+                             size_t nh, const struct ncg_sd_comm *comms, size_t ncomms,
+                             struct ncg_sd_step *steps, size_t cap);
 
 #endif

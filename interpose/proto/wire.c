@@ -114,6 +114,8 @@ int ncg_wire_put_wait(struct ncg_wbuf *w, const struct ncg_msg_wait *m)
         ncg_put32(w, e->order);
         put_call(w, &e->call);
         put_str(w, e->site, sizeof e->site);
+        if (e->queued == NCG_WAIT_HOST)
+            ncg_put32(w, e->rec_tid);
     }
     return 0;
 }
@@ -134,8 +136,9 @@ int ncg_wire_get_wait(struct ncg_rbuf *r, struct ncg_msg_wait *m)
         e->order = ncg_get32(r);
         get_call(r, &e->call);
         get_str(r, e->site, sizeof e->site);
-        if (e->p2p > 1 || e->queued > 1 || e->order > NCG_WIRE_ORDER_MAX ||
-            e->rank >= NCG_WIRE_MAX_RANKS)
+        e->rec_tid = e->queued == NCG_WAIT_HOST ? ncg_get32(r) : 0;
+        if (e->p2p > 1 || e->queued > NCG_WAIT_HOST || e->order > NCG_WIRE_ORDER_MAX ||
+            e->rank >= NCG_WIRE_MAX_RANKS || (e->queued == NCG_WAIT_HOST && e->p2p))
             return -1;
     }
     return 0;

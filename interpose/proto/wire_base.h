@@ -9,7 +9,7 @@
 
 #define NCG_WIRE_MAGIC 0x4e434757u /* "NCGW" */
 #define NCG_WIRE_VERSION                                                                           \
-    13u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT       \
+    14u /* 2: completed counts and driver threads in REPORT, WAIT; 3: bounds; 4: queued WAIT       \
           entries (stream, launch order); 5: REPORT entries as what changed (ncg_report_ref);      \
           6: QUERY's optional representatives (the relay tree's narrowing); 7: DONE and RELEASE    \
           (the exit release, release.h); 8: REPORT entries' straggler samples (NCG_RE_SLOW);       \
@@ -19,7 +19,8 @@
           (struct ncg_vslow, verdict.h), not only in its words; 12: QUERY, ANSWER and RSTAT        \
           with varints and differences (the steady state's bytes per rank); 13: GOODBYE and        \
           SHUTDOWN entries name their comm rank (a process holding several ranks of one comm       \
-          says which one left) */
+          says which one left); 14: WAIT entries of host threads blocked waiting for their         \
+          streams (queued = NCG_WAIT_HOST, with the event's recording thread) */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* a verdict's per-rank runs: 1 MiB bounds them */
 
@@ -186,16 +187,26 @@ struct ncg_msg_answer {
  * completion has not moved for an interval, with the stream it was enqueued on and the issuing
  * thread's launch order (docs/checker.md, DEADLOCK). */
 #define NCG_WIRE_ORDER_MAX 0xffffffu /* launch orders are 24-bit, wrapping */
+/* v14: queued = NCG_WAIT_HOST: no call but a host thread (tid) blocked waiting for stream
+ * `stream` (NCG_WAIT_ALL_STREAMS: every stream of the process) to finish its calls, in a
+ * synchronization or a polling loop (site: in what); rec_tid != 0 (an event's wait): only the
+ * calls that thread enqueued on that stream up to launch order `order`. comm_id, rank, p2p and
+ * call are zero. */
+#define NCG_WAIT_QUEUED 1u
+#define NCG_WAIT_HOST 2u
+#define NCG_WAIT_ALL_STREAMS 255u
 struct ncg_wait_ent {
     uint64_t comm_id;
     uint32_t rank;  /* comm rank */
     uint32_t tid;   /* the blocked thread (queued: the thread that enqueued it) */
     uint8_t p2p;    /* 0: collective at slot call.seq; 1: p2p, call.seq-th to/from call.root */
-    uint8_t queued; /* v4: 1 = enqueued on a stream, not known complete (not a blocked thread) */
+    uint8_t queued; /* v4: 1 = enqueued on a stream, not known complete (not a blocked thread);
+                       v14: NCG_WAIT_HOST */
     uint8_t stream; /* v4, queued: the process's stream index, 0 = unknown */
     uint32_t order; /* v4, queued: the thread's launch order (equal: one group) */
     struct ncg_call call;
     char site[NCG_WIRE_SITE];
+    uint32_t rec_tid; /* v14, NCG_WAIT_HOST: an event's recording thread, 0 = every call */
 };
 struct ncg_msg_wait {
     uint32_t n;

@@ -187,8 +187,20 @@ void test_wire(void)
     m1.u.wait.w[0].order = NCG_WIRE_ORDER_MAX + 1; /* launch orders are 24-bit */
     CHECK(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
     m1.u.wait.w[0].order = 1;
-    m1.u.wait.w[0].queued = 2;
+    m1.u.wait.w[0].queued = 3;
     CHECK(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
+    /* v14: a host thread waiting for its stream, with an event's recording thread */
+    m1.u.wait.w[0] = (struct ncg_wait_ent){.tid = 99, .queued = NCG_WAIT_HOST, .stream = 4};
+    m1.u.wait.w[0].order = 12;
+    m1.u.wait.w[0].rec_tid = 98;
+    strcpy(m1.u.wait.w[0].site, "cudaEventSynchronize");
+    roundtrip(&m1);
+    m1.u.wait.w[0].stream = NCG_WAIT_ALL_STREAMS;
+    m1.u.wait.w[0].rec_tid = 0;
+    roundtrip(&m1);
+    m1.u.wait.w[0].p2p = 1; /* a host wait is no call */
+    CHECK(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
+    m1.u.wait.w[0].p2p = 0;
     m1.u.wait.w[0].queued = 1;
     m1.u.wait.w[1].p2p = 2;
     CHECK(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);

@@ -67,13 +67,13 @@ static void check(const char *name, struct ncg_wf_wait *w, size_t nw, struct com
 static struct ncg_sd_call q(uint32_t proc, uint32_t tid, uint8_t stream, uint32_t order,
                             uint32_t comm, uint64_t slot)
 {
-    return (struct ncg_sd_call){proc, tid, stream, order, comm, 0, slot, 0, 0};
+    return (struct ncg_sd_call){proc, tid, stream, order, comm, 0, slot, 0, 0, proc};
 }
 
 static struct ncg_sd_call qp(uint32_t proc, uint8_t stream, uint32_t order, uint32_t comm,
                              uint64_t k, uint32_t src, uint32_t dst)
 {
-    return (struct ncg_sd_call){proc, 10 + proc, stream, order, comm, 1, k, src, dst};
+    return (struct ncg_sd_call){proc, 10 + proc, stream, order, comm, 1, k, src, dst, proc};
 }
 
 static int same_call(const struct ncg_sd_call *a, const struct ncg_sd_call *b)
@@ -144,6 +144,75 @@ static void sd_exhaustive(void)
                        "streams exhaustive p=%d,%d streams=%x: cycle of %ld, want %s", p0, p1, sm,
                        got, cyc ? "one" : "none");
             }
+}
+
+/* ---- streams with host waits: ncg_sd_find_cycle_hosts ---- */
+
+/* Two ranks (process = rank = comm rank, driving thread 10 + rank) of comms 0 and 1, their
+ * counts given; want = the cycle's length. Each step through a host names a member that has not
+ * issued the step's next call, whose driving thread is that host. */
+static void sh_check(const char *name, const struct ncg_sd_call *c, size_t n,
+                     const struct ncg_sd_host *h, size_t nh, const uint64_t cnt[2][2], long want)
+{
+    struct ncg_sd_member m[2][2];
+    struct ncg_sd_comm cm[2];
+    for (uint32_t k = 0; k < 2; k++) {
+        for (uint32_t r = 0; r < 2; r++)
+            m[k][r] = (struct ncg_sd_member){1, r, 10 + r, cnt[k][r]};
+        cm[k] = (struct ncg_sd_comm){2, m[k]};
+    }
+    struct ncg_sd_step st[16];
+    long got = ncg_sd_find_cycle_hosts(c, n, h, nh, cm, 2, st, 16);
+    if (!CHECKF(got == want, "%s: cycle of %ld, want %ld", name, got, want))
+        return;
+    for (long k = 0; k < got; k++) {
+        const struct ncg_sd_call *b = &c[st[k].before], *a = &c[st[k].after];
+        const struct ncg_sd_call *nb = &c[st[(k + 1) % got].before];
+        if (st[k].host == SIZE_MAX)
+            continue;
+        const struct ncg_sd_host *x = &h[st[k].host];
+        CHECKF(b->proc == x->proc && same_call(a, nb) && m[a->comm][st[k].rank].proc == x->proc,
+               "%s: step %ld through a host does not hold together", name, k);
+    }
+}
+
+static void sh_cases(void)
+{
+    /* rank 0: AllReduce (comm 0, slot 4) then Send #0 to 1 on its stream; rank 1: Recv #0 from 0,
+     * then waits for its stream before its AllReduce */
+    struct ncg_sd_call cp[] = {q(0, 10, 1, 1, 0, 4), qp(0, 1, 2, 0, 0, 0, 1),
+                               qp(1, 1, 1, 0, 0, 0, 1)};
+    struct ncg_sd_host h1 = {1, 11, 1, 0, 0};
+    const uint64_t c41[2][2] = {{5, 4}, {0, 0}}, c55[2][2] = {{5, 5}, {0, 0}};
+    sh_check("collective against a receive, host waits", cp, 3, &h1, 1, c41, 2);
+    sh_check("the same without the host wait", cp, 3, NULL, 0, c41, 0);
+    /* rank 1 issued the AllReduce already: it is queued (no edge through the host) */
+    sh_check("issued: no host edge", cp, 3, &h1, 1, c55, 0);
+    /* rank 1's host waits on another stream than the receive's */
+    struct ncg_sd_host h1s = {1, 11, 2, 0, 0};
+    sh_check("host waits on another stream", cp, 3, &h1s, 1, c41, 0);
+    struct ncg_sd_host h1a = {1, 11, NCG_SD_ALL_STREAMS, 0, 0};
+    sh_check("host waits on every stream", cp, 3, &h1a, 1, c41, 2);
+    /* an event recorded before the receive was enqueued (order 0 < 1): not waited for */
+    struct ncg_sd_host h1e = {1, 11, 1, 11, 0}, h1f = {1, 11, 1, 11, 1};
+    sh_check("event before the receive", cp, 3, &h1e, 1, c41, 0);
+    sh_check("event after the receive", cp, 3, &h1f, 1, c41, 2);
+    /* a host wait of a thread that drives nothing */
+    struct ncg_sd_host h9 = {1, 99, 1, 0, 0};
+    sh_check("another thread waits", cp, 3, &h9, 1, c41, 0);
+    /* send on comm 0, its receive on comm 1 (a duplicate), both hosts wait */
+    struct ncg_sd_call dup[] = {qp(0, 1, 1, 0, 0, 0, 1), qp(1, 1, 1, 1, 0, 0, 1)};
+    struct ncg_sd_host hh[] = {{0, 10, 1, 0, 0}, {1, 11, 1, 0, 0}};
+    const uint64_t c0[2][2] = {{0, 0}, {0, 0}};
+    sh_check("send and receive on two comms", dup, 2, hh, 2, c0, 2);
+    sh_check("only one host waits", dup, 2, hh, 1, c0, 0);
+    /* the matching receive is posted on the same comm: a pair, no cycle */
+    struct ncg_sd_call pair[] = {qp(0, 1, 1, 0, 0, 0, 1), qp(1, 1, 1, 0, 0, 0, 1)};
+    sh_check("a posted pair", pair, 2, hh, 2, c0, 0);
+    /* receive against receive, both hosts waiting: each waits for the other's send */
+    struct ncg_sd_call rr[] = {qp(0, 1, 1, 0, 0, 1, 0), qp(1, 1, 1, 0, 0, 0, 1)};
+    rr[0].rank = 0, rr[1].rank = 1;
+    sh_check("receive against receive", rr, 2, hh, 2, c0, 2);
 }
 
 static void sd_cases(void)
@@ -372,6 +441,7 @@ int main(void)
             }
 
     sd_cases();
+    sh_cases();
     scale_case(4096, 16384, 0);
     scale_case(4096, 16384, 1);
     scale_case(4096, 16384, 2048);
