@@ -107,6 +107,53 @@ struct held {
 };
 #define MAX_HELD 8 /* comm ranks of one comm shown by one process (the report lists them all) */
 
+/* The record of call c (a collective at slot c->seq, or the c->seq-th send to / recv from peer
+ * c->root) in lc's rings: 0, or -1 when it fell out of them. Caller holds ncg_agent.lk. */
+static int own_record(const struct ncg_lcomm *lc, const struct ncg_call *c,
+                      struct ncg_shm_record *rec)
+{
+    if (c->func != NCG_F_SEND && c->func != NCG_F_RECV)
+        return ncg_ring_read(lc->shm, NCG_RING_COLL, c->seq, rec) == 0 && rec->seq == c->seq &&
+                       rec->func == c->func
+                   ? 0
+                   : -1;
+    uint64_t top = ck_pr_load_64(&lc->shm->p2p_seq);
+    for (uint64_t k = top; k > 0 && top - k < 4096; k--)
+        if (ncg_ring_read(lc->shm, NCG_RING_P2P, k - 1, rec) == 0 && rec->seq == c->seq &&
+            rec->root_or_peer == c->root && rec->func == c->func)
+            return 0;
+    return -1;
+}
+
+/* The verdict's calls that comm rank lc->rank issued get their call site from its own ring, with
+ * file:line (the coordinator has the sites of other processes only as WAITs carried them,
+ * without it, and a P2P record none). The first such call becomes h's own call and site (P2P
+ * MISMATCH, a RANK EXITED found through a waiting send/recv): 1 when there was one. Caller holds
+ * ncg_agent.lk. */
+static int own_sites(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct held *h)
+{
+    char me[16], call[192];
+    int got = 0;
+    snprintf(me, sizeof me, "%d", lc->rank);
+    for (uint32_t i = 0; i < v->ncalls; i++) {
+        struct ncg_shm_record rec;
+        if (strcmp(v->calls[i].ranks, me) || own_record(lc, &v->calls[i].call, &rec) != 0)
+            continue;
+        ncg_site_of(&rec, v->calls[i].site, sizeof v->calls[i].site);
+        if (got++ || (v->kind != NCG_V_P2P_MISMATCH && v->kind != NCG_V_RANK_EXITED))
+            continue;
+        const struct ncg_call *c = &v->calls[i].call;
+        if (c->func == NCG_F_SEND || c->func == NCG_F_RECV)
+            snprintf(h->mycall, sizeof h->mycall, "%s #%" PRIu64 " of the pair",
+                     ncg_call_format(c, call, sizeof call), c->seq);
+        else
+            snprintf(h->mycall, sizeof h->mycall, "slot %" PRIu64 " %s", c->seq,
+                     ncg_call_format(c, call, sizeof call));
+        snprintf(h->site, sizeof h->site, "%s", v->calls[i].site);
+    }
+    return got;
+}
+
 /* Fills h with comm rank lc->rank's own call at the verdict's slot (or its latest) and the
  * thread to show, and sets its count in v. Caller holds ncg_agent.lk. */
 static void held_facts(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct held *h)
@@ -153,6 +200,7 @@ static void held_facts(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct
         h->call_time_unix =
             (double)wt.tv_sec + (double)wt.tv_nsec * 1e-9 - (mono - (double)rec.t_ns * 1e-9);
     }
+    own_sites(lc, v, h);
     if (ncg_cfg.stacks && is_stuck_verdict(v))
         h->tid = stuck_thread(lc, h->what, sizeof h->what);
 }

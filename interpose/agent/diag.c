@@ -248,11 +248,15 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
     } else if (v->kind == NCG_V_P2P_MISMATCH) {
         outf(&o, "%s  %s, sizes differ:\n", P, v->detail);
         for (uint32_t i = 0; i < v->ncalls; i++)
-            outf(&o, "%s    %-48s on rank %s (#%" PRIu64 " of the pair)\n", P,
+            outf(&o, "%s    %-48s on rank %s (#%" PRIu64 " of the pair)%s%s\n", P,
                  ncg_call_format(&v->calls[i].call, call, sizeof call), v->calls[i].ranks,
-                 v->calls[i].call.seq);
+                 v->calls[i].call.seq, v->calls[i].site[0] ? "  from " : "", v->calls[i].site);
     } else if (v->detail[0] && v->kind != NCG_V_DEADLOCK && v->kind != NCG_V_STUCK) {
         outf(&o, "%s  %s\n", P, v->detail);
+        for (uint32_t i = 0; v->kind == NCG_V_RANK_EXITED && i < v->ncalls; i++)
+            outf(&o, "%s    waiting: %-48s on rank %s%s%s\n", P,
+                 ncg_call_format(&v->calls[i].call, call, sizeof call), v->calls[i].ranks,
+                 v->calls[i].site[0] ? "  from " : "", v->calls[i].site);
     }
     for (const char *l = v->notes; l && *l;) { /* STUCK / DEADLOCK: one line each */
         const char *e = strchr(l, '\n');
