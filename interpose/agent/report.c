@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <ck_pr.h>
 
@@ -11,6 +12,8 @@
 #include "comm.h"
 #include "local.h"
 #include "completion.h"
+#include "config.h"
+#include "hostwait.h"
 #include "ring.h"
 #include "shm.h"
 #include "slow.h"
@@ -141,6 +144,46 @@ void ncg_client_keepalive(void)
     pthread_mutex_unlock(&ncg_agent.lk);
 }
 
+/* Host threads waiting for their streams (hostwait.h) as WAIT entries (wire v14), appended to a
+ * WAIT that carries queued calls (asynchronous NCCL): the checker's stream graph closes the
+ * cycles that run through a host with them (waitfor.h, ncg_sd_find_cycle_hosts). A blocking
+ * wait counts once it lasted an interval; a polling loop while its latest cudaErrorNotReady is
+ * under an interval old. The last queued entries make room for up to NCG_HOST_WAITS. */
+#define NCG_HOST_WAITS 8u
+static void host_waits(struct ncg_msg_wait *w, const struct ncg_hostwait *hw, size_t n,
+                       uint64_t now, uint64_t iv)
+{
+    size_t want = 0;
+    for (size_t i = 0; i < n; i++)
+        want += now - hw[i].since_ns >= iv && hw[i].stream != NCG_HW_STREAM_UNKNOWN &&
+                !((hw[i].kind & NCG_HW_POLL) && now - hw[i].last_ns > iv);
+    want = want < NCG_HOST_WAITS ? want : NCG_HOST_WAITS;
+    if (w->n + want > NCG_WIRE_MAX_WAITS)
+        w->n = NCG_WIRE_MAX_WAITS - (uint32_t)want;
+    for (size_t i = 0; i < n && want; i++) {
+        const struct ncg_hostwait *x = &hw[i];
+        if (now - x->since_ns < iv || x->stream == NCG_HW_STREAM_UNKNOWN ||
+            ((x->kind & NCG_HW_POLL) && now - x->last_ns > iv))
+            continue;
+        want--;
+        struct ncg_wait_ent *e = &w->w[w->n++];
+        memset(e, 0, sizeof *e);
+        e->tid = x->tid;
+        e->queued = NCG_WAIT_HOST;
+        e->stream = (x->kind & ~NCG_HW_POLL) == NCG_HW_DEVICE ? NCG_WAIT_ALL_STREAMS : x->stream;
+        if (x->order != NCG_HW_ORDER_NONE && x->rec_tid) {
+            e->rec_tid = x->rec_tid;
+            e->order = x->order & NCG_WIRE_ORDER_MAX;
+        }
+        snprintf(e->site, sizeof e->site, "%s",
+                 x->kind == NCG_HW_STREAM        ? "cudaStreamSynchronize"
+                 : x->kind == NCG_HW_EVENT       ? "cudaEventSynchronize"
+                 : x->kind == NCG_HW_DEVICE      ? "cudaDeviceSynchronize"
+                 : x->kind == NCG_HW_POLL_STREAM ? "a cudaStreamQuery loop"
+                                                 : "a cudaEventQuery loop");
+    }
+}
+
 /* Periodic: REPORT (heartbeat + counts), P2P records, GOODBYEs of removed comms; local RANK
  * EXITED against a coordinator process that left. */
 void ncg_client_report(uint64_t now)
@@ -261,6 +304,16 @@ void ncg_client_report(uint64_t now)
         i++;
     }
     pthread_mutex_unlock(&ncg_agent.lk);
+    if (cm == NCG_CMODE_EVENTS) {
+        static struct ncg_hostwait hw[NCG_HW_SLOTS]; /* checker thread only */
+        size_t nhw = 0;
+        for (int i = 0; i < ncg_agent.nlink; i++)
+            if (wt[i].u.wait.n) {
+                if (!nhw)
+                    nhw = ncg_hostwait_snapshot(hw, NCG_HW_SLOTS, now);
+                host_waits(&wt[i].u.wait, hw, nhw, now, ncg_cfg.interval_ms * 1000000ull);
+            }
+    }
     for (int i = 0; i < ncg_agent.nlink; i++) {
         if (ncg_agent.link[i].state != NCG_LINK_UP)
             continue;

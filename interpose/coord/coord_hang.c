@@ -193,7 +193,7 @@ static void coord_deadlock(struct ncg_coord *co, int streams)
                                                  m->count,
                                                  m->done};
         }
-        t.dc[ci] = (struct ncg_dl_comm){c->id, c->nranks, t.mm[ci], 0};
+        t.dc[ci] = (struct ncg_dl_comm){c->id, c->nranks, t.mm[ci], 0, &c->p2p};
     }
     if (ncg_dl_find(t.p, (size_t)co->conns.n, t.dc, co->ncomm, streams, t.f, t.notes) != 1) {
         co->dl[streams].sig = 0;

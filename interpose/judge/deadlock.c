@@ -157,6 +157,14 @@ out:
     return ret;
 }
 
+/* ncg_sd_comm's p2p_open over a comm's table: the side `missing` issues is open when the other
+ * side's record is held unmatched. */
+static int p2p_open(const void *arg, uint32_t src, uint32_t dst, uint64_t seq, uint32_t missing)
+{
+    return ncg_p2pm_held(arg, (int32_t)src, (int32_t)dst, seq,
+                         missing == dst ? NCG_F_SEND : NCG_F_RECV);
+}
+
 static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg_dl_comm *c,
                         size_t nc, size_t cap, struct ncg_dl_cycle *out, char *notes)
 {
@@ -192,7 +200,7 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
             const struct ncg_dl_member *m = &c[ci].m[r];
             sm[ci][r] = (struct ncg_sd_member){m->known, m->proc, m->tid, m->count};
         }
-        sc[ci] = (struct ncg_sd_comm){c[ci].nranks, sm[ci]};
+        sc[ci] = (struct ncg_sd_comm){c[ci].nranks, sm[ci], c[ci].p2p ? p2p_open : NULL, c[ci].p2p};
     }
     for (size_t i = 0; i < np; i++)
         for (uint32_t j = 0; j < p[i].nw; j++) {

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "p2pmatch.h"
 #include "wire.h"
 
 #define NCG_DL_MAX (NCG_WIRE_MAX_CALLS * 8) /* steps of a cycle followed */
@@ -35,6 +36,9 @@ struct ncg_dl_comm {
     uint32_t nranks;
     const struct ncg_dl_member *m; /* [nranks] */
     uint64_t done_floor;           /* every member completed at least this many (0: unknown) */
+    /* the send/recv records held unmatched for this comm (p2pmatch.h), NULL: not known here
+     * (the tree's root), and then no send/recv waits for a host thread (ncg_sd_comm) */
+    const struct ncg_p2pm *p2p;
 };
 
 struct ncg_dl_step {

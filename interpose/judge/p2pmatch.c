@@ -60,6 +60,16 @@ int ncg_p2pm_add(struct ncg_p2pm *t, int32_t me, uint32_t nranks, const struct n
     return NCG_P2PM_HELD;
 }
 
+int ncg_p2pm_held(const struct ncg_p2pm *t, int32_t src, int32_t dst, uint64_t k, uint8_t func)
+{
+    if (!t || !t->bucket || !t->n)
+        return 0;
+    for (const struct ncg_p2pm_node *e = t->bucket[p2pm_hash(src, dst, k)]; e; e = e->next)
+        if (e->e.src == src && e->e.dst == dst && e->e.rec.seq == k)
+            return e->e.rec.func == func;
+    return 0;
+}
+
 void ncg_p2pm_take(struct ncg_p2pm *t, uint64_t now_ns, uint64_t age_ns,
                    void (*cb)(void *arg, const struct ncg_p2pm_rec *e), void *arg)
 {

@@ -48,6 +48,10 @@ int ncg_p2pm_add(struct ncg_p2pm *t, int32_t me, uint32_t nranks, const struct n
 void ncg_p2pm_take(struct ncg_p2pm *t, uint64_t now_ns, uint64_t age_ns,
                    void (*cb)(void *arg, const struct ncg_p2pm_rec *e), void *arg);
 
+/* 1 when the table holds the k-th send (func NCG_F_SEND) or recv from src to dst unmatched: its
+ * other side was not reported (yet). Pure; does not allocate. */
+int ncg_p2pm_held(const struct ncg_p2pm *t, int32_t src, int32_t dst, uint64_t k, uint8_t func);
+
 /* Frees every record and the buckets; the table is empty again. Does not allocate. */
 void ncg_p2pm_clear(struct ncg_p2pm *t);
 

@@ -441,6 +441,8 @@ long ncg_sd_find_cycle_hosts(const struct ncg_sd_call *c, size_t n, const struct
             int issued = 0;
             for (size_t q = a; q < b && x->p2p; q++)
                 issued |= c[byk[q]].rank == r && c[byk[q]].proc == m->proc;
+            if (x->p2p && !issued)
+                issued = !cm->p2p_open || !cm->p2p_open(cm->arg, x->src, x->dst, x->seq, r);
             size_t hi = issued ? SIZE_MAX : host_of(h, nh, m->proc, m->tid);
             if (hi != SIZE_MAX &&
                 edge_add(&e, &ne, &cape, (struct edge){nn + hi, node[byk[a]], byk[a], r}) != 0) {

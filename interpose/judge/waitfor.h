@@ -119,10 +119,16 @@ struct ncg_sd_member {
 struct ncg_sd_comm {
     uint32_t nranks;
     const struct ncg_sd_member *m;
+    /* 1 when the side of the seq-th send/recv src -> dst that comm rank `missing` issues is
+     * known not to have been issued (the checker holds the other side's record unmatched);
+     * NULL: never known, so no send/recv waits for a host */
+    int (*p2p_open)(const void *arg, uint32_t src, uint32_t dst, uint64_t seq, uint32_t missing);
+    const void *arg;
 };
 /* ncg_sd_find_cycle with nh host waits and the members of ncomms comms. A member has not
  * issued a collective when its count is at most the slot, a send/recv when none of the calls
- * given is its side of the pair. Same contract. */
+ * given is its side of the pair and p2p_open says so (a completed side is no call given
+ * either: absence alone proves nothing). Same contract. */
 long ncg_sd_find_cycle_hosts(const struct ncg_sd_call *c, size_t n, const struct ncg_sd_host *h,
                              size_t nh, const struct ncg_sd_comm *comms, size_t ncomms,
                              struct ncg_sd_step *steps, size_t cap);

@@ -457,7 +457,7 @@ void ncg_rl_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
         }
         t.mm[nc] = m;
         cm[nc] = c;
-        t.dc[nc++] = (struct ncg_dl_comm){c->id, c->nranks, m, 0};
+        t.dc[nc++] = (struct ncg_dl_comm){c->id, c->nranks, m, 0, NULL}; /* records: below */
     }
     for (int streams = 0; streams < 2; streams++) {
         int found = ncg_dl_find(t.p, d->n, t.dc, nc, streams, t.f, t.notes);

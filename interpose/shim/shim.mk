@@ -160,3 +160,27 @@ $(BUILD)/tests/shim/common_test: tests/shim/common_test.c $(NCG_LOW_A)
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(NCG_LOW) $(BASE_LDFLAGS)
 TEST_BINS += $(BUILD)/tests/shim/common_test
+
+# Host waits (t_hostwait.sh), where the CUDA header is (fakecuda.mk): hostwait.c and streamtab.c
+# in a library of their own with the shim state they read (hostwait_lib.c), linked before the
+# CPU CUDA runtime as a preloaded libncclguard.so comes before it; and the cost and results
+# through the real shim (a communicator of the null NCCL makes it active).
+ifneq ($(FC_HDR),)
+HW_SRCS := interpose/shim/hostwait.c interpose/shim/streamtab.c tests/shim/hostwait_lib.c
+$(BUILD)/tests/shim/libhostwait.so: $(HW_SRCS) interpose/shim/hostwait.h interpose/shim/streamtab.h
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -fvisibility=default -ftls-model=initial-exec -shared -o $@ $(HW_SRCS) \
+	    $(BASE_LDFLAGS) -ldl
+
+$(BUILD)/tests/shim/hostwait_test: tests/shim/hostwait_test.c $(BUILD)/tests/shim/libhostwait.so $(FC_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -isystem $(FC_CUDA)/include -I$(FC_DIR)/tests -o $@ $< \
+	    $(BASE_LDFLAGS) -L$(@D) -lhostwait -Wl,-rpath,'$$ORIGIN' $(FC_APP_LIBS) -lpthread -ldl
+
+$(BUILD)/tests/shim/hostwait_cost: tests/shim/hostwait_cost.c $(BUILD)/bench/null/libnccl.so.2 $(FC_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -isystem $(FC_CUDA)/include -I$(FC_DIR)/tests -o $@ $< \
+	    $(BASE_LDFLAGS) -L$(BUILD)/bench/null -l:libnccl.so.2 $(FC_APP_LIBS) -lpthread -ldl
+TEST_BINS += $(BUILD)/tests/shim/libhostwait.so $(BUILD)/tests/shim/hostwait_test \
+             $(BUILD)/tests/shim/hostwait_cost
+endif

@@ -47,6 +47,14 @@ static pthread_once_t g_cuda_once = PTHREAD_ONCE_INIT;
 static __thread cudaStream_t t_stream[NCG_TEST_STREAMS];
 static __thread int t_streams_made; /* t_stream[0..t_streams_made) exist */
 
+/* name as a program linked with the runtime calls it: through the global scope, where a
+ * preloaded interposer (libncclguard.so's host waits) comes first; else the runtime's own. */
+static void *cuda_sym(void *h, const char *name)
+{
+    void *p = dlsym(RTLD_DEFAULT, name);
+    return p ? p : dlsym(h, name);
+}
+
 static void cuda_load(void)
 {
     const char *a = getenv("FAKENCCL_ASYNC");
@@ -55,9 +63,9 @@ static void cuda_load(void)
     void *h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
     if (h) {
         g_cuda.stream_create =
-            (int (*)(cudaStream_t *, unsigned int))dlsym(h, "cudaStreamCreateWithFlags");
-        g_cuda.stream_sync = (int (*)(cudaStream_t))dlsym(h, "cudaStreamSynchronize");
-        g_cuda.error_string = (const char *(*)(int))dlsym(h, "cudaGetErrorString");
+            (int (*)(cudaStream_t *, unsigned int))cuda_sym(h, "cudaStreamCreateWithFlags");
+        g_cuda.stream_sync = (int (*)(cudaStream_t))cuda_sym(h, "cudaStreamSynchronize");
+        g_cuda.error_string = (const char *(*)(int))cuda_sym(h, "cudaGetErrorString");
     }
     if (!g_cuda.stream_create || !g_cuda.stream_sync || !g_cuda.error_string) {
         fprintf(stderr,

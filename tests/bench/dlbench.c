@@ -44,7 +44,7 @@ static void run(uint32_t nw, uint32_t nr, int streams, int reps)
         p[i] = (struct ncg_dl_proc){i, "h", &w[2 * i], k};
         ma[i] = mb[i] = (struct ncg_dl_member){1, i, 1000 + i, (int32_t)i, 21, 20};
     }
-    struct ncg_dl_comm c[2] = {{0xa0, nr, ma, 0}, {0xb0, nr, mb, 0}};
+    struct ncg_dl_comm c[2] = {{0xa0, nr, ma, 0, NULL}, {0xb0, nr, mb, 0, NULL}};
     for (int r = 0; r < reps; r++) {
         double a = now_ms();
         found = ncg_dl_find(p, nw, c, 2, streams, f, notes);

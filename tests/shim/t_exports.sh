@@ -1,14 +1,16 @@
-# The shim exports exactly the NCCL host API of api.def plus dlsym/dlvsym (interpose/shim/dlsym.c)
-# and the CUDA runtime's capture and graph functions of interpose/shim/graph.c (each one the genuine
-# libcudart.so.13 exports); nothing else of ours, no pnccl*; at run time it needs only glibc.
+# The shim exports exactly the NCCL host API of api.def plus dlsym/dlvsym (interpose/shim/dlsym.c),
+# the CUDA runtime's capture and graph functions of interpose/shim/graph.c and its synchronizations,
+# queries and event records of interpose/shim/hostwait.c (each one the genuine libcudart.so.13
+# exports); nothing else of ours, no pnccl*; at run time it needs only glibc.
 . "$NCG_ROOT/tests/shim/lib.sh"
 need "$SHIMLIB" "$NCG_BUILD/tests/shim/api_names"
 "$NCG_BUILD/tests/shim/api_names" 2>"$NCG_TMP/count" | sort >"$NCG_TMP/want"
 nm -D --defined-only "$SHIMLIB" | awk '{print $3}' | sed 's/@.*//' | grep -vx 'dlsym\|dlvsym' | grep -v '^cuda' | sort >"$NCG_TMP/have"
 nm -D --defined-only "$SHIMLIB" | awk '{print $3}' | grep '^cuda' | sort >"$NCG_TMP/cuda"
-sed -n 's/^NCG_EXPORT int \(cuda[A-Za-z_]*\)(.*/\1/p' "$NCG_ROOT/interpose/shim/graph.c" | sort >"$NCG_TMP/cuda_want"
-diff "$NCG_TMP/cuda_want" "$NCG_TMP/cuda" || fail "exported CUDA functions differ from graph.c's definitions (< graph.c, > exported)"
-[ "$(wc -l <"$NCG_TMP/cuda")" = 16 ] || fail "want 16 CUDA graph functions exported"
+sed -n 's/^NCG_EXPORT int \(cuda[A-Za-z_]*\)(.*/\1/p' "$NCG_ROOT/interpose/shim/graph.c" \
+  "$NCG_ROOT/interpose/shim/hostwait.c" | sort >"$NCG_TMP/cuda_want"
+diff "$NCG_TMP/cuda_want" "$NCG_TMP/cuda" || fail "exported CUDA functions differ from graph.c's and hostwait.c's definitions (< sources, > exported)"
+[ "$(wc -l <"$NCG_TMP/cuda")" = 27 ] || fail "want 27 CUDA functions exported (16 graph, 11 host waits)"
 cudart=/usr/local/cuda/lib64/libcudart.so.13
 if [ -e "$cudart" ]; then
   nm -D --defined-only "$cudart" | awk '{print $3}' | sed 's/@.*//' | sort -u >"$NCG_TMP/cudart"
