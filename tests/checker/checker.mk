@@ -33,6 +33,13 @@ $(CHK_OUT)/scen: tests/checker/scen.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
 
+# The hangs a new user's programs showed (send/recv, mixed, asynchronous, threads): t_shapes.sh.
+$(CHK_OUT)/shapes: tests/checker/shapes.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(APP_CFLAGS) $(BASE_LDFLAGS) -o $@ $< $(APPS_OUT)/obj/ncg_test.o $(FN_APP_LIBS) -lpthread
+
+TEST_BINS += $(CHK_OUT)/shapes
+
 # A raw TCP client for the "garbage / wrong token" tests.
 $(CHK_OUT)/rawconn: tests/checker/rawconn.c $(call ncg_a,coord judge proto common)
 	@mkdir -p $(@D)
