@@ -340,6 +340,7 @@ void ncg_client_report(uint64_t now)
             memset(&p2p, 0, sizeof p2p);
             p2p.type = NCG_MSG_P2P;
             p2p.u.p2p.comm_id = lc->id;
+            p2p.u.p2p.rank = (uint32_t)lc->rank; /* one of several here, maybe */
             uint64_t k;
             for (k = from; k < top; k++) {
                 struct ncg_shm_record rec;

@@ -390,7 +390,8 @@ static void on_p2p(struct ncg_coord *co, int conn, const struct ncg_msg_p2p *p, 
         return;
     int32_t me = -1;
     for (uint32_t i = 0; i < c->nranks; i++)
-        if (c->m[i].conn == conn && c->m[i].state == M_ACTIVE) {
+        if (c->m[i].conn == conn && c->m[i].state == M_ACTIVE &&
+            (p->rank == NCG_BYE_ANYRANK || p->rank == i)) {
             me = (int32_t)i;
             break;
         }

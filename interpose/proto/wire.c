@@ -349,6 +349,7 @@ long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
             return -EINVAL;
         ncg_put64(&w, m->u.p2p.comm_id);
         ncg_put16(&w, (uint16_t)m->u.p2p.n);
+        ncg_put32(&w, m->u.p2p.rank);
         for (i = 0; i < m->u.p2p.n; i++)
             ncg_wire_put_p2p(&w, &m->u.p2p.r[i]);
         break;
@@ -594,7 +595,9 @@ long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
     case NCG_MSG_P2P:
         m->u.p2p.comm_id = ncg_get64(&r);
         m->u.p2p.n = ncg_get16(&r);
-        if (m->u.p2p.n > NCG_WIRE_MAX_P2P)
+        m->u.p2p.rank = ncg_get32(&r);
+        if (m->u.p2p.n > NCG_WIRE_MAX_P2P ||
+            (m->u.p2p.rank >= NCG_WIRE_MAX_RANKS && m->u.p2p.rank != NCG_BYE_ANYRANK))
             return -EBADMSG;
         for (i = 0; i < m->u.p2p.n; i++)
             ncg_wire_get_p2p(&r, &m->u.p2p.r[i]);

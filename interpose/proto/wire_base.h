@@ -20,7 +20,8 @@
           with varints and differences (the steady state's bytes per rank); 13: GOODBYE and        \
           SHUTDOWN entries name their comm rank (a process holding several ranks of one comm       \
           says which one left); 14: WAIT entries of host threads blocked waiting for their         \
-          streams (queued = NCG_WAIT_HOST, with the event's recording thread) */
+          streams (queued = NCG_WAIT_HOST, with the event's recording thread); P2P names the comm  \
+          rank whose records it carries (a process holding several ranks of one comm) */
 #define NCG_WIRE_HDR 12u
 #define NCG_WIRE_MAX_PAYLOAD (1u << 20) /* a verdict's per-rank runs: 1 MiB bounds them */
 
@@ -224,6 +225,7 @@ struct ncg_p2p_rec {
 struct ncg_msg_p2p {
     uint64_t comm_id;
     uint32_t n;
+    uint32_t rank; /* v14: the comm rank whose records these are (NCG_BYE_ANYRANK: the process's) */
     struct ncg_p2p_rec r[NCG_WIRE_MAX_P2P];
 };
 

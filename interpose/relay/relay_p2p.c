@@ -75,7 +75,8 @@ void ncg_rl_on_p2p(struct ncg_relay *r, int conn, const struct ncg_msg_p2p *p, u
     int64_t me = -1;
     for (uint32_t i = 0; i < c->nk; i++) {
         const struct rkid *k = &c->k[i];
-        if (!k->relay && k->conn == conn && k->state == K_ACTIVE && (me < 0 || k->rank < me))
+        if (!k->relay && k->conn == conn && k->state == K_ACTIVE && (me < 0 || k->rank < me) &&
+            (p->rank == NCG_BYE_ANYRANK || p->rank == k->rank))
             me = k->rank;
     }
     if (me < 0)

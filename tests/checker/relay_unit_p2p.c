@@ -8,6 +8,7 @@ static void p2p(const struct client *c, int send, int peer, uint64_t k, uint64_t
 {
     struct ncg_msg m = {.type = NCG_MSG_P2P};
     m.u.p2p.comm_id = 0xc0;
+    m.u.p2p.rank = NCG_BYE_ANYRANK;
     m.u.p2p.n = 1;
     m.u.p2p.r[0] = (struct ncg_p2p_rec){k, count, peer, send ? NCG_F_SEND : NCG_F_RECV, 7};
     push(TO_CHILD, c->relay, c->conn, &m);
@@ -213,6 +214,7 @@ void test_p2p_cap(void)
     memset(&m, 0, sizeof m);
     m.type = NCG_MSG_P2P;
     m.u.p2p.comm_id = 0xc0;
+    m.u.p2p.rank = NCG_BYE_ANYRANK;
     uint32_t total = NCG_P2PM_MAX + 100;
     for (int relay = 0; relay < 3; relay += 2) {
         if (relay)
@@ -251,6 +253,7 @@ void test_p2p_nomem(void)
     tick_all(3);
     struct ncg_msg m = {.type = NCG_MSG_P2P};
     m.u.p2p.comm_id = 0xc0;
+    m.u.p2p.rank = NCG_BYE_ANYRANK;
     m.u.p2p.n = 1;
     m.u.p2p.r[0] = (struct ncg_p2p_rec){0, 8, 5, NCG_F_SEND, 7};
     fail_alloc = 1;

@@ -16,6 +16,8 @@
  *              AllReduce (DEADLOCK; asynchronous mode: through rank 1's host wait)
  *   threads    2 ranks as threads of one process: thread 1 makes one AllReduce fewer, then
  *              ncclCommFinalize + ncclCommDestroy (RANK EXITED of rank 1); not under ncg-launch
+ *   threadsp2p the same threads, 10 AllReduce each, then thread 0 sends 8 elements to thread 1,
+ *              which receives 9 (P2P MISMATCH)
  * A program that completes prints "shapes: rank R done". */
 #include <pthread.h>
 #include <signal.h>
@@ -35,6 +37,7 @@ static void all_reduce(ncclComm_t c, cudaStream_t s)
 }
 
 static ncclUniqueId tid_id;
+static int tid_p2p; /* threadsp2p */
 
 static void *thread_rank(void *arg)
 {
@@ -42,11 +45,18 @@ static void *thread_rank(void *arg)
     ncclComm_t c;
     NCG_CHECK(ncclCommInitRank(&c, 2, tid_id, r));
     cudaStream_t s = ncg_test_stream();
-    for (int i = 0; i < (r == 1 ? 9 : 10); i++) {
+    for (int i = 0; i < (r == 1 && !tid_p2p ? 9 : 10); i++) {
         all_reduce(c, s);
         ncg_test_sync(c);
     }
-    if (r == 1)
+    if (tid_p2p) { /* rank 0 sends 8 elements, rank 1 receives 9 */
+        if (r == 0)
+            NCG_CHECK(ncclSend(buf, 8, ncclFloat, 1, c, s));
+        else
+            NCG_CHECK(ncclRecv(buf, 9, ncclFloat, 0, c, s));
+        ncg_test_sync(c);
+    }
+    if (r == 1 && !tid_p2p)
         NCG_CHECK(ncclCommFinalize(c));
     NCG_CHECK(ncclCommDestroy(c));
     fprintf(stderr, "shapes: rank %d done\n", r);
@@ -71,8 +81,10 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *sh = argv[1];
-    if (!strcmp(sh, "threads"))
+    if (!strcmp(sh, "threads") || !strcmp(sh, "threadsp2p")) {
+        tid_p2p = !strcmp(sh, "threadsp2p");
         return threads();
+    }
     int rank = ncg_test_rank(), world = ncg_test_world(), peer = 1 - rank;
     ncclUniqueId id;
     ncclComm_t c, d = NULL;

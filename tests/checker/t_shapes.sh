@@ -48,4 +48,9 @@ guarded "$NCG_TMP/threads.out" "$SHAPES" threads
 expect "$RC" 86 "threads: exit status"
 grep -qE '^ncclguard: VERDICT: RANK EXITED on comm [0-9a-f]+ \(2 ranks\): rank 1 exited ' "$OUT" ||
   fail "threads: no RANK EXITED of rank 1"
+rm -f "$REPORTS"/*.json
+guarded "$NCG_TMP/threadsp2p.out" "$SHAPES" threadsp2p
+expect "$RC" 86 "threadsp2p: exit status"
+grep -qE '^ncclguard: VERDICT: P2P MISMATCH on comm [0-9a-f]+ \(2 ranks\): Send\(count=8, float32, peer=1\) on rank 0 vs Recv\(count=9, float32, peer=0\) on rank 1$' "$OUT" ||
+  fail "threadsp2p: no P2P MISMATCH"
 echo "all shapes caught"

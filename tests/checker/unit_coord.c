@@ -286,7 +286,9 @@ void test_coord_p2p(void)
     p.u.p2p.n = 2;
     p.u.p2p.r[0] = (struct ncg_p2p_rec){0, 32, 1, NCG_F_SEND, 7};
     p.u.p2p.r[1] = (struct ncg_p2p_rec){1, 33, 1, NCG_F_SEND, 7};
+    p.u.p2p.rank = 0;
     ncg_coord_message(S.co, 0, &p, S.now);
+    p.u.p2p.rank = 1; /* v14: the records' comm rank */
     p.u.p2p.r[0] = (struct ncg_p2p_rec){0, 32, 0, NCG_F_RECV, 7};
     p.u.p2p.r[1] = (struct ncg_p2p_rec){1, 32, 0, NCG_F_RECV, 7};
     ncg_coord_message(S.co, 1, &p, S.now);

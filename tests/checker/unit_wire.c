@@ -144,7 +144,12 @@ void test_wire(void)
     m1.u.p2p.n = 2;
     m1.u.p2p.r[0] = (struct ncg_p2p_rec){3, 32, 1, NCG_F_SEND, 7};
     m1.u.p2p.r[1] = (struct ncg_p2p_rec){3, 32, 0, NCG_F_RECV, 7};
+    m1.u.p2p.rank = 5;
     roundtrip(&m1);
+    m1.u.p2p.rank = NCG_BYE_ANYRANK;
+    roundtrip(&m1);
+    m1.u.p2p.rank = NCG_WIRE_MAX_RANKS; /* v14: a comm rank, or the process's */
+    CHECK(ncg_wire_decode(buf, (size_t)ncg_wire_encode(&m1, buf, sizeof buf), &m2) < 0);
 
     memset(&m1, 0, sizeof m1);
     m1.type = NCG_MSG_GOODBYE;
