@@ -119,6 +119,10 @@ int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct
     if (v->severity == NCG_SEV_WARN) {
         x->action = "none (warning)";
         x->exit_status = -1;
+    } else if (x->finished) {
+        act = NCG_ACTION_WARN; /* nothing left to end or fail here */
+        x->action = "none here (this process had already finished: its exit status is kept)";
+        x->exit_status = -1;
     } else if (act == NCG_ACTION_WARN) {
         x->action = "warn (NCCLGUARD_ACTION=warn: the job continues)";
         x->exit_status = -1;
@@ -133,10 +137,10 @@ int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct
     x->report_path = path;
     /* The report carries the short action word. */
     struct ncg_diag_ctx jx = *x;
-    jx.action = v->severity == NCG_SEV_WARN ? "none"
-                : act == NCG_ACTION_WARN    ? "warn"
-                : act == NCG_ACTION_FAIL    ? "fail"
-                                            : "abort";
+    jx.action = v->severity == NCG_SEV_WARN || x->finished ? "none"
+                : act == NCG_ACTION_WARN                   ? "warn"
+                : act == NCG_ACTION_FAIL                   ? "fail"
+                                                           : "abort";
     if (ncg_reportdir_write(v, &jx, path, sizeof path, note, sizeof note) != 0)
         x->report_path = "";
     segment_mark(v, x->report_path);

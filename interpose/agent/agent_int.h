@@ -83,14 +83,24 @@ struct ncg_lcomm {
     uint8_t aborted;                 /* removed by ncclCommAbort: its GOODBYE says so */
     uint64_t lost_cnt, lost_prog_ns; /* its link's checker lost: last count seen, and when */
     uint8_t peer_verdict; /* the coordinator's process was ended by a verdict (SHUTDOWN flag) */
+    /* after that SHUTDOWN: this rank's completed count, and when it last moved (a slot the
+     * departed process issued but never ran: ncg_local_exited_wait) */
+    uint64_t sd_done, sd_done_ns;
     unsigned char uid[NCCL_UNIQUE_ID_BYTES];
     uint64_t blocked_prev[2]; /* 1 + the oldest incomplete slot / p2p index seen last report */
     uint8_t reported;         /* a REPORT carried it (else its GOODBYE goes with a first REPORT) */
+    /* An application thread waits in ncg_channel_announce until the REPORT that registers it
+     * is written to its link's socket: announce 1 until then (2 once a REPORT was sent early
+     * for it), 0 when out or given up; announce_mark the link's byte count (io.ntx) at which
+     * that REPORT is out, 0 before it was queued. */
+    uint8_t announce;
+    uint64_t announce_mark;
 };
 
 struct ncg_agent {
     pthread_mutex_t lk;
     pthread_cond_t cv;
+    pthread_cond_t ann_cv; /* with lk: an announced comm's REPORT is out (ncg_announce_tick) */
     int started;
     pid_t pid;
     pthread_t th;
@@ -132,6 +142,8 @@ struct ncg_agent {
     int holding;     /* __atomic: ncg_exit_at_exit extends its wait meanwhile */
     int registering; /* __atomic: a clean exit waits for a link to register this process (the
                       * same extension) */
+    int staying;     /* __atomic: a clean exit of the checker's host stays for the processes it
+                      * checks (exit.c): ncg_exit_at_exit waits as long */
     int aborting; /* __atomic: an abort verdict is being applied; a clean exit waits for its _exit
                    */
     uint64_t tx_bytes; /* client bytes queued (ncg_channel_tx_bytes) */
@@ -146,6 +158,12 @@ struct ncg_exit_run {
     int sent;              /* GOODBYEs sent */
     uint64_t reg_ns;       /* since then a link that carries comms never reported is awaited */
     int hold;              /* this loop: the process holds other processes' exit releases */
+    /* The checker's host stays at its clean exit while other processes it checks run (exit.c,
+     * stay_tick): stay this loop; since stay_ns; join_ns the latest a process connected (or
+     * the stay's start); eval_ns the last evaluation; over once it ended (never again); said
+     * its one line. */
+    int stay, stay_over, stay_said;
+    uint64_t stay_ns, join_ns, eval_ns;
 };
 
 extern struct ncg_agent ncg_agent;
@@ -205,6 +223,12 @@ void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now);
 int ncg_exit_finish(struct ncg_exit_run *x, int exiting, uint64_t now);
 /* atexit handler: any thread; blocks up to ~1 s (longer while an abort verdict is under way). */
 void ncg_exit_at_exit(void);
+
+/* client.c: each loop, before the REPORT: the comms application threads wait to see
+ * registered (ncg_channel_announce); wakes the ones whose REPORT is out, or that cannot be
+ * (link down, unguarded, exiting, connecting for over 1 s). 1: a REPORT is due now for them.
+ * Takes lk. */
+int ncg_announce_tick(int exiting, uint64_t now);
 
 /* thread.c: starts the checker thread once per process; under lk; 0 or -errno. */
 int ncg_start_thread_locked(void);

@@ -275,10 +275,14 @@ void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
                              .exit_status = -1,
                              .report_path = "",
                              .call_time_unix = -1};
+    /* An application that had already finished (its clean exit under way, its GOODBYEs sent: the
+     * checker's host staying for the others) keeps its exit status, as a process that left
+     * before the verdict does: the verdict is shown and reported there, not acted on. */
+    x.finished = ncg_exiting();
     /* From here the process ends with NCG_EXIT_VERDICT: an application that finishes meanwhile
      * (the stack capture's signal may end its sleep) must not exit 0 first (ncg_exit_at_exit
      * waits). */
-    if (v->severity == NCG_SEV_ERROR && ncg_cfg.action == NCG_ACTION_ABORT)
+    if (v->severity == NCG_SEV_ERROR && ncg_cfg.action == NCG_ACTION_ABORT && !x.finished)
         __atomic_store_n(&ncg_agent.aborting, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&ncg_agent.lk);
     if (v->kind == NCG_V_SLOW)

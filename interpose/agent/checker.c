@@ -52,6 +52,12 @@ static void on_comm_added(struct ncg_comm *c)
     ncg_channel_add(c);
 }
 
+static void on_comm_announce(struct ncg_comm *c)
+{
+    if (ncg_cfg.enabled && ncg_cfg.check)
+        ncg_channel_announce(c);
+}
+
 static void on_comm_removed(struct ncg_comm *c)
 {
     ncg_channel_remove(c);
@@ -71,6 +77,7 @@ static void on_activate(void)
 static const struct ncg_observer checker_observer = {
     .unique_id = on_unique_id,
     .comm_added = on_comm_added,
+    .comm_announce = on_comm_announce,
     .comm_removed = on_comm_removed,
     .fork_child = on_fork_child,
     .activate = on_activate,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 #include <ck_pr.h>
 
@@ -24,6 +25,7 @@
 
 struct ncg_agent ncg_agent = {.lk = PTHREAD_MUTEX_INITIALIZER,
                               .cv = PTHREAD_COND_INITIALIZER,
+                              .ann_cv = PTHREAD_COND_INITIALIZER,
                               .wake = {-1, -1},
                               .srv = {.lfd = -1}};
 
@@ -253,6 +255,81 @@ out:
     ncg_wake_thread();
 }
 
+/* The live entry of c, or NULL. Under lk. */
+static struct ncg_lcomm *lc_of(const struct ncg_comm *c)
+{
+    for (size_t i = 0; i < ncg_agent.nlc; i++)
+        if (ncg_agent.lc[i].c == c && !ncg_agent.lc[i].removed)
+            return &ncg_agent.lc[i];
+    return NULL;
+}
+
+/* How long a creating thread waits for its comm's REPORT, and how long a link may take to come
+ * up before nobody waits for it any more. */
+#define ANNOUNCE_NS 1000000000ull
+
+void ncg_channel_announce(struct ncg_comm *c)
+{
+    pthread_mutex_lock(&ncg_agent.lk);
+    struct ncg_lcomm *lc = lc_of(c);
+    if (!lc || lc->link == -2 || !ncg_agent.started || ncg_agent.pid != getpid() ||
+        ncg_agent.exiting) {
+        pthread_mutex_unlock(&ncg_agent.lk);
+        return; /* unguarded, no thread, or the process is leaving: nothing to wait for */
+    }
+    lc->announce = 1;
+    lc->announce_mark = 0;
+    pthread_mutex_unlock(&ncg_agent.lk);
+    ncg_wake_thread();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* ann_cv's clock (a static initializer's) */
+    ts.tv_sec += (time_t)(ANNOUNCE_NS / 1000000000ull);
+    pthread_mutex_lock(&ncg_agent.lk);
+    while ((lc = lc_of(c)) && lc->announce)
+        if (pthread_cond_timedwait(&ncg_agent.ann_cv, &ncg_agent.lk, &ts) == ETIMEDOUT)
+            break;
+    if ((lc = lc_of(c)))
+        lc->announce = 0; /* out, or not within the bound: its REPORT comes with the next one */
+    pthread_mutex_unlock(&ncg_agent.lk);
+}
+
+int ncg_announce_tick(int exiting, uint64_t now)
+{
+    int due = 0, woke = 0;
+    pthread_mutex_lock(&ncg_agent.lk);
+    for (size_t i = 0; i < ncg_agent.nlc; i++) {
+        struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (!lc->announce || lc->link == -1)
+            continue; /* none waits, or its link is resolved first (ncg_resolve_links) */
+        const struct ncg_link *l = lc->link >= 0 ? &ncg_agent.link[lc->link] : NULL;
+        int give_up = !l || lc->removed || exiting || ncg_ending() || l->state == NCG_LINK_FREE;
+        if (!give_up && l->state == NCG_LINK_DOWN) { /* a tree's node relay being elected */
+            give_up = !l->lost_ns || l->retry_ns == UINT64_MAX || now - l->born_ns > ANNOUNCE_NS;
+        } else if (!give_up && l->state != NCG_LINK_UP) { /* connecting, or awaiting WELCOME */
+            give_up = now - l->start_ns > ANNOUNCE_NS;
+        } else if (!give_up && !lc->reported) {
+            /* the REPORT that registers it: now, not at the next interval (once: one that
+             * could not carry it, full, leaves it to the periodic ones) */
+            due |= lc->announce == 1;
+            lc->announce = 2;
+        } else if (!give_up) {
+            /* reported: that REPORT is queued behind at most what is queued now (ntx + txlen
+             * only grows as frames are queued, and not as they are written) */
+            if (!lc->announce_mark)
+                lc->announce_mark = l->io.ntx + l->io.txlen;
+            give_up = l->io.ntx >= lc->announce_mark; /* written: done */
+        }
+        if (give_up) {
+            lc->announce = 0;
+            woke = 1;
+        }
+    }
+    if (woke)
+        pthread_cond_broadcast(&ncg_agent.ann_cv);
+    pthread_mutex_unlock(&ncg_agent.lk);
+    return due;
+}
+
 void ncg_channel_remove(struct ncg_comm *c)
 {
     pthread_mutex_lock(&ncg_agent.lk);
@@ -293,6 +370,7 @@ void ncg_channel_fork_child(void)
     memset(&ncg_agent, 0, sizeof ncg_agent);
     ncg_agent.lk = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     ncg_agent.cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+    ncg_agent.ann_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
     ncg_agent.wake[0] = ncg_agent.wake[1] = -1;
     ncg_agent.srv.lfd = -1;
 }

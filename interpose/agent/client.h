@@ -20,6 +20,12 @@ void ncg_channel_write_tail(unsigned char *uid, uint16_t port, uint64_t token);
  * thread; never wait on the network. */
 void ncg_channel_add(struct ncg_comm *c);
 void ncg_channel_remove(struct ncg_comm *c);
+/* After ncg_channel_add, from the wrapper that created c (never the per-call hot path): wakes
+ * the thread to REPORT c now and waits until that REPORT is written to its link's socket, so
+ * that a rank that dies right after init is a member its checker knows (RANK DIED). At most
+ * 1 s, and not at all when c is unguarded, its link is down or the process is exiting; the
+ * private mutex is released while waiting. Application thread; blocks; no allocation. */
+void ncg_channel_announce(struct ncg_comm *c);
 
 /* fork() child: forget the thread and connections (closes inherited sockets; no locks). */
 void ncg_channel_fork_child(void);

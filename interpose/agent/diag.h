@@ -36,6 +36,8 @@ struct ncg_diag_ctx {
      * process: NCCL's one-thread-many-devices pattern, ncclCommInitAll); nheld 0: just rank. */
     const int32_t *held;
     int nheld;
+    int finished; /* the application had already finished (its clean exit under way): an error
+                     verdict is shown and reported, its exit status kept (ncg_action_apply) */
 };
 
 /* Whether comm rank `rank` prints the full block under NCCLGUARD_DIAG=auto: the ranks the

@@ -28,13 +28,19 @@
  * A clean exit (the application returns or calls exit):
  *   1. exiting = 1 under lk (ncg_exit_at_exit, in the exiting thread), which then waits on cv
  *      for exit_done: 0.8 s, once extended by 5 s + twice the release bound while aborting,
- *      holding or registering, after which an abort under way exits with its status, never the
- *      app's.
+ *      holding or registering, and a second at a time while the host stays (2b), after which
+ *      an abort under way exits with its status, never the app's.
  *   2. GOODBYEs (ncg_exit_tick): once no link is still connecting, or 0.2 s before the 0.6 s
  *      deadline (5 s while a link waiting for its checker's answer carries comms no REPORT
  *      carried yet: the checker would never learn that this rank left; registering): a
- *      REPORT, then GOODBYEs and our SHUTDOWN (held back while holding; to the embedded
- *      checker's backlog too: ncg_server_farewell), x->sent.
+ *      REPORT, then GOODBYEs and our SHUTDOWN (held back while holding or staying, sd_deferred;
+ *      to the embedded checker's backlog too: ncg_server_farewell), x->sent.
+ *   2b. the checker's host stays (stay_tick; x->stay, staying): a process whose embedded
+ *      checker has other processes connected that have not said their last goodbye, or
+ *      members never registered (until nobody new connected for the heartbeat timeout), keeps
+ *      its checker running and its SHUTDOWN deferred until they are gone (NCCLGUARD_HOST_STAY_S
+ *      bounds it); ncg_exit_at_exit waits as long. An abort verdict meanwhile ends the stay
+ *      (its own exit and release follow). Then exit_sd is rebuilt and the SHUTDOWN goes.
  *   3. a relay here leaves (ncg_rhost_leave) 1.5 intervals later (a tree's root: 3, and not
  *      while holding).
  *   4. done (ncg_exit_finish): GOODBYEs sent, flushed and no relay left running here, or
@@ -200,16 +206,14 @@ static void sd_add(uint64_t id, uint64_t cnt, int other)
     }
 }
 
-/* At clean process exit: GOODBYE with final counts to every coordinator; SHUTDOWN (with this
- * process's final counts) to every client of ours, unless only_bye (an abort verdict waiting
- * for its exit release: the clients of our checker still need it; exit_arm says it then). */
-void ncg_exit_messages(uint8_t flags, int only_bye)
+/* This process's SHUTDOWN into exit_sd: its own counts, and (its checker's) those of the
+ * members that left before it; with bye (may be NULL), the GOODBYE of each link. */
+static void exit_sd_build(uint8_t flags, struct ncg_msg *bye)
 {
-    static struct ncg_msg bye[NCG_MAX_LINKS];
     memset(&exit_sd, 0, sizeof exit_sd);
     exit_sd.type = NCG_MSG_SHUTDOWN;
     exit_sd.u.goodbye.flags = flags;
-    for (int i = 0; i < ncg_agent.nlink; i++) {
+    for (int i = 0; bye && i < ncg_agent.nlink; i++) {
         memset(&bye[i], 0, sizeof bye[i]);
         bye[i].type = NCG_MSG_GOODBYE;
         bye[i].u.goodbye.flags = (uint8_t)(NCG_BYE_PROCESS | flags);
@@ -218,7 +222,7 @@ void ncg_exit_messages(uint8_t flags, int only_bye)
     for (size_t i = 0; i < ncg_agent.nlc; i++) {
         struct ncg_lcomm *lc = &ncg_agent.lc[i];
         uint64_t cnt = lc->removed ? lc->final : lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
-        if (lc->link >= 0) {
+        if (lc->link >= 0 && bye) {
             struct ncg_msg_goodbye *g = &bye[lc->link].u.goodbye;
             if (g->n < NCG_WIRE_MAX_COMMS) {
                 g->comm_id[g->n] = lc->id;
@@ -251,6 +255,16 @@ void ncg_exit_messages(uint8_t flags, int only_bye)
             continue;
         sd_add(ids[k], low[k], 1);
     }
+}
+
+/* At clean process exit: GOODBYE with final counts to every coordinator; SHUTDOWN (with this
+ * process's final counts) to every client of ours, unless only_bye (an abort verdict waiting
+ * for its exit release, or a clean exit that may stay: the clients of our checker still need
+ * it; exit_arm and ncg_exit_tick say it then). */
+void ncg_exit_messages(uint8_t flags, int only_bye)
+{
+    static struct ncg_msg bye[NCG_MAX_LINKS];
+    exit_sd_build(flags, bye);
     for (int i = 0; i < ncg_agent.nlink; i++)
         if (ncg_agent.link[i].state == NCG_LINK_UP)
             ncg_link_send(&ncg_agent.link[i], &bye[i]);
@@ -290,8 +304,65 @@ static int link_unregistered(void)
 /* How long a clean exit waits for a link that must register the process (above). */
 #define EXIT_REGISTER_NS 5000000000ull
 
+/* How long the stay keeps its one line back: a healthy job's ranks leave within this of each
+ * other, and then nothing is said. */
+#define STAY_SAY_NS 1000000000ull
+/* How long the stay waits for this process's own goodbye to reach its own checker. */
+#define STAY_SELF_NS 1000000000ull
+
+/* The checker's host stays (a clean exit, GOODBYEs sent): its checker keeps running while
+ * other processes it checks may still run, so that their checking never depends on this
+ * process staying. It waits for every other connected process to leave (GOODBYE,
+ * connection closed, or dead) and, while members of its communicators were registered by
+ * nobody yet, for them to connect, until nobody new connected for the heartbeat timeout; at
+ * most NCCLGUARD_HOST_STAY_S when set. Never once an abort is under way (its release bounds
+ * that). 1 while staying; once over, never again. One line when it lasts past STAY_SAY_NS. */
+static int stay_tick(struct ncg_exit_run *x, uint64_t now)
+{
+    if (x->stay_over || !ncg_srv_up() || __atomic_load_n(&ncg_agent.aborting, __ATOMIC_ACQUIRE) ||
+        ncg_ending())
+        goto over;
+    if (!x->stay_ns)
+        x->stay_ns = x->join_ns = now;
+    if (ncg_cfg.host_stay_s > 0 && now - x->stay_ns >= (uint64_t)(ncg_cfg.host_stay_s * 1e9))
+        goto over;
+    if (x->stay && now - x->stay_ns > STAY_SAY_NS && now - x->eval_ns < 10000000ull)
+        return 1; /* past the first second (a healthy job's others leave within it), a view per
+                     message is not needed: every 10 ms */
+    x->eval_ns = now;
+    struct ncg_server_stay st;
+    if (ncg_server_stay(&ncg_agent.srv, (uint32_t)getpid(), now, &st) != 0)
+        goto over;
+    if (st.newest_ns > x->join_ns)
+        x->join_ns = st.newest_ns;
+    uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
+    int unknown = now - x->join_ns < hb ? st.unknown : 0; /* members not connected yet */
+    int n = st.procs + (st.unreg > unknown ? st.unreg : unknown);
+    if (!n && !(st.self_pending && now - x->stay_ns < STAY_SELF_NS))
+        goto over;
+    if (n && !x->stay_said && now - x->stay_ns >= STAY_SAY_NS) {
+        x->stay_said = 1;
+        ncg_log("this process hosts the checker of %d other guarded process%s still running; it "
+                "stays until they leave",
+                n, n == 1 ? "" : "es");
+    }
+    /* liveness for our own checker (after a goodbye it reads no counts) */
+    if (now - ncg_agent.last_report_ns >= x->interval) {
+        ncg_agent.last_report_ns = now;
+        ncg_client_keepalive();
+    }
+    return 1;
+over:
+    if (x->stay_ns && !x->stay_over)
+        ncg_debug(1, "the checker's host stayed %.2f s for its clients",
+                  (double)(now - x->stay_ns) / 1e9);
+    x->stay_over = 1;
+    return 0;
+}
+
 /* Each loop, before the links' work: a clean exit's GOODBYEs (once its links came up), the
- * SHUTDOWN held back for others' releases once they are over, a relay here leaving. */
+ * SHUTDOWN held back for others' releases and for the host's stay once they are over, a relay
+ * here leaving. */
 void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now)
 {
     if (exiting && !x->deadline_ns)
@@ -319,11 +390,15 @@ void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now)
             __atomic_store_n(&ncg_agent.registering, 0, __ATOMIC_RELEASE);
             ncg_client_report(now); /* registers comms not reported yet, so the goodbye counts */
             /* Other processes' exit releases held here: this process's SHUTDOWN and its
-             * exit wait for them (their own deadlines bound it; so does hold_until_ns). */
-            int hold = hosted_waiting();
-            ncg_exit_messages(0, hold);
-            if (hold) {
+             * exit wait for them (their own deadlines bound it; so does hold_until_ns). The
+             * same while the host of a checker stays for its clients (stay_tick). */
+            int hold = hosted_waiting(), stay = ncg_srv_up();
+            ncg_exit_messages(0, hold || stay);
+            if (hold || stay)
                 ncg_agent.sd_deferred = 1;
+            if (stay)
+                __atomic_store_n(&ncg_agent.staying, 1, __ATOMIC_RELEASE);
+            if (hold) {
                 ncg_agent.hold_until_ns = now + release_bound_ns();
                 __atomic_store_n(&ncg_agent.holding, 1, __ATOMIC_RELEASE);
             }
@@ -334,7 +409,13 @@ void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now)
     /* An exit release this process holds for others is over (or its bound passed): its
      * SHUTDOWN goes now, and its own exit waits a moment for it to be read. */
     x->hold = ncg_agent.hold_until_ns && now < ncg_agent.hold_until_ns && hosted_waiting();
-    if (ncg_agent.sd_deferred && !ncg_agent.release_until_ns && !x->hold) {
+    x->stay = exiting && x->sent && stay_tick(x, now);
+    if (!x->stay && __atomic_load_n(&ncg_agent.staying, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&ncg_agent.staying, 0, __ATOMIC_RELEASE);
+        if (!ncg_ending()) /* with the counts of the processes that left meanwhile */
+            exit_sd_build(0, NULL);
+    }
+    if (ncg_agent.sd_deferred && !ncg_agent.release_until_ns && !x->hold && !x->stay) {
         server_shutdown();
         ncg_agent.sd_deferred = 0;
         __atomic_store_n(&ncg_agent.holding, 0, __ATOMIC_RELEASE);
@@ -421,6 +502,13 @@ void ncg_exit_at_exit(void)
         int extended = 0;
         while (!ncg_agent.exit_done)
             if (pthread_cond_timedwait(&ncg_agent.cv, &ncg_agent.lk, &ts) == ETIMEDOUT) {
+                if (__atomic_load_n(&ncg_agent.staying, __ATOMIC_ACQUIRE)) {
+                    /* the checker's host stays for its clients (the thread bounds it); once
+                     * over, a second more for its SHUTDOWN */
+                    clock_gettime(CLOCK_REALTIME, &ts);
+                    ts.tv_sec += 1;
+                    continue;
+                }
                 if (extended || !(__atomic_load_n(&ncg_agent.aborting, __ATOMIC_ACQUIRE) ||
                                   __atomic_load_n(&ncg_agent.holding, __ATOMIC_ACQUIRE) ||
                                   __atomic_load_n(&ncg_agent.registering, __ATOMIC_ACQUIRE)))

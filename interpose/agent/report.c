@@ -264,6 +264,18 @@ void ncg_client_report(uint64_t now)
                 int32_t hg = ncg_link_in_tree(l) ? l->tr.root_grank : l->w.global_rank;
                 exited = ncg_local_rank_exited(&self, lc->peer_final, lc->peer_left,
                                                lc->peer_verdict, hg);
+                /* counts that agree: a slot the leaver issued and never ran stops completing
+                 * here (asynchronous NCCL: its process ended with the call enqueued) */
+                uint64_t done = lc->shm ? ck_pr_load_64(&lc->shm->coll_done) : 0;
+                if (lc->peer_final == UINT64_MAX || done != lc->sd_done || !lc->sd_done_ns) {
+                    lc->sd_done = done;
+                    lc->sd_done_ns = now;
+                }
+                double idle = (double)(now - lc->sd_done_ns) / 1e9;
+                if (!exited && lc->peer_final != UINT64_MAX &&
+                    idle * 1000 >= 3.0 * ncg_cfg.interval_ms && idle >= 0.3)
+                    exited = ncg_local_exited_wait(&self, done, idle, lc->peer_final,
+                                                   lc->peer_verdict, hg);
                 if (exited)
                     lc->peer_final = lc->peer_left = UINT64_MAX;
             }

@@ -40,9 +40,10 @@ static void *thread_main(void *arg)
         int exiting = ncg_exiting();
         ncg_exit_tick(&xr, exiting, now); /* goodbyes, a deferred SHUTDOWN, a relay leaving */
         ncg_resolve_links(now);
+        int announce = ncg_announce_tick(exiting, now); /* a comm just made waits for it */
         if (!exiting)
             ncg_checker_lost_tick(now);
-        if (!exiting && now - ncg_agent.last_report_ns >= interval) {
+        if (!exiting && (announce || now - ncg_agent.last_report_ns >= interval)) {
             ncg_agent.last_report_ns = now;
             if (ncg_ending()) /* its GOODBYEs went: liveness only (agent_int.h) */
                 ncg_client_keepalive();
@@ -96,7 +97,10 @@ static void *thread_main(void *arg)
                 ncg_agent.link[i].retry_ns > now &&
                 ncg_agent.link[i].retry_ns - now < (uint64_t)timeout * 1000000ull)
                 timeout = (int)((ncg_agent.link[i].retry_ns - now) / 1000000ull) + 1;
-        if (ncg_agent.abort_at_ns || ncg_agent.release_until_ns || exiting)
+        /* (the host staying for its clients: 10 ms in its first second, when a healthy job's
+         * others leave, then the checker's pace) */
+        if (ncg_agent.abort_at_ns || ncg_agent.release_until_ns ||
+            (exiting && !(xr.stay && now - xr.stay_ns > 1000000000ull)))
             timeout = 10;
         if (ncg_srv_up() && ncg_server_busy(&ncg_agent.srv))
             timeout = 0; /* messages left from a bounded round */

@@ -18,7 +18,7 @@
         .shm = 1, .verbose = 0, .stacks = 1, .stuck_warn_s = 60.0, .stuck_abort_s = 0.0,           \
         .completion = NCG_COMPL_AUTO, .tree = NCG_TREE_AUTO, .fanout = 16, .exit_wait_s = 5.0,     \
         .slow = 1, .slow_sample = 16, .slow_window = 16, .slow_share_pct = 5.0,                    \
-        .slow_hold_s = 5.0,                                                                        \
+        .slow_hold_s = 5.0, .host_stay_s = 0.0,                                                    \
     }
 
 struct ncg_config ncg_cfg = NCG_CONFIG_DEFAULTS;
@@ -296,6 +296,7 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
                      &cfg->tree);
     ncg_parse_uint(&p, "NCCLGUARD_TREE_FANOUT", 2, 64, &cfg->fanout);
     ncg_parse_secs(&p, "NCCLGUARD_EXIT_WAIT_S", 0.0, 0, &cfg->exit_wait_s);
+    ncg_parse_secs(&p, "NCCLGUARD_HOST_STAY_S", 0.0, 0, &cfg->host_stay_s);
 }
 
 /* A launcher's rank variable: a whole number 0..INT32_MAX, else -1. */

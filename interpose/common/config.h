@@ -41,6 +41,9 @@ struct ncg_config {
      * the checker holds every affected rank's exit for the slowest of them to print its part
      * and write its report (a launcher kills the rest at the first exit) */
     double exit_wait_s;
+    /* NCCLGUARD_HOST_STAY_S (default 0 = no bound): how long at most the process hosting the
+     * checker stays, at its clean exit, for the other processes it checks to leave (exit.c) */
+    double host_stay_s;
     /* stragglers (SLOW, docs/checker.md "Stragglers") */
     int slow;              /* NCCLGUARD_SLOW=0: no samples, no SLOW warning (default 1) */
     uint32_t slow_sample;  /* NCCLGUARD_SLOW_SAMPLE: slots between samples on average (16) */

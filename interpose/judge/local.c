@@ -70,6 +70,24 @@ struct ncg_verdict *ncg_local_checker_lost(const struct ncg_local_self *s, int t
     return v;
 }
 
+struct ncg_verdict *ncg_local_exited_wait(const struct ncg_local_self *s, uint64_t done,
+                                          double idle_s, uint64_t peer_final, int peer_verdict,
+                                          int32_t holder_grank)
+{
+    if (peer_final == UINT64_MAX || done >= s->count || done >= peer_final)
+        return NULL;
+    struct ncg_verdict *v = local_new(s, NCG_V_RANK_EXITED, 0);
+    if (!v)
+        return NULL;
+    v->slot = (int64_t)done;
+    snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)", holder_grank);
+    snprintf(v->detail, sizeof v->detail,
+             "%s after %" PRIu64 " calls without completing slot %" PRIu64
+             "; this rank waits in it (no progress for %.1f s)",
+             peer_verdict ? NCG_EXITED_VERDICT : "left", peer_final, done, idle_s);
+    return v;
+}
+
 struct ncg_verdict *ncg_local_rank_exited(const struct ncg_local_self *s, uint64_t peer_final,
                                           uint64_t peer_left, int peer_verdict,
                                           int32_t holder_grank)

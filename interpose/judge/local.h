@@ -50,4 +50,12 @@ struct ncg_verdict *ncg_local_rank_exited(const struct ncg_local_self *s, uint64
                                           uint64_t peer_left, int peer_verdict,
                                           int32_t holder_grank);
 
+/* RANK EXITED judged here once the checker's process left at peer_final (peer_verdict as
+ * above) while this rank's first incomplete collective slot `done` (done < s->count), one the
+ * leaver had issued too (done < peer_final), stopped completing for idle_s: the leaver never
+ * ran it, so it never completes here either (counts that agree hide it). NULL when not due. */
+struct ncg_verdict *ncg_local_exited_wait(const struct ncg_local_self *s, uint64_t done,
+                                          double idle_s, uint64_t peer_final, int peer_verdict,
+                                          int32_t holder_grank);
+
 #endif

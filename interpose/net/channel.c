@@ -489,6 +489,69 @@ int ncg_server_open_conns(const struct ncg_server *s)
     return n;
 }
 
+/* ncg_server_stay's tally over the coordinator's view: per connection id, 1 another
+ * process's connection that has not said its last goodbye, 2 the same holding a member. */
+struct stay_scan {
+    uint32_t self;
+    uint64_t now;
+    uint8_t *conn;
+    int n;
+    struct ncg_server_stay *st;
+};
+
+static void stay_conn(void *arg, const struct ncg_coord_conn_view *c)
+{
+    struct stay_scan *x = arg;
+    uint64_t since = x->now - (uint64_t)(c->connected_s * 1e9);
+    if (since > x->st->newest_ns)
+        x->st->newest_ns = since;
+    if (c->authed && c->pid == x->self)
+        x->st->self_pending += !c->bye; /* our own goodbye not read yet */
+    else if (!c->bye && c->conn >= 0 && c->conn < x->n)
+        x->conn[c->conn] = 1;
+}
+
+static void stay_comm(void *arg, const struct ncg_coord_comm_view *c)
+{
+    struct stay_scan *x = arg;
+    int unknown = 0;
+    for (uint32_t i = 0; i < c->nranks; i++) {
+        const struct ncg_coord_member_view *m = &c->m[i];
+        if (m->state == 1 && m->conn >= 0 && m->conn < x->n && x->conn[m->conn])
+            x->conn[m->conn] = 2;
+        unknown += m->state == 0;
+    }
+    if (!c->done && unknown > x->st->unknown)
+        x->st->unknown = unknown;
+}
+
+int ncg_server_stay(struct ncg_server *s, uint32_t self_pid, uint64_t now,
+                    struct ncg_server_stay *st)
+{
+    static uint8_t *conn;
+    static int cap;
+    memset(st, 0, sizeof *st);
+    if (!s->co)
+        return 0;
+    if (s->npc > cap) {
+        uint8_t *n = realloc(conn, (size_t)s->npc);
+        if (!n)
+            return -ENOMEM;
+        conn = n;
+        cap = s->npc;
+    }
+    if (s->npc)
+        memset(conn, 0, (size_t)s->npc);
+    struct stay_scan x = {self_pid, now, conn, s->npc, st};
+    struct ncg_coord_view_ops ops = {stay_conn, stay_comm, &x};
+    ncg_coord_view(s->co, now, &ops);
+    for (int i = 0; i < s->npc; i++) {
+        st->procs += conn[i] == 2;
+        st->unreg += conn[i] == 1;
+    }
+    return 0;
+}
+
 /* ---------- standalone coordinator ---------- */
 
 const char *ncg_host_name(void)

@@ -77,6 +77,19 @@ void ncg_server_farewell(struct ncg_server *s, const struct ncg_msg *bye, uint64
 /* 1 when a connection has decoded messages waiting for the next round (poll with timeout 0). */
 int ncg_server_busy(const struct ncg_server *s);
 int ncg_server_open_conns(const struct ncg_server *s);
+/* What the process hosting an embedded checker still waits for when it leaves (the agent's
+ * exit.c): other processes connected that have not said their last goodbye, holding a member
+ * of a communicator (procs) or none yet (unreg: not registered, or not past HELLO); the most
+ * members of one communicator still checked (no error verdict) that no process registered
+ * yet (unknown); this process's own connections whose last goodbye is not read yet
+ * (self_pending, by self_pid); and when the latest connection still open was made
+ * (newest_ns). Reads the coordinator's view (ncg_coord_view). 0, or -ENOMEM. */
+struct ncg_server_stay {
+    int procs, unreg, unknown, self_pending;
+    uint64_t newest_ns;
+};
+int ncg_server_stay(struct ncg_server *s, uint32_t self_pid, uint64_t now,
+                    struct ncg_server_stay *st);
 
 struct ncg_config;
 struct ncg_coord_params;

@@ -149,6 +149,16 @@ static void ncg_comm_tell(struct ncg_comm *c, int added)
         fn(c);
 }
 
+/* The creating wrapper's turn, after ncg_comm_tell(c, 1): the checker may want to hear of c
+ * before the wrapper returns (observer.h, comm_announce). Application thread, no lock held;
+ * never on the per-call path. */
+static void ncg_comm_announce(struct ncg_comm *c)
+{
+    const struct ncg_observer *o = ncg_observed();
+    if (o->comm_announce)
+        o->comm_announce(c);
+}
+
 /* ncg_lock held; c->rank/nranks known. Allocates the p2p counters and the segment slot and
  * publishes both; the caller tells the checker after dropping the lock. */
 static void ncg_comm_complete(struct ncg_comm *c)
@@ -201,8 +211,10 @@ static struct ncg_comm *ncg_comm_add(ncclComm_t h, uint64_t id, uint64_t parent_
     if (ready)
         ncg_comm_complete(c);
     pthread_mutex_unlock(&ncg_lock);
-    if (ready)
+    if (ready) {
         ncg_comm_tell(c, 1);
+        ncg_comm_announce(c);
+    }
     static const char *const origin_name[] = {"?", "root", "split", "shrink", "initall"};
     ncg_debug(2, "comm %p id %016llx origin %s rank %d/%d%s", (void *)h, (unsigned long long)id,
               origin < 5 ? origin_name[origin] : "?", rank, nranks,
@@ -342,8 +354,8 @@ ncclResult_t ncg_hook_ncclCommInitAll(ncclComm_t *comm, int ndev, const int *dev
 static void ncg_add_child(ncclComm_t h, struct ncg_comm *p, uint64_t id, uint32_t origin)
 {
     struct ncg_comm *c = ncg_comm_add(h, id, p->id, origin, -1, -1, &p->root_uid);
-    if (c)
-        ncg_comm_try_ready(c);
+    if (c && ncg_comm_try_ready(c) == 0)
+        ncg_comm_announce(c);
 }
 
 ncclResult_t ncg_hook_ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,

@@ -3,7 +3,7 @@
  * defines no function of the agent's and calls none by name, so the layers include and link
  * downwards only, and the shim runs alone (no table: it records, nothing checks).
  * Every observer is called from application threads outside the per-call hot path, and must
- * return quickly without waiting on the network. */
+ * return quickly without waiting on the network, except comm_announce (bounded). */
 #ifndef NCG_OBSERVER_H
 #define NCG_OBSERVER_H
 
@@ -17,6 +17,12 @@ struct ncg_observer {
     void (*unique_id)(ncclUniqueId *id);
     /* A communicator became known (init returned ncclSuccess or ncclInProgress). */
     void (*comm_added)(struct ncg_comm *c);
+    /* Right after comm_added, from the wrapper that created it (InitRank, InitRankConfig,
+     * InitRankScalable, InitAll, Split, Shrink; not a first call that finds a pending comm
+     * ready), outside every lock of the shim: may wait, at most about a second, for the
+     * checker to hear of it, so that a rank that dies right after init is known to have been
+     * a member. */
+    void (*comm_announce)(struct ncg_comm *c);
     /* The application destroyed, finalized or aborted a communicator (clean goodbye for it). */
     void (*comm_removed)(struct ncg_comm *c);
     /* In a fork()ed child: forget the parent's threads and connections (no I/O, no locks). */

@@ -55,9 +55,28 @@ static void exited(uint64_t count, uint64_t final, uint64_t left, int verdict, c
     ncg_verdict_free(v);
 }
 
+/* RANK EXITED through a slot that stopped completing after the checker's process left. */
+static void exited_wait(void)
+{
+    struct ncg_local_self s = self;                       /* issued 15 */
+    CHECK(!ncg_local_exited_wait(&s, 15, 1.0, 15, 0, 3)); /* nothing incomplete */
+    CHECK(!ncg_local_exited_wait(&s, 14, 1.0, 14, 0, 3)); /* the leaver never issued slot 14 */
+    CHECK(!ncg_local_exited_wait(&s, 14, 1.0, UINT64_MAX, 0, 3)); /* it held no rank there */
+    struct ncg_verdict *v = ncg_local_exited_wait(&s, 14, 0.5, 15, 1, 3);
+    CHECK(v && v->kind == NCG_V_RANK_EXITED && v->slot == 14);
+    if (!v)
+        return;
+    expect("RANK EXITED (wait) subject", v->subject, "holding the checker (global rank 3)");
+    expect("RANK EXITED (wait) detail", v->detail,
+           NCG_EXITED_VERDICT " after 15 calls without completing slot 14; this rank waits in it "
+                              "(no progress for 0.5 s)");
+    ncg_verdict_free(v);
+}
+
 int main(void)
 {
     const char *plain = "pid 4242 on n1, connection lost";
+    exited_wait();
     died(0, 0, 0, 0, 5, "holding the checker (global rank 5)", plain);
     died(0, 0, 0, 0, -1, "holding the checker", plain);
     died(0, 1, 0, 9, 5, "holding the checker (global rank 9)", plain); /* the root node's relay */

@@ -18,6 +18,15 @@
  *            victim's half holds no checker host when rank 0 is not in it, rank 0 leaves
  *            1.5 s after the others and the victim's call comes at 2.5 s)
  *   kill     rank 1 SIGKILLs itself at ITERS/2 (RANK DIED)
+ *   inittime prints how long this rank's ncclCommInitRank of the world comm took, and then an
+ *            ncclCommSplit of it (after an AllReduce: every rank enters it together)
+ *   crashinit right after init and one AllReduce rank 1 (or SCEN_VICTIM) SIGKILLs itself; the
+ *            others make 20 AllReduces (RANK DIED: its REPORT went out before init returned)
+ *   hostskip rank 0 (the checker's host) makes ITERS/2 AllReduces and returns from main, the
+ *            others make ITERS (RANK EXITED: the host's process stays while they run)
+ *   hostfirst healthy: rank 0 returns right after its ITERS AllReduces; the others sleep 1.5 s,
+ *            then make 20 AllReduces on a split child without rank 0 and exit 0 (with
+ *            SCEN_VICTIM, that rank SIGKILLs itself at the 11th of them: RANK DIED)
  *   stop     rank 2 SIGSTOPs itself at ITERS/2 (RANK DIED after the heartbeat timeout)
  *   lag      rank 1 sleeps $SCEN_LAG_S (default 3) seconds at ITERS/2, then goes on (LAG);
  *            $SCEN_LAG_TAIL_S: then every rank goes on with 100 all-reduces a second that long
@@ -50,6 +59,7 @@
 #include <string.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ncclguard/nccl_abi.h"
@@ -119,6 +129,13 @@ static void try_fds(int want)
             exit(3);                                                                               \
         }                                                                                          \
     } while (0)
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
 
 static void mark(void)
 {
@@ -247,10 +264,12 @@ static int scen_slow(ncclComm_t comm, int steps)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(
-            stderr,
-            "usage: scen healthy|count|split|p2p|early|abort|kill|stop|lag|mallocspin|steady|slow "
-            "[ITERS]\n");
+        fprintf(stderr,
+                "usage: scen "
+                "healthy|count|split|p2p|early|abort|kill|crashinit|hostskip|hostfirst|inittime|"
+                "stop|lag|"
+                "mallocspin|steady|slow "
+                "[ITERS]\n");
         return 2;
     }
     const char *sc = argv[1];
@@ -265,7 +284,9 @@ int main(int argc, char **argv)
     if (!strcmp(sc, "invert"))
         ncg_test_stream(); /* the device's runtime before the comms, as a framework sets it up
                               (the checker then decides the completion mode from the first call) */
+    double t_init = now_us();
     CK(ncclCommInitRank(&comm, world, id, rank));
+    t_init = now_us() - t_init;
     if (!strcmp(sc, "slow"))
         return scen_slow(comm, iters);
     int half = iters / 2;
@@ -434,6 +455,71 @@ int main(int argc, char **argv)
         }
         if (sub != comm)
             CK(ncclCommDestroy(sub));
+        CK(ncclCommDestroy(comm));
+        fprintf(stderr, "scen: rank %d done\n", rank);
+        return 0;
+    }
+    if (!strcmp(sc, "inittime")) { /* what creating a communicator costs (scripts/bench-init.sh) */
+        allreduce(comm, 8);
+        CK(ncg_test_sync(comm));
+        ncclComm_t sub;
+        double t_split = now_us();
+        CK(ncclCommSplit(comm, 0, rank, &sub, NULL));
+        t_split = now_us() - t_split;
+        allreduce(sub, 8);
+        CK(ncg_test_sync(sub));
+        printf("scen: rank %d: ncclCommInitRank %.0f us, ncclCommSplit %.0f us\n", rank, t_init,
+               t_split);
+        CK(ncclCommDestroy(sub));
+        CK(ncclCommDestroy(comm));
+        return 0;
+    }
+    if (!strcmp(sc, "crashinit")) {
+        allreduce(comm, 8);
+        if (rank == (victim >= 0 ? victim : 1)) {
+            mark();
+            kill(getpid(), SIGKILL);
+        }
+        for (int i = 0; i < 20; i++) {
+            allreduce(comm, 8);
+            if (i % 4 == 3)
+                CK(ncg_test_sync(comm));
+        }
+        CK(ncg_test_sync(comm));
+        fprintf(stderr, "scen: rank %d done\n", rank);
+        return 0;
+    }
+    if (!strcmp(sc, "hostskip") || !strcmp(sc, "hostfirst")) {
+        int skip = !strcmp(sc, "hostskip");
+        ncclComm_t sub = NULL;
+        if (!skip) /* the checker's host takes no part */
+            CK(ncclCommSplit(comm, rank == 0 ? NCCL_SPLIT_NOCOLOR : 0, rank, &sub, NULL));
+        for (int i = 0; i < iters; i++) {
+            if (skip && rank == 0 && i == half) {
+                mark();
+                return 0; /* leaves without destroying: atexit says goodbye */
+            }
+            allreduce(comm, 8);
+            if (i % 4 == 3)
+                CK(ncg_test_sync(comm));
+        }
+        CK(ncg_test_sync(comm));
+        if (rank == 0) {
+            fprintf(stderr, "scen: rank 0 done\n");
+            return 0; /* right after its last collective */
+        }
+        if (sub) {
+            usleep(1500000);
+            for (int i = 0; i < 20; i++) {
+                if (i == 10 && rank == victim) { /* the checker's host is gone by now */
+                    mark();
+                    kill(getpid(), SIGKILL);
+                }
+                allreduce(sub, 8);
+            }
+            CK(ncg_test_sync(sub));
+            CK(ncclCommDestroy(sub));
+        }
         CK(ncclCommDestroy(comm));
         fprintf(stderr, "scen: rank %d done\n", rank);
         return 0;

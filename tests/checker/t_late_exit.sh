@@ -25,8 +25,10 @@ late() {
 }
 HOST='rank holding the checker \(global rank 0\)'
 BEFORE='rank that left before the checker'"'"'s process \(global rank 0\)'
-late flat 4 3 "$HOST"
-late flat_split 4 3 "$BEFORE" SCEN_LATE_SPLIT=1
+# (flat: the checker's host leaving at once, its stay bounded to a millisecond; by default it
+# stays while the late rank runs, and its checker judges: t_host_leaves.sh)
+late flat 4 3 "$HOST" NCCLGUARD_HOST_STAY_S=0.001
+late flat_split 4 3 "$BEFORE" SCEN_LATE_SPLIT=1 NCCLGUARD_HOST_STAY_S=0.001
 [ -n "${NCG_SANITIZER:-}" ] && [ $async = 1 ] && { echo "late exit: sanitizers run the tree's sync pass only"; exit 0; }
 late tree 16 13 "$HOST" NCCLGUARD_TREE=on NCG_LAUNCH_PER_NODE=4
 late tree_split 16 13 "$BEFORE" NCCLGUARD_TREE=on NCG_LAUNCH_PER_NODE=4 SCEN_LATE_SPLIT=1

@@ -30,7 +30,9 @@ expect "$(nlines '^ncclguard: VERDICT: RANK EXITED on comm [0-9a-f]+ \(4 ranks\)
 grep -qE '^ncg-launch: rank 1 exited' "$OUT" && fail "the early rank itself exited non-zero"
 # the rank hosting the checker leaves early: its SHUTDOWN carries its final counts, and the
 # others raise RANK EXITED themselves when they go beyond them
-SCEN_VICTIM=0 guarded "$NCG_TMP/early0" "$LAUNCH" -n 4 -t 60 "$SCEN" early
+# (the host leaving at once, its stay bounded to a millisecond: the others judge from its
+# SHUTDOWN's counts; by default it stays and its checker judges: t_host_leaves.sh)
+NCCLGUARD_HOST_STAY_S=0.001 SCEN_VICTIM=0 guarded "$NCG_TMP/early0" "$LAUNCH" -n 4 -t 60 "$SCEN" early
 expect "$(exited 86)" 3 "ranks left behind by the checker host that exited 86"
 expect "$(nlines '^ncclguard: VERDICT: RANK EXITED .*: rank holding the checker \(global rank 0\) exited')" 3 "RANK EXITED (checker host)"
 # RANK is set: the local verdict names what this rank knows, never "RANK not set" (issue 13)

@@ -52,6 +52,7 @@ void test_group_and_render(void)
                              NULL,
                              NULL,
                              NULL,
+                             0,
                              0};
     static char d[16384];
     ncg_diag_render(v, &x, d, sizeof d);

@@ -252,6 +252,17 @@ int main(void)
     EXPECT(c.exit_wait_s == 5.0 && e.nwarn == 1);
     c = one(&e, "NCCLGUARD_EXIT_WAIT_S", "soon");
     EXPECT(c.exit_wait_s == 5.0 && e.nwarn == 1 && strstr(e.warnings[0], "NCCLGUARD_EXIT_WAIT_S"));
+    /* the checker's host's stay: 0 (default) = while others run, seconds bound it */
+    c = one(&e, "NCCLGUARD_HOST_STAY_S", NULL);
+    EXPECT(c.host_stay_s == 0 && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_HOST_STAY_S", "30");
+    EXPECT(c.host_stay_s == 30 && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_HOST_STAY_S", "0.5");
+    EXPECT(c.host_stay_s == 0.5 && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_HOST_STAY_S", "-3");
+    EXPECT(c.host_stay_s == 0 && e.nwarn == 1 && strstr(e.warnings[0], "NCCLGUARD_HOST_STAY_S"));
+    c = one(&e, "NCCLGUARD_HOST_STAY_S", "forever");
+    EXPECT(c.host_stay_s == 0 && e.nwarn == 1 && strstr(e.warnings[0], "NCCLGUARD_HOST_STAY_S"));
 
     /* Unprintable bytes are shown as '?', never echoed raw. */
     c = one(&e, "NCCLGUARD_ACTION", "a\x1b[2Jb");
