@@ -37,6 +37,10 @@ static uint32_t driver_tid(const struct ncg_lcomm *lc, uint64_t cnt)
     return hc ? rc.tid : lc->shm->creator_tid;
 }
 
+/* WAIT entries kept for host threads waiting for their streams (host_waits): the queued calls
+ * share the rest. */
+#define NCG_HOST_WAITS 8u
+
 /* 1 + the oldest launched, incomplete call of lc of the kind (0: none), and how many are
  * launched. Checker thread, ncg_agent.lk held. */
 static uint64_t oldest_pending(const struct ncg_lcomm *lc, int p2p, uint64_t *launched)
@@ -67,7 +71,10 @@ static unsigned stalled_kinds(const struct ncg_lcomm *lc)
  * NCCL (queued) nobody blocks inside a call: then up to per_kind of the first launched calls
  * not known complete, with their streams and launch orders (the stream-order DEADLOCK,
  * waitfor.h): completion is sampled, so the calls that really wait may come a few milliseconds
- * of calls after the first ones not known complete. Checker thread, ncg_agent.lk held. */
+ * of calls after the first ones not known complete; when more are launched than per_kind, half
+ * of them are the last launched ones (a burst of tiny calls ends in the stall with its
+ * completion known only up to its first event: several ranks in one process share one WAIT,
+ * and the first calls alone were all long complete). Checker thread, ncg_agent.lk held. */
 static void blocked_calls(struct ncg_lcomm *lc, struct ncg_msg_wait *w, int queued,
                           uint64_t per_kind)
 {
@@ -84,10 +91,15 @@ static void blocked_calls(struct ncg_lcomm *lc, struct ncg_msg_wait *w, int queu
         lc->blocked_prev[p2p] = key;
         if (!key || key != prev)
             continue;
-        uint64_t end = queued ? launched : key;
-        if (end - (key - 1) > per_kind)
-            end = key - 1 + per_kind;
+        uint64_t end = queued ? launched : key, gap_from = end + 1, gap_to = end;
+        if (end - (key - 1) > per_kind) { /* [key, gap_from) and (gap_to, end] */
+            uint64_t head = per_kind - per_kind / 2;
+            gap_from = key + head;
+            gap_to = end - per_kind / 2;
+        }
         for (uint64_t k = key; k <= end && w->n < NCG_WIRE_MAX_WAITS; k++) {
+            if (k == gap_from)
+                k = gap_to + 1;
             struct ncg_shm_record r;
             if (ncg_ring_read(s, p2p ? NCG_RING_P2P : NCG_RING_COLL, k - 1, &r) != 0)
                 break;
@@ -149,7 +161,6 @@ void ncg_client_keepalive(void)
  * cycles that run through a host with them (waitfor.h, ncg_sd_find_cycle_hosts). A blocking
  * wait counts once it lasted an interval; a polling loop while its latest cudaErrorNotReady is
  * under an interval old. The last queued entries make room for up to NCG_HOST_WAITS. */
-#define NCG_HOST_WAITS 8u
 static void host_waits(struct ncg_msg_wait *w, const struct ncg_hostwait *hw, size_t n,
                        uint64_t now, uint64_t iv)
 {
@@ -310,7 +321,9 @@ void ncg_client_report(uint64_t now)
          * at two reports in a row under PROBE has not returned, its thread is blocked in it. */
         if (wt[lc->link].u.wait.n < NCG_WIRE_MAX_WAITS - 1) {
             unsigned k = stalled[lc->link] ? stalled[lc->link] : 1;
-            uint64_t per = NCG_WIRE_MAX_WAITS / k < 4 ? 4 : NCG_WIRE_MAX_WAITS / k;
+            uint64_t room =
+                cm == NCG_CMODE_EVENTS ? NCG_WIRE_MAX_WAITS - NCG_HOST_WAITS : NCG_WIRE_MAX_WAITS;
+            uint64_t per = room / k < 4 ? 4 : room / k;
             blocked_calls(lc, &wt[lc->link].u.wait, cm == NCG_CMODE_EVENTS, per);
         }
         i++;

@@ -363,6 +363,7 @@ int64_t ncg_dl_verdict(const struct ncg_dl_cycle *f, const struct ncg_dl_comm *c
     char comms[256] = "", who[128] = "";
     int32_t gr[NCG_DL_MAX], mine[NCG_DL_MAX];
     size_t ng = 0, nm = 0;
+    int unknown = 0; /* a member without a global rank (several ranks in one process) */
     int64_t slot = -2;
     for (long i = 0; i < f->n; i++) {
         const struct ncg_dl_step *s = &f->step[i];
@@ -371,14 +372,35 @@ int64_t ncg_dl_verdict(const struct ncg_dl_cycle *f, const struct ncg_dl_comm *c
         if (!strstr(comms, id))
             ncg_addf(comms, sizeof comms, "%s%s", comms[0] ? ", " : "", id);
         gr[ng++] = c[s->comm].m[s->rank].grank;
+        unknown |= gr[ng - 1] < 0;
         if (s->comm == ci) {
             if (slot == -2)
                 slot = s->slot;
             mine[nm++] = (int32_t)s->rank;
         }
     }
-    ncg_ranks_compact(gr, ng, who, sizeof who);
     ncg_ranks_compact(mine, nm, subject, scap);
-    snprintf(detail, dcap, "global ranks %s wait on each other across comms %s", who, comms);
+    if (unknown) { /* no global ranks to name (several ranks in one process): each comm's */
+        snprintf(detail, dcap, "wait on each other:");
+        for (long i = 0; i < f->n; i++) {
+            size_t cj = f->step[i].comm;
+            int first = 1;
+            for (long k = 0; k < i; k++)
+                first &= f->step[k].comm != cj;
+            if (!first)
+                continue;
+            int32_t r[NCG_DL_MAX];
+            size_t nr = 0;
+            char list[128];
+            for (long k = i; k < f->n; k++)
+                if (f->step[k].comm == cj)
+                    r[nr++] = (int32_t)f->step[k].rank;
+            ncg_ranks_compact(r, nr, list, sizeof list);
+            ncg_addf(detail, dcap, "%s %s %s of comm %016" PRIx64, i ? "," : "",
+                     nr > 1 ? "ranks" : "rank", list, c[cj].id);
+        }
+    } else
+        snprintf(detail, dcap, "global ranks %s wait on each other across comms %s",
+                 ncg_ranks_compact(gr, ng, who, sizeof who), comms);
     return slot;
 }

@@ -117,7 +117,7 @@ all_cases() {
 SAMPLE="ar.op.p4 bcast.root.p2 reduce.none.p4 ag.extra.p4 rs.dtype.p3 a2a.count.p3 gather.exit.p2
 scatter.crash.p4 ring.peer.p4 pair.recvrecv.p4 pair.swap.p4 pgather.skip.p2 pscatter.comm.p2
 pa2a.ncclerr.p2 pa2a.dtype.p3 mixed.swap.p4 mixed.peer.p3 split.swap.p3 split.count.p3 dup.swap.p2
-dup.op.p3 ar.count.t4 ring.swap.t2 dup.swap.t4 ar.skip.p4.ev ring.count.p4.gr ar.exit.p4.v0
+dup.op.p3 ar.count.t4 ring.swap.t2 dup.swap.t4 split.swap.t4 ar.skip.p4.ev ring.count.p4.gr ar.exit.p4.v0
 mixed.skip.p4.v0"
 
 all_cases | while read -r id layout n kind fault complete; do
