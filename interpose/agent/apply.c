@@ -154,6 +154,69 @@ static int own_sites(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct h
     return got;
 }
 
+/* The notes of a verdict (DEADLOCK's cycle, STUCK's members) carry the call sites the WAITs
+ * carried, without file:line (a WAIT is sent whenever a call waits an interval: reading debug
+ * information there would cost every waiting job). This process's own sites among them get it
+ * here, from its rings' latest records: each bare site found whole in the notes is replaced by
+ * the full one. Caller holds ncg_agent.lk; allocates; symbolizes (checker thread). */
+static void own_notes_sites(struct ncg_verdict *v)
+{
+    static char out[NCG_WIRE_NOTES];
+    static uint64_t seen[64];
+    size_t nseen = 0;
+    if (!v->notes || !v->notes[0])
+        return;
+    for (size_t i = 0; i < ncg_agent.nlc && nseen < 64; i++) {
+        const struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (!lc->shm || !strstr(v->notes, "pid "))
+            continue;
+        for (int ring = 0; ring < 2 && nseen < 64; ring++) {
+            uint64_t top = ck_pr_load_64(ring ? &lc->shm->p2p_seq : &lc->shm->coll_seq);
+            for (uint64_t k = top; k > 0 && top - k < 64 && nseen < 64; k--) {
+                struct ncg_shm_record rec;
+                if (ncg_ring_read(lc->shm, ring ? NCG_RING_P2P : NCG_RING_COLL, k - 1, &rec) != 0)
+                    continue;
+                int dup = 0;
+                for (size_t q = 0; q < nseen && !dup; q++)
+                    dup = seen[q] == rec.caller_pc;
+                if (dup || !rec.caller_pc)
+                    continue;
+                seen[nseen++] = rec.caller_pc;
+                char bare[NCG_WIRE_SITE], full[NCG_WIRE_SITE];
+                ncg_symbolize_opt(rec.caller_pc, bare, sizeof bare, 0);
+                size_t bl = strlen(bare);
+                if (!bl || !strstr(v->notes, bare))
+                    continue;
+                ncg_site_of(&rec, full, sizeof full);
+                if (!strcmp(full, bare))
+                    continue; /* no file:line to add */
+                size_t n = 0;
+                for (const char *p = v->notes; *p && n + 1 < sizeof out;) {
+                    const char *m = strstr(p, bare);
+                    char after = m ? m[bl] : 0;
+                    if (!m || (after && after != '\n' && after != ';')) {
+                        size_t take = m ? (size_t)(m - p) + bl : strlen(p);
+                        take = take < sizeof out - 1 - n ? take : sizeof out - 1 - n;
+                        memcpy(out + n, p, take);
+                        n += take;
+                        p += take;
+                        continue;
+                    }
+                    size_t pre = (size_t)(m - p), fl = strlen(full);
+                    if (n + pre + fl + 1 > sizeof out)
+                        break;
+                    memcpy(out + n, p, pre);
+                    memcpy(out + n + pre, full, fl);
+                    n += pre + fl;
+                    p = m + bl;
+                }
+                out[n] = 0;
+                ncg_verdict_set_notes(v, out);
+            }
+        }
+    }
+}
+
 /* Fills h with comm rank lc->rank's own call at the verdict's slot (or its latest) and the
  * thread to show, and sets its count in v. Caller holds ncg_agent.lk. */
 static void held_facts(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct held *h)
@@ -307,6 +370,8 @@ void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
             if (nh < MAX_HELD && (pass == 0 || nh == 0))
                 held_facts(lc, v, &held[nh++]);
         }
+    if (nr)
+        own_notes_sites(v);
     pthread_mutex_unlock(&ncg_agent.lk);
     /* The first shown (with the report) is a rank the verdict is about, else one that prints
      * the full block, when this process holds one. */

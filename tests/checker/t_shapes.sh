@@ -37,6 +37,9 @@ shape p2perr 2 'RANK EXITED' 0
 SHAPE_DELAY_MS=500 shape p2pcrash 2 'RANK DIED' 0
 # 2. Send/recv-only deadlocks.
 shape recvrecv 2 DEADLOCK '0|1'
+# 6. the cycle's lines name each process's own call site with file:line
+grep -qE '^ncclguard:   global rank [01] \(rank [01] of comm [0-9a-f]+, pid [0-9]+ on [^)]*\): in Recv\(count=8, float32, peer=[01]\) #0 of the pair from main\+0x[0-9a-f]+ \(shapes\+0x[0-9a-f]+\) at shapes\.c:[0-9]+;' "$OUT" ||
+  fail "recvrecv: the cycle names no call site with file:line"
 shape sendsend 2 DEADLOCK '0|1'
 shape dupsend 2 DEADLOCK '0|1'
 shape gatherroot 3 'RANK EXITED' '0|2'
