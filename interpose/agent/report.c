@@ -166,14 +166,15 @@ static void host_waits(struct ncg_msg_wait *w, const struct ncg_hostwait *hw, si
 {
     size_t want = 0;
     for (size_t i = 0; i < n; i++)
-        want += now - hw[i].since_ns >= iv && hw[i].stream != NCG_HW_STREAM_UNKNOWN &&
+        want += hw[i].since_ns <= now && now - hw[i].since_ns >= iv &&
+                hw[i].stream != NCG_HW_STREAM_UNKNOWN &&
                 !((hw[i].kind & NCG_HW_POLL) && now - hw[i].last_ns > iv);
     want = want < NCG_HOST_WAITS ? want : NCG_HOST_WAITS;
     if (w->n + want > NCG_WIRE_MAX_WAITS)
         w->n = NCG_WIRE_MAX_WAITS - (uint32_t)want;
     for (size_t i = 0; i < n && want; i++) {
         const struct ncg_hostwait *x = &hw[i];
-        if (now - x->since_ns < iv || x->stream == NCG_HW_STREAM_UNKNOWN ||
+        if (x->since_ns > now || now - x->since_ns < iv || x->stream == NCG_HW_STREAM_UNKNOWN ||
             ((x->kind & NCG_HW_POLL) && now - x->last_ns > iv))
             continue;
         want--;
