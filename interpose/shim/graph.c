@@ -5,6 +5,7 @@
  * cudaGraphExecUpdate) every argument register is forwarded, so either ABI passes through. */
 #define _GNU_SOURCE
 #include "graph.h"
+#include "hostwait.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -84,29 +85,13 @@ static const char *const names[R_COUNT] = {
     "cudaGraphLaunch_ptsz",
 };
 static void *real_fn[R_COUNT];
-#define MISSING ((void *)1)
 
-/* The runtime's own definition of names[i], or NULL (one line, once per function). Any
- * thread; takes the loader's lock on first use. */
+/* The runtime's own definition of names[i], or NULL (one line, once per function). */
 static void *real(int i)
 {
-    void *p = __atomic_load_n(&real_fn[i], __ATOMIC_ACQUIRE);
-    if (__builtin_expect(p != NULL && p != MISSING, 1))
-        return p;
-    if (p == MISSING)
-        return NULL;
-    p = dlsym(RTLD_NEXT, names[i]);
-    static const char *const libs[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
-                                       "libcudart.so"};
-    for (unsigned k = 0; !p && k < sizeof libs / sizeof libs[0]; k++) {
-        void *h = dlopen(libs[k], RTLD_NOLOAD | RTLD_LAZY); /* loaded RTLD_LOCAL (Python) */
-        if (h) {
-            p = dlsym(h, names[i]);
-            dlclose(h);
-        }
-    }
-    __atomic_store_n(&real_fn[i], p ? p : MISSING, __ATOMIC_RELEASE);
-    if (!p)
+    int first = 0;
+    void *p = ncg_cuda_real(&real_fn[i], names[i], &first);
+    if (!p && first)
         ncg_log("%s: not found in a loaded CUDA runtime; the call returns "
                 "cudaErrorInitializationError",
                 names[i]);

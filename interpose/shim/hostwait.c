@@ -57,30 +57,37 @@ static const char *const names[R_COUNT] = {
     "cudaStreamQuery_ptsz",
 };
 static void *real_fn[R_COUNT];
+
 #define MISSING ((void *)1)
 
-/* The runtime's own definition of names[i], or NULL: the next object's (RTLD_NEXT), else a
- * runtime loaded RTLD_LOCAL (Python). Any thread; takes the loader's lock on first use only.
- * Unlike graph.c it says nothing: these run on every synchronization. */
-static void *real(int i)
+void *ncg_cuda_real(void **slot, const char *name, int *first)
 {
-    void *p = __atomic_load_n(&real_fn[i], __ATOMIC_ACQUIRE);
+    void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (__builtin_expect(p != NULL && p != MISSING, 1))
         return p;
     if (p == MISSING)
         return NULL;
-    p = dlsym(RTLD_NEXT, names[i]);
+    p = dlsym(RTLD_NEXT, name);
     static const char *const libs[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
                                        "libcudart.so"};
     for (unsigned k = 0; !p && k < sizeof libs / sizeof libs[0]; k++) {
-        void *h = dlopen(libs[k], RTLD_NOLOAD | RTLD_LAZY);
+        void *h = dlopen(libs[k], RTLD_NOLOAD | RTLD_LAZY); /* loaded RTLD_LOCAL (Python) */
         if (h) {
-            p = dlsym(h, names[i]);
+            p = dlsym(h, name);
             dlclose(h);
         }
     }
-    __atomic_store_n(&real_fn[i], p ? p : MISSING, __ATOMIC_RELEASE);
+    __atomic_store_n(slot, p ? p : MISSING, __ATOMIC_RELEASE);
+    if (first)
+        *first = 1;
     return p;
+}
+
+/* The runtime's own definition of names[i], or NULL (silent, unlike graph.c's functions: these
+ * run on every synchronization). */
+static void *real(int i)
+{
+    return ncg_cuda_real(&real_fn[i], names[i], NULL);
 }
 
 /* This object, from its ELF header to the end of its data (linker-defined symbols). */

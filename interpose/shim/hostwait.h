@@ -45,6 +45,13 @@ struct ncg_hostwait {
 };
 _Static_assert(sizeof(struct ncg_hostwait) == 32, "struct ncg_hostwait layout");
 
+/* The CUDA runtime's own definition of name, resolved once into *slot (NULL at first): the next
+ * object's (RTLD_NEXT), else a runtime loaded RTLD_LOCAL (Python); NULL when there is none.
+ * *first (may be NULL) is set to 1 by the call that resolved it. Every interposed runtime
+ * function (graph.c, hostwait.c) resolves so. Any thread; takes the loader's lock on first use
+ * only; no allocation after. */
+void *ncg_cuda_real(void **slot, const char *name, int *first);
+
 /* Copies the host threads waiting now into out (at most cap); returns how many. Each entry is
  * consistent (a per-thread seqlock); a thread whose wait changes during the read is left out
  * this time. A polling entry stays until the thread's next interposed CUDA call: the caller
