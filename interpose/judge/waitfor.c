@@ -97,6 +97,28 @@ out:
     return found;
 }
 
+/* A found cycle of len edges (cyc) as steps, where nodes from `aux` on are go-betweens (a
+ * collective slot's group, a host thread) entered by one edge and left by the next: each step
+ * is an edge out of a node below aux, with (pair[k][1]) the edge leaving the go-between it
+ * entered, else SIZE_MAX. Writes up to cap steps; returns how many there are. Pure. */
+static long cycle_steps(const struct edge *e, const size_t *cyc, long len, size_t aux,
+                        size_t (*pair)[2], size_t cap)
+{
+    size_t r0 = 0; /* start at an edge out of a node below aux */
+    while (e[cyc[r0]].from >= aux)
+        r0++;
+    long k = 0;
+    for (long q = 0; q < len; k++) {
+        size_t x = cyc[(r0 + (size_t)q) % (size_t)len], through = e[x].to >= aux;
+        if ((size_t)k < cap) {
+            pair[k][0] = x;
+            pair[k][1] = through ? cyc[(r0 + (size_t)q + 1) % (size_t)len] : SIZE_MAX;
+        }
+        q += through ? 2 : 1;
+    }
+    return k;
+}
+
 /* The waits sorted by thread: thread t's waits are keys[run[t] .. run[t + 1]). Lookups are
  * binary searches, so a hang where every rank waits costs O(edges log waits), not
  * O(waits^2 * members). */
@@ -258,25 +280,20 @@ long ncg_wf_find_cycle(const struct ncg_wf_wait *w, size_t nw, const struct ncg_
     if (ne) {
         /* a step through a group is two edges: the wait into it, the target out of it */
         size_t ecap = 2 * cap + 2, *cyc = malloc(sizeof *cyc * ecap);
-        long len = cyc ? find_cycle(e, ne, nth + ngroups, cyc, ecap) : -1;
+        size_t(*pair)[2] = malloc(sizeof *pair * (cap ? cap : 1));
+        long len = cyc && pair ? find_cycle(e, ne, nth + ngroups, cyc, ecap) : -1;
         found = len;
         if (len > 0 && (size_t)len <= ecap) {
-            size_t r0 = 0; /* start at an edge out of a thread */
-            while (e[cyc[r0]].from >= nth)
-                r0++;
-            long n = 0;
-            for (long q = 0; q < len; n++) {
-                const struct edge *x = &e[cyc[(r0 + (size_t)q) % (size_t)len]];
-                uint32_t target = (uint32_t)x->b;
-                if (x->to >= nth) /* into a group: the next edge names the target */
-                    target = (uint32_t)e[cyc[(r0 + (size_t)q + 1) % (size_t)len]].b;
-                if ((size_t)n < cap)
-                    steps[n] = (struct ncg_wf_step){x->a, target};
-                q += x->to >= nth ? 2 : 1;
+            found = cycle_steps(e, cyc, len, nth, pair, cap);
+            for (long k = 0; k < found && (size_t)k < cap; k++) {
+                const struct edge *x = &e[pair[k][0]];
+                /* through a group: the edge out of it names the target */
+                uint32_t target = (uint32_t)(pair[k][1] == SIZE_MAX ? x : &e[pair[k][1]])->b;
+                steps[k] = (struct ncg_wf_step){x->a, target};
             }
-            found = n;
         } /* else a cycle longer than cap steps can tell: len (over cap) says so */
         free(cyc);
+        free(pair);
     }
 out:
     free(th);
@@ -359,7 +376,8 @@ long ncg_sd_find_cycle_hosts(const struct ncg_sd_call *c, size_t n, const struct
     size_t *byk = malloc(sizeof *byk * (n ? n : 1)), *node = malloc(sizeof *node * (n ? n : 1));
     size_t *bys = malloc(sizeof *bys * (n ? n : 1));
     size_t ecap = 2 * cap + 2, *cyc = malloc(sizeof *cyc * ecap); /* a host step is two edges */
-    if (!byk || !node || !bys || !cyc) {
+    size_t(*pair)[2] = malloc(sizeof *pair * (cap ? cap : 1));
+    if (!byk || !node || !bys || !cyc || !pair) {
         found = -1;
         goto out;
     }
@@ -454,24 +472,19 @@ long ncg_sd_find_cycle_hosts(const struct ncg_sd_call *c, size_t n, const struct
     long len = find_cycle(e, ne, nn + nh, cyc, ecap);
     found = len;
     if (len > 0 && (size_t)len <= ecap) {
-        size_t r0 = 0; /* start at an edge out of a call */
-        while (e[cyc[r0]].from >= nn)
-            r0++;
-        long k = 0;
-        for (long q = 0; q < len; k++) {
-            const struct edge *x = &e[cyc[(r0 + (size_t)q) % (size_t)len]];
+        found = cycle_steps(e, cyc, len, nn, pair, cap);
+        for (long k = 0; k < found && (size_t)k < cap; k++) {
+            const struct edge *x = &e[pair[k][0]];
             struct ncg_sd_step st = {x->a, x->b, SIZE_MAX, 0};
-            if (x->to >= nn) { /* into a host: the next edge leaves it to the call it holds */
-                const struct edge *y = &e[cyc[(r0 + (size_t)q + 1) % (size_t)len]];
+            if (pair[k][1] != SIZE_MAX) { /* into a host: the next edge leaves it to its call */
+                const struct edge *y = &e[pair[k][1]];
                 st = (struct ncg_sd_step){x->a, y->a, x->to - nn, (uint32_t)y->b};
             }
-            if ((size_t)k < cap)
-                steps[k] = st;
-            q += x->to >= nn ? 2 : 1;
+            steps[k] = st;
         }
-        found = k;
     }
 out:
+    free(pair);
     free(byk);
     free(node);
     free(bys);
