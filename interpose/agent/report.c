@@ -161,21 +161,24 @@ void ncg_client_keepalive(void)
  * cycles that run through a host with them (waitfor.h, ncg_sd_find_cycle_hosts). A blocking
  * wait counts once it lasted an interval; a polling loop while its latest cudaErrorNotReady is
  * under an interval old. The last queued entries make room for up to NCG_HOST_WAITS. */
+static int host_waiting(const struct ncg_hostwait *x, uint64_t now, uint64_t iv)
+{
+    return x->since_ns <= now && now - x->since_ns >= iv && x->stream != NCG_HW_STREAM_UNKNOWN &&
+           !((x->kind & NCG_HW_POLL) && now - x->last_ns > iv);
+}
+
 static void host_waits(struct ncg_msg_wait *w, const struct ncg_hostwait *hw, size_t n,
                        uint64_t now, uint64_t iv)
 {
     size_t want = 0;
     for (size_t i = 0; i < n; i++)
-        want += hw[i].since_ns <= now && now - hw[i].since_ns >= iv &&
-                hw[i].stream != NCG_HW_STREAM_UNKNOWN &&
-                !((hw[i].kind & NCG_HW_POLL) && now - hw[i].last_ns > iv);
+        want += host_waiting(&hw[i], now, iv);
     want = want < NCG_HOST_WAITS ? want : NCG_HOST_WAITS;
     if (w->n + want > NCG_WIRE_MAX_WAITS)
         w->n = NCG_WIRE_MAX_WAITS - (uint32_t)want;
     for (size_t i = 0; i < n && want; i++) {
         const struct ncg_hostwait *x = &hw[i];
-        if (x->since_ns > now || now - x->since_ns < iv || x->stream == NCG_HW_STREAM_UNKNOWN ||
-            ((x->kind & NCG_HW_POLL) && now - x->last_ns > iv))
+        if (!host_waiting(x, now, iv))
             continue;
         want--;
         struct ncg_wait_ent *e = &w->w[w->n++];
