@@ -333,14 +333,14 @@ int ncg_announce_tick(int exiting, uint64_t now)
 void ncg_channel_remove(struct ncg_comm *c)
 {
     pthread_mutex_lock(&ncg_agent.lk);
-    for (size_t i = 0; i < ncg_agent.nlc; i++)
-        if (ncg_agent.lc[i].c == c && !ncg_agent.lc[i].removed) {
-            ncg_agent.lc[i].final = c->shm ? ck_pr_load_64(&c->shm->coll_seq) : 0;
-            ncg_agent.lc[i].removed = 1;
-            ncg_agent.lc[i].aborted = (uint8_t)c->aborted;
-            ncg_agent.lc[i].c = NULL;
-            ncg_agent.lc[i].shm = NULL;
-        }
+    struct ncg_lcomm *lc = lc_of(c); /* one live entry per comm */
+    if (lc) {
+        lc->final = c->shm ? ck_pr_load_64(&c->shm->coll_seq) : 0;
+        lc->removed = 1;
+        lc->aborted = (uint8_t)c->aborted;
+        lc->c = NULL;
+        lc->shm = NULL;
+    }
     pthread_mutex_unlock(&ncg_agent.lk);
 }
 
