@@ -15,6 +15,7 @@
 #include "completion.h"
 #include "graph.h"
 #include "hash.h"
+#include "libver.h"
 #include "log.h"
 #include "ring.h"
 #include "shim.h"
@@ -215,6 +216,7 @@ static struct ncg_comm *ncg_comm_add(ncclComm_t h, uint64_t id, uint64_t parent_
         ncg_comm_tell(c, 1);
         ncg_comm_announce(c);
     }
+    ncg_libver_check(rank); /* the first comm: which NCCL, and what it has that we don't know */
     static const char *const origin_name[] = {"?", "root", "split", "shrink", "initall"};
     ncg_debug(2, "comm %p id %016llx origin %s rank %d/%d%s", (void *)h, (unsigned long long)id,
               origin < 5 ? origin_name[origin] : "?", rank, nranks,

@@ -182,6 +182,51 @@ static void *sym_addr(const struct obj *o, const ElfW(Sym) * s)
     return a;
 }
 
+/* How many entries the object's .dynsym has: DT_HASH says (nchain); DT_GNU_HASH only through
+ * its last chain (from the highest bucket start to the chain's end bit). */
+static uint32_t obj_nsyms(const struct obj *o)
+{
+    if (o->sysvhash)
+        return o->sysvhash[1];
+    const uint32_t nb = o->gnuhash[0], off = o->gnuhash[1], nbloom = o->gnuhash[2];
+    const uint32_t *buckets = (const uint32_t *)&((const ElfW(Addr) *)&o->gnuhash[4])[nbloom];
+    const uint32_t *chain = &buckets[nb];
+    uint32_t last = 0;
+    for (uint32_t b = 0; b < nb; b++)
+        if (buckets[b] > last)
+            last = buckets[b];
+    if (last < off)
+        return off; /* no hashed symbol: only the unhashed (undefined) ones */
+    while (!(chain[last - off] & 1))
+        last++;
+    return last + 1;
+}
+
+int ncg_dyn_functions(const void *addr, void (*fn)(const char *name, void *arg), void *arg,
+                      const char **path)
+{
+    Dl_info di;
+    struct link_map *map = NULL;
+    struct obj o;
+    if (!dladdr1(addr, &di, (void **)&map, RTLD_DL_LINKMAP) || !map ||
+        obj_from(map->l_addr, (const ElfW(Dyn) *)map->l_ld, &o) != 0)
+        return -1;
+    if (path)
+        *path = di.dli_fname ? di.dli_fname : "";
+    uint32_t n = obj_nsyms(&o);
+    int count = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        const ElfW(Sym) *s = &o.symtab[i];
+        int bind = ELF64_ST_BIND(s->st_info), type = ELF64_ST_TYPE(s->st_info);
+        if (s->st_shndx == SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK) ||
+            (type != STT_FUNC && type != STT_GNU_IFUNC) || (o.versym && (o.versym[i] & 0x8000)))
+            continue;
+        fn(o.strtab + s->st_name, arg);
+        count++;
+    }
+    return count;
+}
+
 /* ---------- bootstrap: the real dlsym and dlvsym ---------- */
 
 /* A sanitizer runtime is loaded: RTLD_NEXT/RTLD_DEFAULT are not emulated (see lookup). */

@@ -9,4 +9,12 @@
  * thread, any time (also before constructors); no allocation; takes the loader's lock. */
 void *ncg_real_dlsym(void *handle, const char *name);
 
+/* Calls fn(name, arg) for every function (FUNC or IFUNC, global or weak, default version) that
+ * the loaded object containing addr defines in its dynamic symbol table, read in memory (the
+ * table the dynamic linker binds from). *path (when path is not NULL): the object's file name.
+ * Returns how many, or -1 when addr is in no object. Any thread; no allocation of its own;
+ * names stay valid while the object is loaded. */
+int ncg_dyn_functions(const void *addr, void (*fn)(const char *name, void *arg), void *arg,
+                      const char **path);
+
 #endif

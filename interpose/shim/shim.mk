@@ -2,7 +2,7 @@
 # programs link the archives of the layers they test; of the shim's, never the whole: it defines
 # dlsym and the NCCL API (a test's own dlsym would be ours). Its pure members (the ring, the
 # graph table) make an archive of their own: NCG_LOW is that and common (config, log, hash).
-SHIM_PURE_OBJS := $(addprefix $(BUILD)/obj/interpose/shim/,ring.o graphtab.o)
+SHIM_PURE_OBJS := $(addprefix $(BUILD)/obj/interpose/shim/,ring.o graphtab.o libver.o)
 $(BUILD)/lib/libncg_shimpure.a: $(SHIM_PURE_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
@@ -55,6 +55,12 @@ $(BUILD)/tests/shim/api_names: tests/shim/api_names.c interpose/shim/api.def
 $(BUILD)/tests/shim/graphtab_test: tests/shim/graphtab_test.c $(NCG_LOW_A)
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(NCG_LOW) $(BASE_LDFLAGS)
+
+# The loaded release's pure part: version codes, unknown names, who speaks (t_libver.sh).
+$(BUILD)/tests/shim/libver_test: tests/shim/libver_test.c $(NCG_LOW_A)
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_TEST_CFLAGS) -Iinterpose/shim -o $@ $< $(NCG_LOW) $(BASE_LDFLAGS)
+TEST_BINS += $(BUILD)/tests/shim/libver_test
 
 $(BUILD)/tests/shim/ring_test: tests/shim/ring_test.c $(NCG_LOW_A)
 	@mkdir -p $(@D)
