@@ -12,8 +12,8 @@
 #   --src DIR        nccl-tests checkout (default $NCG_NCCL_TESTS_SRC)
 #   --build DIR      where the binaries go (default build/nccl-tests; reused, make is incremental)
 #   --out DIR        logs: per cell and mode, bare/guarded output and their diff (default a
-#                    fresh /tmp/ncg-nccl-tests.XXXXXX, kept)
-#   --quick          a subset (every binary once, -g, -G, mpirun): about a minute after the build
+#                    fresh $TMPDIR/ncg-nccl-tests.XXXXXX, removed at exit unless a cell failed)
+#   --quick          a subset (every binary once, -g, -G, mpirun): seconds after the build
 #   --cells REGEX    only the cells whose name matches (grep -E)
 #   --modes "M..."   CPU NCCL modes, sync and/or async (FAKENCCL_ASYNC=1); default $NCG_MODES,
 #                    else "sync async"
@@ -29,6 +29,9 @@
 # NVCC_GENCODE (default sm_90 only: one architecture keeps the build to a few minutes),
 # NCG_NCCL_TESTS_TIMEOUT (seconds per run, default 120), NCG_PRELOAD (the guarded runs'
 # LD_PRELOAD, as tests/run.sh sets it; default NCG_BUILD/libncclguard.so).
+# Leaves nothing behind (at exit, also on an interrupt): the segments in /dev/shm of the guarded
+# processes it ran (a divergence cell's ranks end with the verdict's exit 86 and keep theirs) and
+# the default log directory, unless a cell failed (then its path is printed).
 set -u
 CALLER=$PWD
 cd "$(dirname "$0")/.." || exit 2
@@ -38,7 +41,7 @@ BUILD_DIR=""
 OUT=""
 QUICK=0 CELLS="" LIST=0 MPI=1 BUILD_ONLY=0 DIVERGE=1
 MODES=${NCG_MODES:-sync async}
-usage() { sed -n '2,32p' "$0"; }
+usage() { sed -n '2,35p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --src) SRC=${2:?--src DIR}; shift ;;
@@ -128,9 +131,21 @@ for f in "$NCG/libncclguard.so" "$NCG/fakecuda/libcudart.so.13" "$NCG/fakenccl/l
 done
 [ -x "$CUDA_HOME/bin/nvcc" ] || { echo "nccl-tests.sh: no $CUDA_HOME/bin/nvcc" >&2; exit 2; }
 [ -f "$CUDA_HOME/include/nccl.h" ] || { echo "nccl-tests.sh: no $CUDA_HOME/include/nccl.h" >&2; exit 2; }
-if [ -z "$OUT" ]; then OUT=$(mktemp -d /tmp/ncg-nccl-tests.XXXXXX); fi
+OUT_TMP=0 KEEP_OUT=0
+if [ -z "$OUT" ]; then OUT=$(mktemp -d -t ncg-nccl-tests.XXXXXX) && OUT_TMP=1 || exit 2; fi
 mkdir -p "$OUT" "$BUILD_DIR" || exit 2
 OUT=$(cd "$OUT" && pwd)
+# cleanup (at exit): the segments of this run's guarded processes whose process is gone (their
+# command line names a binary under BUILD_DIR; a live one is never touched), and the default log
+# directory unless something failed (KEEP_OUT=1: the FAIL lines and build errors point into it).
+cleanup() {
+  "$NCG/ncclguard" clean --quiet --grace 0 --match "$BUILD_DIR/" >/dev/null 2>&1
+  [ $OUT_TMP = 1 ] && [ $KEEP_OUT = 0 ] && rm -rf "$OUT"
+  return 0
+}
+trap cleanup EXIT
+trap 'KEEP_OUT=1; exit 130' INT TERM
+KEEP_OUT=1 # until the cells have run without a failure
 MPI_HOME=${MPI_HOME:-}
 if [ $MPI = 1 ] && command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
   if [ -z "$MPI_HOME" ]; then
@@ -165,11 +180,13 @@ if [ $MPI = 1 ]; then
   fi
 fi
 # The divergence: a patched copy of the checkout (never the checkout itself), MPI build only.
+# The copy is made afresh in src-diverge.new and replaces src-diverge only when it differs, so
+# that an unchanged checkout rebuilds nothing.
 if [ $DIVERGE = 1 ] && [ $MPI = 1 ] && [ -z "$CELLS" ]; then
-  rm -rf "$BUILD_DIR/src-diverge" && mkdir -p "$BUILD_DIR/src-diverge" &&
-    tar -C "$SRC" --exclude=.git -cf - . | tar -C "$BUILD_DIR/src-diverge" -xf -
+  rm -rf "$BUILD_DIR/src-diverge.new" && mkdir -p "$BUILD_DIR/src-diverge.new" &&
+    tar -C "$SRC" --exclude=.git -cf - . | tar -C "$BUILD_DIR/src-diverge.new" -xf -
   call='NCCLCHECK(ncclAllReduce(sptr, rptr, count, type, op, comm, stream));'
-  f=$BUILD_DIR/src-diverge/src/all_reduce.cu
+  f=$BUILD_DIR/src-diverge.new/src/all_reduce.cu
   if grep -qF "$call" "$f" 2>/dev/null; then
     awk -v call="$call" '{ i = index($0, call)
       if (!i) { print; next }
@@ -177,11 +194,17 @@ if [ $DIVERGE = 1 ] && [ $MPI = 1 ] && [ -z "$CELLS" ]; then
       print "  size_t ncg_c = count; ncclCommUserRank(comm, &ncg_r);"
       print "  if (ncg_e && ncg_r == atoi(ncg_e) && ++ncg_n == 5) ncg_c = count + 1; /* ncclguard divergence */"
       print "  NCCLCHECK(ncclAllReduce(sptr, rptr, ncg_c, type, op, comm, stream)); }" }' "$f" >"$f.new" && mv "$f.new" "$f"
+    if diff -rq "$BUILD_DIR/src-diverge.new" "$BUILD_DIR/src-diverge" >/dev/null 2>&1; then
+      rm -rf "$BUILD_DIR/src-diverge.new"
+    else
+      rm -rf "$BUILD_DIR/src-diverge" && mv "$BUILD_DIR/src-diverge.new" "$BUILD_DIR/src-diverge"
+    fi
     echo "building the divergence (a patched all_reduce_perf) into $BUILD_DIR/mpi-diverge"
     make -C "$BUILD_DIR/src-diverge/src" -j2 BUILDDIR="$BUILD_DIR/mpi-diverge" CUDA_HOME="$CUDA_HOME" \
       NCCL_HOME="$CUDA_HOME" NVCC_GENCODE="$NVCC_GENCODE" MPI=1 MPI_HOME="$MPI_HOME" \
       "$BUILD_DIR/mpi-diverge/all_reduce_perf" >"$OUT/build-diverge.log" 2>&1 || { DIVERGE=0; DIVERGE_WHY="its build failed (log: $OUT/build-diverge.log)"; }
   else
+    rm -rf "$BUILD_DIR/src-diverge.new"
     DIVERGE=0 DIVERGE_WHY="all_reduce.cu has no '$call' to patch (another nccl-tests version)"
   fi
 else
@@ -192,7 +215,7 @@ else
 fi
 tb=$(date +%s.%N)
 build_s=$(awk -v s="$t0" -v e="$tb" 'BEGIN{printf "%.0f", e-s}')
-if [ $BUILD_ONLY = 1 ]; then echo "built in $build_s s"; exit 0; fi
+if [ $BUILD_ONLY = 1 ]; then KEEP_OUT=0; echo "built in $build_s s"; exit 0; fi
 
 # --- running
 export LD_LIBRARY_PATH=$NCG/fakecuda:$NCG/fakenccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -330,5 +353,7 @@ fi
 v=$(cat "$OUT"/*.bare.out 2>/dev/null | grep -m1 '^# nccl-tests version')
 [ -n "$v" ] && echo "$v"
 run_s=$(awk -v s="$tr0" -v e="$(date +%s.%N)" 'BEGIN{printf "%.0f", e-s}')
-echo "nccl-tests matrix ($MODES): $pass passed, $fail failed, $skip skipped in ${run_s} s (build ${build_s} s); logs in $OUT"
+logs="logs in $OUT"
+if [ $fail -eq 0 ] && [ $OUT_TMP = 1 ]; then KEEP_OUT=0 logs="logs removed (nothing failed; --out DIR keeps them)"; fi
+echo "nccl-tests matrix ($MODES): $pass passed, $fail failed, $skip skipped in ${run_s} s (build ${build_s} s); $logs"
 [ $fail -eq 0 ]
