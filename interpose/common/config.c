@@ -190,16 +190,20 @@ static int ncg_coord_ok(const char *v, const char **why)
     return rc == 0;
 }
 
-/* NCCLGUARD_HTTP: "PORT", ":PORT", "HOST:PORT" or "[V6]:PORT" (port 0..65535) into out as
- * "HOST:PORT", loopback when no host is given; "off" or "0" leaves out empty. 0 + why if bad. */
+/* NCCLGUARD_HTTP: "PORT", ":PORT", "HOST:PORT" or "[V6]:PORT" into out as "HOST:PORT",
+ * loopback when no host is given. One meaning per spelling: "0" and "off" turn the endpoint off
+ * (as 0 does for every NCCLGUARD_* switch), so a bare PORT is 1..65535 and a free port is asked
+ * for with a colon, ":0" or "HOST:0". 0 + why if bad. */
 static int ncg_http_spec(const char *v, char *out, size_t cap, const char **why)
 {
-    *why = "expected [host:]port (0 picks a free port) or off";
+    *why = "expected [host:]port (:0 picks a free port), or 0 or off";
     if (!strcasecmp(v, "off") || !strcmp(v, "0"))
         return 1;
     struct ncg_hostport hp; /* a bare IPv6 address needs brackets */
     if (ncg_hostport_parse(v, NCG_HP_PORT_ONLY | NCG_HP_PORT_ZERO, &hp) != 0)
         return 0;
+    if (!hp.port && !strchr(v, ':'))
+        return 1; /* "00": a bare 0 however written */
     int hl = (int)hp.rawlen;
     if (snprintf(out, cap, "%.*s:%u", hl ? hl : 9, hl ? v : "127.0.0.1", hp.port) >= (int)cap) {
         *why = "longer than 255 characters";

@@ -185,19 +185,22 @@ int main(void)
     c = one(&e, "NCCLGUARD_REPORT_DIR", longdir);
     EXPECT(!strcmp(c.report_dir, ".") && e.nwarn == 1);
 
-    /* NCCLGUARD_HTTP (issue 12): loopback unless a host is given; 0/off: none */
+    /* NCCLGUARD_HTTP (issue 12): loopback unless a host is given; 0/off: none; a free port
+     * with a colon only (issue 36: one meaning for "0") */
     EXPECT(!strcmp(one(&e, "NCCLGUARD_HTTP", "9400").http, "127.0.0.1:9400") && e.nwarn == 0);
     EXPECT(!strcmp(one(&e, "NCCLGUARD_HTTP", ":0").http, "127.0.0.1:0") && e.nwarn == 0);
     EXPECT(!strcmp(one(&e, "NCCLGUARD_HTTP", "0.0.0.0:80").http, "0.0.0.0:80") && e.nwarn == 0);
     EXPECT(!strcmp(one(&e, "NCCLGUARD_HTTP", "[::1]:9").http, "[::1]:9") && e.nwarn == 0);
     EXPECT(!strcmp(one(&e, "NCCLGUARD_HTTP", "off").http, "") && e.nwarn == 0);
     EXPECT(!strcmp(one(&e, "NCCLGUARD_HTTP", "0").http, "") && e.nwarn == 0);
+    EXPECT(!strcmp(one(&e, "NCCLGUARD_HTTP", "00").http, "") && e.nwarn == 0);
+    EXPECT(!strcmp(one(&e, "NCCLGUARD_HTTP", "127.0.0.1:0").http, "127.0.0.1:0") && e.nwarn == 0);
     EXPECT(!strcmp(one(&e, "NCCLGUARD_HTTP", "h:70000").http, "") && e.nwarn == 1);
     EXPECT(!strcmp(one(&e, "NCCLGUARD_HTTP", "::1:9").http, "") && e.nwarn == 1);
     c = one(&e, "NCCLGUARD_HTTP", "yes");
     EXPECT(!c.http[0] && e.nwarn == 1 &&
-           !strcmp(e.warnings[0], "ncclguard: NCCLGUARD_HTTP=\"yes\": expected [host:]port (0 "
-                                  "picks a free port) or off; using off"));
+           !strcmp(e.warnings[0], "ncclguard: NCCLGUARD_HTTP=\"yes\": expected [host:]port (:0 "
+                                  "picks a free port), or 0 or off; using off"));
     EXPECT(!one(&e, "NCCLGUARD_COORD", "h:1").http[0]); /* default: off */
 
     c = one(&e, "NCCLGUARD_SHM", "0");
