@@ -102,7 +102,8 @@ void ncg_site_of(const struct ncg_shm_record *rec, char *buf, size_t n)
 struct held {
     int32_t rank;
     uint32_t tid; /* the thread whose stack to show (0: none) */
-    char mycall[256], site[NCG_WIRE_SITE], what[256];
+    char mycall[256], what[256];
+    char site[NCG_SITE_FULL]; /* with the whole demangled name (the report's; a line fits it) */
     double call_time_unix;
 };
 #define MAX_HELD 8 /* comm ranks of one comm shown by one process (the report lists them all) */
@@ -149,7 +150,7 @@ static int own_sites(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct h
         else
             snprintf(h->mycall, sizeof h->mycall, "slot %" PRIu64 " %s", c->seq,
                      ncg_call_format(c, call, sizeof call));
-        snprintf(h->site, sizeof h->site, "%s", v->calls[i].site);
+        ncg_site_of(&rec, h->site, sizeof h->site);
     }
     return got;
 }
@@ -255,7 +256,7 @@ static void held_facts(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct
              * it (asynchronous NCCL: nobody blocks inside the call) */
             v->ncalls = 1;
             v->calls[0].call = c;
-            snprintf(v->calls[0].site, sizeof v->calls[0].site, "%s", h->site);
+            ncg_site_fit(v->calls[0].site, sizeof v->calls[0].site, h->site, NCG_SITE_WIDTH);
         }
         struct timespec wt;
         clock_gettime(CLOCK_REALTIME, &wt);

@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "diag.h"
 #include "ncclguard/shm.h"
+#include "site.h"
 
 struct out {
     char *b;
@@ -82,9 +83,10 @@ static void this_process(struct out *o, const struct ncg_diag_ctx *x)
         snprintf(who, sizeof who, "comm rank %d, global rank %d", x->rank, x->global_rank);
     else
         snprintf(who, sizeof who, "comm rank %d", x->rank);
+    char site[NCG_SITE_FULL]; /* the report keeps the whole name; a line shortens its detail */
+    ncg_site_fit(site, sizeof site, x->my_site, NCG_SITE_WIDTH);
     outf(o, "%s  this process (%s, pid %u on %s): %s%s%s\n", P, who, x->pid, x->host,
-         x->my_call[0] ? x->my_call : "no call recorded", x->my_site[0] ? " called from " : "",
-         x->my_site);
+         x->my_call[0] ? x->my_call : "no call recorded", site[0] ? " called from " : "", site);
 }
 
 static void action_line(struct out *o, const struct ncg_diag_ctx *x, const char *more)

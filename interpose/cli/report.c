@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include "cli.h"
 #include "json.h"
+#include "site.h"
 #include "verdict.h"
 
 /* "rank" or "ranks" for a compact list ("3" / "0-2,4"). */
@@ -44,6 +45,15 @@ struct group {
     struct rep **reps;
     int n, cap;
 };
+
+/* A report's call site (its whole demangled name) as a terminal line shows it (site.h: the
+ * name's detail gives way, never an identifier). Static storage: one at a time. */
+static const char *term_site(const char *site)
+{
+    static char t[NCG_SITE_FULL];
+    ncg_site_fit(t, sizeof t, site, NCG_SITE_WIDTH);
+    return t;
+}
 
 static int ival(const struct ncg_json *o, const char *k, int dflt)
 {
@@ -388,7 +398,7 @@ static void print_group_text(const struct group *g)
             if (*gr && strcmp(gr, ncg_cli_json_s(c, "ranks", "")) != 0)
                 printf(" (global %s)", gr);
             if (*ncg_cli_json_s(c, "call_site", ""))
-                printf("  from %s", ncg_cli_json_s(c, "call_site", ""));
+                printf("  from %s", term_site(ncg_cli_json_s(c, "call_site", "")));
             printf("\n");
         }
     }
@@ -427,7 +437,7 @@ static void print_group_text(const struct group *g)
                 continue;
             const char *site = ncg_cli_json_s(g->reps[i]->j, "call_site", "");
             ranks_with(g, "call_site", site, buf, sizeof(buf), used);
-            printf("    %-48s %s\n", *site ? site : "(unknown)", buf);
+            printf("    %-48s %s\n", *site ? term_site(site) : "(unknown)", buf);
         }
         memset(used, 0, sizeof(int) * (size_t)g->n);
         print_stacks(g, used);
