@@ -23,7 +23,8 @@ static const char *rk(const char *list)
 
 static const char usage[] =
     "usage: ncclguard report DIR [--json]\n"
-    "  merges DIR/ncclguard-report.*.json (one per rank, written on a verdict) into one account\n"
+    "  merges DIR/ncclguard-report.*.json (one per process, written on a verdict) into one\n"
+    "  account\n"
     "  --json  print a JSON document (format ncclguard-job-report, version 1)\n"
     "exit status: 0 merged (or no report found), 2 usage error, 3 DIR unreadable\n";
 
@@ -461,7 +462,8 @@ static void print_group_text(const struct group *g)
     if (all)
         fmt_who(g, all, buf, sizeof(buf));
     free(all);
-    printf("  reports from %s", buf);
+    /* a report is one process's: it speaks for every comm rank that process held */
+    printf("  reports from %d process%s: %s", g->n, g->n == 1 ? "" : "es", buf);
     if (size > 0 && size <= 4096) {
         missing_ranks(g, size, buf, sizeof(buf), &unknown);
         if (buf[0] && unknown) /* one of those may be from a rank listed */
@@ -469,7 +471,7 @@ static void print_group_text(const struct group *g)
         else if (buf[0])
             printf("; no report from %s %s", rk(buf), buf);
         else
-            printf(" (every rank)");
+            printf(" (all %d rank%s)", size, size == 1 ? "" : "s");
     }
     printf("\n");
     if (*ncg_cli_json_s(f, "detail", ""))
@@ -585,7 +587,15 @@ static void print_group_json(const struct group *g)
         missing_ranks(g, size, buf, sizeof(buf), &unknown);
     fputs("],\"missing_ranks\":", stdout);
     ncg_cli_json_str(stdout, buf);
-    printf(",\"reports_without_comm_rank\":%d,\"detail\":", unknown);
+    int held = 0; /* comm ranks the reports speak for: a process may hold several */
+    for (int r = 0; size > 0 && size <= 4096 && r < size; r++)
+        for (int i = 0; i < g->n; i++)
+            if (covers(g->reps[i], r)) {
+                held++;
+                break;
+            }
+    printf(",\"reports_without_comm_rank\":%d,\"processes\":%d,\"ranks_reported\":%d,\"detail\":",
+           unknown, g->n, held);
     json_str_or_null(f, "detail");
     fputc('}', stdout);
 }
@@ -706,7 +716,7 @@ int ncg_cmd_report(int argc, char **argv)
         }
         fputs("]}\n", stdout);
     } else {
-        printf("ncclguard: report of %s: %d rank report%s, %d verdict%s", dir, nreps,
+        printf("ncclguard: report of %s: %d report%s (one per process), %d verdict%s", dir, nreps,
                nreps == 1 ? "" : "s", ngroups, ngroups == 1 ? "" : "s");
         if (nbad)
             printf(", %d file%s skipped", nbad, nbad == 1 ? "" : "s");

@@ -31,6 +31,10 @@ expect "$(ls "$REPORTS" | grep -c '^ncclguard-report\..*\.json$')" 2 "one report
 expect "$(grep -l '"ranks":\[2,3\]' "$REPORTS"/*.json | wc -l)" 1 "the report of the process holding ranks 2-3 names them"
 expect "$(grep -l '"ranks":\[0,1\]' "$REPORTS"/*.json | wc -l)" 1 "the report of the process holding ranks 0-1 names them"
 grep -l '"ranks":\[2,3\]' "$REPORTS"/*.json | xargs grep -q '"rank":3,' || fail "the report of ranks 2-3 is rank 3's (the odd one)"
+# `ncclguard report` counts the processes and the ranks apart (issue 36: "2 rank reports")
+"$B/ncclguard" report "$REPORTS" >"$NCG_TMP/merged" 2>&1 || fail "ncclguard report"
+grep -q ': 2 reports (one per process), 1 verdict$' "$NCG_TMP/merged" || fail "report: 2 reports of processes"
+grep -q '^  reports from 2 processes: ranks 0-3 (all 4 ranks)$' "$NCG_TMP/merged" || fail "report: 2 processes, 4 ranks"
 
 rm -f "$REPORTS"/*
 guarded "$NCG_TMP/h2" env MULTIDEV_PER_PROC=4 "$MD" initall

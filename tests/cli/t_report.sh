@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `ncclguard report DIR` merges per-rank reports into one account: first on hand-written reports
-# (docs/report-format.md v1) with a missing rank, a malformed and a foreign file; then on the
+# `ncclguard report DIR` merges the reports (one per process) into one account: first on
+# hand-written reports (docs/report-format.md v1) with a missing rank, a malformed and a foreign
+# file; processes holding several ranks counted apart from the ranks (issue 36); then on the
 # reports of a real diverged job (the incident, 16 ranks, zero-config checker, abort).
 . "$(dirname "$0")/lib.sh"
 need "$NCG"
@@ -18,12 +19,12 @@ echo '{"format":"something-else","version":1}' >"$R/ncclguard-report.hostA.2001.
 echo 'partial' >"$R/ncclguard-report.hostA.2002.json.tmp.55"
 "$NCG" report "$R" >"$NCG_TMP/o1" 2>"$NCG_TMP/e1" || fail "report exit $?"
 cat "$NCG_TMP/o1" "$NCG_TMP/e1"
-contains "$NCG_TMP/o1" "3 rank reports, 1 verdict, 2 files skipped" \
+contains "$NCG_TMP/o1" "3 reports (one per process), 1 verdict, 2 files skipped" \
   "MISMATCH (error) on comm 00000000000000ab (size 4) at slot 7, last agreed slot 6" \
   "ReduceScatter(count=4096, bfloat16, sum)" "on ranks 0-2 (global 10-12)" \
   "AllReduce(count=1, float32, sum)" "on rank 3 (global 13)" \
   "slot counts: 8 on ranks 0-1,3; unknown on rank 2" \
-  "actions: abort on ranks 0-1,3" "reports from ranks 0-1,3; no report from rank 2"
+  "actions: abort on ranks 0-1,3" "reports from 3 processes: ranks 0-1,3; no report from rank 2"
 grep -E "train_step\+0x1a +ranks 0-1" "$NCG_TMP/o1" >/dev/null || fail "call sites of ranks 0-1"
 grep -E "barrier\+0x2 +rank 3" "$NCG_TMP/o1" >/dev/null || fail "call site of rank 3"
 contains "$NCG_TMP/e1" "malformed JSON" "not an ncclguard report"
@@ -34,7 +35,7 @@ jcheck "$NCG_TMP/j1" '[r["rank"] for r in d["verdicts"][0]["ranks"]]==[0,1,3] an
 jcheck "$NCG_TMP/j1" 'sorted(c["func"] for c in d["verdicts"][0]["calls"])==["AllReduce","ReduceScatter"]'
 mkdir "$NCG_TMP/none"
 "$NCG" report "$NCG_TMP/none" >"$NCG_TMP/o2" || fail "empty dir"
-contains "$NCG_TMP/o2" "0 rank reports, 0 verdicts"
+contains "$NCG_TMP/o2" "0 reports (one per process), 0 verdicts"
 "$NCG" report "$NCG_TMP/missing" 2>/dev/null; [ $? -eq 3 ] || fail "missing dir: want 3"
 
 # RANK EXITED: reports of processes that had destroyed the comm carry "rank": -1; each is
@@ -56,9 +57,9 @@ echo '{"format":"ncclguard-dump","version":1,"host":"hostB","pid":3004,"global_r
 mkx hostB 3005 -1 -1 '[20,21,22,23,-1,-1]' "other+0x2"  # nothing tells its comm rank
 "$NCG" report "$X" >"$NCG_TMP/ox" 2>"$NCG_TMP/ex" || fail "report (rank -1) exit $?"
 cat "$NCG_TMP/ox" "$NCG_TMP/ex"
-contains "$NCG_TMP/ox" "5 rank reports, 1 verdict" "slot counts: 41 on ranks 0-1,3-5; 40 on rank 2" \
+contains "$NCG_TMP/ox" "5 reports (one per process), 1 verdict" "slot counts: 41 on ranks 0-1,3-5; 40 on rank 2" \
   "actions: abort on ranks 0-1,3-4 and pid 3005 on hostB (comm rank unknown)" \
-  "reports from ranks 0-1,3-4 and pid 3005 on hostB (comm rank unknown); no report names ranks 2,5 (1 without a comm rank)"
+  "reports from 5 processes: ranks 0-1,3-4 and pid 3005 on hostB (comm rank unknown); no report names ranks 2,5 (1 without a comm rank)"
 grep -qE '^    step\+0x1 +ranks 0-1,3$' "$NCG_TMP/ox" || fail "rank -1: call sites of ranks 0-1,3"
 grep -qE '^    other\+0x2 +rank 4 and pid 3005 on hostB \(comm rank unknown\)$' "$NCG_TMP/ox" || fail "rank -1: call site of rank 4 and the unknown"
 lacks "$NCG_TMP/ox" "(unknown)" "no report from ranks 0"
@@ -69,7 +70,7 @@ jcheck "$NCG_TMP/jx" 'd["verdicts"][0]["missing_ranks"]=="2,5" and d["verdicts"]
 # once the unknown one is gone, what is missing is certain
 rm "$X/ncclguard-report.hostB.3005.json"
 "$NCG" report "$X" >"$NCG_TMP/ox2" 2>&1 || fail "report (rank -1, all known)"
-contains "$NCG_TMP/ox2" "reports from ranks 0-1,3-4; no report from ranks 2,5"
+contains "$NCG_TMP/ox2" "reports from 4 processes: ranks 0-1,3-4; no report from ranks 2,5"
 
 # one process holding several comm ranks of one communicator: one report naming them all
 # ("ranks"), with "rank" its first or -1 (it had destroyed the comm); or no "ranks" and "rank"
@@ -85,13 +86,15 @@ mkm 4001 1 -1 ',"ranks":[2,3]' 10 "a+0x1"
 mkm 4002 2 -1 '' 10 "b+0x2"
 "$NCG" report "$M" >"$NCG_TMP/om" 2>&1 || fail "report (several ranks per process)"
 cat "$NCG_TMP/om"
-contains "$NCG_TMP/om" "3 rank reports, 1 verdict" "slot counts: 10 on ranks 0-5" \
-  "actions: abort on ranks 0-5" "reports from ranks 0-5 (every rank)"
+contains "$NCG_TMP/om" "3 reports (one per process), 1 verdict" "slot counts: 10 on ranks 0-5" \
+  "actions: abort on ranks 0-5" "reports from 3 processes: ranks 0-5 (all 6 ranks)"
+lacks "$NCG_TMP/om" "rank reports" "every rank"
 grep -qE '^    a\+0x1 +ranks 0-3$' "$NCG_TMP/om" || fail "several ranks: call site of ranks 0-3"
 grep -qE '^    b\+0x2 +ranks 4-5$' "$NCG_TMP/om" || fail "several ranks: call site of ranks 4-5"
 ! grep -qE '(^|[ ,])-1([^0-9]|$)' "$NCG_TMP/om" || fail "several ranks: a rank shown as -1"
 "$NCG" report "$M" --json >"$NCG_TMP/jm" || fail "report --json (several ranks)"
 jcheck "$NCG_TMP/jm" '[(r["rank"], r["comm_ranks"]) for r in d["verdicts"][0]["ranks"]]==[(0,[0,1]),(2,[2,3]),(4,[4,5])] and d["verdicts"][0]["missing_ranks"]==""'
+jcheck "$NCG_TMP/jm" 'd["reports"]==3 and d["verdicts"][0]["processes"]==3 and d["verdicts"][0]["ranks_reported"]==6'
 
 # the reports of a real diverged job
 need "$NCG_BUILD/tests/incident" "$LAUNCH" "$NCG_BUILD/libncclguard.so"
@@ -102,9 +105,9 @@ rc=$?
 [ $rc -eq 86 ] || { tail -n 20 "$NCG_TMP/inc.out"; fail "incident: launcher exit $rc, want 86"; }
 "$NCG" report "$J" >"$NCG_TMP/o3" || fail "report on job"
 cat "$NCG_TMP/o3"
-contains "$NCG_TMP/o3" "16 rank reports, 1 verdict" "MISMATCH (error)" "(size 16) at slot 48" \
+contains "$NCG_TMP/o3" "16 reports (one per process), 1 verdict" "MISMATCH (error)" "(size 16) at slot 48" \
   "AllReduce(count=1, float32, sum)" "on rank 3" "ReduceScatter(count=64, bfloat16, sum)" "on ranks 0-2,4-15" \
-  "actions: abort on ranks 0-15" "reports from ranks 0-15 (every rank)"
+  "actions: abort on ranks 0-15" "reports from 16 processes: ranks 0-15 (all 16 ranks)"
 "$NCG" report "$J" --json >"$NCG_TMP/j3"
 jcheck "$NCG_TMP/j3" 'd["reports"]==16 and d["verdicts"][0]["verdict"]=="MISMATCH" and d["verdicts"][0]["slot"]==48'
 jcheck "$NCG_TMP/j3" 'all(r["call_site"] for r in d["verdicts"][0]["ranks"]) and all(r["exit_status"]==86 for r in d["verdicts"][0]["ranks"])'
