@@ -4,6 +4,8 @@
 
     releases.py check TMPDIR FILE...   exit 1 on any disagreement, one line per release
     releases.py table TMPDIR FILE...   the table of docs/nccl-releases.md (markdown)
+    releases.py placeholders X.Y FILE...   C declarations of the types release X.Y lacks and
+                                       others have (t_abi.sh: api.def against a real nccl.h)
 
 Per release: (1) every api.def prototype the release has is compatible with the release's (the
 compiler is the judge: tests/abi/abi_protos.c, which redeclares api.def's functions and their
@@ -78,6 +80,16 @@ def header(rel, all_types):
             out.append("typedef struct %s{ %s } %s;" % ("" if tag == "-" else tag + " ", body, name))
         else:
             out.append("typedef enum { %s } %s;" % (rel["enums"][name][0], name))
+    out += placeholders(rel, all_types)
+    for name, (ret, params) in rel["fns"].items():
+        out.append("%s %s(%s);" % (ret, name, params))
+        out.append("%s p%s(%s);" % (ret, name, params))
+    return "\n".join(out) + "\n"
+
+
+def placeholders(rel, all_types):
+    """Declarations of the types other releases have and rel lacks."""
+    out = []
     for name, kind in sorted(all_types.items()):
         if name in rel["types"] or name in rel["structs"] or name in rel["enums"]:
             continue
@@ -85,10 +97,7 @@ def header(rel, all_types):
             out.append("typedef enum { ncg_absent_%s } %s;" % (name, name))
         else:
             out.append("typedef struct ncg_absent_%s %s;" % (name, name))
-    for name, (ret, params) in rel["fns"].items():
-        out.append("%s %s(%s);" % (ret, name, params))
-        out.append("%s p%s(%s);" % (ret, name, params))
-    return "\n".join(out) + "\n"
+    return out
 
 
 def run(cmd):
@@ -203,7 +212,7 @@ def check_release(rel, tmp, all_types, api, ours, ours_facts):
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] not in ("check", "table"):
+    if len(sys.argv) < 4 or sys.argv[1] not in ("check", "table", "placeholders"):
         sys.exit(__doc__)
     mode, tmp, files = sys.argv[1], sys.argv[2], sys.argv[3:]
     rels = sorted((parse(f) for f in files),
@@ -216,6 +225,12 @@ def main():
             all_types.setdefault(n, "struct")
         for n in r["enums"]:
             all_types.setdefault(n, "enum")
+    if mode == "placeholders":
+        mine = [r for r in rels if r["version"].startswith(tmp + ".")]
+        if not mine:
+            sys.exit("no record of NCCL %s" % tmp)
+        print("#include <stdint.h>\n" + "\n".join(placeholders(mine[0], all_types)))
+        return
     api = api_names()
     ours = ours_names()
     ours_facts = facts(tmp, "ours", dumper(ours[0], ours[1], '#include "ncclguard/nccl_abi.h"'),
