@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,6 +49,7 @@ typedef enum {
 #define NCCL_REVOKE_DEFAULT 0x00
 #define NCCL_WIN_DEFAULT 0x00
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_SUSPEND_MEM 0x01 /* 2.30: ncclCommSuspend releases dynamic allocations */
 
 /* ncclConfig_t of 2.28 (struct tag ncclConfig_v22800); size/magic/version first. */
 typedef struct ncclConfig_v22800 {
@@ -123,12 +125,33 @@ typedef enum {
 
 typedef enum { ncclScalarDevice = 0, ncclScalarHostImmediate = 1 } ncclScalarResidence_t;
 
+/* 2.30: ncclCommMemStats' statistics. */
+typedef enum {
+    ncclStatGpuMemSuspend = 0,
+    ncclStatGpuMemSuspended = 1,
+    ncclStatGpuMemPersist = 2,
+    ncclStatGpuMemTotal = 3
+} ncclCommMemStat_t;
+
+/* 2.30: one descriptor of ncclWaitSignal: wait for opCnt more signals from peer on (sigIdx, ctx).
+ */
+typedef struct {
+    int opCnt;
+    int peer;
+    int sigIdx;
+    int ctx;
+} ncclWaitSignalDesc_t;
+
+/* 2.30: a parameter of NCCL's parameter system (opaque). */
+typedef struct ncclParamHandle *ncclParamHandle_t;
+
 /* cudaStream_t as an opaque pointer: no CUDA headers needed. */
 #ifndef NCG_HAVE_CUDA_STREAM_T
 typedef struct CUstream_st *cudaStream_t;
 #endif
 
-/* The host API, in nccl.h's order. Each has a strong pnccl twin in the real library. */
+/* The host API of 2.30.7 (2.28's plus the functions added since), in nccl.h's order. Each has a
+ * strong pnccl twin in the real library. */
 #define NCG_DECLARE_BOTH(ret, name, params)                                                        \
     ret name params;                                                                               \
     ret p##name params;
@@ -152,6 +175,10 @@ NCG_DECLARE_BOTH(ncclResult_t, ncclCommSplit,
 NCG_DECLARE_BOTH(ncclResult_t, ncclCommShrink,
                  (ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
                   ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags))
+NCG_DECLARE_BOTH(ncclResult_t, ncclCommGetUniqueId, (ncclComm_t comm, ncclUniqueId *uniqueId))
+NCG_DECLARE_BOTH(ncclResult_t, ncclCommGrow,
+                 (ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId, int rank,
+                  ncclComm_t *newcomm, ncclConfig_t *config))
 NCG_DECLARE_BOTH(ncclResult_t, ncclCommInitRankScalable,
                  (ncclComm_t * newcomm, int nranks, int myrank, int nId, ncclUniqueId *commIds,
                   ncclConfig_t *config))
@@ -165,9 +192,15 @@ NCG_DECLARE_BOTH(ncclResult_t, ncclCommUserRank, (const ncclComm_t comm, int *ra
 NCG_DECLARE_BOTH(ncclResult_t, ncclCommRegister,
                  (const ncclComm_t comm, void *buff, size_t size, void **handle))
 NCG_DECLARE_BOTH(ncclResult_t, ncclCommDeregister, (const ncclComm_t comm, void *handle))
+NCG_DECLARE_BOTH(ncclResult_t, ncclCommSuspend, (ncclComm_t comm, int flags))
+NCG_DECLARE_BOTH(ncclResult_t, ncclCommResume, (ncclComm_t comm))
+NCG_DECLARE_BOTH(ncclResult_t, ncclCommMemStats,
+                 (ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value))
 NCG_DECLARE_BOTH(ncclResult_t, ncclCommWindowRegister,
                  (ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags))
 NCG_DECLARE_BOTH(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t comm, ncclWindow_t win))
+NCG_DECLARE_BOTH(ncclResult_t, ncclWinGetUserPtr,
+                 (ncclComm_t comm, ncclWindow_t win, void **outUserPtr))
 NCG_DECLARE_BOTH(ncclResult_t, ncclRedOpCreatePreMulSum,
                  (ncclRedOp_t * op, void *scalar, ncclDataType_t datatype,
                   ncclScalarResidence_t residence, ncclComm_t comm))
@@ -205,9 +238,34 @@ NCG_DECLARE_BOTH(ncclResult_t, ncclSend,
 NCG_DECLARE_BOTH(ncclResult_t, ncclRecv,
                  (void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                   cudaStream_t stream))
+NCG_DECLARE_BOTH(ncclResult_t, ncclPutSignal,
+                 (const void *localbuff, size_t count, ncclDataType_t datatype, int peer,
+                  ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+                  unsigned int flags, ncclComm_t comm, cudaStream_t stream))
+NCG_DECLARE_BOTH(ncclResult_t, ncclSignal,
+                 (int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                  cudaStream_t stream))
+NCG_DECLARE_BOTH(ncclResult_t, ncclWaitSignal,
+                 (int nDesc, ncclWaitSignalDesc_t *signalDescs, ncclComm_t comm,
+                  cudaStream_t stream))
 NCG_DECLARE_BOTH(ncclResult_t, ncclGroupStart, (void))
 NCG_DECLARE_BOTH(ncclResult_t, ncclGroupEnd, (void))
 NCG_DECLARE_BOTH(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t * simInfo))
+NCG_DECLARE_BOTH(ncclResult_t, ncclParamBind, (ncclParamHandle_t * out, const char *key))
+NCG_DECLARE_BOTH(ncclResult_t, ncclParamGetI8, (ncclParamHandle_t h, int8_t *out))
+NCG_DECLARE_BOTH(ncclResult_t, ncclParamGetI16, (ncclParamHandle_t h, int16_t *out))
+NCG_DECLARE_BOTH(ncclResult_t, ncclParamGetI32, (ncclParamHandle_t h, int32_t *out))
+NCG_DECLARE_BOTH(ncclResult_t, ncclParamGetI64, (ncclParamHandle_t h, int64_t *out))
+NCG_DECLARE_BOTH(ncclResult_t, ncclParamGetU8, (ncclParamHandle_t h, uint8_t *out))
+NCG_DECLARE_BOTH(ncclResult_t, ncclParamGetU16, (ncclParamHandle_t h, uint16_t *out))
+NCG_DECLARE_BOTH(ncclResult_t, ncclParamGetU32, (ncclParamHandle_t h, uint32_t *out))
+NCG_DECLARE_BOTH(ncclResult_t, ncclParamGetU64, (ncclParamHandle_t h, uint64_t *out))
+NCG_DECLARE_BOTH(ncclResult_t, ncclParamGetStr, (ncclParamHandle_t h, const char **out))
+NCG_DECLARE_BOTH(ncclResult_t, ncclParamGet, (ncclParamHandle_t h, void *out, int maxLen, int *len))
+NCG_DECLARE_BOTH(ncclResult_t, ncclParamGetParameter,
+                 (const char *key, const char **value, int *valueLen))
+NCG_DECLARE_BOTH(ncclResult_t, ncclParamGetAllParameterKeys, (const char ***table, int *tableLen))
+NCG_DECLARE_BOTH(void, ncclParamDumpAll, (void))
 
 #undef NCG_DECLARE_BOTH
 

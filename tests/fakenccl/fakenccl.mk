@@ -4,7 +4,8 @@ FN_DIR := tests/fakenccl
 FN_OUT := $(BUILD)/fakenccl
 FN_LIB := $(FN_OUT)/libnccl.so.2
 FN_SRCS := $(FN_DIR)/fn_api.c $(FN_DIR)/fn_engine.c $(FN_DIR)/fn_dtype.c $(FN_DIR)/fn_id.c \
-  $(FN_DIR)/fn_async.c $(FN_DIR)/fn_stall.c $(FN_DIR)/fn_cuda.c $(FN_DIR)/fn_devapi.c
+  $(FN_DIR)/fn_async.c $(FN_DIR)/fn_stall.c $(FN_DIR)/fn_cuda.c $(FN_DIR)/fn_devapi.c \
+  $(FN_DIR)/fn_rma.c $(FN_DIR)/fn_param.c
 FN_OBJS := $(patsubst $(FN_DIR)/%.c,$(FN_OUT)/obj/%.o,$(FN_SRCS))
 FN_APP_LIBS := -L$(FN_OUT) -l:libnccl.so.2
 FN_REAL_NCCL_H := $(wildcard /usr/local/cuda/include/nccl.h)

@@ -88,13 +88,26 @@ static __thread ncclResult_t t_group_err;
 void fn_assign_seq(struct fn_op *op)
 {
     struct ncclComm *c = op->comm;
+    if (op->kind == FN_OP_WAITSIG) { /* NCCL's count: what every wait so far asked for */
+        uint64_t *e = &c->sig_expect[fn_sig_at(c, op->root, op->sig_idx, op->sig_ctx)];
+        op->seq = __atomic_add_fetch(e, op->count, __ATOMIC_RELAXED);
+        return;
+    }
     uint64_t *ctr = op->kind == FN_OP_COLL   ? &c->coll_issued
                     : op->kind == FN_OP_SEND ? &c->send_issued[op->root]
                     : op->kind == FN_OP_RECV ? &c->recv_issued[op->root]
+                    : op->kind == FN_OP_PUT  ? &c->put_issued[op->root]
                                              : NULL;
     /* atomic: a graph replay on a stream worker may take the next slot of the same comm */
     if (ctr)
         op->seq = __atomic_fetch_add(ctr, 1, __ATOMIC_RELAXED);
+}
+
+static ncclResult_t submit(const struct fn_op *op);
+ncclResult_t fn_submit(const struct fn_op *op);
+ncclResult_t fn_submit(const struct fn_op *op)
+{
+    return submit(op);
 }
 
 static ncclResult_t submit(const struct fn_op *op)
@@ -233,13 +246,25 @@ static ncclResult_t comm_usable(struct ncclComm *c)
     int e = atomic_load(&c->async_err);
     if (e != ncclSuccess)
         return (ncclResult_t)e;
+    if (c->suspended) {
+        fn_set_last_error("communicator is suspended (ncclCommSuspend)");
+        return ncclInvalidUsage;
+    }
     return ncclSuccess;
+}
+
+ncclResult_t fn_comm_usable(struct ncclComm *c);
+ncclResult_t fn_comm_usable(struct ncclComm *c)
+{
+    return comm_usable(c);
 }
 
 static void comm_free(struct ncclComm *c)
 {
     fn_seg_detach(c);
+    fn_rma_free(c);
     free(c->send_issued);
+    free(c->sig_recv);
     c->magic = 0;
     free(c);
 }
@@ -287,11 +312,22 @@ static ncclResult_t comm_create(struct ncclComm **out, int nranks, int rank, uin
     c->send_done = c->send_issued + nranks;
     c->recv_issued = c->send_issued + 2 * nranks;
     c->recv_done = c->send_issued + 3 * nranks;
+    size_t nsig = (size_t)nranks * FN_SIG_IDX * FN_SIG_CTX;
+    c->sig_recv = calloc(2 * nsig + 2 * (size_t)nranks, sizeof(uint64_t));
+    if (!c->sig_recv) {
+        free(c->send_issued);
+        free(c);
+        return ncclSystemError;
+    }
+    c->sig_expect = c->sig_recv + nsig;
+    c->put_issued = c->sig_recv + 2 * nsig;
+    c->put_done = c->put_issued + nranks;
     int rc = fn_seg_attach(c);
     if (rc != 0) {
         fn_set_last_error("cannot join communicator segment %s: %s", c->shm_name,
                           rc == -EADDRINUSE ? "rank already taken" : strerror(-rc));
         free(c->send_issued);
+        free(c->sig_recv);
         free(c);
         return rc == -EADDRINUSE ? ncclInvalidUsage : ncclSystemError;
     }
@@ -527,6 +563,137 @@ FN_API ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksList, int 
     return r;
 }
 FN_ALIAS(ncclCommShrink);
+
+/* ---- grow (2.30): NCCL's ids and hashes, so every member agrees without talking ---- */
+
+/* The grow id's magic for the n-th grow (1-based) of comm hash h: the root's
+ * ncclCommGetUniqueId and every existing member compute it (NCCL: hashCombine(magic,
+ * childCount)); the new ranks read it from the id. Never NCCL_COMM_ID's fixed magic. */
+static uint64_t grow_magic(uint64_t h, uint64_t n)
+{
+    uint64_t m = mix64(mix64(h, 0x47524f57 /* GROW */), n);
+    return m == NCG_NCCL_COMM_ID_MAGIC ? m + 1 : m;
+}
+
+FN_API ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *uniqueId)
+{
+    ncclResult_t r = comm_usable(comm);
+    if (r != ncclSuccess)
+        return r;
+    if (!uniqueId)
+        return ncclInvalidArgument;
+    if ((r = pncclGetUniqueId(uniqueId)) != ncclSuccess) /* the root's address, zeroed tail */
+        return r;
+    uint64_t m = grow_magic(comm->hash, comm->grow_count + 1);
+    memcpy(uniqueId->internal, &m, sizeof m);
+    return ncclSuccess;
+}
+FN_ALIAS(ncclCommGetUniqueId);
+
+/* Existing ranks: comm, rank -1 (they keep theirs), the id on the root only; new ranks: no
+ * comm, the id and their rank. The grown comm is a new one of nRanks members. */
+FN_API ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId,
+                                  int rank, ncclComm_t *newcomm, ncclConfig_t *config)
+{
+    if (!newcomm || nRanks <= 0)
+        return ncclInvalidArgument;
+    *newcomm = NULL;
+    uint64_t magic;
+    int myrank, blocking, cudev;
+    if (comm) {
+        ncclResult_t r = comm_usable(comm);
+        if (r != ncclSuccess)
+            return r;
+        if (nRanks <= comm->nranks || rank != -1) {
+            fn_set_last_error("ncclCommGrow: existing ranks pass rank -1 and more than %d ranks",
+                              comm->nranks);
+            return ncclInvalidArgument;
+        }
+        fn_async_drain(comm); /* the parent's queued work first, as for split */
+        magic = grow_magic(comm->hash, ++comm->grow_count);
+        if (uniqueId && memcmp(uniqueId->internal, &magic, sizeof magic) != 0) {
+            fn_set_last_error("ncclCommGrow: magic mismatch computed by the root");
+            return ncclInvalidArgument;
+        }
+        myrank = comm->rank;
+        blocking = config_blocking(config, comm->blocking);
+        cudev = comm->cudev;
+    } else {
+        if (!uniqueId || rank < 0 || rank >= nRanks) {
+            fn_set_last_error("ncclCommGrow: new ranks pass the id and a rank below %d", nRanks);
+            return ncclInvalidArgument;
+        }
+        memcpy(&magic, uniqueId->internal, sizeof magic);
+        myrank = rank;
+        blocking = config_blocking(config, 1);
+        cudev = env_int("LOCAL_RANK", 0);
+    }
+    struct ncclComm *c;
+    ncclResult_t r =
+        comm_create(&c, nRanks, myrank, mix64(magic, (uint64_t)nRanks), blocking, cudev);
+    if (r != ncclSuccess)
+        return r;
+    *newcomm = c;
+    r = comm_finish_init(c);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        fn_comm_unref(c);
+        *newcomm = NULL;
+    }
+    return r;
+}
+FN_ALIAS(ncclCommGrow);
+
+/* ---- suspend / resume / memory statistics (2.30) ---- */
+
+FN_API ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags)
+{
+    (void)flags; /* NCCL_SUSPEND_MEM: nothing to release on the CPU */
+    ncclResult_t r = comm_usable(comm);
+    if (r != ncclSuccess)
+        return r;
+    fn_async_drain(comm); /* its work completes first */
+    comm->suspended = 1;
+    return ncclSuccess;
+}
+FN_ALIAS(ncclCommSuspend);
+
+FN_API ncclResult_t pncclCommResume(ncclComm_t comm)
+{
+    if (!comm_ok(comm))
+        return ncclInvalidArgument;
+    if (!comm->suspended) {
+        fn_set_last_error("ncclCommResume: communicator is not suspended");
+        return ncclInvalidUsage;
+    }
+    comm->suspended = 0;
+    return ncclSuccess;
+}
+FN_ALIAS(ncclCommResume);
+
+/* The segment stands for NCCL's suspendable device memory, the comm object for the rest. */
+FN_API ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value)
+{
+    if (!comm_ok(comm) || !value)
+        return ncclInvalidArgument;
+    uint64_t seg = comm->suspended || !comm->hdr ? 0 : comm->hdr->total;
+    uint64_t persist = sizeof *comm;
+    switch (stat) {
+    case ncclStatGpuMemSuspend:
+        *value = seg;
+        return ncclSuccess;
+    case ncclStatGpuMemSuspended:
+        *value = (uint64_t)comm->suspended;
+        return ncclSuccess;
+    case ncclStatGpuMemPersist:
+        *value = persist;
+        return ncclSuccess;
+    case ncclStatGpuMemTotal:
+        *value = seg + persist;
+        return ncclSuccess;
+    }
+    return ncclInvalidArgument;
+}
+FN_ALIAS(ncclCommMemStats);
 
 FN_API ncclResult_t pncclCommFinalize(ncclComm_t comm)
 {
@@ -867,26 +1034,6 @@ FN_API ncclResult_t pncclCommDeregister(const ncclComm_t comm, void *handle)
     return comm_ok(comm) ? ncclSuccess : ncclInvalidArgument;
 }
 FN_ALIAS(ncclCommDeregister);
-
-FN_API ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
-                                            ncclWindow_t *win, int winFlags)
-{
-    (void)buff;
-    (void)size;
-    (void)winFlags;
-    if (!comm_ok(comm) || !win)
-        return ncclInvalidArgument;
-    *win = (ncclWindow_t)comm; /* opaque token */
-    return ncclSuccess;
-}
-FN_ALIAS(ncclCommWindowRegister);
-
-FN_API ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
-{
-    (void)win;
-    return comm_ok(comm) ? ncclSuccess : ncclInvalidArgument;
-}
-FN_ALIAS(ncclCommWindowDeregister);
 
 FN_API ncclResult_t pncclMemAlloc(void **ptr, size_t size)
 {

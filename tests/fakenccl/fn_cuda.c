@@ -95,7 +95,7 @@ static void op_bytes(const struct fn_op *op, size_t *sb, size_t *rb)
     size_t e = fn_dtype_size(op->dtype) * op->count, n = (size_t)op->comm->nranks;
     int root = op->comm->rank == op->root;
     *sb = *rb = 0;
-    if (op->kind == FN_OP_SEND) {
+    if (op->kind == FN_OP_SEND || op->kind == FN_OP_PUT) {
         *sb = e;
         return;
     }
@@ -103,6 +103,8 @@ static void op_bytes(const struct fn_op *op, size_t *sb, size_t *rb)
         *rb = e;
         return;
     }
+    if (op->kind == FN_OP_WAITSIG)
+        return; /* puts land in host windows (fn_rma.c) */
     switch (op->fn) {
     case FN_ALLREDUCE:
         *sb = *rb = e;

@@ -86,6 +86,7 @@ int fn_seg_attach(struct ncclComm *c)
     int n = c->nranks;
     size_t stage = env_bytes("FAKENCCL_STAGE_BYTES", FN_DEFAULT_STAGE, 64);
     size_t pairb = env_bytes("FAKENCCL_P2P_BYTES", FN_DEFAULT_PAIR, 64);
+    size_t putb = align_up(env_bytes("FAKENCCL_PUT_BYTES", 64 * 1024, 256), FN_CACHELINE);
     stage = align_up(stage < (size_t)n * 8 ? (size_t)n * 8 : stage, FN_CACHELINE);
     pairb = align_up(pairb, FN_CACHELINE);
     struct fn_seg_hdr h0 = {0};
@@ -98,7 +99,10 @@ int fn_seg_attach(struct ncclComm *c)
     h0.off_stage = align_up(h0.off_ranks + (size_t)n * sizeof(struct fn_rank_area), 4096);
     h0.off_pairs = h0.off_stage + (size_t)n * 2 * stage;
     h0.off_pair_data = align_up(h0.off_pairs + (size_t)n * n * sizeof(struct fn_pair), 4096);
-    h0.total = h0.off_pair_data + (size_t)n * n * pairb;
+    h0.put_bytes = putb;
+    h0.off_mbox = align_up(h0.off_pair_data + (size_t)n * n * pairb, 4096);
+    h0.off_mbox_data = align_up(h0.off_mbox + (size_t)n * n * sizeof(struct fn_mbox), 4096);
+    h0.total = h0.off_mbox_data + (size_t)n * n * putb;
 
     int creator = 1;
     int fd = shm_open(c->shm_name, O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -156,6 +160,8 @@ int fn_seg_attach(struct ncclComm *c)
     c->stage = (unsigned char *)m + h->off_stage;
     c->pairs = (struct fn_pair *)((unsigned char *)m + h->off_pairs);
     c->pair_data = (unsigned char *)m + h->off_pair_data;
+    c->mbox = (struct fn_mbox *)((unsigned char *)m + h->off_mbox);
+    c->mbox_data = (unsigned char *)m + h->off_mbox_data;
     struct fn_rank_area *me = &c->ranks[c->rank];
     uint32_t zero = 0;
     if (!atomic_compare_exchange_strong(&me->joined, &zero, 1)) {
@@ -504,6 +510,10 @@ const char *fn_op_name(const struct fn_op *op)
         return "ncclRecv";
     case FN_OP_JOIN:
         return "ncclCommInitRank";
+    case FN_OP_PUT:
+        return op->win < 0 ? "ncclSignal" : "ncclPutSignal";
+    case FN_OP_WAITSIG:
+        return "ncclWaitSignal";
     default:
         return op->fn > 0 && op->fn <= FN_SPLIT ? coll[op->fn] : "?";
     }
@@ -522,6 +532,10 @@ static void watchdog_line(const struct fn_op *op, double waited)
     if (op->kind == FN_OP_SEND || op->kind == FN_OP_RECV)
         snprintf(what, sizeof what, "%s %s peer %d message %llu", fn_op_name(op),
                  op->kind == FN_OP_SEND ? "to" : "from", op->root, (unsigned long long)op->seq);
+    else if (op->kind == FN_OP_PUT || op->kind == FN_OP_WAITSIG)
+        snprintf(what, sizeof what, "%s %s peer %d signal %llu", fn_op_name(op),
+                 op->kind == FN_OP_PUT ? "to" : "from", op->root,
+                 (unsigned long long)op->seq + (op->kind == FN_OP_PUT));
     else if (op->kind == FN_OP_JOIN)
         snprintf(what, sizeof what, "%s (waiting for the other ranks to join)", fn_op_name(op));
     else
@@ -546,6 +560,10 @@ static int op_progress(struct fn_op *op)
         return send_progress(op);
     case FN_OP_RECV:
         return recv_progress(op);
+    case FN_OP_PUT:
+        return fn_put_progress(op);
+    case FN_OP_WAITSIG:
+        return fn_wait_progress(op);
     default:
         op->done = 1;
         return 1;

@@ -17,9 +17,12 @@
     extern __typeof(p##name) name __attribute__((weak, alias("p" #name), visibility("default")))
 
 #define FN_SEG_MAGIC 0x47455343434e4b46ull /* "FKNCCSEG" little-endian */
-#define FN_SEG_VERSION 1u
+#define FN_SEG_VERSION 2u                  /* 2: put mailboxes (one-sided signals, fn_rma.c) */
 #define FN_CACHELINE 64
 #define FN_MAX_USER_OPS 64
+#define FN_MAX_WINDOWS 256 /* windows registered on one comm over its life */
+#define FN_SIG_IDX 8       /* signal indices 0..7 (NCCL 2.30 takes 0 only) */
+#define FN_SIG_CTX 4       /* contexts 0..3 (NCCL 2.30 takes 0 only) */
 
 /* Collective function codes carried in a round descriptor; equal codes must meet. */
 enum fn_fn {
@@ -64,12 +67,22 @@ struct fn_pair {
     char pad[FN_CACHELINE - 40];
 };
 
+/* One ordered (sender, receiver) put mailbox: entries (struct fn_put_hdr, then its bytes padded
+ * to 8) the sender appends and the receiver applies to its window, in order (fn_rma.c). */
+struct fn_mbox {
+    _Atomic uint64_t head; /* bytes appended by the sender, ever */
+    _Atomic uint64_t tail; /* bytes applied by the receiver, ever */
+    char pad[FN_CACHELINE - 16];
+};
+
 struct fn_seg_hdr {
     uint64_t magic;
     uint32_t version, nranks;
     uint64_t stage_bytes; /* per rank and parity */
     uint64_t pair_bytes;  /* ring capacity per ordered pair */
     uint64_t off_ranks, off_stage, off_pairs, off_pair_data, total;
+    uint64_t put_bytes; /* mailbox capacity per ordered pair */
+    uint64_t off_mbox, off_mbox_data;
     _Atomic uint32_t ready; /* set by the creator once the header is valid */
     _Atomic uint32_t joined_count;
     _Atomic uint32_t unlink_count; /* ranks that saw the full join; the last unlinks the name */
@@ -112,10 +125,30 @@ struct ncclComm {
     _Atomic int dead;         /* destroyed or aborted: graph replays of it skip */
     int finalized;
     struct fn_user_op uops[FN_MAX_USER_OPS];
+    /* one-sided (fn_rma.c): windows by registration order, equal on every rank */
+    struct fn_mbox *mbox;
+    unsigned char *mbox_data;
+    struct fn_window *wins[FN_MAX_WINDOWS];
+    int nwins;
+    uint64_t *put_issued, *put_done; /* per peer: puts/signals, FIFO per (me, peer) */
+    uint64_t *sig_recv;              /* per (peer, sigIdx, ctx): signals applied here */
+    uint64_t *sig_expect; /* per (peer, sigIdx, ctx): signals the waits issued so far expect */
+    uint64_t grow_count;  /* ncclCommGrow calls on this comm */
+    int suspended;        /* ncclCommSuspend'ed: calls refused until ncclCommResume */
 };
+
+/* A registered window: the handle ncclCommWindowRegister returns. */
+struct fn_window {
+    uint64_t magic;
+    struct ncclComm *comm;
+    int index; /* registration order on comm: names the same window on every rank */
+    void *buff;
+    size_t size;
+};
+#define FN_WIN_MAGIC 0x4e49574b414646ull
 #define FN_COMM_MAGIC 0x4d4d4f434b414646ull
 
-enum fn_kind { FN_OP_COLL = 1, FN_OP_SEND, FN_OP_RECV, FN_OP_JOIN };
+enum fn_kind { FN_OP_COLL = 1, FN_OP_SEND, FN_OP_RECV, FN_OP_JOIN, FN_OP_PUT, FN_OP_WAITSIG };
 
 /* One pending operation (a call, or one call of a group). */
 struct fn_op {
@@ -127,9 +160,13 @@ struct fn_op {
     size_t count;
     ncclDataType_t dtype;
     ncclRedOp_t op;
-    int root;            /* root for collectives, peer for p2p */
-    uint64_t seq;        /* collective slot, or message index on the (me, peer) channel */
-    cudaStream_t stream; /* where the work runs in asynchronous mode */
+    int root;             /* root for collectives, peer for p2p */
+    uint64_t seq;         /* collective slot, or message index on the (me, peer) channel; a
+                             wait's signal count to reach */
+    int sig_idx, sig_ctx; /* put / signal / wait: the signal's index and context */
+    int win;              /* put: the peer's window (registration index), -1 signal only */
+    size_t win_off;       /* put: byte offset in it */
+    cudaStream_t stream;  /* where the work runs in asynchronous mode */
     /* progress state */
     int state, done;
     uint64_t chunk, nchunks, elems_per_chunk, blk;
@@ -202,6 +239,20 @@ int fn_cuda_on(void);
  * thread; blocks like fn_run plus the stream synchronizations; allocates (a per-thread block,
  * reused). */
 ncclResult_t fn_cuda_run(const struct fn_op *ops, int nops);
+
+/* --- fn_rma.c: windows, ncclPutSignal / ncclSignal / ncclWaitSignal --- */
+/* Progress a put/signal (FN_OP_PUT) or a wait (FN_OP_WAITSIG); 1 when it progressed. The comm's
+ * driving thread; no blocking, no allocation. */
+int fn_put_progress(struct fn_op *op);
+int fn_wait_progress(struct fn_op *op);
+/* Index of (peer, sigIdx, ctx) in sig_recv / sig_expect. */
+static inline size_t fn_sig_at(const struct ncclComm *c, int peer, int idx, int ctx)
+{
+    (void)c;
+    return ((size_t)peer * FN_SIG_IDX + (size_t)idx) * FN_SIG_CTX + (size_t)ctx;
+}
+/* Free c's windows (comm teardown). */
+void fn_rma_free(struct ncclComm *c);
 
 /* --- fn_api.c --- */
 /* Take op's slot (collective) or message index (p2p) on its comm now. Any thread; atomic. */

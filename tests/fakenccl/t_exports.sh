@@ -1,5 +1,6 @@
 # The fake exports exactly the genuine libnccl.so.2's host API (nccl.h, and the host side of the
-# device API in nccl_device/*.h, ncclDevCommCreate & co.): every ncclX weak and
+# device API in nccl_device/*.h, ncclDevCommCreate & co.) plus the functions of 2.30.7's nccl.h
+# the genuine library lacks (api.def's): every ncclX weak and
 # every pncclX strong at the same address. Skipped when the genuine library is absent.
 . "$NCG_ROOT/tests/fakenccl/lib.sh"
 real=/usr/local/cuda/lib64/libnccl.so.2
@@ -15,6 +16,15 @@ api=$( { grep -oE '\bp?nccl[A-Za-z]+[[:space:]]*\(' "$hdr"
            grep -oE '\bnccl[A-Za-z0-9]+[[:space:]]*\(' | sed 's/^/p/; p; s/^p//'
        } | tr -d ' (' | sort -u)
 want=$(syms "$real" | awk 'NR==FNR {a[$1]=1; next} ($2 in a)' <(echo "$api") -)
+# plus what nccl.h gained up to 2.30.7 (interpose/shim/api.def lists every function of it; the
+# genuine library here may be older): each one ncclX and pnccl, as the fake defines them
+api_def=$NCG_ROOT/interpose/shim/api.def
+newer=$(sed -n 's/^NCG_API([^,]*, *\(nccl[A-Za-z0-9]*\),.*/\1/p' "$api_def" | sort -u |
+  comm -23 - <(syms "$real" | awk '{print $2}' | grep '^nccl' | sort -u))
+got_newer=$(syms "$fake" | awk 'NR==FNR {a[$1]=1; a["p" $1]=1; next} ($2 in a)' <(echo "$newer") -)
+[ "$(echo "$got_newer" | awk '{print $2}' | grep -c '^nccl')" = "$(echo "$newer" | grep -c .)" ] ||
+  fail "the fake lacks functions of api.def newer than the genuine library: $newer"
+want=$(printf '%s\n%s\n' "$want" "$got_newer" | grep . | sort -k2)
 got=$(syms "$fake")
 [ -n "$want" ] || fail "no API symbols found in $real"
 if [ "$want" != "$got" ]; then
