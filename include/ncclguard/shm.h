@@ -90,7 +90,8 @@ enum ncg_comm_origin {
     NCG_ORIGIN_ROOT = 1,
     NCG_ORIGIN_SPLIT = 2,
     NCG_ORIGIN_SHRINK = 3,
-    NCG_ORIGIN_INITALL = 4
+    NCG_ORIGIN_INITALL = 4,
+    NCG_ORIGIN_GROW = 5 /* ncclCommGrow (2.30): the parent's members and new ranks */
 };
 
 /* Where a SLOW rank is late (ncg_shm_comm.slow_side). */

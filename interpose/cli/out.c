@@ -62,7 +62,8 @@ const char *ncg_cli_origin_name(unsigned o)
     static const char *const names[] = {[NCG_ORIGIN_ROOT] = "root",
                                         [NCG_ORIGIN_SPLIT] = "split",
                                         [NCG_ORIGIN_SHRINK] = "shrink",
-                                        [NCG_ORIGIN_INITALL] = "initall"};
+                                        [NCG_ORIGIN_INITALL] = "initall",
+                                        [NCG_ORIGIN_GROW] = "grow"};
     return name_in(names, sizeof names / sizeof *names, o);
 }
 

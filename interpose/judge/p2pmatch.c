@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "p2pmatch.h"
+#include "sigmatch.h"
 #include "verdict.h"
 
 #define P2PM_BUCKETS 1024u
@@ -18,6 +19,24 @@ static uint32_t p2pm_hash(int32_t s, int32_t d, uint64_t k)
     uint64_t h = ((uint64_t)(uint32_t)s * 0x9e3779b97f4a7c15ull) ^
                  ((uint64_t)(uint32_t)d * 0xc2b2ae3d27d4eb4full) ^ (k * 0x165667b19e3779f9ull);
     return (uint32_t)(h >> 40) % P2PM_BUCKETS;
+}
+
+/* A signal wait's match: the earlier signals it counted were sent and are waited for; drop
+ * those still held so they do not wait 60 s for a wait of their own (none comes). */
+static void drop_counted(struct ncg_p2pm *t, int32_t src, int32_t dst, const struct ncg_p2p_rec *r)
+{
+    uint64_t lo, hi;
+    ncg_sig_wait_span(r, &lo, &hi);
+    for (uint64_t k = lo; k < hi && t->n; k++)
+        for (struct ncg_p2pm_node **pp = &t->bucket[p2pm_hash(src, dst, k)], *e; (e = *pp);
+             pp = &e->next)
+            if (e->e.src == src && e->e.dst == dst && e->e.rec.seq == k &&
+                e->e.rec.func == NCG_F_SEND) {
+                *pp = e->next;
+                free(e);
+                t->n--;
+                break;
+            }
 }
 
 int ncg_p2pm_add(struct ncg_p2pm *t, int32_t me, uint32_t nranks, const struct ncg_p2p_rec *r,
@@ -40,12 +59,14 @@ int ncg_p2pm_add(struct ncg_p2pm *t, int32_t me, uint32_t nranks, const struct n
     if (e) {
         if (e->e.rec.func == r->func)
             return NCG_P2PM_DUP;
-        int differ = e->e.rec.count != r->count || e->e.rec.dtype != r->dtype;
+        int differ = !ncg_sig_pair(&e->e.rec, r) &&
+                     (e->e.rec.count != r->count || e->e.rec.dtype != r->dtype);
         pair[send ? 0 : 1] = mine;
         pair[send ? 1 : 0] = e->e;
         *pp = e->next;
         free(e);
         t->n--;
+        drop_counted(t, mine.src, mine.dst, &pair[1].rec);
         return differ ? NCG_P2PM_DIFFER : NCG_P2PM_EQUAL;
     }
     pair[0] = mine;

@@ -1,5 +1,7 @@
 /* Point-to-point matching (docs/checker.md, P2P MISMATCH): the k-th send from rank S to rank D
- * must agree with the k-th recv at D from S on count and dtype. A table holds records by
+ * must agree with the k-th recv at D from S on count and dtype (one-sided signals: the k-th
+ * signal from S to D on a channel with the wait that needs it, judge/sigmatch.h; a wait's match
+ * also drops the earlier signals it counted). A table holds records by
  * (S, D, k) until the other side arrives or they are taken out by age. One table per
  * communicator, in the flat coordinator (coord.c) and in every relay of the tree (relay.c),
  * which forwards what it could not match to its parent. Pure: no I/O, threads or clock. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "ncclguard/shm.h"
 #include "verdict.h"
+#include "ncclguard/signal.h"
 #include "wire_io.h"
 
 struct ncg_verdict *ncg_verdict_new(uint32_t nranks)
@@ -157,6 +158,19 @@ char *ncg_call_format(const struct ncg_call *c, char *buf, size_t cap)
 {
     if (c->func == NCG_F_COMMSPLIT) { /* only the function is compared */
         snprintf(buf, cap, "%s()", ncg_v_func_name(c->func));
+        return buf;
+    }
+    if ((c->func == NCG_F_SEND || c->func == NCG_F_RECV) && ncg_sig_is(c->seq)) {
+        /* a one-sided signal's record (include/ncclguard/signal.h) */
+        if (c->func == NCG_F_SEND)
+            snprintf(buf, cap, "Signal(peer=%d, sigIdx=%d, ctx=%d, signal #%" PRIu64 ")", c->root,
+                     ncg_sig_idx_of(c->seq), ncg_sig_ctx_of(c->seq), ncg_sig_k(c->seq) + 1);
+        else
+            snprintf(buf, cap,
+                     "WaitSignal(signals=%" PRIu64 ", peer=%d, sigIdx=%d, ctx=%d, up to #%" PRIu64
+                     ")",
+                     c->count, c->root, ncg_sig_idx_of(c->seq), ncg_sig_ctx_of(c->seq),
+                     ncg_sig_k(c->seq) + 1);
         return buf;
     }
     int n = snprintf(buf, cap, "%s(count=%" PRIu64 ", %s", ncg_v_func_name(c->func), c->count,

@@ -217,9 +217,9 @@ static struct ncg_comm *ncg_comm_add(ncclComm_t h, uint64_t id, uint64_t parent_
         ncg_comm_announce(c);
     }
     ncg_libver_check(rank); /* the first comm: which NCCL, and what it has that we don't know */
-    static const char *const origin_name[] = {"?", "root", "split", "shrink", "initall"};
+    static const char *const origin_name[] = {"?", "root", "split", "shrink", "initall", "grow"};
     ncg_debug(2, "comm %p id %016llx origin %s rank %d/%d%s", (void *)h, (unsigned long long)id,
-              origin < 5 ? origin_name[origin] : "?", rank, nranks,
+              origin < 6 ? origin_name[origin] : "?", rank, nranks,
               ready ? "" : " (rank known once ready)");
     return c;
 }
@@ -350,6 +350,17 @@ ncclResult_t ncg_hook_ncclCommInitAll(ncclComm_t *comm, int ndev, const int *dev
         if (comm[i])
             ncg_comm_add(comm[i], id, 0, NCG_ORIGIN_INITALL, i, ndev, NULL);
     return r;
+}
+
+struct ncg_comm *ncg_comm_find(ncclComm_t h)
+{
+    return ncg_comm_lookup(h);
+}
+
+struct ncg_comm *ncg_comm_track(ncclComm_t h, uint64_t id, uint64_t parent_id, uint32_t origin,
+                                int32_t rank, int32_t nranks, const ncclUniqueId *root_uid)
+{
+    return ncg_comm_add(h, id, parent_id, origin, rank, nranks, root_uid);
 }
 
 /* A child of parent p: complete now when NCCL already knows rank and size, else pending. */
@@ -530,6 +541,11 @@ int ncg_record_coll(void *pc, uint32_t func, size_t count, int dtype, int op, in
     return 0;
 }
 
+struct ncg_comm *ncg_comm_usable(ncclComm_t comm, int *rc)
+{
+    return ncg_comm_for_call(comm, rc);
+}
+
 int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, ncclComm_t comm,
                    void *stream)
 {
@@ -542,9 +558,16 @@ int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, n
         return 0; /* NCCL rejects a bad peer: nothing to pair */
     uint64_t *ctr = func == NCG_F_SEND ? &c->p2p_send[peer] : &c->p2p_recv[peer];
     uint64_t k = ck_pr_faa_64(ctr, 1); /* k-th send to / recv from this peer */
+    ncg_p2p_put(c, pc, k, func, count, dtype, peer, stream);
+    return 0;
+}
+
+void ncg_p2p_put(struct ncg_comm *c, void *pc, uint64_t k, uint32_t func, size_t count, int dtype,
+                 int peer, void *stream)
+{
     struct ncg_shm_comm *s = c->shm;
     if (!s)
-        return 0;
+        return;
     uint64_t now = ncg_coarse_ns(); /* the record's timestamp: coarse (clock.h) */
     uint64_t idx = ck_pr_faa_64(&s->p2p_seq, 1);
     int grouped = ncg_tls.group > 0;
@@ -561,5 +584,4 @@ int ncg_record_p2p(void *pc, uint32_t func, size_t count, int dtype, int peer, n
         ncg_tls.done_cev = &c->cev[1];
     }
     ck_pr_store_64(&s->last_ns, now);
-    return 0;
 }

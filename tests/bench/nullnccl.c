@@ -353,4 +353,29 @@ API ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t *i)
 #define NULL_ALIAS_ncclGroupStart ALIAS
 #define NULL_ALIAS_ncclGroupEnd ALIAS
 #define NULL_ALIAS_ncclGroupSimulateEnd ALIAS
+/* NCCL 2.30's additions: absent from the null library (an older NCCL's case). */
+#define NULL_ABSENT(ret, name, params)
+#define NULL_ALIAS_ncclCommGetUniqueId NULL_ABSENT
+#define NULL_ALIAS_ncclCommGrow NULL_ABSENT
+#define NULL_ALIAS_ncclCommSuspend NULL_ABSENT
+#define NULL_ALIAS_ncclCommResume NULL_ABSENT
+#define NULL_ALIAS_ncclCommMemStats NULL_ABSENT
+#define NULL_ALIAS_ncclWinGetUserPtr NULL_ABSENT
+#define NULL_ALIAS_ncclPutSignal NULL_ABSENT
+#define NULL_ALIAS_ncclSignal NULL_ABSENT
+#define NULL_ALIAS_ncclWaitSignal NULL_ABSENT
+#define NULL_ALIAS_ncclParamBind NULL_ABSENT
+#define NULL_ALIAS_ncclParamGetI8 NULL_ABSENT
+#define NULL_ALIAS_ncclParamGetI16 NULL_ABSENT
+#define NULL_ALIAS_ncclParamGetI32 NULL_ABSENT
+#define NULL_ALIAS_ncclParamGetI64 NULL_ABSENT
+#define NULL_ALIAS_ncclParamGetU8 NULL_ABSENT
+#define NULL_ALIAS_ncclParamGetU16 NULL_ABSENT
+#define NULL_ALIAS_ncclParamGetU32 NULL_ABSENT
+#define NULL_ALIAS_ncclParamGetU64 NULL_ABSENT
+#define NULL_ALIAS_ncclParamGetStr NULL_ABSENT
+#define NULL_ALIAS_ncclParamGet NULL_ABSENT
+#define NULL_ALIAS_ncclParamGetParameter NULL_ABSENT
+#define NULL_ALIAS_ncclParamGetAllParameterKeys NULL_ABSENT
+#define NULL_ALIAS_ncclParamDumpAll NULL_ABSENT
 #include "api.def"

@@ -60,7 +60,12 @@ $(CHK_OUT)/straggler_test: tests/checker/straggler_test.c tests/checker/check.h 
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/straggler_test.c $(call ncg_link,judge)
 
-TEST_BINS += $(CHK_OUT)/waitfor_test $(CHK_OUT)/straggler_test
+# One-sided signals in the p2p matcher (tests/checker/t_signals.sh).
+$(CHK_OUT)/signal_test: tests/checker/signal_test.c tests/checker/check.h $(call ncg_a,judge)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/signal_test.c $(call ncg_link,judge)
+
+TEST_BINS += $(CHK_OUT)/waitfor_test $(CHK_OUT)/straggler_test $(CHK_OUT)/signal_test
 TEST_BINS += $(CHK_OUT)/unit $(CHK_OUT)/fuzz_wire $(CHK_OUT)/scen $(CHK_OUT)/rawconn \
              $(CHK_OUT)/failalloc.so
 
