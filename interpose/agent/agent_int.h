@@ -118,6 +118,7 @@ struct ncg_agent {
     struct ncg_rhost *rh;
     int rh_claim; /* __atomic: 0 -> 1 by whoever makes rh (one relay per process) */
     int have_rh;
+    int root_flat;             /* the root of a one-node tree: the ids' tails stay flat */
     struct ncg_tree root_tree; /* the root's layout, written into the ids' tails */
     /* exit handshake (under lk); the exit sequence and its flags in order: exit.c */
     int exiting, exit_done;

@@ -142,9 +142,10 @@ static int root_start_locked(uint32_t node, uint32_t nnodes, uint64_t tok)
     ncg_agent.root_tree.nnodes = nnodes;
     ncg_agent.root_tree.fanout = ncg_cfg.fanout;
     ncg_http_tree_start(h, node, 1, ncg_global_rank());
-    ncg_log("checking through a relay tree: %u nodes of %d ranks, fan-out %u%s", nnodes,
-            ncg_launch()->local_world, ncg_cfg.fanout,
-            ncg_cfg.http[0] ? "; status endpoint at the root and each node's relay" : "");
+    if (!ncg_agent.root_flat)
+        ncg_log("checking through a relay tree: %u nodes of %d ranks, fan-out %u%s", nnodes,
+                ncg_launch()->local_world, ncg_cfg.fanout,
+                ncg_cfg.http[0] ? "; status endpoint at the root and each node's relay" : "");
     __atomic_store_n(&ncg_agent.have_rh, 1, __ATOMIC_RELEASE);
     return 0;
 }
@@ -156,14 +157,18 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
     uint32_t node, nnodes;
     if (ncg_agent.root_tree.on) /* this process's earlier ids' tree */
         goto started;
-    if (!ncg_agent.have_srv && tree_wanted(&node, &nnodes)) {
+    if (!ncg_agent.have_srv) {
         uint64_t tok = 0;
         while (tok == 0)
             if (getrandom(&tok, sizeof tok, 0) != sizeof tok)
                 tok = (uint64_t)ncg_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+        if (!tree_wanted(&node, &nnodes))
+            goto flat; /* (issue #34: a root of one node, ncg_agent.root_flat, does the flat
+                          checker's job but for two status fields; not the default yet) */
         if (root_start_locked(node, nnodes, tok) == 0)
             goto started;
     }
+flat:
     if (__atomic_load_n(&ncg_agent.srv.failed, __ATOMIC_ACQUIRE)) {
         rc = -ENOMEM; /* it stopped: ids get no tail, their ranks run unguarded */
         goto out;
@@ -216,7 +221,7 @@ void ncg_channel_write_tail(unsigned char *uid, uint16_t port, uint64_t token)
 {
     struct ncg_idtail t = {.port = port, .token = token};
     pthread_mutex_lock(&ncg_agent.lk);
-    if (ncg_agent.root_tree.on && ncg_agent.token == token) {
+    if (ncg_agent.root_tree.on && !ncg_agent.root_flat && ncg_agent.token == token) {
         t.tree = 1;
         t.root_node = ncg_agent.root_tree.root_node;
         t.nnodes = ncg_agent.root_tree.nnodes;

@@ -88,11 +88,22 @@ void ncg_left_own_add(uint64_t id, uint64_t final)
     left_own[left_own_n++ % NCG_WIRE_MAX_COMMS] = (typeof(left_own[0])){id, final};
 }
 
+/* This process hosts the checker its ids name: the embedded coordinator, or a relay tree's
+ * root (a flat job's: a tree of one node). */
+static int hosts_checker(void)
+{
+    return ncg_srv_up() || (ncg_rh_up() && ncg_agent.root_tree.on);
+}
+
 /* This process's SHUTDOWN (exit_sd) to every client of its embedded checker, those still in
- * its listener's backlog and any that connects before the process is gone included. */
+ * its listener's backlog and any that connects before the process is gone included; a root
+ * leaves down its tree with it. */
 static void server_shutdown(void)
 {
-    ncg_server_farewell(&ncg_agent.srv, &exit_sd, ncg_now_ns());
+    if (ncg_srv_up())
+        ncg_server_farewell(&ncg_agent.srv, &exit_sd, ncg_now_ns());
+    else if (ncg_rh_up() && ncg_agent.root_tree.on)
+        ncg_rhost_leave(ncg_agent.rh, &exit_sd);
 }
 
 /* Tells the checker on link li that this process printed and reported comm_id's verdict. */
@@ -269,7 +280,7 @@ void ncg_exit_messages(uint8_t flags, int only_bye)
         if (ncg_agent.link[i].state == NCG_LINK_UP)
             ncg_link_send(&ncg_agent.link[i], &bye[i]);
     if (ncg_srv_up() && !only_bye)
-        server_shutdown();
+        server_shutdown(); /* (a root leaves in ncg_exit_tick / ncg_exit_finish) */
 }
 
 /* Bytes still queued on any live connection of ours. */
@@ -319,8 +330,8 @@ static int link_unregistered(void)
  * that). 1 while staying; once over, never again. One line when it lasts past STAY_SAY_NS. */
 static int stay_tick(struct ncg_exit_run *x, uint64_t now)
 {
-    if (x->stay_over || !ncg_srv_up() || __atomic_load_n(&ncg_agent.aborting, __ATOMIC_ACQUIRE) ||
-        ncg_ending())
+    if (x->stay_over || !hosts_checker() ||
+        __atomic_load_n(&ncg_agent.aborting, __ATOMIC_ACQUIRE) || ncg_ending())
         goto over;
     if (!x->stay_ns)
         x->stay_ns = x->join_ns = now;
@@ -330,9 +341,15 @@ static int stay_tick(struct ncg_exit_run *x, uint64_t now)
         return 1; /* past the first second (a healthy job's others leave within it), a view per
                      message is not needed: every 10 ms */
     x->eval_ns = now;
-    struct ncg_server_stay st;
-    if (ncg_server_stay(&ncg_agent.srv, (uint32_t)getpid(), now, &st) != 0)
+    struct ncg_host_stay st;
+    if (ncg_srv_up()) {
+        struct ncg_server_stay ss;
+        if (ncg_server_stay(&ncg_agent.srv, (uint32_t)getpid(), now, &ss) != 0)
+            goto over;
+        st = (struct ncg_host_stay){ss.procs, ss.unreg, ss.unknown, ss.self_pending, ss.newest_ns};
+    } else if (ncg_rhost_stay(ncg_agent.rh, (uint32_t)getpid(), now, &st) != 0) {
         goto over;
+    }
     if (st.newest_ns > x->join_ns)
         x->join_ns = st.newest_ns;
     uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
@@ -392,7 +409,7 @@ void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now)
             /* Other processes' exit releases held here: this process's SHUTDOWN and its
              * exit wait for them (their own deadlines bound it; so does hold_until_ns). The
              * same while the host of a checker stays for its clients (stay_tick). */
-            int hold = hosted_waiting(), stay = ncg_srv_up();
+            int hold = hosted_waiting(), stay = hosts_checker();
             ncg_exit_messages(0, hold || stay);
             if (hold || stay)
                 ncg_agent.sd_deferred = 1;
@@ -428,7 +445,7 @@ void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now)
      * little over an interval later): below it, the node's processes reattach. The root
      * waits for its children's next figures (a RANK EXITED of its own ranks is judged
      * there; after it, each client judges from the counts the root leaves with). */
-    if (x->sent && ncg_rh_up() && !(x->hold && ncg_agent.root_tree.on) &&
+    if (x->sent && ncg_rh_up() && !(x->hold && ncg_agent.root_tree.on) && !x->stay &&
         now >=
             x->sent_ns + (ncg_agent.root_tree.on ? 3 * x->interval : x->interval + x->interval / 2))
         ncg_rhost_leave(ncg_agent.rh, &exit_sd);

@@ -355,7 +355,8 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
         if (m->u.goodbye.flags & NCG_BYE_FAILED) {
             /* Not a death and not an exit: its ranks live on, only the checking stopped. The
              * process whose own checker failed has said so already. */
-            if (!__atomic_load_n(&ncg_agent.srv.failed, __ATOMIC_ACQUIRE))
+            if (!__atomic_load_n(&ncg_agent.srv.failed, __ATOMIC_ACQUIRE) &&
+                !(ncg_agent.root_tree.on && ncg_agent.rh && ncg_rhost_stopped(ncg_agent.rh)))
                 ncg_log("the checker at %s stopped (its process ran out of memory); running "
                         "unguarded",
                         l->name);

@@ -42,14 +42,7 @@ static void note_stale_counts(const struct ncg_coord *co, const struct ccomm *c,
             if (now - c->m[i].report_ns > oldest)
                 oldest = now - c->m[i].report_ns;
         }
-    if (n) {
-        char list[NCG_WIRE_STR];
-        size_t len = strlen(v->detail);
-        ncg_ranks_compact(r, n, list, sizeof list);
-        snprintf(v->detail + len, sizeof v->detail - len,
-                 "%scount%s of rank%s %s as last reported, up to %.1f s ago", len ? "; " : "",
-                 n > 1 ? "s" : "", n > 1 ? "s" : "", list, (double)oldest / 1e9);
-    }
+    ncg_v_note_stale(v, r, n, oldest);
     free(r);
 }
 

@@ -1,6 +1,7 @@
 /* The checker's verdicts from plain figures (verdicts.h), for the coordinator and the tree. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include "verdicts.h"
 #include "wire.h"
@@ -24,6 +25,26 @@ char *ncg_v_silent(char *buf, size_t cap, uint64_t silent_ns)
 {
     snprintf(buf, cap, "silent for %.1f s (frozen or unreachable)", (double)silent_ns / 1e9);
     return buf;
+}
+
+void ncg_v_note_stale(struct ncg_verdict *v, int32_t *ranks, size_t n, uint64_t oldest_ns)
+{
+    ncg_v_note_stale_buf(v->detail, sizeof v->detail, ranks, n, oldest_ns);
+}
+
+void ncg_v_note_stale_buf(char *buf, size_t cap, int32_t *ranks, size_t n, uint64_t oldest_ns)
+{
+    if (!n)
+        return;
+    char list[NCG_WIRE_STR];
+    size_t len = strlen(buf);
+    if (len >= cap)
+        return;
+    ncg_ranks_compact(ranks, n, list, sizeof list);
+    if (snprintf(buf + len, cap - len, "%scount%s of rank%s %s as last reported, up to %.1f s ago",
+                 len ? "; " : "", n > 1 ? "s" : "", n > 1 ? "s" : "", list,
+                 (double)oldest_ns / 1e9) < 0)
+        buf[len] = 0;
 }
 
 struct ncg_verdict *ncg_v_mismatch(const struct ncg_vcomm *c, uint64_t slot,

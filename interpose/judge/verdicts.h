@@ -30,6 +30,11 @@ struct ncg_vcomm {
 #define NCG_DIED_CLOSED "connection lost without goodbye"
 char *ncg_v_silent(char *buf, size_t cap, uint64_t silent_ns);
 
+/* Appends to v->detail that the counts of ranks[0..n) (sorted in place) are as last reported,
+ * up to oldest_ns ago (members that stopped reporting: their count is their last word). */
+void ncg_v_note_stale(struct ncg_verdict *v, int32_t *ranks, size_t n, uint64_t oldest_ns);
+/* The same note appended to the string buf of capacity cap. */
+void ncg_v_note_stale_buf(char *buf, size_t cap, int32_t *ranks, size_t n, uint64_t oldest_ns);
 /* MISMATCH at slot: calls(arg, v) fills v->calls (and v->subject: the ranks outside the largest
  * group); more: more distinct calls than could be gathered (the tree's answer groups). */
 struct ncg_verdict *ncg_v_mismatch(const struct ncg_vcomm *c, uint64_t slot,

@@ -653,9 +653,13 @@ void ncg_rhost_handle(struct ncg_rhost *h, const struct pollfd *pf, int n, uint6
     }
     ncg_relay_tick(h->r, now);
     if (ncg_relay_out_of_memory(h->r)) { /* its state is partial: no verdict from it */
-        ncg_log("the relay of node %u ran out of memory and stopped; the processes beneath it "
-                "run on unguarded",
-                h->p.node);
+        if (h->p.node == h->p.root_node)
+            ncg_log("the checker in this process ran out of memory and stopped; this job runs "
+                    "unguarded");
+        else
+            ncg_log("the relay of node %u ran out of memory and stopped; the processes beneath "
+                    "it run on unguarded",
+                    h->p.node);
         struct ncg_msg m = {.type = NCG_MSG_SHUTDOWN};
         m.u.goodbye.flags = NCG_BYE_FAILED;
         stop_with(h, &m);
@@ -701,6 +705,84 @@ int ncg_rhost_open_conns(const struct ncg_rhost *h)
     for (int i = 0; i < h->nc; i++)
         n += h->c[i].io.fd >= 0;
     return n;
+}
+
+/* ncg_rhost_stay's tally over the relay's view: per connection, 1 another process's that has
+ * not said its last goodbye, 2 the same holding an active rank (a child relay: with active
+ * ranks beneath it). */
+struct stay_scan {
+    uint32_t self;
+    uint64_t now;
+    uint8_t *conn;
+    uint32_t *pid;
+    int n, relays;
+    struct ncg_host_stay *st;
+};
+
+static void stay_conn(void *arg, const struct ncg_relay_conn_view *c)
+{
+    struct stay_scan *x = arg;
+    uint64_t since = x->now - (uint64_t)(c->connected_s * 1e9);
+    if (since > x->st->newest_ns)
+        x->st->newest_ns = since;
+    if (c->conn < 0 || c->conn >= x->n)
+        return;
+    if (c->relay) {
+        x->conn[c->conn] = 3;
+        x->relays++;
+    } else if (c->authed && c->pid == x->self) {
+        x->st->self_pending += !c->bye; /* our own goodbye not read yet */
+    } else if (!c->bye) {
+        x->conn[c->conn] = 1;
+        x->pid[c->conn] = c->pid;
+    }
+}
+
+static void stay_comm(void *arg, const struct ncg_relay_comm_view *c)
+{
+    struct stay_scan *x = arg;
+    uint32_t here = 0;
+    for (uint32_t i = 0; i < c->nhere; i++) {
+        const struct ncg_relay_rank_view *m = &c->here[i];
+        if (m->state != 1)
+            continue;
+        here++;
+        for (int k = 0; k < x->n; k++)
+            if (x->conn[k] == 1 && x->pid[k] == m->pid)
+                x->conn[k] = 2;
+    }
+    if (c->done)
+        return;
+    if (c->active > here) /* active ranks beneath child relays */
+        for (int k = 0; k < x->n; k++)
+            x->conn[k] = x->conn[k] == 3 ? 4 : x->conn[k];
+    int unknown = (int)(c->nranks - c->known);
+    if (unknown > x->st->unknown)
+        x->st->unknown = unknown;
+}
+
+int ncg_rhost_stay(struct ncg_rhost *h, uint32_t self_pid, uint64_t now, struct ncg_host_stay *st)
+{
+    memset(st, 0, sizeof *st);
+    if (!h->r || h->stopped || h->left)
+        return 0;
+    uint8_t *conn = calloc((size_t)h->nc + 1, 1);
+    uint32_t *pid = calloc((size_t)h->nc + 1, sizeof *pid);
+    if (!conn || !pid) {
+        free(conn);
+        free(pid);
+        return -ENOMEM;
+    }
+    struct stay_scan x = {self_pid, now, conn, pid, h->nc, 0, st};
+    struct ncg_relay_view_ops ops = {stay_conn, stay_comm, &x};
+    ncg_relay_view(h->r, now, &ops);
+    for (int i = 0; i < h->nc; i++) {
+        st->procs += conn[i] == 2 || conn[i] == 4;
+        st->unreg += conn[i] == 1;
+    }
+    free(conn);
+    free(pid);
+    return 0;
 }
 
 void ncg_rhost_leave(struct ncg_rhost *h, const struct ncg_msg *sd)

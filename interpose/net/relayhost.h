@@ -54,6 +54,17 @@ struct ncg_msg;
 void ncg_rhost_leave(struct ncg_rhost *h, const struct ncg_msg *sd);
 /* ncg_relay_left of the host's relay (the root's: for its SHUTDOWN). The checker thread. */
 size_t ncg_rhost_left(const struct ncg_rhost *h, uint64_t *ids, uint64_t *counts, size_t cap);
+/* The root's stay at its process's clean exit (agent/exit.c): other processes connected here
+ * that hold active ranks and have not said their last goodbye (procs), connected without one
+ * (unreg), the most ranks of a communicator without a verdict never registered (unknown), our
+ * own goodbye not read yet (self_pending), and when the newest connection came (newest_ns).
+ * Child relays with active ranks beneath count as procs. The checker thread; allocates a
+ * scratch array (0, or -ENOMEM). */
+struct ncg_host_stay {
+    int procs, unreg, unknown, self_pending;
+    uint64_t newest_ns;
+};
+int ncg_rhost_stay(struct ncg_rhost *h, uint32_t self_pid, uint64_t now, struct ncg_host_stay *st);
 /* 1 once the host has stopped (left, out of memory, or the root was lost): nothing to poll. */
 int ncg_rhost_stopped(const struct ncg_rhost *h);
 /* The status endpoint of this relay (status_tree.h) on spec ("HOST:PORT", port 0: any),

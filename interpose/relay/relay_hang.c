@@ -92,6 +92,61 @@ static const struct ncg_rgroup *stuck_call(const struct rcomm *c, uint64_t k)
     return NULL;
 }
 
+/* A kid of c holding comm rank rank as a client of this relay, or NULL. */
+static const struct rkid *client_kid(const struct rcomm *c, uint32_t rank)
+{
+    for (uint32_t i = 0; i < c->nk; i++)
+        if (!c->k[i].relay && c->k[i].rank == rank)
+            return &c->k[i];
+    return NULL;
+}
+
+/* STUCK's member lines where every rank of c is a client of this relay (a one-node tree's root):
+ * one line per member, where its thread is, and what its other communicators are doing. 0 when
+ * some rank lies beneath a child relay (nothing per rank is gathered from there). */
+static int member_lines(const struct ncg_relay *r, const struct rcomm *c, uint64_t k, char *b,
+                        size_t cap)
+{
+    char call[192];
+    for (uint32_t i = 0; i < c->nk; i++)
+        if (c->k[i].relay)
+            return 0;
+    for (uint32_t q = 0; q < c->nranks; q++)
+        if (!client_kid(c, q))
+            return 0;
+    for (uint32_t q = 0; q < c->nranks; q++) {
+        if (q == 16) {
+            ncg_addf(b, cap, "... %u more members\n", c->nranks - 16);
+            break;
+        }
+        const struct rkid *x = client_kid(c, q);
+        const struct rconn *cc = ncg_rl_conn_get(r, x->conn);
+        ncg_addf(b, cap, "rank %u (global %d%s%s): issued %" PRIu64 ", completed %" PRIu64, q,
+                 x->grank, cc ? ", " : "", cc ? cc->host : "", x->max, x->dmin);
+        if (x->dhi > x->dmin)
+            ncg_addf(b, cap, "-%" PRIu64 " (sampled)", x->dhi);
+        const struct ncg_wait_ent *w = ncg_rl_dl_wait_at(r, x->conn, c->id, q, k);
+        if (w)
+            ncg_addf(b, cap, ", thread %u in %s%s%s", w->tid,
+                     ncg_call_format(&w->call, call, sizeof call), w->site[0] ? " from " : "",
+                     w->site);
+        int others = 0;
+        for (size_t ci = 0; ci < r->ncomm; ci++) { /* its other comms (same process) */
+            const struct rcomm *o = r->comm[ci];
+            for (uint32_t j = 0; o != c && j < o->nk; j++) {
+                const struct rkid *y = &o->k[j];
+                if (y->relay || y->conn != x->conn || y->state != K_ACTIVE)
+                    continue;
+                ncg_addf(b, cap, "%s comm %016" PRIx64 " issued %" PRIu64 " completed %" PRIu64,
+                         others++ ? ";" : "; other comms:", o->id, y->max, y->dmin);
+                break;
+            }
+        }
+        ncg_addf(b, cap, "\n");
+    }
+    return 1;
+}
+
 /* coord_hang.c's STUCK over the tree, on aggregates: every rank known and active issued the
  * first slot some rank has not completed ([dmin, dhi] of the minima), it is verified identical
  * (rd.vc), and no completion (sampled; synchronous: nor issue) grew for stuck_warn_s. The
@@ -140,12 +195,28 @@ void ncg_rl_check_stuck(struct ncg_relay *r, struct rcomm *c, uint64_t now_ns)
     struct ncg_call call = g ? g->call : (struct ncg_call){0};
     call.seq = k;
     static const char tail[] = "each member's thread, call site and other communicators are not "
-                               "gathered through the relay tree (NCCLGUARD_TREE=off for them)\n";
+                               "gathered through the relay tree\n";
+    char *lines = malloc(NCG_WIRE_NOTES);
+    if (lines) {
+        lines[0] = 0;
+        if (!member_lines(r, c, k, lines, NCG_WIRE_NOTES))
+            snprintf(lines, NCG_WIRE_NOTES, "%s", tail);
+    }
     const char *site = g ? g->site : NULL;
-    struct ncg_stuck_fig s = {
-        k, khi, idle, due == 2, who, n, nat, nat >= c->nranks, g ? &call : NULL, site, tail};
+    struct ncg_stuck_fig s = {k,
+                              khi,
+                              idle,
+                              due == 2,
+                              who,
+                              n,
+                              nat,
+                              nat >= c->nranks,
+                              g ? &call : NULL,
+                              site,
+                              lines ? lines : tail};
     struct ncg_vcomm vc = ncg_rl_vcomm(c);
     struct ncg_verdict *v = ncg_v_stuck(&vc, &s);
+    free(lines);
     if (!v || !v->notes)
         ncg_rl_nomem(r);
     if (!v)

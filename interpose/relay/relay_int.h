@@ -310,6 +310,9 @@ void ncg_rl_slow_free(struct rcomm *c);
 
 /* relay_dl.c: DEADLOCK through the tree. */
 void ncg_rl_dl_free(struct ncg_relay *r);
+/* root: the blocked call its client on conn reported for rank of comm_id at slot k, or NULL */
+const struct ncg_wait_ent *ncg_rl_dl_wait_at(const struct ncg_relay *r, int conn, uint64_t comm_id,
+                                             uint32_t rank, uint64_t k);
 /* RASK (from the parent, or the root's own): every WAIT goes up for two intervals. */
 void ncg_rl_dl_ask(struct ncg_relay *r, uint64_t now_ns);
 /* A client's WAIT; a child relay's RWAIT. */

@@ -137,6 +137,32 @@ void ncg_rl_verdict_send_now(struct ncg_relay *r, struct rcomm *c, struct ncg_ve
 /* The root's verdict on c (takes v): decided now (its event line, and for an error no more
  * checking), sent once the figures gather fills its per-rank figures (relay_figs.c), then kept
  * for late members and sent down the whole tree. */
+/* Notes in v which of this relay's own client ranks of c stopped reporting five intervals and
+ * 1 s ago (their counts are their last word); ranks beneath child relays are not known here. */
+static void note_stale_counts(const struct ncg_relay *r, const struct rcomm *c,
+                              struct ncg_verdict *v)
+{
+    uint64_t now = r->now_ns, limit = 5ull * r->p.interval_ms * 1000000ull, oldest = 0;
+    if (limit < 1000000000ull)
+        limit = 1000000000ull;
+    int32_t *who = malloc(sizeof *who * (c->nk ? c->nk : 1));
+    size_t n = 0;
+    if (!who)
+        return;
+    for (uint32_t i = 0; i < c->nk; i++) {
+        const struct rkid *k = &c->k[i];
+        const struct rconn *cc = k->relay ? NULL : ncg_rl_conn_get(r, k->conn);
+        if (k->state != K_ACTIVE || !cc || !cc->h.last_rx_ns || now <= cc->h.last_rx_ns ||
+            now - cc->h.last_rx_ns <= limit)
+            continue;
+        who[n++] = (int32_t)k->rank;
+        if (now - cc->h.last_rx_ns > oldest)
+            oldest = now - cc->h.last_rx_ns;
+    }
+    ncg_v_note_stale(v, who, n, oldest);
+    free(who);
+}
+
 void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v)
 {
     char sum[512];
@@ -148,6 +174,7 @@ void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdi
         ncg_verdict_free(v);
         return;
     }
+    note_stale_counts(r, c, v);
     if (ncg_v_counted(v)) {
         v->nranks = c->nranks; /* the headline's "(N ranks)"; the summary reads no per-rank array */
         ncg_verdict_summary(v, sum, sizeof sum);

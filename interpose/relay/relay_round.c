@@ -158,7 +158,12 @@ static int group_cmp(const void *a, const void *b)
 {
     const struct ncg_rgroup *x = *(const struct ncg_rgroup *const *)a;
     const struct ncg_rgroup *y = *(const struct ncg_rgroup *const *)b;
-    return x->nranks > y->nranks ? -1 : x->nranks < y->nranks;
+    if (x->nranks != y->nranks)
+        return x->nranks > y->nranks ? -1 : 1;
+    /* equal sizes: the group holding the lowest rank first, as ncg_group_calls orders them (its
+     * first-come order is by rank), so that the odd one out reads last */
+    uint32_t xl = x->nrange ? x->r[0].lo : UINT32_MAX, yl = y->nrange ? y->r[0].lo : UINT32_MAX;
+    return xl < yl ? -1 : xl > yl;
 }
 
 /* A round's slot k, for mismatch_calls. */
