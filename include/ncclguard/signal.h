@@ -41,6 +41,12 @@ static inline uint64_t ncg_sig_k(uint64_t seq)
 {
     return seq & NCG_SIG_K_MASK;
 }
+/* The ordinal a verdict prints for a p2p record's pair number: a send/recv's own (its pair's
+ * k-th, 0-based), a signal's k on its channel (never the encoded seq). */
+static inline uint64_t ncg_p2p_nth(uint64_t seq)
+{
+    return ncg_sig_is(seq) ? ncg_sig_k(seq) : seq;
+}
 static inline int ncg_sig_idx_of(uint64_t seq)
 {
     return (int)((seq >> NCG_SIG_K_BITS) & ((1u << NCG_SIG_IDX_BITS) - 1));

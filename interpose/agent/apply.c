@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <ck_pr.h>
 
+#include "ncclguard/signal.h"
 #include "action.h"
 #include "agent_int.h"
 #include "config.h"
@@ -34,7 +35,7 @@ static uint32_t stuck_thread(const struct ncg_lcomm *lc, char *what, size_t cap)
     if (hp && (!hc || rp.t_ns > rc.t_ns)) {
         struct ncg_call c = {rp.seq, rp.count, rp.root_or_peer, rp.func, rp.dtype, rp.redop};
         snprintf(what, cap, "%s, #%" PRIu64 " of the pair", ncg_call_format(&c, call, sizeof call),
-                 rp.seq);
+                 ncg_p2p_nth(rp.seq));
         return rp.tid;
     }
     if (!hc)
@@ -146,7 +147,7 @@ static int own_sites(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct h
         const struct ncg_call *c = &v->calls[i].call;
         if (c->func == NCG_F_SEND || c->func == NCG_F_RECV)
             snprintf(h->mycall, sizeof h->mycall, "%s #%" PRIu64 " of the pair",
-                     ncg_call_format(c, call, sizeof call), c->seq);
+                     ncg_call_format(c, call, sizeof call), ncg_p2p_nth(c->seq));
         else
             snprintf(h->mycall, sizeof h->mycall, "slot %" PRIu64 " %s", c->seq,
                      ncg_call_format(c, call, sizeof call));

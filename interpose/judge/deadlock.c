@@ -10,6 +10,7 @@
 #include "ncclguard/shm.h"
 #include "verdict.h"
 #include "waitfor.h"
+#include "ncclguard/signal.h"
 
 /* Index of comm id in c[], or SIZE_MAX. */
 static size_t dl_comm(const struct ncg_dl_comm *c, size_t nc, uint64_t id)
@@ -38,7 +39,7 @@ static void dl_call(char *notes, const struct ncg_wait_ent *e)
     char call[192];
     if (e->p2p)
         ncg_addf(notes, NCG_WIRE_NOTES, "in %s #%" PRIu64 " of the pair",
-                 ncg_call_format(&e->call, call, sizeof call), e->call.seq);
+                 ncg_call_format(&e->call, call, sizeof call), ncg_p2p_nth(e->call.seq));
     else
         ncg_addf(notes, NCG_WIRE_NOTES, "in slot %" PRIu64 " %s", e->call.seq,
                  ncg_call_format(&e->call, call, sizeof call));

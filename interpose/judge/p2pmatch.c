@@ -6,6 +6,7 @@
 #include "p2pmatch.h"
 #include "sigmatch.h"
 #include "verdict.h"
+#include "ncclguard/signal.h"
 
 #define P2PM_BUCKETS 1024u
 
@@ -142,5 +143,5 @@ void ncg_p2pm_verdict(struct ncg_verdict *v, const struct ncg_p2pm_rec pair[2])
     v->slot = (int64_t)pair[0].rec.seq;
     snprintf(v->subject, sizeof v->subject, "%d,%d", src < dst ? src : dst, src < dst ? dst : src);
     snprintf(v->detail, sizeof v->detail, "send #%" PRIu64 " from rank %d to rank %d",
-             pair[0].rec.seq, src, dst);
+             ncg_p2p_nth(pair[0].rec.seq), src, dst);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include "verdicts.h"
 #include "wire.h"
+#include "ncclguard/signal.h"
 
 /* A verdict of kind on c, error severity, with c's per-rank arrays when it has them. */
 static struct ncg_verdict *v_new(const struct ncg_vcomm *c, uint8_t kind)
@@ -126,8 +127,8 @@ struct ncg_verdict *ncg_v_exited_wait(const struct ncg_vcomm *c, int32_t who, ui
         snprintf(v->detail, sizeof v->detail,
                  "%s after %" PRIu64 " collective calls; rank %u waits in its %s #%" PRIu64
                  " %s it, which it never %s",
-                 left, fin, e->rank, e->call.func == NCG_F_SEND ? "send" : "receive", e->call.seq,
-                 e->call.func == NCG_F_SEND ? "to" : "from",
+                 left, fin, e->rank, e->call.func == NCG_F_SEND ? "send" : "receive",
+                 ncg_p2p_nth(e->call.seq), e->call.func == NCG_F_SEND ? "to" : "from",
                  e->call.func == NCG_F_SEND ? "received" : "sent");
     else
         snprintf(v->detail, sizeof v->detail,

@@ -35,6 +35,8 @@ hang() {
   ms=$(awk -v a="$tw" -v b="$t1" 'BEGIN {printf "%d", (b - a) * 1000}')
   [ "$ms" -lt $((2000 * SLOW)) ] || fail "$name: verdict $ms ms after the wait"
   grep -qE "^ncclguard: VERDICT: $kind on comm [0-9a-f]+ \(2 ranks\)" "$OUT" || fail "$name: no $kind"
+  # a signal's ordinal reads as its k on the channel, never the encoded pair number
+  ! grep -qE '#[0-9]{6,}' "$OUT" || fail "$name: an encoded pair number shown: $(grep -oE '[^ ]* #[0-9]{6,}[^;]*' "$OUT" | head -n 2)"
   echo "$name: $kind $ms ms after the wait"
 }
 for how in gone destroy; do
