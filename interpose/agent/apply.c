@@ -232,6 +232,17 @@ static void held_facts(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct
     /* This rank's own count as it is now, not as last reported to the coordinator. */
     if (lc->rank >= 0 && (uint32_t)lc->rank < v->nranks)
         v->counts[lc->rank] = (int64_t)cnt;
+    /* A collective slot completed here ran on every member (NCCL completes a collective only
+     * once each member took part): all ranks agreed on it, even when the checker could not
+     * compare it (the members that left no longer answer). Never past a MISMATCH's slot. */
+    if (lc->shm && v->kind != NCG_V_P2P_MISMATCH) {
+        uint64_t done = ck_pr_load_64(&lc->shm->coll_done);
+        done = done < cnt ? done : cnt;
+        if (v->kind == NCG_V_MISMATCH && v->slot >= 0 && done > (uint64_t)v->slot)
+            done = (uint64_t)v->slot;
+        if ((int64_t)done - 1 > v->last_agreed)
+            v->last_agreed = (int64_t)done - 1;
+    }
     if (!lc->shm) { /* destroyed here before the verdict: its count is all that is left */
         if (lc->removed)
             snprintf(h->mycall, sizeof h->mycall,

@@ -278,7 +278,7 @@ void ncg_client_report(uint64_t now)
                 /* a tree's SHUTDOWN with counts is the root's, passed down */
                 int32_t hg = ncg_link_in_tree(l) ? l->tr.root_grank : l->w.global_rank;
                 exited = ncg_local_rank_exited(&self, lc->peer_final, lc->peer_left,
-                                               lc->peer_verdict, hg);
+                                               lc->peer_verdict, hg, NULL);
                 /* counts that agree: a slot the leaver issued and never ran stops completing
                  * here (asynchronous NCCL: its process ended with the call enqueued) */
                 uint64_t done = lc->shm ? ck_pr_load_64(&lc->shm->coll_done) : 0;

@@ -1,6 +1,7 @@
 /* The verdicts a process decides on its own (local.h): their subject and detail lines. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include "local.h"
 
 /* A new error verdict of kind on s's communicator, with what this side knows: its own rank's
@@ -88,23 +89,72 @@ struct ncg_verdict *ncg_local_exited_wait(const struct ncg_local_self *s, uint64
     return v;
 }
 
+/* RANK EXITED naming the ranks that left, as the SHUTDOWN named them: those whose count is below
+ * this rank's; NULL when the SHUTDOWN named none of them. */
+static struct ncg_verdict *exited_named(const struct ncg_local_self *s, uint64_t peer_final,
+                                        int peer_verdict, int32_t holder_grank,
+                                        const struct ncg_local_gone *g)
+{
+    if (!g || s->nranks == 0)
+        return NULL;
+    int32_t *who = malloc(sizeof *who * (g->n + 1));
+    struct ncg_verdict *v = who ? local_new(s, NCG_V_RANK_EXITED, 1) : NULL;
+    size_t n = 0;
+    uint64_t low = UINT64_MAX;
+    int host = 0;
+    if (!v) {
+        free(who);
+        return NULL;
+    }
+    if (g->holder_rank >= 0 && (uint32_t)g->holder_rank < s->nranks && peer_final < s->count) {
+        who[n++] = g->holder_rank;
+        v->counts[g->holder_rank] = (int64_t)peer_final;
+        v->members[g->holder_rank] = holder_grank;
+        low = peer_final;
+        host = 1;
+    }
+    for (size_t k = 0; k < g->n; k++) {
+        int32_t r = g->rank[k];
+        if (r < 0 || (uint32_t)r >= s->nranks || r == s->rank || g->count[k] >= s->count)
+            continue;
+        who[n++] = r;
+        v->counts[r] = (int64_t)g->count[k];
+        low = g->count[k] < low ? g->count[k] : low;
+    }
+    if (!n) {
+        free(who);
+        ncg_verdict_free(v);
+        return NULL;
+    }
+    ncg_ranks_compact(who, n, v->subject, sizeof v->subject);
+    free(who);
+    v->slot = (int64_t)low;
+    snprintf(v->detail, sizeof v->detail, "%s after %" PRIu64 " calls; this rank issued %" PRIu64,
+             host && peer_verdict && low == peer_final ? NCG_EXITED_VERDICT : "left", low,
+             s->count);
+    return v;
+}
+
 struct ncg_verdict *ncg_local_rank_exited(const struct ncg_local_self *s, uint64_t peer_final,
                                           uint64_t peer_left, int peer_verdict,
-                                          int32_t holder_grank)
+                                          int32_t holder_grank, const struct ncg_local_gone *gone)
 {
     uint64_t cnt = s->count, low = peer_left < peer_final ? peer_left : peer_final;
     if (cnt <= low)
         return NULL; /* this rank waits for nobody who left */
-    struct ncg_verdict *v = local_new(s, NCG_V_RANK_EXITED, 0); /* its count is in the detail */
+    struct ncg_verdict *v = exited_named(s, peer_final, peer_verdict, holder_grank, gone);
+    if (v)
+        return v;
+    v = local_new(s, NCG_V_RANK_EXITED, 1);
     if (!v)
         return NULL;
-    /* the checker's process, or members that left before it did (it knew their counts, not
-     * who they were: the SHUTDOWN carries no ranks) */
+    /* the checker's process, or members that left before it did (its SHUTDOWN named their
+     * lowest count, not who they were) */
     int host = cnt > peer_final, others = cnt > peer_left;
     v->slot = (int64_t)low;
-    if (host && others && peer_left < peer_final)
+    if (host && others)
         snprintf(v->subject, sizeof v->subject,
-                 "holding the checker (global rank %d), and others that left before it",
+                 "holding the checker (global rank %d) and the ranks that left before it",
                  holder_grank);
     else if (host)
         snprintf(v->subject, sizeof v->subject, "holding the checker (global rank %d)",

@@ -42,13 +42,24 @@ struct ncg_verdict *ncg_local_rank_died(const struct ncg_local_self *s,
 struct ncg_verdict *ncg_local_checker_lost(const struct ncg_local_self *s, int tree,
                                            const char *name, double unreachable_s, const char *why,
                                            double heartbeat_s);
+/* What the checker's SHUTDOWN said of who left a communicator, when it names them (its entries'
+ * ranks; a checker that names none leaves holder_rank -1 and n 0). */
+struct ncg_local_gone {
+    int32_t holder_rank;   /* the checker's process's comm rank there, -1 unknown or none */
+    const int32_t *rank;   /* [n] the members that left before it, */
+    const uint64_t *count; /* [n] each after this many collective calls */
+    size_t n;
+};
+
 /* RANK EXITED judged here once the checker's process left: it left the communicator at
  * peer_final (UINT64_MAX: never), and told of members that left before it at peer_left (the
  * lowest; UINT64_MAX: none); peer_verdict: a verdict ended it; holder_grank: its global rank.
- * Due when this rank issued calls past the lower of the two. */
+ * Due when this rank issued calls past the lower of the two. With gone (may be NULL) naming
+ * them, the verdict names the comm ranks that left before this rank's count, with their counts,
+ * as the checker would have; else the checker's process, and "the ranks that left before it". */
 struct ncg_verdict *ncg_local_rank_exited(const struct ncg_local_self *s, uint64_t peer_final,
                                           uint64_t peer_left, int peer_verdict,
-                                          int32_t holder_grank);
+                                          int32_t holder_grank, const struct ncg_local_gone *gone);
 
 /* RANK EXITED judged here once the checker's process left at peer_final (peer_verdict as
  * above) while this rank's first incomplete collective slot `done` (done < s->count), one the

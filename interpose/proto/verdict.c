@@ -20,6 +20,7 @@ struct ncg_verdict *ncg_verdict_new(uint32_t nranks)
     if (!v)
         return NULL;
     v->nranks = nranks;
+    v->narr = nranks;
     v->slot = -1;
     v->last_agreed = -1;
     v->counts = malloc(sizeof(int64_t) * (nranks ? nranks : 1));
@@ -44,6 +45,7 @@ struct ncg_verdict *ncg_verdict_copy(const struct ncg_verdict *v, uint32_t nrank
     int32_t *members = d->members;
     *d = *v;
     d->nranks = nranks;
+    d->narr = nranks;
     d->counts = counts;
     d->members = members;
     d->notes = NULL;
@@ -236,6 +238,146 @@ char *ncg_ranks_compact(int32_t *ranks, size_t n, char *buf, size_t cap)
     return buf;
 }
 
+long ncg_ranks_walk(const char *list, int32_t *out, size_t cap, int *cut)
+{
+    long n = 0;
+    if (cut)
+        *cut = 0;
+    if (!list[0])
+        return -1;
+    for (const char *p = list; *p;) {
+        if (!strcmp(p, "...") && p > list) { /* ncg_ranks_compact's ",..." */
+            if (cut)
+                *cut = 1;
+            break;
+        }
+        if (*p < '0' || *p > '9')
+            return -1;
+        char *e;
+        long a = strtol(p, &e, 10), b = a;
+        if (*e == '-') {
+            if (e[1] < '0' || e[1] > '9')
+                return -1;
+            b = strtol(e + 1, &e, 10);
+        }
+        if (b < a || b > INT32_MAX || (*e && *e != ','))
+            return -1;
+        for (long r = a; r <= b; r++, n++)
+            if ((size_t)n < cap)
+                out[n] = (int32_t)r;
+        p = *e ? e + 1 : e;
+        if (*e && !*p)
+            return -1; /* a trailing comma */
+    }
+    return n;
+}
+
+int ncg_ranks_has(const char *list, int32_t r)
+{
+    for (const char *p = list; *p;) {
+        char *e;
+        if (*p < '0' || *p > '9')
+            return 0;
+        long a = strtol(p, &e, 10), b = a;
+        if (*e == '-' && e[1] >= '0' && e[1] <= '9')
+            b = strtol(e + 1, &e, 10);
+        if (r >= a && r <= b)
+            return 1;
+        if (*e != ',')
+            return 0;
+        p = e + 1;
+    }
+    return 0;
+}
+
+int32_t ncg_verdict_grank(const struct ncg_verdict *v, uint32_t r)
+{
+    if (v->members && r < v->narr && r < v->nranks && v->members[r] >= 0)
+        return v->members[r];
+    for (uint32_t k = 0; k < v->nfigs; k++) {
+        const struct ncg_figrun *f = &v->figs[k];
+        if (r >= f->lo && r - f->lo < f->n)
+            return f->glo >= 0 ? f->glo + (int32_t)(r - f->lo) * f->gstride : -1;
+    }
+    return -1;
+}
+
+static const char *plural(const char *list);
+
+/* 1 when some rank of the compact list has a known global rank other than its comm rank. */
+static int named_differs(const struct ncg_verdict *v, const char *list)
+{
+    int32_t r[64];
+    long n = ncg_ranks_walk(list, r, 64, NULL);
+    for (long i = 0; i < n; i++) {
+        if (i == 64) { /* past the buffer: walk again from there */
+            int32_t *all = malloc(sizeof *all * (size_t)n);
+            int d = 0;
+            if (all) {
+                ncg_ranks_walk(list, all, (size_t)n, NULL);
+                for (long k = i; k < n && !d; k++) {
+                    int32_t g = ncg_verdict_grank(v, (uint32_t)all[k]);
+                    d = g >= 0 && g != all[k];
+                }
+            }
+            free(all);
+            return d;
+        }
+        int32_t g = ncg_verdict_grank(v, (uint32_t)r[i]);
+        if (g >= 0 && g != r[i])
+            return 1;
+    }
+    return 0;
+}
+
+/* ncg_ranks_named's words; global: name the global ranks even when each equals its comm rank
+ * (another set of the same headline differs). */
+static char *ranks_named_as(const struct ncg_verdict *v, const char *list, int global, char *buf,
+                            size_t cap)
+{
+    int cut = 0;
+    long n = ncg_ranks_walk(list, NULL, 0, &cut);
+    int32_t *r = n > 0 && (global || named_differs(v, list)) ? malloc(sizeof *r * (size_t)n) : NULL;
+    if (!r) {
+        snprintf(buf, cap, "%s %s", plural(list), list);
+        return buf;
+    }
+    size_t nk = 0, unknown = 0;
+    ncg_ranks_walk(list, r, (size_t)n, NULL);
+    for (long i = 0; i < n; i++) { /* r becomes the known global ranks */
+        int32_t g = ncg_verdict_grank(v, (uint32_t)r[i]);
+        if (g >= 0)
+            r[nk++] = g;
+        else
+            unknown++;
+    }
+    char g[NCG_WIRE_STR];
+    ncg_ranks_compact(r, nk, g, sizeof g);
+    if (unknown && !strstr(g, "..."))
+        ncg_addf(g, sizeof g, "%s?", nk ? "," : "");
+    if (cut && !strstr(g, "..."))
+        ncg_addf(g, sizeof g, ",...");
+    snprintf(buf, cap, "global %s %s (comm %s %s)", n > 1 || cut ? "ranks" : "rank", g,
+             plural(list), list);
+    free(r);
+    return buf;
+}
+
+char *ncg_ranks_named(const struct ncg_verdict *v, const char *list, char *buf, size_t cap)
+{
+    return ranks_named_as(v, list, 0, buf, cap);
+}
+
+/* Two rank sets of one headline, named alike: the global ranks for both when either needs
+ * them. */
+static void ranks_named2(const struct ncg_verdict *v, const char *l1, const char *l2, char *b1,
+                         char *b2, size_t cap)
+{
+    int g = named_differs(v, l1) || named_differs(v, l2);
+    ranks_named_as(v, l1, g, b1, cap);
+    ranks_named_as(v, l2, g, b2, cap);
+}
+
 uint32_t ncg_counts_take(const int64_t *counts, uint32_t n, uint32_t i, uint8_t *done, int32_t *idx)
 {
     uint32_t k = 0;
@@ -345,9 +487,53 @@ out:
     return v->ncalls;
 }
 
+/* "rank" or "ranks" for a compact list; text (no list) reads "rank <text>". */
 static const char *plural(const char *list)
 {
-    return strpbrk(list, ",-") ? "ranks" : "rank";
+    int cut;
+    long n = ncg_ranks_walk(list, NULL, 0, &cut);
+    return n > 1 || (n == 1 && cut) ? "ranks" : "rank";
+}
+
+/* Whether the RANK EXITED's subject names several ranks (the verb and pronoun agree with it):
+ * a list of more than one, or words that say "and the ranks that left before it". */
+static int exited_many(const struct ncg_verdict *v)
+{
+    return !strcmp(plural(v->subject), "ranks") || strstr(v->subject, " and the ranks ");
+}
+
+/* RANK EXITED's other side: the members that issued calls past the leavers' count (v->slot), as
+ * a compact list into buf ("" when none is known: the counts are not here); for a wait on a
+ * member that left (counts agree), the waiting rank. No allocation. */
+static char *exited_issuers(const struct ncg_verdict *v, char *buf, size_t cap)
+{
+    size_t len = 0;
+    int32_t lo = -1, hi = -1;
+    buf[0] = 0;
+    for (uint32_t i = 0; v->counts && v->slot >= 0 && i <= v->nranks && i <= v->narr; i++) {
+        int in = i < v->nranks && i < v->narr && v->counts[i] > v->slot &&
+                 !ncg_ranks_has(v->subject, (int32_t)i);
+        if (in && hi == (int32_t)i - 1 && lo >= 0) {
+            hi = (int32_t)i;
+            continue;
+        }
+        if (lo >= 0) { /* a run ends */
+            char item[32];
+            int w = lo == hi ? snprintf(item, sizeof item, "%s%d", len ? "," : "", lo)
+                             : snprintf(item, sizeof item, "%s%d-%d", len ? "," : "", lo, hi);
+            if (len + (size_t)w + 5 > cap) {
+                if (len + 5 <= cap)
+                    memcpy(buf + len, ",...", 5);
+                return buf;
+            }
+            memcpy(buf + len, item, (size_t)w + 1);
+            len += (size_t)w;
+        }
+        lo = hi = in ? (int32_t)i : -1;
+    }
+    if (!buf[0] && v->ncalls && ncg_ranks_walk(v->calls[0].ranks, NULL, 0, NULL) > 0)
+        snprintf(buf, cap, "%s", v->calls[0].ranks);
+    return buf;
 }
 
 void ncg_stuck_words(struct ncg_verdict *v, uint64_t k, uint64_t khi, double idle, int none_done,
@@ -385,7 +571,7 @@ void ncg_stuck_words(struct ncg_verdict *v, uint64_t k, uint64_t khi, double idl
 
 char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
 {
-    char a[160], b[160];
+    char a[160], b[160], na[NCG_WIRE_STR + 64], nb[NCG_WIRE_STR + 64];
     int n = snprintf(buf, cap, "%s on comm %016" PRIx64 " (%u ranks)", ncg_verdict_name(v->kind),
                      v->comm_id, v->nranks);
     if (n < 0 || (size_t)n >= cap)
@@ -394,54 +580,73 @@ char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap)
     switch (v->kind) {
     case NCG_V_MISMATCH:
         if (v->ncalls >= 2)
-            snprintf(buf + len, left, ": slot %" PRId64 ": %s on %s %s vs %s on %s %s", v->slot,
-                     ncg_call_format(&v->calls[v->ncalls - 1].call, a, sizeof a),
-                     plural(v->calls[v->ncalls - 1].ranks), v->calls[v->ncalls - 1].ranks,
-                     ncg_call_format(&v->calls[0].call, b, sizeof b), plural(v->calls[0].ranks),
-                     v->calls[0].ranks);
+            ranks_named2(v, v->calls[v->ncalls - 1].ranks, v->calls[0].ranks, na, nb, sizeof na);
+        if (v->ncalls >= 2)
+            snprintf(buf + len, left, ": slot %" PRId64 ": %s on %s vs %s on %s", v->slot,
+                     ncg_call_format(&v->calls[v->ncalls - 1].call, a, sizeof a), na,
+                     ncg_call_format(&v->calls[0].call, b, sizeof b), nb);
         else
             snprintf(buf + len, left, ": slot %" PRId64, v->slot);
         break;
     case NCG_V_P2P_MISMATCH:
         if (v->ncalls >= 2)
-            snprintf(buf + len, left, ": %s on rank %s vs %s on rank %s",
-                     ncg_call_format(&v->calls[0].call, a, sizeof a), v->calls[0].ranks,
-                     ncg_call_format(&v->calls[1].call, b, sizeof b), v->calls[1].ranks);
+            ranks_named2(v, v->calls[0].ranks, v->calls[1].ranks, na, nb, sizeof na);
+        if (v->ncalls >= 2)
+            snprintf(buf + len, left, ": %s on %s vs %s on %s",
+                     ncg_call_format(&v->calls[0].call, a, sizeof a), na,
+                     ncg_call_format(&v->calls[1].call, b, sizeof b), nb);
         break;
     case NCG_V_RANK_DIED:
-        snprintf(buf + len, left, ": %s %s died%s%s", plural(v->subject), v->subject,
+        snprintf(buf + len, left, ": %s died%s%s", ncg_ranks_named(v, v->subject, na, sizeof na),
                  v->detail[0] ? ": " : "", v->detail);
         break;
     case NCG_V_RANK_EXITED: {
-        const char *how = !strncmp(v->detail, NCG_EXITED_ABORT, strlen(NCG_EXITED_ABORT))
-                              ? NCG_EXITED_ABORT
-                          : !strncmp(v->detail, NCG_EXITED_VERDICT, strlen(NCG_EXITED_VERDICT))
-                              ? (strpbrk(v->subject, ",-") ? "were ended by ncclguard's abort"
-                                                           : "was ended by ncclguard's abort")
-                              : "exited";
-        snprintf(buf + len, left, ": %s %s %s while others issued calls it will never match",
-                 plural(v->subject), v->subject, how);
+        int many = exited_many(v);
+        const char *how =
+            !strncmp(v->detail, NCG_EXITED_ABORT, strlen(NCG_EXITED_ABORT)) ? NCG_EXITED_ABORT
+            : !strncmp(v->detail, NCG_EXITED_VERDICT, strlen(NCG_EXITED_VERDICT))
+                ? (many ? "were ended by ncclguard's abort" : "was ended by ncclguard's abort")
+                : "exited";
+        char who[NCG_WIRE_STR];
+        exited_issuers(v, who, sizeof who);
+        ranks_named2(v, v->subject, who, na, nb, sizeof na);
+        snprintf(buf + len, left, ": %s %s while %s issued calls %s will never match", na, how,
+                 who[0] ? nb : "others", many ? "they" : "it");
         break;
     }
     case NCG_V_CHECKER_LOST:
         snprintf(buf + len, left, ": %s%s%s", v->subject, v->detail[0] ? ": " : "", v->detail);
         break;
     case NCG_V_LAG:
-        snprintf(buf + len, left, ": %s %s behind, nobody progressed%s%s", plural(v->subject),
-                 v->subject, v->detail[0] ? ": " : "", v->detail);
-        break;
-    case NCG_V_STUCK:
-        snprintf(buf + len, left, ": slot %" PRId64 "%s%s issued identically by all %u ranks, %s",
-                 v->slot, v->ncalls ? " " : "", /* no call: the relay tree's root, no records */
-                 v->ncalls ? ncg_call_format(&v->calls[0].call, a, sizeof a) : "", v->nranks,
+        snprintf(buf + len, left, ": %s behind, nobody progressed%s%s",
+                 ncg_ranks_named(v, v->subject, na, sizeof na), v->detail[0] ? ": " : "",
                  v->detail);
         break;
-    case NCG_V_DEADLOCK:
+    case NCG_V_STUCK: {
+        /* the detail names the stalled ranks as ncg_stuck_words wrote them: named here instead */
+        const char *d = v->detail;
+        snprintf(nb, sizeof nb, "not completed on ranks %s ", v->subject);
+        if (strncmp(d, nb, strlen(nb)))
+            snprintf(nb, sizeof nb, "not completed on rank %s ", v->subject);
+        if (!strncmp(d, nb, strlen(nb))) {
+            d += strlen(nb);
+            snprintf(nb, sizeof nb, "not completed on %s ",
+                     ncg_ranks_named(v, v->subject, na, sizeof na));
+        } else {
+            nb[0] = 0;
+        }
+        snprintf(buf + len, left, ": slot %" PRId64 "%s%s issued identically by all %u ranks, %s%s",
+                 v->slot, v->ncalls ? " " : "", /* no call: the relay tree's root, no records */
+                 v->ncalls ? ncg_call_format(&v->calls[0].call, a, sizeof a) : "", v->nranks, nb,
+                 d);
+        break;
+    }
+    case NCG_V_DEADLOCK: /* its detail names the cycle's global ranks (deadlock.c) */
         snprintf(buf + len, left, ": %s", v->detail);
         break;
     case NCG_V_SLOW:
-        snprintf(buf + len, left, ": rank %s is the one the others wait for: %s", v->subject,
-                 v->detail);
+        snprintf(buf + len, left, ": %s is the one the others wait for: %s",
+                 ncg_ranks_named(v, v->subject, na, sizeof na), v->detail);
         break;
     default:
         break;

@@ -62,6 +62,8 @@ struct ncg_verdict {
     char detail[NCG_WIRE_STR];
     int64_t *counts;  /* [nranks]: collective calls issued per comm rank, -1 unknown */
     int32_t *members; /* [nranks]: global rank of each comm rank, -1 unknown */
+    uint32_t narr;    /* how many entries counts and members hold (a struct copy whose nranks is
+                         changed keeps it: readers index below it only) */
     char *notes;      /* NULL or up to NCG_WIRE_NOTES-1 chars of extra lines ('\n'-separated,
                          STUCK / DEADLOCK: the members' states, the cycle); owned (malloc) */
     /* The per-rank figures as runs (figruns.h), owned (malloc), NULL when none: the relay
@@ -120,6 +122,27 @@ char *ncg_ranks_compact(int32_t *ranks, size_t n, char *buf, size_t cap);
 uint32_t ncg_counts_take(const int64_t *counts, uint32_t n, uint32_t i, uint8_t *done,
                          int32_t *idx);
 
+/* Walks a compact rank list ("0-2,4-15", possibly cut short: ending ",..."): the number of
+ * ranks it names (out[0..cap) filled with the first of them, ascending as written), or -1 when
+ * list is not one (text such as "holding the checker"). *cut (may be NULL): it ended ",...".
+ * Pure; no allocation. */
+long ncg_ranks_walk(const char *list, int32_t *out, size_t cap, int *cut);
+
+/* 1 when comm rank r is in the compact list (0 for text). Pure; no allocation. */
+int ncg_ranks_has(const char *list, int32_t r);
+
+/* The global (launcher) rank of v's comm rank r, from v->members or else v->figs, -1 unknown.
+ * Pure; no allocation. */
+int32_t ncg_verdict_grank(const struct ncg_verdict *v, uint32_t r);
+
+/* The one way a headline names a set of v's comm ranks, given as a compact list: "rank 3",
+ * "ranks 0-2,4-15" when each named rank's global rank is its comm rank (or none is known); else
+ * the global ranks with the comm ranks beside them, "global rank 2 (comm rank 1)", "global ranks
+ * 5,7,? (comm ranks 0-2)" ("?": one whose global rank is unknown). Text that is no rank list
+ * reads "rank <text>". Returns buf. Pure; allocates a temporary array (without it: the comm
+ * ranks alone). */
+char *ncg_ranks_named(const struct ncg_verdict *v, const char *list, char *buf, size_t cap);
+
 /* Per-rank counts grouped: "1235 on 0-2,4-15; 1234 on 3" (-1 printed as "?"). Allocates a
  * temporary index array; returns buf. */
 char *ncg_counts_compact(const int64_t *counts, uint32_t n, char *buf, size_t cap);
@@ -131,8 +154,8 @@ uint32_t ncg_group_calls(struct ncg_verdict *v, const struct ncg_call *calls, co
                          const char *const *sites, uint32_t n);
 
 /* The one-line summary (no "ncclguard:" prefix), e.g. "MISMATCH on comm 0123..: slot 1234:
- * AllReduce(...) on rank 3 vs ReduceScatter(...) on ranks 0-2,4-15". Returns buf. Pure; any
- * thread; no allocation. */
+ * AllReduce(...) on rank 3 vs ReduceScatter(...) on ranks 0-2,4-15"; every rank set in it is
+ * named by ncg_ranks_named. Returns buf. Pure; any thread; allocates temporary arrays. */
 char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap);
 
 /* STUCK's words, the same from the flat coordinator and the tree's root: with v->subject (the

@@ -1,6 +1,7 @@
 /* Unit tests of the verdicts a process decides on its own (interpose/judge/local.c): RANK DIED
  * of the checker's or a relay's process in each of its namings, CHECKER LOST flat and in a
- * tree, RANK EXITED of the checker's process, of members before it, and when none is due. */
+ * tree, RANK EXITED of the checker's process, of members before it, and when none is due; the
+ * ranks a SHUTDOWN names, with their counts, in the verdict and its headline (issue 36). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,7 +40,7 @@ static void exited(uint64_t count, uint64_t final, uint64_t left, int verdict, c
 {
     struct ncg_local_self s = self;
     s.count = count;
-    struct ncg_verdict *v = ncg_local_rank_exited(&s, final, left, verdict, 3);
+    struct ncg_verdict *v = ncg_local_rank_exited(&s, final, left, verdict, 3, NULL);
     if (!subject) {
         CHECK(v == NULL);
         ncg_verdict_free(v);
@@ -48,7 +49,7 @@ static void exited(uint64_t count, uint64_t final, uint64_t left, int verdict, c
     CHECK(v && v->kind == NCG_V_RANK_EXITED && v->severity == NCG_SEV_ERROR);
     if (!v)
         return;
-    CHECK(v->members[2] == 7 && v->counts[2] == -1); /* its count is in the detail */
+    CHECK(v->members[2] == 7 && v->counts[2] == (int64_t)count); /* and in the detail */
     CHECK(v->slot == (int64_t)(final < left ? final : left));
     expect("RANK EXITED subject", v->subject, subject);
     expect("RANK EXITED detail", v->detail, detail);
@@ -71,6 +72,83 @@ static void exited_wait(void)
            NCG_EXITED_VERDICT " after 15 calls without completing slot 14; this rank waits in it "
                               "(no progress for 0.5 s)");
     ncg_verdict_free(v);
+}
+
+/* The headline of v (ncg_verdict_summary) from ": " after the communicator. */
+static const char *headline(const struct ncg_verdict *v, char *buf, size_t cap)
+{
+    ncg_verdict_summary(v, buf, cap);
+    const char *p = strstr(buf, "): ");
+    return p ? p + 3 : buf;
+}
+
+/* The issue's job: 4 ranks, 100 AllReduces, every rank but one destroys the comm and exits, the
+ * checker's process among them; the odd one issues a 101st. A SHUTDOWN that names who left gives
+ * their comm ranks and counts; one that does not, the checker's process and the others. */
+static void gone_named(void)
+{
+    char buf[512];
+    struct ncg_local_self s = {0xabcull, 4, 1, 1, 101};
+    int32_t r[] = {2, 3, 1};
+    uint64_t c[] = {100, 100, 100};
+    struct ncg_local_gone g = {0, r, c, 2};
+    struct ncg_verdict *v = ncg_local_rank_exited(&s, 100, 100, 0, 0, &g);
+    CHECK(v && v->slot == 100);
+    if (v) {
+        expect("named subject", v->subject, "0,2-3");
+        CHECK(v->counts[0] == 100 && v->counts[1] == 101 && v->counts[2] == 100 &&
+              v->counts[3] == 100);
+        CHECK(v->members[0] == 0 && v->members[1] == 1);
+        expect("named detail", v->detail, "left after 100 calls; this rank issued 101");
+        expect("named headline", headline(v, buf, sizeof buf),
+               "ranks 0,2-3 exited while rank 1 issued calls they will never match");
+        ncg_verdict_free(v);
+    }
+    /* the odd rank is 0 and the checker's process stays (its own rank absent from the list) */
+    s.rank = 0;
+    s.global_rank = 0;
+    int32_t r0[] = {1, 2, 3};
+    struct ncg_local_gone g0 = {-1, r0, c, 3};
+    v = ncg_local_rank_exited(&s, UINT64_MAX, 100, 0, 0, &g0);
+    CHECK(v != NULL);
+    if (v) {
+        expect("named subject (odd rank 0)", v->subject, "1-3");
+        expect("named headline (odd rank 0)", headline(v, buf, sizeof buf),
+               "ranks 1-3 exited while rank 0 issued calls they will never match");
+        ncg_verdict_free(v);
+    }
+    /* one rank left, ended by a verdict: singular */
+    s.rank = 1;
+    s.global_rank = 1;
+    struct ncg_local_gone g1 = {2, NULL, NULL, 0};
+    v = ncg_local_rank_exited(&s, 100, UINT64_MAX, 1, 5, &g1);
+    CHECK(v && v->members[2] == 5);
+    if (v) {
+        expect("named headline (one)", headline(v, buf, sizeof buf),
+               "global rank 5 (comm rank 2) was ended by ncclguard's abort while global rank 1 "
+               "(comm rank 1) issued calls it will never match");
+        ncg_verdict_free(v);
+    }
+    /* a rank still at or past this one's count is not among those that left */
+    int32_t r2[] = {2, 3};
+    uint64_t c2[] = {100, 101};
+    struct ncg_local_gone g2 = {0, r2, c2, 2};
+    v = ncg_local_rank_exited(&s, 100, 100, 0, 0, &g2);
+    CHECK(v != NULL);
+    if (v) {
+        expect("named subject (partial)", v->subject, "0,2");
+        ncg_verdict_free(v);
+    }
+    /* the fallback's headline: plural agreement */
+    s.rank = s.global_rank = 2;
+    v = ncg_local_rank_exited(&s, 10, 10, 0, 0, NULL);
+    CHECK(v != NULL);
+    if (v) {
+        expect("fallback headline", headline(v, buf, sizeof buf),
+               "rank holding the checker (global rank 0) and the ranks that left before it exited "
+               "while rank 2 issued calls they will never match");
+        ncg_verdict_free(v);
+    }
 }
 
 int main(void)
@@ -108,8 +186,13 @@ int main(void)
            "left after 10 calls; this rank issued 15");
     exited(15, 10, UINT64_MAX, 1, "holding the checker (global rank 3)",
            NCG_EXITED_VERDICT " after 10 calls; this rank issued 15");
-    exited(15, 12, 8, 1, "holding the checker (global rank 3), and others that left before it",
+    exited(15, 12, 8, 1, "holding the checker (global rank 3) and the ranks that left before it",
            "left after 8 calls; this rank issued 15");
+    /* the others left at the host's own count (they leave together): named too (before: only the
+     * checker's process) */
+    exited(15, 10, 10, 0, "holding the checker (global rank 3) and the ranks that left before it",
+           "left after 10 calls; this rank issued 15");
+    gone_named();
     exited(15, 20, 8, 0, "that left before the checker's process (global rank 3)",
            "left after 8 calls; this rank issued 15");
     return ncg_check_done();

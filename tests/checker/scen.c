@@ -287,6 +287,12 @@ int main(int argc, char **argv)
     double t_init = now_us();
     CK(ncclCommInitRank(&comm, world, id, rank));
     t_init = now_us() - t_init;
+    if (getenv("SCEN_REVERSED")) { /* the scenario on a child whose comm ranks are reversed
+                                      (key -rank): comm rank world-1-r is launcher rank r */
+        ncclComm_t rev;
+        CK(ncclCommSplit(comm, 0, -rank, &rev, NULL));
+        comm = rev;
+    }
     if (!strcmp(sc, "slow"))
         return scen_slow(comm, iters);
     int half = iters / 2;

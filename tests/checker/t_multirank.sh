@@ -17,7 +17,7 @@ expect "$(grep -c '^multidev: done' "$OUT")" 2 "healthy, 2 ranks per process: bo
 MULTIDEV_ODD=3 guarded "$NCG_TMP/o1" "$LAUNCH" -n 2 -t 60 "$MD" ranks
 expect "$RC" 86 "odd comm rank 3: status"
 expect "$(exited 86)" 2 "odd comm rank 3: processes that exited 86"
-expect "$(nlines '^ncclguard: VERDICT: MISMATCH on comm [0-9a-f]+ \(4 ranks\): slot 20: Broadcast\(count=64, float32, root=0\) on rank 3 vs AllReduce\(count=64, float32, sum\) on ranks 0-2$')" 4 "odd comm rank 3: a headline per comm rank"
+expect "$(nlines '^ncclguard: VERDICT: MISMATCH on comm [0-9a-f]+ \(4 ranks\): slot 20: Broadcast\(count=64, float32, root=0\) on global rank 1 \(comm rank 3\) vs AllReduce\(count=64, float32, sum\) on global ranks 0-1 \(comm ranks 0-2\)$')" 4 "odd comm rank 3: a headline per comm rank (its process: launcher rank 1)"
 for r in 0 1 2 3; do
   g=$((r / 2))
   expect "$(nlines "^ncclguard:   this process \\(comm rank $r, global rank $g, pid [0-9]+ ")" 1 "comm rank $r speaks once, as itself"

@@ -6,7 +6,7 @@
 . "$NCG_ROOT/tests/checker/lib.sh"
 NCCLGUARD_ACTION=warn guarded "$NCG_TMP/out" "$LAUNCH" -n 4 -t 8 "$SCEN" split
 expect "$RC" 124 "launcher status (even half blocked)"
-expect "$(nlines '^ncclguard: VERDICT: MISMATCH on comm [0-9a-f]+ \(2 ranks\): slot 100: Broadcast\(count=8, float32, root=0\) on rank 1 vs AllReduce\(count=8, float32, sum\) on rank 0$')" 2 "headline"
+expect "$(nlines '^ncclguard: VERDICT: MISMATCH on comm [0-9a-f]+ \(2 ranks\): slot 100: Broadcast\(count=8, float32, root=0\) on global rank 2 \(comm rank 1\) vs AllReduce\(count=8, float32, sum\) on global rank 0 \(comm rank 0\)$')" 2 "headline (launcher ranks, issue 36)"
 expect "$(nlines '^ncclguard: VERDICT:')" 2 "verdict count (world comm unaffected)"
 expect "$(printers)" "0 2 " "ranks that printed"
 expect "$(nlines '^scen: rank (1|3) done$')" 2 "odd half finished"

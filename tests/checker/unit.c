@@ -73,5 +73,7 @@ int main(void)
     test_verdicts();
     test_diag_slow();
     printf("ok verdicts (judge)\n");
+    test_ranks_named();
+    printf("ok ranks named (global ranks in headlines)\n");
     return ncg_check_done();
 }

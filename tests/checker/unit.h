@@ -42,6 +42,7 @@ void test_group_and_render(void);
 void test_diag_full(void);
 void test_verdicts(void);
 void test_diag_slow(void);
+void test_ranks_named(void);
 
 /* unit_coord.c: the coordinator state machine driven by simulated members. */
 void test_coord_mismatch(void);

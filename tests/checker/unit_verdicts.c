@@ -410,3 +410,204 @@ void test_verdicts(void)
     CHECK(ncg_release_note(&rel, 9, 2, 0, 1, 0) == 1 && ncg_release_due(&rel, 0));
     ncg_release_free(&rel);
 }
+
+/* ncg_ranks_named of the compact list of comm ranks `set` (a bit mask) on v. */
+static const char *named_set(const struct ncg_verdict *v, unsigned set, char *out, size_t cap)
+{
+    int32_t r[8];
+    size_t n = 0;
+    char list[64];
+    for (int i = 0; i < 8; i++)
+        if (set & 1u << i)
+            r[n++] = i;
+    ncg_ranks_compact(r, n, list, sizeof list);
+    return ncg_ranks_named(v, list, out, cap);
+}
+
+/* A communicator's arrays whose comm rank i is launcher rank 3 - i. */
+static void rev_ranks(const void *arg, struct ncg_verdict *v)
+{
+    (void)arg;
+    for (uint32_t i = 0; i < v->nranks; i++)
+        v->members[i] = 3 - (int32_t)i;
+}
+
+/* Headlines name launcher ranks (issue 36, item 2): one helper names a set of comm ranks by
+ * their global ranks, the comm ranks beside them, unless each named rank's global rank is its
+ * comm rank (or none is known). Exhaustive over every mapping of 4 ranks (each global rank a
+ * permutation's, or unknown) and every non-empty set; then ranges, cut lists, text, the tree's
+ * runs, and each verdict kind's headline on a reversed communicator. */
+void test_ranks_named(void)
+{
+    char txt[512], want[512], g[64], c[64];
+    struct ncg_verdict *v = ncg_verdict_new(4);
+    /* every map: member i -> perm[i] or -1 (unknown), 24 permutations x 16 unknown masks */
+    int perm[4], count = 0;
+    for (int p = 0; p < 256; p++) {
+        for (int i = 0; i < 4; i++)
+            perm[i] = p >> (2 * i) & 3;
+        if (perm[0] == perm[1] || perm[0] == perm[2] || perm[0] == perm[3] || perm[1] == perm[2] ||
+            perm[1] == perm[3] || perm[2] == perm[3])
+            continue; /* not a permutation */
+        for (unsigned unk = 0; unk < 16; unk++) {
+            for (int i = 0; i < 4; i++)
+                v->members[i] = unk & 1u << i ? -1 : perm[i];
+            for (unsigned set = 1; set < 16; set++) {
+                int same = 1, n = 0, nk = 0, nu = 0;
+                int32_t gl[4], cl[4];
+                for (int i = 0; i < 4; i++)
+                    if (set & 1u << i) {
+                        cl[n++] = i;
+                        if (v->members[i] >= 0) {
+                            same &= v->members[i] == i;
+                            gl[nk++] = v->members[i];
+                        } else {
+                            nu++;
+                        }
+                    }
+                ncg_ranks_compact(cl, (size_t)n, c, sizeof c);
+                if (same) {
+                    snprintf(want, sizeof want, "%s %s", n > 1 ? "ranks" : "rank", c);
+                } else {
+                    ncg_ranks_compact(gl, (size_t)nk, g, sizeof g);
+                    snprintf(want, sizeof want, "global %s %s%s (comm %s %s)",
+                             n > 1 ? "ranks" : "rank", g, nu ? ",?" : "", n > 1 ? "ranks" : "rank",
+                             c);
+                }
+                named_set(v, set, txt, sizeof txt);
+                CHECKF(!strcmp(txt, want),
+                       "perm %d%d%d%d unknown %x set %x: got \"%s\" want \"%s\"", perm[0], perm[1],
+                       perm[2], perm[3], unk, set, txt, want);
+                count++;
+            }
+        }
+    }
+    CHECK(count == 24 * 16 * 15);
+    /* the named cases users meet */
+    for (int i = 0; i < 4; i++)
+        v->members[i] = i; /* the same: unchanged */
+    CHECK(!strcmp(ncg_ranks_named(v, "3", txt, sizeof txt), "rank 3"));
+    CHECK(!strcmp(ncg_ranks_named(v, "0-2", txt, sizeof txt), "ranks 0-2"));
+    for (int i = 0; i < 4; i++)
+        v->members[i] = 3 - i; /* reversed */
+    CHECK(!strcmp(ncg_ranks_named(v, "1", txt, sizeof txt), "global rank 2 (comm rank 1)"));
+    CHECK(!strcmp(ncg_ranks_named(v, "0,2-3", txt, sizeof txt),
+                  "global ranks 0-1,3 (comm ranks 0,2-3)"));
+    CHECK(!strcmp(ncg_ranks_named(v, "0,3", txt, sizeof txt), /* the same set, not the same ranks */
+                  "global ranks 0,3 (comm ranks 0,3)"));
+    /* two sets of one headline are named alike: the global ranks for both when either needs
+     * them (a split's subgroup whose rank 0 is launcher rank 0) */
+    v->members[0] = 0;
+    v->members[1] = 2;
+    v->members[2] = 4;
+    v->members[3] = 6;
+    v->kind = NCG_V_MISMATCH;
+    v->slot = 5;
+    v->ncalls = 2;
+    v->calls[0].call = (struct ncg_call){5, 8, -1, NCG_F_ALLREDUCE, 7, 0};
+    snprintf(v->calls[0].ranks, sizeof v->calls[0].ranks, "0");
+    v->calls[1].call = (struct ncg_call){5, 8, 0, NCG_F_BROADCAST, 7, NCG_REDOP_NONE};
+    snprintf(v->calls[1].ranks, sizeof v->calls[1].ranks, "1");
+    ncg_verdict_summary(v, txt, sizeof txt);
+    CHECKF(strstr(txt, "on global rank 2 (comm rank 1) vs AllReduce(count=8, float32, sum) on "
+                       "global rank 0 (comm rank 0)") != NULL,
+           "%s", txt);
+    for (int i = 0; i < 4; i++)
+        v->members[i] = 3 - i;
+    v->members[1] = -1; /* partial: one unknown */
+    CHECK(!strcmp(ncg_ranks_named(v, "1", txt, sizeof txt), "rank 1"));
+    CHECK(!strcmp(ncg_ranks_named(v, "0-1", txt, sizeof txt), "global ranks 3,? (comm ranks 0-1)"));
+    /* text is no list: as it was */
+    CHECK(!strcmp(ncg_ranks_named(v, "holding the checker (global rank 0)", txt, sizeof txt),
+                  "rank holding the checker (global rank 0)"));
+    CHECK(ncg_ranks_walk("1,", NULL, 0, NULL) == -1 && ncg_ranks_walk("", NULL, 0, NULL) == -1);
+    CHECK(ncg_ranks_walk("a-b", NULL, 0, NULL) == -1 && ncg_ranks_walk("3-1", NULL, 0, NULL) == -1);
+    ncg_verdict_free(v);
+    /* ranges and a list cut short (",...") on 16 ranks shifted by 100 */
+    v = ncg_verdict_new(16);
+    for (int i = 0; i < 16; i++)
+        v->members[i] = 100 + i;
+    CHECK(!strcmp(ncg_ranks_named(v, "0-2,4-15", txt, sizeof txt),
+                  "global ranks 100-102,104-115 (comm ranks 0-2,4-15)"));
+    CHECK(!strcmp(ncg_ranks_named(v, "1,3,...", txt, sizeof txt),
+                  "global ranks 101,103,... (comm ranks 1,3,...)"));
+    int cut = 0;
+    int32_t out[4];
+    CHECK(ncg_ranks_walk("1,3,...", out, 4, &cut) == 2 && cut && out[1] == 3);
+    CHECK(ncg_ranks_has("0-2,4-15", 4) && !ncg_ranks_has("0-2,4-15", 3) && !ncg_ranks_has("x", 0));
+    ncg_verdict_free(v);
+    /* the tree's verdicts: no arrays, the runs; a copy whose nranks grew reads no further than
+     * its arrays */
+    v = ncg_verdict_new(0);
+    struct ncg_figrun run = {
+        .lo = 0, .n = 4, .count = 5, .count_hi = 5, .done = 5, .glo = 13, .gstride = -1};
+    CHECK(ncg_verdict_set_figs(v, &run, 1) == 0);
+    struct ncg_verdict tmp = *v;
+    tmp.nranks = 4;
+    CHECK(!strcmp(ncg_ranks_named(&tmp, "2", txt, sizeof txt), "global rank 11 (comm rank 2)"));
+    tmp.nfigs = 0;
+    CHECK(!strcmp(ncg_ranks_named(&tmp, "2", txt, sizeof txt), "rank 2"));
+    ncg_verdict_free(v);
+
+    /* each kind's headline on a communicator whose comm rank i is launcher rank 3-i */
+    struct ncg_vcomm rev = {0xabc, 4, 6, rev_ranks, NULL};
+    struct ncg_verdict *k[8];
+    int nk = 0;
+    k[nk++] = ncg_verdict_new(4); /* MISMATCH */
+    k[0]->kind = NCG_V_MISMATCH;
+    k[0]->slot = 5;
+    k[0]->ncalls = 2;
+    k[0]->calls[0].call = (struct ncg_call){5, 8, -1, NCG_F_ALLREDUCE, 7, 0};
+    snprintf(k[0]->calls[0].ranks, sizeof k[0]->calls[0].ranks, "0,2-3");
+    k[0]->calls[1].call = (struct ncg_call){5, 9, -1, NCG_F_ALLREDUCE, 7, 0};
+    snprintf(k[0]->calls[1].ranks, sizeof k[0]->calls[1].ranks, "1");
+    k[nk++] = ncg_verdict_new(4); /* P2P MISMATCH */
+    k[1]->kind = NCG_V_P2P_MISMATCH;
+    k[1]->ncalls = 2;
+    k[1]->calls[0].call = (struct ncg_call){0, 8, 2, NCG_F_SEND, 7, NCG_REDOP_NONE};
+    snprintf(k[1]->calls[0].ranks, sizeof k[1]->calls[0].ranks, "1");
+    k[1]->calls[1].call = (struct ncg_call){0, 9, 1, NCG_F_RECV, 7, NCG_REDOP_NONE};
+    snprintf(k[1]->calls[1].ranks, sizeof k[1]->calls[1].ranks, "2");
+    int32_t one[] = {1}, two[] = {1, 2};
+    k[nk++] = ncg_v_rank_died(&rev, one, 1, "pid 7 on h, gone");
+    k[nk++] = ncg_v_exited(&rev, one, 1, 4, 8, 0);
+    k[nk++] = ncg_v_lag(&rev, two, 2, 0, 0, 4, 8, 2.5);
+    struct ncg_stuck_fig sf = {3, 3, 12.0, 0, one, 1, 1, 0, NULL, NULL, NULL};
+    k[nk++] = ncg_v_stuck(&rev, &sf);
+    k[nk++] = ncg_v_slow(&rev, 1, 2, 77, "h", 0.25, 6, 0);
+    const char *want_k[] = {
+        ": slot 5: AllReduce(count=9, float32, sum) on global rank 2 (comm rank 1) vs "
+        "AllReduce(count=8, float32, sum) on global ranks 0-1,3 (comm ranks 0,2-3)",
+        ": Send(count=8, float32, peer=2) on global rank 2 (comm rank 1) vs Recv(count=9, "
+        "float32, peer=1) on global rank 1 (comm rank 2)",
+        ": global rank 2 (comm rank 1) died: pid 7 on h, gone",
+        ": global rank 2 (comm rank 1) exited while global ranks 0-1,3 (comm ranks 0,2-3) issued "
+        "calls it will never match",
+        ": global ranks 1-2 (comm ranks 1-2) behind, nobody progressed: for 2.5 s (slot counts "
+        "4..8)",
+        ": slot 3 issued identically by all 4 ranks, not completed on global rank 2 (comm rank 1) "
+        "for 12.0 s",
+        ": global rank 2 (comm rank 1) is the one the others wait for: they lose 25.0% of the "
+        "step waiting for it, for 6 s; late on its host (it issues the collective late) (global "
+        "rank 2, pid 77 on h)"};
+    for (int i = 0; i < nk; i++) {
+        CHECK(k[i] != NULL);
+        if (!k[i])
+            continue;
+        for (int r = 0; r < 4; r++) {
+            k[i]->members[r] = 3 - r;
+            if (k[i]->kind == NCG_V_RANK_EXITED)
+                k[i]->counts[r] = r == 1 ? 4 : 8;
+        }
+        ncg_verdict_summary(k[i], txt, sizeof txt);
+        const char *h = strstr(txt, "): ");
+        CHECKF(h && !strcmp(h + 1, want_k[i]), "%s headline:\n  got  \"%s\"\n  want \"%s\"",
+               ncg_verdict_name(k[i]->kind), h ? h + 1 : txt, want_k[i]);
+        for (int r = 0; r < 4; r++)
+            k[i]->members[r] = r; /* the same: comm ranks alone, as before */
+        ncg_verdict_summary(k[i], txt, sizeof txt);
+        CHECKF(!strstr(txt, "global rank") || k[i]->kind == NCG_V_SLOW, "%s: %s",
+               ncg_verdict_name(k[i]->kind), txt);
+        ncg_verdict_free(k[i]);
+    }
+}
