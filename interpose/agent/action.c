@@ -98,7 +98,7 @@ static void show(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, cons
     if (!buf)
         return;
     size_t len = ncg_diag_render(v, x, buf, cap);
-    if (note[0] && len + 1 < cap)
+    if (note[0] && len > 0 && len + 1 < cap) /* (nothing shown: NCCLGUARD_DIAG=quiet) */
         len += (size_t)snprintf(buf + len, cap - len, "ncclguard:   report: %s\n", note);
     if (len >= cap)
         len = cap - 1;

@@ -296,9 +296,7 @@ static void held_context(const struct ncg_verdict *v, struct held *h, struct ncg
     if (!h->tid)
         return;
     char on[8];
-    int full = ncg_cfg.diag == NCG_DIAG_FULL ||
-               (ncg_cfg.diag == NCG_DIAG_AUTO && ncg_diag_full_here(v, h->rank, on, sizeof on));
-    capture_stack(h->tid, h->what, x, full);
+    capture_stack(h->tid, h->what, x, ncg_diag_full_for(v, x, h->rank, on, sizeof on));
     if (ncg_py_capture(h->tid, &py) == 0)
         x->py = &py;
 }
@@ -355,6 +353,9 @@ void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
      * checker's host staying for the others) keeps its exit status, as a process that left
      * before the verdict does: the verdict is shown and reported there, not acted on. */
     x.finished = ncg_exiting();
+    /* The checker's process prints a warning's full block (NCCLGUARD_DIAG=auto): the log read
+     * first, and the one place that shows it whole when the ranks it names are far away. */
+    x.hosts_checker = ncg_srv_up() || (ncg_rh_up() && ncg_agent.root_tree.on);
     /* From here the process ends with NCG_EXIT_VERDICT: an application that finishes meanwhile
      * (the stack capture's signal may end its sleep) must not exit 0 first (ncg_exit_at_exit
      * waits). */
@@ -393,8 +394,8 @@ void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
         char on[8];
         int score = ncg_diag_in_subject(v, held[k].rank)
                         ? 2
-                        : ncg_cfg.diag == NCG_DIAG_AUTO &&
-                              ncg_diag_full_here(v, held[k].rank, on, sizeof on);
+                        : ncg_cfg.diag != NCG_DIAG_FULL &&
+                              ncg_diag_full_for(v, &x, held[k].rank, on, sizeof on);
         if (score > best_score) {
             best = k;
             best_score = score;

@@ -117,13 +117,13 @@ static size_t render_short(struct out *o, const struct ncg_verdict *v, const str
                            const char *full_on, char *buf, size_t cap)
 {
     char more[400];
-    (void)v;
     if (x->rank >= 0)
         this_process(o, x);
+    char named[NCG_WIRE_STR + 64];
     if (full_on[0])
         snprintf(more, sizeof more,
-                 "; full diagnostic on %s %s (NCCLGUARD_DIAG=full: on every rank)",
-                 strpbrk(full_on, ",-") ? "ranks" : "rank", full_on);
+                 "; full diagnostic on %s (set NCCLGUARD_DIAG=full for every rank)",
+                 ncg_ranks_named(v, full_on, named, sizeof named));
     else
         snprintf(more, sizeof more, "; the full diagnostic is in the report");
     action_line(o, x, more);
@@ -187,6 +187,41 @@ out:
     return full;
 }
 
+/* A warning's ranks that print its full block (ncg_diag_full_for): 1 when rank is one of them. */
+static int warn_full(const struct ncg_verdict *v, int32_t rank, char *on, size_t cap)
+{
+    int cut = 0;
+    long n = ncg_ranks_walk(v->subject, NULL, 0, &cut);
+    int32_t *r = n > 0 ? malloc(sizeof *r * (size_t)n) : NULL;
+    if (cap)
+        on[0] = 0;
+    if (!r)
+        return 0; /* no rank list (or no memory): the checker's process alone */
+    ncg_ranks_walk(v->subject, r, (size_t)n, NULL);
+    if (cut || n > NCG_DIAG_WARN_NAMED || (v->nranks && (uint64_t)n >= v->nranks))
+        n = 1; /* the lowest named: a list is written ascending */
+    int in = 0;
+    for (long i = 0; i < n; i++)
+        in |= r[i] == rank;
+    ncg_ranks_compact(r, (size_t)n, on, cap);
+    free(r);
+    return in;
+}
+
+int ncg_diag_full_for(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, int32_t rank,
+                      char *on, size_t cap)
+{
+    if (cap)
+        on[0] = 0;
+    if (x->diag_mode == NCG_DIAG_FULL)
+        return 1;
+    if (x->diag_mode == NCG_DIAG_SHORT)
+        return 0;
+    if (v->severity == NCG_SEV_WARN)
+        return warn_full(v, rank, on, cap) || x->hosts_checker;
+    return ncg_diag_full_here(v, rank, on, cap);
+}
+
 int ncg_diag_in_subject(const struct ncg_verdict *v, int32_t rank)
 {
     if (rank < 0 || (uint32_t)rank >= v->nranks)
@@ -230,12 +265,18 @@ size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x
     struct out o = {buf, cap, 0};
     char line[1024], call[192], tmp[1024];
     const char *P = "ncclguard: ";
+    char full_on[256] = "";
+    int full = ncg_diag_full_for(v, x, x->rank, full_on, sizeof full_on);
+    int warn_other = !full && v->severity == NCG_SEV_WARN && x->diag_mode != NCG_DIAG_SHORT;
+    if (warn_other && x->diag_mode == NCG_DIAG_QUIET) {
+        if (cap)
+            buf[0] = 0;
+        return 0; /* a warning: nothing on the ranks it does not name */
+    }
     outf(&o, "%s%s %s\n", P, v->severity == NCG_SEV_WARN ? "WARNING:" : "VERDICT:",
          ncg_verdict_summary(v, line, sizeof line));
-    char full_on[256] = "";
-    int full =
-        x->diag_mode == NCG_DIAG_FULL ||
-        (x->diag_mode == NCG_DIAG_AUTO && ncg_diag_full_here(v, x->rank, full_on, sizeof full_on));
+    if (warn_other) /* its headline alone: the named ranks and the checker's process say more */
+        return finish(&o, buf, cap);
     if (!full)
         return render_short(&o, v, x, full_on, buf, cap);
     members_text(v, x, tmp, sizeof tmp);

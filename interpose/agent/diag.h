@@ -36,8 +36,10 @@ struct ncg_diag_ctx {
      * process: NCCL's one-thread-many-devices pattern, ncclCommInitAll); nheld 0: just rank. */
     const int32_t *held;
     int nheld;
-    int finished; /* the application had already finished (its clean exit under way): an error
-                     verdict is shown and reported, its exit status kept (ncg_action_apply) */
+    int finished;      /* the application had already finished (its clean exit under way): an error
+                          verdict is shown and reported, its exit status kept (ncg_action_apply) */
+    int hosts_checker; /* this process hosts the checker (or the relay tree's root): a warning's
+                          full block is printed here (NCCLGUARD_DIAG=auto, quiet) */
 };
 
 /* Whether comm rank `rank` prints the full block under NCCLGUARD_DIAG=auto: the ranks the
@@ -46,6 +48,20 @@ struct ncg_diag_ctx {
  * Writes those ranks, compact, into on. Pure; allocates a temporary array; same answer on
  * every member (it reads only the verdict). */
 int ncg_diag_full_here(const struct ncg_verdict *v, int32_t rank, char *on, size_t cap);
+
+/* A warning names at most this many ranks whose processes print its full block; past it (a STUCK
+ * of every rank, a LAG of thousands) only the lowest one it names does. */
+#define NCG_DIAG_WARN_NAMED 8
+
+/* Whether comm rank `rank` of this process (x: its mode and whether it hosts the checker) prints
+ * the full block, under every NCCLGUARD_DIAG mode and severity: an error verdict as
+ * ncg_diag_full_here says under auto and quiet; a warning on the ranks it names (at most
+ * NCG_DIAG_WARN_NAMED, else the lowest) and in the checker's process, the others printing its
+ * headline alone (auto) or nothing (quiet). Writes into on (cap bytes) the comm ranks that print
+ * it ("" under full and short). Pure; allocates a temporary array; the same answer on every
+ * member but for the checker's process. */
+int ncg_diag_full_for(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, int32_t rank,
+                      char *on, size_t cap);
 
 /* 1 when comm rank `rank` is one the verdict is about (in v->subject's rank list). Pure;
  * allocates a temporary array. */

@@ -292,8 +292,8 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
     static const char *const completions[] = {"auto", "return", "events"}; /* ncg_completion_cfg */
     ncg_parse_choice(&p, "NCCLGUARD_COMPLETION", completions, NULL, 3,
                      "expected auto, return or events", &cfg->completion);
-    static const char *const diags[] = {"auto", "full", "short"}; /* enum ncg_diag */
-    ncg_parse_choice(&p, "NCCLGUARD_DIAG", diags, NULL, 3, "expected auto, full or short",
+    static const char *const diags[] = {"auto", "full", "short", "quiet"}; /* ncg_diag_mode */
+    ncg_parse_choice(&p, "NCCLGUARD_DIAG", diags, NULL, 4, "expected auto, full, short or quiet",
                      &cfg->diag);
     static const char *const trees[] = {"auto", "on", "off"}, *const trees01[] = {NULL, "1", "0"};
     ncg_parse_choice(&p, "NCCLGUARD_TREE", trees, trees01, 3, "expected auto, on or off",

@@ -33,7 +33,7 @@ struct ncg_config {
     double stuck_warn_s;  /* NCCLGUARD_STUCK_WARN_S (default 60; 0 = no STUCK warning) */
     double stuck_abort_s; /* NCCLGUARD_STUCK_ABORT_S (default 0 = never an error) */
     int completion;       /* NCCLGUARD_COMPLETION: enum ncg_completion_cfg (default auto) */
-    int diag;             /* NCCLGUARD_DIAG=auto|full|short (enum ncg_diag_mode, default auto) */
+    int diag; /* NCCLGUARD_DIAG=auto|full|short|quiet (enum ncg_diag_mode, default auto) */
     /* the relay tree (issue 11, docs/checker.md) */
     int tree;        /* NCCLGUARD_TREE: enum ncg_tree_cfg (default auto) */
     uint32_t fanout; /* NCCLGUARD_TREE_FANOUT: child relays per relay, 2..64 (default 16) */
@@ -57,12 +57,15 @@ struct ncg_config {
 enum ncg_tree_cfg { NCG_TREE_AUTO = 0, NCG_TREE_ON = 1, NCG_TREE_OFF = 2 };
 #define NCG_TREE_AUTO_RANKS 1024
 
-/* Which ranks print the full diagnostic block (calls, stacks); the others print its headline,
- * their own call and the report path. */
+/* Which ranks print the full diagnostic block (calls, stacks); under an error verdict the others
+ * print its headline, their own call and the report path; under a warning its headline alone
+ * (agent/diag.c, docs/configuration.md). */
 enum ncg_diag_mode {
-    NCG_DIAG_AUTO = 0,  /* the ranks the verdict is about, and one other member */
+    NCG_DIAG_AUTO = 0,  /* errors: the ranks the verdict is about, and one other member;
+                           warnings: the ranks they name and the checker's process */
     NCG_DIAG_FULL = 1,  /* every rank */
-    NCG_DIAG_SHORT = 2, /* no rank (the report holds everything) */
+    NCG_DIAG_SHORT = 2, /* no rank (the report holds everything): three lines on each */
+    NCG_DIAG_QUIET = 3, /* as auto, but a warning prints nothing on the other ranks */
 };
 
 /* NCCLGUARD_COMPLETION values: how a call's completion is learned (interpose/shim/completion.h). */

@@ -16,7 +16,7 @@ grep -q '"verdict":"MISMATCH"' "$REPORTS"/ncclguard-report.*.json || fail "repor
 # prints 3 lines: the headline, its own call, the action with the report path
 expect "$(nlines '^ncclguard:   stack of thread [0-9]+ \(issued slot [0-9]+ (AllReduce|ReduceScatter|AllGather)\(.*\)\)'"$STACK_HDR")" 2 "stack headers (auto)"
 expect "$(nlines '^ncclguard:   slot 48 \(0-based\) differs:$')" 2 "full blocks (auto)"
-expect "$(nlines '; full diagnostic on ranks 0,3 \(NCCLGUARD_DIAG=full: on every rank\)$')" 14 "short forms point to the full ones"
+expect "$(nlines '; full diagnostic on ranks 0,3 \(set NCCLGUARD_DIAG=full for every rank\)$')" 14 "short forms point to the full ones"
 # rank R's diagnostic: from its headline (one write(2) per rank: contiguous) to its action line
 rank_lines() { awk -v r="comm rank $1," '/^ncclguard: VERDICT:/ { n = 0; buf = "" } /^ncclguard: / { buf = buf $0 "\n"; n++ } index($0, r) { mine = 1 } /^ncclguard:   action:/ { if (mine) { printf "%s", buf; exit } }' "$OUT"; }
 for r in 1 2 4 5 6 7 8 9 10 11 12 13 14 15; do

@@ -1,6 +1,7 @@
 /* Unit tests of the verdicts' words: call grouping and the diagnostic block, who prints it in
  * full (NCCLGUARD_DIAG=auto), each verdict kind built from plain figures as the coordinator and
  * the tree's root build them (judge/verdicts.c), SLOW's figures as data, the exit release. */
+#include "config.h"
 #include "unit.h"
 
 void test_group_and_render(void)
@@ -52,6 +53,7 @@ void test_group_and_render(void)
                              NULL,
                              NULL,
                              NULL,
+                             0,
                              0,
                              0};
     static char d[16384];
@@ -119,6 +121,116 @@ void test_group_and_render(void)
     ncg_verdict_free(v);
 }
 
+/* Lines of rendered text (each ending '\n'), all starting with the prefix. */
+static int nlines_of(const char *d)
+{
+    int n = 0;
+    for (const char *p = d; *p; n++) {
+        CHECK(!strncmp(p, "ncclguard: ", 11));
+        const char *e = strchr(p, '\n');
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return n;
+}
+
+/* Quiet at scale (issue 36, item 3): a warning's full block only on the ranks it names (at most
+ * NCG_DIAG_WARN_NAMED, else the lowest) and in the checker's process; its headline alone
+ * elsewhere (auto), nothing (quiet); short: three lines everywhere, full: the block everywhere.
+ * An error keeps a headline on every rank, and its hint says how to get the block everywhere. */
+static void test_diag_warn(void)
+{
+    struct ncg_verdict *v = ncg_verdict_new(8);
+    static char d[16384];
+    char on[64];
+    for (int i = 0; i < 8; i++) {
+        v->counts[i] = 40;
+        v->members[i] = i;
+    }
+    v->kind = NCG_V_SLOW;
+    v->severity = NCG_SEV_WARN;
+    v->comm_id = 0x77;
+    v->slow = (struct ncg_vslow){.rank = 5, .global_rank = 5, .pid = 9, .share = 0.2, .since_s = 6};
+    snprintf(v->subject, sizeof v->subject, "5");
+    snprintf(v->detail, sizeof v->detail, "they lose 20.0%% of the step waiting for it");
+    struct ncg_diag_ctx x = {.rank = 2,
+                             .global_rank = 2,
+                             .pid = 9,
+                             .host = "h",
+                             .my_call = "slot 39 AllReduce(...)",
+                             .my_site = "",
+                             .action = "none (warning)",
+                             .exit_status = -1,
+                             .report_path = "/r.json",
+                             .call_time_unix = -1,
+                             .diag_mode = NCG_DIAG_AUTO};
+    for (int mode = 0; mode < 4; mode++) {
+        x.diag_mode = mode;
+        for (int r = 0; r < 8; r++) {
+            for (int host = 0; host < 2; host++) {
+                x.rank = r;
+                x.hosts_checker = host;
+                int full = ncg_diag_full_for(v, &x, r, on, sizeof on);
+                int n = (int)ncg_diag_render(v, &x, d, sizeof d) ? nlines_of(d) : 0;
+                int want_full =
+                    mode == NCG_DIAG_FULL ||
+                    ((mode == NCG_DIAG_AUTO || mode == NCG_DIAG_QUIET) && (r == 5 || host));
+                CHECKF(full == want_full, "mode %d rank %d host %d: full %d", mode, r, host, full);
+                if (want_full)
+                    CHECKF(n >= 5 && strstr(d, "this process (comm rank"),
+                           "mode %d rank %d: %d lines", mode, r, n);
+                else if (mode == NCG_DIAG_SHORT)
+                    CHECKF(n == 3, "short, rank %d: %d lines", r, n);
+                else
+                    CHECKF(n == (mode == NCG_DIAG_QUIET ? 0 : 1) &&
+                               (n == 0 || strstr(d, "ncclguard: WARNING: SLOW on comm ") == d),
+                           "mode %d rank %d: %d lines:\n%s", mode, r, n, d);
+            }
+        }
+    }
+    /* a warning about many ranks (a STUCK of every rank, a LAG of more than 8): the lowest */
+    x.diag_mode = NCG_DIAG_AUTO;
+    x.hosts_checker = 0;
+    v->kind = NCG_V_STUCK;
+    snprintf(v->subject, sizeof v->subject, "0-7");
+    CHECK(ncg_diag_full_for(v, &x, 0, on, sizeof on) == 1 && !strcmp(on, "0"));
+    CHECK(ncg_diag_full_for(v, &x, 1, on, sizeof on) == 0);
+    snprintf(v->subject, sizeof v->subject, "2,4");
+    CHECK(ncg_diag_full_for(v, &x, 4, on, sizeof on) == 1 && !strcmp(on, "2,4"));
+    CHECK(ncg_diag_full_for(v, &x, 3, on, sizeof on) == 0);
+    snprintf(v->subject, sizeof v->subject, "3,5,...");
+    CHECK(ncg_diag_full_for(v, &x, 3, on, sizeof on) == 1 && !strcmp(on, "3"));
+    CHECK(ncg_diag_full_for(v, &x, 5, on, sizeof on) == 0);
+    ncg_verdict_free(v);
+    /* an error: three lines elsewhere, with a hint worded as one (it read as if the variable
+     * were set: "(NCCLGUARD_DIAG=full: on every rank)") */
+    v = ncg_verdict_new(4);
+    for (int i = 0; i < 4; i++) {
+        v->counts[i] = 3;
+        v->members[i] = i;
+    }
+    v->kind = NCG_V_RANK_DIED;
+    v->severity = NCG_SEV_ERROR;
+    snprintf(v->subject, sizeof v->subject, "3");
+    x.rank = 2;
+    x.action = "abort";
+    x.exit_status = 86;
+    CHECK(ncg_diag_render(v, &x, d, sizeof d) && nlines_of(d) == 3);
+    CHECKF(strstr(d, "; full diagnostic on ranks 0,3 (set NCCLGUARD_DIAG=full for every rank)\n"),
+           "%s", d);
+    x.diag_mode = NCG_DIAG_QUIET; /* quiet spares errors */
+    CHECK(ncg_diag_render(v, &x, d, sizeof d) && nlines_of(d) == 3);
+    for (int i = 0; i < 4; i++)
+        v->members[i] = 3 - i; /* the hint names launcher ranks as the headline does */
+    ncg_diag_render(v, &x, d, sizeof d);
+    CHECKF(strstr(d,
+                  "; full diagnostic on global ranks 0,3 (comm ranks 0,3) (set NCCLGUARD_DIAG=full "
+                  "for every rank)\n"),
+           "%s", d);
+    ncg_verdict_free(v);
+}
+
 /* Who prints the full block under NCCLGUARD_DIAG=auto: the subject and the lowest other. */
 void test_diag_full(void)
 {
@@ -144,6 +256,7 @@ void test_diag_full(void)
     snprintf(v->subject, sizeof v->subject, "3-99");
     CHECK(ncg_diag_full_here(v, 7, on, sizeof on) == 1);
     ncg_verdict_free(v);
+    test_diag_warn();
 }
 
 /* judge/verdicts.c: each verdict kind from plain figures, as the coordinator and the tree's

@@ -229,10 +229,12 @@ int main(void)
     EXPECT(c.diag == NCG_DIAG_SHORT && e.nwarn == 0);
     c = one(&e, "NCCLGUARD_DIAG", "auto");
     EXPECT(c.diag == NCG_DIAG_AUTO && e.nwarn == 0);
+    c = one(&e, "NCCLGUARD_DIAG", "quiet");
+    EXPECT(c.diag == NCG_DIAG_QUIET && e.nwarn == 0);
     c = one(&e, "NCCLGUARD_DIAG", "long");
     EXPECT(c.diag == NCG_DIAG_AUTO && e.nwarn == 1);
-    EXPECT(!strcmp(e.warnings[0],
-                   "ncclguard: NCCLGUARD_DIAG=\"long\": expected auto, full or short; using auto"));
+    EXPECT(!strcmp(e.warnings[0], "ncclguard: NCCLGUARD_DIAG=\"long\": expected auto, full, short "
+                                  "or quiet; using auto"));
 
     c = one(&e, "NCCLGUARD_TREE", "on");
     EXPECT(c.tree == NCG_TREE_ON && e.nwarn == 0);
