@@ -162,13 +162,14 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
         while (tok == 0)
             if (getrandom(&tok, sizeof tok, 0) != sizeof tok)
                 tok = (uint64_t)ncg_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-        if (!tree_wanted(&node, &nnodes))
-            goto flat; /* (issue #34: a root of one node, ncg_agent.root_flat, does the flat
-                          checker's job but for two status fields; not the default yet) */
+        if (!tree_wanted(&node, &nnodes)) { /* a flat job: the root of a tree of one node */
+            node = 0;
+            nnodes = 1;
+            ncg_agent.root_flat = 1;
+        }
         if (root_start_locked(node, nnodes, tok) == 0)
             goto started;
     }
-flat:
     if (__atomic_load_n(&ncg_agent.srv.failed, __ATOMIC_ACQUIRE)) {
         rc = -ENOMEM; /* it stopped: ids get no tail, their ranks run unguarded */
         goto out;

@@ -107,18 +107,7 @@ void ncg_co_slow_tick(struct ncg_coord *co, struct ccomm *c)
 
 double ncg_co_slow_wait_share(const struct ccomm *c, uint32_t rank)
 {
-    if (!c->slow || !c->slow->sg.n)
-        return -1;
-    const struct ncg_sg *sg = &c->slow->sg;
-    uint32_t w = sg->n < sg->cfg.window ? sg->n : sg->cfg.window;
-    uint64_t loss = 0, step = 0;
-    for (uint32_t i = 0; i < w; i++) { /* the latest w, as the decision takes them */
-        const struct ncg_sg_ent *e = &sg->win[(sg->head + NCG_SG_WIN_MAX - 1 - i) % NCG_SG_WIN_MAX];
-        step += e->step_ns;
-        if (e->who == (int32_t)rank)
-            loss += e->loss_ns;
-    }
-    return step ? (double)loss / (double)step : -1;
+    return c->slow ? ncg_sg_wait_share(&c->slow->sg, (int32_t)rank) : -1;
 }
 
 void ncg_co_slow_view(const struct ccomm *c, uint64_t now_ns, struct ncg_coord_slow_view *v)

@@ -179,6 +179,21 @@ enum ncg_sg_event ncg_sg_feed(struct ncg_sg *s, const struct ncg_sg_slot *a, uin
     return ev;
 }
 
+double ncg_sg_wait_share(const struct ncg_sg *s, int32_t rank)
+{
+    if (!s || !s->n)
+        return -1;
+    uint32_t w = s->n < s->cfg.window ? s->n : s->cfg.window;
+    uint64_t loss = 0, step = 0;
+    for (uint32_t i = 0; i < w; i++) {
+        const struct ncg_sg_ent *e = &s->win[(s->head + NCG_SG_WIN_MAX - 1 - i) % NCG_SG_WIN_MAX];
+        step += e->step_ns;
+        if (e->who == rank)
+            loss += e->loss_ns;
+    }
+    return step ? (double)loss / (double)step : -1;
+}
+
 enum ncg_sg_event ncg_sg_forget(struct ncg_sg *s, int32_t rank)
 {
     for (uint32_t i = 0; i < s->n; i++) {

@@ -96,6 +96,9 @@ enum ncg_sg_event ncg_sg_feed(struct ncg_sg *s, const struct ncg_sg_slot *a, uin
 /* The member rank left: its episode ends (NCG_SG_END returned, s->ended), and the window
  * forgets the slots it was the minimum of. Pure. */
 enum ncg_sg_event ncg_sg_forget(struct ncg_sg *s, int32_t rank);
+/* The share of the step the others lost waiting for rank over the window's latest slots (as
+ * the decision takes them), -1 before any. Pure. */
+double ncg_sg_wait_share(const struct ncg_sg *s, int32_t rank);
 
 /* ---- slots still coming in: shared by the flat coordinator (coord_slow.c) and every relay of
  * the tree (relay_slow.c), so both gather, complete and drop slots by one rule ---- */

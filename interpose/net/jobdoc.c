@@ -248,7 +248,7 @@ static const struct family rank_families[] = {
      "Seconds since the member's process last reported (its heartbeat).", R_HEARTBEAT, BOTH},
     {"ncclguard_rank_wait_share", "gauge",
      "Share of the step the other members lose waiting for this one (sampled slots).", R_WAIT_SHARE,
-     NCG_DOC_FLAT},
+     BOTH},
 };
 
 /* One member's sample line of a rank_families entry; none for a figure not known. */
@@ -307,4 +307,16 @@ void ncg_doc_rank_families(struct ncg_buf *b, const struct ncg_doc_rank *r, size
         for (size_t i = 0; i < n; i++)
             rank_sample(b, &r[i], f->name, f->which);
     }
+}
+
+void ncg_doc_call(struct ncg_buf *b, const struct ncg_call *c, int p2p, const char *site)
+{
+    ncg_buf_printf(b,
+                   "{\"kind\":\"%s\",\"func\":\"%s\",\"count\":%" PRIu64
+                   ",\"dtype\":\"%s\",\"redop\":\"%s\",\"root_or_peer\":%d,\"seq\":%" PRIu64
+                   ",\"site\":\"",
+                   p2p ? "p2p" : "coll", ncg_v_func_name(c->func), c->count,
+                   ncg_v_dtype_name(c->dtype), ncg_v_redop_name(c->redop), c->root, c->seq);
+    ncg_buf_esc(b, site, NCG_ESC_JSON);
+    ncg_buf_add(b, "\"}", 2);
 }

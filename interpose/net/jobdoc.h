@@ -50,7 +50,7 @@ struct ncg_doc_rank {
     uint8_t state; /* 0 not registered yet (no rank_info line), 1 active, 2 left, 3 dead */
     uint64_t issued, behind;
     double rate, progress_age_s, heartbeat_age_s;
-    double wait_share; /* NCG_DOC_FLAT only */
+    double wait_share; /* -1: not known (a rank beneath a child relay) */
 };
 
 /* A /metrics render's figures: c[nc] and r[nr], zeroed; free with ncg_doc_figs_free. 0, or
@@ -73,6 +73,9 @@ void ncg_doc_status_verdict(struct ncg_buf *b, int kind, int severity, int64_t s
                             const char *text, const char *subject);
 /* /status's closing counters: "verdicts_total":{...},"queries_total":Q,
  * "dropped_connections_total":D} and the newline. by_kind: [NCG_V_KIND_MAX_]. */
+/* {"kind":"coll","func":"AllReduce",...,"site":"..."}: a call as /status writes it. */
+struct ncg_call;
+void ncg_doc_call(struct ncg_buf *b, const struct ncg_call *c, int p2p, const char *site);
 void ncg_doc_status_totals(struct ncg_buf *b, const uint64_t *by_kind, uint64_t queries,
                            uint64_t dropped);
 

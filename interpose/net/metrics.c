@@ -178,19 +178,6 @@ static struct ncg_doc_checker checker_of(const struct ncg_coord_params *p)
 
 /* ---------- /status ---------- */
 
-/* {"kind":"coll","func":"AllReduce",...,"site":"..."}: a call as /status writes it. */
-static void json_call(struct ncg_buf *b, const struct ncg_call *c, int p2p, const char *site)
-{
-    ncg_buf_printf(b,
-                   "{\"kind\":\"%s\",\"func\":\"%s\",\"count\":%" PRIu64
-                   ",\"dtype\":\"%s\",\"redop\":\"%s\",\"root_or_peer\":%d,\"seq\":%" PRIu64
-                   ",\"site\":\"",
-                   p2p ? "p2p" : "coll", ncg_v_func_name(c->func), c->count,
-                   ncg_v_dtype_name(c->dtype), ncg_v_redop_name(c->redop), c->root, c->seq);
-    ncg_buf_esc(b, site, NCG_ESC_JSON);
-    ncg_buf_add(b, "\"}", 2);
-}
-
 int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, struct ncg_buf *b)
 {
     struct snap s;
@@ -257,7 +244,7 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
                 ncg_buf_printf(b, "%s{\"ranks\":\"", j ? "," : "");
                 ncg_buf_esc(b, c->vcalls[j].ranks, NCG_ESC_JSON);
                 ncg_buf_add(b, "\",\"call\":", 9);
-                json_call(b, &c->vcalls[j].call, 0, c->vcalls[j].site);
+                ncg_doc_call(b, &c->vcalls[j].call, 0, c->vcalls[j].site);
                 ncg_buf_add(b, "}", 1);
             }
             ncg_buf_add(b, "]}", 2);
@@ -294,7 +281,7 @@ int ncg_status_render(struct ncg_coord *co, uint64_t now_ns, double time_unix, s
             ncg_buf_num_or_null(b, m->v.report_age_s);
             ncg_buf_add(b, ",\"last_call\":", 13);
             if (m->has_wait)
-                json_call(b, &m->wait.call, m->wait.p2p, m->wait.site);
+                ncg_doc_call(b, &m->wait.call, m->wait.p2p, m->wait.site);
             else
                 ncg_buf_add(b, "null", 4);
             ncg_buf_printf(b, ",\"behind\":%s,\"wait_share\":", behind(c, m) ? "true" : "false");

@@ -174,7 +174,7 @@ static void status_comm(struct ncg_buf *b, const struct ncg_tree_snap *s,
         else
             ncg_buf_add(b, "null", 4);
         ncg_buf_printf(b, ",\"share\":%.4f,\"since_s\":%.1f,\"side\":\"%s\"}", v->sg_share,
-                       v->sg_since_s, v->sg_device ? "device" : "host");
+                       v->sg_since_s, v->sg_device ? "gpu" : "host");
     } else {
         ncg_buf_add(b, "null", 4);
     }
@@ -203,9 +203,19 @@ static void status_comm(struct ncg_buf *b, const struct ncg_tree_snap *s,
         ncg_buf_num_or_null(b, m->age);
         ncg_buf_add(b, ",\"report_age_s\":", 16);
         ncg_buf_num_or_null(b, m->v.heartbeat_age_s);
-        /* per-rank wait share: not gathered through the tree (the root decides on aggregates) */
-        ncg_buf_printf(b, ",\"last_call\":null,\"wait_share\":null,\"behind\":%s}",
-                       behind(c, m) ? "true" : "false");
+        /* last call and wait share: known for the root's own clients (a flat job's every rank),
+         * not gathered from beneath child relays */
+        ncg_buf_add(b, ",\"last_call\":", 13);
+        if (m->v.has_wait)
+            ncg_doc_call(b, &m->v.wait.call, m->v.wait.p2p, m->v.wait.site);
+        else
+            ncg_buf_add(b, "null", 4);
+        ncg_buf_add(b, ",\"wait_share\":", 14);
+        if (m->v.wait_share < 0)
+            ncg_buf_add(b, "null", 4);
+        else
+            ncg_buf_printf(b, "%.4f", m->v.wait_share);
+        ncg_buf_printf(b, ",\"behind\":%s}", behind(c, m) ? "true" : "false");
     }
     ncg_buf_add(b, "]}", 2);
 }
@@ -273,7 +283,7 @@ static int doc_figures(const struct ncg_tree_snap *s, struct ncg_doc_figs *f)
                                       .rate = m->rate,
                                       .progress_age_s = m->age,
                                       .heartbeat_age_s = m->v.heartbeat_age_s,
-                                      .wait_share = -1}; /* not gathered through the tree */
+                                      .wait_share = m->v.wait_share};
         }
     }
     return 0;

@@ -132,6 +132,9 @@ struct ncg_relay_rank_view {
     uint8_t state;          /* 1 active, 2 left (goodbye) */
     uint64_t issued, done;  /* collective calls issued / completed, as last reported */
     double heartbeat_age_s; /* of its process (-1: gone) */
+    double wait_share;      /* root, SLOW: of the step the others lose to it (-1: not known) */
+    uint8_t has_wait;       /* root: its process reported it blocked in wait (latest WAIT) */
+    struct ncg_wait_ent wait;
 };
 
 /* A communicator as this relay sees its subtree: exact aggregates over every rank beneath

@@ -97,18 +97,38 @@ static uint32_t ix_slot(const struct rdl *d, uint32_t node, uint32_t conn, uint3
 
 /* The blocked collective call the root's own client on conn reported for rank of comm_id at
  * slot k (its latest WAIT), or NULL: STUCK's member lines at a one-node root. */
-const struct ncg_wait_ent *ncg_rl_dl_wait_at(const struct ncg_relay *r, int conn, uint64_t comm_id,
-                                             uint32_t rank, uint64_t k)
+/* The root's record of its own client on conn, or NULL. */
+static const struct rwaiter *own_waiter(const struct ncg_relay *r, int conn)
 {
     const struct rdl *d = r->dl;
     const struct rconn *cc = ncg_rl_conn_get(r, conn);
     if (!d || !cc || !d->ixcap)
         return NULL;
     uint32_t h = ix_slot(d, r->p.node, (uint32_t)conn, cc->pid);
-    if (d->ix[h] < 2)
-        return NULL;
-    const struct rwaiter *x = &d->p[d->ix[h] - 2];
-    for (uint32_t j = 0; j < x->nw; j++) {
+    return d->ix[h] >= 2 ? &d->p[d->ix[h] - 2] : NULL;
+}
+
+const struct ncg_wait_ent *ncg_rl_dl_wait_of(const struct ncg_relay *r, int conn, uint64_t comm_id,
+                                             uint32_t rank)
+{
+    const struct rwaiter *x = own_waiter(r, conn);
+    const struct ncg_wait_ent *p2p = NULL;
+    for (uint32_t j = 0; x && j < x->nw; j++) {
+        const struct ncg_wait_ent *w = &x->w[j];
+        if (w->comm_id != comm_id || w->rank != rank || w->queued)
+            continue;
+        if (!w->p2p)
+            return w;
+        p2p = p2p ? p2p : w;
+    }
+    return p2p;
+}
+
+const struct ncg_wait_ent *ncg_rl_dl_wait_at(const struct ncg_relay *r, int conn, uint64_t comm_id,
+                                             uint32_t rank, uint64_t k)
+{
+    const struct rwaiter *x = own_waiter(r, conn);
+    for (uint32_t j = 0; x && j < x->nw; j++) {
         const struct ncg_wait_ent *w = &x->w[j];
         if (w->comm_id == comm_id && w->rank == rank && !w->p2p && !w->queued && w->call.seq == k)
             return w;

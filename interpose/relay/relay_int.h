@@ -310,6 +310,10 @@ void ncg_rl_slow_free(struct rcomm *c);
 
 /* relay_dl.c: DEADLOCK through the tree. */
 void ncg_rl_dl_free(struct ncg_relay *r);
+/* root: the blocked call (collective, else p2p) its client on conn reported for rank of
+ * comm_id, or NULL (/status's last_call) */
+const struct ncg_wait_ent *ncg_rl_dl_wait_of(const struct ncg_relay *r, int conn, uint64_t comm_id,
+                                             uint32_t rank);
 /* root: the blocked call its client on conn reported for rank of comm_id at slot k, or NULL */
 const struct ncg_wait_ent *ncg_rl_dl_wait_at(const struct ncg_relay *r, int conn, uint64_t comm_id,
                                              uint32_t rank, uint64_t k);

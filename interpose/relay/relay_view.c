@@ -125,7 +125,14 @@ void ncg_relay_view(const struct ncg_relay *r, uint64_t now_ns,
                 .state = k->state == K_ACTIVE ? 1 : 2,
                 .issued = k->max,
                 .done = k->dmin,
-                .heartbeat_age_s = cc ? age_s(now_ns, cc->h.last_rx_ns) : -1};
+                .heartbeat_age_s = cc ? age_s(now_ns, cc->h.last_rx_ns) : -1,
+                .wait_share = ncg_sg_wait_share(sg, (int32_t)k->rank)};
+            const struct ncg_wait_ent *w =
+                r->p.root && k->conn >= 0 ? ncg_rl_dl_wait_of(r, k->conn, c->id, k->rank) : NULL;
+            if (w) {
+                rv[v.nhere - 1].has_wait = 1;
+                rv[v.nhere - 1].wait = *w;
+            }
         }
         if (v.nhere)
             qsort(rv, v.nhere, sizeof *rv, by_rank);
