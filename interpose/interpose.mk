@@ -6,8 +6,8 @@
 #   inspect  stacks, symbols                          (the job's threads, on a verdict)
 #   proto    the wire: frames, codecs, the verdict    (pure)
 #   judge    decisions over plain figures             (pure)
-#   coord    the flat coordinator's state machine     (pure; also the `ncclguard coord` daemon)
-#   relay    the relay tree's state machine           (pure; also ncg-sim)
+#   relay    the checker: the relay tree's state machine, its root the one checker of every
+#            job (a flat job's: a tree of one node)   (pure; also ncg-sim)
 #   net      sockets: peers, the HTTP endpoint, the relay's host (the checker thread, the daemon)
 #   agent    what runs only inside the job: the checker thread, its link, actions, reports
 #   cli      the `ncclguard` command (interpose/cli/cli.mk)
@@ -32,16 +32,14 @@ SHIM_CFLAGS := -ftls-model=initial-exec -MMD -MP
 SHIM_LDFLAGS := -shared -Wl,--version-script=interpose/shim/exports.map -Wl,-z,defs -Wl,-z,relro \
                 -Wl,--as-needed
 SHIM_LIBS := -ldl -lpthread
-# Each layer compiled with the include paths of itself and the layers below only (coord and
-# relay side by side: neither sees the other).
+# Each layer compiled with the include paths of itself and the layers below only.
 NCG_SEES_common := common
 NCG_SEES_shim := common shim
 NCG_SEES_inspect := common shim inspect
 NCG_SEES_proto := $(NCG_SEES_inspect) proto
 NCG_SEES_judge := $(NCG_SEES_proto) judge
-NCG_SEES_coord := $(NCG_SEES_judge) coord
 NCG_SEES_relay := $(NCG_SEES_judge) relay
-NCG_SEES_net := $(NCG_SEES_judge) coord relay net
+NCG_SEES_net := $(NCG_SEES_judge) relay net
 NCG_SEES_agent := $(NCG_SEES_net) agent
 define NCG_OBJ_RULE
 $(BUILD)/obj/interpose/$(1)/%.o: interpose/$(1)/%.c

@@ -108,18 +108,19 @@ struct ncg_agent {
     /* comms (under lk) */
     struct ncg_lcomm *lc;
     size_t nlc, caplc;
-    /* embedded coordinator (listener made under lk, then owned by the thread) */
-    struct ncg_server srv;
-    int have_srv;
-    uint16_t port;
-    uint64_t token;
-    /* the relay tree: this process's relay (the root's, made under lk like srv, or a node's,
-     * made by the thread), owned by the thread once published */
-    struct ncg_rhost *rh;
-    int rh_claim; /* __atomic: 0 -> 1 by whoever makes rh (one relay per process) */
-    int have_rh;
+    /* the checker of the ids this process makes: a relay tree's root (made under lk, then owned
+     * by the thread once published; have_root __atomic), of one node for a flat job */
+    struct ncg_rhost *root;
+    int have_root;
+    int root_failed;           /* it could not start: later ids run unguarded too */
     int root_flat;             /* the root of a one-node tree: the ids' tails stay flat */
     struct ncg_tree root_tree; /* the root's layout, written into the ids' tails */
+    uint16_t port;
+    uint64_t token;
+    /* this process's node relay of another process's tree (made by the thread: link.c) */
+    struct ncg_rhost *rh;
+    int rh_claim; /* __atomic: 0 -> 1 by whoever makes rh (one node relay per process) */
+    int have_rh;
     /* exit handshake (under lk); the exit sequence and its flags in order: exit.c */
     int exiting, exit_done;
     /* thread-owned */
@@ -171,7 +172,7 @@ extern struct ncg_agent ncg_agent;
 
 /* client.c. Any thread. */
 int ncg_rh_up(void);        /* this process hosts a relay that runs */
-int ncg_srv_up(void);       /* the embedded coordinator is ready */
+int ncg_root_up(void);      /* this process's checker (a root) runs */
 int ncg_ending(void);       /* an abort verdict is ending this process (checker thread) */
 int ncg_exiting(void);      /* the application is exiting (reads exiting under lk; not with lk) */
 void ncg_wake_thread(void); /* wakes the thread's poll() */

@@ -1,5 +1,6 @@
 /* The checker thread's public side (client.h): the state its parts share (agent_int.h),
- * the embedded coordinator or relay tree's root started for the ids this process makes, the
+ * the checker started for the ids this process makes (a relay tree's root: of one node for a
+ * flat job), the
  * id's tail, and the communicators application threads hand over. The thread is thread.c; its
  * links link.c, verdicts apply.c, a lost checker lost.c, reports report.c, the exit exit.c. */
 #define _GNU_SOURCE
@@ -16,7 +17,6 @@
 #include "client.h"
 #include "comm.h"
 #include "config.h"
-#include "coord.h"
 #include "http.h"
 #include "idtail.h"
 #include "log.h"
@@ -26,8 +26,7 @@
 struct ncg_agent ncg_agent = {.lk = PTHREAD_MUTEX_INITIALIZER,
                               .cv = PTHREAD_COND_INITIALIZER,
                               .ann_cv = PTHREAD_COND_INITIALIZER,
-                              .wake = {-1, -1},
-                              .srv = {.lfd = -1}};
+                              .wake = {-1, -1}};
 
 /* This process hosts a relay that runs (acquire: pairs with the release that published it). */
 int ncg_rh_up(void)
@@ -50,11 +49,11 @@ int ncg_exiting(void)
     return exiting;
 }
 
-/* The embedded coordinator is ready (acquire: pairs with ncg_channel_listen's release). */
-int ncg_srv_up(void)
+/* This process's checker runs (acquire: pairs with ncg_channel_listen's release). */
+int ncg_root_up(void)
 {
-    return __atomic_load_n(&ncg_agent.have_srv, __ATOMIC_ACQUIRE) &&
-           !__atomic_load_n(&ncg_agent.srv.failed, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&ncg_agent.have_root, __ATOMIC_ACQUIRE) &&
+           !ncg_rhost_stopped(ncg_agent.root);
 }
 
 void ncg_wake_thread(void)
@@ -117,24 +116,20 @@ static int tree_wanted(uint32_t *node, uint32_t *nnodes)
     return ncg_launch()->world >= NCG_TREE_AUTO_RANKS;
 }
 
-/* Caller holds ncg_agent.lk: this process's ids get a relay tree's root (its relay). 0, or -errno
- * (the caller falls back to the flat coordinator). */
-static int root_start_locked(uint32_t node, uint32_t nnodes, uint64_t tok)
+/* Caller holds ncg_agent.lk: this process's ids get a relay tree's root, flat (a tree of one
+ * node: the ids' tails say nothing of a tree) or over nnodes nodes. 0, or -errno (said). */
+static int root_start_locked(uint32_t node, uint32_t nnodes, uint64_t tok, int flat)
 {
     struct ncg_rhost_params p = ncg_agent_rhost_params(tok, node, node, nnodes, ncg_cfg.fanout);
     char err[160];
     struct ncg_rhost *h;
-    int zero = 0;
-    if (!__atomic_compare_exchange_n(&ncg_agent.rh_claim, &zero, 1, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE))
-        return -EBUSY; /* this process is another tree's node relay: the flat checker */
     int rc = ncg_rhost_start(&h, &p, err, sizeof err);
     if (rc != 0) {
-        __atomic_store_n(&ncg_agent.rh_claim, 0, __ATOMIC_RELEASE);
-        ncg_log("cannot start the relay tree's root (%s); using the flat checker", err);
+        ncg_log("cannot start the checker: %s; this job runs unguarded", err);
         return rc;
     }
-    ncg_agent.rh = h;
+    ncg_agent.root = h;
+    ncg_agent.root_flat = flat;
     ncg_agent.port = ncg_rhost_port(h);
     ncg_agent.token = tok;
     ncg_agent.root_tree.on = 1;
@@ -142,11 +137,12 @@ static int root_start_locked(uint32_t node, uint32_t nnodes, uint64_t tok)
     ncg_agent.root_tree.nnodes = nnodes;
     ncg_agent.root_tree.fanout = ncg_cfg.fanout;
     ncg_http_tree_start(h, node, 1, ncg_global_rank());
-    if (!ncg_agent.root_flat)
+    if (!flat)
         ncg_log("checking through a relay tree: %u nodes of %d ranks, fan-out %u%s", nnodes,
                 ncg_launch()->local_world, ncg_cfg.fanout,
                 ncg_cfg.http[0] ? "; status endpoint at the root and each node's relay" : "");
-    __atomic_store_n(&ncg_agent.have_rh, 1, __ATOMIC_RELEASE);
+    /* Publish after the fields above: the thread reads have_root without the lock. */
+    __atomic_store_n(&ncg_agent.have_root, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -154,56 +150,29 @@ int ncg_channel_listen(uint16_t *port, uint64_t *token)
 {
     int rc = 0;
     pthread_mutex_lock(&ncg_agent.lk);
-    uint32_t node, nnodes;
-    if (ncg_agent.root_tree.on) /* this process's earlier ids' tree */
-        goto started;
-    if (!ncg_agent.have_srv) {
-        uint64_t tok = 0;
-        while (tok == 0)
-            if (getrandom(&tok, sizeof tok, 0) != sizeof tok)
-                tok = (uint64_t)ncg_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-        if (!tree_wanted(&node, &nnodes)) { /* a flat job: the root of a tree of one node */
-            node = 0;
-            nnodes = 1;
-            ncg_agent.root_flat = 1;
+    uint32_t node = 0, nnodes = 1;
+    if (ncg_agent.root_tree.on) { /* this process's earlier ids' checker */
+        if (!ncg_root_up()) {
+            rc = -ENOMEM; /* it stopped: ids get no tail, their ranks run unguarded */
+            goto out;
         }
-        if (root_start_locked(node, nnodes, tok) == 0)
-            goto started;
+        goto started;
     }
-    if (__atomic_load_n(&ncg_agent.srv.failed, __ATOMIC_ACQUIRE)) {
-        rc = -ENOMEM; /* it stopped: ids get no tail, their ranks run unguarded */
+    if (ncg_agent.root_failed) {
+        rc = -EIO; /* it could not start, or stopped: ids get no tail, their ranks run unguarded */
         goto out;
     }
-    if (!ncg_agent.have_srv) {
-        char err[160];
-        uint16_t p = 0;
-        int fd = ncg_listen(&p, NULL, 0, err, sizeof err);
-        if (fd < 0) {
-            ncg_log("cannot start the checker: %s; this job runs unguarded", err);
-            rc = -EIO;
-            goto out;
-        }
-        uint64_t tok = 0;
-        while (tok == 0)
-            if (getrandom(&tok, sizeof tok, 0) != sizeof tok)
-                tok = (uint64_t)ncg_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-        struct ncg_coord_params cp;
-        ncg_coord_params_init(&cp, &ncg_cfg, tok, 1, ncg_global_rank());
-        struct ncg_coord_ops ops = {ncg_server_send, ncg_server_drop, &ncg_agent.srv, NULL};
-        ncg_agent.srv.co = ncg_coord_new(&cp, &ops);
-        if (!ncg_agent.srv.co) {
-            close(fd);
-            rc = -ENOMEM;
-            goto out;
-        }
-        ncg_agent.srv.lfd = fd;
-        ncg_agent.srv.interval_ms = cp.interval_ms;
-        ncg_agent.port = p;
-        ncg_agent.token = tok;
-        ncg_http_embedded_start(&ncg_agent.srv, tok, ncg_host_name(), (uint32_t)getpid(),
-                                cp.global_rank);
-        /* Publish after the fields above: the thread reads have_srv without the lock. */
-        __atomic_store_n(&ncg_agent.have_srv, 1, __ATOMIC_RELEASE);
+    uint64_t tok = 0;
+    while (tok == 0)
+        if (getrandom(&tok, sizeof tok, 0) != sizeof tok)
+            tok = (uint64_t)ncg_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+    int flat = !tree_wanted(&node, &nnodes);
+    if (flat) /* a flat job: the root of a tree of one node */
+        node = 0, nnodes = 1;
+    if (root_start_locked(node, nnodes, tok, flat) != 0) {
+        ncg_agent.root_failed = 1;
+        rc = -EIO;
+        goto out;
     }
 started:
     rc = ncg_start_thread_locked();
@@ -357,15 +326,8 @@ void ncg_channel_fork_child(void)
     for (int i = 0; i < ncg_agent.nlink; i++)
         if (ncg_agent.link[i].io.fd >= 0)
             close(ncg_agent.link[i].io.fd);
-    if (ncg_agent.have_srv) {
-        if (ncg_agent.srv.lfd >= 0)
-            close(ncg_agent.srv.lfd);
-        for (int i = 0; i < ncg_agent.srv.npc; i++)
-            if (ncg_agent.srv.pc[i].fd >= 0)
-                close(ncg_agent.srv.pc[i].fd);
-        if (ncg_agent.srv.http)
-            ncg_http_fork_child(ncg_agent.srv.http);
-    }
+    if (ncg_agent.have_root)
+        ncg_rhost_fork_child(ncg_agent.root);
     if (ncg_agent.have_rh)
         ncg_rhost_fork_child(ncg_agent.rh);
     if (ncg_agent.wake[0] >= 0)
@@ -378,7 +340,6 @@ void ncg_channel_fork_child(void)
     ncg_agent.cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
     ncg_agent.ann_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
     ncg_agent.wake[0] = ncg_agent.wake[1] = -1;
-    ncg_agent.srv.lfd = -1;
 }
 
 /* Side-channel bytes this process's client links queued so far (bench). */

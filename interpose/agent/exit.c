@@ -68,7 +68,6 @@
 #include "action.h"
 #include "agent_int.h"
 #include "config.h"
-#include "coord.h"
 #include "log.h"
 #include "relayhost.h"
 #include "shm.h"
@@ -88,22 +87,12 @@ void ncg_left_own_add(uint64_t id, uint64_t final)
     left_own[left_own_n++ % NCG_WIRE_MAX_COMMS] = (typeof(left_own[0])){id, final};
 }
 
-/* This process hosts the checker its ids name: the embedded coordinator, or a relay tree's
- * root (a flat job's: a tree of one node). */
-static int hosts_checker(void)
-{
-    return ncg_srv_up() || (ncg_rh_up() && ncg_agent.root_tree.on);
-}
-
-/* This process's SHUTDOWN (exit_sd) to every client of its embedded checker, those still in
- * its listener's backlog and any that connects before the process is gone included; a root
- * leaves down its tree with it. */
+/* This process's SHUTDOWN (exit_sd): its checker (a relay tree's root) leaves down its tree
+ * with it. */
 static void server_shutdown(void)
 {
-    if (ncg_srv_up())
-        ncg_server_farewell(&ncg_agent.srv, &exit_sd, ncg_now_ns());
-    else if (ncg_rh_up() && ncg_agent.root_tree.on)
-        ncg_rhost_leave(ncg_agent.rh, &exit_sd);
+    if (ncg_root_up())
+        ncg_rhost_leave(ncg_agent.root, &exit_sd);
 }
 
 /* Tells the checker on link li that this process printed and reported comm_id's verdict. */
@@ -124,8 +113,7 @@ static uint64_t release_bound_ns(void)
 /* This process's checker or tree root still waits for other processes' DONEs. */
 static int hosted_waiting(void)
 {
-    return (ncg_srv_up() && ncg_coord_releases_waiting(ncg_agent.srv.co)) ||
-           (ncg_rh_up() && ncg_agent.root_tree.on && ncg_rhost_releases_waiting(ncg_agent.rh));
+    return ncg_root_up() && ncg_rhost_releases_waiting(ncg_agent.root);
 }
 
 /* An abort verdict's exit: now, once our own verdicts reached the others (a process that hosts
@@ -133,11 +121,11 @@ static int hosted_waiting(void)
  * holds for others; ncg_exit_finish). */
 static void exit_arm(uint64_t now)
 {
-    if (ncg_agent.release_until_ns && ncg_srv_up())
+    if (ncg_agent.release_until_ns && ncg_root_up())
         ncg_agent.sd_deferred = 1; /* held back until the release (ncg_exit_tick) */
     ncg_agent.release_until_ns = 0;
     if (!ncg_agent.abort_at_ns) {
-        ncg_agent.abort_at_ns = now + (ncg_srv_up() || ncg_rh_up() ? 1000000000ull : 1);
+        ncg_agent.abort_at_ns = now + (ncg_root_up() || ncg_rh_up() ? 1000000000ull : 1);
         ncg_agent.hold_until_ns = now + release_bound_ns();
     }
 }
@@ -250,11 +238,7 @@ static void exit_sd_build(uint8_t flags, struct ncg_msg *bye)
      * would not learn them once it is gone. After this process's own entries: a comm's first
      * entry is its own (UINT64_MAX when it held no rank there), a later one another member's. */
     static uint64_t ids[NCG_WIRE_MAX_COMMS], low[NCG_WIRE_MAX_COMMS];
-    size_t nl = ncg_srv_up() && ncg_agent.srv.co
-                    ? ncg_coord_left(ncg_agent.srv.co, ids, low, NCG_WIRE_MAX_COMMS)
-                : ncg_rh_up() && ncg_agent.root_tree.on
-                    ? ncg_rhost_left(ncg_agent.rh, ids, low, NCG_WIRE_MAX_COMMS)
-                    : 0;
+    size_t nl = ncg_root_up() ? ncg_rhost_left(ncg_agent.root, ids, low, NCG_WIRE_MAX_COMMS) : 0;
     for (size_t k = 0; k < nl; k++) {
         int own = -1;
         for (uint32_t j = 0; j < exit_sd.u.goodbye.n && own < 0; j++)
@@ -279,14 +263,14 @@ void ncg_exit_messages(uint8_t flags, int only_bye)
     for (int i = 0; i < ncg_agent.nlink; i++)
         if (ncg_agent.link[i].state == NCG_LINK_UP)
             ncg_link_send(&ncg_agent.link[i], &bye[i]);
-    if (ncg_srv_up() && !only_bye)
-        server_shutdown(); /* (a root leaves in ncg_exit_tick / ncg_exit_finish) */
+    if (!only_bye)
+        server_shutdown();
 }
 
 /* Bytes still queued on any live connection of ours. */
 static int tx_pending(void)
 {
-    int n = ncg_srv_up() ? ncg_server_pending_tx(&ncg_agent.srv) : 0;
+    int n = ncg_root_up() ? ncg_rhost_pending_tx(ncg_agent.root) : 0;
     if (ncg_rh_up())
         n += ncg_rhost_pending_tx(ncg_agent.rh);
     for (int i = 0; i < ncg_agent.nlink; i++)
@@ -330,8 +314,8 @@ static int link_unregistered(void)
  * that). 1 while staying; once over, never again. One line when it lasts past STAY_SAY_NS. */
 static int stay_tick(struct ncg_exit_run *x, uint64_t now)
 {
-    if (x->stay_over || !hosts_checker() ||
-        __atomic_load_n(&ncg_agent.aborting, __ATOMIC_ACQUIRE) || ncg_ending())
+    if (x->stay_over || !ncg_root_up() || __atomic_load_n(&ncg_agent.aborting, __ATOMIC_ACQUIRE) ||
+        ncg_ending())
         goto over;
     if (!x->stay_ns)
         x->stay_ns = x->join_ns = now;
@@ -342,14 +326,8 @@ static int stay_tick(struct ncg_exit_run *x, uint64_t now)
                      message is not needed: every 10 ms */
     x->eval_ns = now;
     struct ncg_host_stay st;
-    if (ncg_srv_up()) {
-        struct ncg_server_stay ss;
-        if (ncg_server_stay(&ncg_agent.srv, (uint32_t)getpid(), now, &ss) != 0)
-            goto over;
-        st = (struct ncg_host_stay){ss.procs, ss.unreg, ss.unknown, ss.self_pending, ss.newest_ns};
-    } else if (ncg_rhost_stay(ncg_agent.rh, (uint32_t)getpid(), now, &st) != 0) {
+    if (ncg_rhost_stay(ncg_agent.root, (uint32_t)getpid(), now, &st) != 0)
         goto over;
-    }
     if (st.newest_ns > x->join_ns)
         x->join_ns = st.newest_ns;
     uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
@@ -409,7 +387,7 @@ void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now)
             /* Other processes' exit releases held here: this process's SHUTDOWN and its
              * exit wait for them (their own deadlines bound it; so does hold_until_ns). The
              * same while the host of a checker stays for its clients (stay_tick). */
-            int hold = hosted_waiting(), stay = hosts_checker();
+            int hold = hosted_waiting(), stay = ncg_root_up();
             ncg_exit_messages(0, hold || stay);
             if (hold || stay)
                 ncg_agent.sd_deferred = 1;
@@ -441,13 +419,12 @@ void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now)
         if (exiting && x->deadline_ns < now + 200000000ull)
             x->deadline_ns = now + 200000000ull;
     }
-    /* A relay here leaves once its parent heard of this process's goodbyes (an RSTAT a
-     * little over an interval later): below it, the node's processes reattach. The root
-     * waits for its children's next figures (a RANK EXITED of its own ranks is judged
-     * there; after it, each client judges from the counts the root leaves with). */
-    if (x->sent && ncg_rh_up() && !(x->hold && ncg_agent.root_tree.on) && !x->stay &&
-        now >=
-            x->sent_ns + (ncg_agent.root_tree.on ? 3 * x->interval : x->interval + x->interval / 2))
+    /* A node relay here leaves once its parent heard of this process's goodbyes (an RSTAT a
+     * little over an interval later): below it, the node's processes reattach. (The root
+     * leaves with the SHUTDOWN above, after its stay: while ranks beneath it are active, a
+     * RANK EXITED of its own ranks is judged there; after it, each client judges from the
+     * counts the root leaves with.) */
+    if (x->sent && ncg_rh_up() && now >= x->sent_ns + x->interval + x->interval / 2)
         ncg_rhost_leave(ncg_agent.rh, &exit_sd);
 }
 
@@ -461,30 +438,30 @@ int ncg_exit_finish(struct ncg_exit_run *x, int exiting, uint64_t now)
         exit_arm(now);
     }
     if (ncg_agent.abort_at_ns) {
-        int pending = ncg_srv_up() ? ncg_server_pending_tx(&ncg_agent.srv) +
-                                         ncg_server_open_conns(&ncg_agent.srv)
-                                   : 0;
-        if (ncg_rh_up()) /* the verdict passed on to the node's processes first */
+        int pending = 0; /* the verdict passed on to our checker's and relay's clients first */
+        if (ncg_root_up())
+            pending += ncg_rhost_pending_tx(ncg_agent.root) + ncg_rhost_open_conns(ncg_agent.root);
+        if (ncg_rh_up())
             pending += ncg_rhost_pending_tx(ncg_agent.rh) + ncg_rhost_open_conns(ncg_agent.rh);
         /* Our own link to our own listener stays open: exit once only it is left. A tree's
          * root first says it leaves, with its counts, down the tree (late members got the
          * verdict until then), and waits a moment for that to be read. */
         /* (the root waits two intervals at least: the processes of a node whose relay died
          * meanwhile come to it directly, and get the verdict there) */
-        int grace = ncg_rh_up() && ncg_agent.root_tree.on &&
+        int grace = ncg_root_up() && !ncg_agent.root_flat &&
                     now + 1000000000ull < ncg_agent.abort_at_ns + 2 * x->interval;
         /* (and neither leaves nor exits while it holds others' exit releases) */
         int held = x->hold || ncg_agent.sd_deferred;
-        if (!held && (now >= ncg_agent.abort_at_ns || (pending <= 1 && !grace)) && ncg_rh_up() &&
-            ncg_agent.root_tree.on && !x->root_left_ns) {
-            ncg_rhost_leave(ncg_agent.rh, &exit_sd);
+        if (!held && (now >= ncg_agent.abort_at_ns || (pending <= 1 && !grace)) && ncg_root_up() &&
+            !x->root_left_ns) {
+            ncg_rhost_leave(ncg_agent.root, &exit_sd);
             x->root_left_ns = now;
         } else if (!held && (now >= ncg_agent.abort_at_ns + 300000000ull || pending <= 1)) {
             ncg_action_exit();
         }
     }
     if (exiting && !__atomic_load_n(&ncg_agent.aborting, __ATOMIC_ACQUIRE) &&
-        !ncg_agent.sd_deferred && !(x->hold && ncg_rh_up()) &&
+        !ncg_agent.sd_deferred && !x->hold &&
         (now >= x->deadline_ns || (x->sent && !tx_pending() && !ncg_rh_up()))) {
         for (int i = 0; i < ncg_agent.nlink; i++) {
             struct ncg_link *l = &ncg_agent.link[i];

@@ -17,9 +17,9 @@
 #include <ck_pr.h>
 
 #include "agent_int.h"
+#include "hash.h"
 #include "hostport.h"
 #include "config.h"
-#include "coord.h"
 #include "idtail.h"
 #include "log.h"
 #include "http.h"
@@ -355,8 +355,8 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
         if (m->u.goodbye.flags & NCG_BYE_FAILED) {
             /* Not a death and not an exit: its ranks live on, only the checking stopped. The
              * process whose own checker failed has said so already. */
-            if (!__atomic_load_n(&ncg_agent.srv.failed, __ATOMIC_ACQUIRE) &&
-                !(ncg_agent.root_tree.on && ncg_agent.rh && ncg_rhost_stopped(ncg_agent.rh)))
+            if (!(__atomic_load_n(&ncg_agent.have_root, __ATOMIC_ACQUIRE) &&
+                  ncg_rhost_stopped(ncg_agent.root)))
                 ncg_log("the checker at %s stopped (its process ran out of memory); running "
                         "unguarded",
                         l->name);

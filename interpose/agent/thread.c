@@ -68,10 +68,10 @@ static void *thread_main(void *arg)
         int n = 0;
         pf[n] = (struct pollfd){ncg_agent.wake[0], POLLIN, 0};
         map[n++] = -1000;
-        int srv_first = n, nsrv = 0;
-        if (ncg_srv_up()) {
-            nsrv = ncg_server_pollfds(&ncg_agent.srv, pf + n, map + n, MAXFD - n - NCG_MAX_LINKS);
-            n += nsrv;
+        int root_first = n, nroot = 0;
+        if (ncg_root_up()) {
+            nroot = ncg_rhost_pollfds(ncg_agent.root, pf + n, MAXFD - n - NCG_MAX_LINKS);
+            n += nroot;
         }
         int rh_first = n, nrh = 0;
         if (ncg_rh_up()) {
@@ -90,7 +90,7 @@ static void *thread_main(void *arg)
             }
         uint64_t next = ncg_agent.last_report_ns + interval;
         int timeout = next > now ? (int)((next - now) / 1000000ull) + 1 : 0;
-        if ((ncg_srv_up() || ncg_rh_up()) && timeout > (int)ncg_cfg.interval_ms / 2)
+        if ((ncg_root_up() || ncg_rh_up()) && timeout > (int)ncg_cfg.interval_ms / 2)
             timeout = (int)ncg_cfg.interval_ms / 2 + 1;
         for (int i = 0; i < ncg_agent.nlink; i++) /* a link to retry soon (a node relay's) */
             if (ncg_agent.link[i].state == NCG_LINK_DOWN && ncg_agent.link[i].lost_ns &&
@@ -102,8 +102,6 @@ static void *thread_main(void *arg)
         if (ncg_agent.abort_at_ns || ncg_agent.release_until_ns ||
             (exiting && !(xr.stay && now - xr.stay_ns > 1000000000ull)))
             timeout = 10;
-        if (ncg_srv_up() && ncg_server_busy(&ncg_agent.srv))
-            timeout = 0; /* messages left from a bounded round */
         int rc = poll(pf, (nfds_t)n, timeout);
         if (rc < 0 && errno != EINTR)
             usleep(1000);
@@ -113,13 +111,8 @@ static void *thread_main(void *arg)
             while (read(ncg_agent.wake[0], drain, sizeof drain) > 0) {
             }
         }
-        if (ncg_srv_up()) {
-            ncg_server_handle(&ncg_agent.srv, pf + srv_first, map + srv_first, rc > 0 ? nsrv : 0,
-                              now);
-            if (ncg_agent.srv.failed)
-                ncg_log("the checker in this process ran out of memory and stopped; this job runs "
-                        "unguarded");
-        }
+        if (ncg_root_up())
+            ncg_rhost_handle(ncg_agent.root, pf + root_first, rc > 0 ? nroot : 0, now);
         if (ncg_rh_up())
             ncg_rhost_handle(ncg_agent.rh, pf + rh_first, rc > 0 ? nrh : 0, now);
         for (int k = link_first; k < n; k++)

@@ -6,7 +6,7 @@ CLI_SRCS := $(wildcard interpose/cli/*.c)
 CLI_OBJS := $(patsubst interpose/cli/%.c,$(BUILD)/cli/%.o,$(CLI_SRCS))
 # The coordinator (`ncclguard coord`), the endpoint and the checker's names and call formatting:
 # the archives of the layers below (interpose/interpose.mk).
-CLI_LAYERS := net coord judge proto common
+CLI_LAYERS := net relay judge proto common
 CLI_LIBS := -lpthread
 
 ALL_TARGETS += $(BUILD)/ncclguard

@@ -1,5 +1,6 @@
-/* `ncclguard coord`: the checker's coordinator (interpose/coord/coord.h, the same code that runs
- * inside a job) as a standalone daemon, for jobs started with NCCLGUARD_COORD=host:port.
+/* `ncclguard coord`: the checker (the relay tree's root of one node, net/relayhost.h, the same
+ * code that runs inside a job) as a standalone daemon, for jobs started with
+ * NCCLGUARD_COORD=host:port.
  * SIGINT/SIGTERM stop it cleanly (clients are told SHUTDOWN). */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -8,7 +9,7 @@
 #include <string.h>
 #include "cli.h"
 #include "hostport.h"
-#include "coord.h"
+#include "relayhost.h"
 
 #define NCG_COORD_DEFAULT_PORT 29650
 
@@ -72,8 +73,8 @@ int ncg_cmd_coord(int argc, char **argv)
     ncg_cli_catch_stop();
     signal(SIGPIPE, SIG_IGN);
     char err[256] = "";
-    if (ncg_coord_serve_http(host[0] ? host : NULL, port, token, http[0] ? http : NULL,
-                             &ncg_cli_stop, err, sizeof(err)) < 0) {
+    if (ncg_rhost_serve(host[0] ? host : NULL, port, token, http[0] ? http : NULL, &ncg_cli_stop,
+                        err, sizeof(err)) < 0) {
         fprintf(stderr, "ncclguard: coord: %s\n", err[0] ? err : "failed");
         return NCG_CLI_ERROR;
     }

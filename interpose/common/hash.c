@@ -21,3 +21,11 @@ uint64_t ncg_hash_bytes(const void *p, size_t n, uint64_t seed)
     }
     return ncg_hash2(h, (uint64_t)n);
 }
+
+uint64_t ncg_token_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return h ? h : 1;
+}

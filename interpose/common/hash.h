@@ -61,4 +61,7 @@ static inline uint64_t ncg_digest_next(uint64_t prev, uint64_t fp)
  * Any thread, no allocation. */
 uint64_t ncg_hash_bytes(const void *p, size_t n, uint64_t seed);
 
+/* The 64-bit token for a NCCLGUARD_TOKEN string (FNV-1a; never 0). Pure. */
+uint64_t ncg_token_hash(const char *s);
+
 #endif

@@ -17,11 +17,11 @@
 #include "accept.h"
 #include "channel.h"
 #include "clock.h"
-#include "coord.h" /* ncg_token_hash */
+#include "buf.h"
+#include "hash.h" /* ncg_token_hash */
 #include "http.h"
 #include "hostport.h"
 #include "http_parse.h"
-#include "metrics.h"
 
 enum { C_FREE = 0, C_READ, C_RENDER, C_WRITE, C_DRAIN };
 enum { P_STATUS = 1, P_METRICS }; /* what a C_RENDER connection waits for */

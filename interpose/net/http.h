@@ -29,9 +29,9 @@ struct ncg_http_query {
     uint64_t comm;
 };
 
-/* Where the answers come from: the flat coordinator's renderers (metrics.h's
- * ncg_coord_http_source) or a relay's (status_tree.h). Called in ncg_http_handle's thread;
- * append to out and return 0, -ENOMEM or NCG_HTTP_NOT_READY. time_unix: the wall clock. */
+/* Where the answers come from: a relay's renderers (status_tree.h; the root's for a flat job).
+ * Called in ncg_http_handle's thread; append to out and return 0, -ENOMEM or NCG_HTTP_NOT_READY.
+ * time_unix: the wall clock. */
 struct ncg_http_source {
     int (*status)(void *arg, const struct ncg_http_query *q, uint64_t now_ns, double time_unix,
                   struct ncg_buf *out);
@@ -81,14 +81,6 @@ int ncg_http_write_job_file(const struct ncg_http *h, const char *dir, const cha
 
 /* In a fork()ed child: close the inherited sockets, touch nothing else (no free, no locks). */
 void ncg_http_fork_child(struct ncg_http *h);
-
-/* Inside a job (zero-config checker, issue 12): when NCCLGUARD_HTTP is set, start the
- * endpoint for the embedded coordinator srv->co and write the job file into
- * NCCLGUARD_REPORT_DIR; on failure one "ncclguard:" line and no endpoint. Sets srv->http.
- * Called once, before the checker thread polls srv; binds, writes a file. (http_job.c) */
-struct ncg_server;
-void ncg_http_embedded_start(struct ncg_server *srv, uint64_t token, const char *host, uint32_t pid,
-                             int32_t global_rank);
 
 /* The same in the relay tree (docs/cli.md, "The endpoint in the relay tree"): the root (rank
  * 0's process) and every node relay serve their relay's endpoint (ncg_rhost_http_start) and

@@ -1,35 +1,13 @@
-/* The status endpoint inside a job (http.h, ncg_http_embedded_start): NCCLGUARD_HTTP read from
+/* The status endpoint inside a job (http.h, ncg_http_tree_start): NCCLGUARD_HTTP read from
  * the shim's configuration, the job file for scrapers and `ncclguard status --job`, and the
  * shim's one-line messages. Linked into libncclguard.so only (the CLI has its own `coord`). */
 #include <stdio.h>
 #include <unistd.h>
-#include "channel.h"
+#include "channel.h" /* ncg_host_name */
 #include "config.h"
 #include "http.h"
 #include "log.h"
-#include "metrics.h"
 #include "relayhost.h"
-
-void ncg_http_embedded_start(struct ncg_server *srv, uint64_t token, const char *host, uint32_t pid,
-                             int32_t global_rank)
-{
-    char err[300], path[4096];
-    if (!ncg_cfg.http[0] || srv->http)
-        return;
-    struct ncg_http_source src;
-    ncg_coord_http_source(srv->co, &src);
-    srv->http = ncg_http_new(ncg_cfg.http, token, &src, err, sizeof err);
-    if (!srv->http) {
-        ncg_log("NCCLGUARD_HTTP=%s: %s; no status endpoint", ncg_cfg.http, err);
-        return;
-    }
-    if (ncg_http_write_job_file(srv->http, ncg_cfg.report_dir, host, pid, global_rank, "checker",
-                                -1, path, sizeof path, err, sizeof err) != 0)
-        ncg_log("status endpoint on %s, but no job file: %s", ncg_http_url(srv->http), err);
-    else
-        ncg_debug(1, "status endpoint on %s (/status /metrics /healthz); job file %s",
-                  ncg_http_url(srv->http), path);
-}
 
 void ncg_http_tree_start(struct ncg_rhost *h, uint32_t node, int root, int32_t global_rank)
 {

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 
 #include "jobdoc.h"
-#include "metrics.h" /* NCG_JOB_STATUS_VERSION */
 #include "verdict.h"
 
 int ncg_doc_figs_alloc(struct ncg_doc_figs *f, size_t nc, size_t nr)

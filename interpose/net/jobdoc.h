@@ -10,6 +10,11 @@
 #include <stdint.h>
 #include "buf.h"
 
+/* /status's format ("ncclguard-job-status"): new keys keep the version (readers ignore unknown
+ * keys); renames, removals and changes of meaning bump it. Since 1: members' completed counts,
+ * last call and its age, the verdict's subject and calls (docs/cli.md). */
+#define NCG_JOB_STATUS_VERSION 1
+
 /* The renderer the families are written for: some families, and some HELP texts, are one
  * renderer's only. */
 enum ncg_doc_who { NCG_DOC_FLAT = 1, NCG_DOC_TREE = 2 };

@@ -24,7 +24,7 @@
 #include "status_tree.h"
 #include "wire.h"
 
-#define RH_MAX_CONNS 4096            /* child connections (clients of the node, child relays) */
+#define RH_MAX_CONNS 65536           /* child connections (a flat job's root: every process) */
 #define RH_ACCEPT_BATCH 64           /* accepts per listener and round */
 #define RH_PATIENCE_NS 1000000000ull /* wait this long for the exact parent before an ancestor */
 #define RH_RETRY_NS 20000000ull      /* a parent not registered yet: asked again this soon */
@@ -89,7 +89,10 @@ static void h_drop(void *arg, int conn)
 static void h_event(void *arg, const char *line)
 {
     struct ncg_rhost *h = arg;
-    ncg_debug(2, "relay of node %u: %s", h->p.node, line);
+    if (h->p.event)
+        h->p.event(h->p.event_arg, line);
+    else
+        ncg_debug(2, "relay of node %u: %s", h->p.node, line);
 }
 
 static void h_up(void *arg, const struct ncg_msg *m)
@@ -129,22 +132,27 @@ int ncg_rhost_start(struct ncg_rhost **out, const struct ncg_rhost_params *p, ch
 {
     struct sockaddr_storage ua;
     socklen_t ul;
-    ncg_rhost_unix_addr(p->token, p->node, &ua, &ul);
-    int ufd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (ufd < 0) {
-        snprintf(err, errlen, "socket: %s", strerror(errno));
-        return -errno;
-    }
-    if (bind(ufd, (struct sockaddr *)&ua, ul) != 0 || listen(ufd, 1024) != 0) {
-        int e = errno;
-        close(ufd);
-        snprintf(err, errlen, "cannot bind the node's relay socket: %s", strerror(e));
-        return e == EADDRINUSE ? -EADDRINUSE : -e;
+    int ufd = -1;
+    if (!p->standalone) {
+        ncg_rhost_unix_addr(p->token, p->node, &ua, &ul);
+        ufd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (ufd < 0) {
+            snprintf(err, errlen, "socket: %s", strerror(errno));
+            return -errno;
+        }
+        if (bind(ufd, (struct sockaddr *)&ua, ul) != 0 || listen(ufd, 1024) != 0) {
+            int e = errno;
+            close(ufd);
+            snprintf(err, errlen, "cannot bind the node's relay socket: %s", strerror(e));
+            return e == EADDRINUSE ? -EADDRINUSE : -e;
+        }
     }
     uint16_t tport = 0;
-    int tfd = ncg_listen(&tport, NULL, 0, err, errlen);
+    int tfd = ncg_listen(&tport, p->standalone && p->listen_host[0] ? p->listen_host : NULL,
+                         p->standalone ? p->listen_port : 0, err, errlen);
     if (tfd < 0) {
-        close(ufd);
+        if (ufd >= 0)
+            close(ufd);
         return -EIO;
     }
     struct ncg_rhost *h = calloc(1, sizeof *h);
@@ -153,7 +161,8 @@ int ncg_rhost_start(struct ncg_rhost **out, const struct ncg_rhost_params *p, ch
         h->dir = calloc(p->nnodes, sizeof *h->dir);
     if (!h || (root && p->nnodes && !h->dir)) {
         free(h);
-        close(ufd);
+        if (ufd >= 0)
+            close(ufd);
         close(tfd);
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
@@ -170,14 +179,14 @@ int ncg_rhost_start(struct ncg_rhost **out, const struct ncg_rhost_params *p, ch
                                   .node = p->node,
                                   .root = (uint8_t)root,
                                   .pid = (uint32_t)getpid(),
-                                  .embedded = 1,
+                                  .embedded = (uint8_t)!p->standalone,
                                   .client_verdicts = 1,
                                   .lag_warn_s = p->lag_warn_s,
                                   .lag_abort_s = p->lag_abort_s,
                                   .stuck_warn_s = p->stuck_warn_s,
                                   .stuck_abort_s = p->stuck_abort_s,
                                   .exit_wait_s = p->exit_wait_s,
-                                  .has_global_rank = 1,
+                                  .has_global_rank = (uint8_t)!p->standalone,
                                   .global_rank = p->global_rank};
     snprintf(rp.host, sizeof rp.host, "%s", ncg_host_name());
     struct ncg_relay_ops ops = {h_send, h_drop, h_up, h_event, h};
@@ -233,7 +242,7 @@ uint16_t ncg_rhost_port(const struct ncg_rhost *h)
 
 int ncg_rhost_stopped(const struct ncg_rhost *h)
 {
-    return h->stopped;
+    return __atomic_load_n(&h->stopped, __ATOMIC_ACQUIRE); /* any thread */
 }
 
 /* ---------- child connections ---------- */
@@ -366,7 +375,7 @@ static void stop_with(struct ncg_rhost *h, const struct ncg_msg *m)
             ncg_peer_flush(&h->c[i].io);
         }
     conns_close(h);
-    h->stopped = 1;
+    __atomic_store_n(&h->stopped, 1, __ATOMIC_RELEASE);
 }
 
 /* The root is gone: every process beneath is told (NCG_BYE_ROOT: a local RANK DIED of the
@@ -630,7 +639,7 @@ void ncg_rhost_handle(struct ncg_rhost *h, const struct pollfd *pf, int n, uint6
         }
         if (!ncg_rhost_open_conns(h)) {
             close_gently(&h->up);
-            h->stopped = 1;
+            __atomic_store_n(&h->stopped, 1, __ATOMIC_RELEASE);
         }
         return;
     }

@@ -20,6 +20,14 @@ struct ncg_rhost_params {
     uint32_t interval_ms;
     double heartbeat_timeout_s, lag_warn_s, lag_abort_s, stuck_warn_s, stuck_abort_s, exit_wait_s;
     int32_t global_rank; /* of this process (-1: unknown), in WELCOME to the node's processes */
+    /* The standalone checker (`ncclguard coord`, ncg_rhost_serve): the root of a tree of one
+     * node outside the job, on TCP listen_host:listen_port only (no node socket), its WELCOME
+     * not embedded, every event a line through event. */
+    uint8_t standalone;
+    char listen_host[256]; /* "" : all interfaces */
+    int listen_port;       /* 0: any */
+    void (*event)(void *arg, const char *line);
+    void *event_arg;
 };
 
 struct ncg_rhost;
@@ -74,6 +82,14 @@ int ncg_rhost_stopped(const struct ncg_rhost *h);
 struct ncg_http;
 struct ncg_http *ncg_rhost_http_start(struct ncg_rhost *h, const char *spec, char *err,
                                       size_t errlen);
+/* The standalone checker (`ncclguard coord`, serve.c): a root of one node listening on
+ * listen_host:port (NULL or "": all interfaces; port 0: any, printed), token_or_null as
+ * NCCLGUARD_TOKEN (hashed; NULL: none required), the status endpoint on http_spec (NULL: none),
+ * the settings from the environment as in the ranks, until *stop: then SHUTDOWN to every
+ * client. Blocks (poll) in the calling thread; 0, or -1 with err filled (cannot listen, out of
+ * memory). */
+int ncg_rhost_serve(const char *listen_host, int port, const char *token_or_null,
+                    const char *http_spec, volatile int *stop, char *err, size_t errlen);
 /* After fork, in the child: closes the parent's sockets; the memory is leaked on purpose. */
 void ncg_rhost_fork_child(struct ncg_rhost *h);
 

@@ -495,9 +495,23 @@ static void keep_gone(struct ncg_relay *r, struct rcomm *c, const struct ncg_rgo
 }
 
 /* conn is gone (closed, or silent): RANK DIED of what it held, then forget it. */
+/* "pid P (global rank G) on H", "pid P on H" or "the relay of node N (pid P on H)": who a
+ * connection is, for the event lines. */
+static const char *conn_who(const struct rconn *cc, char *buf, size_t cap)
+{
+    if (cc->relay)
+        snprintf(buf, cap, "the relay of node %u (pid %u on %s)", cc->node, cc->pid, cc->host);
+    else if (cc->h.grank >= 0)
+        snprintf(buf, cap, "pid %u (global rank %d) on %s", cc->pid, cc->h.grank, cc->host);
+    else
+        snprintf(buf, cap, "pid %u on %s", cc->pid, cc->host);
+    return buf;
+}
+
 static void conn_lost(struct ncg_relay *r, int conn, const char *why)
 {
     struct rconn *cc = ncg_rl_conn_get(r, conn);
+    char who[128];
     if (!cc)
         return;
     for (size_t ci = 0; ci < r->ncomm; ci++) {
@@ -550,8 +564,8 @@ static void conn_lost(struct ncg_relay *r, int conn, const char *why)
         }
     }
     if (cc->h.authed)
-        ncg_rl_event(r, "leave: %s %u on %s (%s)", cc->relay ? "relay of node" : "pid",
-                     cc->relay ? cc->node : cc->pid, cc->host, cc->bye ? "clean exit" : why);
+        ncg_rl_event(r, "leave: %s (%s)", conn_who(cc, who, sizeof who),
+                     cc->bye ? "clean exit" : why);
     int was_relay = cc->relay;
     ncg_conntab_close(&r->conns, conn);
     ncg_rl_release_mark(r, conn, 0, 1, was_relay);
@@ -574,6 +588,16 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
                                                    : 0;
         if ((m->type != NCG_MSG_HELLO && m->type != NCG_MSG_RHELLO) ||
             (r->p.token && tok != r->p.token)) {
+            if (m->type != NCG_MSG_HELLO && m->type != NCG_MSG_RHELLO)
+                ncg_rl_event(r, "refused connection %d: its first message is not a HELLO", conn);
+            else if (m->type == NCG_MSG_HELLO)
+                ncg_rl_event(r, "refused pid %u on %s (connection %d): wrong token", m->u.hello.pid,
+                             m->u.hello.host, conn);
+            else
+                ncg_rl_event(r,
+                             "refused the relay of node %u (pid %u on %s, connection %d): "
+                             "wrong token",
+                             m->u.rhello.node, m->u.rhello.pid, m->u.rhello.host, conn);
             ncg_conntab_close(&r->conns, conn);
             r->ops.drop(r->ops.arg, conn);
             return;
@@ -596,6 +620,8 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
         w.u.welcome.embedded = r->p.embedded;
         snprintf(w.u.welcome.host, sizeof w.u.welcome.host, "%s", r->p.host);
         r->ops.send(r->ops.arg, conn, &w);
+        char who[128];
+        ncg_rl_event(r, "join: %s (connection %d)", conn_who(cc, who, sizeof who), conn);
         return;
     }
     cc->h.last_rx_ns = now_ns;
@@ -668,6 +694,7 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
         struct rconn *cc = ncg_conntab_at(&r->conns, i);
         enum ncg_conn_due due = ncg_conn_due(&cc->h, now_ns, hb);
         if (due == NCG_CONN_NO_HELLO) {
+            ncg_rl_event(r, "refused connection %d: no HELLO within 5 s", i);
             ncg_conntab_close(&r->conns, i);
             r->ops.drop(r->ops.arg, i);
         } else if (due == NCG_CONN_SILENT) {

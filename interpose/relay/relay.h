@@ -129,7 +129,7 @@ struct ncg_relay_rank_view {
     int32_t global_rank;
     uint32_t pid;
     const char *host;       /* "" when its process is gone */
-    uint8_t state;          /* 1 active, 2 left (goodbye) */
+    uint8_t state;          /* 1 active, 2 left (goodbye), 3 died here (its last figures) */
     uint64_t issued, done;  /* collective calls issued / completed, as last reported */
     double heartbeat_age_s; /* of its process (-1: gone) */
     double wait_share;      /* root, SLOW: of the step the others lose to it (-1: not known) */

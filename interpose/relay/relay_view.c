@@ -105,6 +105,8 @@ void ncg_relay_view(const struct ncg_relay *r, uint64_t now_ns,
             v.nrelays += c->k[i].relay;
             nclient += !c->k[i].relay;
         }
+        for (uint32_t i = 0; i < c->dead.n; i++) /* its clients' ranks that died here */
+            nclient += c->dead.r[i].flags ? 0 : c->dead.r[i].n;
         if (nclient > cap) {
             struct ncg_relay_rank_view *n = realloc(rv, sizeof *n * nclient);
             if (n) {
@@ -133,6 +135,19 @@ void ncg_relay_view(const struct ncg_relay *r, uint64_t now_ns,
                 rv[v.nhere - 1].has_wait = 1;
                 rv[v.nhere - 1].wait = *w;
             }
+        }
+        for (uint32_t i = 0; i < c->dead.n && nclient <= cap; i++) {
+            const struct ncg_figrun *d = &c->dead.r[i];
+            for (uint32_t j = 0; !d->flags && j < d->n; j++)
+                rv[v.nhere++] = (struct ncg_relay_rank_view){
+                    .rank = d->lo + j,
+                    .global_rank = d->glo >= 0 ? d->glo + (int32_t)j * d->gstride : -1,
+                    .host = "",
+                    .state = 3,
+                    .issued = d->count >= 0 ? (uint64_t)d->count : 0,
+                    .done = d->done >= 0 ? (uint64_t)d->done : 0,
+                    .heartbeat_age_s = -1,
+                    .wait_share = -1};
         }
         if (v.nhere)
             qsort(rv, v.nhere, sizeof *rv, by_rank);

@@ -1,4 +1,5 @@
-/* The status endpoint's cost to the checker (make bench, BENCHMARKS.md): a coordinator fed R
+/* The status endpoint's cost to the checker (make bench, BENCHMARKS.md): the checker (a relay
+ * root of one node, as in a flat job) fed R
  * simulated ranks (HELLO + REPORT each, one communicator of R ranks), its HTTP server on
  * loopback, and a forked client that scrapes PATH S times back to back with the token. The
  * server side (accept, parse, render, send, close) runs in this thread alone, so its
@@ -16,9 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "coord.h"
+#include "hash.h"
 #include "http.h"
-#include "metrics.h"
+#include "relay.h"
+#include "status_tree.h"
 
 static void nop_send(void *a, int c, const struct ncg_msg *m)
 {
@@ -27,6 +29,10 @@ static void nop_send(void *a, int c, const struct ncg_msg *m)
 static void nop_drop(void *a, int c)
 {
     (void)a, (void)c;
+}
+static void nop_up(void *a, const struct ncg_msg *m)
+{
+    (void)a, (void)m;
 }
 
 static double cpu_s(void)
@@ -74,11 +80,12 @@ static void client(int port, const char *path, int scrapes, size_t *bytes)
     }
 }
 
-static void run(struct ncg_coord *co, int ranks, const char *path, int scrapes)
+static void run(struct ncg_relay *co, int ranks, const char *path, int scrapes)
 {
     char err[200];
     struct ncg_http_source src;
-    ncg_coord_http_source(co, &src);
+    struct ncg_tree_src ts;
+    ncg_tree_src_init(&ts, co, 0, 0, 1, 2, &src);
     struct ncg_http *h = ncg_http_new("127.0.0.1:0", 0xabcde, &src, err, sizeof err);
     if (!h) {
         fprintf(stderr, "httpbench: %s\n", err);
@@ -124,9 +131,9 @@ static void run(struct ncg_coord *co, int ranks, const char *path, int scrapes)
     for (int i = 0; i < 20; i++) {
         b.len = 0;
         if (!strcmp(path, "/metrics"))
-            ncg_metrics_render(co, now_ns(), &b);
+            ncg_tree_metrics_render(&ts, now_ns(), &b);
         else
-            ncg_status_render(co, now_ns(), 0, &b);
+            ncg_tree_status_render(&ts, NULL, now_ns(), 0, &b);
     }
     double render = (cpu_s() - r0) / 20;
     ncg_buf_free(&b);
@@ -135,33 +142,37 @@ static void run(struct ncg_coord *co, int ranks, const char *path, int scrapes)
            "%d scrapes in %.2f s -> %.3f%% of a core at 1 scrape/s (target <= 1%%)\n",
            ranks, path, bytes, per * 1e3, render * 1e3, scrapes, wall, per * 100.0);
     ncg_http_free(h);
+    ncg_tree_src_free(&ts);
 }
 
 int main(int argc, char **argv)
 {
     int ranks = argc > 1 ? atoi(argv[1]) : 1024, scrapes = argc > 2 ? atoi(argv[2]) : 200;
-    struct ncg_coord_params p = {.token = 0xabcde,
+    struct ncg_relay_params p = {.token = 0xabcde,
                                  .interval_ms = 100,
                                  .heartbeat_timeout_s = 10,
-                                 .lag_warn_s = 60,
-                                 .global_rank = -1,
+                                 .root = 1,
                                  .pid = 1,
-                                 .host = "bench"};
-    struct ncg_coord_ops ops = {.send = nop_send, .drop = nop_drop};
-    struct ncg_coord *co = ncg_coord_new(&p, &ops);
+                                 .host = "bench",
+                                 .embedded = 1,
+                                 .client_verdicts = 1,
+                                 .lag_warn_s = 60,
+                                 .global_rank = -1};
+    struct ncg_relay_ops ops = {.send = nop_send, .drop = nop_drop, .up = nop_up};
+    struct ncg_relay *co = ncg_relay_new(&p, &ops);
     static struct ncg_msg m;
     uint64_t t = now_ns() - 3000000000ull;
     for (int step = 0; step < 3; step++, t += 1000000000ull)
         for (int r = 0; r < ranks; r++) {
             if (step == 0) {
-                ncg_coord_connected(co, r, t);
+                ncg_relay_connected(co, r, t);
                 memset(&m, 0, sizeof m);
                 m.type = NCG_MSG_HELLO;
                 m.u.hello.token = 0xabcde;
                 m.u.hello.pid = 10000 + (uint32_t)r;
                 m.u.hello.global_rank = r;
                 snprintf(m.u.hello.host, sizeof m.u.hello.host, "node%03d", r / 8);
-                ncg_coord_message(co, r, &m, t);
+                ncg_relay_message(co, r, &m, t);
             }
             memset(&m, 0, sizeof m);
             m.type = NCG_MSG_REPORT;
@@ -175,10 +186,10 @@ int main(int argc, char **argv)
                                                         0,
                                                         1000u * (uint64_t)step + 17u,
                                                         0};
-            ncg_coord_message(co, r, &m, t);
+            ncg_relay_message(co, r, &m, t);
         }
     run(co, ranks, "/metrics", scrapes);
     run(co, ranks, "/status", scrapes);
-    ncg_coord_free(co);
+    ncg_relay_free(co);
     return 0;
 }

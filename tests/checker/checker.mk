@@ -6,9 +6,9 @@ CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps
 
 # Unit tests of the pure parts (wire, verdicts, compact lists, coordinator state machine,
 # the diagnostics' text).
-CHK_UNIT_LAYERS := agent coord judge proto common
+CHK_UNIT_LAYERS := agent judge proto common
 # unit.c holds the shared round trip and main; unit_<topic>.c the tests (unit.h).
-CHK_UNIT_SRCS := tests/checker/unit.c $(foreach t,wire verdicts coord,tests/checker/unit_$(t).c)
+CHK_UNIT_SRCS := tests/checker/unit.c $(foreach t,wire verdicts,tests/checker/unit_$(t).c)
 $(CHK_OUT)/unit: $(CHK_UNIT_SRCS) tests/checker/unit.h tests/checker/check.h \
                  $(call ncg_a,$(CHK_UNIT_LAYERS))
 	@mkdir -p $(@D)
@@ -41,9 +41,9 @@ $(CHK_OUT)/shapes: tests/checker/shapes.c $(APPS_OUT)/obj/ncg_test.o $(FN_LIB)
 TEST_BINS += $(CHK_OUT)/shapes
 
 # A raw TCP client for the "garbage / wrong token" tests.
-$(CHK_OUT)/rawconn: tests/checker/rawconn.c $(call ncg_a,coord judge proto common)
+$(CHK_OUT)/rawconn: tests/checker/rawconn.c $(call ncg_a,judge proto common)
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c $(call ncg_link,coord judge proto common)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/rawconn.c $(call ncg_link,judge proto common)
 
 # The wait-for graph alone (DEADLOCK).
 $(CHK_OUT)/waitfor_test: tests/checker/waitfor_test.c tests/checker/check.h $(call ncg_a,judge)
@@ -85,9 +85,9 @@ BENCH_TARGETS += bench-release
 
 # The status endpoint's tests: parser, renderers and server state machine; parser
 # fuzzing as a standalone driver (always built) and a libFuzzer target (make fuzz-http).
-$(CHK_OUT)/http_unit: tests/checker/http_unit.c tests/checker/check.h interpose/cli/json.c $(call ncg_a,net coord judge proto common)
+$(CHK_OUT)/http_unit: tests/checker/http_unit.c tests/checker/check.h interpose/cli/json.c $(call ncg_a,net relay judge proto common)
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/checker/http_unit.c interpose/cli/json.c $(call ncg_link,net coord judge proto common)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/checker/http_unit.c interpose/cli/json.c $(call ncg_link,net relay judge proto common)
 $(CHK_OUT)/fuzz_http: tests/checker/fuzz_http.c interpose/net/http_parse.c interpose/net/http_parse.h
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/fuzz_http.c interpose/net/http_parse.c
@@ -101,9 +101,9 @@ fuzz-http:
 	$(BUILD)/tests/checker/fuzz_http_lf -max_total_time=$(FUZZ_SECONDS)
 
 # The endpoint's cost to the checker at 1,024 simulated ranks (BENCHMARKS.md).
-$(BUILD)/bench/httpbench: tests/bench/httpbench.c $(call ncg_a,net coord judge proto common)
+$(BUILD)/bench/httpbench: tests/bench/httpbench.c $(call ncg_a,net relay judge proto common)
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/bench/httpbench.c $(call ncg_link,net coord judge proto common)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/bench/httpbench.c $(call ncg_link,net relay judge proto common)
 TEST_BINS += $(BUILD)/bench/httpbench
 .PHONY: bench-http
 bench-http: $(BUILD)/bench/httpbench
@@ -137,9 +137,9 @@ TEST_BINS += $(CHK_OUT)/relay_unit
 
 # The simulator: N virtual ranks through the relay tree's code and protocol (tests/sim).
 SIM_SRCS := tests/sim/ncg_sim.c tests/sim/sim_run.c tests/sim/sim_link.c tests/sim/sim_rank.c
-$(BUILD)/tests/ncg-sim: $(SIM_SRCS) tests/sim/sim.h interpose/cli/json.c $(call ncg_a,relay net coord judge proto common)
+$(BUILD)/tests/ncg-sim: $(SIM_SRCS) tests/sim/sim.h interpose/cli/json.c $(call ncg_a,relay net relay judge proto common)
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ $(SIM_SRCS) interpose/cli/json.c $(call ncg_link,relay net coord judge proto common)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ $(SIM_SRCS) interpose/cli/json.c $(call ncg_link,relay net relay judge proto common)
 TEST_BINS += $(BUILD)/tests/ncg-sim
 .PHONY: bench-scale
 bench-scale: $(BUILD)/tests/ncg-sim
@@ -147,9 +147,9 @@ bench-scale: $(BUILD)/tests/ncg-sim
 BENCH_TARGETS += bench-scale
 
 # One relay as a standalone process, for the end-to-end test of real ranks through relays.
-$(BUILD)/tests/ncg-relayd: tests/sim/relayd.c interpose/cli/json.c $(call ncg_a,relay net coord judge proto common)
+$(BUILD)/tests/ncg-relayd: tests/sim/relayd.c interpose/cli/json.c $(call ncg_a,relay net relay judge proto common)
 	@mkdir -p $(@D)
-	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/sim/relayd.c interpose/cli/json.c $(call ncg_link,relay net coord judge proto common)
+	$(CC) $(CHK_CFLAGS) -Iinterpose/cli $(BASE_LDFLAGS) -o $@ tests/sim/relayd.c interpose/cli/json.c $(call ncg_link,relay net relay judge proto common)
 TEST_BINS += $(BUILD)/tests/ncg-relayd
 
 # Several comm ranks in one process (NCCL's multiple-devices-per-thread pattern, InitAll).

@@ -1,8 +1,9 @@
 /* Unit tests of the status endpoint (issue 12): the request parser (valid forms, every
  * truncation of valid requests, every refusal with its status), the renderers over a
- * coordinator fed simulated members (/metrics line grammar, every rank present, /status JSON
- * parses with the CLI's reader), and the server's state machine over loopback with a fake
- * clock (routes, 401, 400, slowloris deadline, the connection cap). Prints "ok"; exit 0. */
+ * checker (a relay root of one node) fed simulated members (/metrics line grammar, every rank
+ * present, /status JSON parses with the CLI's reader), and the server's state machine over loopback
+ * with a fake clock (routes, 401, 400, slowloris deadline, the connection cap). Prints "ok"; exit
+ * 0. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,11 +17,12 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "coord.h"
+#include "hash.h"
 #include "http.h"
 #include "http_parse.h"
 #include "json.h"
-#include "metrics.h"
+#include "relay.h"
+#include "status_tree.h"
 
 NCG_CHECK_PROGRAM("http_unit");
 
@@ -120,37 +122,51 @@ static void nop_drop(void *a, int c)
 #define SEC 1000000000ull
 static struct ncg_msg M;
 
-static struct ncg_coord *sim(int nranks, uint64_t now)
+static void nop_up(void *a, const struct ncg_msg *m)
 {
-    struct ncg_coord_params p = {.token = 0,
+    (void)a, (void)m;
+}
+
+/* A checker (a relay root of one node) with nranks single-rank processes connected, and the
+ * endpoint's source over it. */
+static struct ncg_relay *sim(int nranks, uint64_t now, struct ncg_tree_src *ts,
+                             struct ncg_http_source *src)
+{
+    struct ncg_relay_params p = {.token = 0,
                                  .interval_ms = 100,
                                  .heartbeat_timeout_s = 10,
-                                 .lag_warn_s = 60,
-                                 .global_rank = -1,
+                                 .root = 1,
                                  .pid = 1,
-                                 .host = "sim"};
-    struct ncg_coord_ops ops = {.send = nop_send, .drop = nop_drop};
-    struct ncg_coord *co = ncg_coord_new(&p, &ops);
+                                 .host = "sim",
+                                 .embedded = 1,
+                                 .client_verdicts = 1,
+                                 .lag_warn_s = 60,
+                                 .global_rank = -1};
+    struct ncg_relay_ops ops = {.send = nop_send, .drop = nop_drop, .up = nop_up};
+    struct ncg_relay *co = ncg_relay_new(&p, &ops);
     for (int r = 0; r < nranks; r++) {
-        ncg_coord_connected(co, r, now);
+        ncg_relay_connected(co, r, now);
         memset(&M, 0, sizeof M);
         M.type = NCG_MSG_HELLO;
         M.u.hello.pid = 100 + (uint32_t)r;
         M.u.hello.global_rank = r;
         snprintf(M.u.hello.host, sizeof M.u.hello.host, "node%d\"x", r / 8);
-        ncg_coord_message(co, r, &M, now);
+        ncg_relay_message(co, r, &M, now);
     }
+    struct ncg_http_source dummy;
+    ncg_tree_src_init(ts, co, 0, 0, 1, 2, src ? src : &dummy);
     return co;
 }
 
-static void report(struct ncg_coord *co, int r, int nranks, uint64_t count, uint64_t now)
+static void report(struct ncg_relay *co, int r, int nranks, uint64_t count, uint64_t now)
 {
     memset(&M, 0, sizeof M);
     M.type = NCG_MSG_REPORT;
     M.u.report.n = 1;
     M.u.report.e[0] = (struct ncg_report_entry){
         0xabcdef0123456789ull, (uint32_t)nranks, (uint32_t)r, count, r, count, 0, count, 0};
-    ncg_coord_message(co, r, &M, now);
+    ncg_relay_message(co, r, &M, now);
+    ncg_relay_tick(co, now);
 }
 
 /* The Prometheus text grammar, line by line: HELP/TYPE comments, then samples
@@ -209,14 +225,17 @@ static void test_render(void)
 {
     enum { N = 64 };
     uint64_t t = 5 * SEC;
-    struct ncg_coord *co = sim(N, t);
+    struct ncg_tree_src ts;
+    struct ncg_relay *co = sim(N, t, &ts, NULL);
     for (int r = 0; r < N; r++)
         report(co, r, N, 10, t);
+    struct ncg_buf b = {0};
+    CHECK(ncg_tree_metrics_render(&ts, t, &b) == 0); /* the rates' first window */
+    ncg_buf_free(&b);
     t += 2 * SEC;
     for (int r = 0; r < N; r++)
         report(co, r, N, r == 7 ? 12 : 30, t); /* rank 7 behind */
-    struct ncg_buf b = {0};
-    CHECK(ncg_metrics_render(co, t + SEC / 2, &b) == 0);
+    CHECK(ncg_tree_metrics_render(&ts, t + SEC / 2, &b) == 0);
     int ns = 0;
     CHECK(prom_ok(b.p, &ns));
     if (getenv("HTTP_UNIT_DUMP"))
@@ -235,7 +254,7 @@ static void test_render(void)
     CHECK(strstr(b.p, "ncclguard_calls_per_second{comm=\"abcdef0123456789\",rank=\"0\"} 8.000\n"));
     ncg_buf_free(&b);
 
-    CHECK(ncg_status_render(co, t, 1.5e9, &b) == 0);
+    CHECK(ncg_tree_status_render(&ts, NULL, t, 1.5e9, &b) == 0);
     size_t at = 0;
     struct ncg_json *j = ncg_cli_json_parse(b.p, b.len, &at);
     CHECK(j != NULL);
@@ -259,14 +278,16 @@ static void test_render(void)
     }
     ncg_buf_free(&b);
     /* a death shows as a verdict by kind and on the communicator */
-    ncg_coord_closed(co, 3, t);
-    CHECK(ncg_metrics_render(co, t, &b) == 0);
+    ncg_relay_closed(co, 3, t);
+    ncg_relay_tick(co, t);
+    CHECK(ncg_tree_metrics_render(&ts, t, &b) == 0);
     CHECK(strstr(b.p, "ncclguard_verdicts_total{kind=\"RANK_DIED\"} 1\n"));
     CHECK(strstr(b.p, "ncclguard_comm_verdict{comm=\"abcdef0123456789\",kind=\"RANK_DIED\"} 1\n"));
     CHECK(strstr(b.p, "ncclguard_rank_state{comm=\"abcdef0123456789\",rank=\"3\"} 3\n"));
     CHECK(prom_ok(b.p, &ns));
     ncg_buf_free(&b);
-    ncg_coord_free(co);
+    ncg_tree_src_free(&ts);
+    ncg_relay_free(co);
 }
 
 /* ---- the server over loopback, with a fake clock ---- */
@@ -318,13 +339,13 @@ static const char *ask(const char *req, uint64_t now)
 static void test_server(void)
 {
     uint64_t t = 100 * SEC;
-    struct ncg_coord *co = sim(4, t);
+    struct ncg_tree_src ts;
+    struct ncg_http_source src;
+    struct ncg_relay *co = sim(4, t, &ts, &src);
     for (int r = 0; r < 4; r++)
         report(co, r, 4, 5, t);
     char err[200];
     uint64_t tok = 0x0123456789abcdefull;
-    struct ncg_http_source src;
-    ncg_coord_http_source(co, &src);
     H = ncg_http_new("127.0.0.1:0", tok, &src, err, sizeof err);
     CHECK(H != NULL);
     if (!H)
@@ -396,7 +417,8 @@ static void test_server(void)
     CHECK(!strncmp(ask("GET /healthz HTTP/1.0\r\n\r\n", t), "HTTP/1.1 200 ", 13));
     ncg_http_free(H);
     CHECK(ncg_http_new("nosuchhost.invalid:0", 0, &src, err, sizeof err) == NULL && err[0]);
-    ncg_coord_free(co);
+    ncg_tree_src_free(&ts);
+    ncg_relay_free(co);
 }
 
 /* A fake source: /status is not ready for its first `late` renders (or never: late < 0), and

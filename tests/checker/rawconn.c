@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include "coord.h"
+#include "hash.h"
 #include "wire.h"
 #include "wire_io.h"
 

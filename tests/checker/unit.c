@@ -1,8 +1,7 @@
 /* Unit tests of the checker's pure parts: wire encode/decode (round trips, every truncation,
  * corrupted frames), compact rank lists, call grouping, verdict codec, the diagnostic and
- * report rendering, and the coordinator state machine driven by simulated members (MISMATCH
- * found by narrowing over more than K slots, P2P MISMATCH, RANK DIED, RANK EXITED, LAG,
- * unauthenticated connections, no verdict while streams agree). This file: the shared round
+ * report rendering, the verdicts' texts (judge/). The checker's state machine (the relay tree's,
+ * its root the checker of every job) is tested by relay_unit*.c. This file: the shared round
  * trip and main, which runs each topic's tests (unit_<topic>.c, unit.h) and prints "ok" lines. */
 #include "unit.h"
 
@@ -52,24 +51,6 @@ int main(void)
     printf("ok ranks\n");
     test_group_and_render();
     printf("ok group/render\n");
-    test_coord_mismatch();
-    printf("ok coord mismatch\n");
-    test_coord_auth();
-    printf("ok coord auth\n");
-    test_coord_p2p();
-    printf("ok coord p2p\n");
-    test_coord_liveness();
-    printf("ok coord liveness\n");
-    test_coord_lag();
-    printf("ok coord lag\n");
-    test_coord_deadlock_streams();
-    printf("ok coord deadlock (streams)\n");
-    test_coord_multirank();
-    printf("ok coord multi-rank process\n");
-    test_coord_release();
-    printf("ok coord exit release\n");
-    test_coord_gone_wait();
-    printf("ok coord gone wait\n");
     test_verdicts();
     test_diag_slow();
     printf("ok verdicts (judge)\n");

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "check.h"
-#include "coord.h"
 #include "diag.h"
 #include "hash.h"
 #include "ncclguard/shm.h"
@@ -43,16 +42,5 @@ void test_diag_full(void);
 void test_verdicts(void);
 void test_diag_slow(void);
 void test_ranks_named(void);
-
-/* unit_coord.c: the coordinator state machine driven by simulated members. */
-void test_coord_mismatch(void);
-void test_coord_auth(void);
-void test_coord_p2p(void);
-void test_coord_liveness(void);
-void test_coord_lag(void);
-void test_coord_deadlock_streams(void);
-void test_coord_multirank(void);
-void test_coord_release(void);
-void test_coord_gone_wait(void);
 
 #endif

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "channel.h"
-#include "coord.h"
+#include "hash.h"
 #include "relay.h"
 
 #define MAXC 256
