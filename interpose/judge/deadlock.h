@@ -36,8 +36,9 @@ struct ncg_dl_comm {
     uint32_t nranks;
     const struct ncg_dl_member *m; /* [nranks] */
     uint64_t done_floor;           /* every member completed at least this many (0: unknown) */
-    /* the send/recv records held unmatched for this comm (p2pmatch.h), NULL: not known here
-     * (the tree's root), and then no send/recv waits for a host thread (ncg_sd_comm) */
+    /* the send/recv records held unmatched for this comm (p2pmatch.h), NULL: not all known here
+     * (a root with child relays beneath), and then no send/recv waits for a host thread
+     * (ncg_sd_comm) */
     const struct ncg_p2pm *p2p;
 };
 

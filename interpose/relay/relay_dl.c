@@ -498,7 +498,13 @@ void ncg_rl_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
         }
         t.mm[nc] = m;
         cm[nc] = c;
-        t.dc[nc++] = (struct ncg_dl_comm){c->id, c->nranks, m, 0, NULL}; /* records: below */
+        /* Its unmatched send/recv records are all here when no child relay holds a rank of it
+         * (a flat job's root): then a send/recv may wait for a host thread (ncg_sd_comm).
+         * Beneath child relays they are matched below and only some come up. */
+        int all_here = 1;
+        for (uint32_t i = 0; i < c->nk && all_here; i++)
+            all_here = !c->k[i].relay;
+        t.dc[nc++] = (struct ncg_dl_comm){c->id, c->nranks, m, 0, all_here ? &c->p2p : NULL};
     }
     for (int streams = 0; streams < 2; streams++) {
         int found = ncg_dl_find(t.p, d->n, t.dc, nc, streams, t.f, t.notes);
