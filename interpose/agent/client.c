@@ -103,6 +103,10 @@ struct ncg_rhost_params ncg_agent_rhost_params(uint64_t tok, uint32_t node, uint
                                      .stuck_warn_s = ncg_cfg.stuck_warn_s,
                                      .stuck_abort_s = ncg_cfg.stuck_abort_s,
                                      .exit_wait_s = ncg_cfg.exit_wait_s,
+                                     .slow_off = (uint8_t)!ncg_cfg.slow,
+                                     .slow_window = ncg_cfg.slow_window,
+                                     .slow_share = ncg_cfg.slow_share_pct / 100,
+                                     .slow_hold_s = ncg_cfg.slow_hold_s,
                                      .global_rank = ncg_global_rank()};
 }
 

@@ -306,22 +306,20 @@ out:
 
 /* ---- streams (asynchronous NCCL) ---- */
 
-static const struct ncg_sd_call *g_sd; /* qsort has no context argument */
+/* Calls sorted by keys computed before the sort (qsort has no context argument; no global
+ * holds one): up to five keys, then the call's index. */
+struct sd_key {
+    uint64_t k[5];
+    size_t i;
+};
 
-static int sd_call_cmp(const void *pa, const void *pb)
+static int sd_key_cmp(const void *pa, const void *pb)
 {
-    const struct ncg_sd_call *a = &g_sd[*(const size_t *)pa], *b = &g_sd[*(const size_t *)pb];
-#define SD_CMP(f)                                                                                  \
-    if (a->f != b->f)                                                                              \
-        return a->f < b->f ? -1 : 1;
-    SD_CMP(comm) SD_CMP(p2p) SD_CMP(seq) SD_CMP(src) SD_CMP(dst) return 0;
-}
-
-static int sd_stream_cmp(const void *pa, const void *pb)
-{
-    const struct ncg_sd_call *a = &g_sd[*(const size_t *)pa], *b = &g_sd[*(const size_t *)pb];
-    SD_CMP(proc) SD_CMP(tid) SD_CMP(stream) SD_CMP(order) return 0;
-#undef SD_CMP
+    const struct sd_key *a = pa, *b = pb;
+    for (int j = 0; j < 5; j++)
+        if (a->k[j] != b->k[j])
+            return a->k[j] < b->k[j] ? -1 : 1;
+    return 0;
 }
 
 /* The launch order of x relative to base (24-bit wrapping). */
@@ -330,13 +328,30 @@ static uint32_t sd_rel(const struct ncg_sd_call *x, uint32_t base)
     return (x->order - base) & NCG_SD_ORDER_MASK;
 }
 
-static const struct ncg_sd_call *g_sd_rel; /* for sd_rel_cmp */
-static uint32_t g_sd_base;
-static int sd_rel_cmp(const void *pa, const void *pb)
+enum sd_by { SD_BY_CALL, SD_BY_STREAM, SD_BY_REL };
+
+/* idx[0..n) (indices into c) sorted by: the call (comm, p2p, seq, src, dst: one call on every
+ * member), the stream (proc, tid, stream, order), or the launch order relative to base. keys:
+ * scratch for n entries (filled: keys[i] is idx[i]'s after the sort). */
+static void sd_sort(size_t *idx, size_t n, const struct ncg_sd_call *c, enum sd_by by,
+                    uint32_t base, struct sd_key *keys)
 {
-    uint32_t a = sd_rel(&g_sd_rel[*(const size_t *)pa], g_sd_base);
-    uint32_t b = sd_rel(&g_sd_rel[*(const size_t *)pb], g_sd_base);
-    return a < b ? -1 : a > b;
+    for (size_t i = 0; i < n; i++) {
+        const struct ncg_sd_call *x = &c[idx[i]];
+        struct sd_key *k = &keys[i];
+        *k = (struct sd_key){.i = idx[i]};
+        if (by == SD_BY_CALL) {
+            k->k[0] = x->comm, k->k[1] = x->p2p, k->k[2] = x->seq, k->k[3] = x->src;
+            k->k[4] = x->dst;
+        } else if (by == SD_BY_STREAM) {
+            k->k[0] = x->proc, k->k[1] = x->tid, k->k[2] = x->stream, k->k[3] = x->order;
+        } else {
+            k->k[0] = sd_rel(x, base);
+        }
+    }
+    qsort(keys, n, sizeof *keys, sd_key_cmp);
+    for (size_t i = 0; i < n; i++)
+        idx[i] = keys[i].i;
 }
 
 /* 1 when host x waits for call y: on its process, on the stream it waits for, and (an event)
@@ -375,9 +390,10 @@ long ncg_sd_find_cycle_hosts(const struct ncg_sd_call *c, size_t n, const struct
     struct edge *e = NULL;
     size_t *byk = malloc(sizeof *byk * (n ? n : 1)), *node = malloc(sizeof *node * (n ? n : 1));
     size_t *bys = malloc(sizeof *bys * (n ? n : 1));
+    struct sd_key *keys = malloc(sizeof *keys * (n ? n : 1));
     size_t ecap = 2 * cap + 2, *cyc = malloc(sizeof *cyc * ecap); /* a host step is two edges */
     size_t(*pair)[2] = malloc(sizeof *pair * (cap ? cap : 1));
-    if (!byk || !node || !bys || !cyc || !pair) {
+    if (!byk || !node || !bys || !keys || !cyc || !pair) {
         found = -1;
         goto out;
     }
@@ -385,17 +401,16 @@ long ncg_sd_find_cycle_hosts(const struct ncg_sd_call *c, size_t n, const struct
      * call on every member. */
     for (size_t i = 0; i < n; i++)
         byk[i] = bys[i] = i;
-    g_sd = c;
-    qsort(byk, n, sizeof *byk, sd_call_cmp);
+    sd_sort(byk, n, c, SD_BY_CALL, 0, keys);
     for (size_t i = 0; i < n; i++) {
-        if (i && sd_call_cmp(&byk[i - 1], &byk[i]) != 0)
+        if (i && sd_key_cmp(&keys[i - 1], &keys[i]) != 0)
             nn++;
         node[byk[i]] = nn;
     }
     nn += n != 0;
     /* Per (process, thread, stream) in launch order: every call of a launch waits for every
      * call of the launch before it (a group's calls share one launch and run together). */
-    qsort(bys, n, sizeof *bys, sd_stream_cmp);
+    sd_sort(bys, n, c, SD_BY_STREAM, 0, keys);
     for (size_t g0 = 0, g1; g0 < n; g0 = g1) {
         const struct ncg_sd_call *hd = &c[bys[g0]];
         for (g1 = g0 + 1; g1 < n && c[bys[g1]].proc == hd->proc && c[bys[g1]].tid == hd->tid &&
@@ -413,9 +428,7 @@ long ncg_sd_find_cycle_hosts(const struct ncg_sd_call *c, size_t n, const struct
                     base = c[bys[q]].order;
                     break;
                 }
-        g_sd_rel = c;
-        g_sd_base = base;
-        qsort(bys + g0, g1 - g0, sizeof *bys, sd_rel_cmp);
+        sd_sort(bys + g0, g1 - g0, c, SD_BY_REL, base, keys);
         /* launches [u0, u1) then [u1, u2) */
         for (size_t u0 = g0, u1, u2; u0 < g1; u0 = u1) {
             for (u1 = u0 + 1; u1 < g1 && c[bys[u1]].order == c[bys[u0]].order; u1++)
@@ -488,6 +501,7 @@ out:
     free(byk);
     free(node);
     free(bys);
+    free(keys);
     free(cyc);
     free(e);
     return found;

@@ -186,6 +186,10 @@ int ncg_rhost_start(struct ncg_rhost **out, const struct ncg_rhost_params *p, ch
                                   .stuck_warn_s = p->stuck_warn_s,
                                   .stuck_abort_s = p->stuck_abort_s,
                                   .exit_wait_s = p->exit_wait_s,
+                                  .slow_off = p->slow_off,
+                                  .slow_window = p->slow_window,
+                                  .slow_share = p->slow_share,
+                                  .slow_hold_s = p->slow_hold_s,
                                   .has_global_rank = (uint8_t)!p->standalone,
                                   .global_rank = p->global_rank};
     snprintf(rp.host, sizeof rp.host, "%s", ncg_host_name());

@@ -19,6 +19,9 @@ struct ncg_rhost_params {
     socklen_t root_alen;
     uint32_t interval_ms;
     double heartbeat_timeout_s, lag_warn_s, lag_abort_s, stuck_warn_s, stuck_abort_s, exit_wait_s;
+    uint8_t slow_off; /* SLOW (relay.h): NCCLGUARD_SLOW=0 */
+    uint32_t slow_window;
+    double slow_share, slow_hold_s;
     int32_t global_rank; /* of this process (-1: unknown), in WELCOME to the node's processes */
     /* The standalone checker (`ncclguard coord`, ncg_rhost_serve): the root of a tree of one
      * node outside the job, on TCP listen_host:listen_port only (no node socket), its WELCOME

@@ -47,6 +47,11 @@ __attribute__((format(printf, 2, 3))) void ncg_rl_event(const struct ncg_relay *
 
 /* ---- tables ---- */
 
+struct ncg_relay_params ncg_relay_slow_defaults(void)
+{
+    return (struct ncg_relay_params){.slow_window = 16, .slow_share = 0.05, .slow_hold_s = 5.0};
+}
+
 struct ncg_relay *ncg_relay_new(const struct ncg_relay_params *p, const struct ncg_relay_ops *ops)
 {
     struct ncg_relay *r = calloc(1, sizeof *r);
@@ -57,11 +62,11 @@ struct ncg_relay *ncg_relay_new(const struct ncg_relay_params *p, const struct n
     r->conns.size = sizeof(struct rconn);
     if (!r->p.interval_ms)
         r->p.interval_ms = 100;
-    if (!r->p.slow_off && !r->p.slow_window && r->p.slow_share == 0) { /* not set: the env */
-        r->p.slow_off = !ncg_cfg.slow;
-        r->p.slow_window = ncg_cfg.slow_window;
-        r->p.slow_share = ncg_cfg.slow_share_pct / 100;
-        r->p.slow_hold_s = ncg_cfg.slow_hold_s;
+    if (!r->p.slow_off && !r->p.slow_window && r->p.slow_share == 0) { /* not set: defaults */
+        struct ncg_relay_params d = ncg_relay_slow_defaults();
+        r->p.slow_window = d.slow_window;
+        r->p.slow_share = d.slow_share;
+        r->p.slow_hold_s = d.slow_hold_s;
     }
     r->next_qid = 1;
     return r;

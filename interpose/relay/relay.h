@@ -42,7 +42,9 @@ struct ncg_relay_params {
     double stuck_warn_s;  /* root: STUCK warning after this long without completion (0: none) */
     double stuck_abort_s; /* root: STUCK becomes an error after this long (0: never) */
     double exit_wait_s;   /* root: the exit release's bound (release.h; 0: released at once) */
-    /* SLOW (relay_slow.c), as coord.h's: all three unset (0): from the environment */
+    /* SLOW (relay_slow.c): all three unset (0): ncg_relay_slow_defaults (the relay reads no
+     * configuration; its host passes NCCLGUARD_SLOW, _SLOW_WINDOW, _SLOW_SHARE_PCT,
+     * _SLOW_HOLD_S) */
     uint8_t slow_off;     /* 1: samples ignored, no SLOW warning */
     uint32_t slow_window; /* root: slots one decision covers (0: 16) */
     double slow_share;    /* root: share of the step the others must lose (0..1) */
@@ -75,6 +77,9 @@ struct ncg_relay_stats {
 };
 
 struct ncg_relay;
+
+/* The SLOW parameters of a relay whose host sets none (NCCLGUARD_SLOW's defaults). Pure. */
+struct ncg_relay_params ncg_relay_slow_defaults(void);
 
 /* All functions below: one thread at a time, never block; they allocate. */
 struct ncg_relay *ncg_relay_new(const struct ncg_relay_params *p, const struct ncg_relay_ops *ops);

@@ -1,13 +1,12 @@
 # The layers of interpose/ include only downwards (interpose/interpose.mk): common <- shim <-
-# inspect <- proto <- judge <- coord, relay (side by side) <- net <- agent <- cli. A header of a
-# higher layer included by a lower one (an include cycle between layers), or of a sibling
-# (coord and relay), fails, naming the file and the header. (The build also compiles each
-# layer with the include paths at or below it only.)
+# inspect <- proto <- judge <- relay <- net <- agent <- cli. A header of a higher layer included
+# by a lower one (an include cycle between layers) fails, naming the file and the header. (The
+# build also compiles each layer with the include paths at or below it only.)
 set -u
 cd "$NCG_ROOT"
 level() {
   case $1 in common) echo 0 ;; shim) echo 1 ;; inspect) echo 2 ;; proto) echo 3 ;; judge) echo 4 ;;
-    coord | relay) echo 5 ;; net) echo 6 ;; agent) echo 7 ;; cli) echo 8 ;; *) echo 9 ;; esac
+    relay) echo 5 ;; net) echo 6 ;; agent) echo 7 ;; cli) echo 8 ;; *) echo 9 ;; esac
 }
 bad=0 n=0
 for f in interpose/*/*.[ch] interpose/*/*.def; do
@@ -34,10 +33,10 @@ done
 sees() {
   case $1 in common) echo common ;; shim) echo common shim ;; inspect) echo common shim inspect ;;
     proto) echo common shim inspect proto ;; judge) echo common shim inspect proto judge ;;
-    coord | relay) echo common shim inspect proto judge "$1" ;;
-    net) echo common shim inspect proto judge coord relay net ;;
-    agent) echo common shim inspect proto judge coord relay net agent ;;
-    *) echo common shim inspect proto judge coord relay net agent cli ;; esac
+    relay) echo common shim inspect proto judge relay ;;
+    net) echo common shim inspect proto judge relay net ;;
+    agent) echo common shim inspect proto judge relay net agent ;;
+    *) echo common shim inspect proto judge relay net agent cli ;; esac
 }
 nh=0
 for h in interpose/*/*.h; do

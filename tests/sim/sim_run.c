@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "http.h"
+#include "config.h"
 #include "sim.h"
 #include "status_tree.h"
 
@@ -324,7 +325,11 @@ void run_proc(int wfd, int rel, int proc)
         p.node = n;
         p.root = n == 0;
         p.embedded = 1;
-        p.lag_warn_s = 60;               /* the coordinator's defaults */
+        p.lag_warn_s = 60;                   /* the in-job checker's defaults */
+        p.slow_off = (uint8_t)!ncg_cfg.slow; /* NCCLGUARD_SLOW* as a guarded process reads them */
+        p.slow_window = ncg_cfg.slow_window;
+        p.slow_share = ncg_cfg.slow_share_pct / 100;
+        p.slow_hold_s = ncg_cfg.slow_hold_s;
         p.pid = 100000 + n * A.per_node; /* the node's first rank's process */
         snprintf(p.host, sizeof p.host, "n%u", n);
         struct ncg_relay_ops ops = sim_relay_ops(nr);
