@@ -79,6 +79,10 @@ struct ncg_lcomm {
     uint64_t final;
     uint64_t peer_final; /* the coordinator's process left this comm at this count */
     uint64_t peer_left;  /* its SHUTDOWN: another member left at this count (lowest) */
+    int32_t peer_rank;   /* its SHUTDOWN: the leaving process's comm rank here (-1 unknown) */
+    uint8_t ngone;       /* its SHUTDOWN: the members that left before it, and their counts */
+    int32_t gone_rank[8];
+    uint64_t gone_count[8];
     uint8_t removed;
     uint8_t aborted;                 /* removed by ncclCommAbort: its GOODBYE says so */
     uint64_t lost_cnt, lost_prog_ns; /* its link's checker lost: last count seen, and when */

@@ -69,6 +69,7 @@
 #include "agent_int.h"
 #include "config.h"
 #include "log.h"
+#include "relay.h" /* ncg_relay_left_ent */
 #include "relayhost.h"
 #include "shm.h"
 #include "wire.h"
@@ -188,19 +189,23 @@ void ncg_exit_release_got(uint64_t comm_id, int li, uint64_t now)
         exit_arm(now);
 }
 
-/* Adds a comm's count to exit_sd: this process's own, one entry per comm (its lowest, when it
- * holds several ranks there), or (other) another member's. */
-static void sd_add(uint64_t id, uint64_t cnt, int other)
+/* Adds a comm's entry to exit_sd: this process's own (rank: its comm rank there, the one
+ * with the lowest count when it holds several; NCG_BYE_ANYRANK unknown), or (other) another
+ * member's that left before it. */
+static void sd_add(uint64_t id, uint32_t rank, uint64_t cnt, int other)
 {
     struct ncg_msg_goodbye *g = &exit_sd.u.goodbye;
     for (uint32_t j = 0; j < g->n && !other; j++)
         if (g->comm_id[j] == id) {
-            g->count[j] = cnt < g->count[j] ? cnt : g->count[j];
+            if (cnt < g->count[j]) {
+                g->count[j] = cnt;
+                g->rank[j] = rank;
+            }
             return;
         }
     if (g->n < NCG_WIRE_MAX_COMMS) {
         g->comm_id[g->n] = id;
-        g->rank[g->n] = NCG_BYE_ANYRANK;
+        g->rank[g->n] = rank;
         g->count[g->n++] = cnt;
     }
 }
@@ -229,26 +234,27 @@ static void exit_sd_build(uint8_t flags, struct ncg_msg *bye)
                 g->count[g->n++] = cnt;
             }
         }
-        sd_add(lc->id, cnt, 0);
+        sd_add(lc->id, (uint32_t)lc->rank, cnt, 0);
     }
     pthread_mutex_unlock(&ncg_agent.lk);
     for (unsigned k = 0; k < left_own_n && k < NCG_WIRE_MAX_COMMS; k++)
-        sd_add(left_own[k].id, left_own[k].final, 0);
-    /* Members that left before this process: its coordinator knew their counts, the others
-     * would not learn them once it is gone. After this process's own entries: a comm's first
-     * entry is its own (UINT64_MAX when it held no rank there), a later one another member's. */
-    static uint64_t ids[NCG_WIRE_MAX_COMMS], low[NCG_WIRE_MAX_COMMS];
-    size_t nl = ncg_root_up() ? ncg_rhost_left(ncg_agent.root, ids, low, NCG_WIRE_MAX_COMMS) : 0;
+        sd_add(left_own[k].id, NCG_BYE_ANYRANK, left_own[k].final, 0);
+    /* Members that left before this process: its checker knew who and their counts, the
+     * others would not learn them once it is gone (each names them in a RANK EXITED it judges
+     * alone). After this process's own entries: a comm's first entry is its own (UINT64_MAX
+     * when it held no rank there), a later one a member's that left, lowest counts first. */
+    static struct ncg_relay_left_ent left[NCG_WIRE_MAX_COMMS];
+    size_t nl = ncg_root_up() ? ncg_rhost_left(ncg_agent.root, left, NCG_WIRE_MAX_COMMS) : 0;
     for (size_t k = 0; k < nl; k++) {
         int own = -1;
         for (uint32_t j = 0; j < exit_sd.u.goodbye.n && own < 0; j++)
-            if (exit_sd.u.goodbye.comm_id[j] == ids[k])
+            if (exit_sd.u.goodbye.comm_id[j] == left[k].comm_id)
                 own = (int)j;
         if (own < 0 && exit_sd.u.goodbye.n + 2 <= NCG_WIRE_MAX_COMMS)
-            sd_add(ids[k], UINT64_MAX, 0);
-        else if (own < 0 || low[k] >= exit_sd.u.goodbye.count[own])
+            sd_add(left[k].comm_id, NCG_BYE_ANYRANK, UINT64_MAX, 0);
+        else if (own < 0)
             continue;
-        sd_add(ids[k], low[k], 1);
+        sd_add(left[k].comm_id, left[k].rank, left[k].count, 1);
     }
 }
 

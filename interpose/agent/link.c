@@ -378,8 +378,9 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
             snprintf(l->lost_why, sizeof l->lost_why, "it shut down");
             break;
         }
-        /* A comm's first entry is the leaving process's own count (UINT64_MAX: it held no
-         * rank there), a later one the lowest another member left at (ncg_exit_messages) */
+        /* A comm's first entry is the leaving process's own count and comm rank (UINT64_MAX:
+         * it held no rank there), the later ones the members that left before it, each with
+         * its rank and count (ncg_exit_messages) */
         pthread_mutex_lock(&ncg_agent.lk);
         for (size_t i = 0; i < ncg_agent.nlc; i++) {
             int first = 1;
@@ -387,11 +388,20 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
                 struct ncg_lcomm *lc = &ncg_agent.lc[i];
                 if (lc->id != m->u.goodbye.comm_id[k] || lc->link != li || lc->removed)
                     continue;
+                uint32_t rk = m->u.goodbye.rank[k];
+                int32_t rank = rk == NCG_BYE_ANYRANK || rk > INT32_MAX ? -1 : (int32_t)rk;
                 if (first) {
                     lc->peer_final = m->u.goodbye.count[k];
                     lc->peer_verdict = !!(m->u.goodbye.flags & NCG_BYE_VERDICT);
-                } else if (m->u.goodbye.count[k] < lc->peer_left) {
-                    lc->peer_left = m->u.goodbye.count[k];
+                    lc->peer_rank = rank;
+                    lc->ngone = 0;
+                } else {
+                    if (m->u.goodbye.count[k] < lc->peer_left)
+                        lc->peer_left = m->u.goodbye.count[k];
+                    if (rank >= 0 && lc->ngone < sizeof lc->gone_rank / sizeof *lc->gone_rank) {
+                        lc->gone_rank[lc->ngone] = rank;
+                        lc->gone_count[lc->ngone++] = m->u.goodbye.count[k];
+                    }
                 }
                 first = 0;
             }

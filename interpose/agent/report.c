@@ -277,8 +277,11 @@ void ncg_client_report(uint64_t now)
                                               ncg_global_rank(), cnt};
                 /* a tree's SHUTDOWN with counts is the root's, passed down */
                 int32_t hg = ncg_link_in_tree(l) ? l->tr.root_grank : l->w.global_rank;
-                exited = ncg_local_rank_exited(&self, lc->peer_final, lc->peer_left,
-                                               lc->peer_verdict, hg, NULL);
+                struct ncg_local_gone gone = {lc->peer_rank, lc->gone_rank, lc->gone_count,
+                                              lc->ngone};
+                exited =
+                    ncg_local_rank_exited(&self, lc->peer_final, lc->peer_left, lc->peer_verdict,
+                                          hg, lc->peer_rank >= 0 || lc->ngone ? &gone : NULL);
                 /* counts that agree: a slot the leaver issued and never ran stops completing
                  * here (asynchronous NCCL: its process ended with the call enqueued) */
                 uint64_t done = lc->shm ? ck_pr_load_64(&lc->shm->coll_done) : 0;
@@ -291,8 +294,11 @@ void ncg_client_report(uint64_t now)
                     idle * 1000 >= 3.0 * ncg_cfg.interval_ms && idle >= 0.3)
                     exited = ncg_local_exited_wait(&self, done, idle, lc->peer_final,
                                                    lc->peer_verdict, hg);
-                if (exited)
+                if (exited) {
                     lc->peer_final = lc->peer_left = UINT64_MAX;
+                    lc->peer_rank = -1;
+                    lc->ngone = 0;
+                }
             }
             i++;
             continue;

@@ -707,9 +707,9 @@ int ncg_rhost_releases_waiting(const struct ncg_rhost *h)
     return h->r ? ncg_relay_releases_waiting(h->r) : 0;
 }
 
-size_t ncg_rhost_left(const struct ncg_rhost *h, uint64_t *ids, uint64_t *counts, size_t cap)
+size_t ncg_rhost_left(const struct ncg_rhost *h, struct ncg_relay_left_ent *out, size_t cap)
 {
-    return ncg_relay_left(h->r, ids, counts, cap);
+    return ncg_relay_left(h->r, out, cap);
 }
 
 int ncg_rhost_open_conns(const struct ncg_rhost *h)

@@ -64,7 +64,8 @@ int ncg_rhost_open_conns(const struct ncg_rhost *h); /* child connections open *
 struct ncg_msg;
 void ncg_rhost_leave(struct ncg_rhost *h, const struct ncg_msg *sd);
 /* ncg_relay_left of the host's relay (the root's: for its SHUTDOWN). The checker thread. */
-size_t ncg_rhost_left(const struct ncg_rhost *h, uint64_t *ids, uint64_t *counts, size_t cap);
+struct ncg_relay_left_ent;
+size_t ncg_rhost_left(const struct ncg_rhost *h, struct ncg_relay_left_ent *out, size_t cap);
 /* The root's stay at its process's clean exit (agent/exit.c): other processes connected here
  * that hold active ranks and have not said their last goodbye (procs), connected without one
  * (unreg), the most ranks of a communicator without a verdict never registered (unknown), our

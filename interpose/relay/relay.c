@@ -302,23 +302,39 @@ static void root_check_exited(struct ncg_relay *r, struct rcomm *c)
     ncg_rl_verdict_issue(r, c, ncg_v_exited(&vc, who, n, fin, mx, how));
 }
 
-size_t ncg_relay_left(const struct ncg_relay *r, uint64_t *ids, uint64_t *counts, size_t cap)
+/* Keeps e[0..*n) the (at most NCG_RELAY_LEFT_PER_COMM) lowest counts, with x offered. */
+static void left_keep(struct ncg_relay_left_ent *e, size_t *n, struct ncg_relay_left_ent x)
+{
+    size_t k = *n;
+    if (k == NCG_RELAY_LEFT_PER_COMM) {
+        if (x.count >= e[k - 1].count)
+            return;
+        k--;
+    } else {
+        (*n)++;
+    }
+    for (; k > 0 && e[k - 1].count > x.count; k--)
+        e[k] = e[k - 1];
+    e[k] = x;
+}
+
+size_t ncg_relay_left(const struct ncg_relay *r, struct ncg_relay_left_ent *out, size_t cap)
 {
     size_t n = 0;
     for (size_t ci = 0; ci < r->ncomm && n < cap; ci++) {
         const struct rcomm *c = r->comm[ci];
-        uint64_t low = UINT64_MAX;
-        for (uint32_t i = 0; i < c->nk; i++) {
+        struct ncg_relay_left_ent e[NCG_RELAY_LEFT_PER_COMM];
+        size_t ne = 0;
+        for (uint32_t i = 0; !c->done && i < c->nk; i++) {
             const struct rkid *k = &c->k[i];
-            if (!k->relay && k->state == K_GONE && k->max < low)
-                low = k->max;
+            if (!k->relay && k->state == K_GONE)
+                left_keep(e, &ne, (struct ncg_relay_left_ent){c->id, k->rank, k->max});
             for (uint32_t j = 0; k->relay && j < k->ngone; j++)
-                low = k->gone[j].count < low ? k->gone[j].count : low;
+                left_keep(e, &ne,
+                          (struct ncg_relay_left_ent){c->id, k->gone[j].rank, k->gone[j].count});
         }
-        if (c->done || low == UINT64_MAX)
-            continue;
-        ids[n] = c->id;
-        counts[n++] = low;
+        for (size_t j = 0; j < ne && n < cap; j++)
+            out[n++] = e[j];
     }
     return n;
 }

@@ -109,10 +109,17 @@ int ncg_relay_releases_waiting(const struct ncg_relay *r);
 /* 1 once an allocation failed (coord.h's ncg_coord_out_of_memory): the state is incomplete, the
  * root issues no more verdicts and the host is to stop the checker. Does not allocate. */
 int ncg_relay_out_of_memory(const struct ncg_relay *r);
-/* For the SHUTDOWN of the root's process (coord.h's ncg_coord_left): the communicators without
- * a verdict where a rank beneath left, each with the lowest count a rank left at (a child
- * relay's from its last RSTAT); at most cap. Returns how many. Does not allocate. */
-size_t ncg_relay_left(const struct ncg_relay *r, uint64_t *ids, uint64_t *counts, size_t cap);
+/* For the SHUTDOWN of the root's process: per communicator without an error verdict, the
+ * ranks that left (GOODBYE) beneath, each with its final count, lowest counts first, at most
+ * NCG_RELAY_LEFT_PER_COMM per comm and cap in all. Returns how many were filled. Does not
+ * allocate. */
+#define NCG_RELAY_LEFT_PER_COMM 8u
+struct ncg_relay_left_ent {
+    uint64_t comm_id;
+    uint32_t rank;
+    uint64_t count;
+};
+size_t ncg_relay_left(const struct ncg_relay *r, struct ncg_relay_left_ent *out, size_t cap);
 
 /* ---- read-only view, for the status endpoint (net/status_tree.c; relay_view.c) ---- */
 

@@ -59,7 +59,10 @@ has tree_odd1 '^ncclguard:   last slot all ranks agreed on: 99$'
 has tree_odd1 '^ncclguard:   collective calls issued per rank: 100 on 0,2-3; 101 on 1 '
 
 blame left_odd1 1 NCCLGUARD_HOST_STAY_S=0.001
-has left_odd1 "${ABOUT}(ranks 0,2-3 exited while rank 1 issued calls they|rank holding the checker \(global rank 0\) exited while rank 1 issued calls it|rank holding the checker \(global rank 0\) and the ranks that left before it exited while rank 1 issued calls they) will never match\$"
+# the host's SHUTDOWN names its comm rank and the members that left before it, with their
+# counts: the odd rank names them by rank (rank 0 alone when 2-3 had not left yet)
+has left_odd1 "${ABOUT}(ranks 0,2-3 exited while rank 1 issued calls they|rank 0 exited while rank 1 issued calls it) will never match\$"
+! grep -qE '\? on ' <<<"$ODD" || fail "left_odd1: unknown counts in the odd rank's block: $ODD"
 has left_odd1 '^ncclguard:   last slot all ranks agreed on: 99$'
 has left_odd1 '^ncclguard:   left after 100 calls; (this rank issued|others issued up to) 101$'
 echo "blame ok"
