@@ -171,6 +171,7 @@ static int rows_gathered(struct ncg_tree_snap *s, const struct ncg_relay_comm_vi
             m->v.heartbeat_age_s = -1;
             m->rate = -1; /* not tracked per rank at the root */
             m->age = -1;
+            m->v.wait_share = -1; /* nor the wait share: the root decides on aggregates */
         }
     }
     return 0;
@@ -236,6 +237,9 @@ static void snap_comm(void *arg, const struct ncg_relay_comm_view *v)
         tmp.nranks = v->nranks; /* the headline's "(N ranks)" */
         ncg_verdict_summary(&tmp, c->vtext, sizeof c->vtext);
         snprintf(c->vsubject, sizeof c->vsubject, "%s", v->verdict->subject);
+        c->vncalls = v->verdict->ncalls < NCG_WIRE_MAX_CALLS ? v->verdict->ncalls
+                                                             : NCG_WIRE_MAX_CALLS;
+        memcpy(c->vcalls, v->verdict->calls, sizeof *c->vcalls * c->vncalls);
     }
     rows_of(s, v, c);
 }

@@ -31,6 +31,8 @@ struct ncg_tree_comm {
     int vkind, vsev;
     int64_t vslot;
     char vtext[1024], vsubject[NCG_WIRE_STR];
+    uint32_t vncalls; /* the verdict's distinct calls (a MISMATCH's), with their ranks */
+    struct ncg_vcall vcalls[NCG_WIRE_MAX_CALLS];
     char sg_host[64]; /* v.sg_host's copy */
 };
 

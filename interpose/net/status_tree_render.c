@@ -135,12 +135,13 @@ static void status_comm(struct ncg_buf *b, const struct ncg_tree_snap *s,
     int32_t slowest = slowest_of(v);
     ncg_buf_printf(b,
                    "%s{\"id\":\"%016" PRIx64 "\",\"size\":%u,\"registered\":%u,\"active\":%u,"
-                   "\"left\":%u,\"dead\":0,\"verified_slots\":%" PRIu64 ",\"min_slots\":%" PRIu64
+                   "\"left\":%u,\"dead\":%u,\"verified_slots\":%" PRIu64 ",\"min_slots\":%" PRIu64
                    ",\"max_slots\":%" PRIu64 ",\"lag_calls\":%" PRIu64 ",\"slowest_rank\":%d,"
                    "\"progress_age_s\":%.3f,\"lag_warning\":%s,\"stuck_warning\":%s,"
                    "\"completed_min\":%" PRIu64 ",\"completed_max\":%" PRIu64
                    ",\"completed_age_s\":%.3f,\"child_relays\":%u,\"slowest_ranks\":[",
-                   first ? "" : ",", v->id, v->nranks, v->known, v->active, v->left, v->verified,
+                   first ? "" : ",", v->id, v->nranks, v->known, v->active, v->left, v->dead,
+                   v->verified,
                    v->issued_min, v->issued_max, v->issued_max - v->issued_min, slowest,
                    v->progress_age_s, v->lag_warned ? "true" : "false",
                    v->stuck_warned ? "true" : "false", v->done_min, v->done_hi, v->done_age_s,
@@ -151,8 +152,15 @@ static void status_comm(struct ncg_buf *b, const struct ncg_tree_snap *s,
     for (uint32_t i = 0; i < v->nslow; i++)
         ncg_buf_printf(b, "%s%u", i ? "," : "", v->slow[i]);
     ncg_buf_add(b, "],\"verdict\":", 12);
-    if (c->vkind) { /* the calls: not carried through the tree */
+    if (c->vkind) {
         ncg_doc_status_verdict(b, c->vkind, c->vsev, c->vslot, c->vtext, c->vsubject);
+        for (uint32_t j = 0; j < c->vncalls; j++) {
+            ncg_buf_printf(b, "%s{\"ranks\":\"", j ? "," : "");
+            ncg_buf_esc(b, c->vcalls[j].ranks, NCG_ESC_JSON);
+            ncg_buf_add(b, "\",\"call\":", 9);
+            ncg_doc_call(b, &c->vcalls[j].call, 0, c->vcalls[j].site);
+            ncg_buf_add(b, "}", 1);
+        }
         ncg_buf_add(b, "]}", 2);
     } else {
         ncg_buf_add(b, "null", 4);

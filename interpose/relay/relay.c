@@ -116,6 +116,15 @@ struct rconn *ncg_rl_conn_get(const struct ncg_relay *r, int id)
 
 void ncg_relay_connected(struct ncg_relay *r, int conn, uint64_t now_ns)
 {
+    /* Connections that said no HELLO yet are bounded: past NCG_RELAY_MAX_UNAUTHED the oldest
+     * is dropped (a flood of idle or foreign connections never crowds out the job's). */
+    int oldest = -1;
+    if (ncg_conntab_unauthed(&r->conns, &oldest) >= (int)NCG_RELAY_MAX_UNAUTHED && oldest >= 0) {
+        ncg_rl_event(r, "refused connection %d: more than %u connections without a HELLO",
+                     oldest, NCG_RELAY_MAX_UNAUTHED);
+        ncg_conntab_close(&r->conns, oldest);
+        r->ops.drop(r->ops.arg, oldest);
+    }
     if (conn >= 0 && !ncg_conntab_open(&r->conns, conn, now_ns)) {
         ncg_rl_nomem(r);
         r->ops.drop(r->ops.arg, conn);
@@ -753,10 +762,13 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
             ncg_rl_slow_tick(r, c, now_ns);
         /* Faults queued while detached, and (below the root) a comm whose last RSTAT still
          * showed active ranks, are kept: the parent must hear of the ranks that left or died. */
-        /* A comm with a verdict is kept: members that attach late (the processes of a node
-         * whose relay died come to the root directly) still get it. */
+        /* A comm with a verdict is kept while members may attach late (the processes of a node
+         * whose relay died come to the root directly): below the root while its verdict stands,
+         * at the root for the heartbeat timeout after its last active rank went (then a job
+         * reusing the id, a standalone checker's next run, starts afresh: memory stays bounded). */
+        int verdict = c->done && c->last;
         int live = c->npend != 0 || c->nbad != 0 || (!r->p.root && !c->sent_dead) ||
-                   (c->done && c->last) || c->fq.active || c->pendv;
+                   (verdict && !r->p.root) || c->fq.active || c->pendv;
         int gone = 0;
         for (uint32_t i = 0; i < c->nk && !live; i++) {
             live = c->k[i].relay ? c->k[i].active > 0 : c->k[i].state == K_ACTIVE;
@@ -765,7 +777,7 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
         /* At the root, ranks that left are kept for the heartbeat timeout after the last active
          * one went: the others may be between relays (theirs left, they reattach), and a call
          * of theirs beyond a count that left is RANK EXITED (or in the root's SHUTDOWN). */
-        if (!live && r->p.root && gone && (uint32_t)gone < c->nranks) {
+        if (!live && r->p.root && (verdict || (gone && (uint32_t)gone < c->nranks))) {
             if (!c->unlive_ns)
                 c->unlive_ns = now_ns;
             live = now_ns - c->unlive_ns < (uint64_t)(r->p.heartbeat_timeout_s * 1e9);

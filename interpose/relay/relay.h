@@ -19,6 +19,8 @@
  * job); live (comm, rank) registrations per client connection (what one process tracks). */
 #define NCG_RELAY_MAX_COMMS 16384u
 #define NCG_RELAY_CONN_RANKS NCG_SHM_MAX_COMMS
+/* Connections that have said no HELLO yet (more: the oldest is dropped). */
+#define NCG_RELAY_MAX_UNAUTHED 64u
 /* Faults queued per comm while detached from the parent (more: merged into the last). */
 #define NCG_RELAY_PEND 8u
 
@@ -155,6 +157,7 @@ struct ncg_relay_comm_view {
     uint64_t id;
     uint32_t nranks;
     uint32_t known, active, left;       /* ranks beneath: registered, active, left */
+    uint32_t dead;                      /* ranks of this relay's own clients that died */
     uint64_t issued_min, issued_max;    /* over the active ranks (0 when none) */
     uint64_t done_min, done_hi;         /* completed: the minimum, and its upper bound */
     uint32_t nslow;                     /* ranks at issued_min while issued_min < issued_max */

@@ -115,8 +115,8 @@ const struct ncg_wait_ent *ncg_rl_dl_wait_of(const struct ncg_relay *r, int conn
     const struct ncg_wait_ent *p2p = NULL;
     for (uint32_t j = 0; x && j < x->nw; j++) {
         const struct ncg_wait_ent *w = &x->w[j];
-        if (w->comm_id != comm_id || w->rank != rank || w->queued)
-            continue;
+        if (w->comm_id != comm_id || w->rank != rank)
+            continue; /* (queued too: under asynchronous NCCL the calls on its streams) */
         if (!w->p2p)
             return w;
         p2p = p2p ? p2p : w;
@@ -360,6 +360,15 @@ static int rwait_live(const struct ncg_relay *r, const struct rwaiter *w)
     return 0;
 }
 
+/* w is the record of a process connected to this relay itself (its own client): kept while
+ * connected, its latest WAIT being what /status shows as its members' last call also after a
+ * verdict (ncg_rl_dl_wait_of). */
+static int own_client(const struct ncg_relay *r, const struct rwaiter *w)
+{
+    const struct rconn *cc = ncg_rl_conn_get(r, (int)w->conn);
+    return w->node == r->p.node && cc && !cc->relay && cc->pid == w->pid;
+}
+
 /* Root: RASK down the tree; three intervals later the records whose process sent no WAIT
  * since are dropped (it died, or its relay did: every live blocked process answers an RASK). */
 static void root_ask(struct ncg_relay *r, uint64_t now_ns)
@@ -378,6 +387,7 @@ static void root_ask(struct ncg_relay *r, uint64_t now_ns)
 struct gw_gone {
     const struct ncg_rgone *g;
     uint32_t n;
+    const struct rcomm *c; /* its ranks' completed counts, where every one is a client here */
 };
 
 static void gw_member(const void *arg, uint32_t i, struct ncg_gw_member *out)
@@ -388,13 +398,28 @@ static void gw_member(const void *arg, uint32_t i, struct ncg_gw_member *out)
     for (uint32_t j = 0; j < x->n; j++)
         if (x->g[j].rank == i)
             out->left = NCG_GW_LEFT;
+    for (uint32_t k = 0; x->c && k < x->c->nk; k++)
+        if (!x->c->k[k].relay && x->c->k[k].rank == i)
+            out->done = x->c->k[k].dmin;
 }
 
-/* coord.c's check_gone_waits at the tree's root: a waiting process's send/recv whose peer left
- * (the ranks that left, as root_check_exited knows them) is RANK EXITED once its record has
- * said so for NCG_GW_SIGHTINGS intervals (a node relay sends a WAIT up only when it changed:
- * the record standing is the wait going on). Collective slots are left to the counts' rule
- * here: the tree does not carry a departed rank's completed count. */
+/* Every rank of c is a client of this relay (a flat job's root): what it knows of each rank's
+ * completed count is exact, so a wait in a collective slot a departed rank never completed is
+ * judged too. */
+static int all_clients_here(const struct rcomm *c)
+{
+    for (uint32_t i = 0; i < c->nk; i++)
+        if (c->k[i].relay)
+            return 0;
+    return 1;
+}
+
+/* At the root: a waiting process's send/recv whose peer left (the ranks that left, as
+ * root_check_exited knows them), or its collective slot that a rank which left never completed
+ * where every rank is a client here (beneath child relays the tree does not carry a departed
+ * rank's completed count: the counts' rule there), is RANK EXITED once its record has said so
+ * for NCG_GW_SIGHTINGS intervals (a node relay sends a WAIT up only when it changed: the
+ * record standing is the wait going on). */
 static void root_gone_waits(struct ncg_relay *r, struct rdl *d, uint64_t now_ns)
 {
     uint64_t hold = (uint64_t)NCG_GW_SIGHTINGS * r->p.interval_ms * 1000000ull;
@@ -403,11 +428,11 @@ static void root_gone_waits(struct ncg_relay *r, struct rdl *d, uint64_t now_ns)
         uint64_t sig = 0;
         for (uint32_t j = 0; j < x->nw && !sig; j++) {
             const struct ncg_wait_ent *e = &x->w[j];
-            struct rcomm *c = e->p2p ? ncg_rl_comm_find(r, e->comm_id) : NULL;
-            if (!c || c->done)
+            struct rcomm *c = ncg_rl_comm_find(r, e->comm_id);
+            if (!c || c->done || (!e->p2p && !all_clients_here(c)))
                 continue;
             struct ncg_rgone g[NCG_RELAY_DEAD];
-            struct gw_gone gg = {g, ncg_rl_gone(c, g, NULL)};
+            struct gw_gone gg = {g, ncg_rl_gone(c, g, NULL), all_clients_here(c) ? c : NULL};
             int32_t who = gg.n ? ncg_gw_target(e, c->nranks, gw_member, &gg) : -1;
             if (who < 0)
                 continue;
@@ -440,7 +465,9 @@ void ncg_rl_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
     if (sweep)
         d->sweep_ns = 0;
     for (uint32_t i = 0; i < d->n;)
-        if (!rwait_live(r, &d->p[i]) || (sweep && d->p[i].gen == d->p[i].asked_gen))
+        if (own_client(r, &d->p[i]) ? 0
+                                     : !rwait_live(r, &d->p[i]) ||
+                                           (sweep && d->p[i].gen == d->p[i].asked_gen))
             dl_remove(d, i);
         else
             i++;

@@ -107,6 +107,8 @@ void ncg_relay_view(const struct ncg_relay *r, uint64_t now_ns,
         }
         for (uint32_t i = 0; i < c->dead.n; i++) /* its clients' ranks that died here */
             nclient += c->dead.r[i].flags ? 0 : c->dead.r[i].n;
+        for (uint32_t i = 0; i < c->dead.n; i++)
+            v.dead += c->dead.r[i].n;
         if (nclient > cap) {
             struct ncg_relay_rank_view *n = realloc(rv, sizeof *n * nclient);
             if (n) {

@@ -286,6 +286,12 @@ static void test_render(void)
     CHECK(strstr(b.p, "ncclguard_rank_state{comm=\"abcdef0123456789\",rank=\"3\"} 3\n"));
     CHECK(prom_ok(b.p, &ns));
     ncg_buf_free(&b);
+    /* /status: the dead rank counted and its row dead, the verdict with its subject */
+    CHECK(ncg_tree_status_render(&ts, NULL, t, 1.5e9, &b) == 0);
+    CHECK(strstr(b.p, "\"dead\":1,") != NULL);
+    CHECK(strstr(b.p, "{\"rank\":3,\"global_rank\":3,\"state\":\"dead\"") != NULL);
+    CHECK(strstr(b.p, "\"name\":\"RANK DIED\"") != NULL);
+    ncg_buf_free(&b);
     ncg_tree_src_free(&ts);
     ncg_relay_free(co);
 }

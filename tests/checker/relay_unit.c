@@ -425,6 +425,7 @@ int main(void)
     probe_late();
     test_nomem();
     test_conn_cap();
+    test_unauthed_cap();
     test_comm_cap();
     test_reregister();
     test_pend_cap();

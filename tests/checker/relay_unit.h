@@ -151,6 +151,7 @@ void test_detached_fault(void);
 void test_silent_relay(void);
 void probe_detached(int tick_between);
 void test_conn_cap(void);
+void test_unauthed_cap(void);
 void test_comm_cap(void);
 void test_reregister(void);
 void test_pend_cap(void);

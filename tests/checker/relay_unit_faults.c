@@ -175,6 +175,35 @@ void test_conn_cap(void)
     tree_free(3);
 }
 
+static void count_unauthed(void *arg, const struct ncg_relay_conn_view *c)
+{
+    int *n = arg;
+    n[0] += !c->authed;
+    n[1] += c->conn == 200 && !c->authed; /* the oldest */
+}
+
+/* More connections without a HELLO than a relay holds (NCG_RELAY_MAX_UNAUTHED): the oldest is
+ * dropped, one event line each, the job's own connections untouched. */
+void test_unauthed_cap(void)
+{
+    tree(0);
+    int ev0 = T.refused_ev[0];
+    for (int i = 0; i < (int)NCG_RELAY_MAX_UNAUTHED; i++)
+        ncg_relay_connected(T.r[0], 200 + i, T.now);
+    int n[2] = {0, 0};
+    struct ncg_relay_view_ops vo = {count_unauthed, NULL, n};
+    ncg_relay_view(T.r[0], T.now, &vo);
+    CHECK(n[0] == (int)NCG_RELAY_MAX_UNAUTHED && n[1] == 1 && T.refused_ev[0] == ev0);
+    ncg_relay_connected(T.r[0], 200 + (int)NCG_RELAY_MAX_UNAUTHED, T.now); /* one more */
+    n[0] = n[1] = 0;
+    ncg_relay_view(T.r[0], T.now, &vo);
+    CHECK(n[0] == (int)NCG_RELAY_MAX_UNAUTHED && n[1] == 0 && T.refused_ev[0] == ev0 + 1);
+    report_all(); /* the tree's own clients still report and agree */
+    tick_all(2);
+    CHECK(T.cl[0].v == NULL && T.cl[3].v == NULL);
+    tree_free(2);
+}
+
 /* A child relay announces more communicators than a relay tracks (NCG_RELAY_MAX_COMMS). */
 void test_comm_cap(void)
 {

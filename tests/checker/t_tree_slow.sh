@@ -32,7 +32,7 @@ s = [c["slow"] for c in d["communicators"] if c.get("slow")]
 assert len(s) == 1, s
 s = s[0]
 assert s["rank"] == 9 and s["global_rank"] == 9 and s["pid"] > 0 and s["host"], s
-assert 0.05 < s["share"] < 0.4 and s["since_s"] >= 0 and s["side"] in ("host", "device"), s
+assert 0.05 < s["share"] < 0.4 and s["since_s"] >= 0 and s["side"] in ("host", "gpu"), s
 PY
 }
 ok=0
