@@ -153,8 +153,8 @@ incident_why() {
   n=$(find "$REPORTS" -name 'ncclguard-report.*.json' | wc -l)
   [ "$n" = 4 ] || { echo "$n of 4 reports written"; return 1; }
   "$NCG_CLI" report "$REPORTS" >"$OUT.report" 2>&1 || { echo "ncclguard report failed"; return 1; }
-  for want in '4 rank reports, 1 verdict' 'MISMATCH (error) on comm ' ' at slot 100, last agreed slot 99' \
-    '  about ranks: 1' '  reports from ranks 0-3 (every rank)'; do
+  for want in '4 reports (one per process), 1 verdict' 'MISMATCH (error) on comm ' ' at slot 100, last agreed slot 99' \
+    '  about ranks: 1' '  reports from 4 processes: ranks 0-3 (all 4 ranks)'; do
     grep -qF -- "$want" "$OUT.report" || { echo "ncclguard report lacks '$want'"; return 1; }
   done
 }
