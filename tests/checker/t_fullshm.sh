@@ -18,7 +18,7 @@ expect "$(nlines '^scen: rank [0-3]: ncclCommInitRank\(.*\): unhandled system er
 ! grep -qiE "signal|timed out" "$OUT" || fail "a rank crashed or hung"
 
 OUT=$NCG_TMP/guarded
-in_tiny_shm 64k env LD_PRELOAD="$NCG_PRELOAD" NCCLGUARD_REPORT_DIR="$REPORTS" FAKENCCL_STAGE_BYTES=4096 \
+in_tiny_shm 80k env LD_PRELOAD="$NCG_PRELOAD" NCCLGUARD_REPORT_DIR="$REPORTS" FAKENCCL_STAGE_BYTES=4096 FAKENCCL_PUT_BYTES=4096 \
   FAKENCCL_P2P_BYTES=4096 timeout -k 5 60 "$LAUNCH" -n 2 -t 30 "$SCEN" steady 1
 expect "$RC" 0 "no room for the shim's slots: the job completes"
 expect "$(nlines '^ncclguard: cannot reserve [0-9]+ KiB in /dev/shm/ncclguard\.[0-9.]+ for a communicator \(No space left on device\); it and any later one that does not fit run unrecorded and unchecked$')" 2 "one true warning per process"
