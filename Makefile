@@ -72,6 +72,13 @@ test: all
 bench: all
 	@$(MAKE) --no-print-directory -j1 $(BENCH_TARGETS)
 
+# Your own NCCL program on the CPU stack (docs/launchers.md): $(BUILD)/cpu-nccl/{include,lib}, an
+# NCCL_HOME for Makefiles such as NVIDIA's examples; scripts/cpu-stack-flags.sh prints the flags.
+.PHONY: cpu-nccl-home
+cpu-nccl-home: $(BUILD)/.deps-ok
+	@$(MAKE) --no-print-directory $(BUILD)/libncclguard.so $(FN_LIB) $(FC_LIB)
+	@NCG_BUILD=$(BUILD) scripts/cpu-stack-flags.sh --nccl-home
+
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 format:
 	clang-format -i $(FORMAT_FILES)

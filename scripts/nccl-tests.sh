@@ -332,7 +332,9 @@ diverge() {
     n=$(grep -cE '^ncclguard: VERDICT: MISMATCH' "$OUT/$id.log")
     [ $rc -ne 0 ] || why="exit 0 (want the verdict's 86)"
     [ $rc -ne 124 ] || why="timed out: no verdict ended it"
-    grep -qE "^ncclguard: VERDICT: MISMATCH on comm [0-9a-f]+ \([0-9]+ ranks\): slot [0-9]+: AllReduce\(count=[0-9]+, .*\) on rank $odd vs AllReduce\(.*\) on ranks? [-0-9,]+\$" "$OUT/$id.log" ||
+    # (the headline names launcher ranks, the comm rank beside where they differ: with -g 2,
+    # comm rank 3 is in global rank 1)
+    grep -qE "^ncclguard: VERDICT: MISMATCH on comm [0-9a-f]+ \([0-9]+ ranks\): slot [0-9]+: AllReduce\(count=[0-9]+, .*\) on (rank $odd|global rank [0-9]+ \(comm rank $odd\)) vs AllReduce\(.*\) on (ranks? [-0-9,]+|global ranks? [-0-9,]+ \(comm ranks? [-0-9,]+\))\$" "$OUT/$id.log" ||
       why=${why:-"no MISMATCH naming comm rank $odd alone"}
     grep -qE "^ncclguard:   this process \(comm rank $odd, .*\): slot [0-9]+ AllReduce" "$OUT/$id.log" ||
       why=${why:-"comm rank $odd did not speak for itself"}

@@ -102,8 +102,8 @@ ncclResult_t ncg_hook_ncclPutSignal(const void *localbuff, size_t count, ncclDat
     return r;
 }
 
-ncclResult_t ncg_hook_ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags,
-                                 ncclComm_t comm, cudaStream_t stream)
+ncclResult_t ncg_hook_ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                                 cudaStream_t stream)
 {
     if (recording() && sig_record(ncg_tls.pc, 1, 1, peer, sigIdx, ctx, comm, stream) < 0)
         return ncclRemoteError;
@@ -112,8 +112,8 @@ ncclResult_t ncg_hook_ncclSignal(int peer, int sigIdx, int ctx, unsigned int fla
     return r;
 }
 
-ncclResult_t ncg_hook_ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDescs,
-                                     ncclComm_t comm, cudaStream_t stream)
+ncclResult_t ncg_hook_ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDescs, ncclComm_t comm,
+                                     cudaStream_t stream)
 {
     for (int i = 0; recording() && signalDescs && i < nDesc; i++) {
         const ncclWaitSignalDesc_t *d = &signalDescs[i];
@@ -208,10 +208,9 @@ ncclResult_t ncg_hook_ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUnique
     uint64_t parent;
     uint32_t pk;
     ncclUniqueId root;
-    if (!comm && uniqueId && grow_decode((const unsigned char *)uniqueId->internal, &parent, &pk,
-                                         &root) == 0)
-        ncg_comm_track(*newcomm, grow_id(parent, pk), parent, NCG_ORIGIN_GROW, rank, nRanks,
-                       &root);
+    if (!comm && uniqueId &&
+        grow_decode((const unsigned char *)uniqueId->internal, &parent, &pk, &root) == 0)
+        ncg_comm_track(*newcomm, grow_id(parent, pk), parent, NCG_ORIGIN_GROW, rank, nRanks, &root);
     else if (ncg_state_get() != NCG_ST_DISABLED)
         NCG_LOG_ONCE("ncclCommGrow: the id carries no parent from ncclguard (its "
                      "ncclCommGetUniqueId ran unguarded); the grown communicator is not checked");

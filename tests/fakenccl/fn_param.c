@@ -13,9 +13,12 @@ struct ncclParamHandle {
 };
 
 static struct ncclParamHandle g_params[] = {
-    {"FAKENCCL_ASYNC", "0"},          {"FAKENCCL_CUDA", "0"},
-    {"FAKENCCL_TIMEOUT_S", "0"},      {"FAKENCCL_STAGE_BYTES", "1048576"},
-    {"FAKENCCL_P2P_BYTES", "262144"}, {"FAKENCCL_PUT_BYTES", "65536"},
+    {"FAKENCCL_ASYNC", "0"},
+    {"FAKENCCL_CUDA", "0"},
+    {"FAKENCCL_TIMEOUT_S", "0"},
+    {"FAKENCCL_STAGE_BYTES", "1048576"},
+    {"FAKENCCL_P2P_BYTES", "262144"},
+    {"FAKENCCL_PUT_BYTES", "65536"},
     {"NCCL_COMM_ID", ""},
 };
 #define NPARAMS (sizeof g_params / sizeof *g_params)

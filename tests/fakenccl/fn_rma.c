@@ -3,8 +3,8 @@
  * appends an entry (window, offset, bytes, signal) to the (me, peer) mailbox in the segment and
  * completes there, one-sided; the target applies its mailboxes' entries in order while it waits
  * for signals or puts itself, so a put's bytes are in its window before the signal that follows
- * them counts, as NCCL guarantees. Signals count per (sender, sigIdx, ctx); the k-th wait for n of them
- * waits until the count reaches what every wait so far asked for (NCCL's cumulative count). */
+ * them counts, as NCCL guarantees. Signals count per (sender, sigIdx, ctx); the k-th wait for n of
+ * them waits until the count reaches what every wait so far asked for (NCCL's cumulative count). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +71,8 @@ int fn_put_progress(struct fn_op *op)
         if (cap - (head - atomic_load_explicit(&mb->tail, memory_order_acquire)) < need)
             break; /* full: the target drains it at its next wait (README, limits) */
         int last = op->moved + chunk == bytes;
-        struct fn_put_hdr h = {op->win, last ? PUT_SIGNAL : 0, op->sig_idx, op->sig_ctx,
-                               op->win_off + op->moved, chunk};
+        struct fn_put_hdr h = {op->win,     last ? PUT_SIGNAL : 0,   op->sig_idx,
+                               op->sig_ctx, op->win_off + op->moved, chunk};
         ring_in(mbox_buf(c, me, peer), cap, head, &h, sizeof h);
         if (chunk)
             ring_in(mbox_buf(c, me, peer), cap, head + sizeof h,
@@ -105,11 +105,9 @@ static int drain(struct ncclComm *c)
             struct fn_put_hdr h;
             ring_out(&h, buf, cap, tail, sizeof h);
             if (h.bytes) {
-                struct fn_window *w =
-                    h.win >= 0 && h.win < c->nwins ? c->wins[h.win] : NULL;
+                struct fn_window *w = h.win >= 0 && h.win < c->nwins ? c->wins[h.win] : NULL;
                 if (w && h.off <= w->size && h.bytes <= w->size - h.off)
-                    ring_out((unsigned char *)w->buff + h.off, buf, cap, tail + sizeof h,
-                             h.bytes);
+                    ring_out((unsigned char *)w->buff + h.off, buf, cap, tail + sizeof h, h.bytes);
                 else
                     fn_set_last_error("ncclPutSignal from rank %d: window %d offset %llu + %llu "
                                       "bytes outside this rank's window: dropped",
@@ -262,8 +260,8 @@ static ncclResult_t put(const void *localbuff, size_t count, ncclDataType_t data
 }
 
 FN_API ncclResult_t pncclPutSignal(const void *localbuff, size_t count, ncclDataType_t datatype,
-                                   int peer, ncclWindow_t peerWin, size_t peerWinOffset,
-                                   int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                                   int peer, ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx,
+                                   int ctx, unsigned int flags, ncclComm_t comm,
                                    cudaStream_t stream)
 {
     if (flags != 0 || !peerWin) {

@@ -17,7 +17,7 @@ NCG_TMP=$(mktemp -d /tmp/ncgaccept.XXXXXX)
 export NCG_TMP
 . "$NCG_ROOT/tests/launchers/lib.sh"
 at_exit() { rm -rf "$NCG_TMP"; }
-trap 'slurm_stop; at_exit' EXIT
+trap lib_exit EXIT
 # tally NAME: run the count mismatch N times with the command line in $CMD, one line per run
 # that misses something (the first thing missing), then the summary line.
 tally() {

@@ -57,6 +57,63 @@ launched() {
   no_leftovers
 }
 
+# lib_exit (at exit): the Slurm daemons stopped (if started), the segments in /dev/shm of this
+# script's ranks whose process is gone (a verdict's exit 86 leaves them; rank.sh starts the
+# app by its full path: in $NCG_TMP/root for the recipes, $SCEN for `launched`), then the
+# script's own cleanup, if any (its function at_exit).
+lib_exit() {
+  slurm_stop
+  "$NCG_CLI" clean --quiet --grace 0 --match "$NCG_TMP/" >/dev/null 2>&1
+  "$NCG_CLI" clean --quiet --grace 0 --match "$SCEN" >/dev/null 2>&1
+  if declare -F at_exit >/dev/null; then at_exit; fi
+}
+trap lib_exit EXIT
+
+# --- The recipes of docs/launchers.md, run as written: the fenced block after the line
+# "<!-- recipe: NAME -->" in that file.
+DOC=$NCG_ROOT/docs/launchers.md
+# recipe NAME: prints the block (fails the test when the doc has none by that name).
+recipe() {
+  local text
+  text=$(awk -v mark="<!-- recipe: $1 -->" '$0 == mark { on = 1; next }
+    on == 1 && /^```/ { on = 2; next } on == 2 && /^```/ { exit } on == 2 { print }' "$DOC")
+  [ -n "$text" ] || fail "docs/launchers.md has no recipe '$1' (a fenced block after <!-- recipe: $1 -->)"
+  printf '%s\n' "$text"
+}
+# RROOT: where the recipes run, laid out as the repository root they are written for: build/
+# is the build under test (NCG_BUILD: build-address-undefined in a sanitizer pass), tests/ and
+# scripts/ the checkout's.
+RROOT=$NCG_TMP/root
+mkdir -p "$RROOT" && ln -sfn "$NCG_BUILD" "$RROOT/build" && ln -sfn "$NCG_ROOT/tests" "$RROOT/tests" &&
+  ln -sfn "$NCG_ROOT/scripts" "$RROOT/scripts"
+# launched_recipe NAME RECIPE [JOB]: a fresh shell in $RROOT runs the recipe $RECIPE_SETUP then
+# RECIPE, as written, with TMPDIR=$NCG_TMP/NAME.tmp (where their mktemp -t put the report
+# directory, the unique id file and torchrun's logs); JOB (default count) replaces the app's
+# argument "count" at the end of the recipe (the healthy job is the same line with healthy).
+# The one addition: in a sanitizer build, LD_PRELOAD gets the sanitizer's runtime first
+# (NCG_PRELOAD). Output (both streams) in OUT=$NCG_TMP/NAME.out, status in RC, seconds in
+# SECS, the job's report directory (if any) in REPORTS; then checks that nothing of the job is left
+# running.
+RECIPE_SETUP=setup # the recipe run before each one ("" for a recipe that sets its own variables)
+launched_recipe() {
+  local name=$1 job=${3:-count} t0 script="" tmp=$NCG_TMP/$1.tmp
+  [ -z "$RECIPE_SETUP" ] || script="$(recipe "$RECIPE_SETUP")" || exit 1
+  [ "$NCG_PRELOAD" = "$NCG_BUILD/libncclguard.so" ] || script="$script
+export LD_PRELOAD=\"$NCG_PRELOAD\""
+  script="$script
+$(recipe "$2" | sed -E "\$s/ count\$/ $job/")" || exit 1
+  printf '%s\n' "$script" >"$NCG_TMP/$name.sh"
+  OUT=$NCG_TMP/$name.out
+  mkdir -p "$tmp"
+  t0=$(date +%s.%N)
+  (cd "$RROOT" && TMPDIR=$tmp timeout -k 5 $((90 * SLOW)) bash "$NCG_TMP/$name.sh") >"$OUT" 2>&1
+  RC=$?
+  SECS=$(elapsed "$t0")
+  REPORTS=$(find "$tmp" -maxdepth 1 -name 'ncg-reports.*' -type d | head -n 1)
+  echo "$name: exit $RC after ${SECS}s ($2 recipe, job $job)"
+  no_leftovers
+}
+
 # no_ncclguard: a healthy job prints no line naming ncclguard, on either stream.
 no_ncclguard() { ! grep -q ncclguard "$OUT" || fail "ncclguard output from a healthy job"; }
 
@@ -96,8 +153,8 @@ incident_why() {
   n=$(find "$REPORTS" -name 'ncclguard-report.*.json' | wc -l)
   [ "$n" = 4 ] || { echo "$n of 4 reports written"; return 1; }
   "$NCG_CLI" report "$REPORTS" >"$OUT.report" 2>&1 || { echo "ncclguard report failed"; return 1; }
-  for want in '4 rank reports, 1 verdict' 'MISMATCH (error) on comm ' ' at slot 100, last agreed slot 99' \
-    '  about ranks: 1' '  reports from ranks 0-3 (every rank)'; do
+  for want in '4 reports (one per process), 1 verdict' 'MISMATCH (error) on comm ' ' at slot 100, last agreed slot 99' \
+    '  about ranks: 1' '  reports from 4 processes: ranks 0-3 (all 4 ranks)'; do
     grep -qF -- "$want" "$OUT.report" || { echo "ncclguard report lacks '$want'"; return 1; }
   done
 }
@@ -149,61 +206,29 @@ slurm_node_idle() { [ "$(sinfo -h -n "$SLURM_NODE" -o %T 2>/dev/null)" = idle ];
 # slurm_start: munged, slurmctld and slurmd in the foreground of background jobs, then waits
 # (bounded) until the node is idle. Sets SLURM_CONF (exported) and SLURM_UP_S (seconds taken).
 slurm_start() {
-  local c t0 cport dport
+  local c t0 tmp=$NCG_TMP/slurm.tmp old_tmpdir=${TMPDIR-}
   for c in munged slurmctld slurmd srun sinfo; do
     command -v $c >/dev/null 2>&1 || { echo "$c not installed (slurm-wlm, munge: scripts/install-deps.sh --launchers)"; exit 77; }
   done
-  SD=$NCG_TMP/slurm SLURM_NODE=$(hostname -s)
-  mkdir -p "$SD/state" "$SD/spool"
-  # munged wants its socket's directories searchable by all (the scratch dir is 0700)
-  chmod 711 "$NCG_TMP" && chmod 755 "$SD"
-  # (a script's own cleanup, if any, is its function at_exit)
-  trap 'slurm_stop; declare -F at_exit >/dev/null && at_exit' EXIT
+  # munged wants its socket's directories searchable by all (the scratch dir is 0700; the
+  # recipe's own directory it makes so)
+  mkdir -p "$tmp" && chmod 711 "$NCG_TMP" "$tmp"
   trap 'exit 143' TERM INT
   t0=$(date +%s.%N)
-  head -c 128 /dev/urandom >"$SD/munge.key" && chmod 600 "$SD/munge.key"
-  munged -F --socket="$SD/munge.sock" --key-file="$SD/munge.key" --log-file="$SD/munged.log" \
-    --pid-file="$SD/munged.pid" --seed-file="$SD/munged.seed" >"$SD/munged.out" 2>&1 &
-  SLURM_PIDS=$!
-  waitfor 10 test -S "$SD/munge.sock" || slurm_skip "munged did not start (no socket after $((10 * SLOW)) s)"
-  cport=$(free_port) && dport=$(free_port) || slurm_skip "no free port for slurmctld/slurmd"
-  # The node's resources are as configured (config_overrides), whatever this machine has: 4
-  # tasks fit on one node of 4 CPUs, on a 2-core CI machine too.
-  cat >"$SD/slurm.conf" <<EOF
-ClusterName=ncg
-SlurmctldHost=$SLURM_NODE
-SlurmctldPort=$cport
-SlurmdPort=$dport
-AuthType=auth/munge
-AuthInfo=socket=$SD/munge.sock
-CredType=cred/munge
-SlurmUser=root
-SlurmdUser=root
-StateSaveLocation=$SD/state
-SlurmdSpoolDir=$SD/spool
-SlurmctldPidFile=$SD/slurmctld.pid
-SlurmdPidFile=$SD/slurmd.pid
-SlurmctldLogFile=$SD/slurmctld.log
-SlurmdLogFile=$SD/slurmd.log
-SlurmdParameters=config_overrides
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-MailProg=/bin/true
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-ReturnToService=2
-NodeName=$SLURM_NODE CPUs=4 RealMemory=100 State=UNKNOWN
-PartitionName=ncg Nodes=$SLURM_NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
-EOF
-  export SLURM_CONF=$SD/slurm.conf
-  slurmctld -D -f "$SLURM_CONF" >"$SD/slurmctld.out" 2>&1 &
-  SLURM_PIDS="$SLURM_PIDS $!"
-  slurmd -D -f "$SLURM_CONF" >"$SD/slurmd.out" 2>&1 &
-  SLURM_PIDS="$SLURM_PIDS $!"
+  # The recipe "slurm", as written, in this shell: its daemons are this shell's background
+  # jobs, SLURM_CONF its export, DIR and HOST its variables; mktemp -t puts DIR in $tmp.
+  export TMPDIR=$tmp
+  eval "$(recipe slurm)" >"$NCG_TMP/slurm.recipe.out" 2>&1
+  if [ -n "$old_tmpdir" ]; then TMPDIR=$old_tmpdir; else unset TMPDIR; fi
+  SLURM_PIDS=$(jobs -p | tr '\n' ' ')
+  SD=${DIR:-$tmp} SLURM_NODE=${HOST:-$(hostname -s)}
+  [ -n "$SLURM_PIDS" ] || slurm_skip "the recipe started no daemon ($(tail -n 3 "$NCG_TMP/slurm.recipe.out"))"
+  # munged is installed: a munged that does not start is the recipe's fault (as root without
+  # its seed, log and pid files named it refuses Debian's /var/lib/munge): a failure, not a skip
+  waitfor 10 test -S "$SD/munge.sock" || { sed 's/^/  munged| /' "$SD/munged.out" "$SD/munged.log" 2>/dev/null | tail -n 5
+    fail "the recipe's munged did not start (no socket $SD/munge.sock)"; }
+  [ "${SLURM_CONF:-}" = "$SD/slurm.conf" ] || fail "the recipe did not export SLURM_CONF=\$DIR/slurm.conf"
+  # the recipe waits up to 60 s; a slower machine (NCG_SLOW) gets the rest here
   waitfor 60 slurm_node_idle || slurm_skip "slurm did not come up: node $SLURM_NODE not idle after $((60 * SLOW)) s ($(sinfo -h -o %T 2>&1 | head -n 1))"
   SLURM_UP_S=$(elapsed "$t0")
   echo "slurm: node $SLURM_NODE idle after ${SLURM_UP_S}s"

@@ -12,6 +12,8 @@ attempt=${TORCHELASTIC_RESTART_COUNT:-0}
 export RANK WORLD_SIZE NCG_ID_FILE="$NCG_ID_FILE.$attempt"
 prog=$1
 shift
+# by its full path: the command line then names where it came from (a relative path would not)
+case $prog in /*) ;; *) prog=$PWD/$prog ;; esac
 # word splitting of NCG_RETRY_ARGS is intended: a list of arguments
 # shellcheck disable=SC2086
 [ "$attempt" -gt 0 ] && [ -n "${NCG_RETRY_ARGS:-}" ] && set -- $NCG_RETRY_ARGS

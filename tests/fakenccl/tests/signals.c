@@ -66,8 +66,8 @@ static int exchange(int iters)
     float *win_buf, *src = malloc(N * sizeof *src);
     NCG_CHECK(ncclMemAlloc((void **)&win_buf, 2 * N * sizeof *win_buf));
     ncclWindow_t win;
-    NCG_CHECK(ncclCommWindowRegister(c, win_buf, 2 * N * sizeof *win_buf, &win,
-                                     NCCL_WIN_COLL_SYMMETRIC));
+    NCG_CHECK(
+        ncclCommWindowRegister(c, win_buf, 2 * N * sizeof *win_buf, &win, NCCL_WIN_COLL_SYMMETRIC));
     void *up = NULL;
     NCG_CHECK(ncclWinGetUserPtr(c, win, &up));
     if (up != win_buf) {
