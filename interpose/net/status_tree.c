@@ -237,8 +237,8 @@ static void snap_comm(void *arg, const struct ncg_relay_comm_view *v)
         tmp.nranks = v->nranks; /* the headline's "(N ranks)" */
         ncg_verdict_summary(&tmp, c->vtext, sizeof c->vtext);
         snprintf(c->vsubject, sizeof c->vsubject, "%s", v->verdict->subject);
-        c->vncalls = v->verdict->ncalls < NCG_WIRE_MAX_CALLS ? v->verdict->ncalls
-                                                             : NCG_WIRE_MAX_CALLS;
+        c->vncalls =
+            v->verdict->ncalls < NCG_WIRE_MAX_CALLS ? v->verdict->ncalls : NCG_WIRE_MAX_CALLS;
         memcpy(c->vcalls, v->verdict->calls, sizeof *c->vcalls * c->vncalls);
     }
     rows_of(s, v, c);

@@ -141,9 +141,8 @@ static void status_comm(struct ncg_buf *b, const struct ncg_tree_snap *s,
                    "\"completed_min\":%" PRIu64 ",\"completed_max\":%" PRIu64
                    ",\"completed_age_s\":%.3f,\"child_relays\":%u,\"slowest_ranks\":[",
                    first ? "" : ",", v->id, v->nranks, v->known, v->active, v->left, v->dead,
-                   v->verified,
-                   v->issued_min, v->issued_max, v->issued_max - v->issued_min, slowest,
-                   v->progress_age_s, v->lag_warned ? "true" : "false",
+                   v->verified, v->issued_min, v->issued_max, v->issued_max - v->issued_min,
+                   slowest, v->progress_age_s, v->lag_warned ? "true" : "false",
                    v->stuck_warned ? "true" : "false", v->done_min, v->done_hi, v->done_age_s,
                    v->nrelays);
     for (uint32_t i = 0; i < v->nslow; i++)

@@ -465,9 +465,9 @@ void ncg_rl_check_deadlock(struct ncg_relay *r, uint64_t now_ns)
     if (sweep)
         d->sweep_ns = 0;
     for (uint32_t i = 0; i < d->n;)
-        if (own_client(r, &d->p[i]) ? 0
-                                     : !rwait_live(r, &d->p[i]) ||
-                                           (sweep && d->p[i].gen == d->p[i].asked_gen))
+        if (own_client(r, &d->p[i])
+                ? 0
+                : !rwait_live(r, &d->p[i]) || (sweep && d->p[i].gen == d->p[i].asked_gen))
             dl_remove(d, i);
         else
             i++;
