@@ -805,6 +805,18 @@ void ncg_rhost_leave(struct ncg_rhost *h, const struct ncg_msg *sd)
     struct ncg_msg relay = {.type = NCG_MSG_SHUTDOWN};
     relay.u.goodbye.flags = NCG_BYE_RELAY;
     const struct ncg_msg *m = h->p.node == h->p.root_node ? sd : &relay;
+    /* The connections still in the listeners' backlogs are accepted first and told too: a
+     * process whose checker was slow to accept it would otherwise be left without the final
+     * counts (its calls past them unjudged) and see a reset instead of a goodbye. */
+    uint64_t now = ncg_now_ns();
+    for (int round = 0; round < 4; round++) {
+        struct ncg_accept_state a = {0}, b = {0};
+        if (h->ufd >= 0)
+            ncg_accept_round(h->ufd, &a, RH_ACCEPT_BATCH, now, conn_take, h);
+        if (h->tfd >= 0)
+            ncg_accept_round(h->tfd, &b, RH_ACCEPT_BATCH, now, conn_take,
+                             (void *)((uintptr_t)h | 1));
+    }
     for (int i = 0; i < h->nc; i++)
         if (h->c[i].io.fd >= 0) {
             if (!h->c[i].closing)

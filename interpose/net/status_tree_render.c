@@ -241,7 +241,7 @@ int ncg_tree_status_render(struct ncg_tree_src *t, const struct ncg_http_query *
     for (size_t ci = 0; ci < s.ncm; ci++)
         status_comm(b, &s, &s.cm[ci], ci == 0);
     ncg_buf_add(b, "],", 2);
-    ncg_doc_status_totals(b, st.by_kind, st.rounds, 0);
+    ncg_doc_status_totals(b, st.by_kind, st.rounds, st.dropped);
     ncg_tree_snap_free(&s);
     return b->oom ? -ENOMEM : 0;
 }

@@ -124,6 +124,7 @@ void ncg_relay_connected(struct ncg_relay *r, int conn, uint64_t now_ns)
                      NCG_RELAY_MAX_UNAUTHED);
         ncg_conntab_close(&r->conns, oldest);
         r->ops.drop(r->ops.arg, oldest);
+        r->st.dropped++;
     }
     if (conn >= 0 && !ncg_conntab_open(&r->conns, conn, now_ns)) {
         ncg_rl_nomem(r);
@@ -630,6 +631,7 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
                              m->u.rhello.node, m->u.rhello.pid, m->u.rhello.host, conn);
             ncg_conntab_close(&r->conns, conn);
             r->ops.drop(r->ops.arg, conn);
+            r->st.dropped++;
             return;
         }
         cc->h.authed = 1;
@@ -710,6 +712,7 @@ void ncg_relay_message(struct ncg_relay *r, int conn, const struct ncg_msg *m, u
     default: /* a second HELLO, or parent-to-child types: misuse */
         conn_lost(r, conn, "protocol misuse");
         r->ops.drop(r->ops.arg, conn);
+        r->st.dropped++;
         break;
     }
 }
@@ -727,11 +730,13 @@ void ncg_relay_tick(struct ncg_relay *r, uint64_t now_ns)
             ncg_rl_event(r, "refused connection %d: no HELLO within 5 s", i);
             ncg_conntab_close(&r->conns, i);
             r->ops.drop(r->ops.arg, i);
+            r->st.dropped++;
         } else if (due == NCG_CONN_SILENT) {
             char why[96];
             ncg_v_silent(why, sizeof why, now_ns - cc->h.last_rx_ns);
             conn_lost(r, i, why);
             r->ops.drop(r->ops.arg, i);
+            r->st.dropped++;
         }
     }
     uint64_t iv = (uint64_t)r->p.interval_ms * 1000000ull;

@@ -75,6 +75,7 @@ struct ncg_relay_stats {
     uint64_t p2p_held;    /* p2p records held now (waiting for their other side), over comms */
     uint64_t p2p_matched; /* p2p pairs whose two sides met here (agreeing or not) */
     uint64_t p2p_up;      /* p2p records sent to the parent (RP2P) */
+    uint64_t dropped;     /* connections dropped: wrong token, no HELLO, past a bound, silent */
     uint64_t by_kind[NCG_V_KIND_MAX_]; /* root: verdicts issued per kind (warnings included) */
 };
 

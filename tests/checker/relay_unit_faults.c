@@ -198,6 +198,9 @@ void test_unauthed_cap(void)
     n[0] = n[1] = 0;
     ncg_relay_view(T.r[0], T.now, &vo);
     CHECK(n[0] == (int)NCG_RELAY_MAX_UNAUTHED && n[1] == 0 && T.refused_ev[0] == ev0 + 1);
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[0], &st);
+    CHECK(st.dropped == 1);
     report_all(); /* the tree's own clients still report and agree */
     tick_all(2);
     CHECK(T.cl[0].v == NULL && T.cl[3].v == NULL);
