@@ -356,6 +356,7 @@ void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
     /* The checker's process prints a warning's full block (NCCLGUARD_DIAG=auto): the log read
      * first, and the one place that shows it whole when the ranks it names are far away. */
     x.hosts_checker = ncg_root_up();
+    x.alone = li < 0 && v->kind == NCG_V_RANK_EXITED;
     /* From here the process ends with NCG_EXIT_VERDICT: an application that finishes meanwhile
      * (the stack capture's signal may end its sleep) must not exit 0 first (ncg_exit_at_exit
      * waits). */

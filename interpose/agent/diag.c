@@ -219,7 +219,7 @@ int ncg_diag_full_for(const struct ncg_verdict *v, const struct ncg_diag_ctx *x,
         return 0;
     if (v->severity == NCG_SEV_WARN)
         return warn_full(v, rank, on, cap) || x->hosts_checker;
-    return ncg_diag_full_here(v, rank, on, cap);
+    return ncg_diag_full_here(v, rank, on, cap) || x->alone;
 }
 
 int ncg_diag_in_subject(const struct ncg_verdict *v, int32_t rank)

@@ -36,8 +36,10 @@ struct ncg_diag_ctx {
      * process: NCCL's one-thread-many-devices pattern, ncclCommInitAll); nheld 0: just rank. */
     const int32_t *held;
     int nheld;
-    int finished;      /* the application had already finished (its clean exit under way): an error
-                          verdict is shown and reported, its exit status kept (ncg_action_apply) */
+    int finished; /* the application had already finished (its clean exit under way): an error
+                     verdict is shown and reported, its exit status kept (ncg_action_apply) */
+    int alone;    /* a RANK EXITED this process judged alone from its departed checker's counts:
+                     the ranks it names are gone, so its full block is the one printed */
     int hosts_checker; /* this process hosts the checker (or the relay tree's root): a warning's
                           full block is printed here (NCCLGUARD_DIAG=auto, quiet) */
 };

@@ -351,6 +351,11 @@ static char *ranks_named_as(const struct ncg_verdict *v, const char *list, int g
         else
             unknown++;
     }
+    if (!nk) { /* no global rank known (members that left, named by the SHUTDOWN): comm ranks */
+        snprintf(buf, cap, "comm %s %s", plural(list), list);
+        free(r);
+        return buf;
+    }
     char g[NCG_WIRE_STR];
     ncg_ranks_compact(r, nk, g, sizeof g);
     if (unknown && !strstr(g, "..."))

@@ -120,8 +120,10 @@ void ncg_relay_connected(struct ncg_relay *r, int conn, uint64_t now_ns)
      * is dropped (a flood of idle or foreign connections never crowds out the job's). */
     int oldest = -1;
     if (ncg_conntab_unauthed(&r->conns, &oldest) >= (int)NCG_RELAY_MAX_UNAUTHED && oldest >= 0) {
-        ncg_rl_event(r, "refused connection %d: more than %u connections without a HELLO", oldest,
-                     NCG_RELAY_MAX_UNAUTHED);
+        ncg_rl_refuse(r, &r->unauthed_said,
+                      "refused connection %d: more than %u connections without a HELLO (the "
+                      "oldest are dropped; said once)",
+                      oldest, NCG_RELAY_MAX_UNAUTHED);
         ncg_conntab_close(&r->conns, oldest);
         r->ops.drop(r->ops.arg, oldest);
         r->st.dropped++;

@@ -159,7 +159,8 @@ struct ncg_relay {
     uint64_t parent_rx_ns, last_stat_ns, last_ping_ns, last_tick_ns, last_sweep_ns;
     uint64_t now_ns; /* of the call being handled (the root's exit release starts then) */
     struct ncg_relay_stats st;
-    uint8_t refused; /* past NCG_RELAY_MAX_COMMS: said once */
+    uint8_t refused;       /* past NCG_RELAY_MAX_COMMS: said once */
+    uint8_t unauthed_said; /* past NCG_RELAY_MAX_UNAUTHED: said once */
     int nomem; /* an allocation failed: the state is no longer complete (ncg_relay_out_of_memory) */
     struct rdl *dl;        /* root: the processes with blocked calls (relay_dl.c), NULL until one */
     uint64_t ask_until_ns; /* every WAIT goes up until then, changed or not (an RASK) */

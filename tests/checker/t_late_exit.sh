@@ -23,9 +23,12 @@ late() {
   awk -v a="$t0" -v b="$end" -v n="$name" -v s="$SLOW" 'BEGIN { d = b - a; printf "%s: ended %.2f s after the late call\n", n, d; exit !(d < 2.0 * s) }' ||
     fail "$name: more than 2 s from the late call to its end"
 }
-# (the checker's process, and the ranks that left before it when its SHUTDOWN says some did)
-HOST='rank holding the checker \(global rank 0\)( and the ranks that left before it)?'
-BEFORE='rank that left before the checker'"'"'s process \(global rank 0\)'
+# (by comm rank: the checker's process (rank 0), with the ranks its SHUTDOWN says left before it;
+# on the split child without rank 0, the ranks that left before the checker's process)
+# (a departed rank's global rank is not in the SHUTDOWN: named by its comm rank when this one's
+# differs)
+HOST='ranks? 0[0-9,-]*'
+BEFORE='(comm )?ranks? [0-9][0-9,-]*'
 # (flat: the checker's host leaving at once, its stay bounded to a millisecond; by default it
 # stays while the late rank runs, and its checker judges: t_host_leaves.sh)
 late flat 4 3 "$HOST" NCCLGUARD_HOST_STAY_S=0.001

@@ -55,6 +55,7 @@ void test_group_and_render(void)
                              NULL,
                              0,
                              0,
+                             0,
                              0};
     static char d[16384];
     ncg_diag_render(v, &x, d, sizeof d);
@@ -630,6 +631,18 @@ void test_ranks_named(void)
     v->members[1] = -1; /* partial: one unknown */
     CHECK(!strcmp(ncg_ranks_named(v, "1", txt, sizeof txt), "rank 1"));
     CHECK(!strcmp(ncg_ranks_named(v, "0-1", txt, sizeof txt), "global ranks 3,? (comm ranks 0-1)"));
+    /* two sets, one of them with no global rank known (a rank that left, as a SHUTDOWN names
+     * it): that one by its comm rank, never "global rank ?" */
+    v->members[0] = -1;
+    v->members[2] = 7;
+    v->kind = NCG_V_MISMATCH;
+    v->ncalls = 2;
+    snprintf(v->calls[0].ranks, sizeof v->calls[0].ranks, "0");
+    snprintf(v->calls[1].ranks, sizeof v->calls[1].ranks, "2");
+    ncg_verdict_summary(v, txt, sizeof txt);
+    CHECKF(strstr(txt, "on global rank 7 (comm rank 2)") != NULL && strstr(txt, "on comm rank 0") &&
+               !strstr(txt, "global rank ?"),
+           "%s", txt);
     /* text is no list: as it was */
     CHECK(!strcmp(ncg_ranks_named(v, "holding the checker (global rank 0)", txt, sizeof txt),
                   "rank holding the checker (global rank 0)"));
