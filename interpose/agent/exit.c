@@ -417,7 +417,8 @@ void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now)
             exit_sd_build(0, NULL);
     }
     if (ncg_agent.sd_deferred && !ncg_agent.release_until_ns && !x->hold && !x->stay) {
-        server_shutdown();
+        if (!ncg_agent.abort_at_ns) /* an abort's root leaves in ncg_exit_finish, after its grace */
+            server_shutdown();
         ncg_agent.sd_deferred = 0;
         __atomic_store_n(&ncg_agent.holding, 0, __ATOMIC_RELEASE);
         if (ncg_agent.abort_at_ns)
