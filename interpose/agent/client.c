@@ -91,23 +91,7 @@ int32_t ncg_global_rank(void)
 struct ncg_rhost_params ncg_agent_rhost_params(uint64_t tok, uint32_t node, uint32_t root,
                                                uint32_t nnodes, uint32_t fanout)
 {
-    return (struct ncg_rhost_params){.token = tok,
-                                     .node = node,
-                                     .root_node = root,
-                                     .nnodes = nnodes,
-                                     .fanout = fanout,
-                                     .interval_ms = ncg_cfg.interval_ms,
-                                     .heartbeat_timeout_s = ncg_cfg.heartbeat_timeout_s,
-                                     .lag_warn_s = ncg_cfg.lag_warn_s,
-                                     .lag_abort_s = ncg_cfg.lag_abort_s,
-                                     .stuck_warn_s = ncg_cfg.stuck_warn_s,
-                                     .stuck_abort_s = ncg_cfg.stuck_abort_s,
-                                     .exit_wait_s = ncg_cfg.exit_wait_s,
-                                     .slow_off = (uint8_t)!ncg_cfg.slow,
-                                     .slow_window = ncg_cfg.slow_window,
-                                     .slow_share = ncg_cfg.slow_share_pct / 100,
-                                     .slow_hold_s = ncg_cfg.slow_hold_s,
-                                     .global_rank = ncg_global_rank()};
+    return ncg_rhost_params_of(&ncg_cfg, tok, node, root, nnodes, fanout, ncg_global_rank());
 }
 
 /* Tree mode for the ids this process makes: NCCLGUARD_TREE, and the launcher's node figures. */

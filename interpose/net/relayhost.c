@@ -17,6 +17,7 @@
 #include "accept.h"
 #include "channel.h"
 #include "clock.h"
+#include "config.h"
 #include "http.h"
 #include "log.h"
 #include "relay.h"
@@ -125,6 +126,29 @@ void ncg_rhost_unix_addr(uint64_t token, uint32_t node, struct sockaddr_storage 
     int n = snprintf(u->sun_path + 1, sizeof u->sun_path - 1, "ncclguard-%016llx-%u",
                      (unsigned long long)x, node);
     *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+struct ncg_rhost_params ncg_rhost_params_of(const struct ncg_config *cfg, uint64_t token,
+                                            uint32_t node, uint32_t root_node, uint32_t nnodes,
+                                            uint32_t fanout, int32_t global_rank)
+{
+    return (struct ncg_rhost_params){.token = token,
+                                     .node = node,
+                                     .root_node = root_node,
+                                     .nnodes = nnodes,
+                                     .fanout = fanout,
+                                     .interval_ms = cfg->interval_ms ? cfg->interval_ms : 100,
+                                     .heartbeat_timeout_s = cfg->heartbeat_timeout_s,
+                                     .lag_warn_s = cfg->lag_warn_s,
+                                     .lag_abort_s = cfg->lag_abort_s,
+                                     .stuck_warn_s = cfg->stuck_warn_s,
+                                     .stuck_abort_s = cfg->stuck_abort_s,
+                                     .exit_wait_s = cfg->exit_wait_s,
+                                     .slow_off = (uint8_t)!cfg->slow,
+                                     .slow_window = cfg->slow_window,
+                                     .slow_share = cfg->slow_share_pct / 100,
+                                     .slow_hold_s = cfg->slow_hold_s,
+                                     .global_rank = global_rank};
 }
 
 int ncg_rhost_start(struct ncg_rhost **out, const struct ncg_rhost_params *p, char *err,

@@ -35,6 +35,14 @@ struct ncg_rhost_params {
 
 struct ncg_rhost;
 
+/* A relay host's parameters from a parsed configuration (timeouts, thresholds, SLOW) for the
+ * relay of node in the tree rooted at root_node (nnodes nodes, fanout); the one place a relay
+ * gets its settings (in a job from ncg_cfg, `ncclguard coord` from its environment). Pure. */
+struct ncg_config;
+struct ncg_rhost_params ncg_rhost_params_of(const struct ncg_config *cfg, uint64_t token,
+                                            uint32_t node, uint32_t root_node, uint32_t nnodes,
+                                            uint32_t fanout, int32_t global_rank);
+
 /* Binds the node's Unix name and a TCP listener (all interfaces, any port) and makes the
  * relay. 0 with *out set; -EADDRINUSE when another process is the node's relay already; other
  * negative errno with err filled. The checker thread; allocates. */

@@ -41,26 +41,11 @@ int ncg_rhost_serve(const char *listen_host, int port, const char *token_or_null
     /* The same parsing and checks as in the ranks (bad values: one line, the default). */
     struct ncg_config cfg;
     ncg_config_parse(&cfg, ncg_env_process, serve_warn, NULL);
-    struct ncg_rhost_params p = {.token = token_or_null ? ncg_token_hash(token_or_null) : 0,
-                                 .node = 0,
-                                 .root_node = 0,
-                                 .nnodes = 1,
-                                 .fanout = 2,
-                                 .interval_ms = cfg.interval_ms ? cfg.interval_ms : 100,
-                                 .heartbeat_timeout_s = cfg.heartbeat_timeout_s,
-                                 .lag_warn_s = cfg.lag_warn_s,
-                                 .lag_abort_s = cfg.lag_abort_s,
-                                 .stuck_warn_s = cfg.stuck_warn_s,
-                                 .stuck_abort_s = cfg.stuck_abort_s,
-                                 .exit_wait_s = cfg.exit_wait_s,
-                                 .slow_off = (uint8_t)!cfg.slow,
-                                 .slow_window = cfg.slow_window,
-                                 .slow_share = cfg.slow_share_pct / 100,
-                                 .slow_hold_s = cfg.slow_hold_s,
-                                 .global_rank = -1,
-                                 .standalone = 1,
-                                 .listen_port = port,
-                                 .event = serve_log};
+    struct ncg_rhost_params p = ncg_rhost_params_of(
+        &cfg, token_or_null ? ncg_token_hash(token_or_null) : 0, 0, 0, 1, 2, -1);
+    p.standalone = 1;
+    p.listen_port = port;
+    p.event = serve_log;
     snprintf(p.listen_host, sizeof p.listen_host, "%s", listen_host ? listen_host : "");
     struct ncg_rhost *h;
     int rc = ncg_rhost_start(&h, &p, err, errlen);
