@@ -294,15 +294,15 @@ void ncg_rl_on_wait(struct ncg_relay *r, int conn, const struct ncg_msg_wait *wt
     w->grank = cc->h.grank;
     snprintf(w->host, sizeof w->host, "%s", cc->host);
     w->gen = ++cc->wait_gen;
+    /* one membership per rank the process holds (a process driving several ranks of a comm
+     * from its threads: each rank its own driver thread in the graph) */
     for (size_t ci = 0; ci < r->ncomm && w->nm < NCG_WIRE_MAX_COMMS; ci++) {
         const struct rcomm *c = r->comm[ci];
-        for (uint32_t i = 0; i < c->nk; i++) {
+        for (uint32_t i = 0; i < c->nk && w->nm < NCG_WIRE_MAX_COMMS; i++) {
             const struct rkid *k = &c->k[i];
-            if (k->conn == conn && !k->relay && k->state == K_ACTIVE) {
+            if (k->conn == conn && !k->relay && k->state == K_ACTIVE)
                 w->m[w->nm++] =
                     (struct ncg_rwait_mem){c->id, c->nranks, k->rank, k->tid, k->max, k->dmin};
-                break;
-            }
         }
     }
     w->w = *wt;
