@@ -34,7 +34,7 @@
  *      deadline (5 s while a link waiting for its checker's answer carries comms no REPORT
  *      carried yet: the checker would never learn that this rank left; registering): a
  *      REPORT, then GOODBYEs and our SHUTDOWN (held back while holding or staying, sd_deferred;
- *      to the embedded checker's backlog too: ncg_server_farewell), x->sent.
+ *      to the root's backlog too: ncg_rhost_leave), x->sent.
  *   2b. the checker's host stays (stay_tick; x->stay, staying): a process whose embedded
  *      checker has other processes connected that have not said their last goodbye, or
  *      members never registered (until nobody new connected for the heartbeat timeout), keeps
@@ -269,7 +269,7 @@ void ncg_exit_messages(uint8_t flags, int only_bye)
     for (int i = 0; i < ncg_agent.nlink; i++)
         if (ncg_agent.link[i].state == NCG_LINK_UP)
             ncg_link_send(&ncg_agent.link[i], &bye[i]);
-    if (!only_bye)
+    if (!only_bye && ncg_agent.root_flat) /* a tree's root leaves after its grace (finish) */
         server_shutdown();
 }
 

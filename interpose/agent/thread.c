@@ -1,5 +1,5 @@
-/* The checker thread: one poll() loop over the embedded coordinator, this process's relay and
- * its links to checkers, reporting every interval; its exit steps are exit.c's. */
+/* The checker thread: one poll() loop over this process's checker (a relay tree's root), its node
+ * relay and its links to checkers, reporting every interval; its exit steps are exit.c's. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
