@@ -8,8 +8,8 @@
 
 struct ncg_comm;
 
-/* Start this process's checker (a relay tree's root; once per process) and the thread; returns the
- * port and token for the id's tail. Application thread; binds a socket; 0 or -errno. */
+/* Start this process's checker (a relay tree's root; once per process) and the thread;
+ * returns the port and token for the id's tail. Application thread; binds a socket; 0 or -errno. */
 int ncg_channel_listen(uint16_t *port, uint64_t *token);
 
 /* Writes the id's tail (idtail.h: "NCGD", version, port, token, and this process's relay tree
