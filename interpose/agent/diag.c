@@ -67,8 +67,11 @@ static void members_text(const struct ncg_verdict *v, const struct ncg_diag_ctx 
         else
             len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? "," : "", v->members[i]);
     }
+    int unknown = 0;
+    for (uint32_t i = 0; i < v->nranks; i++)
+        unknown |= v->members[i] < 0;
     if (len < cap)
-        snprintf(buf + len, cap - len, "]");
+        snprintf(buf + len, cap - len, "]%s", unknown ? " (?: not gathered)" : "");
 }
 
 static void this_process(struct out *o, const struct ncg_diag_ctx *x)

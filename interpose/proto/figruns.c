@@ -379,7 +379,7 @@ char *ncg_figruns_counts_text(const struct ncg_figrun *r, uint32_t n, uint32_t n
             continue;
         char val[64];
         if (unk)
-            snprintf(val, sizeof val, "?");
+            snprintf(val, sizeof val, "not gathered");
         else if (r[j].flags & NCG_FIG_COARSE)
             snprintf(val, sizeof val, "%" PRId64 "-%" PRId64 "%s", r[j].count, r[j].count_hi,
                      r[j].flags & NCG_FIG_PARTIAL ? " or ?" : "");

@@ -411,8 +411,8 @@ char *ncg_counts_compact(const int64_t *counts, uint32_t n, char *buf, size_t ca
         if (!k)
             continue;
         char val[24], list[NCG_WIRE_STR];
-        if (counts[i] < 0)
-            snprintf(val, sizeof val, "?");
+        if (counts[i] < 0) /* a member whose figures did not reach this verdict */
+            snprintf(val, sizeof val, "not gathered");
         else
             snprintf(val, sizeof val, "%" PRId64, counts[i]);
         ncg_ranks_compact(idx, k, list, sizeof list);

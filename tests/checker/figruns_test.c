@@ -178,7 +178,7 @@ static void test_merge_and_text(void)
     ncg_figset_normalize(&s);
     CHECK(s.n == 4); /* 0-4, 5, 6-7, 12-15 (8-11 unknown) */
     CHECK(!strcmp(ncg_figruns_counts_text(s.r, s.n, 16, t, sizeof t),
-                  "101 on 0-4,6-7,12-15; 100 on 5; ? on 8-11"));
+                  "101 on 0-4,6-7,12-15; 100 on 5; not gathered on 8-11"));
     int64_t c[16];
     int32_t m[16];
     CHECK(ncg_figruns_to_arrays(s.r, s.n, c, m, 16) == 0);

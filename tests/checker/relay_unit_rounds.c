@@ -244,7 +244,7 @@ void test_figs_gather(void)
     pump();
     CHECK(ncg_relay_figs_last(T.r[0], 0xc0, &fr, &n, &lo, &hi, &at) == 0 && lo == 2 && hi == 4);
     CHECK(!strcmp(ncg_figruns_counts_text(fr, n, 6, t, sizeof t),
-                  "? on 0-1,5; 22 on 2; 23 on 3; 24 on 4"));
+                  "not gathered on 0-1,5; 22 on 2; 23 on 3; 24 on 4"));
     /* a subtree that never answers: the root's deadline, its ranks unknown */
     CHECK(ncg_relay_figs_request(T.r[0], 0xc0, 0, 5, T.now) == 0);
     T.frozen = 1; /* relay 1 (ranks 2-5 beneath) hears nothing more */
@@ -254,7 +254,8 @@ void test_figs_gather(void)
         tick_all(3);
     T.frozen = -1;
     CHECK(ncg_relay_figs_last(T.r[0], 0xc0, &fr, &n, &lo, &hi, &at) == 0 && lo == 0 && hi == 5);
-    CHECK(!strcmp(ncg_figruns_counts_text(fr, n, 6, t, sizeof t), "20 on 0; 21 on 1; ? on 2-5"));
+    CHECK(!strcmp(ncg_figruns_counts_text(fr, n, 6, t, sizeof t),
+                  "20 on 0; 21 on 1; not gathered on 2-5"));
     tree_free(3);
 
     static struct ncg_msg m, o;
