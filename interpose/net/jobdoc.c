@@ -256,7 +256,7 @@ static void rank_sample(struct ncg_buf *b, const struct ncg_doc_rank *r, const c
 {
     if ((which == R_HEARTBEAT && r->heartbeat_age_s < 0) ||
         (which == R_PROGRESS_AGE && r->progress_age_s < 0) ||
-        (which == R_WAIT_SHARE && r->wait_share < 0))
+        (which == R_WAIT_SHARE && r->wait_share < 0) || (which == R_RATE && r->rate < 0))
         return;
     ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\",rank=\"%u\"} ", name, r->comm, r->rank);
     switch (which) {

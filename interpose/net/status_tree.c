@@ -21,7 +21,7 @@ struct ncg_tree_rate {
     uint64_t comm;
     uint32_t rank;
     uint64_t t0, c0, seen_ns;
-    double rate;
+    double rate;            /* calls per second over its last window; -1 before the first */
     uint64_t last, grew_ns; /* the count last seen, and when it was seen to grow */
 };
 
@@ -52,8 +52,10 @@ static double rate_of(struct ncg_tree_src *t, uint64_t comm, uint32_t rank, uint
         }
         e = &t->rt[t->nrt++];
         uint64_t back = (uint64_t)(comm_age * 1e9);
+        /* rate -1 until its first window of a second: not known, no sample (a 0 would read as
+         * a job that stopped training: NcclguardThroughputFloor) */
         *e = (struct ncg_tree_rate){comm, rank, now,   count,
-                                    now,  0,    count, now > back ? now - back : 0};
+                                    now,  -1,   count, now > back ? now - back : 0};
     }
     e->seen_ns = now;
     if (count != e->last) {

@@ -56,7 +56,14 @@ for _ in $(seq 100); do
   [ "$(grep -c '^ncclguard_calls_issued_total{.*} [1-9][0-9]*$' "$NCG_TMP/body")" = 16 ] && break; sleep 0.1
 done
 expect "$(grep -c '^ncclguard_calls_issued_total{comm="[0-9a-f]\{16\}",rank="[0-9]*"} [0-9]*$' "$NCG_TMP/body")" 16 "ranks in /metrics"
+# a rank's rate has no sample until its first window of a second between scrapes (never a 0
+# that reads as a job not training)
+for _ in $(seq 30); do
+  [ "$(grep -c '^ncclguard_calls_per_second{' "$NCG_TMP/body")" -ge 16 ] && break
+  sleep 0.2; code -H "$AUTH" "$URL/metrics" >/dev/null
+done
 for r in $(seq 0 15); do grep -q "^ncclguard_calls_per_second{comm=\"[0-9a-f]*\",rank=\"$r\"} " "$NCG_TMP/body" || fail "no rate of rank $r"; done
+! grep -q '^ncclguard_calls_per_second{.*} 0.000$' "$NCG_TMP/body" || fail "a zero rate in a job making calls: $(grep calls_per_second "$NCG_TMP/body" | head -3)"
 grep -q '^ncclguard_verdicts_total{kind="MISMATCH"} 0$' "$NCG_TMP/body" || fail "verdicts by kind"
 if command -v promtool >/dev/null; then
   promtool check metrics <"$NCG_TMP/body" >"$NCG_TMP/promtool" 2>&1 || { cat "$NCG_TMP/promtool"; fail "promtool check metrics"; }
