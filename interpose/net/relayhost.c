@@ -744,15 +744,15 @@ int ncg_rhost_open_conns(const struct ncg_rhost *h)
     return n;
 }
 
-/* ncg_rhost_stay's tally over the relay's view: per connection, 1 another process's that has
- * not said its last goodbye, 2 the same holding an active rank (a child relay: with active
- * ranks beneath it). */
+/* ncg_rhost_stay's tally over the relay's view, per connection id. */
+enum { STAY_NONE, STAY_UNREG, STAY_PROC, STAY_RELAY, STAY_RELAY_BUSY };
 struct stay_scan {
     uint32_t self;
     uint64_t now;
-    uint8_t *conn;
-    uint32_t *pid;
-    int n, relays;
+    uint8_t *conn; /* STAY_UNREG: another process's, no last goodbye yet; STAY_PROC: the same
+                      holding an active rank; STAY_RELAY(_BUSY): a child relay (with active
+                      ranks beneath it) */
+    int n;
     struct ncg_host_stay *st;
 };
 
@@ -764,15 +764,12 @@ static void stay_conn(void *arg, const struct ncg_relay_conn_view *c)
         x->st->newest_ns = since;
     if (c->conn < 0 || c->conn >= x->n)
         return;
-    if (c->relay) {
-        x->conn[c->conn] = 3;
-        x->relays++;
-    } else if (c->authed && c->pid == x->self) {
+    if (c->relay)
+        x->conn[c->conn] = STAY_RELAY;
+    else if (c->authed && c->pid == x->self)
         x->st->self_pending += !c->bye; /* our own goodbye not read yet */
-    } else if (!c->bye) {
-        x->conn[c->conn] = 1;
-        x->pid[c->conn] = c->pid;
-    }
+    else if (!c->bye)
+        x->conn[c->conn] = STAY_UNREG;
 }
 
 static void stay_comm(void *arg, const struct ncg_relay_comm_view *c)
@@ -784,15 +781,14 @@ static void stay_comm(void *arg, const struct ncg_relay_comm_view *c)
         if (m->state != 1)
             continue;
         here++;
-        for (int k = 0; k < x->n; k++)
-            if (x->conn[k] == 1 && x->pid[k] == m->pid)
-                x->conn[k] = 2;
+        if (m->conn >= 0 && m->conn < x->n && x->conn[m->conn] == STAY_UNREG)
+            x->conn[m->conn] = STAY_PROC;
     }
     if (c->done)
         return;
     if (c->active > here) /* active ranks beneath child relays */
         for (int k = 0; k < x->n; k++)
-            x->conn[k] = x->conn[k] == 3 ? 4 : x->conn[k];
+            x->conn[k] = x->conn[k] == STAY_RELAY ? STAY_RELAY_BUSY : x->conn[k];
     int unknown = (int)(c->nranks - c->known);
     if (unknown > x->st->unknown)
         x->st->unknown = unknown;
@@ -804,21 +800,16 @@ int ncg_rhost_stay(struct ncg_rhost *h, uint32_t self_pid, uint64_t now, struct 
     if (!h->r || h->stopped || h->left)
         return 0;
     uint8_t *conn = calloc((size_t)h->nc + 1, 1);
-    uint32_t *pid = calloc((size_t)h->nc + 1, sizeof *pid);
-    if (!conn || !pid) {
-        free(conn);
-        free(pid);
+    if (!conn)
         return -ENOMEM;
-    }
-    struct stay_scan x = {self_pid, now, conn, pid, h->nc, 0, st};
+    struct stay_scan x = {self_pid, now, conn, h->nc, st};
     struct ncg_relay_view_ops ops = {stay_conn, stay_comm, &x};
     ncg_relay_view(h->r, now, &ops);
     for (int i = 0; i < h->nc; i++) {
-        st->procs += conn[i] == 2 || conn[i] == 4;
-        st->unreg += conn[i] == 1;
+        st->procs += conn[i] == STAY_PROC || conn[i] == STAY_RELAY_BUSY;
+        st->unreg += conn[i] == STAY_UNREG;
     }
     free(conn);
-    free(pid);
     return 0;
 }
 

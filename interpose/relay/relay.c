@@ -584,10 +584,10 @@ static void conn_lost(struct ncg_relay *r, int conn, const char *why)
                          cc->node, cc->pid, cc->host, why);
             else
                 snprintf(detail, sizeof detail, "pid %u on %s, %s", cc->pid, cc->host, why);
-            uint64_t lim = 5ull * r->p.interval_ms * 1000000ull, age = 0;
+            uint64_t age = 0;
             if (cc->h.last_rx_ns && r->now_ns > cc->h.last_rx_ns)
                 age = r->now_ns - cc->h.last_rx_ns;
-            if (!cc->relay && age > (lim > 1000000000ull ? lim : 1000000000ull)) {
+            if (!cc->relay && age > ncg_rl_stale_ns(r)) {
                 int32_t st[NCG_RELAY_DEAD]; /* their counts are their last word */
                 for (uint32_t j = 0; j < nd; j++)
                     st[j] = (int32_t)dead[j];

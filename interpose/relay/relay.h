@@ -141,6 +141,7 @@ struct ncg_relay_conn_view {
 /* A rank of a client process connected here (at a node relay: the node's own ranks). */
 struct ncg_relay_rank_view {
     uint32_t rank; /* comm rank */
+    int conn;      /* its process's connection here (-1: none: it left or died) */
     int32_t global_rank;
     uint32_t pid;
     const char *host;       /* "" when its process is gone */

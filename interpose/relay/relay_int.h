@@ -210,6 +210,9 @@ void ncg_rl_ranges_union(struct ncg_rgroup *d, const struct ncg_rgroup *s);
 void ncg_rl_verdict_send_now(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v);
 /* c as verdicts.h's constructors take it (no per-rank arrays: the gather fills v->figs). Pure. */
 struct ncg_vcomm ncg_rl_vcomm(const struct rcomm *c);
+/* How old a count may be before a verdict notes it as a member's last word (five intervals,
+ * at least 1 s). Pure. */
+uint64_t ncg_rl_stale_ns(const struct ncg_relay *r);
 /* The root's verdict on c (takes v): kept for late members, sent down the whole tree. NULL (its
  * constructor ran out of memory): the relay is out of memory. */
 void ncg_rl_verdict_issue(struct ncg_relay *r, struct rcomm *c, struct ncg_verdict *v);

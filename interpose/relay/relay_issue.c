@@ -137,14 +137,18 @@ void ncg_rl_verdict_send_now(struct ncg_relay *r, struct rcomm *c, struct ncg_ve
 /* The root's verdict on c (takes v): decided now (its event line, and for an error no more
  * checking), sent once the figures gather fills its per-rank figures (relay_figs.c), then kept
  * for late members and sent down the whole tree. */
+uint64_t ncg_rl_stale_ns(const struct ncg_relay *r)
+{
+    uint64_t limit = 5ull * r->p.interval_ms * 1000000ull;
+    return limit < 1000000000ull ? 1000000000ull : limit;
+}
+
 /* Notes in v which of this relay's own client ranks of c stopped reporting five intervals and
  * 1 s ago (their counts are their last word); ranks beneath child relays are not known here. */
 static void note_stale_counts(const struct ncg_relay *r, const struct rcomm *c,
                               struct ncg_verdict *v)
 {
-    uint64_t now = r->now_ns, limit = 5ull * r->p.interval_ms * 1000000ull, oldest = 0;
-    if (limit < 1000000000ull)
-        limit = 1000000000ull;
+    uint64_t now = r->now_ns, limit = ncg_rl_stale_ns(r), oldest = 0;
     int32_t *who = malloc(sizeof *who * (c->nk ? c->nk : 1));
     size_t n = 0;
     if (!who)

@@ -123,6 +123,7 @@ void ncg_relay_view(const struct ncg_relay *r, uint64_t now_ns,
             const struct rconn *cc = k->conn >= 0 ? ncg_rl_conn_get(r, k->conn) : NULL;
             rv[v.nhere++] = (struct ncg_relay_rank_view){
                 .rank = k->rank,
+                .conn = cc ? k->conn : -1,
                 .global_rank = cc ? cc->h.grank : -1,
                 .pid = cc ? cc->pid : 0,
                 .host = cc ? cc->host : "",
@@ -143,6 +144,7 @@ void ncg_relay_view(const struct ncg_relay *r, uint64_t now_ns,
             for (uint32_t j = 0; !d->flags && j < d->n; j++)
                 rv[v.nhere++] = (struct ncg_relay_rank_view){
                     .rank = d->lo + j,
+                    .conn = -1,
                     .global_rank = d->glo >= 0 ? d->glo + (int32_t)j * d->gstride : -1,
                     .host = "",
                     .state = 3,
