@@ -121,9 +121,9 @@ struct ncg_agent {
     struct ncg_tree root_tree; /* the root's layout, written into the ids' tails */
     uint16_t port;
     uint64_t token;
-    /* this process's node relay of another process's tree (made by the thread: link.c) */
+    /* this process's node relay of another process's tree (made by the thread alone: link.c;
+     * one per process) */
     struct ncg_rhost *rh;
-    int rh_claim; /* __atomic: 0 -> 1 by whoever makes rh (one node relay per process) */
     int have_rh;
     /* exit handshake (under lk); the exit sequence and its flags in order: exit.c */
     int exiting, exit_done;

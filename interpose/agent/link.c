@@ -122,10 +122,10 @@ void ncg_link_close(struct ncg_link *l)
  * it is (or another process just became it: connect again); -1: it cannot be one. */
 static int become_relay(struct ncg_link *l)
 {
-    int zero = 0;
-    if (!__atomic_compare_exchange_n(&ncg_agent.rh_claim, &zero, 1, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE))
-        return -1; /* a relay of another tree already: this one reports to its root directly */
+    /* A relay of another tree already: this one reports to its root directly (only this
+     * thread makes one, so no claim is needed since the root has its own slot). */
+    if (ncg_agent.rh)
+        return -1;
     struct ncg_rhost_params p =
         ncg_agent_rhost_params(l->token, l->tr.node, l->tr.root_node, l->tr.nnodes, l->tr.fanout);
     p.root_addr = l->tr.root;
@@ -133,8 +133,6 @@ static int become_relay(struct ncg_link *l)
     char err[160];
     struct ncg_rhost *h;
     int rc = ncg_rhost_start(&h, &p, err, sizeof err);
-    if (rc != 0)
-        __atomic_store_n(&ncg_agent.rh_claim, 0, __ATOMIC_RELEASE);
     if (rc == -EADDRINUSE)
         return 0;
     if (rc != 0) {
