@@ -24,7 +24,7 @@ WARN += -Wno-tsan
 endif
 CFLAGS ?= -O2 -g
 # interpose/ by layer, each including only those below it: interpose/interpose.mk.
-NCG_LAYERS := common shim inspect proto judge relay net agent
+NCG_LAYERS := common shim inspect proto judge relay machine net agent
 NCG_INC := $(foreach l,$(NCG_LAYERS),-Iinterpose/$(l))
 BASE_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARN) $(SANFLAGS) -Iinclude $(NCG_INC)
 BASE_LDFLAGS := $(SANFLAGS)

@@ -8,6 +8,8 @@
 #   judge    decisions over plain figures             (pure)
 #   relay    the checker: the relay tree's state machine, its root the one checker of every
 #            job (a flat job's: a tree of one node)   (pure; also ncg-sim)
+#   machine  the agent's state machines (link, exit, a verdict's way) and their parameters:
+#            events and the time in, what to do out   (pure; also the simulator)
 #   net      sockets: peers, the HTTP endpoint, the relay's host (the checker thread, the daemon)
 #   agent    what runs only inside the job: the checker thread, its link, actions, reports
 #   cli      the `ncclguard` command (interpose/cli/cli.mk)
@@ -39,7 +41,8 @@ NCG_SEES_inspect := common shim inspect
 NCG_SEES_proto := $(NCG_SEES_inspect) proto
 NCG_SEES_judge := $(NCG_SEES_proto) judge
 NCG_SEES_relay := $(NCG_SEES_judge) relay
-NCG_SEES_net := $(NCG_SEES_judge) relay net
+NCG_SEES_machine := $(NCG_SEES_relay) machine
+NCG_SEES_net := $(NCG_SEES_machine) net
 NCG_SEES_agent := $(NCG_SEES_net) agent
 define NCG_OBJ_RULE
 $(BUILD)/obj/interpose/$(1)/%.o: interpose/$(1)/%.c

@@ -12,6 +12,7 @@
 #include "channel.h"
 #include "config.h"
 #include "ncclguard/nccl_abi.h"
+#include "params.h"
 #include "relayhost.h"
 #include "wire.h"
 
@@ -173,6 +174,9 @@ struct ncg_exit_run {
 };
 
 extern struct ncg_agent ncg_agent;
+/* The agent's timings and thresholds (params.h), built from the configuration when the thread
+ * starts; the checker thread's. */
+extern struct ncg_agent_params ncg_params;
 
 /* client.c. Any thread. */
 int ncg_rh_up(void);        /* this process hosts a relay that runs */

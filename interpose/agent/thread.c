@@ -26,8 +26,7 @@ static void *thread_main(void *arg)
     enum { MAXFD = 4096 };
     static struct pollfd pf[MAXFD];
     static int map[MAXFD];
-    uint64_t interval = (uint64_t)(ncg_cfg.interval_ms ? ncg_cfg.interval_ms : 100) * 1000000ull;
-    uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
+    uint64_t interval = ncg_params.interval_ns, hb = ncg_params.heartbeat_ns;
     struct ncg_exit_run xr = {.interval = interval};
     uint64_t last_loop = 0;
     for (;;) {
@@ -124,11 +123,14 @@ static void *thread_main(void *arg)
     }
 }
 
+struct ncg_agent_params ncg_params;
+
 /* Caller holds ncg_agent.lk. */
 int ncg_start_thread_locked(void)
 {
     if (ncg_agent.started && ncg_agent.pid == getpid())
         return 0;
+    ncg_params = ncg_agent_params_of(&ncg_cfg); /* once: the configuration is read at start-up */
     if (pipe2(ncg_agent.wake, O_CLOEXEC | O_NONBLOCK) != 0)
         return -errno;
     sigset_t all, old;

@@ -1,18 +1,18 @@
 # The layers of interpose/ include only downwards (interpose/interpose.mk): common <- shim <-
-# inspect <- proto <- judge <- relay <- net <- agent <- cli. A header of a higher layer included
+# inspect <- proto <- judge <- relay <- machine <- net <- agent <- cli. A header of a higher layer included
 # by a lower one (an include cycle between layers) fails, naming the file and the header. (The
 # build also compiles each layer with the include paths at or below it only.)
 set -u
 cd "$NCG_ROOT"
 level() {
   case $1 in common) echo 0 ;; shim) echo 1 ;; inspect) echo 2 ;; proto) echo 3 ;; judge) echo 4 ;;
-    relay) echo 5 ;; net) echo 6 ;; agent) echo 7 ;; cli) echo 8 ;; *) echo 9 ;; esac
+    relay) echo 5 ;; machine) echo 6 ;; net) echo 7 ;; agent) echo 8 ;; cli) echo 9 ;; *) echo 99 ;; esac
 }
 bad=0 n=0
 for f in interpose/*/*.[ch] interpose/*/*.def; do
   layer=${f#interpose/}; layer=${layer%%/*}
   mine=$(level "$layer")
-  [ "$mine" = 9 ] && { echo "FAIL: $f is in no layer"; bad=1; continue; }
+  [ "$mine" = 99 ] && { echo "FAIL: $f is in no layer"; bad=1; continue; }
   for h in $(sed -n 's/^#include "\([^"/]*\)".*/\1/p' "$f"); do
     n=$((n+1))
     where=$(ls interpose/*/"$h" 2>/dev/null | head -n 1)
@@ -34,9 +34,10 @@ sees() {
   case $1 in common) echo common ;; shim) echo common shim ;; inspect) echo common shim inspect ;;
     proto) echo common shim inspect proto ;; judge) echo common shim inspect proto judge ;;
     relay) echo common shim inspect proto judge relay ;;
-    net) echo common shim inspect proto judge relay net ;;
-    agent) echo common shim inspect proto judge relay net agent ;;
-    *) echo common shim inspect proto judge relay net agent cli ;; esac
+    machine) echo common shim inspect proto judge relay machine ;;
+    net) echo common shim inspect proto judge relay machine net ;;
+    agent) echo common shim inspect proto judge relay machine net agent ;;
+    *) echo common shim inspect proto judge relay machine net agent cli ;; esac
 }
 nh=0
 for h in interpose/*/*.h; do

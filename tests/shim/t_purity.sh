@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The pure layers (proto, judge, relay: the checker's state machines and decisions) use no
+# The pure layers (proto, judge, relay, machine: the checker's and the agent's state machines and
+# decisions) use no
 # sockets, threads, clock, environment or global configuration: their archives' undefined
 # symbols hold none of them (each layer is then linkable into a one-thread simulator and unit
 # tests). And no function of a higher layer (net, agent, cli) is declared in a pure layer's
@@ -7,7 +8,7 @@
 set -u
 cd "$NCG_ROOT"
 B=$NCG_BUILD
-for l in proto judge relay net agent; do
+for l in proto judge relay machine net agent; do
   [ -f "$B/lib/libncg_$l.a" ] || { echo "no $B/lib/libncg_$l.a (run make first)"; exit 77; }
 done
 FORBIDDEN='^(pthread_[a-z_]+|socket|socketpair|connect|accept4?|bind|listen|poll|ppoll|select|epoll_[a-z_]+|send|sendto|sendmsg|recv|recvfrom|recvmsg|getaddrinfo|setsockopt|getsockopt|read|write|open|close|clock_gettime|gettimeofday|time|nanosleep|usleep|sleep|getenv|secure_getenv|ncg_cfg|ncg_now_ns|ncg_log|fprintf|printf|puts)$'
@@ -28,11 +29,11 @@ ${CC:-cc} -c -o "$NCG_TMP/bad/b.o" "$NCG_TMP/bad/b.c" && ar rcs "$NCG_TMP/bad/li
 printf 'int ncg_rhost_port(const struct ncg_rhost *h);\n' >"$NCG_TMP/bad/b.h"
 [ "$(declared_above "$NCG_TMP/bad/b.h")" = ncg_rhost_port ] || { echo "FAIL: the header check does not see a net/ function in a sample"; exit 1; }
 bad=0
-for l in proto judge relay; do
+for l in proto judge relay machine; do
   s=$(impure "$B/lib/libncg_$l.a")
   [ -z "$s" ] || { echo "FAIL: interpose/$l (pure) needs: $(echo $s)"; bad=1; }
   d=$(declared_above interpose/$l/*.h)
   [ -z "$d" ] || { echo "FAIL: interpose/$l's headers declare functions of a higher layer: $(echo $d)"; bad=1; }
 done
 [ $bad = 0 ] || exit 1
-echo "ok: proto, judge and relay need no socket, thread, clock, environment or configuration; their headers declare no higher layer's function"
+echo "ok: proto, judge, relay and machine need no socket, thread, clock, environment or configuration; their headers declare no higher layer's function"
