@@ -1,6 +1,8 @@
 /* The checker thread's links to the checkers of its communicators: where an id's checker is
- * (NCCLGUARD_COORD or the id's tail), connecting, HELLO, the relay election of a relay tree's
- * node, and what a checker sends (WELCOME, QUERY, VERDICT, RELEASE, SHUTDOWN). */
+ * (NCCLGUARD_COORD or the id's tail), and the driver of each link's machine
+ * (machine/link_sm.h): its sockets, HELLO, becoming a tree node's relay, what a checker sends
+ * (WELCOME, QUERY, VERDICT, RELEASE, SHUTDOWN) and the lines it says; every decision is the
+ * machine's. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>

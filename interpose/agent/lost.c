@@ -1,6 +1,7 @@
-/* A checker this process can no longer reach: RANK DIED of the process that held it (an
- * embedded checker or a relay's, connection lost or silent), falling back from a lost node
- * relay to the tree's root, and CHECKER LOST of a standalone one while communicators stall. */
+/* A checker this process can no longer reach, as the link's machine (machine/link_sm.h) decides
+ * it: the loss fed to it, and what it says done: RANK DIED of the process that held it (an
+ * embedded checker or a relay's), the name of the tree's root once fallen back to it, and the
+ * CHECKER LOST clock and verdict of a lost checker while communicators stall. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,7 +12,6 @@
 #include <ck_pr.h>
 
 #include "agent_int.h"
-#include "config.h"
 #include "local.h"
 #include "log.h"
 #include "shm.h"

@@ -12,9 +12,9 @@ void ncg_link_sm_init(struct ncg_link_sm *sm, int tree, int relay, int root_node
 {
     memset(sm, 0, sizeof *sm);
     sm->route = !tree ? NCG_ROUTE_FLAT : relay ? NCG_ROUTE_RELAY : NCG_ROUTE_ROOT;
-    sm->root_node = (uint8_t)!!root_node;
-    sm->local0 = (uint8_t)!!local0;
-    sm->coord = (uint8_t)!!coord;
+    sm->root_node = (uint8_t) !!root_node;
+    sm->local0 = (uint8_t) !!local0;
+    sm->coord = (uint8_t) !!coord;
     sm->born_ns = now;
     sm->state = NCG_LINK_FREE;
 }
@@ -42,8 +42,7 @@ static uint64_t retry_in(const struct ncg_link_sm *sm, const struct ncg_agent_pa
 {
     if (sm->route != NCG_ROUTE_RELAY)
         return p->link.retry;
-    return now - sm->born_ns < p->link.relay_elect ? p->link.relay_retry_new
-                                                   : p->link.relay_retry;
+    return now - sm->born_ns < p->link.relay_elect ? p->link.relay_retry_new : p->link.relay_retry;
 }
 
 static void connect_now(struct ncg_link_sm *sm, struct ncg_link_do *d, uint64_t now)
@@ -79,8 +78,8 @@ static void refused(struct ncg_link_sm *sm, struct ncg_link_do *d, const struct 
     }
 }
 
-static void on_connect(struct ncg_link_sm *sm, const struct ncg_link_ev *ev,
-                       struct ncg_link_do *d, const struct ncg_agent_params *p)
+static void on_connect(struct ncg_link_sm *sm, const struct ncg_link_ev *ev, struct ncg_link_do *d,
+                       const struct ncg_agent_params *p)
 {
     if (ev->conn != NCG_CONN_REFUSED) {
         sm->state = NCG_LINK_CONNECTING;
@@ -155,8 +154,8 @@ static void lost(struct ncg_link_sm *sm, const struct ncg_link_ev *ev, int why,
     d->act |= NCG_LA_RANK_DIED;
 }
 
-static void on_shutdown(struct ncg_link_sm *sm, const struct ncg_link_ev *ev,
-                        struct ncg_link_do *d, const struct ncg_agent_params *p)
+static void on_shutdown(struct ncg_link_sm *sm, const struct ncg_link_ev *ev, struct ncg_link_do *d,
+                        const struct ncg_agent_params *p)
 {
     uint64_t now = ev->now;
     if (ev->releasing) { /* the checker left: no RELEASE will come on it */
@@ -197,14 +196,13 @@ static void on_shutdown(struct ncg_link_sm *sm, const struct ncg_link_ev *ev,
     }
 }
 
-static void on_welcome(struct ncg_link_sm *sm, const struct ncg_link_ev *ev,
-                       struct ncg_link_do *d)
+static void on_welcome(struct ncg_link_sm *sm, const struct ncg_link_ev *ev, struct ncg_link_do *d)
 {
     if (sm->state != NCG_LINK_HELLO)
         return;
     sm->state = NCG_LINK_UP;
     sm->welcomed = 1;
-    sm->embedded = (uint8_t)!!ev->embedded;
+    sm->embedded = (uint8_t) !!ev->embedded;
     d->act |= NCG_LA_ACCEPT | NCG_LA_REPORT_NOW;
     if (sm->lost_ns && sm->route != NCG_ROUTE_FLAT) {
         d->say = NCG_LSAY_ATTACHED;

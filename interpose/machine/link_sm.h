@@ -25,22 +25,22 @@ enum {
 enum { NCG_ROUTE_FLAT = 0, NCG_ROUTE_RELAY, NCG_ROUTE_ROOT };
 
 struct ncg_link_sm {
-    uint8_t state; /* NCG_LINK_* */
-    uint8_t route; /* NCG_ROUTE_*: a relay tree's link goes to its node's relay or its root */
-    uint8_t root_node;  /* this process is on the tree's root node (its relay is the root's) */
-    uint8_t local0;     /* this process is LOCAL_RANK 0: its node's relay from the start */
-    uint8_t coord;      /* NCCLGUARD_COORD: a standalone checker, a token the user set */
-    uint8_t embedded;   /* the WELCOME said: the checker lives in a job process */
-    uint8_t welcomed;   /* a WELCOME came once (embedded is known) */
-    uint8_t attempt;    /* connects in this try (a second one after becoming the node relay) */
-    uint8_t acted;      /* the CHECKER LOST clock is not to be acted on (done, or none) */
-    uint8_t reelect;    /* its node relay left: any process may become the next at once */
-    uint8_t tree_said;  /* the node relay's name unreachable was said (once) */
-    uint64_t born_ns;   /* made: in its first relay_elect only LOCAL_RANK 0 becomes the relay */
-    uint64_t start_ns;  /* the current connect began */
+    uint8_t state;       /* NCG_LINK_* */
+    uint8_t route;       /* NCG_ROUTE_*: a relay tree's link goes to its node's relay or its root */
+    uint8_t root_node;   /* this process is on the tree's root node (its relay is the root's) */
+    uint8_t local0;      /* this process is LOCAL_RANK 0: its node's relay from the start */
+    uint8_t coord;       /* NCCLGUARD_COORD: a standalone checker, a token the user set */
+    uint8_t embedded;    /* the WELCOME said: the checker lives in a job process */
+    uint8_t welcomed;    /* a WELCOME came once (embedded is known) */
+    uint8_t attempt;     /* connects in this try (a second one after becoming the node relay) */
+    uint8_t acted;       /* the CHECKER LOST clock is not to be acted on (done, or none) */
+    uint8_t reelect;     /* its node relay left: any process may become the next at once */
+    uint8_t tree_said;   /* the node relay's name unreachable was said (once) */
+    uint64_t born_ns;    /* made: in its first relay_elect only LOCAL_RANK 0 becomes the relay */
+    uint64_t start_ns;   /* the current connect began */
     uint64_t last_rx_ns; /* the checker last sent something (or the connect began) */
-    uint64_t lost_ns;   /* lost since (0: not lost): retried, CHECKER LOST clock running */
-    uint64_t retry_ns;  /* RETRY: connect again at this time (UINT64_MAX: never) */
+    uint64_t lost_ns;    /* lost since (0: not lost): retried, CHECKER LOST clock running */
+    uint64_t retry_ns;   /* RETRY: connect again at this time (UINT64_MAX: never) */
     uint64_t tree_fail_ns; /* the node relay's name unreachable since (0: reachable) */
 };
 
@@ -67,12 +67,12 @@ enum { NCG_CONN_OK = 0, NCG_CONN_INPROGRESS, NCG_CONN_REFUSED };
 struct ncg_link_ev {
     int type; /* enum ncg_link_evt */
     uint64_t now;
-    uint32_t flags;    /* SHUTDOWN's NCG_BYE_* */
-    uint8_t conn;      /* CONNECT: NCG_CONN_* */
-    uint8_t relay_ok;  /* RELAY: this process is (or another just became) the node's relay */
-    uint8_t embedded;  /* WELCOME */
-    uint8_t exiting;   /* the application is exiting */
-    uint8_t releasing; /* an abort waits for RELEASEs of verdicts */
+    uint32_t flags;      /* SHUTDOWN's NCG_BYE_* */
+    uint8_t conn;        /* CONNECT: NCG_CONN_* */
+    uint8_t relay_ok;    /* RELAY: this process is (or another just became) the node's relay */
+    uint8_t embedded;    /* WELCOME */
+    uint8_t exiting;     /* the application is exiting */
+    uint8_t releasing;   /* an abort waits for RELEASEs of verdicts */
     uint8_t own_stopped; /* SHUTDOWN FAILED: this process's own checker is the one (said) */
     uint8_t why;         /* CLOSED: NCG_WHY_* (0: NCG_WHY_CLOSED) */
 };
@@ -108,20 +108,20 @@ enum {
 /* The line to log (the driver's words for it). */
 enum {
     NCG_LSAY_NONE = 0,
-    NCG_LSAY_UNREACHABLE,       /* cannot reach it (the connect's error): unguarded */
-    NCG_LSAY_UNREACHABLE_WHY,   /* cannot reach it (why): unguarded */
-    NCG_LSAY_REFUSED,           /* closed after our HELLO with NCCLGUARD_COORD: wrong token? */
-    NCG_LSAY_CLOSED_EARLY,      /* closed after our HELLO (zero-config: it failed) */
-    NCG_LSAY_LEFT_EXITING,      /* (debug) it left before accepting this exiting process */
-    NCG_LSAY_LOST,              /* lost a standalone (or unanswering) checker: retrying */
-    NCG_LSAY_SHUT_DOWN,         /* a standalone checker shut down: retrying */
-    NCG_LSAY_FAILED,            /* the checker stopped (out of memory): unguarded */
-    NCG_LSAY_BYE,               /* (debug) the checker shut down (its process exited) */
-    NCG_LSAY_NOMEM,             /* our own shortage: unguarded */
-    NCG_LSAY_FALLBACK,          /* (debug) lost the node relay: reporting to the root */
-    NCG_LSAY_TREE_UNREACHABLE,  /* the node relay unreachable for tree_say: still trying */
-    NCG_LSAY_ATTACHED,          /* (debug) attached (again) to a tree */
-    NCG_LSAY_RECONNECTED,       /* reconnected to a standalone checker */
+    NCG_LSAY_UNREACHABLE,      /* cannot reach it (the connect's error): unguarded */
+    NCG_LSAY_UNREACHABLE_WHY,  /* cannot reach it (why): unguarded */
+    NCG_LSAY_REFUSED,          /* closed after our HELLO with NCCLGUARD_COORD: wrong token? */
+    NCG_LSAY_CLOSED_EARLY,     /* closed after our HELLO (zero-config: it failed) */
+    NCG_LSAY_LEFT_EXITING,     /* (debug) it left before accepting this exiting process */
+    NCG_LSAY_LOST,             /* lost a standalone (or unanswering) checker: retrying */
+    NCG_LSAY_SHUT_DOWN,        /* a standalone checker shut down: retrying */
+    NCG_LSAY_FAILED,           /* the checker stopped (out of memory): unguarded */
+    NCG_LSAY_BYE,              /* (debug) the checker shut down (its process exited) */
+    NCG_LSAY_NOMEM,            /* our own shortage: unguarded */
+    NCG_LSAY_FALLBACK,         /* (debug) lost the node relay: reporting to the root */
+    NCG_LSAY_TREE_UNREACHABLE, /* the node relay unreachable for tree_say: still trying */
+    NCG_LSAY_ATTACHED,         /* (debug) attached (again) to a tree */
+    NCG_LSAY_RECONNECTED,      /* reconnected to a standalone checker */
 };
 
 struct ncg_link_do {

@@ -35,12 +35,12 @@ static struct ncg_link_do step_ev(struct ncg_link_sm *sm, struct ncg_link_ev ev)
 
 static struct ncg_link_do conn(struct ncg_link_sm *sm, int result, uint64_t now)
 {
-    return step_ev(sm, (struct ncg_link_ev){.type = NCG_LEV_CONNECT, .now = now, .conn = (uint8_t)result});
+    return step_ev(
+        sm, (struct ncg_link_ev){.type = NCG_LEV_CONNECT, .now = now, .conn = (uint8_t)result});
 }
 
 /* A link made at T0 and welcomed at T0 + 1 ms. */
-static void up(struct ncg_link_sm *sm, int tree, int relay, int root_node, int coord,
-               int embedded)
+static void up(struct ncg_link_sm *sm, int tree, int relay, int root_node, int coord, int embedded)
 {
     ncg_link_sm_init(sm, tree, relay, root_node, 0, coord, T0);
     struct ncg_link_do d = step(sm, NCG_LEV_START, T0);
@@ -49,9 +49,8 @@ static void up(struct ncg_link_sm *sm, int tree, int relay, int root_node, int c
     CHECK(d.act == 0 && sm->state == NCG_LINK_CONNECTING);
     d = step(sm, NCG_LEV_WRITABLE, T0 + MS);
     CHECK(d.act == NCG_LA_HELLO && sm->state == NCG_LINK_HELLO);
-    d = step_ev(sm, (struct ncg_link_ev){.type = NCG_LEV_WELCOME,
-                                         .now = T0 + MS,
-                                         .embedded = (uint8_t)embedded});
+    d = step_ev(sm, (struct ncg_link_ev){
+                        .type = NCG_LEV_WELCOME, .now = T0 + MS, .embedded = (uint8_t)embedded});
     CHECK(d.act == (NCG_LA_ACCEPT | NCG_LA_REPORT_NOW) && d.say == NCG_LSAY_NONE);
     CHECK(sm->state == NCG_LINK_UP && !sm->lost_ns);
 }
@@ -227,7 +226,8 @@ static void test_tree(void)
     step(&sm, NCG_LEV_TICK, u + 2 * S);
     conn(&sm, NCG_CONN_OK, u + 2 * S);
     step(&sm, NCG_LEV_WRITABLE, u + 2 * S);
-    d = step_ev(&sm, (struct ncg_link_ev){.type = NCG_LEV_WELCOME, .now = u + 2 * S, .embedded = 1});
+    d = step_ev(&sm,
+                (struct ncg_link_ev){.type = NCG_LEV_WELCOME, .now = u + 2 * S, .embedded = 1});
     CHECK(d.say == NCG_LSAY_ATTACHED && sm.state == NCG_LINK_UP && !sm.lost_ns);
     CHECK(!sm.tree_fail_ns && !sm.tree_said);
 
@@ -244,7 +244,8 @@ static void test_tree(void)
     /* the node's relay leaves (NCG_BYE_RELAY): reelected at once, by any process */
     up(&sm, 1, 1, 0, 0, 1);
     t = T0 + 2 * MS;
-    d = step_ev(&sm, (struct ncg_link_ev){.type = NCG_LEV_SHUTDOWN, .now = t, .flags = NCG_BYE_RELAY});
+    d = step_ev(&sm,
+                (struct ncg_link_ev){.type = NCG_LEV_SHUTDOWN, .now = t, .flags = NCG_BYE_RELAY});
     CHECK(d.act == NCG_LA_CLOSE && d.say == NCG_LSAY_NONE && sm.state == NCG_LINK_RETRY);
     CHECK(sm.reelect && sm.retry_ns == t && sm.acted);
     d = step(&sm, NCG_LEV_TICK, t);
@@ -261,8 +262,8 @@ static void test_tree(void)
     up(&sm, 1, 1, 0, 0, 1);
     d = step(&sm, NCG_LEV_CLOSED, t);
     CHECK(d.say == NCG_LSAY_FALLBACK && sm.route == NCG_ROUTE_ROOT && sm.state == NCG_LINK_RETRY);
-    CHECK(d.act == (NCG_LA_CLOSE | NCG_LA_TO_ROOT | NCG_LA_NAME_ROOT | NCG_LA_KEEP_WHY |
-                    NCG_LA_LOST_CLOCK));
+    CHECK(d.act ==
+          (NCG_LA_CLOSE | NCG_LA_TO_ROOT | NCG_LA_NAME_ROOT | NCG_LA_KEEP_WHY | NCG_LA_LOST_CLOCK));
     CHECK(sm.retry_ns == t && !sm.acted);
     d = step(&sm, NCG_LEV_TICK, t);
     CHECK(d.act == (NCG_LA_CHECK_LOST | NCG_LA_CONNECT));
@@ -279,7 +280,8 @@ static void test_tree(void)
     CHECK(d.act == (NCG_LA_CLOSE | NCG_LA_RANK_DIED) && sm.state == NCG_LINK_DOWN);
     /* the root lost, said by the node's relay (NCG_BYE_ROOT): RANK DIED of the root */
     up(&sm, 1, 1, 0, 0, 1);
-    d = step_ev(&sm, (struct ncg_link_ev){.type = NCG_LEV_SHUTDOWN, .now = t, .flags = NCG_BYE_ROOT});
+    d = step_ev(&sm,
+                (struct ncg_link_ev){.type = NCG_LEV_SHUTDOWN, .now = t, .flags = NCG_BYE_ROOT});
     CHECK(d.act == (NCG_LA_CLOSE | NCG_LA_RANK_DIED) && d.why == NCG_WHY_ROOT_LOST);
     CHECK(sm.state == NCG_LINK_DOWN && sm.route == NCG_ROUTE_RELAY);
 }
@@ -317,7 +319,8 @@ static void test_shutdown(void)
     CHECK(d.say == NCG_LSAY_RECONNECTED && sm.state == NCG_LINK_UP);
     /* an embedded checker's process exits: its counts taken, down */
     up(&sm, 0, 0, 0, 0, 1);
-    d = step_ev(&sm, (struct ncg_link_ev){.type = NCG_LEV_SHUTDOWN, .now = t, .flags = NCG_BYE_PROCESS});
+    d = step_ev(&sm,
+                (struct ncg_link_ev){.type = NCG_LEV_SHUTDOWN, .now = t, .flags = NCG_BYE_PROCESS});
     CHECK(d.act == (NCG_LA_TAKE_BYE | NCG_LA_CLOSE) && d.say == NCG_LSAY_BYE);
     CHECK(sm.state == NCG_LINK_DOWN);
     /* its process died: RANK DIED */
