@@ -12,6 +12,7 @@
 #include "channel.h"
 #include "config.h"
 #include "ncclguard/nccl_abi.h"
+#include "link_sm.h"
 #include "params.h"
 #include "relayhost.h"
 #include "wire.h"
@@ -28,8 +29,6 @@ struct ncg_verdict;
 #define NCG_THREAD_STACK (512u << 10) /* the checker thread's stack */
 #endif
 
-enum { NCG_LINK_FREE = 0, NCG_LINK_CONNECTING, NCG_LINK_HELLO, NCG_LINK_UP, NCG_LINK_DOWN };
-
 /* A relay tree as an id's tail announces it (link.c's coord_for). */
 struct ncg_tree {
     uint8_t on;
@@ -39,28 +38,22 @@ struct ncg_tree {
     socklen_t root_len;
 };
 
+/* A link to a checker: its state machine (link_sm.h) decides, link.c and lost.c drive it. */
 struct ncg_link {
     uint64_t nrx, ntx, up_ns; /* traffic of closed connections, time it came up */
-    int state;
+    int state; /* sm.state, copied after each of its steps: what the other files read */
+    struct ncg_link_sm sm;
     struct ncg_peer io;
     struct sockaddr_storage addr, key; /* key: the address the id named (addr may move to the
                                           tree's root) */
     socklen_t alen, klen;
     char name[300];
     uint64_t token;
-    uint64_t start_ns, last_rx_ns;
     struct ncg_msg_welcome w;
-    uint8_t waited; /* the last WAIT sent was not empty (an empty one clears it) */
-    /* A standalone checker lost: retried every second; CHECKER LOST when this process's comms
-     * on it make no progress for the heartbeat timeout (ncg_checker_lost_tick). */
-    uint64_t lost_ns, retry_ns;
-    char lost_why[96];
-    int lost_acted;
-    struct ncg_tree tr;    /* tr.on: the link goes to this node's relay (a Unix name), else flat */
-    uint64_t tree_fail_ns; /* the node's relay unreachable since (0: reachable) */
-    uint8_t tree_said;     /* that was said (once, after 5 s) */
-    uint64_t born_ns;      /* made; in its first second only LOCAL_RANK 0 becomes a relay */
-    uint8_t reelect;       /* its relay left: any process may take over at once */
+    uint8_t waited;     /* the last WAIT sent was not empty (an empty one clears it) */
+    char lost_why[96];  /* what made it lost (CHECKER LOST says it) */
+    int err;            /* the last connect's errno (for "cannot reach") */
+    struct ncg_tree tr; /* tr.on: the link goes to this node's relay (a Unix name), else flat */
 };
 
 /* 1 when l belongs to a relay tree: to its node's relay (tr.on), or fallen back from a lost
@@ -196,6 +189,14 @@ void ncg_link_connect(struct ncg_link *l, uint64_t now); /* may become the node'
 void ncg_link_send(struct ncg_link *l, const struct ncg_msg *m);
 void ncg_resolve_links(uint64_t now); /* takes lk */
 void ncg_link_io(int li, short rev, uint64_t now);
+/* One event of link li's machine (link_sm.h), and what it says done, its follow-ups (a
+ * connect's result) included; why: the cause's words (NULL: the machine's). Returns every
+ * NCG_LA_* done. Takes lk for some actions: not under lk, except for NCG_LEV_START. */
+unsigned ncg_link_drive(int li, struct ncg_link_ev ev, const char *why);
+/* Each loop: every link's timeouts (connect, a silent checker). */
+void ncg_links_clock(int exiting, uint64_t now);
+/* This thread was suspended (not the checkers): their silence clocks restart now. */
+void ncg_links_resumed(uint64_t now);
 
 /* apply.c */
 /* A record's call site for a diagnostic (symbolizes). */
@@ -209,6 +210,14 @@ void ncg_link_lost(int li, const char *why, uint64_t now);
 /* rootlost: the node's relay said the tree's root is gone (its SHUTDOWN NCG_BYE_ROOT). */
 void ncg_link_lost_as(int li, const char *why, int rootlost, uint64_t now);
 void ncg_checker_lost_tick(uint64_t now); /* takes lk */
+/* The machine's actions on a lost checker (link_sm.h's NCG_LA_*): the CHECKER LOST clock of
+ * li's comms starts (takes lk); RANK DIED of the checker's process, judged here (takes lk, may
+ * end the process); CHECKER LOST of li's stalled comms (takes lk; 1: acted); the link's name
+ * becomes its tree's root's. */
+void ncg_lost_clock_start(int li, uint64_t now);
+void ncg_lost_rank_died(int li, const char *why, int rootlost, uint64_t now);
+int ncg_lost_check(int li, uint64_t now);
+void ncg_lost_name_root(struct ncg_link *l);
 
 /* report.c: REPORT, GOODBYEs, WAITs and p2p records to every link; takes lk. */
 void ncg_client_report(uint64_t now);

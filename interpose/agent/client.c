@@ -266,11 +266,12 @@ int ncg_announce_tick(int exiting, uint64_t now)
         if (!lc->announce || lc->link == -1)
             continue; /* none waits, or its link is resolved first (ncg_resolve_links) */
         const struct ncg_link *l = lc->link >= 0 ? &ncg_agent.link[lc->link] : NULL;
-        int give_up = !l || lc->removed || exiting || ncg_ending() || l->state == NCG_LINK_FREE;
-        if (!give_up && l->state == NCG_LINK_DOWN) { /* a tree's node relay being elected */
-            give_up = !l->lost_ns || l->retry_ns == UINT64_MAX || now - l->born_ns > ANNOUNCE_NS;
+        int give_up = !l || lc->removed || exiting || ncg_ending() || l->state == NCG_LINK_FREE ||
+                      l->state == NCG_LINK_DOWN;
+        if (!give_up && l->state == NCG_LINK_RETRY) { /* a tree's node relay being elected */
+            give_up = l->sm.retry_ns == UINT64_MAX || now - l->sm.born_ns > ANNOUNCE_NS;
         } else if (!give_up && l->state != NCG_LINK_UP) { /* connecting, or awaiting WELCOME */
-            give_up = now - l->start_ns > ANNOUNCE_NS;
+            give_up = now - l->sm.start_ns > ANNOUNCE_NS;
         } else if (!give_up && !lc->reported) {
             /* the REPORT that registers it: now, not at the next interval (once: one that
              * could not carry it, full, leaves it to the periodic ones) */

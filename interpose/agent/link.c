@@ -1,6 +1,8 @@
 /* The checker thread's links to the checkers of its communicators: where an id's checker is
- * (NCCLGUARD_COORD or the id's tail), connecting, HELLO, the relay election of a relay tree's
- * node, and what a checker sends (WELCOME, QUERY, VERDICT, RELEASE, SHUTDOWN). */
+ * (NCCLGUARD_COORD or the id's tail), and the driver of each link's machine
+ * (machine/link_sm.h): its sockets, HELLO, becoming a tree node's relay, what a checker sends
+ * (WELCOME, QUERY, VERDICT, RELEASE, SHUTDOWN) and the lines it says; every decision is the
+ * machine's. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -149,38 +151,177 @@ static int become_relay(struct ncg_link *l)
     return 0;
 }
 
-void ncg_link_connect(struct ncg_link *l, uint64_t now)
+/* A socket to the link's address, connecting: NCG_CONN_* (refused: l->err says why). */
+static int open_conn(struct ncg_link *l)
 {
-    l->start_ns = l->last_rx_ns = now;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        int fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0) {
-            l->state = NCG_LINK_DOWN;
-            return;
-        }
-        ncg_set_nonblock(fd);
-        ncg_peer_init(&l->io, fd);
-        int rc = connect(fd, (struct sockaddr *)&l->addr, l->alen);
-        int e = errno;
-        l->state = rc == 0 || e == EINPROGRESS ? NCG_LINK_CONNECTING : NCG_LINK_DOWN;
-        if (l->state == NCG_LINK_DOWN) /* refused at once (a Unix name, a local port): no fd kept */
+    int fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        l->err = errno;
+        return NCG_CONN_REFUSED;
+    }
+    ncg_set_nonblock(fd);
+    ncg_peer_init(&l->io, fd);
+    if (connect(fd, (struct sockaddr *)&l->addr, l->alen) == 0)
+        return NCG_CONN_OK;
+    l->err = errno;
+    if (l->err == EINPROGRESS)
+        return NCG_CONN_INPROGRESS;
+    ncg_link_close(l); /* refused at once (a Unix name, a local port): no fd kept */
+    return NCG_CONN_REFUSED;
+}
+
+static void send_hello(struct ncg_link *l)
+{
+    struct ncg_msg h = {.type = NCG_MSG_HELLO};
+    h.u.hello.token = l->token;
+    h.u.hello.pid = (uint32_t)getpid();
+    h.u.hello.global_rank = ncg_global_rank();
+    snprintf(h.u.hello.host, sizeof h.u.hello.host, "%s", ncg_host_name());
+    ncg_link_send(l, &h);
+}
+
+/* The words of a loss's cause (link_sm.h's NCG_WHY_*). */
+static const char *why_text(int why)
+{
+    switch (why) {
+    case NCG_WHY_CLOSED:
+        return "connection lost";
+    case NCG_WHY_SILENT:
+        return "the checker went silent (frozen or unreachable)";
+    case NCG_WHY_CONNECT_TIMEOUT:
+        return "connect timed out";
+    case NCG_WHY_ROOT_LOST:
+        return "the relay tree's root was lost";
+    case NCG_WHY_SHUT_DOWN:
+        return "it shut down";
+    default:
+        return "?";
+    }
+}
+
+/* The machine's line K (link_sm.h's NCG_LSAY_*). */
+static void say(const struct ncg_link *l, int k, const char *why, const struct ncg_link_ev *ev)
+{
+    double hb = (double)ncg_params.heartbeat_ns / 1e9;
+    switch (k) {
+    case NCG_LSAY_UNREACHABLE:
+        ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name, strerror(l->err));
+        break;
+    case NCG_LSAY_UNREACHABLE_WHY:
+        ncg_log("cannot reach the checker at %s (%s); running unguarded", l->name, why);
+        break;
+    case NCG_LSAY_REFUSED: /* a token only NCCLGUARD_TOKEN could get wrong */
+        ncg_log("the checker at %s refused this process (wrong NCCLGUARD_TOKEN?); running "
+                "unguarded",
+                l->name);
+        break;
+    case NCG_LSAY_CLOSED_EARLY: /* zero-config: the token came with the id, so it failed */
+        ncg_log("the checker at %s closed the connection before accepting this process (%s); "
+                "running unguarded",
+                l->name, why);
+        break;
+    case NCG_LSAY_LEFT_EXITING:
+        ncg_debug(1, "the checker at %s left before accepting this exiting process (%s)", l->name,
+                  why);
+        break;
+    case NCG_LSAY_LOST:
+        if (ncg_link_sm_standalone(&l->sm))
+            ncg_log("lost the standalone checker at %s (%s); retrying every second, and acting "
+                    "on it (CHECKER LOST) if this process's communicators make no progress for "
+                    "%g s",
+                    l->name, why, hb);
+        else
+            ncg_log("lost the checker at %s before it accepted this process (%s); retrying "
+                    "every second, and acting on it (CHECKER LOST) if this process's "
+                    "communicators make no progress for %g s",
+                    l->name, why, hb);
+        break;
+    case NCG_LSAY_SHUT_DOWN:
+        ncg_log("the standalone checker at %s shut down; retrying every second, unguarded "
+                "meanwhile",
+                l->name);
+        break;
+    case NCG_LSAY_FAILED:
+        ncg_log("the checker at %s stopped (its process ran out of memory); running unguarded",
+                l->name);
+        break;
+    case NCG_LSAY_BYE:
+        ncg_debug(1, "the checker at %s shut down (its process %s)", l->name,
+                  ev->flags & NCG_BYE_VERDICT ? "was ended by a verdict" : "exited cleanly");
+        break;
+    case NCG_LSAY_NOMEM: /* our own shortage: say so, and no verdict from a partial view */
+        ncg_log("out of memory for the side channel to the checker at %s; running unguarded",
+                l->name);
+        break;
+    case NCG_LSAY_FALLBACK:
+        ncg_debug(1, "lost %s (%s): reporting to the relay tree's root directly", l->name, why);
+        break;
+    case NCG_LSAY_TREE_UNREACHABLE:
+        ncg_log("cannot reach %s for %g s; still trying (unguarded meanwhile)", l->name,
+                (double)ncg_params.link.tree_say / 1e9);
+        break;
+    case NCG_LSAY_ATTACHED: /* a tree's: said at -v */
+        ncg_debug(1, "attached to %s", l->name);
+        break;
+    case NCG_LSAY_RECONNECTED:
+        ncg_log("reconnected to the standalone checker at %s", l->name);
+        break;
+    default:
+        break;
+    }
+}
+
+unsigned ncg_link_drive(int li, struct ncg_link_ev ev, const char *why_given)
+{
+    struct ncg_link *l = &ncg_agent.link[li];
+    unsigned all = 0;
+    for (;;) {
+        struct ncg_link_do d = ncg_link_sm_step(&l->sm, &ev, &ncg_params);
+        l->state = l->sm.state;
+        all |= d.act;
+        const char *why = why_given ? why_given : why_text(d.why);
+        if (d.act & NCG_LA_CLOSE)
             ncg_link_close(l);
-        errno = e; /* for the caller's message */
-        if (l->state != NCG_LINK_DOWN || !l->tr.on || attempt)
-            return;
-        /* The node's relay is LOCAL_RANK 0's checker thread; another process takes the role
-         * only when that one is not there after a second (not guarded, or gone), or left. */
-        if (ncg_launch()->local != 0 && !l->reelect && now - l->born_ns < 1000000000ull)
-            return;
-        /* No relay on this node's name: this process binds it (the first to bind wins); if
-         * the name is taken by another meanwhile, connect again; if it cannot be a relay,
-         * the root directly. */
-        if (become_relay(l) != 0) {
+        if (d.say)
+            say(l, d.say, why, &ev);
+        if (d.act & NCG_LA_TO_ROOT) {
             l->tr.on = 0;
             l->addr = l->tr.root;
             l->alen = l->tr.root_len;
         }
+        if (d.act & NCG_LA_NAME_ROOT)
+            ncg_lost_name_root(l);
+        if (d.act & NCG_LA_KEEP_WHY)
+            snprintf(l->lost_why, sizeof l->lost_why, "%s", why);
+        if (d.act & NCG_LA_LOST_CLOCK)
+            ncg_lost_clock_start(li, ev.now);
+        if (d.act & NCG_LA_RELEASE_ALL)
+            ncg_exit_release_got(0, li, ev.now);
+        if (d.act & NCG_LA_RANK_DIED)
+            ncg_lost_rank_died(li, why, d.why == NCG_WHY_ROOT_LOST, ev.now);
+        if ((d.act & NCG_LA_CHECK_LOST) && ncg_lost_check(li, ev.now)) {
+            struct ncg_link_ev acted = {.type = NCG_LEV_ACTED, .now = ev.now};
+            ncg_link_sm_step(&l->sm, &acted, &ncg_params);
+        }
+        if (d.act & NCG_LA_REPORT_NOW)
+            ncg_agent.last_report_ns = 0;
+        if (d.act & NCG_LA_HELLO)
+            send_hello(l);
+        why_given = NULL;
+        if (d.act & NCG_LA_CONNECT)
+            ev = (struct ncg_link_ev){.type = NCG_LEV_CONNECT, .now = ev.now, .conn = open_conn(l)};
+        else if (d.act & NCG_LA_BECOME_RELAY)
+            ev = (struct ncg_link_ev){
+                .type = NCG_LEV_RELAY, .now = ev.now, .relay_ok = become_relay(l) == 0};
+        else
+            return all;
     }
+}
+
+void ncg_link_connect(struct ncg_link *l, uint64_t now)
+{
+    ncg_link_drive((int)(l - ncg_agent.link),
+                   (struct ncg_link_ev){.type = NCG_LEV_START, .now = now}, NULL);
 }
 
 static int link_for(const struct ncg_lcomm *c, uint64_t now)
@@ -200,10 +341,8 @@ static int link_for(const struct ncg_lcomm *c, uint64_t now)
     }
     for (int i = 0; i < ncg_agent.nlink; i++)
         if (ncg_agent.link[i].klen == sl && !memcmp(&ncg_agent.link[i].key, &ss, sl) &&
-            ncg_agent.link[i].token == tok)
-            return ncg_agent.link[i].state == NCG_LINK_DOWN && !ncg_agent.link[i].lost_ns
-                       ? -2
-                       : i; /* lost: retried */
+            ncg_agent.link[i].token == tok) /* lost ones are retried */
+            return ncg_agent.link[i].state == NCG_LINK_DOWN ? -2 : i;
     if (ncg_agent.nlink == NCG_MAX_LINKS)
         return -2;
     struct ncg_link *l = &ncg_agent.link[ncg_agent.nlink];
@@ -212,17 +351,12 @@ static int link_for(const struct ncg_lcomm *c, uint64_t now)
     l->alen = l->klen = sl;
     l->token = tok;
     l->tr = tr;
-    l->born_ns = now;
+    ncg_link_sm_init(&l->sm, tr.root_len != 0, tr.on, tr.on && tr.node == tr.root_node,
+                     ncg_launch()->local == 0, ncg_cfg.coord[0] != 0, now);
     snprintf(l->name, sizeof l->name, "%s", name);
-    ncg_link_connect(l, now);
-    if (l->state == NCG_LINK_DOWN && l->tr.on) { /* no node relay yet: retried (link_connect) */
-        l->lost_ns = now;
-        l->lost_acted = 1;
-        l->retry_ns = now + 10000000ull; /* LOCAL_RANK 0's relay comes within milliseconds */
-    } else if (l->state == NCG_LINK_DOWN) {
-        ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name, strerror(errno));
+    ncg_link_connect(l, now);      /* under lk: starting takes no lock */
+    if (l->state == NCG_LINK_DOWN) /* said */
         return -2;
-    }
     return ncg_agent.nlink++;
 }
 
@@ -289,129 +423,96 @@ static void answer_query(int li, const struct ncg_msg_query *q)
     pthread_mutex_unlock(&ncg_agent.lk);
 }
 
+/* A loss's event, with what the machine observes of this process (not under lk). */
+static struct ncg_link_ev ev_lost(int type, uint64_t now)
+{
+    return (struct ncg_link_ev){.type = type,
+                                .now = now,
+                                .exiting = (uint8_t)ncg_exiting(),
+                                .releasing = ncg_agent.release_until_ns != 0};
+}
+
+/* A SHUTDOWN's counts: a comm's first entry is the leaving process's own count and comm rank
+ * (UINT64_MAX: it held no rank there), the later ones the members that left before it, each
+ * with its rank and count (ncg_exit_messages). Takes lk. */
+static void take_bye(int li, const struct ncg_msg_goodbye *g)
+{
+    pthread_mutex_lock(&ncg_agent.lk);
+    for (size_t i = 0; i < ncg_agent.nlc; i++) {
+        int first = 1;
+        for (uint32_t k = 0; k < g->n; k++) {
+            struct ncg_lcomm *lc = &ncg_agent.lc[i];
+            if (lc->id != g->comm_id[k] || lc->link != li || lc->removed)
+                continue;
+            uint32_t rk = g->rank[k];
+            int32_t rank = rk == NCG_BYE_ANYRANK || rk > INT32_MAX ? -1 : (int32_t)rk;
+            if (first) {
+                lc->peer_final = g->count[k];
+                lc->peer_verdict = !!(g->flags & NCG_BYE_VERDICT);
+                lc->peer_rank = rank;
+                lc->ngone = 0;
+            } else {
+                if (g->count[k] < lc->peer_left)
+                    lc->peer_left = g->count[k];
+                if (rank >= 0 && lc->ngone < sizeof lc->gone_rank / sizeof *lc->gone_rank) {
+                    lc->gone_rank[lc->ngone] = rank;
+                    lc->gone_count[lc->ngone++] = g->count[k];
+                }
+            }
+            first = 0;
+        }
+    }
+    pthread_mutex_unlock(&ncg_agent.lk);
+}
+
+static void on_shutdown(int li, const struct ncg_msg_goodbye *g, uint64_t now)
+{
+    struct ncg_link_ev ev = ev_lost(NCG_LEV_SHUTDOWN, now);
+    ev.flags = g->flags;
+    ev.own_stopped = __atomic_load_n(&ncg_agent.have_root, __ATOMIC_ACQUIRE) &&
+                     ncg_rhost_stopped(ncg_agent.root);
+    if (ncg_link_drive(li, ev, NULL) & NCG_LA_TAKE_BYE)
+        take_bye(li, g);
+}
+
+static void on_verdict(int li, struct ncg_msg *m, uint64_t now)
+{
+    if (!ncg_ending())
+        ncg_apply_verdict(m->u.verdict, li, now);
+    else if (m->u.verdict->severity == NCG_SEV_ERROR) /* one diagnostic is enough */
+        ncg_exit_verdict_while_ending(m->u.verdict->comm_id, li);
+}
+
 static void link_message(int li, struct ncg_msg *m, uint64_t now)
 {
     struct ncg_link *l = &ncg_agent.link[li];
-    l->last_rx_ns = now;
+    struct ncg_link_ev ev = {.type = NCG_LEV_MESSAGE, .now = now};
     switch (m->type) {
     case NCG_MSG_WELCOME:
-        if (l->state == NCG_LINK_HELLO) {
+        ev.type = NCG_LEV_WELCOME;
+        ev.embedded = m->u.welcome.embedded;
+        if (ncg_link_drive(li, ev, NULL) & NCG_LA_ACCEPT) {
             l->w = m->u.welcome;
-            l->state = NCG_LINK_UP;
             l->up_ns = now;
-            if (l->lost_ns && ncg_link_in_tree(l)) { /* a tree's: said at -v */
-                ncg_debug(1, "attached to %s", l->name);
-                l->lost_ns = 0;
-                l->lost_acted = 0;
-                l->tree_fail_ns = 0;
-                l->tree_said = 0;
-            } else if (l->lost_ns) {
-                ncg_log("reconnected to the standalone checker at %s", l->name);
-                l->lost_ns = 0;
-                l->lost_acted = 0;
-            }
-            ncg_agent.last_report_ns = 0; /* report at once */
         }
         break;
     case NCG_MSG_QUERY:
-        if (l->state == NCG_LINK_UP)
+        if (ncg_link_drive(li, ev, NULL) & NCG_LA_ACCEPT)
             answer_query(li, &m->u.query);
         break;
     case NCG_MSG_VERDICT:
-        if (l->state != NCG_LINK_UP)
-            break;
-        if (!ncg_ending())
-            ncg_apply_verdict(m->u.verdict, li, now);
-        else if (m->u.verdict->severity == NCG_SEV_ERROR) /* one diagnostic is enough */
-            ncg_exit_verdict_while_ending(m->u.verdict->comm_id, li);
+        if (ncg_link_drive(li, ev, NULL) & NCG_LA_ACCEPT)
+            on_verdict(li, m, now);
         break;
     case NCG_MSG_RELEASE:
+        ncg_link_drive(li, ev, NULL);
         ncg_exit_release_got(m->u.exit.comm_id, li, now);
         break;
     case NCG_MSG_SHUTDOWN:
-        if (ncg_agent.release_until_ns) {
-            ncg_link_close(l);
-            l->state = NCG_LINK_DOWN;
-            ncg_exit_release_got(0, li, now); /* the checker left: no RELEASE will come on it */
-            break;
-        }
-        if ((m->u.goodbye.flags & NCG_BYE_RELAY) && l->tr.on) {
-            /* The node's relay leaves (its process exits cleanly): reattach to the node's next
-             * relay, which may be this process (link_connect). Exiting: no need. */
-            ncg_link_close(l);
-            l->state = NCG_LINK_DOWN;
-            l->lost_ns = now;
-            l->lost_acted = 1;
-            l->reelect = 1;
-            l->retry_ns = ncg_exiting() ? UINT64_MAX : now;
-            break;
-        }
-        if (m->u.goodbye.flags & NCG_BYE_ROOT) {
-            ncg_link_lost_as(li, "the relay tree's root was lost", 1, now);
-            break;
-        }
-        if (m->u.goodbye.flags & NCG_BYE_FAILED) {
-            /* Not a death and not an exit: its ranks live on, only the checking stopped. The
-             * process whose own checker failed has said so already. */
-            if (!(__atomic_load_n(&ncg_agent.have_root, __ATOMIC_ACQUIRE) &&
-                  ncg_rhost_stopped(ncg_agent.root)))
-                ncg_log("the checker at %s stopped (its process ran out of memory); running "
-                        "unguarded",
-                        l->name);
-            ncg_link_close(l);
-            l->state = NCG_LINK_DOWN;
-            break;
-        }
-        if (!l->w.embedded && l->state == NCG_LINK_UP) {
-            /* A standalone checker stopped on purpose: it may come back (a restarted daemon),
-             * so retry; no CHECKER LOST, it said it left. */
-            ncg_log("the standalone checker at %s shut down; retrying every second, unguarded "
-                    "meanwhile",
-                    l->name);
-            ncg_link_close(l);
-            l->state = NCG_LINK_DOWN;
-            l->lost_ns = now;
-            l->retry_ns = now + 1000000000ull;
-            l->lost_acted = 1;
-            snprintf(l->lost_why, sizeof l->lost_why, "it shut down");
-            break;
-        }
-        /* A comm's first entry is the leaving process's own count and comm rank (UINT64_MAX:
-         * it held no rank there), the later ones the members that left before it, each with
-         * its rank and count (ncg_exit_messages) */
-        pthread_mutex_lock(&ncg_agent.lk);
-        for (size_t i = 0; i < ncg_agent.nlc; i++) {
-            int first = 1;
-            for (uint32_t k = 0; k < m->u.goodbye.n; k++) {
-                struct ncg_lcomm *lc = &ncg_agent.lc[i];
-                if (lc->id != m->u.goodbye.comm_id[k] || lc->link != li || lc->removed)
-                    continue;
-                uint32_t rk = m->u.goodbye.rank[k];
-                int32_t rank = rk == NCG_BYE_ANYRANK || rk > INT32_MAX ? -1 : (int32_t)rk;
-                if (first) {
-                    lc->peer_final = m->u.goodbye.count[k];
-                    lc->peer_verdict = !!(m->u.goodbye.flags & NCG_BYE_VERDICT);
-                    lc->peer_rank = rank;
-                    lc->ngone = 0;
-                } else {
-                    if (m->u.goodbye.count[k] < lc->peer_left)
-                        lc->peer_left = m->u.goodbye.count[k];
-                    if (rank >= 0 && lc->ngone < sizeof lc->gone_rank / sizeof *lc->gone_rank) {
-                        lc->gone_rank[lc->ngone] = rank;
-                        lc->gone_count[lc->ngone++] = m->u.goodbye.count[k];
-                    }
-                }
-                first = 0;
-            }
-        }
-        pthread_mutex_unlock(&ncg_agent.lk);
-        ncg_debug(1, "the checker at %s shut down (its process %s)", l->name,
-                  m->u.goodbye.flags & NCG_BYE_VERDICT ? "was ended by a verdict"
-                                                       : "exited cleanly");
-        ncg_link_close(l);
-        l->state = NCG_LINK_DOWN;
+        on_shutdown(li, &m->u.goodbye, now);
         break;
     default:
+        ncg_link_drive(li, ev, NULL);
         break;
     }
 }
@@ -433,14 +534,11 @@ static int link_read(int li, uint64_t now)
             break;
         link_message(li, &m, now);
         ncg_msg_release(&m);
-        if (l->state == NCG_LINK_DOWN)
+        if (l->state >= NCG_LINK_DOWN)
             return 1;
     }
-    if (rc == -2) { /* our own shortage: say so, and no verdict from a partial view */
-        ncg_log("out of memory for the side channel to the checker at %s; running unguarded",
-                l->name);
-        ncg_link_close(l);
-        l->state = NCG_LINK_DOWN;
+    if (rc == -2) {
+        ncg_link_drive(li, (struct ncg_link_ev){.type = NCG_LEV_NOMEM, .now = now}, NULL);
         return 1;
     }
     if (rc < 0) {
@@ -457,23 +555,13 @@ void ncg_link_io(int li, short rev, uint64_t now)
         int err = 0;
         socklen_t el = sizeof err;
         if (getsockopt(l->io.fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err) {
-            if (!l->lost_ns)
-                ncg_log("cannot reach the checker at %s: %s; running unguarded", l->name,
-                        strerror(err ? err : errno));
-            ncg_link_close(l);
-            l->state = NCG_LINK_DOWN;
-            l->retry_ns = now + 1000000000ull;
+            l->err = err ? err : errno;
+            ncg_link_drive(li, (struct ncg_link_ev){.type = NCG_LEV_CONNECT_ERR, .now = now}, NULL);
             return;
         }
         if (!(rev & POLLOUT))
             return;
-        l->state = NCG_LINK_HELLO;
-        struct ncg_msg h = {.type = NCG_MSG_HELLO};
-        h.u.hello.token = l->token;
-        h.u.hello.pid = (uint32_t)getpid();
-        h.u.hello.global_rank = ncg_global_rank();
-        snprintf(h.u.hello.host, sizeof h.u.hello.host, "%s", ncg_host_name());
-        ncg_link_send(l, &h);
+        ncg_link_drive(li, (struct ncg_link_ev){.type = NCG_LEV_WRITABLE, .now = now}, NULL);
     }
     if ((rev & (POLLIN | POLLHUP | POLLERR)) && link_read(li, now) != 0)
         return;
@@ -482,4 +570,21 @@ void ncg_link_io(int li, short rev, uint64_t now)
      * thread may have closed it after this poll): read that first. */
     if (l->io.txlen && ncg_peer_flush(&l->io) != 0 && link_read(li, now) == 0)
         ncg_link_lost(li, "connection lost", now);
+}
+
+void ncg_links_clock(int exiting, uint64_t now)
+{
+    for (int i = 0; i < ncg_agent.nlink; i++) {
+        struct ncg_link_ev ev = {.type = NCG_LEV_CLOCK,
+                                 .now = now,
+                                 .exiting = (uint8_t)exiting,
+                                 .releasing = ncg_agent.release_until_ns != 0};
+        ncg_link_drive(i, ev, NULL);
+    }
+}
+
+void ncg_links_resumed(uint64_t now)
+{
+    for (int i = 0; i < ncg_agent.nlink; i++)
+        ncg_link_drive(i, (struct ncg_link_ev){.type = NCG_LEV_RESUMED, .now = now}, NULL);
 }

@@ -32,9 +32,7 @@ static void *thread_main(void *arg)
     for (;;) {
         uint64_t now = ncg_now_ns();
         if (last_loop && hb && now - last_loop > hb / 2)
-            for (int i = 0; i < ncg_agent.nlink;
-                 i++) /* we were suspended, not the checker: restart its clock */
-                ncg_agent.link[i].last_rx_ns = now;
+            ncg_links_resumed(now); /* we were suspended, not the checker: restart its clock */
         last_loop = now;
         int exiting = ncg_exiting();
         ncg_exit_tick(&xr, exiting, now); /* goodbyes, a deferred SHUTDOWN, a relay leaving */
@@ -54,14 +52,7 @@ static void *thread_main(void *arg)
             ncg_dump_poll();   /* `ncclguard dump` (dump.h) */
             ncg_action_tick(); /* a LAG or STUCK warning shown here that is over */
         }
-        for (int i = 0; i < ncg_agent.nlink; i++) {
-            struct ncg_link *l = &ncg_agent.link[i];
-            if (l->state == NCG_LINK_CONNECTING && now - l->start_ns > 10000000000ull)
-                ncg_link_lost(i, "connect timed out", now);
-            else if ((l->state == NCG_LINK_UP || l->state == NCG_LINK_HELLO) && hb &&
-                     now - l->last_rx_ns > hb && !exiting)
-                ncg_link_lost(i, "the checker went silent (frozen or unreachable)", now);
-        }
+        ncg_links_clock(exiting, now); /* connect timeouts, silent checkers */
         if (ncg_exit_finish(&xr, exiting, now))
             return NULL; /* a clean exit is done (an abort ends the process there) */
         int n = 0;
@@ -91,11 +82,11 @@ static void *thread_main(void *arg)
         int timeout = next > now ? (int)((next - now) / 1000000ull) + 1 : 0;
         if ((ncg_root_up() || ncg_rh_up()) && timeout > (int)ncg_cfg.interval_ms / 2)
             timeout = (int)ncg_cfg.interval_ms / 2 + 1;
-        for (int i = 0; i < ncg_agent.nlink; i++) /* a link to retry soon (a node relay's) */
-            if (ncg_agent.link[i].state == NCG_LINK_DOWN && ncg_agent.link[i].lost_ns &&
-                ncg_agent.link[i].retry_ns > now &&
-                ncg_agent.link[i].retry_ns - now < (uint64_t)timeout * 1000000ull)
-                timeout = (int)((ncg_agent.link[i].retry_ns - now) / 1000000ull) + 1;
+        for (int i = 0; i < ncg_agent.nlink; i++) { /* a link to retry soon (a node relay's) */
+            uint64_t w = ncg_link_sm_wake_ns(&ncg_agent.link[i].sm);
+            if (w != UINT64_MAX && w > now && w - now < (uint64_t)timeout * 1000000ull)
+                timeout = (int)((w - now) / 1000000ull) + 1;
+        }
         /* (the host staying for its clients: 10 ms in its first second, when a healthy job's
          * others leave, then the checker's pace) */
         if (ncg_agent.abort_at_ns || ncg_agent.release_until_ns ||

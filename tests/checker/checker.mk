@@ -172,3 +172,9 @@ $(CHK_OUT)/local_test: tests/checker/local_test.c tests/checker/check.h $(call n
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/local_test.c $(call ncg_link,judge proto)
 TEST_BINS += $(CHK_OUT)/local_test
+
+# The agent's link to its checker as a state machine (interpose/machine/link_sm.c).
+$(CHK_OUT)/link_sm_test: tests/checker/link_sm_test.c tests/checker/check.h $(call ncg_a,machine)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/link_sm_test.c $(call ncg_link,machine)
+TEST_BINS += $(CHK_OUT)/link_sm_test

@@ -97,3 +97,13 @@ stuck_slots() {
       -e 's/^([0-9]+) .*or a later one up to slot ([0-9]+):.*/\1 \2/' -e 't' -e 's/^([0-9]+) .*/\1 \1/' |
     awk -v s="$2" -v a=$async '$1 <= s && s <= $2 && (a ? $2 - $1 <= 3 : $1 == $2)' | wc -l
 }
+# coord_start ARGS...: a standalone checker (`ncclguard coord --listen 127.0.0.1:0 ARGS...`) in
+# the background: CP its pid (killed at exit, resumed first if stopped), PORT its port.
+coord_start() {
+  "$B/ncclguard" coord --listen 127.0.0.1:0 "$@" >"$NCG_TMP/coord.log" 2>&1 &
+  CP=$!
+  trap 'kill -CONT $CP 2>/dev/null; kill $CP 2>/dev/null' EXIT
+  for _ in $(seq 50); do grep -q 'listening on' "$NCG_TMP/coord.log" && break; sleep 0.1; done
+  PORT=$(grep -oE 'listening on [^ ]+' "$NCG_TMP/coord.log" | sed 's/.*://')
+  [ -n "$PORT" ] || fail "coordinator did not start: $(cat "$NCG_TMP/coord.log")"
+}

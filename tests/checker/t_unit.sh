@@ -15,6 +15,8 @@ B=$NCG_BUILD/tests/checker
 "$B/figruns_test" || exit 1
 [ -x "$B/local_test" ] || { echo "local_test not built"; exit 1; }
 "$B/local_test" || exit 1
+[ -x "$B/link_sm_test" ] || { echo "link_sm_test not built"; exit 1; }
+"$B/link_sm_test" || exit 1
 [ -x "$B/relay_unit" ] || { echo "relay_unit not built"; exit 1; }
 "$B/relay_unit" || exit 1
 "$B/fuzz_wire" 100000 || exit 1
