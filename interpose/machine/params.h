@@ -14,17 +14,17 @@ struct ncg_agent_params {
     uint64_t heartbeat_ns; /* a checker silent this long is lost (0: never) */
     /* the exit (exit_sm.h) */
     struct {
-        int wait_release;         /* NCCLGUARD_EXIT_WAIT_S > 0: an abort waits for RELEASE */
-        uint64_t release_bound;   /* the longest wait on a release: EXIT_WAIT_S + 2 s */
-        uint64_t host_stay;       /* NCCLGUARD_HOST_STAY_S (0: no bound) */
-        uint64_t clean_deadline;  /* a clean exit gives up waiting for its links (0.6 s) */
-        uint64_t bye_margin;      /* its GOODBYEs go at the latest this before it (0.2 s) */
-        uint64_t register_wait;   /* ... or this long for a link that must register us (5 s) */
-        uint64_t stay_say;        /* the host's stay says its line after this (1 s) */
-        uint64_t stay_self;       /* ... and waits this long for its own goodbye (1 s) */
-        uint64_t abort_flush;     /* a host's abort flushes its clients this long (1 s) */
-        uint64_t abort_past;      /* ... and exits this long past it regardless (0.3 s) */
-        uint64_t sd_read;         /* a deferred SHUTDOWN gets this long to be read (0.2 s) */
+        int wait_release;        /* NCCLGUARD_EXIT_WAIT_S > 0: an abort waits for RELEASE */
+        uint64_t release_bound;  /* the longest wait on a release: EXIT_WAIT_S + 2 s */
+        uint64_t host_stay;      /* NCCLGUARD_HOST_STAY_S (0: no bound) */
+        uint64_t clean_deadline; /* a clean exit gives up waiting for its links (0.6 s) */
+        uint64_t bye_margin;     /* its GOODBYEs go at the latest this before it (0.2 s) */
+        uint64_t register_wait;  /* ... or this long for a link that must register us (5 s) */
+        uint64_t stay_say;       /* the host's stay says its line after this (1 s) */
+        uint64_t stay_self;      /* ... and waits this long for its own goodbye (1 s) */
+        uint64_t abort_flush;    /* a host's abort flushes its clients this long (1 s) */
+        uint64_t abort_past;     /* ... and exits this long past it regardless (0.3 s) */
+        uint64_t sd_read;        /* a deferred SHUTDOWN gets this long to be read (0.2 s) */
     } exit;
     /* the link (link_sm.h) */
     struct {

@@ -172,3 +172,9 @@ $(CHK_OUT)/local_test: tests/checker/local_test.c tests/checker/check.h $(call n
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/local_test.c $(call ncg_link,judge proto)
 TEST_BINS += $(CHK_OUT)/local_test
+
+# The exit's state machine alone (interpose/machine/exit_sm.c): every phase and the overlaps.
+$(CHK_OUT)/exit_sm_test: tests/checker/exit_sm_test.c tests/checker/check.h $(call ncg_a,machine)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/exit_sm_test.c $(call ncg_link,machine)
+TEST_BINS += $(CHK_OUT)/exit_sm_test
