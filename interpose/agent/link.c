@@ -329,7 +329,7 @@ static void link_message(int li, struct ncg_msg *m, uint64_t now)
         ncg_exit_release_got(m->u.exit.comm_id, li, now);
         break;
     case NCG_MSG_SHUTDOWN:
-        if (ncg_agent.release_until_ns) {
+        if (ncg_exit_awaiting_release()) {
             ncg_link_close(l);
             l->state = NCG_LINK_DOWN;
             ncg_exit_release_got(0, li, now); /* the checker left: no RELEASE will come on it */

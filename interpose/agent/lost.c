@@ -65,7 +65,7 @@ void ncg_link_lost_as(int li, const char *why, int rootlost, uint64_t now)
     int was_up = l->state == NCG_LINK_UP, was_hello = l->state == NCG_LINK_HELLO;
     ncg_link_close(l);
     l->state = NCG_LINK_DOWN;
-    if (ncg_agent.release_until_ns) {
+    if (ncg_exit_awaiting_release()) {
         /* No RELEASE can come on it any more (a launcher ended its process, say): what this
          * process waited for there is over. */
         ncg_exit_release_got(0, li, now);
