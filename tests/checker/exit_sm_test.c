@@ -180,6 +180,34 @@ static void test_abort_host_flush(void)
     CHECK(ncg_exit_sm_finish(&m, &o, T0 + 20 * MS).what == NCG_XO_EXIT_NOW);
 }
 
+/* A relay tree's root (not flat): its clients (child relays) get the verdict until abort_flush;
+ * then it says it leaves down the tree, and exits abort_past later at the latest. A node relay
+ * here flushes the same way. */
+static void test_abort_tree_root(void)
+{
+    struct ncg_exit_sm m = fresh();
+    struct ncg_exit_obs o = ob();
+    o.root_up = 1;
+    o.pending = 4;
+    struct ncg_exit_verdict v = {1, 1, -1, 0, 0xc1};
+    ncg_exit_sm_verdict(&m, &v, &o, T0);
+    for (uint64_t t = T0; t < T0 + P.exit.abort_flush; t += 50 * MS)
+        CHECKF(ncg_exit_sm_finish(&m, &o, t).what == 0, "at +%.2f s", (double)(t - T0) / 1e9);
+    CHECK(ncg_exit_sm_finish(&m, &o, T0 + P.exit.abort_flush).what == NCG_XO_ROOT_LEAVES);
+    CHECK(ncg_exit_sm_finish(&m, &o, T0 + P.exit.abort_flush + P.exit.abort_past).what ==
+          NCG_XO_EXIT_NOW);
+    m = fresh();
+    o = ob();
+    o.rh_up = 1;
+    o.pending = 3;
+    ncg_exit_sm_verdict(&m, &v, &o, T0);
+    CHECK(m.abort_at_ns == T0 + P.exit.abort_flush);
+    CHECK(ncg_exit_sm_finish(&m, &o, T0 + 500 * MS).what == 0);
+    CHECK(ncg_exit_sm_finish(&m, &o, T0 + P.exit.abort_flush + P.exit.abort_past).what ==
+          NCG_XO_EXIT_NOW);
+    CHECK(ncg_exit_sm_fast(&m, 0, T0)); /* an abort polls every 10 ms */
+}
+
 /* The abort of a checker's host that holds other processes' releases: the SHUTDOWN held back
  * by its GOODBYEs waits while holding (bounded), neither the root leaves nor the process exits
  * meanwhile; then the exit waits abort_flush for the SHUTDOWN to be read. */
@@ -517,6 +545,7 @@ int main(void)
     test_abort_no_wait();
     test_verdicts_not_ending();
     test_abort_host_flush();
+    test_abort_tree_root();
     test_abort_holding();
     test_clean_plain();
     test_clean_links();
