@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include "channel.h"
 #include "config.h"
+#include "exit_sm.h"
 #include "ncclguard/nccl_abi.h"
 #include "link_sm.h"
 #include "params.h"
@@ -119,26 +120,16 @@ struct ncg_agent {
      * one per process) */
     struct ncg_rhost *rh;
     int have_rh;
-    /* exit handshake (under lk); the exit sequence and its flags in order: exit.c */
+    /* exit handshake (under lk): the application asked to exit; the thread said it is done */
     int exiting, exit_done;
     /* thread-owned */
     struct ncg_link link[NCG_MAX_LINKS];
     int nlink;
     uint64_t last_report_ns;
-    uint64_t abort_at_ns; /* nonzero: _exit once verdicts are flushed, or at this time */
-    /* nonzero: an abort verdict waits until then for the RELEASE of every verdict this process
-     * said DONE to meanwhile (release.h): rel[] (comm, link, released) */
-    uint64_t release_until_ns;
-    struct {
-        uint64_t comm_id;
-        int link;
-        uint8_t released;
-    } rel[NCG_MAX_LINKS * 4];
-    int nrel;
-    /* this process's checker (or tree root) still holds an exit release of other processes:
-     * its SHUTDOWN and its own exit wait (bounded by hold_until_ns) */
-    int sd_deferred;
-    uint64_t hold_until_ns;
+    /* the exit's state machine (machine/exit_sm.h; exit.c drives it): the checker thread's */
+    struct ncg_exit_sm exit;
+    /* what the at-exit waiter reads while the exit runs (exit.c publishes them from the
+     * machine after each tick) */
     int holding;     /* __atomic: ncg_exit_at_exit extends its wait meanwhile */
     int registering; /* __atomic: a clean exit waits for a link to register this process (the
                       * same extension) */
@@ -147,23 +138,6 @@ struct ncg_agent {
     int aborting; /* __atomic: an abort verdict is being applied; a clean exit waits for its _exit
                    */
     uint64_t tx_bytes; /* client bytes queued (ncg_channel_tx_bytes) */
-};
-
-/* The clean exit's progress in the thread's loop (exit.c), the thread's own. */
-struct ncg_exit_run {
-    uint64_t interval;     /* the report interval, ns */
-    uint64_t deadline_ns;  /* a clean exit gives up waiting at this time */
-    uint64_t sent_ns;      /* its GOODBYEs went then */
-    uint64_t root_left_ns; /* a tree's root said it leaves (abort) */
-    int sent;              /* GOODBYEs sent */
-    uint64_t reg_ns;       /* since then a link that carries comms never reported is awaited */
-    int hold;              /* this loop: the process holds other processes' exit releases */
-    /* The checker's host stays at its clean exit while other processes it checks run (exit.c,
-     * stay_tick): stay this loop; since stay_ns; join_ns the latest a process connected (or
-     * the stay's start); eval_ns the last evaluation; over once it ended (never again); said
-     * its one line. */
-    int stay, stay_over, stay_said;
-    uint64_t stay_ns, join_ns, eval_ns;
 };
 
 extern struct ncg_agent ncg_agent;
@@ -226,7 +200,7 @@ void ncg_client_report(uint64_t now);
  * liveness its checker reads, with no counts (it reads none after a process's GOODBYE). */
 void ncg_client_keepalive(void);
 
-/* exit.c: the exit sequence (its order and flags: the comment there) */
+/* exit.c: the exit sequence (its phases: machine/exit_sm.h) */
 void ncg_left_own_add(uint64_t id, uint64_t final); /* a comm destroyed here, for our SHUTDOWN */
 /* After a verdict was shown: DONE, and an abort's GOODBYEs and wait for RELEASE; takes lk. */
 void ncg_exit_after_verdict(int error, int must_exit, uint64_t comm_id, int li, uint64_t now);
@@ -236,10 +210,12 @@ void ncg_exit_verdict_while_ending(uint64_t comm_id, int li);
 void ncg_exit_release_got(uint64_t comm_id, int li, uint64_t now);
 /* GOODBYEs to every checker, our SHUTDOWN to our clients unless only_bye; takes lk. */
 void ncg_exit_messages(uint8_t flags, int only_bye);
+/* 1 while an abort verdict waits for its RELEASE (a link lost then releases it). */
+int ncg_exit_awaiting_release(void);
 /* The thread loop's exit steps: before the links' work, and after it (1: the thread ends;
  * an abort's _exit there does not return). */
-void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now);
-int ncg_exit_finish(struct ncg_exit_run *x, int exiting, uint64_t now);
+void ncg_exit_tick(int exiting, uint64_t now);
+int ncg_exit_finish(int exiting, uint64_t now);
 /* atexit handler: any thread; blocks up to ~1 s (longer while an abort verdict is under way). */
 void ncg_exit_at_exit(void);
 

@@ -38,7 +38,7 @@ int ncg_rh_up(void)
 /* An abort verdict is ending this process: no other verdict is shown (one is enough). */
 int ncg_ending(void)
 {
-    return ncg_agent.abort_at_ns || ncg_agent.release_until_ns;
+    return ncg_exit_sm_ending(&ncg_agent.exit);
 }
 
 int ncg_exiting(void)

@@ -1,61 +1,11 @@
-/* The exit sequence of a guarded process, all of it here; the other files only call in
- * (apply.c after a verdict, link.c on VERDICT, RELEASE and SHUTDOWN, lost.c when the link a
- * RELEASE was awaited on is lost, thread.c twice a loop, atexit). docs/checker.md, "The exit
- * release", says why. No state machine object: the phase is the flags of struct ncg_agent
- * (agent_int.h; thread-owned unless said there), and this is their order.
- *
- * An abort verdict (error severity, NCCLGUARD_ACTION=abort), in the checker thread:
- *   1. aborting = 1 (apply.c, before anything is shown): from here the process ends with
- *      NCG_EXIT_VERDICT; a clean exit of the application meanwhile waits (ncg_exit_at_exit).
- *   2. report, then print (ncg_action_apply: the report is written first so the full block can
- *      name it; then the other comm ranks held here print their lines).
- *   3. DONE to the checker it came on (ncg_exit_after_verdict; say_done).
- *   4. GOODBYEs flagged NCG_BYE_VERDICT to every checker, and this process's SHUTDOWN to the
- *      clients of its own checker unless it waits (ncg_exit_messages, only_bye).
- *   5. wait RELEASE: release_until_ns = now + release_bound_ns(); rel[] the (comm, link)
- *      pairs awaited, one more for each error verdict that arrives meanwhile (it is answered
- *      with DONE, not printed: ncg_exit_verdict_while_ending). Over when each came
- *      (ncg_exit_release_got), when its checker is gone (its SHUTDOWN, or the link lost:
- *      released), or at release_until_ns (ncg_exit_finish). Skipped, straight to 6, when the
- *      verdict was decided here (li -1), its link is not up or NCCLGUARD_EXIT_WAIT_S=0.
- *   6. armed (exit_arm): release_until_ns = 0; abort_at_ns = now + 1 s in a process that
- *      hosts a checker or relay (to flush the verdict to its clients), else at once;
- *      hold_until_ns bounds holding others (below); sd_deferred when step 4 held the SHUTDOWN.
- *   7. exit (ncg_exit_finish): once at most one connection is pending (our own link to our
- *      own listener) or 0.3 s past abort_at_ns, and not while holding others: _exit
- *      (ncg_action_exit). A tree's root first leaves down the tree (root_left_ns), waiting at
- *      least two intervals. ncg_ending() (abort_at_ns or release_until_ns) is steps 5 to 7.
- * A clean exit (the application returns or calls exit):
- *   1. exiting = 1 under lk (ncg_exit_at_exit, in the exiting thread), which then waits on cv
- *      for exit_done: 0.8 s, once extended by 5 s + twice the release bound while aborting,
- *      holding or registering, and a second at a time while the host stays (2b), after which
- *      an abort under way exits with its status, never the app's.
- *   2. GOODBYEs (ncg_exit_tick): once no link is still connecting, or 0.2 s before the 0.6 s
- *      deadline (5 s while a link waiting for its checker's answer carries comms no REPORT
- *      carried yet: the checker would never learn that this rank left; registering): a
- *      REPORT, then GOODBYEs and our SHUTDOWN (held back while holding or staying, sd_deferred;
- *      to the root's backlog too: ncg_rhost_leave), x->sent.
- *   2b. the checker's host stays (stay_tick; x->stay, staying): a process whose embedded
- *      checker has other processes connected that have not said their last goodbye, or
- *      members never registered (until nobody new connected for the heartbeat timeout), keeps
- *      its checker running and its SHUTDOWN deferred until they are gone (NCCLGUARD_HOST_STAY_S
- *      bounds it); ncg_exit_at_exit waits as long. An abort verdict meanwhile ends the stay
- *      (its own exit and release follow). Then exit_sd is rebuilt and the SHUTDOWN goes.
- *   3. a relay here leaves (ncg_rhost_leave) 1.5 intervals later (a tree's root: 3, and not
- *      while holding).
- *   4. done (ncg_exit_finish): GOODBYEs sent, flushed and no relay left running here, or
- *      past the deadline; never while aborting, deferring the SHUTDOWN or holding with a
- *      relay: exit_done = 1 under lk, cv signalled, the thread ends.
- * Holding others (either exit): while this process's checker or tree root waits for other
- * processes' DONEs (hosted_waiting) and hold_until_ns has not passed, x->hold: our SHUTDOWN
- * stays deferred (sd_deferred) and our exit waits; holding (atomic) tells ncg_exit_at_exit to
- * extend its wait. When it is over the SHUTDOWN goes and the exit waits a moment for it to be
- * read (abort_at_ns 1 s on, a clean deadline 0.2 s on).
- * Why flags and not one enum of phases: they can overlap. ncg_exit_after_verdict's REPORT
- * (ncg_client_report) may judge a RANK EXITED and apply it inside, before step 5: that one's
- * exit starts first (decided here: armed at once), then the outer one sets release_until_ns
- * too, so both are set; and a clean exit (exiting) may run beside an abort. One enum would
- * change what such a process does. */
+/* The exit of a guarded process: the driver of its state machine (machine/exit_sm.h says the
+ * phases, their order and the overlaps decided; docs/checker.md, "The exit release", why). The
+ * other files call in (apply.c after a verdict, link.c on VERDICT, RELEASE and SHUTDOWN, lost.c
+ * when the link a RELEASE was awaited on is lost, thread.c twice a loop, atexit); this file
+ * gathers what the machine observes, feeds it, and does what it says: it owns the messages
+ * (this process's SHUTDOWN, GOODBYEs, DONE), the sockets, the clock and the locks. The machine
+ * is ncg_agent.exit (the checker thread's); the at-exit waiter, in the exiting thread, reads
+ * the atomics published here (registering, staying, holding) and apply.c's aborting. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -102,91 +52,6 @@ static void say_done(int li, uint64_t comm_id)
     struct ncg_msg m = {.type = NCG_MSG_DONE, .u.exit.comm_id = comm_id};
     if (li >= 0 && li < ncg_agent.nlink && ncg_agent.link[li].state == NCG_LINK_UP)
         ncg_link_send(&ncg_agent.link[li], &m);
-}
-
-/* The longest this process waits on an exit release, for its own RELEASE or for the releases
- * its checker holds for others: the checker's bound, and a margin for a RELEASE to arrive. */
-static uint64_t release_bound_ns(void)
-{
-    return (uint64_t)((ncg_cfg.exit_wait_s + 2.0) * 1e9);
-}
-
-/* This process's checker or tree root still waits for other processes' DONEs. */
-static int hosted_waiting(void)
-{
-    return ncg_root_up() && ncg_rhost_releases_waiting(ncg_agent.root);
-}
-
-/* An abort verdict's exit: now, once our own verdicts reached the others (a process that hosts
- * the checker or a relay waits for its connections to drain, and for the exit releases it
- * holds for others; ncg_exit_finish). */
-static void exit_arm(uint64_t now)
-{
-    if (ncg_agent.release_until_ns && ncg_root_up())
-        ncg_agent.sd_deferred = 1; /* held back until the release (ncg_exit_tick) */
-    ncg_agent.release_until_ns = 0;
-    if (!ncg_agent.abort_at_ns) {
-        ncg_agent.abort_at_ns = now + (ncg_root_up() || ncg_rh_up() ? 1000000000ull : 1);
-        ncg_agent.hold_until_ns = now + release_bound_ns();
-    }
-}
-
-/* Waits (abort) for the RELEASE of comm_id on link li too. */
-static void exit_wait_add(uint64_t comm_id, int li)
-{
-    for (int i = 0; i < ncg_agent.nrel; i++)
-        if (ncg_agent.rel[i].comm_id == comm_id && ncg_agent.rel[i].link == li)
-            return;
-    if (ncg_agent.nrel < (int)(sizeof ncg_agent.rel / sizeof *ncg_agent.rel))
-        ncg_agent.rel[ncg_agent.nrel++] = (__typeof__(ncg_agent.rel[0])){comm_id, li, 0};
-}
-
-/* After a verdict was printed and its report written (apply.c): DONE for an error verdict;
- * when the action ends the process (must_exit) and no exit is under way, its GOODBYEs and
- * then the wait for RELEASE on link li (-1: decided here, no release: armed at once). */
-void ncg_exit_after_verdict(int error, int must_exit, uint64_t comm_id, int li, uint64_t now)
-{
-    if (error)
-        say_done(li, comm_id); /* printed and reported: others may be released */
-    if (must_exit && !ncg_agent.abort_at_ns && !ncg_agent.release_until_ns) {
-        /* Our end is the verdict's doing, not a death: peers on our other comms say so. */
-        ncg_client_report(now);
-        int wait = li >= 0 && ncg_agent.link[li].state == NCG_LINK_UP && ncg_cfg.exit_wait_s > 0;
-        ncg_exit_messages(NCG_BYE_VERDICT, wait);
-        if (wait) {
-            ncg_agent.release_until_ns = now + release_bound_ns();
-            ncg_agent.nrel = 0;
-            exit_wait_add(comm_id, li);
-        } else {
-            exit_arm(now);
-        }
-    }
-}
-
-/* An error verdict reached a process already ending (not printed: one diagnostic is enough):
- * DONE, so that it holds nobody, and its RELEASE waited for too while waiting (its other
- * members may still be printing). */
-void ncg_exit_verdict_while_ending(uint64_t comm_id, int li)
-{
-    say_done(li, comm_id);
-    if (ncg_agent.release_until_ns)
-        exit_wait_add(comm_id, li);
-}
-
-/* comm_id's RELEASE came on link li (comm_id 0: every verdict of li, its checker being gone);
- * once every one came, the process may exit. */
-void ncg_exit_release_got(uint64_t comm_id, int li, uint64_t now)
-{
-    if (!ncg_agent.release_until_ns)
-        return;
-    int left = 0;
-    for (int i = 0; i < ncg_agent.nrel; i++) {
-        if (ncg_agent.rel[i].link == li && (!comm_id || ncg_agent.rel[i].comm_id == comm_id))
-            ncg_agent.rel[i].released = 1;
-        left += !ncg_agent.rel[i].released;
-    }
-    if (!left)
-        exit_arm(now);
 }
 
 /* Adds a comm's entry to exit_sd: this process's own (rank: its comm rank there, the one
@@ -261,7 +126,7 @@ static void exit_sd_build(uint8_t flags, struct ncg_msg *bye)
 /* At clean process exit: GOODBYE with final counts to every coordinator; SHUTDOWN (with this
  * process's final counts) to every client of ours, unless only_bye (an abort verdict waiting
  * for its exit release, or a clean exit that may stay: the clients of our checker still need
- * it; exit_arm and ncg_exit_tick say it then). */
+ * it: the machine says when, NCG_XO_ROOT_LEAVES). */
 void ncg_exit_messages(uint8_t flags, int only_bye)
 {
     static struct ncg_msg bye[NCG_MAX_LINKS];
@@ -302,191 +167,165 @@ static int link_unregistered(void)
     return li;
 }
 
-/* How long a clean exit waits for a link that must register the process (above). */
-#define EXIT_REGISTER_NS 5000000000ull
-
-/* How long the stay keeps its one line back: a healthy job's ranks leave within this of each
- * other, and then nothing is said. */
-#define STAY_SAY_NS 1000000000ull
-/* How long the stay waits for this process's own goodbye to reach its own checker. */
-#define STAY_SELF_NS 1000000000ull
-
-/* The checker's host stays (a clean exit, GOODBYEs sent): its checker keeps running while
- * other processes it checks may still run, so that their checking never depends on this
- * process staying. It waits for every other connected process to leave (GOODBYE,
- * connection closed, or dead) and, while members of its communicators were registered by
- * nobody yet, for them to connect, until nobody new connected for the heartbeat timeout; at
- * most NCCLGUARD_HOST_STAY_S when set. Never once an abort is under way (its release bounds
- * that). 1 while staying; once over, never again. One line when it lasts past STAY_SAY_NS. */
-static int stay_tick(struct ncg_exit_run *x, uint64_t now)
+/* The link li is up (a DONE can go, a RELEASE can come on it). */
+static int link_up(int li)
 {
-    if (x->stay_over || !ncg_root_up() || __atomic_load_n(&ncg_agent.aborting, __ATOMIC_ACQUIRE) ||
-        ncg_ending())
-        goto over;
-    if (!x->stay_ns)
-        x->stay_ns = x->join_ns = now;
-    if (ncg_cfg.host_stay_s > 0 && now - x->stay_ns >= (uint64_t)(ncg_cfg.host_stay_s * 1e9))
-        goto over;
-    if (x->stay && now - x->stay_ns > STAY_SAY_NS && now - x->eval_ns < 10000000ull)
-        return 1; /* past the first second (a healthy job's others leave within it), a view per
-                     message is not needed: every 10 ms */
-    x->eval_ns = now;
-    struct ncg_host_stay st;
-    if (ncg_rhost_stay(ncg_agent.root, (uint32_t)getpid(), now, &st) != 0)
-        goto over;
-    if (st.newest_ns > x->join_ns)
-        x->join_ns = st.newest_ns;
-    uint64_t hb = (uint64_t)(ncg_cfg.heartbeat_timeout_s * 1e9);
-    int unknown = now - x->join_ns < hb ? st.unknown : 0; /* members not connected yet */
-    int n = st.procs + (st.unreg > unknown ? st.unreg : unknown);
-    if (!n && !(st.self_pending && now - x->stay_ns < STAY_SELF_NS))
-        goto over;
-    if (n && !x->stay_said && now - x->stay_ns >= STAY_SAY_NS) {
-        x->stay_said = 1;
+    return li >= 0 && li < ncg_agent.nlink && ncg_agent.link[li].state == NCG_LINK_UP;
+}
+
+/* This process's checker or tree root still waits for other processes' DONEs. */
+static int hosted_waiting(void)
+{
+    return ncg_root_up() && ncg_rhost_releases_waiting(ncg_agent.root);
+}
+
+/* What every event reads: the hosts here, and whether an abort verdict is being applied. */
+static struct ncg_exit_obs obs_hosts(void)
+{
+    struct ncg_exit_obs o = {.unreg_link = -1};
+    o.root_up = ncg_root_up();
+    o.root_flat = ncg_agent.root_flat;
+    o.rh_up = ncg_rh_up();
+    o.aborting = __atomic_load_n(&ncg_agent.aborting, __ATOMIC_ACQUIRE);
+    return o;
+}
+
+/* Bytes and connections of our checker and relay not flushed yet (an abort's verdict passes
+ * on to their clients first). */
+static int host_pending(void)
+{
+    int pending = 0;
+    if (ncg_root_up())
+        pending += ncg_rhost_pending_tx(ncg_agent.root) + ncg_rhost_open_conns(ncg_agent.root);
+    if (ncg_rh_up())
+        pending += ncg_rhost_pending_tx(ncg_agent.rh) + ncg_rhost_open_conns(ncg_agent.rh);
+    return pending;
+}
+
+/* The machine's flags the at-exit waiter reads (release: they order nothing else). */
+static void publish(void)
+{
+    const struct ncg_exit_sm *m = &ncg_agent.exit;
+    __atomic_store_n(&ncg_agent.registering, m->registering, __ATOMIC_RELEASE);
+    __atomic_store_n(&ncg_agent.staying, m->staying, __ATOMIC_RELEASE);
+    __atomic_store_n(&ncg_agent.holding, m->holding, __ATOMIC_RELEASE);
+}
+
+/* Does what the machine said, in its order (exit_sm.h). 1: the clean exit is done. */
+static int run(const struct ncg_exit_out *o, uint64_t now)
+{
+    unsigned w = o->what;
+    if (w & NCG_XO_DONE)
+        say_done(o->done_link, o->done_comm);
+    if (w & NCG_XO_LOG_UNREG)
+        ncg_log("this process exits before the checker at %s accepted it (no answer in %.1f s): "
+                "the checker does not learn that it left, and the other ranks of its "
+                "communicators may wait for it without a verdict",
+                ncg_agent.link[o->log_link].name, o->reg_s);
+    if (w & NCG_XO_REPORT)
+        ncg_client_report(now);
+    if (w & NCG_XO_GOODBYES)
+        ncg_exit_messages(o->bye_flags, o->only_bye);
+    if (w & NCG_XO_LOG_STAY)
         ncg_log("this process hosts the checker of %d other guarded process%s still running; it "
                 "stays until they leave",
-                n, n == 1 ? "" : "es");
-    }
-    /* liveness for our own checker (after a goodbye it reads no counts) */
-    if (now - ncg_agent.last_report_ns >= x->interval) {
+                o->log_n, o->log_n == 1 ? "" : "es");
+    if (w & NCG_XO_KEEPALIVE) {
         ncg_agent.last_report_ns = now;
         ncg_client_keepalive();
     }
-    return 1;
-over:
-    if (x->stay_ns && !x->stay_over)
-        ncg_debug(1, "the checker's host stayed %.2f s for its clients",
-                  (double)(now - x->stay_ns) / 1e9);
-    x->stay_over = 1;
-    return 0;
-}
-
-/* Each loop, before the links' work: a clean exit's GOODBYEs (once its links came up), the
- * SHUTDOWN held back for others' releases and for the host's stay once they are over, a relay
- * here leaving. */
-void ncg_exit_tick(struct ncg_exit_run *x, int exiting, uint64_t now)
-{
-    if (exiting && !x->deadline_ns)
-        x->deadline_ns = now + 600000000ull;
-    if (exiting && !x->sent) {
-        /* A link still connecting gets a moment to come up: a goodbye needs a registration;
-         * one that must register this process's comms gets seconds (EXIT_REGISTER_NS). */
-        int connecting = 0;
-        for (int i = 0; i < ncg_agent.nlink; i++)
-            connecting += ncg_agent.link[i].state == NCG_LINK_CONNECTING ||
-                          ncg_agent.link[i].state == NCG_LINK_HELLO;
-        int unreg = connecting ? link_unregistered() : -1;
-        if (unreg >= 0 && !x->reg_ns) {
-            x->reg_ns = now;
-            if (x->deadline_ns < now + EXIT_REGISTER_NS)
-                x->deadline_ns = now + EXIT_REGISTER_NS;
-            __atomic_store_n(&ncg_agent.registering, 1, __ATOMIC_RELEASE);
-        }
-        if (!connecting || now + 200000000ull >= x->deadline_ns) {
-            if (unreg >= 0)
-                ncg_log("this process exits before the checker at %s accepted it (no answer in "
-                        "%.1f s): the checker does not learn that it left, and the other ranks of "
-                        "its communicators may wait for it without a verdict",
-                        ncg_agent.link[unreg].name, (double)(now - x->reg_ns) / 1e9);
-            __atomic_store_n(&ncg_agent.registering, 0, __ATOMIC_RELEASE);
-            ncg_client_report(now); /* registers comms not reported yet, so the goodbye counts */
-            /* Other processes' exit releases held here: this process's SHUTDOWN and its
-             * exit wait for them (their own deadlines bound it; so does hold_until_ns). The
-             * same while the host of a checker stays for its clients (stay_tick). */
-            int hold = hosted_waiting(), stay = ncg_root_up();
-            ncg_exit_messages(0, hold || stay);
-            if (hold || stay)
-                ncg_agent.sd_deferred = 1;
-            if (stay)
-                __atomic_store_n(&ncg_agent.staying, 1, __ATOMIC_RELEASE);
-            if (hold) {
-                ncg_agent.hold_until_ns = now + release_bound_ns();
-                __atomic_store_n(&ncg_agent.holding, 1, __ATOMIC_RELEASE);
-            }
-            x->sent = 1;
-            x->sent_ns = now;
-        }
-    }
-    /* An exit release this process holds for others is over (or its bound passed): its
-     * SHUTDOWN goes now, and its own exit waits a moment for it to be read. */
-    x->hold = ncg_agent.hold_until_ns && now < ncg_agent.hold_until_ns && hosted_waiting();
-    x->stay = exiting && x->sent && stay_tick(x, now);
-    if (!x->stay && __atomic_load_n(&ncg_agent.staying, __ATOMIC_ACQUIRE)) {
-        __atomic_store_n(&ncg_agent.staying, 0, __ATOMIC_RELEASE);
-        if (!ncg_ending()) /* with the counts of the processes that left meanwhile */
-            exit_sd_build(0, NULL);
-    }
-    if (ncg_agent.sd_deferred && !ncg_agent.release_until_ns && !x->hold && !x->stay) {
-        if (!ncg_agent.abort_at_ns) /* an abort's root leaves in ncg_exit_finish, after its grace */
-            server_shutdown();
-        ncg_agent.sd_deferred = 0;
-        __atomic_store_n(&ncg_agent.holding, 0, __ATOMIC_RELEASE);
-        if (ncg_agent.abort_at_ns)
-            ncg_agent.abort_at_ns = now + 1000000000ull;
-        if (exiting && x->deadline_ns < now + 200000000ull)
-            x->deadline_ns = now + 200000000ull;
-    }
-    /* A node relay here leaves once its parent heard of this process's goodbyes (an RSTAT a
-     * little over an interval later): below it, the node's processes reattach. (The root
-     * leaves with the SHUTDOWN above, after its stay: while ranks beneath it are active, a
-     * RANK EXITED of its own ranks is judged there; after it, each client judges from the
-     * counts the root leaves with.) */
-    if (x->sent && ncg_rh_up() && now >= x->sent_ns + x->interval + x->interval / 2)
+    if (w & NCG_XO_DEBUG_STAYED)
+        ncg_debug(1, "the checker's host stayed %.2f s for its clients", o->stayed_s);
+    if (w & NCG_XO_SD_REBUILD)
+        exit_sd_build(0, NULL);
+    if (w & NCG_XO_DEBUG_NO_RELEASE)
+        ncg_debug(1, "no exit release from the checker within %g s: exiting", o->bound_s);
+    if (w & NCG_XO_ROOT_LEAVES)
+        server_shutdown();
+    if ((w & NCG_XO_RELAY_LEAVES) && ncg_rh_up())
         ncg_rhost_leave(ncg_agent.rh, &exit_sd);
+    if (w & NCG_XO_EXIT_NOW)
+        ncg_action_exit();
+    if (!(w & NCG_XO_CLEAN_DONE))
+        return 0;
+    for (int i = 0; i < ncg_agent.nlink; i++) {
+        struct ncg_link *l = &ncg_agent.link[i];
+        if (l->up_ns)
+            ncg_debug(1, "side channel to %s: sent %" PRIu64 " B, received %" PRIu64 " B in %.2f s",
+                      l->name, l->ntx + l->io.ntx, l->nrx + l->io.nrx,
+                      (double)(now - l->up_ns) / 1e9);
+    }
+    pthread_mutex_lock(&ncg_agent.lk);
+    ncg_agent.exit_done = 1;
+    pthread_cond_broadcast(&ncg_agent.cv);
+    pthread_mutex_unlock(&ncg_agent.lk);
+    return 1;
 }
 
-/* Each loop, after the links' work: a release that never came, an abort's _exit once its
- * verdicts are out (never returns then), a clean exit done (1: the thread ends). */
-int ncg_exit_finish(struct ncg_exit_run *x, int exiting, uint64_t now)
+void ncg_exit_after_verdict(int error, int must_exit, uint64_t comm_id, int li, uint64_t now)
 {
-    if (ncg_agent.release_until_ns && now >= ncg_agent.release_until_ns) {
-        ncg_debug(1, "no exit release from the checker within %g s: exiting",
-                  (double)release_bound_ns() / 1e9);
-        exit_arm(now);
-    }
-    if (ncg_agent.abort_at_ns) {
-        int pending = 0; /* the verdict passed on to our checker's and relay's clients first */
-        if (ncg_root_up())
-            pending += ncg_rhost_pending_tx(ncg_agent.root) + ncg_rhost_open_conns(ncg_agent.root);
-        if (ncg_rh_up())
-            pending += ncg_rhost_pending_tx(ncg_agent.rh) + ncg_rhost_open_conns(ncg_agent.rh);
-        /* Our own link to our own listener stays open: exit once only it is left. A tree's
-         * root first says it leaves, with its counts, down the tree (late members got the
-         * verdict until then), and waits a moment for that to be read. */
-        /* (the root waits two intervals at least: the processes of a node whose relay died
-         * meanwhile come to it directly, and get the verdict there) */
-        int grace = ncg_root_up() && !ncg_agent.root_flat &&
-                    now + 1000000000ull < ncg_agent.abort_at_ns + 2 * x->interval;
-        /* (and neither leaves nor exits while it holds others' exit releases) */
-        int held = x->hold || ncg_agent.sd_deferred;
-        if (!held && (now >= ncg_agent.abort_at_ns || (pending <= 1 && !grace)) && ncg_root_up() &&
-            !x->root_left_ns) {
-            ncg_rhost_leave(ncg_agent.root, &exit_sd);
-            x->root_left_ns = now;
-        } else if (!held && (now >= ncg_agent.abort_at_ns + 300000000ull || pending <= 1)) {
-            ncg_action_exit();
-        }
-    }
-    if (exiting && !__atomic_load_n(&ncg_agent.aborting, __ATOMIC_ACQUIRE) &&
-        !ncg_agent.sd_deferred && !x->hold &&
-        (now >= x->deadline_ns || (x->sent && !tx_pending() && !ncg_rh_up()))) {
-        for (int i = 0; i < ncg_agent.nlink; i++) {
-            struct ncg_link *l = &ncg_agent.link[i];
-            if (l->up_ns)
-                ncg_debug(
-                    1, "side channel to %s: sent %" PRIu64 " B, received %" PRIu64 " B in %.2f s",
-                    l->name, l->ntx + l->io.ntx, l->nrx + l->io.nrx,
-                    (double)(now - l->up_ns) / 1e9);
-        }
-        pthread_mutex_lock(&ncg_agent.lk);
-        ncg_agent.exit_done = 1;
-        pthread_cond_broadcast(&ncg_agent.cv);
-        pthread_mutex_unlock(&ncg_agent.lk);
-        return 1;
-    }
-    return 0;
+    struct ncg_exit_verdict v = {error, must_exit, li, link_up(li), comm_id};
+    struct ncg_exit_obs o = obs_hosts();
+    struct ncg_exit_out out = ncg_exit_sm_verdict(&ncg_agent.exit, &v, &o, now);
+    run(&out, now);
 }
 
+void ncg_exit_verdict_while_ending(uint64_t comm_id, int li)
+{
+    struct ncg_exit_out out = ncg_exit_sm_verdict_ending(&ncg_agent.exit, comm_id, li, link_up(li));
+    run(&out, 0);
+}
+
+void ncg_exit_release_got(uint64_t comm_id, int li, uint64_t now)
+{
+    struct ncg_exit_obs o = obs_hosts();
+    ncg_exit_sm_release(&ncg_agent.exit, comm_id, li, &o, now);
+}
+
+int ncg_exit_awaiting_release(void)
+{
+    return ncg_agent.exit.abort == NCG_XA_WAITING;
+}
+
+void ncg_exit_tick(int exiting, uint64_t now)
+{
+    struct ncg_exit_sm *m = &ncg_agent.exit;
+    struct ncg_exit_obs o = obs_hosts();
+    o.exiting = exiting;
+    o.hosted_waiting = hosted_waiting();
+    o.last_report_ns = ncg_agent.last_report_ns;
+    if (exiting && m->clean <= NCG_XC_LINKS) {
+        for (int i = 0; i < ncg_agent.nlink; i++)
+            o.connecting += ncg_agent.link[i].state == NCG_LINK_CONNECTING ||
+                            ncg_agent.link[i].state == NCG_LINK_HELLO;
+        o.unreg_link = o.connecting ? link_unregistered() : -1;
+    }
+    if (ncg_exit_sm_stay_view_due(m, &o, now)) {
+        struct ncg_host_stay st;
+        o.stay_ok = ncg_rhost_stay(ncg_agent.root, (uint32_t)getpid(), now, &st) == 0;
+        o.stay = (struct ncg_exit_stay_view){st.procs, st.unreg, st.unknown, st.self_pending,
+                                             st.newest_ns};
+    }
+    struct ncg_exit_out out = ncg_exit_sm_tick(m, &o, now);
+    publish();
+    run(&out, now);
+}
+
+int ncg_exit_finish(int exiting, uint64_t now)
+{
+    struct ncg_exit_sm *m = &ncg_agent.exit;
+    struct ncg_exit_obs o = obs_hosts();
+    o.exiting = exiting;
+    if (ncg_exit_sm_ending(m))
+        o.pending = host_pending();
+    if (exiting)
+        o.tx_pending = tx_pending();
+    struct ncg_exit_out out = ncg_exit_sm_finish(m, &o, now);
+    return run(&out, now);
+}
+
+/* The application exits (atexit, its thread): the checker thread's clean exit runs meanwhile;
+ * this waits for it, for as long as the published flags say. */
 void ncg_exit_at_exit(void)
 {
     pthread_mutex_lock(&ncg_agent.lk);
@@ -517,8 +356,8 @@ void ncg_exit_at_exit(void)
                 /* an abort verdict is under way: its _exit comes within ~1 s of its release,
                  * itself bounded by exit_wait + 2 s, then by the releases this process holds
                  * for others (the same again); a link that must register this process has
-                 * EXIT_REGISTER_NS (the thread's own deadline) */
-                ts.tv_sec += 5 + 2 * (time_t)(release_bound_ns() / 1000000000ull);
+                 * register_wait (the machine's own deadline) */
+                ts.tv_sec += 5 + 2 * (time_t)(ncg_params.exit.release_bound / 1000000000ull);
                 extended = 1;
             }
     }

@@ -429,7 +429,7 @@ static struct ncg_link_ev ev_lost(int type, uint64_t now)
     return (struct ncg_link_ev){.type = type,
                                 .now = now,
                                 .exiting = (uint8_t)ncg_exiting(),
-                                .releasing = ncg_agent.release_until_ns != 0};
+                                .releasing = ncg_exit_awaiting_release()};
 }
 
 /* A SHUTDOWN's counts: a comm's first entry is the leaving process's own count and comm rank
@@ -578,7 +578,7 @@ void ncg_links_clock(int exiting, uint64_t now)
         struct ncg_link_ev ev = {.type = NCG_LEV_CLOCK,
                                  .now = now,
                                  .exiting = (uint8_t)exiting,
-                                 .releasing = ncg_agent.release_until_ns != 0};
+                                 .releasing = ncg_exit_awaiting_release()};
         ncg_link_drive(i, ev, NULL);
     }
 }

@@ -70,7 +70,7 @@ void ncg_link_lost_as(int li, const char *why, int rootlost, uint64_t now)
     struct ncg_link_ev ev = {.type = NCG_LEV_CLOSED,
                              .now = now,
                              .exiting = (uint8_t)ncg_exiting(),
-                             .releasing = ncg_agent.release_until_ns != 0,
+                             .releasing = ncg_exit_awaiting_release(),
                              .why = rootlost ? NCG_WHY_ROOT_LOST : NCG_WHY_CLOSED};
     ncg_link_drive(li, ev, why);
 }

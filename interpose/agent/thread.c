@@ -27,7 +27,6 @@ static void *thread_main(void *arg)
     static struct pollfd pf[MAXFD];
     static int map[MAXFD];
     uint64_t interval = ncg_params.interval_ns, hb = ncg_params.heartbeat_ns;
-    struct ncg_exit_run xr = {.interval = interval};
     uint64_t last_loop = 0;
     for (;;) {
         uint64_t now = ncg_now_ns();
@@ -35,7 +34,7 @@ static void *thread_main(void *arg)
             ncg_links_resumed(now); /* we were suspended, not the checker: restart its clock */
         last_loop = now;
         int exiting = ncg_exiting();
-        ncg_exit_tick(&xr, exiting, now); /* goodbyes, a deferred SHUTDOWN, a relay leaving */
+        ncg_exit_tick(exiting, now); /* goodbyes, a deferred SHUTDOWN, a relay leaving */
         ncg_resolve_links(now);
         int announce = ncg_announce_tick(exiting, now); /* a comm just made waits for it */
         if (!exiting)
@@ -53,7 +52,7 @@ static void *thread_main(void *arg)
             ncg_action_tick(); /* a LAG or STUCK warning shown here that is over */
         }
         ncg_links_clock(exiting, now); /* connect timeouts, silent checkers */
-        if (ncg_exit_finish(&xr, exiting, now))
+        if (ncg_exit_finish(exiting, now))
             return NULL; /* a clean exit is done (an abort ends the process there) */
         int n = 0;
         pf[n] = (struct pollfd){ncg_agent.wake[0], POLLIN, 0};
@@ -87,10 +86,7 @@ static void *thread_main(void *arg)
             if (w != UINT64_MAX && w > now && w - now < (uint64_t)timeout * 1000000ull)
                 timeout = (int)((w - now) / 1000000ull) + 1;
         }
-        /* (the host staying for its clients: 10 ms in its first second, when a healthy job's
-         * others leave, then the checker's pace) */
-        if (ncg_agent.abort_at_ns || ncg_agent.release_until_ns ||
-            (exiting && !(xr.stay && now - xr.stay_ns > 1000000000ull)))
+        if (ncg_exit_sm_fast(&ncg_agent.exit, exiting, now)) /* an exit under way */
             timeout = 10;
         int rc = poll(pf, (nfds_t)n, timeout);
         if (rc < 0 && errno != EINTR)
@@ -122,6 +118,7 @@ int ncg_start_thread_locked(void)
     if (ncg_agent.started && ncg_agent.pid == getpid())
         return 0;
     ncg_params = ncg_agent_params_of(&ncg_cfg); /* once: the configuration is read at start-up */
+    ncg_exit_sm_init(&ncg_agent.exit, &ncg_params);
     if (pipe2(ncg_agent.wake, O_CLOEXEC | O_NONBLOCK) != 0)
         return -errno;
     sigset_t all, old;

@@ -178,3 +178,8 @@ $(CHK_OUT)/link_sm_test: tests/checker/link_sm_test.c tests/checker/check.h $(ca
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/link_sm_test.c $(call ncg_link,machine)
 TEST_BINS += $(CHK_OUT)/link_sm_test
+# The exit's state machine alone (interpose/machine/exit_sm.c): every phase and the overlaps.
+$(CHK_OUT)/exit_sm_test: tests/checker/exit_sm_test.c tests/checker/check.h $(call ncg_a,machine)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/exit_sm_test.c $(call ncg_link,machine)
+TEST_BINS += $(CHK_OUT)/exit_sm_test

@@ -1,7 +1,7 @@
 # Pure parts: wire codec (incl. every truncation and corrupted frames), compact rank lists,
 # figure runs (figruns_test), call grouping, diagnostic/report rendering, coordinator state
 # machine, the wait-for graph (DEADLOCK), the straggler decision (SLOW), the relay tree
-# (relay_unit); wire decoder fuzzing.
+# (relay_unit), the exit's state machine (exit_sm_test); wire decoder fuzzing.
 set -u
 B=$NCG_BUILD/tests/checker
 [ -x "$B/unit" ] && [ -x "$B/fuzz_wire" ] || { echo "unit tests not built"; exit 77; }
@@ -17,6 +17,8 @@ B=$NCG_BUILD/tests/checker
 "$B/local_test" || exit 1
 [ -x "$B/link_sm_test" ] || { echo "link_sm_test not built"; exit 1; }
 "$B/link_sm_test" || exit 1
+[ -x "$B/exit_sm_test" ] || { echo "exit_sm_test not built"; exit 1; }
+"$B/exit_sm_test" || exit 1
 [ -x "$B/relay_unit" ] || { echo "relay_unit not built"; exit 1; }
 "$B/relay_unit" || exit 1
 "$B/fuzz_wire" 100000 || exit 1
