@@ -198,8 +198,6 @@ void ncg_resolve_links(uint64_t now); /* takes lk */
 void ncg_link_io(int li, short rev, uint64_t now);
 
 /* apply.c */
-/* A record's call site for a diagnostic (symbolizes). */
-void ncg_site_of(const struct ncg_shm_record *rec, char *buf, size_t n);
 /* Applies a verdict (li: the link it came on, -1: decided here); takes lk; may capture stacks
  * (~300 ms) and end the process. */
 void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now);
