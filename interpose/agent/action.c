@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <ck_pr.h>
 #include "action.h"
+#include "agent_int.h"
 #include "comm.h"
 #include "config.h"
 #include "lasterror.h"
@@ -89,6 +90,30 @@ void ncg_action_tick(void)
     }
 }
 
+/* A SLOW warning: its figures into the segment slot of every comm rank of v's communicator held
+ * here (`ncclguard status` and `watch` read them, ncclguard/shm.h); its episode's end: side
+ * NCG_SLOW_NONE there, nobody named. Caller holds ncg_agent.lk. */
+static void slow_mark(const struct ncg_verdict *v)
+{
+    struct ncg_vslow f;
+    if (ncg_diag_slow_figs(v, &f) != 0)
+        return;
+    uint64_t now = ncg_now_ns(), ago = (uint64_t)(f.since_s * 1e9);
+    struct ncg_shm_slow w = {.since_ns = now > ago ? now - ago : 1,
+                             .rank = f.rank,
+                             .grank = f.global_rank,
+                             .pid = f.pid,
+                             .share_bp = (uint16_t)(f.share >= 1 ? 10000 : f.share * 10000 + 0.5),
+                             .side = f.ended    ? NCG_SLOW_NONE
+                                     : f.device ? NCG_SLOW_DEVICE
+                                                : NCG_SLOW_HOST};
+    for (size_t i = 0; i < ncg_agent.nlc; i++) {
+        struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (lc->id == v->comm_id && !lc->removed && lc->shm)
+            ncg_shm_comm_slow_set(lc->shm, &w);
+    }
+}
+
 /* One write(2) of a rendered block with the report's words where they go, cut as the
  * diagnostic always was (16 KiB, still ending with a newline), and the line on why the report
  * is not where NCCLGUARD_REPORT_DIR says. */
@@ -124,9 +149,16 @@ void ncg_action_show(const struct ncg_vblock *b, const char *path)
 
 /* NCCLGUARD_ACTION=fail: each comm failed (its calls return ncclRemoteError, with the line
  * ncclGetLastError gives) and revoked where the library can. */
-static void fail_comms(const struct ncg_verdict *v, const char *path, struct ncg_comm **comms,
-                       int n)
+static void fail_comms(const struct ncg_verdict *v, const char *path)
 {
+    struct ncg_comm *comms[NCG_SHM_MAX_COMMS + 8];
+    int n = 0;
+    for (size_t i = 0; i < ncg_agent.nlc; i++) {
+        struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (lc->id == v->comm_id && !lc->removed && lc->c &&
+            n < (int)(sizeof comms / sizeof *comms))
+            comms[n++] = lc->c;
+    }
     char sum[512], line[640];
     ncg_verdict_summary(v, sum, sizeof sum);
     snprintf(line, sizeof line,
@@ -150,13 +182,18 @@ static void fail_comms(const struct ncg_verdict *v, const char *path, struct ncg
 }
 
 int ncg_action_apply(const struct ncg_verdict *v, const struct ncg_vdecision *d,
-                     const struct ncg_vtexts *t, const char *path, const char *note,
-                     struct ncg_comm **comms, int n)
+                     const struct ncg_vtexts *t, const char *path, const char *note)
 {
+    if (v->kind == NCG_V_SLOW)
+        slow_mark(v);
+    if (!d->shown) { /* a SLOW episode's end: the status only, nothing printed */
+        ncg_action_slow_over(v);
+        return 0;
+    }
     segment_mark(v, path);
     show(&t->block[0], path, note);
     if (d->fail)
-        fail_comms(v, path, comms, n);
+        fail_comms(v, path);
     return d->must_exit;
 }
 

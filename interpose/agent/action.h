@@ -9,16 +9,14 @@
 #include "verdict.h"
 #include "verdict_sm.h"
 
-struct ncg_comm;
-
-/* Acts on v as decided (d): the segment shows it, the first block of t is printed with the
- * report's words (path: the report written, "" none; note: why it is not where configured, ""),
- * and for the fail action comms[0..n) are failed. Returns d->must_exit (1: the process must now
- * end: the caller flushes what it must, then calls ncg_action_exit). Checker thread; allocates;
- * comms[] must stay valid during the call. */
+/* Acts on v as decided (d): the segment shows it (a SLOW's figures in its comm's slots; a SLOW
+ * episode's end, d->shown 0: that alone), the first block of t is printed with the report's
+ * words (path: the report written, "" none; note: why it is not where configured, ""), and for
+ * the fail action the live comms of v's communicator held here are failed. Returns
+ * d->must_exit (1: the process must now end: the caller flushes what it must, then calls
+ * ncg_action_exit). Checker thread, holding ncg_agent.lk; allocates. */
 int ncg_action_apply(const struct ncg_verdict *v, const struct ncg_vdecision *d,
-                     const struct ncg_vtexts *t, const char *path, const char *note,
-                     struct ncg_comm **comms, int n);
+                     const struct ncg_vtexts *t, const char *path, const char *note);
 
 /* Prints one more block (another comm rank this process holds), with the report's words (path,
  * as given to ncg_action_apply). Checker thread; allocates. */

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -27,6 +28,7 @@
 #include "symbol.h"
 #include "verdict.h"
 #include "verdict_sm.h"
+#include "vshow.h"
 #include "wire.h"
 
 /* The thread to show for an error verdict: the issuer of this rank's latest call on the comm
@@ -232,11 +234,9 @@ static void held_stack(const struct ncg_verdict *v, struct ncg_vfacts *f, int k)
 {
     struct ncg_vheld *h = &f->held[k];
     uint64_t pcs[NCG_STACK_MAX];
-    const char *fp[NCG_VERDICT_STACK_SHOW];
-    struct ncg_diag_ctx x;
     char on[8];
-    ncg_verdict_ctx(f, NULL, k, fp, &x);
-    int srcline = ncg_diag_full_for(v, &x, h->rank, on, sizeof on);
+    int srcline =
+        ncg_full_block(v, f->diag_mode, f->hosts_checker, f->alone, h->rank, on, sizeof on);
     int n = ncg_stack_capture(h->tid, pcs, NCG_VERDICT_STACK_SHOW);
     h->nstack = n > 0 ? n : 0;
     h->stack_why = n < 0 ? ncg_stack_strerror(n) : "no frames"; /* said in the block */
@@ -245,37 +245,12 @@ static void held_stack(const struct ncg_verdict *v, struct ncg_vfacts *f, int k)
     h->has_py = ncg_py_capture(h->tid, &h->py) == 0;
 }
 
-/* A SLOW warning: its figures into the segment slot of every comm rank of v's communicator held
- * here (`ncclguard status` and `watch` read them, ncclguard/shm.h); its episode's end: side
- * NCG_SLOW_NONE there, nobody named. Caller holds ncg_agent.lk. */
-static void slow_mark(const struct ncg_verdict *v)
-{
-    struct ncg_vslow f;
-    if (ncg_diag_slow_figs(v, &f) != 0)
-        return;
-    uint64_t now = ncg_now_ns(), ago = (uint64_t)(f.since_s * 1e9);
-    struct ncg_shm_slow w = {.since_ns = now > ago ? now - ago : 1,
-                             .rank = f.rank,
-                             .grank = f.global_rank,
-                             .pid = f.pid,
-                             .share_bp = (uint16_t)(f.share >= 1 ? 10000 : f.share * 10000 + 0.5),
-                             .side = f.ended    ? NCG_SLOW_NONE
-                                     : f.device ? NCG_SLOW_DEVICE
-                                                : NCG_SLOW_HOST};
-    for (size_t i = 0; i < ncg_agent.nlc; i++) {
-        struct ncg_lcomm *lc = &ncg_agent.lc[i];
-        if (lc->id == v->comm_id && !lc->removed && lc->shm)
-            ncg_shm_comm_slow_set(lc->shm, &w);
-    }
-}
-
 /* The comm ranks of v's communicator held here into f (live comms first: a rank that destroyed
  * the comm here is shown only when none is left), their facts, and the notes' sites. Caller
  * holds ncg_agent.lk. */
 static void held_ranks(struct ncg_verdict *v, struct ncg_vfacts *f)
 {
     int stack = ncg_cfg.stacks && ncg_verdict_shows_stack(v, f->action);
-    f->nh = f->nr = 0;
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < ncg_agent.nlc; i++) {
             struct ncg_lcomm *lc = &ncg_agent.lc[i];
@@ -295,8 +270,8 @@ static void held_ranks(struct ncg_verdict *v, struct ncg_vfacts *f)
 }
 
 /* (a) Everything this process knows of v into f, the segment read once under ncg_agent.lk, then
- * the stacks. 0 when v is a SLOW episode's end (nothing to show: its status alone). */
-static int verdict_facts(struct ncg_verdict *v, int li, struct ncg_vfacts *f)
+ * the stacks (a SLOW episode's end: nothing, only its status changes). */
+static void verdict_facts(struct ncg_verdict *v, int li, struct ncg_vfacts *f)
 {
     f->action = (int)ncg_cfg.action;
     f->diag_mode = ncg_cfg.diag;
@@ -317,17 +292,15 @@ static int verdict_facts(struct ncg_verdict *v, int li, struct ncg_vfacts *f)
      * not exit 0 first (ncg_exit_at_exit waits). */
     if (v->severity == NCG_SEV_ERROR && f->action == NCG_ACTION_ABORT && !f->finished)
         __atomic_store_n(&ncg_agent.aborting, 1, __ATOMIC_RELEASE);
+    f->nh = f->nr = 0;
+    if (!ncg_v_counted(v))
+        return;
     pthread_mutex_lock(&ncg_agent.lk);
-    if (v->kind == NCG_V_SLOW)
-        slow_mark(v);
-    int counted = ncg_v_counted(v);
-    if (counted)
-        held_ranks(v, f);
+    held_ranks(v, f);
     pthread_mutex_unlock(&ncg_agent.lk);
-    for (int k = 0; counted && k < f->nh; k++)
+    for (int k = 0; k < f->nh; k++)
         if (f->held[k].tid)
             held_stack(v, f, k);
-    return counted;
 }
 
 /* Applies a verdict: every comm rank of v's communicator held here prints its diagnostic (the
@@ -339,35 +312,31 @@ void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
 {
     static struct ncg_vfacts f; /* checker thread only */
     static char path[4096], note[2048];
-    struct ncg_comm *fail[NCG_SHM_MAX_COMMS + 8];
-    struct ncg_vtexts t;
+    struct ncg_vtexts t = {0};
     struct timeval tv;
-    int nf = 0;
-    if (!verdict_facts(v, li, &f)) { /* (a) */
-        ncg_action_slow_over(v);
-        return;
-    }
-    struct ncg_vdecision d = ncg_verdict_decide(v->severity, f.action, f.finished); /* (b) */
+    verdict_facts(v, li, &f);                                             /* (a) */
+    struct ncg_vdecision d = ncg_verdict_decide(v, f.action, f.finished); /* (b) */
     gettimeofday(&tv, NULL); /* the report's time: it is written now */
     f.time_sec = (long)tv.tv_sec;
     f.time_usec = (long)tv.tv_usec;
-    ncg_verdict_render(v, &f, &d, &t);
-    if (ncg_reportdir_write(t.json, t.json_len, f.host, f.pid, path, sizeof path, note, /* (c) */
-                            sizeof note) != 0)
-        path[0] = 0;
-    /* (d) The comms to fail, taken under the lock they are used under: the capture let
-     * application threads run (one may have destroyed or aborted a comm meanwhile). */
-    pthread_mutex_lock(&ncg_agent.lk);
-    for (size_t i = 0; i < ncg_agent.nlc; i++) {
-        struct ncg_lcomm *lc = &ncg_agent.lc[i];
-        if (lc->id == v->comm_id && !lc->removed && lc->c && nf < (int)(sizeof fail / sizeof *fail))
-            fail[nf++] = lc->c;
+    path[0] = note[0] = 0;
+    if (d.shown) {
+        ncg_verdict_render(v, &f, &d, &t);
+        /* (c) */
+        if (ncg_reportdir_write(t.json, t.json_len, f.host, f.pid, path, sizeof path, note,
+                                sizeof note) != 0)
+            path[0] = 0;
     }
-    int must_exit = ncg_action_apply(v, &d, &t, path, note, fail, nf);
+    /* (d) Under the lock the comms are used under: the capture let application threads run (one
+     * may have destroyed or aborted a comm meanwhile). */
+    pthread_mutex_lock(&ncg_agent.lk);
+    int must_exit = ncg_action_apply(v, &d, &t, path, note);
     pthread_mutex_unlock(&ncg_agent.lk);
     for (int k = 1; k < t.nblock; k++) /* the other comm ranks held here: their own lines */
         ncg_action_show(&t.block[k], path);
-    ncg_verdict_texts_free(&t);
+    free(t.mem);
+    if (!d.shown)
+        return;
     if (v->kind == NCG_V_LAG && v->severity == NCG_SEV_WARN && f.nh)
         ncg_dump_on_warning(v->comm_id); /* NCCLGUARD_DUMP_ON_WARN=1 */
     ncg_exit_after_verdict(v->severity == NCG_SEV_ERROR, must_exit, v->comm_id, li, now);

@@ -6,10 +6,10 @@
 #include "config.h"
 #include "verdict_sm.h"
 
-struct ncg_vdecision ncg_verdict_decide(int severity, int action, int finished)
+struct ncg_vdecision ncg_verdict_decide(const struct ncg_verdict *v, int action, int finished)
 {
-    struct ncg_vdecision d = {.exit_status = -1};
-    if (severity == NCG_SEV_WARN) {
+    struct ncg_vdecision d = {.shown = ncg_v_counted(v), .exit_status = -1};
+    if (v->severity == NCG_SEV_WARN) {
         d.action = "none (warning)";
         d.report_action = "none";
     } else if (finished) { /* nothing left to end or fail here */
@@ -29,17 +29,6 @@ struct ncg_vdecision ncg_verdict_decide(int severity, int action, int finished)
         d.must_exit = 1;
     }
     return d;
-}
-
-int ncg_verdict_shows_stack(const struct ncg_verdict *v, int action)
-{
-    if (v->severity != NCG_SEV_ERROR)
-        return 0;
-    if (v->kind == NCG_V_LAG) /* a job that lives on is not interrupted for a LAG */
-        return action == NCG_ACTION_ABORT;
-    return v->kind == NCG_V_MISMATCH || v->kind == NCG_V_P2P_MISMATCH ||
-           v->kind == NCG_V_RANK_DIED || v->kind == NCG_V_RANK_EXITED || v->kind == NCG_V_STUCK ||
-           v->kind == NCG_V_DEADLOCK || v->kind == NCG_V_CHECKER_LOST;
 }
 
 /* The context every block shares: who this process is, what it does, how it prints. */
@@ -92,15 +81,15 @@ void ncg_verdict_ctx(const struct ncg_vfacts *f, const struct ncg_vdecision *d, 
 
 int ncg_verdict_first(const struct ncg_verdict *v, const struct ncg_vfacts *f)
 {
-    struct ncg_diag_ctx x;
     int best = 0, best_score = -1;
-    ctx_base(f, NULL, &x);
     for (int k = 0; k < f->nh; k++) {
         char on[8];
         int r = f->held[k].rank;
-        int score = ncg_diag_in_subject(v, r) ? 2
-                                              : f->diag_mode != NCG_DIAG_FULL &&
-                                                    ncg_diag_full_for(v, &x, r, on, sizeof on);
+        int score =
+            ncg_diag_in_subject(v, r)
+                ? 2
+                : f->diag_mode != NCG_DIAG_FULL &&
+                      ncg_full_block(v, f->diag_mode, f->hosts_checker, f->alone, r, on, sizeof on);
         if (score > best_score) {
             best = k;
             best_score = score;
@@ -109,56 +98,45 @@ int ncg_verdict_first(const struct ncg_verdict *v, const struct ncg_vfacts *f)
     return best;
 }
 
-/* The block of held rank k (-1: none held) into b, whole (the printer cuts it). */
-static int render_block(const struct ncg_verdict *v, const struct ncg_vfacts *f,
-                        const struct ncg_vdecision *d, int k, struct ncg_vblock *b)
-{
-    const char *fp[NCG_VERDICT_STACK_SHOW];
-    struct ncg_diag_ctx x;
-    ncg_verdict_ctx(f, d, k, fp, &x);
-    size_t need = ncg_diag_render_split(v, &x, NULL, 0, &b->split) + 1;
-    b->text = malloc(need);
-    if (!b->text)
-        return -ENOMEM;
-    b->len = ncg_diag_render_split(v, &x, b->text, need, &b->split);
-    return 0;
-}
-
 int ncg_verdict_render(const struct ncg_verdict *v, const struct ncg_vfacts *f,
                        const struct ncg_vdecision *d, struct ncg_vtexts *t)
 {
-    int order[NCG_VERDICT_HELD_MAX], rc = 0;
+    const char *fp[NCG_VERDICT_HELD_MAX][NCG_VERDICT_STACK_SHOW];
+    struct ncg_diag_ctx x[NCG_VERDICT_HELD_MAX];
+    int order[NCG_VERDICT_HELD_MAX];
     int n = f->nh < NCG_VERDICT_HELD_MAX ? f->nh : NCG_VERDICT_HELD_MAX;
-    for (int k = 0; k < n; k++)
+    memset(t, 0, sizeof *t);
+    t->nblock = n ? n : 1;
+    for (int k = 0; k < t->nblock; k++) {
         order[k] = k;
+        ncg_verdict_ctx(f, d, n ? k : -1, fp[k], &x[k]);
+    }
     if (n) { /* the first shown leads; the others keep their places */
         int first = ncg_verdict_first(v, f);
         order[first] = 0;
         order[0] = first;
     }
-    memset(t, 0, sizeof *t);
-    /* The report: the first shown rank's, with the short action word. */
-    const char *fp[NCG_VERDICT_STACK_SHOW];
-    struct ncg_diag_ctx x;
-    ncg_verdict_ctx(f, d, n ? order[0] : -1, fp, &x);
-    x.action = d->report_action;
-    size_t need = ncg_diag_json(v, &x, NULL, 0) + 1;
-    t->json = malloc(need);
-    if (t->json)
-        t->json_len = ncg_diag_json(v, &x, t->json, need);
-    else
-        rc = -ENOMEM;
-    t->nblock = n ? n : 1;
-    for (int i = 0; i < t->nblock; i++)
-        if (render_block(v, f, d, n ? order[i] : -1, &t->block[i]) != 0)
-            rc = -ENOMEM;
-    return rc;
-}
-
-void ncg_verdict_texts_free(struct ncg_vtexts *t)
-{
-    free(t->json);
-    for (int i = 0; i < t->nblock; i++)
-        free(t->block[i].text);
-    memset(t, 0, sizeof *t);
+    /* The report (the first shown rank's, with the short action word) and the blocks, whole
+     * (the printer cuts them), in one allocation. */
+    struct ncg_diag_ctx jx = x[order[0]];
+    jx.action = d->report_action;
+    size_t jneed = ncg_diag_json(v, &jx, NULL, 0) + 1, total = jneed;
+    size_t bneed[NCG_VERDICT_HELD_MAX];
+    for (int i = 0; i < t->nblock; i++) {
+        bneed[i] = ncg_diag_render_split(v, &x[order[i]], NULL, 0, &t->block[i].split) + 1;
+        total += bneed[i];
+    }
+    char *m = t->mem = malloc(total);
+    if (!m)
+        return -ENOMEM;
+    t->json = m;
+    t->json_len = ncg_diag_json(v, &jx, m, jneed);
+    m += jneed;
+    for (int i = 0; i < t->nblock; i++) {
+        struct ncg_vblock *b = &t->block[i];
+        b->text = m;
+        b->len = ncg_diag_render_split(v, &x[order[i]], m, bneed[i], &b->split);
+        m += bneed[i];
+    }
+    return 0;
 }

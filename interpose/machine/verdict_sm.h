@@ -4,7 +4,8 @@
  * (b) what to do (ncg_verdict_decide) and the texts (ncg_verdict_render): the report's JSON and
  *     the printed block of each comm rank held here, the one shown first leading;
  * (c) the report written and (d) the action (print, segment, comms failed): agent I/O.
- * No I/O, clock or configuration here: the facts carry what the agent read. */
+ * No I/O, clock or configuration here: the facts carry what the agent read. What the facts are
+ * gathered by (whose stack, with file:line or not) is judge/vshow.h's. */
 #ifndef NCG_MACHINE_VERDICT_SM_H
 #define NCG_MACHINE_VERDICT_SM_H
 
@@ -53,6 +54,7 @@ struct ncg_vfacts {
 
 /* What this process does with a verdict. */
 struct ncg_vdecision {
+    int shown;                 /* 0: a SLOW episode's end: no text, the segment's status alone */
     int must_exit;             /* abort: the process ends (the exit sequence, exit.c) */
     int fail;                  /* fail the verdict's communicators here (NCCLGUARD_ACTION=fail) */
     int exit_status;           /* NCG_EXIT_VERDICT when it ends, else -1 */
@@ -60,14 +62,10 @@ struct ncg_vdecision {
     const char *report_action; /* the report's word: "abort", "warn", "fail" or "none" */
 };
 
-/* What to do from the verdict's severity (enum ncg_severity), the configured action (enum
- * ncg_action) and whether the application had finished (then nothing is ended or failed: its
- * exit status is kept). Pure; no allocation. */
-struct ncg_vdecision ncg_verdict_decide(int severity, int action, int finished);
-
-/* Whether a verdict shows the stuck thread's stack under the configured action: the certain
- * ones, and a LAG that became an error when the process ends anyway (abort). Pure. */
-int ncg_verdict_shows_stack(const struct ncg_verdict *v, int action);
+/* What to do with v from its severity, the configured action (enum ncg_action) and whether the
+ * application had finished (then nothing is ended or failed: its exit status is kept). Pure; no
+ * allocation. */
+struct ncg_vdecision ncg_verdict_decide(const struct ncg_verdict *v, int action, int finished);
 
 /* The held rank shown first (with the report): one the verdict is about, else one that prints
  * the full block, else the first. Pure; allocates temporaries. */
@@ -88,6 +86,7 @@ struct ncg_vblock {
 /* The texts of a verdict in this process: the report and a block per held rank, in the order
  * they are printed (the first with the report's note). */
 struct ncg_vtexts {
+    char *mem;  /* the one allocation holding them all: free(mem) frees them */
     char *json; /* NULL: no memory */
     size_t json_len;
     struct ncg_vblock block[NCG_VERDICT_HELD_MAX];
@@ -95,9 +94,8 @@ struct ncg_vtexts {
 };
 
 /* Renders v for this process (f: its facts, d: what it does) into t. Pure; allocates the texts
- * (ncg_verdict_texts_free frees them); 0, or -ENOMEM when one is missing. */
+ * at t->mem (the caller frees it); 0, or -ENOMEM (then no text: json and every block NULL). */
 int ncg_verdict_render(const struct ncg_verdict *v, const struct ncg_vfacts *f,
                        const struct ncg_vdecision *d, struct ncg_vtexts *t);
-void ncg_verdict_texts_free(struct ncg_vtexts *t);
 
 #endif

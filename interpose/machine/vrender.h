@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "pyframes.h"
 #include "verdict.h"
+#include "vshow.h"
 
 /* What this rank adds to the coordinator's verdict. */
 struct ncg_diag_ctx {
@@ -46,35 +47,10 @@ struct ncg_diag_ctx {
     long time_sec, time_usec; /* the report's wall-clock time (when it is written) */
 };
 
-/* Whether comm rank `rank` prints the full block under NCCLGUARD_DIAG=auto: the ranks the
- * verdict is about (v->subject: the minority of a MISMATCH, the pair of a P2P MISMATCH, the
- * lagging ones) and the lowest other member; every rank when the subject is not a rank list.
- * Writes those ranks, compact, into on. Pure; allocates a temporary array; same answer on
- * every member (it reads only the verdict). */
-int ncg_diag_full_here(const struct ncg_verdict *v, int32_t rank, char *on, size_t cap);
-
-/* A warning names at most this many ranks whose processes print its full block; past it (a STUCK
- * of every rank, a LAG of thousands) only the lowest one it names does. */
-#define NCG_DIAG_WARN_NAMED 8
-
-/* Whether comm rank `rank` of this process (x: its mode and whether it hosts the checker) prints
- * the full block, under every NCCLGUARD_DIAG mode and severity: an error verdict as
- * ncg_diag_full_here says under auto and quiet; a warning on the ranks it names (at most
- * NCG_DIAG_WARN_NAMED, else the lowest) and in the checker's process, the others printing its
- * headline alone (auto) or nothing (quiet). Writes into on (cap bytes) the comm ranks that print
- * it ("" under full and short). Pure; allocates a temporary array; the same answer on every
- * member but for the checker's process. */
+/* ncg_full_block (judge/vshow.h) for comm rank `rank` of this process, x giving its mode and
+ * flags. Pure; allocates a temporary array. */
 int ncg_diag_full_for(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, int32_t rank,
                       char *on, size_t cap);
-
-/* 1 when comm rank `rank` is one the verdict is about (in v->subject's rank list). Pure;
- * allocates a temporary array. */
-int ncg_diag_in_subject(const struct ncg_verdict *v, int32_t rank);
-
-/* SLOW's figures (a straggler) as the report, the segment slot and the dump show them: v->slow
- * (ncg_v_slow's data, not its words), the global rank from v->members when the figures lack it.
- * 0, or -EINVAL when v is not a SLOW. Pure; no allocation. */
-int ncg_diag_slow_figs(const struct ncg_verdict *v, struct ncg_vslow *f);
 
 /* Renders the diagnostic into buf (NUL-terminated, truncated to cap). Pure; returns length. */
 size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,

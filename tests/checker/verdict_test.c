@@ -10,6 +10,7 @@
 #include "check.h"
 #include "config.h"
 #include "verdict_sm.h"
+#include "vshow.h"
 
 NCG_CHECK_PROGRAM("verdict_test");
 
@@ -97,15 +98,15 @@ static void test_decide(void)
         for (int a = 0; a < 3; a++)
             for (int fin = 0; fin < 2; fin++) {
                 int err = sev == 1, act = acts[a];
-                struct ncg_vdecision d =
-                    ncg_verdict_decide(err ? NCG_SEV_ERROR : NCG_SEV_WARN, act, fin);
+                v->severity = err ? NCG_SEV_ERROR : NCG_SEV_WARN;
+                struct ncg_vdecision d = ncg_verdict_decide(v, act, fin);
                 int ends = err && act == NCG_ACTION_ABORT && !fin;
                 int fails = err && act == NCG_ACTION_FAIL && !fin;
                 const char *word = !err || fin               ? "none"
                                    : act == NCG_ACTION_ABORT ? "abort"
                                    : act == NCG_ACTION_WARN  ? "warn"
                                                              : "fail";
-                CHECKF(d.must_exit == ends && d.fail == fails &&
+                CHECKF(d.shown && d.must_exit == ends && d.fail == fails &&
                            d.exit_status == (ends ? NCG_EXIT_VERDICT : -1) &&
                            !strcmp(d.report_action, word) && d.action[0],
                        "severity %d action %d finished %d: exit %d fail %d status %d '%s'", sev,
@@ -122,7 +123,6 @@ static void test_decide(void)
                             f.alone = alone;
                             f.hosts_checker = host;
                             held(&f, r, "", "");
-                            v->severity = err ? NCG_SEV_ERROR : NCG_SEV_WARN;
                             ncg_verdict_ctx(&f, &d, 0, fp, &x);
                             int full = ncg_diag_full_for(v, &x, r, on, sizeof on);
                             int want = err ? r == 3 || r == 0 || alone : r == 3 || host;
@@ -131,6 +131,16 @@ static void test_decide(void)
                                    alone, host, r, full, on);
                         }
             }
+    /* a SLOW episode's end: nothing shown, nothing done (the segment's status alone) */
+    v->kind = NCG_V_SLOW;
+    v->severity = NCG_SEV_WARN;
+    v->slow.ended = 1;
+    struct ncg_vdecision d = ncg_verdict_decide(v, NCG_ACTION_ABORT, 0);
+    CHECK(!d.shown && !d.must_exit && !d.fail);
+    v->slow.ended = 0;
+    CHECK(ncg_verdict_decide(v, NCG_ACTION_ABORT, 0).shown);
+    v->kind = NCG_V_MISMATCH;
+    v->severity = NCG_SEV_ERROR;
     /* the stuck thread's stack: certain verdicts; a LAG only when the process ends anyway */
     CHECK(ncg_verdict_shows_stack(v, NCG_ACTION_WARN));
     v->kind = NCG_V_LAG;
@@ -163,7 +173,7 @@ static void test_render_two(void)
     snprintf(f.held[1].py.f[0].func, sizeof f.held[1].py.f[0].func, "step");
     f.held[1].py.f[0].line = 12;
     CHECK(ncg_verdict_first(v, &f) == 1);
-    struct ncg_vdecision d = ncg_verdict_decide(NCG_SEV_ERROR, NCG_ACTION_ABORT, 0);
+    struct ncg_vdecision d = ncg_verdict_decide(v, NCG_ACTION_ABORT, 0);
     if (!CHECK(ncg_verdict_render(v, &f, &d, &t) == 0 && t.nblock == 2))
         return;
     const char *b0 = joined(&t.block[0], "/r/rep.json");
@@ -192,10 +202,10 @@ static void test_render_two(void)
                strstr(t.json, "\"call_site\":\"barrier+0x8\"") &&
                strstr(t.json, "\"stack_tid\":42,\"stack\":[\"wait_here+0x10\",\"main+0x99\"]"),
            "report: %s", t.json ? t.json : "(none)");
-    ncg_verdict_texts_free(&t);
+    free(t.mem);
 
     /* an application that had already finished: shown and reported, its exit status kept */
-    d = ncg_verdict_decide(NCG_SEV_ERROR, NCG_ACTION_ABORT, 1);
+    d = ncg_verdict_decide(v, NCG_ACTION_ABORT, 1);
     f.finished = 1;
     CHECK(!d.must_exit);
     if (!CHECK(ncg_verdict_render(v, &f, &d, &t) == 0))
@@ -206,7 +216,7 @@ static void test_render_two(void)
                !strstr(b0, "exit status 86"),
            "finished:\n%s", b0);
     CHECKF(strstr(t.json, "\"action\":\"none\",\"exit_status\":null,"), "report: %s", t.json);
-    ncg_verdict_texts_free(&t);
+    free(t.mem);
     ncg_verdict_free(v);
 }
 
@@ -219,22 +229,22 @@ static void test_render_edges(void)
     struct ncg_verdict *v = mismatch(&f);
     if (!CHECK(v))
         return;
-    struct ncg_vdecision d = ncg_verdict_decide(NCG_SEV_ERROR, NCG_ACTION_WARN, 0);
+    struct ncg_vdecision d = ncg_verdict_decide(v, NCG_ACTION_WARN, 0);
     if (CHECK(ncg_verdict_render(v, &f, &d, &t) == 0 && t.nblock == 1)) {
         CHECK(strstr(t.json, "\"rank\":-1,\"ranks\":[]") != NULL);
         CHECKF(strstr(joined(&t.block[0], "/x.json"),
                       "action: warn (NCCLGUARD_ACTION=warn: the job continues); report: /x.json"),
                "%s", t.block[0].text);
     }
-    ncg_verdict_texts_free(&t);
+    free(t.mem);
     v->severity = NCG_SEV_WARN;
     v->kind = NCG_V_LAG;
     f.diag_mode = NCG_DIAG_QUIET;
     held(&f, 5, "slot 7 AllReduce(...)", "");
-    d = ncg_verdict_decide(NCG_SEV_WARN, NCG_ACTION_ABORT, 0);
+    d = ncg_verdict_decide(v, NCG_ACTION_ABORT, 0);
     if (CHECK(ncg_verdict_render(v, &f, &d, &t) == 0 && t.nblock == 1))
         CHECK(t.block[0].len == 0 && t.block[0].split == NCG_DIAG_NO_SPLIT);
-    ncg_verdict_texts_free(&t);
+    free(t.mem);
     ncg_verdict_free(v);
 }
 
