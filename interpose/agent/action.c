@@ -8,11 +8,11 @@
 #include <unistd.h>
 #include <ck_pr.h>
 #include "action.h"
+#include "agent_int.h"
 #include "comm.h"
 #include "config.h"
 #include "lasterror.h"
 #include "ncclguard/shm.h"
-#include "reportdir.h"
 #include "resolve.h"
 #include "shm.h"
 
@@ -90,15 +90,51 @@ void ncg_action_tick(void)
     }
 }
 
-/* One write(2) of the diagnostic, with why the report is not where NCCLGUARD_REPORT_DIR says. */
-static void show(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, const char *note)
+/* A SLOW warning: its figures into the segment slot of every comm rank of v's communicator held
+ * here (`ncclguard status` and `watch` read them, ncclguard/shm.h); its episode's end: side
+ * NCG_SLOW_NONE there, nobody named. Caller holds ncg_agent.lk. */
+static void slow_mark(const struct ncg_verdict *v)
+{
+    struct ncg_vslow f;
+    if (ncg_diag_slow_figs(v, &f) != 0)
+        return;
+    uint64_t now = ncg_now_ns(), ago = (uint64_t)(f.since_s * 1e9);
+    struct ncg_shm_slow w = {.since_ns = now > ago ? now - ago : 1,
+                             .rank = f.rank,
+                             .grank = f.global_rank,
+                             .pid = f.pid,
+                             .share_bp = (uint16_t)(f.share >= 1 ? 10000 : f.share * 10000 + 0.5),
+                             .side = f.ended    ? NCG_SLOW_NONE
+                                     : f.device ? NCG_SLOW_DEVICE
+                                                : NCG_SLOW_HOST};
+    for (size_t i = 0; i < ncg_agent.nlc; i++) {
+        struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (lc->id == v->comm_id && !lc->removed && lc->shm)
+            ncg_shm_comm_slow_set(lc->shm, &w);
+    }
+}
+
+/* One write(2) of a rendered block with the report's words where they go, cut as the
+ * diagnostic always was (16 KiB, still ending with a newline), and the line on why the report
+ * is not where NCCLGUARD_REPORT_DIR says. */
+static void show(const struct ncg_vblock *b, const char *path, const char *note)
 {
     size_t cap = 16384;
+    if (!b->text || !b->len) /* (nothing shown: NCCLGUARD_DIAG=quiet) */
+        return;
     char *buf = malloc(cap);
     if (!buf)
         return;
-    size_t len = ncg_diag_render(v, x, buf, cap);
-    if (note[0] && len > 0 && len + 1 < cap) /* (nothing shown: NCCLGUARD_DIAG=quiet) */
+    int n = b->split == NCG_DIAG_NO_SPLIT ? snprintf(buf, cap, "%s", b->text)
+                                          : snprintf(buf, cap, "%.*s%s%s%s", (int)b->split, b->text,
+                                                     path[0] ? "; report: " : "; no report written",
+                                                     path, b->text + b->split);
+    size_t len = n > 0 ? (size_t)n : 0;
+    if (len >= cap) { /* cut: still a newline at the end */
+        buf[cap - 2] = '\n';
+        len = cap - 1;
+    }
+    if (note[0] && len > 0 && len + 1 < cap)
         len += (size_t)snprintf(buf + len, cap - len, "ncclguard:   report: %s\n", note);
     if (len >= cap)
         len = cap - 1;
@@ -106,71 +142,59 @@ static void show(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, cons
     free(buf);
 }
 
-void ncg_action_show(const struct ncg_verdict *v, const struct ncg_diag_ctx *x)
+void ncg_action_show(const struct ncg_vblock *b, const char *path)
 {
-    show(v, x, "");
+    show(b, path, "");
 }
 
-int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct ncg_comm **comms,
-                     int n)
+/* NCCLGUARD_ACTION=fail: each comm failed (its calls return ncclRemoteError, with the line
+ * ncclGetLastError gives) and revoked where the library can. */
+static void fail_comms(const struct ncg_verdict *v, const char *path)
 {
-    enum ncg_action act = ncg_cfg.action;
-    static char path[4096];
-    if (v->severity == NCG_SEV_WARN) {
-        x->action = "none (warning)";
-        x->exit_status = -1;
-    } else if (x->finished) {
-        act = NCG_ACTION_WARN; /* nothing left to end or fail here */
-        x->action = "none here (this process had already finished: its exit status is kept)";
-        x->exit_status = -1;
-    } else if (act == NCG_ACTION_WARN) {
-        x->action = "warn (NCCLGUARD_ACTION=warn: the job continues)";
-        x->exit_status = -1;
-    } else if (act == NCG_ACTION_FAIL) {
-        x->action = "fail (communicator failed: its calls return ncclRemoteError)";
-        x->exit_status = -1;
-    } else {
-        x->action = "abort";
-        x->exit_status = NCG_EXIT_VERDICT;
+    struct ncg_comm *comms[NCG_SHM_MAX_COMMS + 8];
+    int n = 0;
+    for (size_t i = 0; i < ncg_agent.nlc; i++) {
+        struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (lc->id == v->comm_id && !lc->removed && lc->c &&
+            n < (int)(sizeof comms / sizeof *comms))
+            comms[n++] = lc->c;
     }
-    static char note[2048];
-    x->report_path = path;
-    /* The report carries the short action word. */
-    struct ncg_diag_ctx jx = *x;
-    jx.action = v->severity == NCG_SEV_WARN || x->finished ? "none"
-                : act == NCG_ACTION_WARN                   ? "warn"
-                : act == NCG_ACTION_FAIL                   ? "fail"
-                                                           : "abort";
-    if (ncg_reportdir_write(v, &jx, path, sizeof path, note, sizeof note) != 0)
-        x->report_path = "";
-    segment_mark(v, x->report_path);
-    show(v, x, note);
-    if (v->severity == NCG_SEV_WARN || act == NCG_ACTION_WARN)
-        return 0;
-    if (act == NCG_ACTION_FAIL) {
-        char sum[512], line[640];
-        ncg_verdict_summary(v, sum, sizeof sum);
-        snprintf(line, sizeof line,
-                 "ncclguard: %s; %s%s (NCCLGUARD_ACTION=fail failed the communicator)", sum,
-                 x->report_path[0] ? "report " : "no report written", x->report_path);
-        for (int i = 0; i < n; i++) {
-            struct ncg_comm *c = comms[i];
-            if (!c)
-                continue;
-            if (c->handle)
-                ncg_lasterror_set(c->handle, line); /* before the flag the app's calls see */
-            __atomic_store_n(&c->failed, 1, __ATOMIC_RELEASE);
-            if (c->shm)
-                ck_pr_store_32(&c->shm->state, NCG_COMM_FAILED);
-            /* Revoke releases calls blocked on the comm (where the library has it); never
-             * ncclCommAbort here: it would free the comm under the application's feet. */
-            ncg_fn_ncclCommRevoke revoke = NCG_REAL(ncclCommRevoke);
-            if (revoke && c->handle)
-                revoke(c->handle, 0);
-        }
+    char sum[512], line[640];
+    ncg_verdict_summary(v, sum, sizeof sum);
+    snprintf(line, sizeof line,
+             "ncclguard: %s; %s%s (NCCLGUARD_ACTION=fail failed the communicator)", sum,
+             path[0] ? "report " : "no report written", path);
+    for (int i = 0; i < n; i++) {
+        struct ncg_comm *c = comms[i];
+        if (!c)
+            continue;
+        if (c->handle)
+            ncg_lasterror_set(c->handle, line); /* before the flag the app's calls see */
+        __atomic_store_n(&c->failed, 1, __ATOMIC_RELEASE);
+        if (c->shm)
+            ck_pr_store_32(&c->shm->state, NCG_COMM_FAILED);
+        /* Revoke releases calls blocked on the comm (where the library has it); never
+         * ncclCommAbort here: it would free the comm under the application's feet. */
+        ncg_fn_ncclCommRevoke revoke = NCG_REAL(ncclCommRevoke);
+        if (revoke && c->handle)
+            revoke(c->handle, 0);
+    }
+}
+
+int ncg_action_apply(const struct ncg_verdict *v, const struct ncg_vdecision *d,
+                     const struct ncg_vtexts *t, const char *path, const char *note)
+{
+    if (v->kind == NCG_V_SLOW)
+        slow_mark(v);
+    if (!d->shown) { /* a SLOW episode's end: the status only, nothing printed */
+        ncg_action_slow_over(v);
         return 0;
     }
-    return 1;
+    segment_mark(v, path);
+    show(&t->block[0], path, note);
+    if (d->fail)
+        fail_comms(v, path);
+    return d->must_exit;
 }
 
 void ncg_action_exit(void)

@@ -1,25 +1,26 @@
-/* What a rank does with a verdict: print the diagnostic, write the report, mark the segment,
- * then the configured action (abort: _exit(NCG_EXIT_VERDICT); warn; fail: mark the comms
- * failed and revoke them). Runs on the checker thread. */
+/* What a rank does with a verdict, once its texts are rendered and its report written (the
+ * last step of its way, agent/apply.c): mark the segment, print the diagnostic, then the
+ * decided action (abort: the caller's exit sequence, ncg_action_exit; warn; fail: mark the
+ * comms failed and revoke them). Runs on the checker thread. */
 #ifndef NCG_ACTION_H
 #define NCG_ACTION_H
 
 #include <stdint.h>
-#include "diag.h"
 #include "verdict.h"
+#include "verdict_sm.h"
 
-struct ncg_comm;
+/* Acts on v as decided (d): the segment shows it (a SLOW's figures in its comm's slots; a SLOW
+ * episode's end, d->shown 0: that alone), the first block of t is printed with the report's
+ * words (path: the report written, "" none; note: why it is not where configured, ""), and for
+ * the fail action the live comms of v's communicator held here are failed. Returns
+ * d->must_exit (1: the process must now end: the caller flushes what it must, then calls
+ * ncg_action_exit). Checker thread, holding ncg_agent.lk; allocates. */
+int ncg_action_apply(const struct ncg_verdict *v, const struct ncg_vdecision *d,
+                     const struct ncg_vtexts *t, const char *path, const char *note);
 
-/* Prints and records v for this process (x: local facts; x->action, exit_status and
- * report_path are filled here), and for the fail action fails comms[0..n). Returns 1 when the
- * process must now end (abort): the caller flushes what it must, then calls ncg_action_exit.
- * Checker thread; allocates; file I/O; comms[] must stay valid during the call. */
-int ncg_action_apply(const struct ncg_verdict *v, struct ncg_diag_ctx *x, struct ncg_comm **comms,
-                     int n);
-
-/* Prints v's diagnostic for one more comm rank this process holds (x: its facts, with the
- * action and report of the ncg_action_apply call before it). Checker thread; allocates. */
-void ncg_action_show(const struct ncg_verdict *v, const struct ncg_diag_ctx *x);
+/* Prints one more block (another comm rank this process holds), with the report's words (path,
+ * as given to ncg_action_apply). Checker thread; allocates. */
+void ncg_action_show(const struct ncg_vblock *b, const char *path);
 /* The end of a SLOW episode on v's comm: when the segment shows that comm's SLOW warning as
  * this process's verdict (and no error), the process is shown alive again, the episode being
  * over. Checker thread. */

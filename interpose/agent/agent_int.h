@@ -173,8 +173,6 @@ void ncg_links_clock(int exiting, uint64_t now);
 void ncg_links_resumed(uint64_t now);
 
 /* apply.c */
-/* A record's call site for a diagnostic (symbolizes). */
-void ncg_site_of(const struct ncg_shm_record *rec, char *buf, size_t n);
 /* Applies a verdict (li: the link it came on, -1: decided here); takes lk; may capture stacks
  * (~300 ms) and end the process. */
 void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now);

@@ -1,11 +1,16 @@
-/* Applying a verdict in this process: the comm ranks it holds of the verdict's communicator,
- * what each issued and where (its call, site, thread, stack and Python frames), the diagnostic,
- * the report and the action; an abort then goes to the exit sequence (exit.c). */
+/* A verdict's way through this process (the driver, on the checker thread), one way:
+ * (a) the facts: the comm ranks it holds of the verdict's communicator, what each issued and
+ *     where (call, site, thread, stack, Python frames), gathered once (the segment under lk,
+ *     the stacks outside it); (b) what to do and the texts, pure (machine/verdict_sm.h);
+ * (c) the report written (reportdir.h); (d) the action (action.h); an abort then goes to the
+ * exit sequence (exit.c). This file owns the locks and the clock of that way. */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 #include <ck_pr.h>
@@ -14,13 +19,16 @@
 #include "action.h"
 #include "agent_int.h"
 #include "config.h"
-#include "diag.h"
 #include "dump.h"
+#include "reportdir.h"
 #include "ring.h"
 #include "shm.h"
+#include "siteof.h"
 #include "stack.h"
 #include "symbol.h"
 #include "verdict.h"
+#include "verdict_sm.h"
+#include "vshow.h"
 #include "wire.h"
 
 /* The thread to show for an error verdict: the issuer of this rank's latest call on the comm
@@ -45,70 +53,6 @@ static uint32_t stuck_thread(const struct ncg_lcomm *lc, char *what, size_t cap)
     return rc.tid;
 }
 
-/* Symbolized stack of thread tid into x (static storage: checker thread only); file:line only
- * when srcline (a rank that prints the full block: reading debug information costs CPU time
- * on every rank at once, between the verdict and the exit). */
-static void capture_stack(uint32_t tid, const char *what, struct ncg_diag_ctx *x, int srcline)
-{
-    enum { SHOW = 16 };
-    static char frame[SHOW][256];
-    static const char *fp[SHOW];
-    uint64_t pcs[NCG_STACK_MAX];
-    int n = ncg_stack_capture(tid, pcs, SHOW);
-    if (n <= 0) { /* said in the block: the user knows why the stack is missing */
-        x->stack_tid = tid;
-        x->stack_what = what;
-        x->stack_why = n < 0 ? ncg_stack_strerror(n) : "no frames";
-        x->nstack = 0;
-        return;
-    }
-    for (int i = 0; i < n; i++)
-        fp[i] = ncg_symbolize_opt(pcs[i], frame[i], sizeof frame[i], srcline);
-    x->stack_tid = tid;
-    x->stack_what = what;
-    x->stack = fp;
-    x->nstack = n;
-}
-
-/* Verdicts whose diagnostic shows the stuck thread's stack: the certain ones, and a LAG that
- * became an error when the process is about to end anyway (abort): there the lagging rank's
- * stack is the answer to "where is it?". A job that lives on is not interrupted for a LAG. */
-static int is_stuck_verdict(const struct ncg_verdict *v)
-{
-    if (v->severity != NCG_SEV_ERROR)
-        return 0;
-    if (v->kind == NCG_V_LAG)
-        return ncg_cfg.action == NCG_ACTION_ABORT;
-    return v->kind == NCG_V_MISMATCH || v->kind == NCG_V_P2P_MISMATCH ||
-           v->kind == NCG_V_RANK_DIED || v->kind == NCG_V_RANK_EXITED || v->kind == NCG_V_STUCK ||
-           v->kind == NCG_V_DEADLOCK || v->kind == NCG_V_CHECKER_LOST;
-}
-
-/* A record's call site for a diagnostic; a graph replay's is its capture's, so said. */
-void ncg_site_of(const struct ncg_shm_record *rec, char *buf, size_t n)
-{
-    static const char tag[] = " (in a CUDA graph replay)";
-    if (!(rec->flags & NCG_REC_GRAPH) || n <= sizeof tag) {
-        ncg_symbolize(rec->caller_pc, buf, n);
-        return;
-    }
-    ncg_symbolize(rec->caller_pc, buf, n - (sizeof tag - 1));
-    if (!buf[0])
-        snprintf(buf, n, "a CUDA graph replay");
-    else
-        strcat(buf, tag);
-}
-
-/* One comm rank of the verdict's communicator held by this process, and what it shows. */
-struct held {
-    int32_t rank;
-    uint32_t tid; /* the thread whose stack to show (0: none) */
-    char mycall[256], what[256];
-    char site[NCG_SITE_FULL]; /* with the whole demangled name (the report's; a line fits it) */
-    double call_time_unix;
-};
-#define MAX_HELD 8 /* comm ranks of one comm shown by one process (the report lists them all) */
-
 /* The record of call c (a collective at slot c->seq, or the c->seq-th send to / recv from peer
  * c->root) in lc's rings: 0, or -1 when it fell out of them. Caller holds ncg_agent.lk. */
 static int own_record(const struct ncg_lcomm *lc, const struct ncg_call *c,
@@ -132,7 +76,7 @@ static int own_record(const struct ncg_lcomm *lc, const struct ncg_call *c,
  * without it, and a P2P record none). The first such call becomes h's own call and site (P2P
  * MISMATCH, a RANK EXITED found through a waiting send/recv): 1 when there was one. Caller holds
  * ncg_agent.lk. */
-static int own_sites(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct held *h)
+static int own_sites(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct ncg_vheld *h)
 {
     char me[16], call[192];
     int got = 0;
@@ -220,8 +164,9 @@ static void own_notes_sites(struct ncg_verdict *v)
 }
 
 /* Fills h with comm rank lc->rank's own call at the verdict's slot (or its latest) and the
- * thread to show, and sets its count in v. Caller holds ncg_agent.lk. */
-static void held_facts(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct held *h)
+ * thread whose stack to show (when stack), and sets its count in v. Caller holds ncg_agent.lk. */
+static void held_facts(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct ncg_vheld *h,
+                       int stack)
 {
     char call[192];
     struct ncg_shm_record rec;
@@ -277,155 +222,122 @@ static void held_facts(const struct ncg_lcomm *lc, struct ncg_verdict *v, struct
             (double)wt.tv_sec + (double)wt.tv_nsec * 1e-9 - (mono - (double)rec.t_ns * 1e-9);
     }
     own_sites(lc, v, h);
-    if (ncg_cfg.stacks && is_stuck_verdict(v))
+    if (stack)
         h->tid = stuck_thread(lc, h->what, sizeof h->what);
 }
 
-/* x for held rank h: its call, site and (without ncg_agent.lk: the capture may take ~300 ms while
- * application threads take ncg_agent.lk at init) its thread's stack and Python frames. */
-static void held_context(const struct ncg_verdict *v, struct held *h, struct ncg_diag_ctx *x)
+/* Held rank k's stack and Python frames into f (without ncg_agent.lk: the capture may take
+ * ~300 ms while application threads take ncg_agent.lk at init); file:line only where that rank
+ * prints the full block (reading debug information costs CPU time on every rank at once, between
+ * the verdict and the exit). Checker thread (static storage). */
+static void held_stack(const struct ncg_verdict *v, struct ncg_vfacts *f, int k)
 {
-    static struct ncg_pystack py; /* checker thread only */
-    x->rank = h->rank;
-    x->my_call = h->mycall;
-    x->my_site = h->site;
-    x->call_time_unix = h->call_time_unix;
-    x->stack_tid = 0;
-    x->nstack = 0;
-    x->py = NULL;
-    if (!h->tid)
-        return;
+    struct ncg_vheld *h = &f->held[k];
+    uint64_t pcs[NCG_STACK_MAX];
     char on[8];
-    capture_stack(h->tid, h->what, x, ncg_diag_full_for(v, x, h->rank, on, sizeof on));
-    if (ncg_py_capture(h->tid, &py) == 0)
-        x->py = &py;
+    int srcline =
+        ncg_full_block(v, f->diag_mode, f->hosts_checker, f->alone, h->rank, on, sizeof on);
+    int n = ncg_stack_capture(h->tid, pcs, NCG_VERDICT_STACK_SHOW);
+    h->nstack = n > 0 ? n : 0;
+    h->stack_why = n < 0 ? ncg_stack_strerror(n) : "no frames"; /* said in the block */
+    for (int i = 0; i < h->nstack; i++)
+        ncg_symbolize_opt(pcs[i], h->frame[i], sizeof h->frame[i], srcline);
+    h->has_py = ncg_py_capture(h->tid, &h->py) == 0;
 }
 
-/* A SLOW warning: its figures into the segment slot of every comm rank of v's communicator held
- * here (`ncclguard status` and `watch` read them, ncclguard/shm.h); its episode's end: side
- * NCG_SLOW_NONE there, nobody named. Caller holds ncg_agent.lk. */
-static void slow_mark(const struct ncg_verdict *v)
+/* The comm ranks of v's communicator held here into f (live comms first: a rank that destroyed
+ * the comm here is shown only when none is left), their facts, and the notes' sites. Caller
+ * holds ncg_agent.lk. */
+static void held_ranks(struct ncg_verdict *v, struct ncg_vfacts *f)
 {
-    struct ncg_vslow f;
-    if (ncg_diag_slow_figs(v, &f) != 0)
-        return;
-    uint64_t now = ncg_now_ns(), ago = (uint64_t)(f.since_s * 1e9);
-    struct ncg_shm_slow w = {.since_ns = now > ago ? now - ago : 1,
-                             .rank = f.rank,
-                             .grank = f.global_rank,
-                             .pid = f.pid,
-                             .share_bp = (uint16_t)(f.share >= 1 ? 10000 : f.share * 10000 + 0.5),
-                             .side = f.ended    ? NCG_SLOW_NONE
-                                     : f.device ? NCG_SLOW_DEVICE
-                                                : NCG_SLOW_HOST};
-    for (size_t i = 0; i < ncg_agent.nlc; i++) {
-        struct ncg_lcomm *lc = &ncg_agent.lc[i];
-        if (lc->id == v->comm_id && !lc->removed && lc->shm)
-            ncg_shm_comm_slow_set(lc->shm, &w);
-    }
-}
-
-/* Applies a verdict: every comm rank of v's communicator held here prints its diagnostic (the
- * one that prints the full block first, with the report and the action). li: the link it came
- * on (-1: decided here, the checker being lost): there the process says DONE and, to abort,
- * waits for the checker's RELEASE (release.h) so that no rank exits, and no launcher kills the
- * others, before every rank has printed and written its part. */
-void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
-{
-    struct ncg_comm *fail[NCG_SHM_MAX_COMMS + 8];
-    int nf = 0;
-    static struct held held[MAX_HELD]; /* checker thread only */
-    int32_t ranks[NCG_SHM_MAX_COMMS];
-    int nh = 0, nr = 0;
-    struct ncg_diag_ctx x = {.rank = -1,
-                             .global_rank = ncg_global_rank(),
-                             .rank_var = ncg_launch()->global_var,
-                             .diag_mode = ncg_cfg.diag,
-                             .pid = (uint32_t)getpid(),
-                             .host = ncg_host_name(),
-                             .my_call = "",
-                             .my_site = "",
-                             .action = "",
-                             .exit_status = -1,
-                             .report_path = "",
-                             .call_time_unix = -1};
-    /* An application that had already finished (its clean exit under way, its GOODBYEs sent: the
-     * checker's host staying for the others) keeps its exit status, as a process that left
-     * before the verdict does: the verdict is shown and reported there, not acted on. */
-    x.finished = ncg_exiting();
-    /* The checker's process prints a warning's full block (NCCLGUARD_DIAG=auto): the log read
-     * first, and the one place that shows it whole when the ranks it names are far away. */
-    x.hosts_checker = ncg_root_up();
-    x.alone = li < 0 && v->kind == NCG_V_RANK_EXITED;
-    /* From here the process ends with NCG_EXIT_VERDICT: an application that finishes meanwhile
-     * (the stack capture's signal may end its sleep) must not exit 0 first (ncg_exit_at_exit
-     * waits). */
-    if (v->severity == NCG_SEV_ERROR && ncg_cfg.action == NCG_ACTION_ABORT && !x.finished)
-        __atomic_store_n(&ncg_agent.aborting, 1, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&ncg_agent.lk);
-    if (v->kind == NCG_V_SLOW)
-        slow_mark(v);
-    if (!ncg_v_counted(v)) { /* a SLOW episode's end: the status only, nothing printed */
-        pthread_mutex_unlock(&ncg_agent.lk);
-        ncg_action_slow_over(v);
-        return;
-    }
-    /* Live comms first: a rank that destroyed the comm here is shown only when none is left. */
+    int stack = ncg_cfg.stacks && ncg_verdict_shows_stack(v, f->action);
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < ncg_agent.nlc; i++) {
             struct ncg_lcomm *lc = &ncg_agent.lc[i];
             if (lc->id != v->comm_id || lc->removed != pass || lc->rank < 0)
                 continue;
             int dup = 0;
-            for (int k = 0; k < nr; k++)
-                dup |= ranks[k] == lc->rank;
-            if (dup || nr == (int)NCG_SHM_MAX_COMMS)
+            for (int k = 0; k < f->nr; k++)
+                dup |= f->ranks[k] == lc->rank;
+            if (dup || f->nr == (int)NCG_SHM_MAX_COMMS)
                 continue;
-            ranks[nr++] = lc->rank;
-            if (nh < MAX_HELD && (pass == 0 || nh == 0))
-                held_facts(lc, v, &held[nh++]);
+            f->ranks[f->nr++] = lc->rank;
+            if (f->nh < NCG_VERDICT_HELD_MAX && (pass == 0 || f->nh == 0))
+                held_facts(lc, v, &f->held[f->nh++], stack);
         }
-    if (nr)
+    if (f->nr)
         own_notes_sites(v);
-    pthread_mutex_unlock(&ncg_agent.lk);
-    /* The first shown (with the report) is a rank the verdict is about, else one that prints
-     * the full block, when this process holds one. */
-    int best = 0, best_score = -1;
-    for (int k = 0; k < nh; k++) {
-        char on[8];
-        int score = ncg_diag_in_subject(v, held[k].rank)
-                        ? 2
-                        : ncg_cfg.diag != NCG_DIAG_FULL &&
-                              ncg_diag_full_for(v, &x, held[k].rank, on, sizeof on);
-        if (score > best_score) {
-            best = k;
-            best_score = score;
-        }
-    }
-    if (best) {
-        struct held t = held[0];
-        held[0] = held[best];
-        held[best] = t;
-    }
-    x.held = ranks;
-    x.nheld = nr;
-    if (nh)
-        held_context(v, &held[0], &x);
-    /* The comms to fail, taken under the lock they are used under: the capture above let
-     * application threads run (one may have destroyed or aborted a comm meanwhile). */
+}
+
+/* (a) Everything this process knows of v into f, the segment read once under ncg_agent.lk, then
+ * the stacks (a SLOW episode's end: nothing, only its status changes). */
+static void verdict_facts(struct ncg_verdict *v, int li, struct ncg_vfacts *f)
+{
+    f->action = (int)ncg_cfg.action;
+    f->diag_mode = ncg_cfg.diag;
+    f->global_rank = ncg_global_rank();
+    f->rank_var = ncg_launch()->global_var;
+    f->pid = (uint32_t)getpid();
+    f->host = ncg_host_name();
+    /* An application that had already finished (its clean exit under way, its GOODBYEs sent:
+     * the checker's host staying for the others) keeps its exit status, as a process that left
+     * before the verdict does: the verdict is shown and reported there, not acted on. */
+    f->finished = ncg_exiting();
+    /* The checker's process prints a warning's full block (NCCLGUARD_DIAG=auto): the log read
+     * first, and the one place that shows it whole when the ranks it names are far away. */
+    f->hosts_checker = ncg_root_up();
+    f->alone = li < 0 && v->kind == NCG_V_RANK_EXITED;
+    /* From here the process ends with NCG_EXIT_VERDICT (ncg_verdict_decide's abort): an
+     * application that finishes meanwhile (the stack capture's signal may end its sleep) must
+     * not exit 0 first (ncg_exit_at_exit waits). */
+    if (v->severity == NCG_SEV_ERROR && f->action == NCG_ACTION_ABORT && !f->finished)
+        __atomic_store_n(&ncg_agent.aborting, 1, __ATOMIC_RELEASE);
+    f->nh = f->nr = 0;
+    if (!ncg_v_counted(v))
+        return;
     pthread_mutex_lock(&ncg_agent.lk);
-    for (size_t i = 0; i < ncg_agent.nlc; i++) {
-        struct ncg_lcomm *lc = &ncg_agent.lc[i];
-        if (lc->id == v->comm_id && !lc->removed && lc->c && nf < (int)(sizeof fail / sizeof *fail))
-            fail[nf++] = lc->c;
-    }
-    int must_exit = ncg_action_apply(v, &x, fail, nf);
+    held_ranks(v, f);
     pthread_mutex_unlock(&ncg_agent.lk);
-    for (int k = 1; k < nh; k++) { /* the other comm ranks held here: their own lines */
-        held_context(v, &held[k], &x);
-        ncg_action_show(v, &x);
+    for (int k = 0; k < f->nh; k++)
+        if (f->held[k].tid)
+            held_stack(v, f, k);
+}
+
+/* Applies a verdict: every comm rank of v's communicator held here prints its diagnostic (the
+ * one shown first with the report and the action). li: the link it came on (-1: decided here,
+ * the checker being lost): there the process says DONE and, to abort, waits for the checker's
+ * RELEASE (release.h) so that no rank exits, and no launcher kills the others, before every
+ * rank has printed and written its part. */
+void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
+{
+    static struct ncg_vfacts f; /* checker thread only */
+    static char path[4096], note[2048];
+    struct ncg_vtexts t = {0};
+    struct timeval tv;
+    verdict_facts(v, li, &f);                                             /* (a) */
+    struct ncg_vdecision d = ncg_verdict_decide(v, f.action, f.finished); /* (b) */
+    gettimeofday(&tv, NULL); /* the report's time: it is written now */
+    f.time_sec = (long)tv.tv_sec;
+    f.time_usec = (long)tv.tv_usec;
+    path[0] = note[0] = 0;
+    if (d.shown) {
+        ncg_verdict_render(v, &f, &d, &t);
+        /* (c) */
+        if (ncg_reportdir_write(t.json, t.json_len, f.host, f.pid, path, sizeof path, note,
+                                sizeof note) != 0)
+            path[0] = 0;
     }
-    if (v->kind == NCG_V_LAG && v->severity == NCG_SEV_WARN && nh)
+    /* (d) Under the lock the comms are used under: the capture let application threads run (one
+     * may have destroyed or aborted a comm meanwhile). */
+    pthread_mutex_lock(&ncg_agent.lk);
+    int must_exit = ncg_action_apply(v, &d, &t, path, note);
+    pthread_mutex_unlock(&ncg_agent.lk);
+    for (int k = 1; k < t.nblock; k++) /* the other comm ranks held here: their own lines */
+        ncg_action_show(&t.block[k], path);
+    free(t.mem);
+    if (!d.shown)
+        return;
+    if (v->kind == NCG_V_LAG && v->severity == NCG_SEV_WARN && f.nh)
         ncg_dump_on_warning(v->comm_id); /* NCCLGUARD_DUMP_ON_WARN=1 */
     ncg_exit_after_verdict(v->severity == NCG_SEV_ERROR, must_exit, v->comm_id, li, now);
 }

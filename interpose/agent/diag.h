@@ -1,101 +1,16 @@
-/* A verdict as the user sees it: the multi-line stderr diagnostic (every line starts with
- * "ncclguard: ") and the JSON report (docs/report-format.md), written atomically. Rendering is
- * pure; writing the report does file I/O only. */
+/* A verdict's report on disk: the JSON text rendered by machine/vrender.h (which this header
+ * brings, with struct ncg_diag_ctx) written atomically. File I/O only. */
 #ifndef NCG_DIAG_H
 #define NCG_DIAG_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include "pyframes.h"
-#include "verdict.h"
+#include "vrender.h"
 
-/* What this rank adds to the coordinator's verdict. */
-struct ncg_diag_ctx {
-    int32_t rank;        /* this process's rank in the verdict's comm, -1 if none */
-    int32_t global_rank; /* from the launcher's variables (config.h), or -1 */
-    uint32_t pid;
-    const char *host;
-    const char *my_call;     /* this rank's call at the slot (or its latest), formatted; "" */
-    const char *my_site;     /* where it was called from, symbolized; "" */
-    const char *action;      /* "abort", "warn", "fail", or "none" for a warning verdict */
-    int exit_status;         /* NCG_EXIT_VERDICT for abort, else -1 */
-    const char *report_path; /* "" when the report could not be written */
-    double call_time_unix;   /* wall-clock time this rank issued my_call, < 0 unknown */
-    /* The stack of the thread that issued this rank's latest call, captured at verdict time
-     * (error verdicts, NCCLGUARD_STACKS=1): symbolized frames, innermost first. */
-    uint32_t stack_tid;       /* 0: no stack */
-    const char *stack_what;   /* what that thread issued, e.g. "slot 7 AllReduce(...)" */
-    const char *const *stack; /* nstack frames */
-    int nstack;
-    const char *rank_var; /* the variable global_rank came from ("RANK", "SLURM_PROCID", ...) */
-    int diag_mode;        /* enum ncg_diag_mode (config.h): who prints the full block */
-    /* The Python frames of that same thread (pyframes.h), NULL when not Python. */
-    const struct ncg_pystack *py;
-    const char *stack_why; /* nstack == 0 with stack_tid set: why it was not captured */
-    /* Every comm rank of the verdict's communicator this process holds (several ranks in one
-     * process: NCCL's one-thread-many-devices pattern, ncclCommInitAll); nheld 0: just rank. */
-    const int32_t *held;
-    int nheld;
-    int finished; /* the application had already finished (its clean exit under way): an error
-                     verdict is shown and reported, its exit status kept (ncg_action_apply) */
-    int alone;    /* a RANK EXITED this process judged alone from its departed checker's counts:
-                     the ranks it names are gone, so its full block is the one printed */
-    int hosts_checker; /* this process hosts the checker (or the relay tree's root): a warning's
-                          full block is printed here (NCCLGUARD_DIAG=auto, quiet) */
-};
-
-/* Whether comm rank `rank` prints the full block under NCCLGUARD_DIAG=auto: the ranks the
- * verdict is about (v->subject: the minority of a MISMATCH, the pair of a P2P MISMATCH, the
- * lagging ones) and the lowest other member; every rank when the subject is not a rank list.
- * Writes those ranks, compact, into on. Pure; allocates a temporary array; same answer on
- * every member (it reads only the verdict). */
-int ncg_diag_full_here(const struct ncg_verdict *v, int32_t rank, char *on, size_t cap);
-
-/* A warning names at most this many ranks whose processes print its full block; past it (a STUCK
- * of every rank, a LAG of thousands) only the lowest one it names does. */
-#define NCG_DIAG_WARN_NAMED 8
-
-/* Whether comm rank `rank` of this process (x: its mode and whether it hosts the checker) prints
- * the full block, under every NCCLGUARD_DIAG mode and severity: an error verdict as
- * ncg_diag_full_here says under auto and quiet; a warning on the ranks it names (at most
- * NCG_DIAG_WARN_NAMED, else the lowest) and in the checker's process, the others printing its
- * headline alone (auto) or nothing (quiet). Writes into on (cap bytes) the comm ranks that print
- * it ("" under full and short). Pure; allocates a temporary array; the same answer on every
- * member but for the checker's process. */
-int ncg_diag_full_for(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, int32_t rank,
-                      char *on, size_t cap);
-
-/* 1 when comm rank `rank` is one the verdict is about (in v->subject's rank list). Pure;
- * allocates a temporary array. */
-int ncg_diag_in_subject(const struct ncg_verdict *v, int32_t rank);
-
-/* SLOW's figures (a straggler) as the report, the segment slot and the dump show them: v->slow
- * (ncg_v_slow's data, not its words), the global rank from v->members when the figures lack it.
- * 0, or -EINVAL when v is not a SLOW. Pure; no allocation. */
-int ncg_diag_slow_figs(const struct ncg_verdict *v, struct ncg_vslow *f);
-
-/* Renders the diagnostic into buf (NUL-terminated, truncated to cap). Pure; returns length. */
-size_t ncg_diag_render(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
-                       size_t cap);
-
-/* Renders the JSON report (one line + newline) into buf. Pure; returns the length, or the
- * length it would need (>= cap) when buf is too small. */
-size_t ncg_diag_json(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *buf,
-                     size_t cap);
-
-/* One Python frame as reports and dumps write it, {"file":..,"line":..,"function":..,"source":..},
- * into buf (NUL-terminated; NCG_PYFRAME_JSON_MAX bytes always hold it: each byte escaped is at
- * most 6). Pure; returns the length, or the length it would need (>= cap). */
-#define NCG_PYFRAME_JSON_MAX (6 * sizeof(struct ncg_pyframe) + 64)
-size_t ncg_diag_json_pyframe(const struct ncg_pyframe *f, char *buf, size_t cap);
-
-/* "<dir>/ncclguard-report.<host>.<pid>.json" into path. Pure. */
-void ncg_diag_report_path(const char *dir, const char *host, uint32_t pid, char *path, size_t cap);
-
-/* Writes the report to path atomically (path.tmp.<pid>, fsync-free, rename). Checker thread;
- * allocates the JSON buffer; blocks on file I/O. 0 or -errno. */
-int ncg_diag_write_report(const struct ncg_verdict *v, const struct ncg_diag_ctx *x,
-                          const char *path);
+/* Writes the report's text json (len bytes; NULL: it could not be rendered, -ENOMEM) to path
+ * atomically (path.tmp.<pid>, fsync-free, rename). Checker thread; blocks on file I/O. 0 or
+ * -errno. */
+int ncg_diag_write_report(const char *json, size_t len, uint32_t pid, const char *path);
 
 /* The end of an atomic write (reports, dumps): rc so far and closed, what close or fclose of
  * tmp returned (errno still its); tmp renamed over path when both are 0, else removed. 0 or the

@@ -28,6 +28,7 @@
 #include "relayhost.h"
 #include "ring.h"
 #include "shm.h"
+#include "siteof.h"
 #include "verdict.h"
 #include "wire.h"
 

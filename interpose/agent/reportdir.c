@@ -99,22 +99,22 @@ void ncg_reportdir_at_start(void)
     }
 }
 
-int ncg_reportdir_write(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *path,
+int ncg_reportdir_write(const char *json, size_t len, const char *host, uint32_t pid, char *path,
                         size_t cap, char *note, size_t notecap)
 {
     const char *dir = ncg_rdir[0] ? ncg_rdir : ncg_cfg.report_dir;
     char why[600], fb[1100];
     int rc;
     note[0] = 0;
-    ncg_diag_report_path(dir, x->host, x->pid, path, cap);
+    ncg_diag_report_path(dir, host, pid, path, cap);
     if ((rc = ncg_reportdir_prepare(dir, why, sizeof why)) == 0) {
-        if ((rc = ncg_diag_write_report(v, x, path)) == 0)
+        if ((rc = ncg_diag_write_report(json, len, pid, path)) == 0)
             return 0;
         snprintf(why, sizeof why, "cannot write %s: %s", path, strerror(-rc));
     }
     if ((rc = fallback_prepare(fb, sizeof fb, note, notecap)) == 0) {
-        ncg_diag_report_path(fb, x->host, x->pid, path, cap);
-        if ((rc = ncg_diag_write_report(v, x, path)) == 0) {
+        ncg_diag_report_path(fb, host, pid, path, cap);
+        if ((rc = ncg_diag_write_report(json, len, pid, path)) == 0) {
             snprintf(note, notecap, "%s; written to %s instead", why, fb);
             return 0;
         }

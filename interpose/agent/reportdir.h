@@ -5,8 +5,8 @@
 #define NCG_REPORTDIR_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "diag.h"
-#include "verdict.h"
 
 /* Creates dir and its parents (mode 0777 less the umask) and checks that it is a directory this
  * process may write. 0, or -errno with why ("mkdir /a/b: Permission denied"). Any thread;
@@ -22,11 +22,12 @@ void ncg_reportdir_fallback(char *out, size_t cap);
  * fallback. Blocks on file-system calls. */
 void ncg_reportdir_at_start(void);
 
-/* Writes the report of v into the report directory (created again if it went away), else into
- * the fallback. path gets the file written ("" when none); note gets why the first choice
- * failed (and where it went instead), "" when all went as configured. 0 when a report was
- * written, else -errno. Checker thread; allocates; blocks on file I/O. */
-int ncg_reportdir_write(const struct ncg_verdict *v, const struct ncg_diag_ctx *x, char *path,
+/* Writes a verdict's report, its text json (len bytes, rendered: machine/vrender.h; NULL when
+ * it could not be, -ENOMEM), as ncclguard-report.<host>.<pid>.json into the report directory
+ * (created again if it went away), else into the fallback. path gets the file written ("" when
+ * none); note gets why the first choice failed (and where it went instead), "" when all went as
+ * configured. 0 when a report was written, else -errno. Checker thread; blocks on file I/O. */
+int ncg_reportdir_write(const char *json, size_t len, const char *host, uint32_t pid, char *path,
                         size_t cap, char *note, size_t notecap);
 
 #endif

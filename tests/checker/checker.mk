@@ -6,7 +6,7 @@ CHK_CFLAGS = $(CFLAGS) $(BASE_CFLAGS) -Itests/apps
 
 # Unit tests of the pure parts (wire, verdicts, compact lists, coordinator state machine,
 # the diagnostics' text).
-CHK_UNIT_LAYERS := agent judge proto common
+CHK_UNIT_LAYERS := agent machine judge proto common
 # unit.c holds the shared round trip and main; unit_<topic>.c the tests (unit.h).
 CHK_UNIT_SRCS := tests/checker/unit.c $(foreach t,wire verdicts,tests/checker/unit_$(t).c)
 $(CHK_OUT)/unit: $(CHK_UNIT_SRCS) tests/checker/unit.h tests/checker/check.h \
@@ -183,3 +183,8 @@ $(CHK_OUT)/exit_sm_test: tests/checker/exit_sm_test.c tests/checker/check.h $(ca
 	@mkdir -p $(@D)
 	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/exit_sm_test.c $(call ncg_link,machine)
 TEST_BINS += $(CHK_OUT)/exit_sm_test
+# A verdict's way through one process, its pure steps (interpose/machine/verdict_sm.c).
+$(CHK_OUT)/verdict_test: tests/checker/verdict_test.c tests/checker/check.h $(call ncg_a,machine judge proto common)
+	@mkdir -p $(@D)
+	$(CC) $(CHK_CFLAGS) $(BASE_LDFLAGS) -o $@ tests/checker/verdict_test.c $(call ncg_link,machine judge proto common)
+TEST_BINS += $(CHK_OUT)/verdict_test

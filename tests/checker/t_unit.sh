@@ -1,5 +1,6 @@
 # Pure parts: wire codec (incl. every truncation and corrupted frames), compact rank lists,
-# figure runs (figruns_test), call grouping, diagnostic/report rendering, coordinator state
+# figure runs (figruns_test), call grouping, diagnostic/report rendering, a verdict's way in a
+# process (verdict_test), coordinator state
 # machine, the wait-for graph (DEADLOCK), the straggler decision (SLOW), the relay tree
 # (relay_unit), the exit's state machine (exit_sm_test); wire decoder fuzzing.
 set -u
@@ -19,6 +20,8 @@ B=$NCG_BUILD/tests/checker
 "$B/link_sm_test" || exit 1
 [ -x "$B/exit_sm_test" ] || { echo "exit_sm_test not built"; exit 1; }
 "$B/exit_sm_test" || exit 1
+[ -x "$B/verdict_test" ] || { echo "verdict_test not built"; exit 1; }
+"$B/verdict_test" || exit 1
 [ -x "$B/relay_unit" ] || { echo "relay_unit not built"; exit 1; }
 "$B/relay_unit" || exit 1
 "$B/fuzz_wire" 100000 || exit 1

@@ -56,6 +56,8 @@ void test_group_and_render(void)
                              0,
                              0,
                              0,
+                             0,
+                             0,
                              0};
     static char d[16384];
     ncg_diag_render(v, &x, d, sizeof d);
