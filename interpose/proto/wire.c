@@ -277,6 +277,82 @@ static void ref_keep(struct ncg_report_ref *ref, const struct ncg_msg_report *re
     memcpy(ref->e, rep->e, sizeof *ref->e * ref->n);
 }
 
+/* QUERY (v12): the slots as differences from the one before; the representatives optional. */
+static int put_query(struct ncg_wbuf *w, const struct ncg_msg_query *q)
+{
+    if (q->n > NCG_WIRE_MAX_SLOTS || q->nrep > NCG_QUERY_REPS)
+        return -1;
+    ncg_put64(w, q->comm_id);
+    ncg_putv(w, q->qid);
+    ncg_put8(w, q->mode);
+    ncg_put8(w, (uint8_t)q->n);
+    for (uint32_t i = 0; i < q->n; i++)
+        ncg_putz(w, q->slot[i], i ? q->slot[i - 1] : 0);
+    if (q->nrep) {
+        ncg_put8(w, q->nrep);
+        ncg_put_ranks(w, q->rep, q->nrep);
+    }
+    return 0;
+}
+
+static int get_query(struct ncg_rbuf *r, struct ncg_msg_query *q)
+{
+    q->comm_id = ncg_get64(r);
+    q->qid = (uint32_t)ncg_getv(r, UINT32_MAX);
+    q->mode = ncg_get8(r);
+    q->n = ncg_get8(r);
+    if (q->n > NCG_WIRE_MAX_SLOTS)
+        return -1;
+    for (uint32_t i = 0; i < q->n; i++)
+        q->slot[i] = ncg_getz(r, i ? q->slot[i - 1] : 0);
+    if (ncg_rleft(r)) { /* the optional representatives: 1..NCG_QUERY_REPS of them */
+        q->nrep = ncg_get8(r);
+        if (!q->nrep || q->nrep > NCG_QUERY_REPS ||
+            ncg_get_ranks(r, q->rep, q->nrep, (uint64_t)UINT32_MAX + 1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ANSWER (v12): n at a fixed place (zero_member), then varints. */
+static int put_answer(struct ncg_wbuf *w, const struct ncg_msg_answer *m)
+{
+    if (m->n > NCG_WIRE_MAX_SLOTS)
+        return -1;
+    ncg_put64(w, m->comm_id);
+    ncg_put8(w, (uint8_t)m->n);
+    ncg_putv(w, m->qid);
+    ncg_putv(w, m->rank);
+    for (uint32_t i = 0; i < m->n; i++) {
+        const struct ncg_answer *a = &m->a[i];
+        ncg_put8(w, a->status);
+        ncg_put64(w, a->digest);
+        put_call_v(w, &a->call);
+        put_str(w, a->site, sizeof a->site);
+    }
+    return 0;
+}
+
+static int get_answer(struct ncg_rbuf *r, struct ncg_msg_answer *m)
+{
+    m->comm_id = ncg_get64(r);
+    m->n = ncg_get8(r);
+    m->qid = (uint32_t)ncg_getv(r, UINT32_MAX);
+    m->rank = (uint32_t)ncg_getv(r, UINT32_MAX);
+    if (m->n > NCG_WIRE_MAX_SLOTS)
+        return -1;
+    for (uint32_t i = 0; i < m->n && !r->err; i++) {
+        struct ncg_answer *a = &m->a[i];
+        a->status = ncg_get8(r);
+        a->digest = ncg_get64(r);
+        get_call_v(r, &a->call);
+        get_str(r, a->site, sizeof a->site);
+        if (a->status > NCG_ANS_NONE)
+            return -1;
+    }
+    return 0;
+}
+
 long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap)
 {
     return ncg_wire_encode_ref(m, buf, cap, NULL);
@@ -315,34 +391,13 @@ long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
         if (ncg_wire_put_wait(&w, &m->u.wait) < 0)
             return -EINVAL;
         break;
-    case NCG_MSG_QUERY: /* v12: the slots as differences from the one before */
-        if (m->u.query.n > NCG_WIRE_MAX_SLOTS || m->u.query.nrep > NCG_QUERY_REPS)
+    case NCG_MSG_QUERY:
+        if (put_query(&w, &m->u.query) < 0)
             return -EINVAL;
-        ncg_put64(&w, m->u.query.comm_id);
-        ncg_putv(&w, m->u.query.qid);
-        ncg_put8(&w, m->u.query.mode);
-        ncg_put8(&w, (uint8_t)m->u.query.n);
-        for (i = 0; i < m->u.query.n; i++)
-            ncg_putz(&w, m->u.query.slot[i], i ? m->u.query.slot[i - 1] : 0);
-        if (m->u.query.nrep) {
-            ncg_put8(&w, m->u.query.nrep);
-            ncg_put_ranks(&w, m->u.query.rep, m->u.query.nrep);
-        }
         break;
-    case NCG_MSG_ANSWER: /* v12: n at a fixed place (zero_member), then varints */
-        if (m->u.answer.n > NCG_WIRE_MAX_SLOTS)
+    case NCG_MSG_ANSWER:
+        if (put_answer(&w, &m->u.answer) < 0)
             return -EINVAL;
-        ncg_put64(&w, m->u.answer.comm_id);
-        ncg_put8(&w, (uint8_t)m->u.answer.n);
-        ncg_putv(&w, m->u.answer.qid);
-        ncg_putv(&w, m->u.answer.rank);
-        for (i = 0; i < m->u.answer.n; i++) {
-            const struct ncg_answer *a = &m->u.answer.a[i];
-            ncg_put8(&w, a->status);
-            ncg_put64(&w, a->digest);
-            put_call_v(&w, &a->call);
-            put_str(&w, a->site, sizeof a->site);
-        }
         break;
     case NCG_MSG_P2P:
         if (m->u.p2p.n > NCG_WIRE_MAX_P2P)
@@ -407,6 +462,19 @@ static uint32_t peek16(const struct ncg_rbuf *r, size_t at)
     return r->cap >= at + 2 ? (uint32_t)r->p[at] << 8 | r->p[at + 1] : 0;
 }
 
+/* The fixed part of m->u a frame's decoder writes, by type (0: not listed, the whole union). */
+#define U_(f) sizeof(((struct ncg_msg *)0)->u.f)
+static const uint32_t fixed_member[NCG_MSG_TYPE_MAX_] = {
+    [NCG_MSG_HELLO] = U_(hello),       [NCG_MSG_WELCOME] = U_(welcome),
+    [NCG_MSG_QUERY] = U_(query),       [NCG_MSG_VERDICT] = U_(verdict),
+    [NCG_MSG_DONE] = U_(exit),         [NCG_MSG_RELEASE] = U_(exit),
+    [NCG_MSG_RHELLO] = U_(rhello),     [NCG_MSG_RANSWER] = U_(ranswer),
+    [NCG_MSG_RWAIT] = U_(rwait),       [NCG_MSG_RFAULT] = U_(rfault),
+    [NCG_MSG_RVERDICT] = U_(rverdict), [NCG_MSG_RWHERE] = U_(rwhere),
+    [NCG_MSG_RHERE] = U_(rhere),
+};
+#undef U_
+
 /* Zeroes what decoding a frame of this type writes into m->u: the member's fields and its
  * entries below the frame's count (peeked from the payload, clamped to the bound), not the
  * whole union (11 KB: zeroing it per frame was most of a relay's decoding cost at scale).
@@ -416,12 +484,6 @@ static void zero_member(struct ncg_msg *m, uint8_t type, const struct ncg_rbuf *
 #define MIN_(a, b) ((a) < (b) ? (a) : (b))
     size_t n;
     switch (type) {
-    case NCG_MSG_HELLO:
-        n = sizeof m->u.hello;
-        break;
-    case NCG_MSG_WELCOME:
-        n = sizeof m->u.welcome;
-        break;
     case NCG_MSG_REPORT: { /* n, e[], nslow[], slow[][]: the first k of each */
         uint32_t k = MIN_(peek16(r, 0), NCG_WIRE_MAX_COMMS);
         m->u.report.n = 0;
@@ -433,9 +495,6 @@ static void zero_member(struct ncg_msg *m, uint8_t type, const struct ncg_rbuf *
     case NCG_MSG_WAIT:
         n = offsetof(struct ncg_msg_wait, w) +
             sizeof m->u.wait.w[0] * MIN_(peek16(r, 0), NCG_WIRE_MAX_WAITS);
-        break;
-    case NCG_MSG_QUERY:
-        n = sizeof m->u.query;
         break;
     case NCG_MSG_ANSWER: /* comm_id 8, then n in a byte */
         n = offsetof(struct ncg_msg_answer, a) +
@@ -455,47 +514,19 @@ static void zero_member(struct ncg_msg *m, uint8_t type, const struct ncg_rbuf *
         memset(m->u.goodbye.rank, 0, sizeof *m->u.goodbye.rank * k);
         return;
     }
-    case NCG_MSG_VERDICT:
-        n = sizeof m->u.verdict;
-        break;
     case NCG_MSG_PING:
     case NCG_MSG_RASK:
         return;
-    case NCG_MSG_DONE:
-    case NCG_MSG_RELEASE:
-        n = sizeof m->u.exit;
-        break;
-    case NCG_MSG_RHELLO:
-        n = sizeof m->u.rhello;
-        break;
     case NCG_MSG_RSTAT: /* the relays' heartbeat: n, then e[] */
         n = offsetof(struct ncg_msg_rstat, e) +
             sizeof m->u.rstat.e[0] * MIN_(peek16(r, 0), NCG_RELAY_STAT);
-        break;
-    case NCG_MSG_RANSWER:
-        n = sizeof m->u.ranswer;
-        break;
-    case NCG_MSG_RWAIT:
-        n = sizeof m->u.rwait;
-        break;
-    case NCG_MSG_RFAULT:
-        n = sizeof m->u.rfault;
-        break;
-    case NCG_MSG_RVERDICT:
-        n = sizeof m->u.rverdict;
-        break;
-    case NCG_MSG_RWHERE:
-        n = sizeof m->u.rwhere;
-        break;
-    case NCG_MSG_RHERE:
-        n = sizeof m->u.rhere;
         break;
     case NCG_MSG_RP2P: /* comm_id 8, nranks 4, then n */
         n = offsetof(struct ncg_msg_rp2p, r) +
             sizeof m->u.rp2p.r[0] * MIN_(peek16(r, 12), NCG_WIRE_MAX_P2P);
         break;
-    default: /* a type this table does not know yet: all of it */
-        n = sizeof m->u;
+    default: /* a type the table does not list (yet): all of it */
+        n = fixed_member[type] ? fixed_member[type] : sizeof m->u;
         break;
     }
 #undef MIN_
@@ -560,37 +591,12 @@ long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
             return -EBADMSG;
         break;
     case NCG_MSG_QUERY:
-        m->u.query.comm_id = ncg_get64(&r);
-        m->u.query.qid = (uint32_t)ncg_getv(&r, UINT32_MAX);
-        m->u.query.mode = ncg_get8(&r);
-        m->u.query.n = ncg_get8(&r);
-        if (m->u.query.n > NCG_WIRE_MAX_SLOTS)
+        if (get_query(&r, &m->u.query) < 0)
             return -EBADMSG;
-        for (i = 0; i < m->u.query.n; i++)
-            m->u.query.slot[i] = ncg_getz(&r, i ? m->u.query.slot[i - 1] : 0);
-        if (ncg_rleft(&r)) { /* the optional representatives: 1..NCG_QUERY_REPS of them */
-            m->u.query.nrep = ncg_get8(&r);
-            if (!m->u.query.nrep || m->u.query.nrep > NCG_QUERY_REPS ||
-                ncg_get_ranks(&r, m->u.query.rep, m->u.query.nrep, (uint64_t)UINT32_MAX + 1) < 0)
-                return -EBADMSG;
-        }
         break;
     case NCG_MSG_ANSWER:
-        m->u.answer.comm_id = ncg_get64(&r);
-        m->u.answer.n = ncg_get8(&r);
-        m->u.answer.qid = (uint32_t)ncg_getv(&r, UINT32_MAX);
-        m->u.answer.rank = (uint32_t)ncg_getv(&r, UINT32_MAX);
-        if (m->u.answer.n > NCG_WIRE_MAX_SLOTS)
+        if (get_answer(&r, &m->u.answer) < 0)
             return -EBADMSG;
-        for (i = 0; i < m->u.answer.n && !r.err; i++) {
-            struct ncg_answer *a = &m->u.answer.a[i];
-            a->status = ncg_get8(&r);
-            a->digest = ncg_get64(&r);
-            get_call_v(&r, &a->call);
-            get_str(&r, a->site, sizeof a->site);
-            if (a->status > NCG_ANS_NONE)
-                return -EBADMSG;
-        }
         break;
     case NCG_MSG_P2P:
         m->u.p2p.comm_id = ncg_get64(&r);
