@@ -84,6 +84,14 @@ static int dl_found(struct ncg_dl_cycle *out, long n, uint64_t sig, char *notes,
     return 1;
 }
 
+/* Frees the n rows of a per-comm table (NULL: none) and the table. */
+static void free_rows(void **rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++)
+        free(rows[i]);
+    free(rows);
+}
+
 static int find_threads(const struct ncg_dl_proc *p, size_t np, const struct ncg_dl_comm *c,
                         size_t nc, size_t cap, struct ncg_dl_cycle *out, char *notes)
 {
@@ -148,10 +156,7 @@ static int find_threads(const struct ncg_dl_proc *p, size_t np, const struct ncg
                      cm->m[t].count, cm->m[t].done);
     }
 out:
-    if (mm)
-        for (size_t ci = 0; ci < nc; ci++)
-            free(mm[ci]);
-    free(mm);
+    free_rows((void **)mm, nc);
     free(wc);
     free(ref);
     free(w);
@@ -290,10 +295,7 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
         goto out;
     stream_notes(p, c, k, ref, h, href, st, len, notes);
 out:
-    if (sm)
-        for (size_t ci = 0; ci < nc; ci++)
-            free(sm[ci]);
-    free(sm);
+    free_rows((void **)sm, nc);
     free(sc);
     free(h);
     free(href);
