@@ -124,15 +124,6 @@ static int get_rslow(struct ncg_rbuf *r, struct ncg_msg *m)
     return r->err ? -1 : 0;
 }
 
-static int put_rhello(struct ncg_wbuf *w, const struct ncg_msg *m)
-{
-    ncg_put64(w, m->u.rhello.token);
-    ncg_put32(w, m->u.rhello.pid);
-    ncg_put32(w, m->u.rhello.node);
-    ncg_wire_put_str(w, m->u.rhello.host, sizeof m->u.rhello.host);
-    return 0;
-}
-
 /* v12: counts as varints, each against the one it is nearest */
 static int put_rstat(struct ncg_wbuf *w, const struct ncg_msg *m)
 {
@@ -224,16 +215,6 @@ static int put_rverdict(struct ncg_wbuf *w, const struct ncg_msg *m)
     return 0;
 }
 
-static int put_rfigq(struct ncg_wbuf *w, const struct ncg_msg *m)
-{
-    ncg_put64(w, m->u.rfigq.comm_id);
-    ncg_put32(w, m->u.rfigq.nranks);
-    ncg_put32(w, m->u.rfigq.qid);
-    ncg_put32(w, m->u.rfigq.lo);
-    ncg_put32(w, m->u.rfigq.hi);
-    return 0;
-}
-
 static int put_rfiga(struct ncg_wbuf *w, const struct ncg_msg *m)
 {
     const struct ncg_msg_rfiga *a = m->u.rfiga;
@@ -243,25 +224,6 @@ static int put_rfiga(struct ncg_wbuf *w, const struct ncg_msg *m)
     ncg_put32(w, a->nranks);
     ncg_put32(w, a->qid);
     ncg_figruns_put(w, a->r, a->n);
-    return 0;
-}
-
-static int put_rwhere(struct ncg_wbuf *w, const struct ncg_msg *m)
-{
-    ncg_put64(w, m->u.rwhere.token);
-    ncg_put32(w, m->u.rwhere.node);
-    ncg_put32(w, m->u.rwhere.want);
-    ncg_put16(w, m->u.rwhere.port);
-    return 0;
-}
-
-static int put_rhere(struct ncg_wbuf *w, const struct ncg_msg *m)
-{
-    ncg_put32(w, m->u.rhere.want);
-    ncg_put32(w, m->u.rhere.found);
-    ncg_put8(w, m->u.rhere.exact);
-    ncg_put16(w, m->u.rhere.port);
-    ncg_wire_put_str(w, m->u.rhere.ip, sizeof m->u.rhere.ip);
     return 0;
 }
 
@@ -301,20 +263,6 @@ static int put_rwait(struct ncg_wbuf *w, const struct ncg_msg *m)
         ncg_put64(w, x->m[i].done);
     }
     return ncg_wire_put_wait(w, &x->w);
-}
-
-static int put_rask(struct ncg_wbuf *w, const struct ncg_msg *m)
-{
-    (void)w, (void)m;
-    return 0;
-}
-
-static int get_rhello(struct ncg_rbuf *r, struct ncg_msg *m)
-{
-    m->u.rhello.token = ncg_get64(r);
-    m->u.rhello.pid = ncg_get32(r);
-    m->u.rhello.node = ncg_get32(r);
-    return ncg_wire_get_str(r, m->u.rhello.host, sizeof m->u.rhello.host);
 }
 
 static int get_rstat(struct ncg_rbuf *r, struct ncg_msg *m)
@@ -423,24 +371,10 @@ static int get_rverdict(struct ncg_rbuf *r, struct ncg_msg *m)
     return 0;
 }
 
-static int get_rwhere(struct ncg_rbuf *r, struct ncg_msg *m)
+static int check_rhere(struct ncg_rbuf *r, struct ncg_msg *m)
 {
-    m->u.rwhere.token = ncg_get64(r);
-    m->u.rwhere.node = ncg_get32(r);
-    m->u.rwhere.want = ncg_get32(r);
-    m->u.rwhere.port = ncg_get16(r);
-    return 0;
-}
-
-static int get_rhere(struct ncg_rbuf *r, struct ncg_msg *m)
-{
-    m->u.rhere.want = ncg_get32(r);
-    m->u.rhere.found = ncg_get32(r);
-    m->u.rhere.exact = ncg_get8(r);
-    m->u.rhere.port = ncg_get16(r);
-    if (m->u.rhere.exact > 1)
-        return -1;
-    return ncg_wire_get_str(r, m->u.rhere.ip, sizeof m->u.rhere.ip);
+    (void)r;
+    return m->u.rhere.exact > 1 ? -1 : 0;
 }
 
 static int get_rp2p(struct ncg_rbuf *r, struct ncg_msg *m)
@@ -493,19 +427,8 @@ static int get_rwait(struct ncg_rbuf *r, struct ncg_msg *m)
     return ncg_wire_get_wait(r, &x->w);
 }
 
-static int get_rask(struct ncg_rbuf *r, struct ncg_msg *m)
+static int check_rfigq(struct ncg_rbuf *r, struct ncg_msg *m)
 {
-    (void)r, (void)m;
-    return 0;
-}
-
-static int get_rfigq(struct ncg_rbuf *r, struct ncg_msg *m)
-{
-    m->u.rfigq.comm_id = ncg_get64(r);
-    m->u.rfigq.nranks = ncg_get32(r);
-    m->u.rfigq.qid = ncg_get32(r);
-    m->u.rfigq.lo = ncg_get32(r);
-    m->u.rfigq.hi = ncg_get32(r);
     if (r->err || m->u.rfigq.nranks == 0 || m->u.rfigq.nranks > NCG_WIRE_MAX_RANKS ||
         m->u.rfigq.lo > m->u.rfigq.hi || m->u.rfigq.hi >= m->u.rfigq.nranks)
         return -1;
@@ -534,30 +457,40 @@ static int get_rfiga(struct ncg_rbuf *r, struct ncg_msg *m)
     return 0;
 }
 
-/* One codec per relay message kind, by type: put checks what the decoder will refuse and
- * returns -1 on it; get fills m->u (what it allocates is released with the message, also
- * when it fails) and returns -1 on a frame out of its bounds. */
-static const struct {
-    int (*put)(struct ncg_wbuf *w, const struct ncg_msg *m);
-    int (*get)(struct ncg_rbuf *r, struct ncg_msg *m);
-} codec[NCG_MSG_TYPE_MAX_] = {
-    [NCG_MSG_RHELLO] = {put_rhello, get_rhello},       [NCG_MSG_RSTAT] = {put_rstat, get_rstat},
-    [NCG_MSG_RANSWER] = {put_ranswer, get_ranswer},    [NCG_MSG_RFAULT] = {put_rfault, get_rfault},
-    [NCG_MSG_RVERDICT] = {put_rverdict, get_rverdict}, [NCG_MSG_RWHERE] = {put_rwhere, get_rwhere},
-    [NCG_MSG_RHERE] = {put_rhere, get_rhere},          [NCG_MSG_RP2P] = {put_rp2p, get_rp2p},
-    [NCG_MSG_RWAIT] = {put_rwait, get_rwait},          [NCG_MSG_RASK] = {put_rask, get_rask},
-    [NCG_MSG_RFIGQ] = {put_rfigq, get_rfigq},          [NCG_MSG_RFIGA] = {put_rfiga, get_rfiga},
-    [NCG_MSG_RSLOW] = {put_rslow, get_rslow},
+/* The fixed-layout messages' fields. */
+#define RF_(type, m) NCG_WF(struct ncg_msg_##type, m)
+#define RS_(type, m) NCG_WS(struct ncg_msg_##type, m)
+static const struct ncg_wfield rhello_f[] = {RF_(rhello, token), RF_(rhello, pid),
+                                             RF_(rhello, node), RS_(rhello, host)};
+static const struct ncg_wfield rwhere_f[] = {RF_(rwhere, token), RF_(rwhere, node),
+                                             RF_(rwhere, want), RF_(rwhere, port)};
+static const struct ncg_wfield rhere_f[] = {RF_(rhere, want), RF_(rhere, found), RF_(rhere, exact),
+                                            RF_(rhere, port), RS_(rhere, ip)};
+static const struct ncg_wfield rfigq_f[] = {RF_(rfigq, comm_id), RF_(rfigq, nranks),
+                                            RF_(rfigq, qid), RF_(rfigq, lo), RF_(rfigq, hi)};
+#undef RF_
+#undef RS_
+
+/* The relay tree's codecs by type (wire_io.h). */
+static const struct ncg_wcodec codec[NCG_MSG_TYPE_MAX_] = {
+    [NCG_MSG_RHELLO] = {NCG_WFIELDS(rhello_f), NULL, NULL},
+    [NCG_MSG_RSTAT] = {NULL, 0, put_rstat, get_rstat},
+    [NCG_MSG_RANSWER] = {NULL, 0, put_ranswer, get_ranswer},
+    [NCG_MSG_RFAULT] = {NULL, 0, put_rfault, get_rfault},
+    [NCG_MSG_RVERDICT] = {NULL, 0, put_rverdict, get_rverdict},
+    [NCG_MSG_RWHERE] = {NCG_WFIELDS(rwhere_f), NULL, NULL},
+    [NCG_MSG_RHERE] = {NCG_WFIELDS(rhere_f), NULL, check_rhere},
+    [NCG_MSG_RP2P] = {NULL, 0, put_rp2p, get_rp2p},
+    [NCG_MSG_RWAIT] = {NULL, 0, put_rwait, get_rwait},
+    [NCG_MSG_RASK] = {NULL, 0, ncg_wire_put_nothing, ncg_wire_get_nothing},
+    [NCG_MSG_RFIGQ] = {NCG_WFIELDS(rfigq_f), NULL, check_rfigq},
+    [NCG_MSG_RFIGA] = {NULL, 0, put_rfiga, get_rfiga},
+    [NCG_MSG_RSLOW] = {NULL, 0, put_rslow, get_rslow},
 };
 
-int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w)
+const struct ncg_wcodec *ncg_wire_relay_codec(uint8_t type)
 {
-    return m->type < NCG_MSG_TYPE_MAX_ && codec[m->type].put ? codec[m->type].put(w, m) : -1;
-}
-
-int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m)
-{
-    return m->type < NCG_MSG_TYPE_MAX_ && codec[m->type].get ? codec[m->type].get(r, m) : -1;
+    return type < NCG_MSG_TYPE_MAX_ && (codec[type].f || codec[type].put) ? &codec[type] : NULL;
 }
 
 void ncg_wire_relay_release(struct ncg_msg *m)
