@@ -30,111 +30,6 @@ int ncg_wire_get_str(struct ncg_rbuf *r, char *s, size_t bound)
     return 0;
 }
 
-void ncg_wire_put_call(struct ncg_wbuf *w, const struct ncg_call *c)
-{
-    ncg_put64(w, c->seq);
-    ncg_put64(w, c->count);
-    ncg_put32(w, (uint32_t)c->root);
-    ncg_put8(w, c->func);
-    ncg_put8(w, c->dtype);
-    ncg_put8(w, c->redop);
-}
-
-void ncg_wire_get_call(struct ncg_rbuf *r, struct ncg_call *c)
-{
-    c->seq = ncg_get64(r);
-    c->count = ncg_get64(r);
-    c->root = (int32_t)ncg_get32(r);
-    c->func = ncg_get8(r);
-    c->dtype = ncg_get8(r);
-    c->redop = ncg_get8(r);
-}
-
-/* The same fields as varints (v12, ANSWER: a rank's answers are most of the node-local bytes):
- * the root or peer + 1 modulo 2^32, so -1 (none) is 0 and every value round-trips. */
-static void put_call_v(struct ncg_wbuf *w, const struct ncg_call *c)
-{
-    ncg_putv(w, c->seq);
-    ncg_putv(w, c->count);
-    ncg_putv(w, (uint32_t)c->root + 1u);
-    ncg_put8(w, c->func);
-    ncg_put8(w, c->dtype);
-    ncg_put8(w, c->redop);
-}
-
-static void get_call_v(struct ncg_rbuf *r, struct ncg_call *c)
-{
-    c->seq = ncg_getv(r, UINT64_MAX);
-    c->count = ncg_getv(r, UINT64_MAX);
-    c->root = (int32_t)((uint32_t)ncg_getv(r, UINT32_MAX) - 1u);
-    c->func = ncg_get8(r);
-    c->dtype = ncg_get8(r);
-    c->redop = ncg_get8(r);
-}
-
-void ncg_wire_put_p2p(struct ncg_wbuf *w, const struct ncg_p2p_rec *r)
-{
-    ncg_put64(w, r->seq);
-    ncg_put64(w, r->count);
-    ncg_put32(w, (uint32_t)r->peer);
-    ncg_put8(w, r->func);
-    ncg_put8(w, r->dtype);
-}
-void ncg_wire_get_p2p(struct ncg_rbuf *r, struct ncg_p2p_rec *p)
-{
-    p->seq = ncg_get64(r);
-    p->count = ncg_get64(r);
-    p->peer = (int32_t)ncg_get32(r);
-    p->func = ncg_get8(r);
-    p->dtype = ncg_get8(r);
-}
-
-int ncg_wire_put_wait(struct ncg_wbuf *w, const struct ncg_msg_wait *m)
-{
-    if (m->n > NCG_WIRE_MAX_WAITS)
-        return -1;
-    ncg_put16(w, (uint16_t)m->n);
-    for (uint32_t i = 0; i < m->n; i++) {
-        const struct ncg_wait_ent *e = &m->w[i];
-        ncg_put64(w, e->comm_id);
-        ncg_put32(w, e->rank);
-        ncg_put32(w, e->tid);
-        ncg_put8(w, e->p2p);
-        ncg_put8(w, e->queued);
-        ncg_put8(w, e->stream);
-        ncg_put32(w, e->order);
-        ncg_wire_put_call(w, &e->call);
-        ncg_wire_put_str(w, e->site, sizeof e->site);
-        if (e->queued == NCG_WAIT_HOST)
-            ncg_put32(w, e->rec_tid);
-    }
-    return 0;
-}
-
-int ncg_wire_get_wait(struct ncg_rbuf *r, struct ncg_msg_wait *m)
-{
-    m->n = ncg_get16(r);
-    if (m->n > NCG_WIRE_MAX_WAITS)
-        return -1;
-    for (uint32_t i = 0; i < m->n && !r->err; i++) {
-        struct ncg_wait_ent *e = &m->w[i];
-        e->comm_id = ncg_get64(r);
-        e->rank = ncg_get32(r);
-        e->tid = ncg_get32(r);
-        e->p2p = ncg_get8(r);
-        e->queued = ncg_get8(r);
-        e->stream = ncg_get8(r);
-        e->order = ncg_get32(r);
-        ncg_wire_get_call(r, &e->call);
-        ncg_wire_get_str(r, e->site, sizeof e->site);
-        e->rec_tid = e->queued == NCG_WAIT_HOST ? ncg_get32(r) : 0;
-        if (e->p2p > 1 || e->queued > NCG_WAIT_HOST || e->order > NCG_WIRE_ORDER_MAX ||
-            e->rank >= NCG_WIRE_MAX_RANKS || (e->queued == NCG_WAIT_HOST && e->p2p))
-            return -1;
-    }
-    return 0;
-}
-
 /* An integer field of size bytes (1, 2, 4, 8) in host order, read or written whole. */
 union field_u {
     uint8_t u8;
@@ -180,6 +75,103 @@ int ncg_wire_get_fields(struct ncg_rbuf *r, void *x, const struct ncg_wfield *f,
         if (!f[i].str)
             store_u(p, f[i].size, ncg_getbe(r, f[i].size));
         else if (ncg_wire_get_str(r, (char *)p, f[i].size) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static const struct ncg_wfield call_f[] = {
+    NCG_WF(struct ncg_call, seq),  NCG_WF(struct ncg_call, count), NCG_WF(struct ncg_call, root),
+    NCG_WF(struct ncg_call, func), NCG_WF(struct ncg_call, dtype), NCG_WF(struct ncg_call, redop)};
+
+void ncg_wire_put_call(struct ncg_wbuf *w, const struct ncg_call *c)
+{
+    ncg_wire_put_fields(w, c, NCG_WFIELDS(call_f));
+}
+
+void ncg_wire_get_call(struct ncg_rbuf *r, struct ncg_call *c)
+{
+    ncg_wire_get_fields(r, c, NCG_WFIELDS(call_f));
+}
+
+/* The same fields as varints (v12, ANSWER: a rank's answers are most of the node-local bytes):
+ * the root or peer + 1 modulo 2^32, so -1 (none) is 0 and every value round-trips. */
+static void put_call_v(struct ncg_wbuf *w, const struct ncg_call *c)
+{
+    ncg_putv(w, c->seq);
+    ncg_putv(w, c->count);
+    ncg_putv(w, (uint32_t)c->root + 1u);
+    ncg_put8(w, c->func);
+    ncg_put8(w, c->dtype);
+    ncg_put8(w, c->redop);
+}
+
+static void get_call_v(struct ncg_rbuf *r, struct ncg_call *c)
+{
+    c->seq = ncg_getv(r, UINT64_MAX);
+    c->count = ncg_getv(r, UINT64_MAX);
+    c->root = (int32_t)((uint32_t)ncg_getv(r, UINT32_MAX) - 1u);
+    c->func = ncg_get8(r);
+    c->dtype = ncg_get8(r);
+    c->redop = ncg_get8(r);
+}
+
+static const struct ncg_wfield p2p_f[] = {
+    NCG_WF(struct ncg_p2p_rec, seq), NCG_WF(struct ncg_p2p_rec, count),
+    NCG_WF(struct ncg_p2p_rec, peer), NCG_WF(struct ncg_p2p_rec, func),
+    NCG_WF(struct ncg_p2p_rec, dtype)};
+
+void ncg_wire_put_p2p(struct ncg_wbuf *w, const struct ncg_p2p_rec *r)
+{
+    ncg_wire_put_fields(w, r, NCG_WFIELDS(p2p_f));
+}
+
+void ncg_wire_get_p2p(struct ncg_rbuf *r, struct ncg_p2p_rec *p)
+{
+    ncg_wire_get_fields(r, p, NCG_WFIELDS(p2p_f));
+}
+
+int ncg_wire_put_wait(struct ncg_wbuf *w, const struct ncg_msg_wait *m)
+{
+    if (m->n > NCG_WIRE_MAX_WAITS)
+        return -1;
+    ncg_put16(w, (uint16_t)m->n);
+    for (uint32_t i = 0; i < m->n; i++) {
+        const struct ncg_wait_ent *e = &m->w[i];
+        ncg_put64(w, e->comm_id);
+        ncg_put32(w, e->rank);
+        ncg_put32(w, e->tid);
+        ncg_put8(w, e->p2p);
+        ncg_put8(w, e->queued);
+        ncg_put8(w, e->stream);
+        ncg_put32(w, e->order);
+        ncg_wire_put_call(w, &e->call);
+        ncg_wire_put_str(w, e->site, sizeof e->site);
+        if (e->queued == NCG_WAIT_HOST)
+            ncg_put32(w, e->rec_tid);
+    }
+    return 0;
+}
+
+int ncg_wire_get_wait(struct ncg_rbuf *r, struct ncg_msg_wait *m)
+{
+    m->n = ncg_get16(r);
+    if (m->n > NCG_WIRE_MAX_WAITS)
+        return -1;
+    for (uint32_t i = 0; i < m->n && !r->err; i++) {
+        struct ncg_wait_ent *e = &m->w[i];
+        e->comm_id = ncg_get64(r);
+        e->rank = ncg_get32(r);
+        e->tid = ncg_get32(r);
+        e->p2p = ncg_get8(r);
+        e->queued = ncg_get8(r);
+        e->stream = ncg_get8(r);
+        e->order = ncg_get32(r);
+        ncg_wire_get_call(r, &e->call);
+        ncg_wire_get_str(r, e->site, sizeof e->site);
+        e->rec_tid = e->queued == NCG_WAIT_HOST ? ncg_get32(r) : 0;
+        if (e->p2p > 1 || e->queued > NCG_WAIT_HOST || e->order > NCG_WIRE_ORDER_MAX ||
+            e->rank >= NCG_WIRE_MAX_RANKS || (e->queued == NCG_WAIT_HOST && e->p2p))
             return -1;
     }
     return 0;
