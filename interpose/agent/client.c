@@ -331,10 +331,3 @@ void ncg_channel_fork_child(void)
     ncg_agent.ann_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
     ncg_agent.wake[0] = ncg_agent.wake[1] = -1;
 }
-
-/* Side-channel bytes this process's client links queued so far (bench). */
-
-uint64_t ncg_channel_tx_bytes(void)
-{
-    return ncg_agent.tx_bytes;
-}

@@ -30,7 +30,4 @@ void ncg_channel_announce(struct ncg_comm *c);
 /* fork() child: forget the thread and connections (closes inherited sockets; no locks). */
 void ncg_channel_fork_child(void);
 
-/* Side-channel bytes queued by this process's client links so far (benchmarks). Any thread. */
-uint64_t ncg_channel_tx_bytes(void);
-
 #endif

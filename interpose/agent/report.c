@@ -199,11 +199,130 @@ static void host_waits(struct ncg_msg_wait *w, const struct ncg_hostwait *hw, si
     }
 }
 
+/* A removed comm's GOODBYE into bye (after a REPORT with its final count in rep when no REPORT
+ * carried it yet). 1: told, drop it from the list; 0: keep it for a later round. */
+static int removed_goodbye(struct ncg_lcomm *lc, struct ncg_link *l, struct ncg_msg_report *rr,
+                           struct ncg_msg_goodbye *g, int32_t gr)
+{
+    if (l->state == NCG_LINK_CONNECTING || l->state == NCG_LINK_HELLO)
+        return 0; /* removed while its link was coming up: its GOODBYE once it is up */
+    uint8_t fl = lc->aborted ? NCG_BYE_ABORT : 0;
+    /* Destroyed or aborted before any REPORT carried it (within the first interval): the
+     * checker does not know this member yet, and would drop its GOODBYE; a REPORT with its
+     * final count goes first (the REPORT is sent before the GOODBYE). */
+    if (!lc->reported && l->state == NCG_LINK_UP && rr->n < NCG_WIRE_MAX_COMMS &&
+        (g->n == 0 || g->flags == fl) && g->n < NCG_WIRE_MAX_COMMS) {
+        rr->e[rr->n++] = (struct ncg_report_entry){.comm_id = lc->id,
+                                                   .nranks = (uint32_t)lc->nranks,
+                                                   .rank = (uint32_t)lc->rank,
+                                                   .count = lc->final,
+                                                   .global_rank = gr,
+                                                   .done = lc->final,
+                                                   .done_hi = lc->final};
+        lc->reported = 1;
+    }
+    if (g->n == 0)
+        g->flags = fl;
+    if (l->state == NCG_LINK_UP && g->n < NCG_WIRE_MAX_COMMS && g->flags == fl) {
+        g->comm_id[g->n] = lc->id;
+        g->rank[g->n] = (uint32_t)lc->rank; /* the one that left, of several here */
+        g->count[g->n++] = lc->final;
+        ncg_left_own_add(lc->id, lc->final);
+    } else if (l->state == NCG_LINK_UP) {
+        return 0; /* next round (full, or the other kind of goodbye) */
+    }
+    return 1;
+}
+
+/* A comm whose link is not up (its checker's process left): RANK EXITED, decided locally, from
+ * what the checker said before it went; NULL while nothing is certain. */
+static struct ncg_verdict *exited_locally(struct ncg_lcomm *lc, struct ncg_link *l, uint64_t cnt,
+                                          uint64_t now)
+{
+    struct ncg_local_self self = {lc->id, (uint32_t)lc->nranks, lc->rank, ncg_global_rank(), cnt};
+    /* a tree's SHUTDOWN with counts is the root's, passed down */
+    int32_t hg = ncg_link_in_tree(l) ? l->tr.root_grank : l->w.global_rank;
+    struct ncg_local_gone gone = {lc->peer_rank, lc->gone_rank, lc->gone_count, lc->ngone};
+    struct ncg_verdict *exited =
+        ncg_local_rank_exited(&self, lc->peer_final, lc->peer_left, lc->peer_verdict, hg,
+                              lc->peer_rank >= 0 || lc->ngone ? &gone : NULL);
+    /* counts that agree: a slot the leaver issued and never ran stops completing here
+     * (asynchronous NCCL: its process ended with the call enqueued) */
+    uint64_t done = lc->shm ? ck_pr_load_64(&lc->shm->coll_done) : 0;
+    if (lc->peer_final == UINT64_MAX || done != lc->sd_done || !lc->sd_done_ns) {
+        lc->sd_done = done;
+        lc->sd_done_ns = now;
+    }
+    double idle = (double)(now - lc->sd_done_ns) / 1e9;
+    if (!exited && lc->peer_final != UINT64_MAX && idle * 1000 >= 3.0 * ncg_cfg.interval_ms &&
+        idle >= 0.3)
+        exited = ncg_local_exited_wait(&self, done, idle, lc->peer_final, lc->peer_verdict, hg);
+    if (exited) {
+        lc->peer_final = lc->peer_left = UINT64_MAX;
+        lc->peer_rank = -1;
+        lc->ngone = 0;
+    }
+    return exited;
+}
+
+/* A live comm's REPORT entry (count, completion bounds, straggler samples) into r. */
+static void report_entry(struct ncg_lcomm *lc, struct ncg_msg_report *r, uint64_t cnt, int32_t gr)
+{
+    if (r->n >= NCG_WIRE_MAX_COMMS)
+        return;
+    uint64_t done = lc->shm ? ck_pr_load_64(&lc->shm->coll_done) : 0, hi;
+    done = done < cnt ? done : cnt;
+    int sampled = ncg_cev_bounds(lc->c ? &lc->c->cev[0] : NULL, done, cnt, &hi);
+    r->e[r->n++] = (struct ncg_report_entry){.comm_id = lc->id,
+                                             .nranks = (uint32_t)lc->nranks,
+                                             .rank = (uint32_t)lc->rank,
+                                             .count = cnt,
+                                             .global_rank = gr,
+                                             .done = done,
+                                             .tid = driver_tid(lc, cnt),
+                                             .done_hi = hi,
+                                             .flags = sampled ? NCG_REP_SAMPLED : 0};
+    lc->reported = 1;
+    if (lc->c)
+        slow_samples(&lc->c->slow, r, r->n - 1, cnt);
+}
+
+/* A comm's p2p records since the last report, at most NCG_WIRE_MAX_P2P per comm and interval,
+ * as one P2P message on its link. */
+static void send_p2p(struct ncg_lcomm *lc, struct ncg_link *l)
+{
+    static struct ncg_msg p2p; /* checker thread only */
+    uint64_t top = lc->shm ? ck_pr_load_64(&lc->shm->p2p_seq) : 0;
+    if (top <= lc->p2p_next)
+        return;
+    uint64_t from = lc->p2p_next;
+    if (top - from > NCG_WIRE_MAX_P2P)
+        from = top - NCG_WIRE_MAX_P2P;
+    memset(&p2p, 0, sizeof p2p);
+    p2p.type = NCG_MSG_P2P;
+    p2p.u.p2p.comm_id = lc->id;
+    p2p.u.p2p.rank = (uint32_t)lc->rank; /* one of several here, maybe */
+    uint64_t k;
+    for (k = from; k < top; k++) {
+        struct ncg_shm_record rec;
+        int rc = ncg_ring_read(lc->shm, NCG_RING_P2P, k, &rec);
+        if (rc == -EAGAIN)
+            break; /* still being written: next round */
+        if (rc != 0)
+            continue;
+        p2p.u.p2p.r[p2p.u.p2p.n++] =
+            (struct ncg_p2p_rec){rec.seq, rec.count, rec.root_or_peer, rec.func, rec.dtype};
+    }
+    lc->p2p_next = k;
+    if (p2p.u.p2p.n)
+        ncg_link_send(l, &p2p);
+}
+
 /* Periodic: REPORT (heartbeat + counts), P2P records, GOODBYEs of removed comms; local RANK
- * EXITED against a coordinator process that left. */
+ * EXITED against a checker process that left. */
 void ncg_client_report(uint64_t now)
 {
-    static struct ncg_msg rep[NCG_MAX_LINKS], p2p, bye[NCG_MAX_LINKS], wt[NCG_MAX_LINKS];
+    static struct ncg_msg rep[NCG_MAX_LINKS], bye[NCG_MAX_LINKS], wt[NCG_MAX_LINKS];
     unsigned stalled[NCG_MAX_LINKS] = {0};
     int32_t gr = ncg_global_rank();
     ncg_completion_poll(); /* asynchronous NCCL: advance the done counters first */
@@ -234,93 +353,21 @@ void ncg_client_report(uint64_t now)
             continue;
         }
         struct ncg_link *l = &ncg_agent.link[lc->link];
-        if (lc->removed && (l->state == NCG_LINK_CONNECTING || l->state == NCG_LINK_HELLO)) {
-            i++; /* removed while its link was coming up: its GOODBYE once it is up */
-            continue;
-        }
         if (lc->removed) {
-            struct ncg_msg_goodbye *g = &bye[lc->link].u.goodbye;
-            struct ncg_msg_report *rr = &rep[lc->link].u.report;
-            uint8_t fl = lc->aborted ? NCG_BYE_ABORT : 0;
-            /* Destroyed or aborted before any REPORT carried it (within the first interval):
-             * the checker does not know this member yet, and would drop its GOODBYE; a REPORT
-             * with its final count goes first (the REPORT is sent before the GOODBYE). */
-            if (!lc->reported && l->state == NCG_LINK_UP && rr->n < NCG_WIRE_MAX_COMMS &&
-                (g->n == 0 || g->flags == fl) && g->n < NCG_WIRE_MAX_COMMS) {
-                rr->e[rr->n++] = (struct ncg_report_entry){.comm_id = lc->id,
-                                                           .nranks = (uint32_t)lc->nranks,
-                                                           .rank = (uint32_t)lc->rank,
-                                                           .count = lc->final,
-                                                           .global_rank = gr,
-                                                           .done = lc->final,
-                                                           .done_hi = lc->final};
-                lc->reported = 1;
-            }
-            if (g->n == 0)
-                g->flags = fl;
-            if (l->state == NCG_LINK_UP && g->n < NCG_WIRE_MAX_COMMS && g->flags == fl) {
-                g->comm_id[g->n] = lc->id;
-                g->rank[g->n] = (uint32_t)lc->rank; /* the one that left, of several here */
-                g->count[g->n++] = lc->final;
-                ncg_left_own_add(lc->id, lc->final);
-            } else if (l->state == NCG_LINK_UP) {
-                i++; /* next round (full, or the other kind of goodbye) */
-                continue;
-            }
-            ncg_agent.lc[i] = ncg_agent.lc[--ncg_agent.nlc];
+            if (removed_goodbye(lc, l, &rep[lc->link].u.report, &bye[lc->link].u.goodbye, gr))
+                ncg_agent.lc[i] = ncg_agent.lc[--ncg_agent.nlc];
+            else
+                i++;
             continue;
         }
         uint64_t cnt = lc->shm ? ck_pr_load_64(&lc->shm->coll_seq) : 0;
         if (l->state != NCG_LINK_UP) {
-            if (!exited) {
-                struct ncg_local_self self = {lc->id, (uint32_t)lc->nranks, lc->rank,
-                                              ncg_global_rank(), cnt};
-                /* a tree's SHUTDOWN with counts is the root's, passed down */
-                int32_t hg = ncg_link_in_tree(l) ? l->tr.root_grank : l->w.global_rank;
-                struct ncg_local_gone gone = {lc->peer_rank, lc->gone_rank, lc->gone_count,
-                                              lc->ngone};
-                exited =
-                    ncg_local_rank_exited(&self, lc->peer_final, lc->peer_left, lc->peer_verdict,
-                                          hg, lc->peer_rank >= 0 || lc->ngone ? &gone : NULL);
-                /* counts that agree: a slot the leaver issued and never ran stops completing
-                 * here (asynchronous NCCL: its process ended with the call enqueued) */
-                uint64_t done = lc->shm ? ck_pr_load_64(&lc->shm->coll_done) : 0;
-                if (lc->peer_final == UINT64_MAX || done != lc->sd_done || !lc->sd_done_ns) {
-                    lc->sd_done = done;
-                    lc->sd_done_ns = now;
-                }
-                double idle = (double)(now - lc->sd_done_ns) / 1e9;
-                if (!exited && lc->peer_final != UINT64_MAX &&
-                    idle * 1000 >= 3.0 * ncg_cfg.interval_ms && idle >= 0.3)
-                    exited = ncg_local_exited_wait(&self, done, idle, lc->peer_final,
-                                                   lc->peer_verdict, hg);
-                if (exited) {
-                    lc->peer_final = lc->peer_left = UINT64_MAX;
-                    lc->peer_rank = -1;
-                    lc->ngone = 0;
-                }
-            }
+            if (!exited)
+                exited = exited_locally(lc, l, cnt, now);
             i++;
             continue;
         }
-        struct ncg_msg_report *r = &rep[lc->link].u.report;
-        if (r->n < NCG_WIRE_MAX_COMMS) {
-            uint64_t done = lc->shm ? ck_pr_load_64(&lc->shm->coll_done) : 0, hi;
-            done = done < cnt ? done : cnt;
-            int sampled = ncg_cev_bounds(lc->c ? &lc->c->cev[0] : NULL, done, cnt, &hi);
-            r->e[r->n++] = (struct ncg_report_entry){.comm_id = lc->id,
-                                                     .nranks = (uint32_t)lc->nranks,
-                                                     .rank = (uint32_t)lc->rank,
-                                                     .count = cnt,
-                                                     .global_rank = gr,
-                                                     .done = done,
-                                                     .tid = driver_tid(lc, cnt),
-                                                     .done_hi = hi,
-                                                     .flags = sampled ? NCG_REP_SAMPLED : 0};
-            lc->reported = 1;
-            if (lc->c)
-                slow_samples(&lc->c->slow, r, r->n - 1, cnt);
-        }
+        report_entry(lc, &rep[lc->link].u.report, cnt, gr);
         /* WAITs: where a call's return is its completion, the calls threads are blocked in (the
          * DEADLOCK wait-for graph of threads); under asynchronous NCCL (completion from CUDA
          * events) a thread is not blocked in the calls it enqueued and a completed call looks
@@ -359,38 +406,12 @@ void ncg_client_report(uint64_t now)
             ncg_link_send(&ncg_agent.link[i], &wt[i]);
         ncg_agent.link[i].waited = wt[i].u.wait.n != 0;
     }
-    /* p2p after the reports: the coordinator matches records only from registered members */
+    /* p2p after the reports: the checker matches records only from registered members */
     pthread_mutex_lock(&ncg_agent.lk);
     for (size_t i = 0; i < ncg_agent.nlc; i++) {
         struct ncg_lcomm *lc = &ncg_agent.lc[i];
-        if (lc->link < 0 || lc->removed || ncg_agent.link[lc->link].state != NCG_LINK_UP)
-            continue;
-        struct ncg_link *l = &ncg_agent.link[lc->link];
-        /* p2p records since the last report, at most NCG_WIRE_MAX_P2P per comm and interval */
-        uint64_t top = lc->shm ? ck_pr_load_64(&lc->shm->p2p_seq) : 0;
-        if (top > lc->p2p_next) {
-            uint64_t from = lc->p2p_next;
-            if (top - from > NCG_WIRE_MAX_P2P)
-                from = top - NCG_WIRE_MAX_P2P;
-            memset(&p2p, 0, sizeof p2p);
-            p2p.type = NCG_MSG_P2P;
-            p2p.u.p2p.comm_id = lc->id;
-            p2p.u.p2p.rank = (uint32_t)lc->rank; /* one of several here, maybe */
-            uint64_t k;
-            for (k = from; k < top; k++) {
-                struct ncg_shm_record rec;
-                int rc = ncg_ring_read(lc->shm, NCG_RING_P2P, k, &rec);
-                if (rc == -EAGAIN)
-                    break; /* still being written: next round */
-                if (rc != 0)
-                    continue;
-                p2p.u.p2p.r[p2p.u.p2p.n++] =
-                    (struct ncg_p2p_rec){rec.seq, rec.count, rec.root_or_peer, rec.func, rec.dtype};
-            }
-            lc->p2p_next = k;
-            if (p2p.u.p2p.n)
-                ncg_link_send(l, &p2p);
-        }
+        if (lc->link >= 0 && !lc->removed && ncg_agent.link[lc->link].state == NCG_LINK_UP)
+            send_p2p(lc, &ncg_agent.link[lc->link]);
     }
     pthread_mutex_unlock(&ncg_agent.lk);
     if (exited) {

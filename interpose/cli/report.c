@@ -612,6 +612,54 @@ static int is_report_name(const struct dirent *e)
            strcmp(e->d_name + n - 5, ".json") == 0 && !strstr(e->d_name, ".tmp.");
 }
 
+/* Reads and parses r->file into r->j: NULL, or why it is not a report of ours. */
+static const char *read_report(struct rep *r)
+{
+    size_t len = 0, at = 0;
+    char *text = ncg_cli_slurp(r->file, MAX_REPORT_BYTES, &len);
+    r->j = text ? ncg_cli_json_parse(text, len, &at) : NULL;
+    free(text);
+    if (!text && !r->j)
+        return "unreadable or too large";
+    if (!r->j)
+        return "malformed JSON";
+    if (strcmp(ncg_cli_json_s(r->j, "format", ""), "ncclguard-report") != 0)
+        return "not an ncclguard report";
+    if (ncg_cli_json_n(r->j, "version", 0) != 1)
+        return "report format version not 1";
+    return NULL;
+}
+
+#define NCG_SKIPPED_KEPT 256
+struct skipped {
+    char *file;
+    const char *why;
+};
+
+/* --json: the merged document (format ncclguard-job-report). */
+static void print_merged_json(const char *dir, int nreps, const struct skipped *bad, int nbad,
+                              struct group *groups, int ngroups)
+{
+    printf("{\"format\":\"ncclguard-job-report\",\"version\":%d,\"dir\":",
+           NCG_REPORT_MERGE_FORMAT_VERSION);
+    ncg_cli_json_str(stdout, dir);
+    printf(",\"reports\":%d,\"skipped\":%d,\"skipped_files\":[", nreps, nbad);
+    for (int i = 0; i < nbad && i < NCG_SKIPPED_KEPT; i++) {
+        printf("%s{\"file\":", i ? "," : "");
+        ncg_cli_json_str(stdout, bad[i].file ? bad[i].file : "");
+        printf(",\"reason\":");
+        ncg_cli_json_str(stdout, bad[i].why);
+        printf("}");
+    }
+    printf("],\"verdicts\":[");
+    for (int g = 0; g < ngroups; g++) {
+        if (g)
+            fputc(',', stdout);
+        print_group_json(&groups[g]);
+    }
+    fputs("]}\n", stdout);
+}
+
 int ncg_cmd_report(int argc, char **argv)
 {
     const char *dir = NULL;
@@ -640,10 +688,7 @@ int ncg_cmd_report(int argc, char **argv)
     struct rep *reps = calloc((size_t)nn + 1, sizeof(*reps));
     struct group *groups = calloc((size_t)nn + 1, sizeof(*groups));
     int nreps = 0, ngroups = 0, nbad = 0;
-    struct {
-        char *file;
-        const char *why;
-    } bad[256] = {{0}}; /* the first skipped files, for --json */
+    struct skipped bad[NCG_SKIPPED_KEPT] = {{0}}; /* the first skipped files, for --json */
     if (!reps || !groups) {
         fprintf(stderr, "ncclguard: out of memory\n");
         return NCG_CLI_ERROR;
@@ -652,23 +697,11 @@ int ncg_cmd_report(int argc, char **argv)
         struct rep *r = &reps[nreps];
         snprintf(r->file, sizeof(r->file), "%s/%s", dir, names[i]->d_name);
         free(names[i]);
-        size_t len = 0, at = 0;
-        char *text = ncg_cli_slurp(r->file, MAX_REPORT_BYTES, &len);
-        r->j = text ? ncg_cli_json_parse(text, len, &at) : NULL;
-        free(text);
-        const char *why = NULL;
-        if (!text && !r->j)
-            why = "unreadable or too large";
-        else if (!r->j)
-            why = "malformed JSON";
-        else if (strcmp(ncg_cli_json_s(r->j, "format", ""), "ncclguard-report") != 0)
-            why = "not an ncclguard report";
-        else if (ncg_cli_json_n(r->j, "version", 0) != 1)
-            why = "report format version not 1";
+        const char *why = read_report(r);
         if (why) {
             fprintf(stderr, "ncclguard: report: skipped %s: %s\n", r->file, why);
             ncg_cli_json_free(r->j);
-            if (nbad < (int)(sizeof(bad) / sizeof(bad[0]))) {
+            if (nbad < NCG_SKIPPED_KEPT) {
                 bad[nbad].file = strdup(r->file);
                 bad[nbad].why = why;
             }
@@ -697,24 +730,7 @@ int ncg_cmd_report(int argc, char **argv)
         qsort(groups[g].reps, (size_t)groups[g].n, sizeof(struct rep *), by_rank);
     }
     if (json) {
-        printf("{\"format\":\"ncclguard-job-report\",\"version\":%d,\"dir\":",
-               NCG_REPORT_MERGE_FORMAT_VERSION);
-        ncg_cli_json_str(stdout, dir);
-        printf(",\"reports\":%d,\"skipped\":%d,\"skipped_files\":[", nreps, nbad);
-        for (int i = 0; i < nbad && i < (int)(sizeof(bad) / sizeof(bad[0])); i++) {
-            printf("%s{\"file\":", i ? "," : "");
-            ncg_cli_json_str(stdout, bad[i].file ? bad[i].file : "");
-            printf(",\"reason\":");
-            ncg_cli_json_str(stdout, bad[i].why);
-            printf("}");
-        }
-        printf("],\"verdicts\":[");
-        for (int g = 0; g < ngroups; g++) {
-            if (g)
-                fputc(',', stdout);
-            print_group_json(&groups[g]);
-        }
-        fputs("]}\n", stdout);
+        print_merged_json(dir, nreps, bad, nbad, groups, ngroups);
     } else {
         printf("ncclguard: report of %s: %d report%s (one per process), %d verdict%s", dir, nreps,
                nreps == 1 ? "" : "s", ngroups, ngroups == 1 ? "" : "s");
@@ -725,7 +741,7 @@ int ncg_cmd_report(int argc, char **argv)
             print_group_text(&groups[g]);
         ncg_report_dumps(dir); /* dumps and Python frames (dumpview.c) */
     }
-    for (int i = 0; i < nbad && i < (int)(sizeof(bad) / sizeof(bad[0])); i++)
+    for (int i = 0; i < nbad && i < NCG_SKIPPED_KEPT; i++)
         free(bad[i].file);
     for (int g = 0; g < ngroups; g++)
         free(groups[g].reps);

@@ -213,6 +213,54 @@ static int read_comm(const struct ncg_shm_comm *c, uint32_t coll_ring, uint32_t 
     return 0;
 }
 
+/* Why a mapped segment of size bytes cannot be read (into why, "" when it can). */
+static void header_problem(const struct ncg_shm_header *h, size_t size, char *why, size_t wlen)
+{
+    uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+    if (magic == 0)
+        snprintf(why, wlen, "not initialised yet");
+    else if (magic != NCG_SHM_MAGIC)
+        snprintf(why, wlen, "foreign file (bad magic)");
+    else if (h->layout_version < NCG_SHM_LAYOUT_OLDEST ||
+             h->layout_version > NCG_SHM_LAYOUT_VERSION)
+        snprintf(why, wlen, "layout version %u, this ncclguard reads %u..%u", h->layout_version,
+                 NCG_SHM_LAYOUT_OLDEST, NCG_SHM_LAYOUT_VERSION);
+    else if (h->header_size != NCG_SHM_HEADER_SIZE || h->comm_size != sizeof(struct ncg_shm_comm) ||
+             h->coll_ring != NCG_COLL_RING || h->p2p_ring != NCG_P2P_RING || h->max_comms == 0 ||
+             h->max_comms > 65536)
+        snprintf(why, wlen, "unexpected sizes in header");
+    else if (size < (size_t)h->header_size + (size_t)h->max_comms * h->comm_size)
+        snprintf(why, wlen, "truncated (%zu bytes)", size);
+}
+
+/* p's liveness and verdict from its header h and whether its process is still there. */
+static void proc_state(struct ncg_cli_proc *p, const struct ncg_shm_header *h, const char *path)
+{
+    if (p->state != NCG_PROC_EXITED) {
+        p->live = ncg_cli_pid_live(p->pid, p->start_ticks, &p->live_why);
+        /* A process that recorded a verdict (abort) or its clean exit and ended between our
+         * read of the state and the pid check is not a crash: read the state again. */
+        if (p->live == NCG_LIVE_DEAD)
+            p->state = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
+        if (p->live == NCG_LIVE_DEAD && p->state != NCG_PROC_EXITED && segment_held(path)) {
+            p->live = NCG_LIVE_ALIVE;
+            p->live_why = "holds its segment (pid not visible here)";
+        }
+        if (p->live == NCG_LIVE_ALIVE && p->state == NCG_PROC_VERDICT)
+            p->live = NCG_LIVE_VERDICT;
+    }
+    if (p->state == NCG_PROC_EXITED) {
+        p->live = NCG_LIVE_EXITED;
+        p->live_why = "clean exit";
+    }
+    if (p->state == NCG_PROC_VERDICT) {
+        p->verdict_kind = h->verdict_kind;
+        p->verdict_comm = h->verdict_comm;
+        copy_str(p->verdict_text, h->verdict_text, sizeof(p->verdict_text));
+        copy_str(p->report_path, h->report_path, sizeof(p->report_path));
+    }
+}
+
 static void read_segment(struct ncg_snap *s, struct caps *cp, const struct ncg_scan_opts *o,
                          const char *path, int32_t name_pid)
 {
@@ -243,21 +291,7 @@ static void read_segment(struct ncg_snap *s, struct caps *cp, const struct ncg_s
     }
     const struct ncg_shm_header *h = map;
     char why[96] = "";
-    uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
-    if (magic == 0)
-        snprintf(why, sizeof(why), "not initialised yet");
-    else if (magic != NCG_SHM_MAGIC)
-        snprintf(why, sizeof(why), "foreign file (bad magic)");
-    else if (h->layout_version < NCG_SHM_LAYOUT_OLDEST ||
-             h->layout_version > NCG_SHM_LAYOUT_VERSION)
-        snprintf(why, sizeof(why), "layout version %u, this ncclguard reads %u..%u",
-                 h->layout_version, NCG_SHM_LAYOUT_OLDEST, NCG_SHM_LAYOUT_VERSION);
-    else if (h->header_size != NCG_SHM_HEADER_SIZE || h->comm_size != sizeof(struct ncg_shm_comm) ||
-             h->coll_ring != NCG_COLL_RING || h->p2p_ring != NCG_P2P_RING || h->max_comms == 0 ||
-             h->max_comms > 65536)
-        snprintf(why, sizeof(why), "unexpected sizes in header");
-    else if (size < (size_t)h->header_size + (size_t)h->max_comms * h->comm_size)
-        snprintf(why, sizeof(why), "truncated (%zu bytes)", size);
+    header_problem(h, size, why, sizeof why);
     if (why[0]) {
         munmap(map, size);
         add_skip(s, cp, path, name_pid, why);
@@ -292,29 +326,7 @@ static void read_segment(struct ncg_snap *s, struct caps *cp, const struct ncg_s
     copy_str(p->cmdline, h->cmdline, sizeof(p->cmdline));
     if (p->ncomms > h->max_comms)
         p->ncomms = h->max_comms;
-    if (p->state != NCG_PROC_EXITED) {
-        p->live = ncg_cli_pid_live(p->pid, p->start_ticks, &p->live_why);
-        /* A process that recorded a verdict (abort) or its clean exit and ended between our
-         * read of the state and the pid check is not a crash: read the state again. */
-        if (p->live == NCG_LIVE_DEAD)
-            p->state = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
-        if (p->live == NCG_LIVE_DEAD && p->state != NCG_PROC_EXITED && segment_held(path)) {
-            p->live = NCG_LIVE_ALIVE;
-            p->live_why = "holds its segment (pid not visible here)";
-        }
-        if (p->live == NCG_LIVE_ALIVE && p->state == NCG_PROC_VERDICT)
-            p->live = NCG_LIVE_VERDICT;
-    }
-    if (p->state == NCG_PROC_EXITED) {
-        p->live = NCG_LIVE_EXITED;
-        p->live_why = "clean exit";
-    }
-    if (p->state == NCG_PROC_VERDICT) {
-        p->verdict_kind = h->verdict_kind;
-        p->verdict_comm = h->verdict_comm;
-        copy_str(p->verdict_text, h->verdict_text, sizeof(p->verdict_text));
-        copy_str(p->report_path, h->report_path, sizeof(p->report_path));
-    }
+    proc_state(p, h, path);
     p->activity_ns = p->heartbeat_ns;
     p->first_member = s->nmembers;
     int pi = s->nprocs - 1;

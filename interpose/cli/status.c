@@ -334,6 +334,124 @@ static void json_slow(FILE *f, const struct ncg_snap *s, uint64_t comm)
     fputs(",\"slow\":null", f);
 }
 
+/* One process of the snapshot, as /status's "processes" entry. */
+static void json_process(FILE *f, const struct ncg_snap *s, const struct ncg_cli_proc *p)
+{
+    fputs("{\"segment\":", f);
+    ncg_cli_json_str(f, p->path);
+    fprintf(f, ",\"pid\":%d,\"uid\":%u,\"state\":\"%s\",\"state_detail\":", (int)p->pid,
+            (unsigned)p->owner, ncg_cli_live_name(p->live));
+    ncg_cli_json_str(f, p->live_why ? p->live_why : "");
+    fprintf(f, ",\"ended_by_verdict\":%s", ncg_cli_ended_by_verdict(p) ? "true" : "false");
+    fprintf(f,
+            ",\"start_ticks\":%llu,\"global_rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
+            "\"hostname\":",
+            (unsigned long long)p->start_ticks, (int)p->global_rank, (int)p->local_rank,
+            (int)p->world_size);
+    ncg_cli_json_str(f, p->hostname);
+    fputs(",\"cmdline\":", f);
+    ncg_cli_json_str(f, p->cmdline);
+    if (p->heartbeat_ns)
+        fprintf(f, ",\"heartbeat_age_s\":%.3f", age_s(s, p->heartbeat_ns));
+    else
+        fputs(",\"heartbeat_age_s\":null", f);
+    fputs(",\"bus_id\":", f);
+    ncg_cli_json_str(f, p->bus_id);
+    if (p->gpu_ok)
+        fprintf(f, ",\"gpu\":{\"util_pct\":%u,\"power_w\":%.1f,\"power_limit_w\":%.1f}",
+                p->gpu_util, p->gpu_power_w, p->gpu_limit_w);
+    else
+        fputs(",\"gpu\":null", f);
+    fprintf(f, ",\"activity_age_s\":%.3f,\"comms\":%d,\"comms_dropped\":%u,\"verdict\":",
+            age_s(s, p->activity_ns), p->nmembers, p->comms_dropped);
+    if (p->state == NCG_PROC_VERDICT) {
+        fprintf(f, "{\"kind\":%u,\"name\":\"%s\",\"comm\":\"%016llx\",\"text\":", p->verdict_kind,
+                ncg_cli_verdict_name(p->verdict_kind), (unsigned long long)p->verdict_comm);
+        ncg_cli_json_str(f, p->verdict_text);
+        fputs(",\"report\":", f);
+        ncg_cli_json_str(f, p->report_path);
+        fputc('}', f);
+    } else {
+        fputs("null", f);
+    }
+    fputc('}', f);
+}
+
+/* Member mi of comm c, as a "members" entry. */
+static void json_member(FILE *f, const struct ncg_snap *s, const struct ncg_view_comm *c, int mi)
+{
+    const struct ncg_cli_member *m = &s->members[mi];
+    const struct ncg_cli_proc *p = &s->procs[m->proc];
+    fprintf(f, "{\"rank\":%d,\"global_rank\":%d,\"local_rank\":%d,\"pid\":%d,\"segment\":",
+            (int)m->rank, (int)p->global_rank, (int)p->local_rank, (int)p->pid);
+    ncg_cli_json_str(f, p->path);
+    fprintf(f,
+            ",\"comm_state\":\"%s\",\"state\":\"%s\",\"slots\":%llu,\"completed\":%llu,"
+            "\"p2p\":%llu,\"p2p_completed\":%llu,\"behind\":%s",
+            ncg_cli_comm_state_name(m->state), member_state(s, m, 1),
+            (unsigned long long)m->coll_seq, (unsigned long long)m->coll_done,
+            (unsigned long long)m->p2p_seq, (unsigned long long)m->p2p_done,
+            ncg_view_is_behind(s, c, mi) ? "true" : "false");
+    fprintf(f, ",\"odd_call\":%s,\"ended_by_verdict\":%s,\"last_call\":",
+            ncg_view_is_odd(c, mi) ? "true" : "false",
+            ncg_cli_ended_by_verdict(p) ? "true" : "false");
+    int is_p2p;
+    const struct ncg_shm_record *r = ncg_cli_member_last(m, &is_p2p);
+    if (r)
+        json_call(f, s, r, is_p2p);
+    else
+        fputs("null", f);
+    fputc('}', f);
+}
+
+/* One communicator of the view, as a "communicators" entry. */
+static void json_comm(FILE *f, const struct ncg_snap *s, const struct ncg_view_comm *c)
+{
+    const struct ncg_cli_member *m0 = &s->members[c->members[0]];
+    fprintf(f, "{\"id\":\"%016llx\",\"parent\":", (unsigned long long)c->comm_id);
+    if (m0->parent_id)
+        fprintf(f, "\"%016llx\"", (unsigned long long)m0->parent_id);
+    else
+        fputs("null", f);
+    fprintf(f, ",\"origin\":\"%s\",\"size\":%d,\"members_here\":%d,\"active_here\":%d,",
+            ncg_cli_origin_name(m0->origin), (int)c->nranks, c->nmembers, c->nactive);
+    fprintf(f, "\"min_slots\":%llu,\"max_slots\":%llu,\"last_call_age_s\":",
+            (unsigned long long)c->min_seq, (unsigned long long)c->max_seq);
+    if (c->last_ns)
+        fprintf(f, "%.3f", age_s(s, c->last_ns));
+    else
+        fputs("null", f);
+    fputs(",\"behind\":[", f);
+    int nb = 0;
+    for (int i = 0; i < c->nmembers; i++)
+        if (ncg_view_is_behind(s, c, c->members[i]))
+            fprintf(f, "%s%d", nb++ ? "," : "", (int)s->members[c->members[i]].rank);
+    fputs("],\"mismatch\":", f);
+    if (c->mismatch) {
+        fprintf(f, "{\"slot\":%llu,\"by\":\"%s\",\"calls\":[", (unsigned long long)c->mismatch_slot,
+                c->mismatch == 1 ? "fields" : "digest");
+        for (int j = 0; j < c->ncalls; j++) {
+            fprintf(f, "%s{\"call\":", j ? "," : "");
+            json_call(f, s, &c->calls[j].rec, 0);
+            fputs(",\"ranks\":[", f);
+            for (int q = 0; q < c->calls[j].nmembers && q < 64; q++)
+                fprintf(f, "%s%d", q ? "," : "", (int)s->members[c->calls[j].members[q]].rank);
+            fputs("]}", f);
+        }
+        fputs("]}", f);
+    } else {
+        fputs("null", f);
+    }
+    json_slow(f, s, c->comm_id);
+    fputs(",\"members\":[", f);
+    for (int i = 0; i < c->nmembers; i++) {
+        if (i)
+            fputc(',', f);
+        json_member(f, s, c, c->members[i]);
+    }
+    fputs("]}", f);
+}
+
 static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view *v,
                        const struct ncg_vgroup *g, int ng)
 {
@@ -346,114 +464,15 @@ static void print_json(FILE *f, const struct ncg_snap *s, const struct ncg_view 
     ncg_cli_json_str(f, s->dir);
     fprintf(f, ",\"time_unix\":%.3f,\"processes\":[", s->now_unix);
     for (int i = 0; i < s->nprocs; i++) {
-        const struct ncg_cli_proc *p = &s->procs[i];
-        fprintf(f, "%s{\"segment\":", i ? "," : "");
-        ncg_cli_json_str(f, p->path);
-        fprintf(f, ",\"pid\":%d,\"uid\":%u,\"state\":\"%s\",\"state_detail\":", (int)p->pid,
-                (unsigned)p->owner, ncg_cli_live_name(p->live));
-        ncg_cli_json_str(f, p->live_why ? p->live_why : "");
-        fprintf(f, ",\"ended_by_verdict\":%s", ncg_cli_ended_by_verdict(p) ? "true" : "false");
-        fprintf(f,
-                ",\"start_ticks\":%llu,\"global_rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
-                "\"hostname\":",
-                (unsigned long long)p->start_ticks, (int)p->global_rank, (int)p->local_rank,
-                (int)p->world_size);
-        ncg_cli_json_str(f, p->hostname);
-        fputs(",\"cmdline\":", f);
-        ncg_cli_json_str(f, p->cmdline);
-        if (p->heartbeat_ns)
-            fprintf(f, ",\"heartbeat_age_s\":%.3f", age_s(s, p->heartbeat_ns));
-        else
-            fputs(",\"heartbeat_age_s\":null", f);
-        fputs(",\"bus_id\":", f);
-        ncg_cli_json_str(f, p->bus_id);
-        if (p->gpu_ok)
-            fprintf(f, ",\"gpu\":{\"util_pct\":%u,\"power_w\":%.1f,\"power_limit_w\":%.1f}",
-                    p->gpu_util, p->gpu_power_w, p->gpu_limit_w);
-        else
-            fputs(",\"gpu\":null", f);
-        fprintf(f, ",\"activity_age_s\":%.3f,\"comms\":%d,\"comms_dropped\":%u,\"verdict\":",
-                age_s(s, p->activity_ns), p->nmembers, p->comms_dropped);
-        if (p->state == NCG_PROC_VERDICT) {
-            fprintf(f,
-                    "{\"kind\":%u,\"name\":\"%s\",\"comm\":\"%016llx\",\"text\":", p->verdict_kind,
-                    ncg_cli_verdict_name(p->verdict_kind), (unsigned long long)p->verdict_comm);
-            ncg_cli_json_str(f, p->verdict_text);
-            fputs(",\"report\":", f);
-            ncg_cli_json_str(f, p->report_path);
-            fputc('}', f);
-        } else {
-            fputs("null", f);
-        }
-        fputc('}', f);
+        if (i)
+            fputc(',', f);
+        json_process(f, s, &s->procs[i]);
     }
     fputs("],\"communicators\":[", f);
     for (int k = 0; k < v->ncomms; k++) {
-        const struct ncg_view_comm *c = &v->comms[k];
-        const struct ncg_cli_member *m0 = &s->members[c->members[0]];
-        fprintf(f, "%s{\"id\":\"%016llx\",\"parent\":", k ? "," : "",
-                (unsigned long long)c->comm_id);
-        if (m0->parent_id)
-            fprintf(f, "\"%016llx\"", (unsigned long long)m0->parent_id);
-        else
-            fputs("null", f);
-        fprintf(f, ",\"origin\":\"%s\",\"size\":%d,\"members_here\":%d,\"active_here\":%d,",
-                ncg_cli_origin_name(m0->origin), (int)c->nranks, c->nmembers, c->nactive);
-        fprintf(f, "\"min_slots\":%llu,\"max_slots\":%llu,\"last_call_age_s\":",
-                (unsigned long long)c->min_seq, (unsigned long long)c->max_seq);
-        if (c->last_ns)
-            fprintf(f, "%.3f", age_s(s, c->last_ns));
-        else
-            fputs("null", f);
-        fputs(",\"behind\":[", f);
-        int nb = 0;
-        for (int i = 0; i < c->nmembers; i++)
-            if (ncg_view_is_behind(s, c, c->members[i]))
-                fprintf(f, "%s%d", nb++ ? "," : "", (int)s->members[c->members[i]].rank);
-        fputs("],\"mismatch\":", f);
-        if (c->mismatch) {
-            fprintf(f, "{\"slot\":%llu,\"by\":\"%s\",\"calls\":[",
-                    (unsigned long long)c->mismatch_slot, c->mismatch == 1 ? "fields" : "digest");
-            for (int j = 0; j < c->ncalls; j++) {
-                fprintf(f, "%s{\"call\":", j ? "," : "");
-                json_call(f, s, &c->calls[j].rec, 0);
-                fputs(",\"ranks\":[", f);
-                for (int q = 0; q < c->calls[j].nmembers && q < 64; q++)
-                    fprintf(f, "%s%d", q ? "," : "", (int)s->members[c->calls[j].members[q]].rank);
-                fputs("]}", f);
-            }
-            fputs("]}", f);
-        } else {
-            fputs("null", f);
-        }
-        json_slow(f, s, c->comm_id);
-        fputs(",\"members\":[", f);
-        for (int i = 0; i < c->nmembers; i++) {
-            const struct ncg_cli_member *m = &s->members[c->members[i]];
-            const struct ncg_cli_proc *p = &s->procs[m->proc];
-            fprintf(
-                f, "%s{\"rank\":%d,\"global_rank\":%d,\"local_rank\":%d,\"pid\":%d,\"segment\":",
-                i ? "," : "", (int)m->rank, (int)p->global_rank, (int)p->local_rank, (int)p->pid);
-            ncg_cli_json_str(f, p->path);
-            fprintf(f,
-                    ",\"comm_state\":\"%s\",\"state\":\"%s\",\"slots\":%llu,\"completed\":%llu,"
-                    "\"p2p\":%llu,\"p2p_completed\":%llu,\"behind\":%s",
-                    ncg_cli_comm_state_name(m->state), member_state(s, m, 1),
-                    (unsigned long long)m->coll_seq, (unsigned long long)m->coll_done,
-                    (unsigned long long)m->p2p_seq, (unsigned long long)m->p2p_done,
-                    ncg_view_is_behind(s, c, c->members[i]) ? "true" : "false");
-            fprintf(f, ",\"odd_call\":%s,\"ended_by_verdict\":%s,\"last_call\":",
-                    ncg_view_is_odd(c, c->members[i]) ? "true" : "false",
-                    ncg_cli_ended_by_verdict(p) ? "true" : "false");
-            int is_p2p;
-            const struct ncg_shm_record *r = ncg_cli_member_last(m, &is_p2p);
-            if (r)
-                json_call(f, s, r, is_p2p);
-            else
-                fputs("null", f);
-            fputc('}', f);
-        }
-        fputs("]}", f);
+        if (k)
+            fputc(',', f);
+        json_comm(f, s, &v->comms[k]);
     }
     fputc(']', f);
     json_vgroups(f, s, g, ng);

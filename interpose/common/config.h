@@ -72,7 +72,7 @@ enum ncg_diag_mode {
 enum ncg_completion_cfg { NCG_COMPL_AUTO = 0, NCG_COMPL_RETURN = 1, NCG_COMPL_EVENTS = 2 };
 
 /* Lower bounds of the timeouts, in report intervals (NCCLGUARD_INTERVAL_MS), and the
- * coordinator's fixed ping period (coord.c): the heartbeat timeout must cover two pings. */
+ * checker's fixed ping period (relay.c): the heartbeat timeout must cover two pings. */
 #define NCG_MIN_INTERVALS 5
 #define NCG_PING_PERIOD_S 0.5
 

@@ -1,5 +1,5 @@
 /* A growable table of connection slots, indexed by the host's connection ids (small integers it
- * reuses): the coordinator's and the relay's. Each slot is the caller's struct, opening with
+ * reuses): the relay's. Each slot is the caller's struct, opening with
  * struct ncg_conn (whether a connection holds it, whether it said a valid HELLO, its clocks).
  * Pure: no sockets, no clock of its own. */
 #ifndef NCG_CONNTAB_H

@@ -17,11 +17,6 @@
 #include "symbol.h"
 #include "unw.h"
 
-int (*ncg_symbol_unw_backtrace(void))(void **pcs, int max)
-{
-    return ncg_unw()->backtrace;
-}
-
 /* libunwind's name for the procedure containing at, only when at lies within that procedure's
  * bounds (unw_get_proc_info) and the name is the one starting there: libunwind's name lookup
  * alone returns the nearest symbol below, whatever its size. */

@@ -28,10 +28,6 @@ char *ncg_symbolize(uint64_t pc, char *buf, size_t cap);
  * read); demangled. Same context. */
 char *ncg_symbolize_opt(uint64_t pc, char *buf, size_t cap, int srcline);
 
-/* libunwind's unw_backtrace (local unwinding, usable in a signal handler), or NULL when
- * libunwind is not there. Checker thread; may dlopen libunwind once. */
-int (*ncg_symbol_unw_backtrace(void))(void **pcs, int max);
-
 /* The demangled form of a C++ mangled name ("_Z...") into out, through the __cxa_demangle of
  * the process (libstdc++ or libc++abi already loaded; never loaded for this): 0, or -1 when
  * name is no mangled name, the process has no demangler or it fails, or the result does not

@@ -84,6 +84,14 @@ static int dl_found(struct ncg_dl_cycle *out, long n, uint64_t sig, char *notes,
     return 1;
 }
 
+/* Frees the n rows of a per-comm table (NULL: none) and the table. */
+static void free_rows(void **rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++)
+        free(rows[i]);
+    free(rows);
+}
+
 static int find_threads(const struct ncg_dl_proc *p, size_t np, const struct ncg_dl_comm *c,
                         size_t nc, size_t cap, struct ncg_dl_cycle *out, char *notes)
 {
@@ -148,10 +156,7 @@ static int find_threads(const struct ncg_dl_proc *p, size_t np, const struct ncg
                      cm->m[t].count, cm->m[t].done);
     }
 out:
-    if (mm)
-        for (size_t ci = 0; ci < nc; ci++)
-            free(mm[ci]);
-    free(mm);
+    free_rows((void **)mm, nc);
     free(wc);
     free(ref);
     free(w);
@@ -164,6 +169,43 @@ static int p2p_open(const void *arg, uint32_t src, uint32_t dst, uint64_t seq, u
 {
     return ncg_p2pm_held(arg, (int32_t)src, (int32_t)dst, seq,
                          missing == dst ? NCG_F_SEND : NCG_F_RECV);
+}
+
+/* The notes of a stream cycle found (steps st[0..len) over the calls k and host waits h, their
+ * entries ref and href), one line per step in wait-for order. */
+static void stream_notes(const struct ncg_dl_proc *p, const struct ncg_dl_comm *c,
+                         const struct ncg_sd_call *k, const struct ncg_wait_ent **ref,
+                         const struct ncg_sd_host *h, const struct ncg_wait_ent **href,
+                         const struct ncg_sd_step *st, long len, char *notes)
+{
+    for (long q = 0; q < len; q++) {
+        long i = len - 1 - q, prev = (i + len - 1) % len;
+        const struct ncg_sd_call *x = &k[st[i].before];
+        const struct ncg_wait_ent *e = ref[st[i].before], *t = ref[st[prev].after];
+        const struct ncg_dl_comm *cm = &c[x->comm];
+        dl_who(notes, p, cm, e->rank, x->proc, x->tid);
+        ncg_addf(notes, NCG_WIRE_NOTES, ", stream %u): ", x->stream);
+        dl_call(notes, e);
+        if (st[prev].host == SIZE_MAX) {
+            ncg_addf(notes, NCG_WIRE_NOTES,
+                     "; waits for rank %u (global %d), whose stream has it queued behind the "
+                     "next call\n",
+                     t->rank, cm->m[t->rank].grank);
+            continue;
+        }
+        /* the previous step went through a host: the member that has not issued this call */
+        const struct ncg_sd_host *hw = &h[st[prev].host];
+        const struct ncg_wait_ent *he = href[st[prev].host];
+        uint32_t r = st[prev].rank;
+        char on[32] = "every stream";
+        if (hw->stream != NCG_SD_ALL_STREAMS)
+            snprintf(on, sizeof on, "stream %u", hw->stream);
+        ncg_addf(notes, NCG_WIRE_NOTES,
+                 "; waits for rank %u (global %d, pid %u), which has not issued it: its thread %u "
+                 "waits in %s for %s, where the next call has not completed\n",
+                 r, r < cm->nranks ? cm->m[r].grank : -1, p[hw->proc].pid, hw->tid,
+                 he->site[0] ? he->site : "a synchronization", on);
+    }
 }
 
 static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg_dl_comm *c,
@@ -251,39 +293,9 @@ static int find_streams(const struct ncg_dl_proc *p, size_t np, const struct ncg
                   "call; a stream runs its calls in order and an NCCL call finishes only once "
                   "every member runs it, so none of these calls can ever complete\n"))
         goto out;
-    for (long q = 0; q < len; q++) {
-        long i = len - 1 - q, prev = (i + len - 1) % len;
-        const struct ncg_sd_call *x = &k[st[i].before];
-        const struct ncg_wait_ent *e = ref[st[i].before], *t = ref[st[prev].after];
-        const struct ncg_dl_comm *cm = &c[x->comm];
-        dl_who(notes, p, cm, e->rank, x->proc, x->tid);
-        ncg_addf(notes, NCG_WIRE_NOTES, ", stream %u): ", x->stream);
-        dl_call(notes, e);
-        if (st[prev].host == SIZE_MAX) {
-            ncg_addf(notes, NCG_WIRE_NOTES,
-                     "; waits for rank %u (global %d), whose stream has it queued behind the "
-                     "next call\n",
-                     t->rank, cm->m[t->rank].grank);
-            continue;
-        }
-        /* the previous step went through a host: the member that has not issued this call */
-        const struct ncg_sd_host *hw = &h[st[prev].host];
-        const struct ncg_wait_ent *he = href[st[prev].host];
-        uint32_t r = st[prev].rank;
-        char on[32] = "every stream";
-        if (hw->stream != NCG_SD_ALL_STREAMS)
-            snprintf(on, sizeof on, "stream %u", hw->stream);
-        ncg_addf(notes, NCG_WIRE_NOTES,
-                 "; waits for rank %u (global %d, pid %u), which has not issued it: its thread %u "
-                 "waits in %s for %s, where the next call has not completed\n",
-                 r, r < cm->nranks ? cm->m[r].grank : -1, p[hw->proc].pid, hw->tid,
-                 he->site[0] ? he->site : "a synchronization", on);
-    }
+    stream_notes(p, c, k, ref, h, href, st, len, notes);
 out:
-    if (sm)
-        for (size_t ci = 0; ci < nc; ci++)
-            free(sm[ci]);
-    free(sm);
+    free_rows((void **)sm, nc);
     free(sc);
     free(h);
     free(href);

@@ -1,9 +1,8 @@
-/* The DEADLOCK verdict's pure part, shared by the flat coordinator (coord_hang.c) and the relay
- * tree's root (relay_dl.c): from the WAIT entries of the processes that have blocked calls and
- * what is known of each communicator's members, one cycle of waitfor.h's graphs (the threads'
- * under synchronous NCCL, the streams' under asynchronous NCCL), its signature, its second
- * sighting, and the diagnostic's text. No sockets, threads or clocks
- * (tests/checker/unit_coord.c). */
+/* The DEADLOCK verdict's pure part, for the relay tree's root (relay_dl.c): from the WAIT entries
+ * of the processes that have blocked calls and what is known of each communicator's members, one
+ * cycle of waitfor.h's graphs (the threads' under synchronous NCCL, the streams' under asynchronous
+ * NCCL), its signature, its second sighting, and the diagnostic's text. No sockets, threads or
+ * clocks (tests/checker/relay_unit_deadlock.c). */
 #ifndef NCG_DEADLOCK_H
 #define NCG_DEADLOCK_H
 
@@ -64,7 +63,7 @@ struct ncg_dl_cycle {
 int ncg_dl_find(const struct ncg_dl_proc *p, size_t np, const struct ncg_dl_comm *c, size_t nc,
                 int streams, struct ncg_dl_cycle *out, char *notes);
 
-/* The tables of one check (the coordinator's, the tree root's): np processes (p, and gen their
+/* The tables of one check (the tree root's): np processes (p, and gen their
  * WAIT counts, indexed alike), room for nc comms (dc, whose members mm[i] the caller allocates:
  * freed with the tables), the cycle found (f) and its notes (NCG_WIRE_NOTES bytes). */
 struct ncg_dl_tables {

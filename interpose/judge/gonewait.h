@@ -4,7 +4,7 @@
  * not completed it. Counts cannot show these: a rank that exits instead of posting its side of
  * a send/recv, or with its last collective enqueued but never run, leaves counts that agree.
  * Pure: no I/O, threads or clock; the caller confirms a sighting over later WAITs
- * (tests/checker/unit_coord.c). */
+ * (tests/checker/relay_unit_exit.c). */
 #ifndef NCG_GONEWAIT_H
 #define NCG_GONEWAIT_H
 

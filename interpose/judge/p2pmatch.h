@@ -3,8 +3,8 @@
  * signal from S to D on a channel with the wait that needs it, judge/sigmatch.h; a wait's match
  * also drops the earlier signals it counted). A table holds records by
  * (S, D, k) until the other side arrives or they are taken out by age. One table per
- * communicator, in the flat coordinator (coord.c) and in every relay of the tree (relay.c),
- * which forwards what it could not match to its parent. Pure: no I/O, threads or clock. */
+ * communicator, in every relay of the tree (relay.c), which forwards what it could not match to its
+ * parent. Pure: no I/O, threads or clock. */
 #ifndef NCG_P2PMATCH_H
 #define NCG_P2PMATCH_H
 
@@ -65,8 +65,7 @@ static inline int32_t ncg_p2pm_origin(const struct ncg_p2pm_rec *e)
 
 struct ncg_verdict;
 /* Fills v's calls, slot, subject ("lo,hi") and detail ("send #k from rank S to rank D") for a
- * mismatching pair (pair[0] the send, as ncg_p2pm_add gives it): the same words from the flat
- * coordinator and the tree's root. Pure. */
+ * mismatching pair (pair[0] the send, as ncg_p2pm_add gives it). Pure. */
 void ncg_p2pm_verdict(struct ncg_verdict *v, const struct ncg_p2pm_rec pair[2]);
 
 #endif

@@ -1,9 +1,9 @@
 /* The exit release: after an error verdict, the processes it reached print their part, write
  * their report and say DONE; the checker then sends RELEASE and only then may any of them exit
  * (a launcher such as mpirun kills every rank at the first non-zero exit, so the first to exit
- * must be the last to finish). One per communicator, in the coordinator and in every relay of
- * the tree: the connections the verdict went to, which of them said DONE or closed, and the
- * deadline after which the rest are released anyway. Pure: no sockets, threads or clock. */
+ * must be the last to finish). One per communicator, in every relay of the tree: the connections
+ * the verdict went to, which of them said DONE or closed, and the deadline after which the rest are
+ * released anyway. Pure: no sockets, threads or clock. */
 #ifndef NCG_RELEASE_H
 #define NCG_RELEASE_H
 

@@ -1,4 +1,4 @@
-/* The comparison round's steps (round.h), for the coordinator and the relay tree's root. */
+/* The comparison round's steps (round.h), for the relay tree's root. */
 #include "round.h"
 
 void ncg_round_plain(struct ncg_round *r, uint64_t t)

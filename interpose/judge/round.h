@@ -1,8 +1,8 @@
-/* A comparison round's steps, shared by the flat coordinator (coord.c) and the relay tree's
- * root (relay.c): which slots to ask next and what a finished round proves. A plain round asks
- * the digest at the slowest member's last slot; a difference is narrowed with K spaced digests,
- * then, once the range is at most K slots, with the records themselves. Pure: no I/O, no
- * allocation; any thread (the caller serializes per communicator). */
+/* A comparison round's steps, for the relay tree's root (relay_round.c): which slots to ask next
+ * and what a finished round proves. A plain round asks the digest at the slowest member's last
+ * slot; a difference is narrowed with K spaced digests, then, once the range is at most K slots,
+ * with the records themselves. Pure: no I/O, no allocation; any thread (the caller serializes per
+ * communicator). */
 #ifndef NCG_ROUND_H
 #define NCG_ROUND_H
 

@@ -100,8 +100,8 @@ enum ncg_sg_event ncg_sg_forget(struct ncg_sg *s, int32_t rank);
  * the decision takes them), -1 before any. Pure. */
 double ncg_sg_wait_share(const struct ncg_sg *s, int32_t rank);
 
-/* ---- slots still coming in: shared by the flat coordinator (coord_slow.c) and every relay of
- * the tree (relay_slow.c), so both gather, complete and drop slots by one rule ---- */
+/* ---- slots still coming in: every relay of the tree (relay_slow.c) gathers, completes and
+ * drops slots by one rule ---- */
 
 /* What is known of a slot's argmin beyond its comm rank (who the warning names). */
 struct ncg_sg_who {

@@ -1,4 +1,4 @@
-/* The checker's verdicts from plain figures (verdicts.h), for the coordinator and the tree. */
+/* The checker's verdicts from plain figures (verdicts.h), for the relay tree's root. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>

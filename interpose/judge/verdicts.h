@@ -1,8 +1,7 @@
-/* The checker's verdicts, each kind built in one place from plain figures: the flat
- * coordinator (coord/) and the relay tree's root (relay/) gather the figures from their own
- * tables and call these, so both say the same words. Every function allocates the verdict
- * (error severity unless said otherwise) and returns it, or NULL when out of memory. Pure: no
- * I/O, threads or clock; the caller serializes (tests/checker/unit.c, relay_unit.c). The
+/* The checker's verdicts, each kind built in one place from plain figures: the relay tree's
+ * root (relay/) gathers the figures from its own tables and calls these. Every function allocates
+ * the verdict (error severity unless said otherwise) and returns it, or NULL when out of memory.
+ * Pure: no I/O, threads or clock; the caller serializes (tests/checker/unit.c, relay_unit.c). The
  * client's own verdicts (RANK DIED of the checker's host, CHECKER LOST) are agent/client.c's. */
 #ifndef NCG_VERDICTS_H
 #define NCG_VERDICTS_H

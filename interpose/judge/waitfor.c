@@ -381,35 +381,12 @@ long ncg_sd_find_cycle(const struct ncg_sd_call *c, size_t n, struct ncg_sd_step
     return ncg_sd_find_cycle_hosts(c, n, NULL, 0, NULL, 0, steps, cap);
 }
 
-long ncg_sd_find_cycle_hosts(const struct ncg_sd_call *c, size_t n, const struct ncg_sd_host *h,
-                             size_t nh, const struct ncg_sd_comm *comms, size_t ncomms,
-                             struct ncg_sd_step *steps, size_t cap)
+/* Per (process, thread, stream) in launch order: every call of a launch waits for every call of
+ * the launch before it (a group's calls share one launch and run together). The edges between
+ * the calls' nodes (node[]) into e; bys and keys are scratch of n. 0, or -1 out of memory. */
+static int stream_edges(const struct ncg_sd_call *c, size_t n, const size_t *node, size_t *bys,
+                        struct sd_key *keys, struct edge **e, size_t *ne, size_t *cape)
 {
-    long found = 0;
-    size_t ne = 0, cape = 0, nn = 0;
-    struct edge *e = NULL;
-    size_t *byk = malloc(sizeof *byk * (n ? n : 1)), *node = malloc(sizeof *node * (n ? n : 1));
-    size_t *bys = malloc(sizeof *bys * (n ? n : 1));
-    struct sd_key *keys = malloc(sizeof *keys * (n ? n : 1));
-    size_t ecap = 2 * cap + 2, *cyc = malloc(sizeof *cyc * ecap); /* a host step is two edges */
-    size_t(*pair)[2] = malloc(sizeof *pair * (cap ? cap : 1));
-    if (!byk || !node || !bys || !keys || !cyc || !pair) {
-        found = -1;
-        goto out;
-    }
-    /* One node per distinct call: the same slot of a comm (or the same send/recv pair) is one
-     * call on every member. */
-    for (size_t i = 0; i < n; i++)
-        byk[i] = bys[i] = i;
-    sd_sort(byk, n, c, SD_BY_CALL, 0, keys);
-    for (size_t i = 0; i < n; i++) {
-        if (i && sd_key_cmp(&keys[i - 1], &keys[i]) != 0)
-            nn++;
-        node[byk[i]] = nn;
-    }
-    nn += n != 0;
-    /* Per (process, thread, stream) in launch order: every call of a launch waits for every
-     * call of the launch before it (a group's calls share one launch and run together). */
     sd_sort(bys, n, c, SD_BY_STREAM, 0, keys);
     for (size_t g0 = 0, g1; g0 < n; g0 = g1) {
         const struct ncg_sd_call *hd = &c[bys[g0]];
@@ -439,13 +416,45 @@ long ncg_sd_find_cycle_hosts(const struct ncg_sd_call *c, size_t n, const struct
                 for (size_t q = u1; q < u2; q++) {
                     if (node[bys[p]] == node[bys[q]])
                         continue; /* the same call twice: a malformed report, no order */
-                    if (edge_add(&e, &ne, &cape,
-                                 (struct edge){node[bys[p]], node[bys[q]], bys[p], bys[q]}) != 0) {
-                        found = -1;
-                        goto out;
-                    }
+                    if (edge_add(e, ne, cape,
+                                 (struct edge){node[bys[p]], node[bys[q]], bys[p], bys[q]}) != 0)
+                        return -1;
                 }
         }
+    }
+    return 0;
+}
+
+long ncg_sd_find_cycle_hosts(const struct ncg_sd_call *c, size_t n, const struct ncg_sd_host *h,
+                             size_t nh, const struct ncg_sd_comm *comms, size_t ncomms,
+                             struct ncg_sd_step *steps, size_t cap)
+{
+    long found = 0;
+    size_t ne = 0, cape = 0, nn = 0;
+    struct edge *e = NULL;
+    size_t *byk = malloc(sizeof *byk * (n ? n : 1)), *node = malloc(sizeof *node * (n ? n : 1));
+    size_t *bys = malloc(sizeof *bys * (n ? n : 1));
+    struct sd_key *keys = malloc(sizeof *keys * (n ? n : 1));
+    size_t ecap = 2 * cap + 2, *cyc = malloc(sizeof *cyc * ecap); /* a host step is two edges */
+    size_t(*pair)[2] = malloc(sizeof *pair * (cap ? cap : 1));
+    if (!byk || !node || !bys || !keys || !cyc || !pair) {
+        found = -1;
+        goto out;
+    }
+    /* One node per distinct call: the same slot of a comm (or the same send/recv pair) is one
+     * call on every member. */
+    for (size_t i = 0; i < n; i++)
+        byk[i] = bys[i] = i;
+    sd_sort(byk, n, c, SD_BY_CALL, 0, keys);
+    for (size_t i = 0; i < n; i++) {
+        if (i && sd_key_cmp(&keys[i - 1], &keys[i]) != 0)
+            nn++;
+        node[byk[i]] = nn;
+    }
+    nn += n != 0;
+    if (stream_edges(c, n, node, bys, keys, &e, &ne, &cape) != 0) {
+        found = -1;
+        goto out;
     }
     /* Host nodes nn + i, in the streams' sense (an edge from what must complete first): the
      * calls host i waits for come before it; host i comes before a call that a member has not

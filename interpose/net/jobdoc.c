@@ -1,8 +1,10 @@
-/* What both renderers of the job documents write alike (jobdoc.h): the /metrics family tables,
- * each family's samples from the plain figures, and /status's shared pieces. */
+/* The job documents' fixed parts (jobdoc.h): the /metrics family tables, each family's samples
+ * from the plain figures, and /status's pieces. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "jobdoc.h"
 #include "verdict.h"
@@ -97,130 +99,120 @@ void ncg_doc_job_totals(struct ncg_buf *b, size_t ncomms, const uint64_t *by_kin
 }
 
 /* A family written the same way for each communicator or each member: its name, type and
- * help, which figure (comm_sample's or rank_sample's switch), and for which renderers (a
- * mask of enum ncg_doc_who). */
+ * help, and its figure: the field at `off` of struct ncg_doc_comm or ncg_doc_rank, printed
+ * as `fmt` says. */
+enum { F_U8, F_U32, F_U64, F_INT, F_SECONDS, F_SHARE }; /* %u, %u, %lu, %d, %.3f, %.4f */
+_Static_assert(sizeof(int) == sizeof(int32_t), "F_INT reads an int or an int32_t");
 struct family {
     const char *name, *type, *help;
-    int which;
-    unsigned who;
+    size_t off;
+    int fmt;
 };
-#define BOTH (NCG_DOC_FLAT | NCG_DOC_TREE)
+#define C_(field, fmt) offsetof(struct ncg_doc_comm, field), fmt
+#define R_(field, fmt) offsetof(struct ncg_doc_rank, field), fmt
 
-enum {
-    C_RANKS,
-    C_ACTIVE,
-    C_VERIFIED,
-    C_LAG,
-    C_SLOWEST,
-    C_PROGRESS_AGE,
-    C_LAG_WARNING,
-    C_ISSUED_MIN,
-    C_ISSUED_MAX,
-    C_DONE_MIN,
-    C_DONE_AGE,
-    C_STUCK_WARNING,
-    C_SLOW_RANK,
-    C_SLOW_SHARE
-};
-/* In the order written; SLOW's two families are worded for each renderer. */
+/* In the order written. */
 static const struct family comm_families[] = {
-    {"ncclguard_comm_ranks", "gauge", "Size of the communicator.", C_RANKS, BOTH},
-    {"ncclguard_comm_active_ranks", "gauge", "Members registered and still active.", C_ACTIVE,
-     BOTH},
+    {"ncclguard_comm_ranks", "gauge", "Size of the communicator.", C_(nranks, F_U32)},
+    {"ncclguard_comm_active_ranks", "gauge", "Members registered and still active.",
+     C_(active, F_U32)},
     {"ncclguard_comm_verified_slots", "gauge", "Slots proven identical on every member.",
-     C_VERIFIED, BOTH},
+     C_(verified, F_U64)},
     {"ncclguard_comm_lag_calls", "gauge",
-     "How many calls the slowest active member is behind the fastest.", C_LAG, BOTH},
+     "How many calls the slowest active member is behind the fastest.", C_(lag, F_U64)},
     {"ncclguard_comm_slowest_rank", "gauge",
-     "Comm rank of the slowest active member while another is ahead (-1: none behind).", C_SLOWEST,
-     BOTH},
+     "Comm rank of the slowest active member while another is ahead (-1: none behind).",
+     C_(slowest, F_INT)},
     {"ncclguard_comm_progress_age_seconds", "gauge",
-     "Seconds since any member's call count last grew.", C_PROGRESS_AGE, BOTH},
-    {"ncclguard_comm_lag_warning", "gauge", "1 while a LAG warning is outstanding.", C_LAG_WARNING,
-     BOTH},
-    {"ncclguard_comm_issued_min", "gauge", "Fewest calls an active member issued.", C_ISSUED_MIN,
-     NCG_DOC_TREE},
-    {"ncclguard_comm_issued_max", "gauge", "Most calls an active member issued.", C_ISSUED_MAX,
-     NCG_DOC_TREE},
+     "Seconds since any member's call count last grew.", C_(progress_age_s, F_SECONDS)},
+    {"ncclguard_comm_lag_warning", "gauge", "1 while a LAG warning is outstanding.",
+     C_(lag_warned, F_INT)},
+    {"ncclguard_comm_issued_min", "gauge", "Fewest calls an active member issued.",
+     C_(issued_min, F_U64)},
+    {"ncclguard_comm_issued_max", "gauge", "Most calls an active member issued.",
+     C_(issued_max, F_U64)},
     {"ncclguard_comm_completed_min", "gauge", "Fewest calls an active member completed.",
-     C_DONE_MIN, NCG_DOC_TREE},
+     C_(done_min, F_U64)},
     {"ncclguard_comm_completed_age_seconds", "gauge",
-     "Seconds since any member's completed count last grew.", C_DONE_AGE, NCG_DOC_TREE},
+     "Seconds since any member's completed count last grew.", C_(done_age_s, F_SECONDS)},
     {"ncclguard_comm_stuck_warning", "gauge", "1 while a STUCK warning is outstanding.",
-     C_STUCK_WARNING, NCG_DOC_TREE},
-    {"ncclguard_comm_slow_rank", "gauge",
-     "Comm rank a SLOW warning names: the others wait for it (-1: none).", C_SLOW_RANK,
-     NCG_DOC_FLAT},
-    {"ncclguard_comm_slow_share", "gauge",
-     "Share of the step the others lose waiting for the SLOW rank (0: none named).", C_SLOW_SHARE,
-     NCG_DOC_FLAT},
+     C_(stuck_warned, F_INT)},
     {"ncclguard_comm_slow_rank", "gauge", "Comm rank a SLOW warning names now (-1: none).",
-     C_SLOW_RANK, NCG_DOC_TREE},
+     C_(slow_rank, F_INT)},
     {"ncclguard_comm_slow_share", "gauge",
-     "Share of the step the others lose waiting for that rank (0: none).", C_SLOW_SHARE,
-     NCG_DOC_TREE},
+     "Share of the step the others lose waiting for that rank (0: none).", C_(slow_share, F_SHARE)},
 };
 
-/* One communicator's sample value (after its labels). */
-static void comm_sample(struct ncg_buf *b, const struct ncg_doc_comm *c, int which)
+static const struct family rank_families[] = {
+    {"ncclguard_rank_state", "gauge",
+     "Member state: 0 not registered yet, 1 active, 2 left (goodbye), 3 dead.", R_(state, F_U8)},
+    {"ncclguard_calls_issued_total", "counter",
+     "Collective calls the member issued on the communicator, as last reported.",
+     R_(issued, F_U64)},
+    {"ncclguard_calls_per_second", "gauge",
+     "Collective calls per second over the last window of at least one second.",
+     R_(rate, F_SECONDS)},
+    {"ncclguard_rank_behind_calls", "gauge",
+     "How many calls the member is behind the fastest active member.", R_(behind, F_U64)},
+    {"ncclguard_rank_progress_age_seconds", "gauge",
+     "Seconds since the member's call count last grew.", R_(progress_age_s, F_SECONDS)},
+    {"ncclguard_heartbeat_age_seconds", "gauge",
+     "Seconds since the member's process last reported (its heartbeat).",
+     R_(heartbeat_age_s, F_SECONDS)},
+    {"ncclguard_rank_wait_share", "gauge",
+     "Share of the step the other members lose waiting for this one (sampled slots).",
+     R_(wait_share, F_SHARE)},
+};
+#undef C_
+#undef R_
+
+/* f's figure in the plain struct at p: -1 when it is one in seconds or a share below 0 (for
+ * a member: not known, no sample of that family). */
+static double figure_d(const struct family *f, const void *p)
 {
-    switch (which) {
-    case C_RANKS:
-        ncg_buf_printf(b, "%u\n", c->nranks);
+    double d = -1;
+    if (f->fmt == F_SECONDS || f->fmt == F_SHARE)
+        memcpy(&d, (const char *)p + f->off, sizeof d);
+    return d;
+}
+
+/* The value of f's figure in the plain struct at p, and the newline. */
+static void sample(struct ncg_buf *b, const struct family *f, const void *p)
+{
+    const char *x = (const char *)p + f->off;
+    uint32_t u;
+    uint64_t v;
+    int32_t d;
+    switch (f->fmt) {
+    case F_U8:
+        ncg_buf_printf(b, "%u\n", *(const uint8_t *)x);
         break;
-    case C_ACTIVE:
-        ncg_buf_printf(b, "%u\n", c->active);
+    case F_U32:
+        memcpy(&u, x, sizeof u);
+        ncg_buf_printf(b, "%u\n", u);
         break;
-    case C_VERIFIED:
-        ncg_buf_printf(b, "%" PRIu64 "\n", c->verified);
+    case F_U64:
+        memcpy(&v, x, sizeof v);
+        ncg_buf_printf(b, "%" PRIu64 "\n", v);
         break;
-    case C_LAG:
-        ncg_buf_printf(b, "%" PRIu64 "\n", c->lag);
+    case F_INT:
+        memcpy(&d, x, sizeof d);
+        ncg_buf_printf(b, "%d\n", d);
         break;
-    case C_SLOWEST:
-        ncg_buf_printf(b, "%d\n", c->slowest);
-        break;
-    case C_PROGRESS_AGE:
-        ncg_buf_printf(b, "%.3f\n", c->progress_age_s);
-        break;
-    case C_LAG_WARNING:
-        ncg_buf_printf(b, "%d\n", c->lag_warned);
-        break;
-    case C_ISSUED_MIN:
-        ncg_buf_printf(b, "%" PRIu64 "\n", c->issued_min);
-        break;
-    case C_ISSUED_MAX:
-        ncg_buf_printf(b, "%" PRIu64 "\n", c->issued_max);
-        break;
-    case C_DONE_MIN:
-        ncg_buf_printf(b, "%" PRIu64 "\n", c->done_min);
-        break;
-    case C_DONE_AGE:
-        ncg_buf_printf(b, "%.3f\n", c->done_age_s);
-        break;
-    case C_STUCK_WARNING:
-        ncg_buf_printf(b, "%d\n", c->stuck_warned);
-        break;
-    case C_SLOW_RANK:
-        ncg_buf_printf(b, "%d\n", c->slow_rank);
-        break;
-    default: /* C_SLOW_SHARE */
-        ncg_buf_printf(b, "%.4f\n", c->slow_rank >= 0 ? c->slow_share : 0.0);
+    default:
+        ncg_buf_printf(b, f->fmt == F_SHARE ? "%.4f\n" : "%.3f\n", figure_d(f, p));
         break;
     }
 }
 
-void ncg_doc_comm_families(struct ncg_buf *b, const struct ncg_doc_comm *c, size_t n,
-                           enum ncg_doc_who who)
+void ncg_doc_comm_families(struct ncg_buf *b, const struct ncg_doc_comm *c, size_t n)
 {
     for (size_t k = 0; k < sizeof comm_families / sizeof comm_families[0]; k++) {
         const struct family *f = &comm_families[k];
-        if (!(f->who & who))
-            continue;
         ncg_buf_prom_family(b, f->name, f->type, f->help);
         for (size_t i = 0; i < n; i++) {
             ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\"} ", f->name, c[i].id);
-            comm_sample(b, &c[i], f->which);
+            sample(b, f, &c[i]);
         }
     }
     ncg_buf_prom_family(b, "ncclguard_comm_verdict", "gauge",
@@ -231,61 +223,7 @@ void ncg_doc_comm_families(struct ncg_buf *b, const struct ncg_doc_comm *c, size
                            c[i].id, ncg_verdict_key((unsigned)c[i].verdict));
 }
 
-enum { R_ISSUED, R_RATE, R_HEARTBEAT, R_PROGRESS_AGE, R_BEHIND, R_STATE, R_WAIT_SHARE };
-static const struct family rank_families[] = {
-    {"ncclguard_rank_state", "gauge",
-     "Member state: 0 not registered yet, 1 active, 2 left (goodbye), 3 dead.", R_STATE, BOTH},
-    {"ncclguard_calls_issued_total", "counter",
-     "Collective calls the member issued on the communicator, as last reported.", R_ISSUED, BOTH},
-    {"ncclguard_calls_per_second", "gauge",
-     "Collective calls per second over the last window of at least one second.", R_RATE, BOTH},
-    {"ncclguard_rank_behind_calls", "gauge",
-     "How many calls the member is behind the fastest active member.", R_BEHIND, BOTH},
-    {"ncclguard_rank_progress_age_seconds", "gauge",
-     "Seconds since the member's call count last grew.", R_PROGRESS_AGE, BOTH},
-    {"ncclguard_heartbeat_age_seconds", "gauge",
-     "Seconds since the member's process last reported (its heartbeat).", R_HEARTBEAT, BOTH},
-    {"ncclguard_rank_wait_share", "gauge",
-     "Share of the step the other members lose waiting for this one (sampled slots).", R_WAIT_SHARE,
-     BOTH},
-};
-
-/* One member's sample line of a rank_families entry; none for a figure not known. */
-static void rank_sample(struct ncg_buf *b, const struct ncg_doc_rank *r, const char *name,
-                        int which)
-{
-    if ((which == R_HEARTBEAT && r->heartbeat_age_s < 0) ||
-        (which == R_PROGRESS_AGE && r->progress_age_s < 0) ||
-        (which == R_WAIT_SHARE && r->wait_share < 0) || (which == R_RATE && r->rate < 0))
-        return;
-    ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\",rank=\"%u\"} ", name, r->comm, r->rank);
-    switch (which) {
-    case R_ISSUED:
-        ncg_buf_printf(b, "%" PRIu64 "\n", r->issued);
-        break;
-    case R_RATE:
-        ncg_buf_printf(b, "%.3f\n", r->rate);
-        break;
-    case R_HEARTBEAT:
-        ncg_buf_printf(b, "%.3f\n", r->heartbeat_age_s);
-        break;
-    case R_PROGRESS_AGE:
-        ncg_buf_printf(b, "%.3f\n", r->progress_age_s);
-        break;
-    case R_BEHIND:
-        ncg_buf_printf(b, "%" PRIu64 "\n", r->behind);
-        break;
-    case R_WAIT_SHARE:
-        ncg_buf_printf(b, "%.4f\n", r->wait_share);
-        break;
-    default: /* R_STATE */
-        ncg_buf_printf(b, "%u\n", r->state);
-        break;
-    }
-}
-
-void ncg_doc_rank_families(struct ncg_buf *b, const struct ncg_doc_rank *r, size_t n,
-                           enum ncg_doc_who who)
+void ncg_doc_rank_families(struct ncg_buf *b, const struct ncg_doc_rank *r, size_t n)
 {
     ncg_buf_prom_family(b, "ncclguard_rank_info", "gauge",
                         "A member of a communicator: its global rank, host and pid (always 1).");
@@ -300,11 +238,15 @@ void ncg_doc_rank_families(struct ncg_buf *b, const struct ncg_doc_rank *r, size
     }
     for (size_t k = 0; k < sizeof rank_families / sizeof rank_families[0]; k++) {
         const struct family *f = &rank_families[k];
-        if (!(f->who & who))
-            continue;
+        int fig_d = f->fmt == F_SECONDS || f->fmt == F_SHARE;
         ncg_buf_prom_family(b, f->name, f->type, f->help);
-        for (size_t i = 0; i < n; i++)
-            rank_sample(b, &r[i], f->name, f->which);
+        for (size_t i = 0; i < n; i++) {
+            if (fig_d && figure_d(f, &r[i]) < 0)
+                continue;
+            ncg_buf_printf(b, "%s{comm=\"%016" PRIx64 "\",rank=\"%u\"} ", f->name, r[i].comm,
+                           r[i].rank);
+            sample(b, f, &r[i]);
+        }
     }
 }
 

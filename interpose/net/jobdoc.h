@@ -1,8 +1,7 @@
-/* The parts of the job documents that the flat checker's renderers (metrics.c) and the relay
- * tree's (status_tree_render.c) write alike: /status's opening, a verdict and the closing
- * counters; /metrics's checker line, the job's counters and the per-communicator and per-rank
- * families (names, HELP/TYPE lines, sample formats). Each renderer fills the plain figures
- * below from its own snapshot; what differs between the two stays in its renderer. */
+/* The job documents' fixed parts, apart from the checker's renderer (status_tree_render.c):
+ * /status's opening, a verdict and the closing counters; /metrics's checker line, the job's
+ * counters and the per-communicator and per-rank families (names, HELP/TYPE lines, sample
+ * formats), written from the plain figures below that the renderer fills from its snapshot. */
 #ifndef NCG_JOBDOC_H
 #define NCG_JOBDOC_H
 
@@ -14,10 +13,6 @@
  * keys); renames, removals and changes of meaning bump it. Since 1: members' completed counts,
  * last call and its age, the verdict's subject and calls (docs/cli.md). */
 #define NCG_JOB_STATUS_VERSION 1
-
-/* The renderer the families are written for: some families, and some HELP texts, are one
- * renderer's only. */
-enum ncg_doc_who { NCG_DOC_FLAT = 1, NCG_DOC_TREE = 2 };
 
 /* The checker serving the endpoint (its params). */
 struct ncg_doc_checker {
@@ -37,9 +32,8 @@ struct ncg_doc_comm {
     double progress_age_s;
     int lag_warned;
     int32_t slow_rank; /* the rank a SLOW warning names, -1 none */
-    double slow_share;
-    int verdict; /* the error verdict's kind (enum ncg_verdict_kind), 0 none */
-    /* NCG_DOC_TREE only */
+    double slow_share; /* 0 when none is named */
+    int verdict;       /* the error verdict's kind (enum ncg_verdict_kind), 0 none */
     uint64_t issued_min, issued_max, done_min;
     double done_age_s;
     int stuck_warned;
@@ -90,11 +84,9 @@ void ncg_doc_checker_info(struct ncg_buf *b, const struct ncg_doc_checker *c, co
 /* The job's counters: ncclguard_communicators, _verdicts_total by kind, _queries_total. */
 void ncg_doc_job_totals(struct ncg_buf *b, size_t ncomms, const uint64_t *by_kind,
                         uint64_t queries);
-/* The per-communicator families of who, then ncclguard_comm_verdict: c[n]. */
-void ncg_doc_comm_families(struct ncg_buf *b, const struct ncg_doc_comm *c, size_t n,
-                           enum ncg_doc_who who);
-/* ncclguard_rank_info, then the per-member families of who: r[n], grouped by communicator. */
-void ncg_doc_rank_families(struct ncg_buf *b, const struct ncg_doc_rank *r, size_t n,
-                           enum ncg_doc_who who);
+/* The per-communicator families, then ncclguard_comm_verdict: c[n]. */
+void ncg_doc_comm_families(struct ncg_buf *b, const struct ncg_doc_comm *c, size_t n);
+/* ncclguard_rank_info, then the per-member families: r[n], grouped by communicator. */
+void ncg_doc_rank_families(struct ncg_buf *b, const struct ncg_doc_rank *r, size_t n);
 
 #endif

@@ -15,7 +15,7 @@
 #include "status_tree_int.h"
 #include "verdict.h"
 
-/* ---------- per-rank rates (the flat coordinator's calls-per-second window) ---------- */
+/* ---------- per-rank rates (calls per second over a window of at least one second) ---------- */
 
 struct ncg_tree_rate {
     uint64_t comm;
@@ -97,6 +97,29 @@ static void snap_conn(void *arg, const struct ncg_relay_conn_view *v)
     snprintf(c->host, sizeof c->host, "%s", v->host);
 }
 
+/* A new zeroed row at the end of the snapshot's rows; NULL out of memory (s->oom set). */
+static struct ncg_tree_row *row_add(struct ncg_tree_snap *s)
+{
+    if (ncg_grow((void **)&s->row, &s->caprow, s->nrow + 1, sizeof *s->row)) {
+        s->oom = 1;
+        return NULL;
+    }
+    struct ncg_tree_row *m = &s->row[s->nrow++];
+    memset(m, 0, sizeof *m);
+    return m;
+}
+
+/* Row m from a rank of this relay's own clients (o, of comm v). */
+static void row_here(struct ncg_tree_snap *s, const struct ncg_relay_comm_view *v,
+                     const struct ncg_relay_rank_view *o, struct ncg_tree_row *m)
+{
+    m->v = *o;
+    m->v.host = NULL;
+    snprintf(m->host, sizeof m->host, "%s", o->host);
+    m->rate =
+        rate_of(s->t, v->id, o->rank, o->issued, o->state == 1, s->now, v->progress_age_s, &m->age);
+}
+
 /* Rows the root lists for a comm without ?ranks= (larger comms: aggregates only, rows on
  * request), and at most per request; how old a gather may be to be served. */
 #define TREE_ROWS_MAX 4096u
@@ -149,19 +172,11 @@ static int rows_gathered(struct ncg_tree_snap *s, const struct ncg_relay_comm_vi
         for (uint32_t k = a; k <= e && k >= a; k++) {
             while (h < v->nhere && v->here[h].rank < k)
                 h++;
-            if (ncg_grow((void **)&s->row, &s->caprow, s->nrow + 1, sizeof *s->row)) {
-                s->oom = 1;
+            struct ncg_tree_row *m = row_add(s);
+            if (!m)
                 return 0;
-            }
-            struct ncg_tree_row *m = &s->row[s->nrow++];
-            memset(m, 0, sizeof *m);
             if (h < v->nhere && v->here[h].rank == k) {
-                const struct ncg_relay_rank_view *o = &v->here[h];
-                m->v = *o;
-                m->v.host = NULL;
-                snprintf(m->host, sizeof m->host, "%s", o->host);
-                m->rate = rate_of(s->t, v->id, k, o->issued, o->state == 1, s->now,
-                                  v->progress_age_s, &m->age);
+                row_here(s, v, &v->here[h], m);
                 continue;
             }
             m->v.rank = k;
@@ -200,17 +215,10 @@ static void rows_of(struct ncg_tree_snap *s, const struct ncg_relay_comm_view *v
         const struct ncg_relay_rank_view *a = &v->here[i];
         if (s->q && s->q->has_ranks && (a->rank < s->q->lo || a->rank > s->q->hi))
             continue;
-        if (ncg_grow((void **)&s->row, &s->caprow, s->nrow + 1, sizeof *s->row)) {
-            s->oom = 1;
+        struct ncg_tree_row *m = row_add(s);
+        if (!m)
             return;
-        }
-        struct ncg_tree_row *m = &s->row[s->nrow++];
-        m->v = *a;
-        m->v.host = NULL;
-        m->unknown = 0;
-        snprintf(m->host, sizeof m->host, "%s", a->host);
-        m->rate = rate_of(s->t, v->id, a->rank, a->issued, a->state == 1, s->now, v->progress_age_s,
-                          &m->age);
+        row_here(s, v, a, m);
     }
     c->nrows = s->nrow - c->r0;
 }

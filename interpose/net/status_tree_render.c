@@ -267,7 +267,7 @@ static int doc_figures(const struct ncg_tree_snap *s, struct ncg_doc_figs *f)
                                   .progress_age_s = v->progress_age_s,
                                   .lag_warned = v->lag_warned,
                                   .slow_rank = v->sg_rank,
-                                  .slow_share = v->sg_share,
+                                  .slow_share = v->sg_rank >= 0 ? v->sg_share : 0.0,
                                   .verdict = c->vkind && c->vsev == NCG_SEV_ERROR ? c->vkind : 0,
                                   .issued_min = v->issued_min,
                                   .issued_max = v->issued_max,
@@ -336,10 +336,10 @@ int ncg_tree_metrics_render(struct ncg_tree_src *t, uint64_t now_ns, struct ncg_
                            s.c[i].v.node, s.c[i].v.heartbeat_age_s);
     if (root) { /* the job-level families: at the root only (no duplicate series) */
         ncg_doc_job_totals(b, s.ncm, st.by_kind, st.rounds);
-        ncg_doc_comm_families(b, f.c, s.ncm, NCG_DOC_TREE);
+        ncg_doc_comm_families(b, f.c, s.ncm);
     }
     /* the rows: this relay's own ranks */
-    ncg_doc_rank_families(b, f.r, s.nrow, NCG_DOC_TREE);
+    ncg_doc_rank_families(b, f.r, s.nrow);
     ncg_doc_figs_free(&f);
     ncg_tree_snap_free(&s);
     return b->oom ? -ENOMEM : 0;

@@ -158,7 +158,7 @@ uint32_t ncg_group_calls(struct ncg_verdict *v, const struct ncg_call *calls, co
  * named by ncg_ranks_named. Returns buf. Pure; any thread; allocates temporary arrays. */
 char *ncg_verdict_summary(const struct ncg_verdict *v, char *buf, size_t cap);
 
-/* STUCK's words, the same from the flat coordinator and the tree's root: with v->subject (the
+/* STUCK's words: with v->subject (the
  * ranks that have not completed slot k) set, writes v->detail (none_done: no rank completed it;
  * khi > k: completion sampled, the stalled slot in k..khi; idle seconds) and the first lines of
  * the notes into notes (cap bytes, NUL-terminated; the caller appends its own). Pure. */

@@ -8,14 +8,14 @@
 #include "wire_io.h"
 #include "verdict.h"
 
-static void put_str(struct ncg_wbuf *w, const char *s, size_t bound)
+void ncg_wire_put_str(struct ncg_wbuf *w, const char *s, size_t bound)
 {
     size_t n = strnlen(s, bound - 1);
     ncg_put8(w, (uint8_t)(n > 255 ? 255 : n));
     ncg_putb(w, s, n > 255 ? 255 : n);
 }
 
-static int get_str(struct ncg_rbuf *r, char *s, size_t bound)
+int ncg_wire_get_str(struct ncg_rbuf *r, char *s, size_t bound)
 {
     size_t n = ncg_get8(r);
     if (n >= bound || n > ncg_rleft(r)) {
@@ -30,24 +30,68 @@ static int get_str(struct ncg_rbuf *r, char *s, size_t bound)
     return 0;
 }
 
-static void put_call(struct ncg_wbuf *w, const struct ncg_call *c)
+/* An integer field of size bytes (1, 2, 4, 8) in host order, read or written whole. */
+union field_u {
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+};
+static uint64_t load_u(const uint8_t *p, unsigned size)
 {
-    ncg_put64(w, c->seq);
-    ncg_put64(w, c->count);
-    ncg_put32(w, (uint32_t)c->root);
-    ncg_put8(w, c->func);
-    ncg_put8(w, c->dtype);
-    ncg_put8(w, c->redop);
+    union field_u u;
+    memcpy(&u, p, size);
+    return size == 1 ? u.u8 : size == 2 ? u.u16 : size == 4 ? u.u32 : u.u64;
+}
+static void store_u(uint8_t *p, unsigned size, uint64_t v)
+{
+    union field_u u;
+    if (size == 1)
+        u.u8 = (uint8_t)v;
+    else if (size == 2)
+        u.u16 = (uint16_t)v;
+    else if (size == 4)
+        u.u32 = (uint32_t)v;
+    else
+        u.u64 = v;
+    memcpy(p, &u, size);
 }
 
-static void get_call(struct ncg_rbuf *r, struct ncg_call *c)
+void ncg_wire_put_fields(struct ncg_wbuf *w, const void *x, const struct ncg_wfield *f, size_t n)
 {
-    c->seq = ncg_get64(r);
-    c->count = ncg_get64(r);
-    c->root = (int32_t)ncg_get32(r);
-    c->func = ncg_get8(r);
-    c->dtype = ncg_get8(r);
-    c->redop = ncg_get8(r);
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = (const uint8_t *)x + f[i].off;
+        if (f[i].str)
+            ncg_wire_put_str(w, (const char *)p, f[i].size);
+        else
+            ncg_putbe(w, load_u(p, f[i].size), f[i].size);
+    }
+}
+
+int ncg_wire_get_fields(struct ncg_rbuf *r, void *x, const struct ncg_wfield *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *p = (uint8_t *)x + f[i].off;
+        if (!f[i].str)
+            store_u(p, f[i].size, ncg_getbe(r, f[i].size));
+        else if (ncg_wire_get_str(r, (char *)p, f[i].size) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static const struct ncg_wfield call_f[] = {
+    NCG_WF(struct ncg_call, seq),  NCG_WF(struct ncg_call, count), NCG_WF(struct ncg_call, root),
+    NCG_WF(struct ncg_call, func), NCG_WF(struct ncg_call, dtype), NCG_WF(struct ncg_call, redop)};
+
+void ncg_wire_put_call(struct ncg_wbuf *w, const struct ncg_call *c)
+{
+    ncg_wire_put_fields(w, c, NCG_WFIELDS(call_f));
+}
+
+void ncg_wire_get_call(struct ncg_rbuf *r, struct ncg_call *c)
+{
+    ncg_wire_get_fields(r, c, NCG_WFIELDS(call_f));
 }
 
 /* The same fields as varints (v12, ANSWER: a rank's answers are most of the node-local bytes):
@@ -72,30 +116,19 @@ static void get_call_v(struct ncg_rbuf *r, struct ncg_call *c)
     c->redop = ncg_get8(r);
 }
 
-void ncg_wire_put_call(struct ncg_wbuf *w, const struct ncg_call *c)
-{
-    put_call(w, c);
-}
-void ncg_wire_get_call(struct ncg_rbuf *r, struct ncg_call *c)
-{
-    get_call(r, c);
-}
+static const struct ncg_wfield p2p_f[] = {
+    NCG_WF(struct ncg_p2p_rec, seq), NCG_WF(struct ncg_p2p_rec, count),
+    NCG_WF(struct ncg_p2p_rec, peer), NCG_WF(struct ncg_p2p_rec, func),
+    NCG_WF(struct ncg_p2p_rec, dtype)};
 
 void ncg_wire_put_p2p(struct ncg_wbuf *w, const struct ncg_p2p_rec *r)
 {
-    ncg_put64(w, r->seq);
-    ncg_put64(w, r->count);
-    ncg_put32(w, (uint32_t)r->peer);
-    ncg_put8(w, r->func);
-    ncg_put8(w, r->dtype);
+    ncg_wire_put_fields(w, r, NCG_WFIELDS(p2p_f));
 }
+
 void ncg_wire_get_p2p(struct ncg_rbuf *r, struct ncg_p2p_rec *p)
 {
-    p->seq = ncg_get64(r);
-    p->count = ncg_get64(r);
-    p->peer = (int32_t)ncg_get32(r);
-    p->func = ncg_get8(r);
-    p->dtype = ncg_get8(r);
+    ncg_wire_get_fields(r, p, NCG_WFIELDS(p2p_f));
 }
 
 int ncg_wire_put_wait(struct ncg_wbuf *w, const struct ncg_msg_wait *m)
@@ -112,8 +145,8 @@ int ncg_wire_put_wait(struct ncg_wbuf *w, const struct ncg_msg_wait *m)
         ncg_put8(w, e->queued);
         ncg_put8(w, e->stream);
         ncg_put32(w, e->order);
-        put_call(w, &e->call);
-        put_str(w, e->site, sizeof e->site);
+        ncg_wire_put_call(w, &e->call);
+        ncg_wire_put_str(w, e->site, sizeof e->site);
         if (e->queued == NCG_WAIT_HOST)
             ncg_put32(w, e->rec_tid);
     }
@@ -134,8 +167,8 @@ int ncg_wire_get_wait(struct ncg_rbuf *r, struct ncg_msg_wait *m)
         e->queued = ncg_get8(r);
         e->stream = ncg_get8(r);
         e->order = ncg_get32(r);
-        get_call(r, &e->call);
-        get_str(r, e->site, sizeof e->site);
+        ncg_wire_get_call(r, &e->call);
+        ncg_wire_get_str(r, e->site, sizeof e->site);
         e->rec_tid = e->queued == NCG_WAIT_HOST ? ncg_get32(r) : 0;
         if (e->p2p > 1 || e->queued > NCG_WAIT_HOST || e->order > NCG_WIRE_ORDER_MAX ||
             e->rank >= NCG_WIRE_MAX_RANKS || (e->queued == NCG_WAIT_HOST && e->p2p))
@@ -144,14 +177,14 @@ int ncg_wire_get_wait(struct ncg_rbuf *r, struct ncg_msg_wait *m)
     return 0;
 }
 
-void ncg_wire_put_str(struct ncg_wbuf *w, const char *s, size_t bound)
-{
-    put_str(w, s, bound);
-}
-int ncg_wire_get_str(struct ncg_rbuf *r, char *s, size_t bound)
-{
-    return get_str(r, s, bound);
-}
+/* The fixed-layout messages' fields. */
+static const struct ncg_wfield hello_f[] = {
+    NCG_WF(struct ncg_msg_hello, token), NCG_WF(struct ncg_msg_hello, pid),
+    NCG_WF(struct ncg_msg_hello, global_rank), NCG_WS(struct ncg_msg_hello, host)};
+static const struct ncg_wfield welcome_f[] = {
+    NCG_WF(struct ncg_msg_welcome, pid), NCG_WF(struct ncg_msg_welcome, global_rank),
+    NCG_WF(struct ncg_msg_welcome, embedded), NCG_WS(struct ncg_msg_welcome, host)};
+static const struct ncg_wfield exit_f[] = {NCG_WF(struct ncg_msg_exit, comm_id)};
 
 /* ---- REPORT entries (v5): what changed since the reference entry ---- */
 
@@ -277,6 +310,188 @@ static void ref_keep(struct ncg_report_ref *ref, const struct ncg_msg_report *re
     memcpy(ref->e, rep->e, sizeof *ref->e * ref->n);
 }
 
+/* QUERY (v12): the slots as differences from the one before; the representatives optional. */
+static int put_query(struct ncg_wbuf *w, const struct ncg_msg *m)
+{
+    const struct ncg_msg_query *q = &m->u.query;
+    if (q->n > NCG_WIRE_MAX_SLOTS || q->nrep > NCG_QUERY_REPS)
+        return -1;
+    ncg_put64(w, q->comm_id);
+    ncg_putv(w, q->qid);
+    ncg_put8(w, q->mode);
+    ncg_put8(w, (uint8_t)q->n);
+    for (uint32_t i = 0; i < q->n; i++)
+        ncg_putz(w, q->slot[i], i ? q->slot[i - 1] : 0);
+    if (q->nrep) {
+        ncg_put8(w, q->nrep);
+        ncg_put_ranks(w, q->rep, q->nrep);
+    }
+    return 0;
+}
+
+static int get_query(struct ncg_rbuf *r, struct ncg_msg *m)
+{
+    struct ncg_msg_query *q = &m->u.query;
+    q->comm_id = ncg_get64(r);
+    q->qid = (uint32_t)ncg_getv(r, UINT32_MAX);
+    q->mode = ncg_get8(r);
+    q->n = ncg_get8(r);
+    if (q->n > NCG_WIRE_MAX_SLOTS)
+        return -1;
+    for (uint32_t i = 0; i < q->n; i++)
+        q->slot[i] = ncg_getz(r, i ? q->slot[i - 1] : 0);
+    if (ncg_rleft(r)) { /* the optional representatives: 1..NCG_QUERY_REPS of them */
+        q->nrep = ncg_get8(r);
+        if (!q->nrep || q->nrep > NCG_QUERY_REPS ||
+            ncg_get_ranks(r, q->rep, q->nrep, (uint64_t)UINT32_MAX + 1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ANSWER (v12): n at a fixed place (zero_member), then varints. */
+static int put_answer(struct ncg_wbuf *w, const struct ncg_msg *msg)
+{
+    const struct ncg_msg_answer *m = &msg->u.answer;
+    if (m->n > NCG_WIRE_MAX_SLOTS)
+        return -1;
+    ncg_put64(w, m->comm_id);
+    ncg_put8(w, (uint8_t)m->n);
+    ncg_putv(w, m->qid);
+    ncg_putv(w, m->rank);
+    for (uint32_t i = 0; i < m->n; i++) {
+        const struct ncg_answer *a = &m->a[i];
+        ncg_put8(w, a->status);
+        ncg_put64(w, a->digest);
+        put_call_v(w, &a->call);
+        ncg_wire_put_str(w, a->site, sizeof a->site);
+    }
+    return 0;
+}
+
+static int get_answer(struct ncg_rbuf *r, struct ncg_msg *msg)
+{
+    struct ncg_msg_answer *m = &msg->u.answer;
+    m->comm_id = ncg_get64(r);
+    m->n = ncg_get8(r);
+    m->qid = (uint32_t)ncg_getv(r, UINT32_MAX);
+    m->rank = (uint32_t)ncg_getv(r, UINT32_MAX);
+    if (m->n > NCG_WIRE_MAX_SLOTS)
+        return -1;
+    for (uint32_t i = 0; i < m->n && !r->err; i++) {
+        struct ncg_answer *a = &m->a[i];
+        a->status = ncg_get8(r);
+        a->digest = ncg_get64(r);
+        get_call_v(r, &a->call);
+        ncg_wire_get_str(r, a->site, sizeof a->site);
+        if (a->status > NCG_ANS_NONE)
+            return -1;
+    }
+    return 0;
+}
+
+static int put_p2p(struct ncg_wbuf *w, const struct ncg_msg *m)
+{
+    if (m->u.p2p.n > NCG_WIRE_MAX_P2P)
+        return -1;
+    ncg_put64(w, m->u.p2p.comm_id);
+    ncg_put16(w, (uint16_t)m->u.p2p.n);
+    ncg_put32(w, m->u.p2p.rank);
+    for (uint32_t i = 0; i < m->u.p2p.n; i++)
+        ncg_wire_put_p2p(w, &m->u.p2p.r[i]);
+    return 0;
+}
+
+static int get_p2p(struct ncg_rbuf *r, struct ncg_msg *m)
+{
+    m->u.p2p.comm_id = ncg_get64(r);
+    m->u.p2p.n = ncg_get16(r);
+    m->u.p2p.rank = ncg_get32(r);
+    if (m->u.p2p.n > NCG_WIRE_MAX_P2P ||
+        (m->u.p2p.rank >= NCG_WIRE_MAX_RANKS && m->u.p2p.rank != NCG_BYE_ANYRANK))
+        return -1;
+    for (uint32_t i = 0; i < m->u.p2p.n; i++)
+        ncg_wire_get_p2p(r, &m->u.p2p.r[i]);
+    return 0;
+}
+
+/* GOODBYE, and SHUTDOWN: the leaving process's final counts, same layout. */
+static int put_goodbye(struct ncg_wbuf *w, const struct ncg_msg *m)
+{
+    const struct ncg_msg_goodbye *g = &m->u.goodbye;
+    if (g->n > NCG_WIRE_MAX_COMMS)
+        return -1;
+    ncg_put8(w, g->flags);
+    ncg_put16(w, (uint16_t)g->n);
+    for (uint32_t i = 0; i < g->n; i++) {
+        ncg_put64(w, g->comm_id[i]);
+        ncg_put64(w, g->count[i]);
+        ncg_put32(w, g->rank[i]);
+    }
+    return 0;
+}
+
+static int get_goodbye(struct ncg_rbuf *r, struct ncg_msg *m)
+{
+    struct ncg_msg_goodbye *g = &m->u.goodbye;
+    g->flags = ncg_get8(r);
+    g->n = ncg_get16(r);
+    if (g->n > NCG_WIRE_MAX_COMMS)
+        return -1;
+    for (uint32_t i = 0; i < g->n; i++) {
+        g->comm_id[i] = ncg_get64(r);
+        g->count[i] = ncg_get64(r);
+        g->rank[i] = ncg_get32(r);
+    }
+    return 0;
+}
+
+static int put_wait(struct ncg_wbuf *w, const struct ncg_msg *m)
+{
+    return ncg_wire_put_wait(w, &m->u.wait);
+}
+
+static int get_wait(struct ncg_rbuf *r, struct ncg_msg *m)
+{
+    return ncg_wire_get_wait(r, &m->u.wait);
+}
+
+int ncg_wire_put_nothing(struct ncg_wbuf *w, const struct ncg_msg *m)
+{
+    (void)w, (void)m;
+    return 0;
+}
+
+int ncg_wire_get_nothing(struct ncg_rbuf *r, struct ncg_msg *m)
+{
+    (void)r, (void)m;
+    return 0;
+}
+
+/* The client protocol's codecs by type (wire_io.h); REPORT (against a reference) and VERDICT
+ * (verdict.c's own encoding) are written out in ncg_wire_encode_ref / _decode_ref. */
+static const struct ncg_wcodec core[NCG_MSG_TYPE_MAX_] = {
+    [NCG_MSG_HELLO] = {NCG_WFIELDS(hello_f), NULL, NULL},
+    [NCG_MSG_WELCOME] = {NCG_WFIELDS(welcome_f), NULL, NULL},
+    [NCG_MSG_QUERY] = {NULL, 0, put_query, get_query},
+    [NCG_MSG_ANSWER] = {NULL, 0, put_answer, get_answer},
+    [NCG_MSG_P2P] = {NULL, 0, put_p2p, get_p2p},
+    [NCG_MSG_GOODBYE] = {NULL, 0, put_goodbye, get_goodbye},
+    [NCG_MSG_SHUTDOWN] = {NULL, 0, put_goodbye, get_goodbye},
+    [NCG_MSG_WAIT] = {NULL, 0, put_wait, get_wait},
+    [NCG_MSG_PING] = {NULL, 0, ncg_wire_put_nothing, ncg_wire_get_nothing},
+    [NCG_MSG_DONE] = {NCG_WFIELDS(exit_f), NULL, NULL},
+    [NCG_MSG_RELEASE] = {NCG_WFIELDS(exit_f), NULL, NULL},
+};
+
+/* The codec of type, the client protocol's or the relay tree's; NULL when none. */
+static const struct ncg_wcodec *codec_of(uint8_t type)
+{
+    if (type < NCG_MSG_TYPE_MAX_ && (core[type].f || core[type].put))
+        return &core[type];
+    return ncg_wire_relay_codec(type);
+}
+
 long ncg_wire_encode(const struct ncg_msg *m, uint8_t *buf, size_t cap)
 {
     return ncg_wire_encode_ref(m, buf, cap, NULL);
@@ -288,102 +503,29 @@ long ncg_wire_encode_ref(const struct ncg_msg *m, uint8_t *buf, size_t cap,
     if (cap < NCG_WIRE_HDR)
         return -ENOSPC;
     struct ncg_wbuf w = {buf + NCG_WIRE_HDR, cap - NCG_WIRE_HDR, 0, 0};
-    uint32_t i;
-    switch (m->type) {
-    case NCG_MSG_HELLO:
-        ncg_put64(&w, m->u.hello.token);
-        ncg_put32(&w, m->u.hello.pid);
-        ncg_put32(&w, (uint32_t)m->u.hello.global_rank);
-        put_str(&w, m->u.hello.host, sizeof m->u.hello.host);
-        break;
-    case NCG_MSG_WELCOME:
-        ncg_put32(&w, m->u.welcome.pid);
-        ncg_put32(&w, (uint32_t)m->u.welcome.global_rank);
-        ncg_put8(&w, m->u.welcome.embedded);
-        put_str(&w, m->u.welcome.host, sizeof m->u.welcome.host);
-        break;
-    case NCG_MSG_REPORT:
+    if (m->type == NCG_MSG_REPORT) {
         if (m->u.report.n > NCG_WIRE_MAX_COMMS)
             return -EINVAL;
         ncg_put16(&w, (uint16_t)m->u.report.n);
-        for (i = 0; i < m->u.report.n; i++)
+        for (uint32_t i = 0; i < m->u.report.n; i++)
             if (put_entry(&w, &m->u.report.e[i], i, ref, m->u.report.nslow[i],
                           m->u.report.slow[i]) < 0)
                 return -EINVAL;
-        break;
-    case NCG_MSG_WAIT:
-        if (ncg_wire_put_wait(&w, &m->u.wait) < 0)
-            return -EINVAL;
-        break;
-    case NCG_MSG_QUERY: /* v12: the slots as differences from the one before */
-        if (m->u.query.n > NCG_WIRE_MAX_SLOTS || m->u.query.nrep > NCG_QUERY_REPS)
-            return -EINVAL;
-        ncg_put64(&w, m->u.query.comm_id);
-        ncg_putv(&w, m->u.query.qid);
-        ncg_put8(&w, m->u.query.mode);
-        ncg_put8(&w, (uint8_t)m->u.query.n);
-        for (i = 0; i < m->u.query.n; i++)
-            ncg_putz(&w, m->u.query.slot[i], i ? m->u.query.slot[i - 1] : 0);
-        if (m->u.query.nrep) {
-            ncg_put8(&w, m->u.query.nrep);
-            ncg_put_ranks(&w, m->u.query.rep, m->u.query.nrep);
-        }
-        break;
-    case NCG_MSG_ANSWER: /* v12: n at a fixed place (zero_member), then varints */
-        if (m->u.answer.n > NCG_WIRE_MAX_SLOTS)
-            return -EINVAL;
-        ncg_put64(&w, m->u.answer.comm_id);
-        ncg_put8(&w, (uint8_t)m->u.answer.n);
-        ncg_putv(&w, m->u.answer.qid);
-        ncg_putv(&w, m->u.answer.rank);
-        for (i = 0; i < m->u.answer.n; i++) {
-            const struct ncg_answer *a = &m->u.answer.a[i];
-            ncg_put8(&w, a->status);
-            ncg_put64(&w, a->digest);
-            put_call_v(&w, &a->call);
-            put_str(&w, a->site, sizeof a->site);
-        }
-        break;
-    case NCG_MSG_P2P:
-        if (m->u.p2p.n > NCG_WIRE_MAX_P2P)
-            return -EINVAL;
-        ncg_put64(&w, m->u.p2p.comm_id);
-        ncg_put16(&w, (uint16_t)m->u.p2p.n);
-        ncg_put32(&w, m->u.p2p.rank);
-        for (i = 0; i < m->u.p2p.n; i++)
-            ncg_wire_put_p2p(&w, &m->u.p2p.r[i]);
-        break;
-    case NCG_MSG_GOODBYE:
-    case NCG_MSG_SHUTDOWN: /* SHUTDOWN: the leaving process's final counts, same layout */
-        if (m->u.goodbye.n > NCG_WIRE_MAX_COMMS)
-            return -EINVAL;
-        ncg_put8(&w, m->u.goodbye.flags);
-        ncg_put16(&w, (uint16_t)m->u.goodbye.n);
-        for (i = 0; i < m->u.goodbye.n; i++) {
-            ncg_put64(&w, m->u.goodbye.comm_id[i]);
-            ncg_put64(&w, m->u.goodbye.count[i]);
-            ncg_put32(&w, m->u.goodbye.rank[i]);
-        }
-        break;
-    case NCG_MSG_VERDICT: {
+    } else if (m->type == NCG_MSG_VERDICT) {
         if (!m->u.verdict)
             return -EINVAL;
         long n = ncg_verdict_encode(m->u.verdict, w.p, w.cap);
         if (n < 0)
             return n;
         w.len = (size_t)n;
-        break;
-    }
-    case NCG_MSG_PING:
-        break;
-    case NCG_MSG_DONE:
-    case NCG_MSG_RELEASE:
-        ncg_put64(&w, m->u.exit.comm_id);
-        break;
-    default:
-        if (ncg_wire_relay_encode(m, &w) < 0)
+    } else {
+        const struct ncg_wcodec *c = codec_of(m->type);
+        if (!c)
             return -EINVAL;
-        break;
+        if (c->f)
+            ncg_wire_put_fields(&w, &m->u, c->f, c->nf);
+        if (c->put && c->put(&w, m) < 0)
+            return -EINVAL;
     }
     if (w.err)
         return -ENOSPC;
@@ -407,6 +549,19 @@ static uint32_t peek16(const struct ncg_rbuf *r, size_t at)
     return r->cap >= at + 2 ? (uint32_t)r->p[at] << 8 | r->p[at + 1] : 0;
 }
 
+/* The fixed part of m->u a frame's decoder writes, by type (0: not listed, the whole union). */
+#define U_(f) sizeof(((struct ncg_msg *)0)->u.f)
+static const uint32_t fixed_member[NCG_MSG_TYPE_MAX_] = {
+    [NCG_MSG_HELLO] = U_(hello),       [NCG_MSG_WELCOME] = U_(welcome),
+    [NCG_MSG_QUERY] = U_(query),       [NCG_MSG_VERDICT] = U_(verdict),
+    [NCG_MSG_DONE] = U_(exit),         [NCG_MSG_RELEASE] = U_(exit),
+    [NCG_MSG_RHELLO] = U_(rhello),     [NCG_MSG_RANSWER] = U_(ranswer),
+    [NCG_MSG_RWAIT] = U_(rwait),       [NCG_MSG_RFAULT] = U_(rfault),
+    [NCG_MSG_RVERDICT] = U_(rverdict), [NCG_MSG_RWHERE] = U_(rwhere),
+    [NCG_MSG_RHERE] = U_(rhere),
+};
+#undef U_
+
 /* Zeroes what decoding a frame of this type writes into m->u: the member's fields and its
  * entries below the frame's count (peeked from the payload, clamped to the bound), not the
  * whole union (11 KB: zeroing it per frame was most of a relay's decoding cost at scale).
@@ -416,12 +571,6 @@ static void zero_member(struct ncg_msg *m, uint8_t type, const struct ncg_rbuf *
 #define MIN_(a, b) ((a) < (b) ? (a) : (b))
     size_t n;
     switch (type) {
-    case NCG_MSG_HELLO:
-        n = sizeof m->u.hello;
-        break;
-    case NCG_MSG_WELCOME:
-        n = sizeof m->u.welcome;
-        break;
     case NCG_MSG_REPORT: { /* n, e[], nslow[], slow[][]: the first k of each */
         uint32_t k = MIN_(peek16(r, 0), NCG_WIRE_MAX_COMMS);
         m->u.report.n = 0;
@@ -433,9 +582,6 @@ static void zero_member(struct ncg_msg *m, uint8_t type, const struct ncg_rbuf *
     case NCG_MSG_WAIT:
         n = offsetof(struct ncg_msg_wait, w) +
             sizeof m->u.wait.w[0] * MIN_(peek16(r, 0), NCG_WIRE_MAX_WAITS);
-        break;
-    case NCG_MSG_QUERY:
-        n = sizeof m->u.query;
         break;
     case NCG_MSG_ANSWER: /* comm_id 8, then n in a byte */
         n = offsetof(struct ncg_msg_answer, a) +
@@ -455,47 +601,19 @@ static void zero_member(struct ncg_msg *m, uint8_t type, const struct ncg_rbuf *
         memset(m->u.goodbye.rank, 0, sizeof *m->u.goodbye.rank * k);
         return;
     }
-    case NCG_MSG_VERDICT:
-        n = sizeof m->u.verdict;
-        break;
     case NCG_MSG_PING:
     case NCG_MSG_RASK:
         return;
-    case NCG_MSG_DONE:
-    case NCG_MSG_RELEASE:
-        n = sizeof m->u.exit;
-        break;
-    case NCG_MSG_RHELLO:
-        n = sizeof m->u.rhello;
-        break;
     case NCG_MSG_RSTAT: /* the relays' heartbeat: n, then e[] */
         n = offsetof(struct ncg_msg_rstat, e) +
             sizeof m->u.rstat.e[0] * MIN_(peek16(r, 0), NCG_RELAY_STAT);
-        break;
-    case NCG_MSG_RANSWER:
-        n = sizeof m->u.ranswer;
-        break;
-    case NCG_MSG_RWAIT:
-        n = sizeof m->u.rwait;
-        break;
-    case NCG_MSG_RFAULT:
-        n = sizeof m->u.rfault;
-        break;
-    case NCG_MSG_RVERDICT:
-        n = sizeof m->u.rverdict;
-        break;
-    case NCG_MSG_RWHERE:
-        n = sizeof m->u.rwhere;
-        break;
-    case NCG_MSG_RHERE:
-        n = sizeof m->u.rhere;
         break;
     case NCG_MSG_RP2P: /* comm_id 8, nranks 4, then n */
         n = offsetof(struct ncg_msg_rp2p, r) +
             sizeof m->u.rp2p.r[0] * MIN_(peek16(r, 12), NCG_WIRE_MAX_P2P);
         break;
-    default: /* a type this table does not know yet: all of it */
-        n = sizeof m->u;
+    default: /* a type the table does not list (yet): all of it */
+        n = fixed_member[type] ? fixed_member[type] : sizeof m->u;
         break;
     }
 #undef MIN_
@@ -530,106 +648,25 @@ long ncg_wire_decode_ref(const uint8_t *buf, size_t len, struct ncg_msg *m,
     if (len - NCG_WIRE_HDR < plen)
         return 0;
     struct ncg_rbuf r = {buf + NCG_WIRE_HDR, plen, 0, 0};
-    uint32_t i;
     m->type = type;
     zero_member(m, type, &r);
-    switch (type) {
-    case NCG_MSG_HELLO:
-        m->u.hello.token = ncg_get64(&r);
-        m->u.hello.pid = ncg_get32(&r);
-        m->u.hello.global_rank = (int32_t)ncg_get32(&r);
-        get_str(&r, m->u.hello.host, sizeof m->u.hello.host);
-        break;
-    case NCG_MSG_WELCOME:
-        m->u.welcome.pid = ncg_get32(&r);
-        m->u.welcome.global_rank = (int32_t)ncg_get32(&r);
-        m->u.welcome.embedded = ncg_get8(&r);
-        get_str(&r, m->u.welcome.host, sizeof m->u.welcome.host);
-        break;
-    case NCG_MSG_REPORT:
+    const struct ncg_wcodec *c = codec_of(type); /* NULL: REPORT, VERDICT */
+    if (type == NCG_MSG_REPORT) {
         m->u.report.n = ncg_get16(&r);
         if (m->u.report.n > NCG_WIRE_MAX_COMMS)
             return -EBADMSG;
-        for (i = 0; i < m->u.report.n; i++)
+        for (uint32_t i = 0; i < m->u.report.n; i++)
             if (get_entry(&r, &m->u.report.e[i], i, ref, &m->u.report.nslow[i],
                           m->u.report.slow[i]) < 0)
                 return -EBADMSG;
-        break;
-    case NCG_MSG_WAIT:
-        if (ncg_wire_get_wait(&r, &m->u.wait) < 0)
-            return -EBADMSG;
-        break;
-    case NCG_MSG_QUERY:
-        m->u.query.comm_id = ncg_get64(&r);
-        m->u.query.qid = (uint32_t)ncg_getv(&r, UINT32_MAX);
-        m->u.query.mode = ncg_get8(&r);
-        m->u.query.n = ncg_get8(&r);
-        if (m->u.query.n > NCG_WIRE_MAX_SLOTS)
-            return -EBADMSG;
-        for (i = 0; i < m->u.query.n; i++)
-            m->u.query.slot[i] = ncg_getz(&r, i ? m->u.query.slot[i - 1] : 0);
-        if (ncg_rleft(&r)) { /* the optional representatives: 1..NCG_QUERY_REPS of them */
-            m->u.query.nrep = ncg_get8(&r);
-            if (!m->u.query.nrep || m->u.query.nrep > NCG_QUERY_REPS ||
-                ncg_get_ranks(&r, m->u.query.rep, m->u.query.nrep, (uint64_t)UINT32_MAX + 1) < 0)
-                return -EBADMSG;
-        }
-        break;
-    case NCG_MSG_ANSWER:
-        m->u.answer.comm_id = ncg_get64(&r);
-        m->u.answer.n = ncg_get8(&r);
-        m->u.answer.qid = (uint32_t)ncg_getv(&r, UINT32_MAX);
-        m->u.answer.rank = (uint32_t)ncg_getv(&r, UINT32_MAX);
-        if (m->u.answer.n > NCG_WIRE_MAX_SLOTS)
-            return -EBADMSG;
-        for (i = 0; i < m->u.answer.n && !r.err; i++) {
-            struct ncg_answer *a = &m->u.answer.a[i];
-            a->status = ncg_get8(&r);
-            a->digest = ncg_get64(&r);
-            get_call_v(&r, &a->call);
-            get_str(&r, a->site, sizeof a->site);
-            if (a->status > NCG_ANS_NONE)
-                return -EBADMSG;
-        }
-        break;
-    case NCG_MSG_P2P:
-        m->u.p2p.comm_id = ncg_get64(&r);
-        m->u.p2p.n = ncg_get16(&r);
-        m->u.p2p.rank = ncg_get32(&r);
-        if (m->u.p2p.n > NCG_WIRE_MAX_P2P ||
-            (m->u.p2p.rank >= NCG_WIRE_MAX_RANKS && m->u.p2p.rank != NCG_BYE_ANYRANK))
-            return -EBADMSG;
-        for (i = 0; i < m->u.p2p.n; i++)
-            ncg_wire_get_p2p(&r, &m->u.p2p.r[i]);
-        break;
-    case NCG_MSG_GOODBYE:
-    case NCG_MSG_SHUTDOWN:
-        m->u.goodbye.flags = ncg_get8(&r);
-        m->u.goodbye.n = ncg_get16(&r);
-        if (m->u.goodbye.n > NCG_WIRE_MAX_COMMS)
-            return -EBADMSG;
-        for (i = 0; i < m->u.goodbye.n; i++) {
-            m->u.goodbye.comm_id[i] = ncg_get64(&r);
-            m->u.goodbye.count[i] = ncg_get64(&r);
-            m->u.goodbye.rank[i] = ncg_get32(&r);
-        }
-        break;
-    case NCG_MSG_VERDICT:
+    } else if (type == NCG_MSG_VERDICT) {
         m->u.verdict = ncg_verdict_decode(r.p, r.cap);
         if (!m->u.verdict)
             return -EBADMSG;
         r.pos = r.cap;
-        break;
-    case NCG_MSG_PING:
-        break;
-    case NCG_MSG_DONE:
-    case NCG_MSG_RELEASE:
-        m->u.exit.comm_id = ncg_get64(&r);
-        break;
-    default: /* the relay tree's types */
-        if (ncg_wire_relay_decode(&r, m) < 0)
-            r.err = 1;
-        break;
+    } else if (!c || (c->f && ncg_wire_get_fields(&r, &m->u, c->f, c->nf) < 0) ||
+               (c->get && c->get(&r, m) < 0)) {
+        r.err = 1;
     }
     if (r.err || r.pos != r.cap) {
         ncg_msg_release(m);

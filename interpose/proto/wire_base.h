@@ -36,18 +36,18 @@
 #define NCG_WIRE_SITE 128u /* bound of a call-site string, NUL included */
 
 enum ncg_msg_type {
-    NCG_MSG_HELLO = 1,   /* client -> coord: first frame, carries the token */
-    NCG_MSG_WELCOME = 2, /* coord -> client: token accepted */
-    NCG_MSG_REPORT = 3,  /* client -> coord: per-comm counts; also the heartbeat */
-    NCG_MSG_QUERY = 4,   /* coord -> client: send digests / records at these slots */
-    NCG_MSG_ANSWER = 5,  /* client -> coord */
-    NCG_MSG_P2P = 6,     /* client -> coord: recent send/recv records */
-    NCG_MSG_GOODBYE = 7, /* client -> coord: comms destroyed, or the process exits cleanly */
-    NCG_MSG_VERDICT = 8, /* coord -> client */
-    NCG_MSG_PING = 9,    /* coord -> client: the coordinator is alive */
+    NCG_MSG_HELLO = 1,   /* client -> checker: first frame, carries the token */
+    NCG_MSG_WELCOME = 2, /* checker -> client: token accepted */
+    NCG_MSG_REPORT = 3,  /* client -> checker: per-comm counts; also the heartbeat */
+    NCG_MSG_QUERY = 4,   /* checker -> client: send digests / records at these slots */
+    NCG_MSG_ANSWER = 5,  /* client -> checker */
+    NCG_MSG_P2P = 6,     /* client -> checker: recent send/recv records */
+    NCG_MSG_GOODBYE = 7, /* client -> checker: comms destroyed, or the process exits cleanly */
+    NCG_MSG_VERDICT = 8, /* checker -> client */
+    NCG_MSG_PING = 9,    /* checker -> client: the checker is alive */
     NCG_MSG_SHUTDOWN =
-        10, /* coord -> client: its process exits cleanly (u.goodbye: its final counts) */
-    NCG_MSG_WAIT = 11, /* client -> coord: the calls its threads are blocked in (after REPORT) */
+        10, /* checker -> client: its process exits cleanly (u.goodbye: its final counts) */
+    NCG_MSG_WAIT = 11, /* client -> checker: the calls its threads are blocked in (after REPORT) */
     /* The relay tree (relay.h, codecs in wire_relay.c): */
     NCG_MSG_RHELLO = 12,   /* child relay -> parent: first frame (answered by WELCOME) */
     NCG_MSG_RSTAT = 13,    /* child relay -> parent: per-comm subtree figures, the heartbeat */
@@ -60,9 +60,9 @@ enum ncg_msg_type {
     NCG_MSG_RWAIT = 20,    /* child relay -> parent: one process's WAIT, passed up to the root */
     NCG_MSG_RASK = 21,     /* parent -> child relay: send the next WAITs up even if unchanged */
     /* The exit release (v7, release.h), flat and tree alike (u.exit): */
-    NCG_MSG_DONE = 22,    /* client -> coord/relay, relay -> parent: printed and reported (the
+    NCG_MSG_DONE = 22,    /* client -> checker/relay, relay -> parent: printed and reported (the
                              whole subtree, from a relay) the error verdict on comm_id */
-    NCG_MSG_RELEASE = 23, /* coord/relay -> client or child relay: its ranks may exit now */
+    NCG_MSG_RELEASE = 23, /* checker/relay -> client or child relay: its ranks may exit now */
     /* The relay tree's figures gather (v9, relay_figs.c): */
     NCG_MSG_RFIGQ = 24, /* parent -> child relay: send the figures of a comm's ranks lo..hi */
     NCG_MSG_RFIGA = 25, /* child relay -> parent: those beneath it, as runs (u.rfiga) */
@@ -80,8 +80,8 @@ struct ncg_msg_hello {
 
 struct ncg_msg_welcome {
     uint32_t pid;
-    int32_t global_rank; /* of the coordinator's process, -1 when standalone */
-    uint8_t embedded;    /* 1: the coordinator runs inside a rank (its death is a rank's death) */
+    int32_t global_rank; /* of the checker's process, -1 when standalone */
+    uint8_t embedded;    /* 1: the checker runs inside a rank (its death is a rank's death) */
     char host[64];
 };
 

@@ -170,4 +170,40 @@ int ncg_wire_get_wait(struct ncg_rbuf *r, struct ncg_msg_wait *m);
 void ncg_wire_put_str(struct ncg_wbuf *w, const char *s, size_t bound);
 int ncg_wire_get_str(struct ncg_rbuf *r, char *s, size_t bound);
 
+/* A fixed-layout message's fields in wire order, each the member at `off` of its struct:
+ * an unsigned or two's-complement integer of `size` bytes (1, 2, 4, 8), big-endian; or
+ * (str) a string in a char array of `size`, as ncg_wire_put_str writes it. */
+struct ncg_wfield {
+    uint16_t off, size;
+    uint8_t str;
+};
+#define NCG_WF(type, member)                                                                       \
+    {                                                                                              \
+        offsetof(type, member), sizeof(((type *)0)->member), 0                                     \
+    }
+#define NCG_WS(type, member)                                                                       \
+    {                                                                                              \
+        offsetof(type, member), sizeof(((type *)0)->member), 1                                     \
+    }
+#define NCG_WFIELDS(a) (a), sizeof(a) / sizeof((a)[0])
+/* The fields f[n] of the struct at x; the get fills them, -1 on a string out of bounds (r->err
+ * says whether the bytes ran out). */
+void ncg_wire_put_fields(struct ncg_wbuf *w, const void *x, const struct ncg_wfield *f, size_t n);
+int ncg_wire_get_fields(struct ncg_rbuf *r, void *x, const struct ncg_wfield *f, size_t n);
+
+/* One message type's codec: its fixed fields first (f[nf], none when NULL), then put / get for
+ * the rest (NULL: nothing more). put checks what the decoder will refuse and returns -1 on it;
+ * get fills m->u (what it allocates is released with the message, also when it fails) and
+ * returns -1 on a frame out of its bounds. A type has a codec when f or put is set. */
+struct ncg_msg;
+struct ncg_wcodec {
+    const struct ncg_wfield *f;
+    size_t nf;
+    int (*put)(struct ncg_wbuf *w, const struct ncg_msg *m);
+    int (*get)(struct ncg_rbuf *r, struct ncg_msg *m);
+};
+/* put / get of a type with no payload. */
+int ncg_wire_put_nothing(struct ncg_wbuf *w, const struct ncg_msg *m);
+int ncg_wire_get_nothing(struct ncg_rbuf *r, struct ncg_msg *m);
+
 #endif

@@ -206,13 +206,11 @@ struct ncg_msg_rslow {
 };
 
 struct ncg_msg;
-struct ncg_wbuf;
-struct ncg_rbuf;
-/* Payload codecs for types >= NCG_MSG_RHELLO, called by wire.c; -1 on a bad message (encode:
- * unknown type or missing payload). Pure; decode allocates RANSWER / RVERDICT / RWAIT / RFIGA
- * payloads and RSLOW's. */
-int ncg_wire_relay_encode(const struct ncg_msg *m, struct ncg_wbuf *w);
-int ncg_wire_relay_decode(struct ncg_rbuf *r, struct ncg_msg *m);
+struct ncg_wcodec;
+/* The codec of a relay tree's message type (wire_io.h), NULL for another type; used by wire.c.
+ * Pure; its decoders allocate RANSWER / RVERDICT / RWAIT / RFIGA payloads and RSLOW's, which
+ * ncg_wire_relay_release frees. */
+const struct ncg_wcodec *ncg_wire_relay_codec(uint8_t type);
 void ncg_wire_relay_release(struct ncg_msg *m);
 
 #endif

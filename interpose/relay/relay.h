@@ -109,7 +109,7 @@ void ncg_relay_get_stats(const struct ncg_relay *r, struct ncg_relay_stats *st);
 /* Communicators whose exit release (release.h) still waits for DONEs (the host holds its own
  * exit meanwhile). Does not allocate. */
 int ncg_relay_releases_waiting(const struct ncg_relay *r);
-/* 1 once an allocation failed (coord.h's ncg_coord_out_of_memory): the state is incomplete, the
+/* 1 once an allocation failed: the state is incomplete, the
  * root issues no more verdicts and the host is to stop the checker. Does not allocate. */
 int ncg_relay_out_of_memory(const struct ncg_relay *r);
 /* For the SHUTDOWN of the root's process: per communicator without an error verdict, the

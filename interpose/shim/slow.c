@@ -89,11 +89,6 @@ void ncg_slow_calibrate(void)
         cal_ratio = (double)(n - cal_n0) / (double)(t - cal_t0);
 }
 
-double ncg_slow_ns_per_tick(void)
-{
-    return cal_ratio;
-}
-
 /* ---- comms with event pairs, for the checker thread ---- */
 
 #define NCG_SLOW_MAX 256u

@@ -75,8 +75,6 @@ void ncg_slow_poll(void);
 /* Checker thread, each tick: calibrates the ticks-to-ns ratio against CLOCK_MONOTONIC over the
  * thread's own intervals (ready after 100 ms, refined over the whole run). No allocation. */
 void ncg_slow_calibrate(void);
-/* The calibrated ns per tick; 0 until ready. Checker thread. Pure read. */
-double ncg_slow_ns_per_tick(void);
 /* Checker thread: the samples published since the previous read (at most cap, the latest),
  * oldest first, in microseconds. Samples in ticks wait (0 returned, nothing consumed) while the
  * ratio is not calibrated yet, so none is ever sent with a wrong scale. */
