@@ -119,8 +119,8 @@ void check_verdict(struct proc *p, const struct ncg_verdict *v, int local)
 
 void check_exit_nonzero(const struct proc *p)
 {
-    if (W.launcher == L_NONE || W.first_exit_nonzero)
-        return;
+    if (W.launcher == L_NONE || W.first_exit_nonzero || p->v_local)
+        return; /* a verdict decided in the process exits at once (docs/checker.md) */
     /* the launcher ends the job at this exit: every process an error verdict reached must
      * have printed and written its report already */
     for (uint32_t i = 0; i < W.nproc; i++) {
@@ -213,7 +213,7 @@ void check_end(void)
     }
     for (uint32_t i = 0; i < W.nproc; i++) {
         const struct proc *p = &W.proc[i];
-        if (p->v_kind)
+        if (p->v_kind || p->warned_unguarded)
             continue;
         if (ex->comm != UINT32_MAX && !holds_member(p, ex->comm))
             continue;

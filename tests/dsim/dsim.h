@@ -215,7 +215,7 @@ struct expect {
 
 struct world {
     uint64_t now, seed;
-    const char *workload;
+    const char *workload, *args;
     uint32_t nproc, k, nranks;
     struct proc *proc;
     struct rank *rank;

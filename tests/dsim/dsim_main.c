@@ -16,36 +16,37 @@ struct opts {
     uint32_t ranks, k;    /* 0: from the seed */
     int launcher;         /* -1: from the seed */
     int calm, forever, verbose;
+    char args[256]; /* the options that shape a run, for the replay line */
 };
 
 static void setup(const struct opts *o, uint64_t seed)
 {
     memset(&W, 0, sizeof W);
     W.seed = seed;
+    W.args = o->args;
     W.verbose = o->verbose;
     rnd_seed(seed);
     const char *const *names = work_names();
     size_t nn = 0;
     while (names[nn])
         nn++;
-    W.workload = o->workload ? o->workload : names[rnd_below(nn)];
+    const char *drawn = names[rnd_below(nn)]; /* drawn always: a given one replays the rest */
+    W.workload = o->workload ? o->workload : drawn;
     int small = !strcmp(W.workload, "stuck") || !strcmp(W.workload, "deadlock");
     static const uint32_t sizes[] = {2, 4, 8, 16, 32, 64, 256, 1024, 4096};
-    uint32_t n = o->ranks;
-    if (!n) {
-        uint64_t d = rnd_below(100);
-        n = d < 80 ? sizes[rnd_below(6)] : d < 95 ? sizes[6] : d < 99 ? sizes[7] : sizes[8];
-        if (small && n > 16)
-            n = 16;
-    }
-    uint32_t k = o->k;
-    if (!k) {
-        k = 1u << rnd_below(4);
-        while (k > 1 && n / k < 2)
-            k /= 2;
-        if (n >= 1024 && k < 8)
-            k = 8; /* big jobs: 8 ranks a process, as on a GPU node */
-    }
+    uint64_t d = rnd_below(100), si = rnd_below(6), kd = rnd_below(4);
+    uint32_t n = d < 80 ? sizes[si] : d < 95 ? sizes[6] : d < 99 ? sizes[7] : sizes[8];
+    if (small && n > 16)
+        n = 16;
+    if (o->ranks)
+        n = o->ranks;
+    uint32_t k = 1u << kd;
+    while (k > 1 && n / k < 2)
+        k /= 2;
+    if (n >= 1024 && k < 8)
+        k = 8; /* big jobs: 8 ranks a process, as on a GPU node */
+    if (o->k)
+        k = o->k;
     W.nranks = n;
     W.k = k;
     W.nproc = n / k;
@@ -63,7 +64,8 @@ static void setup(const struct opts *o, uint64_t seed)
         W.rank[g].g = g;
         W.rank[g].proc = g / k;
     }
-    W.launcher = (uint8_t)(o->launcher >= 0 ? o->launcher : (int)rnd_below(3));
+    uint64_t ld = rnd_below(3);
+    W.launcher = (uint8_t)(o->launcher >= 0 ? o->launcher : (int)ld);
     W.end_t = (small ? 100 : 300) * SEC;
     W.delay_lo = 50000;
     W.delay_hi = 200000;
@@ -179,6 +181,11 @@ int main(int argc, char **argv)
         else
             usage();
     }
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--seed") && strcmp(argv[i], "--seeds") && strcmp(argv[i], "--forever") &&
+            strncmp(argv[i], "-v", 2) && (i == 1 || (strcmp(argv[i - 1], "--seed") && strcmp(argv[i - 1], "--seeds"))))
+            snprintf(o.args + strlen(o.args), sizeof o.args - strlen(o.args), "%s%s",
+                     o.args[0] ? " " : "", argv[i]);
     if (o.ranks && o.k && (o.ranks % o.k || o.ranks / o.k < 1))
         usage();
     if (o.forever) {

@@ -127,7 +127,13 @@ static void p2p_post(struct rank *r, const struct op *o)
     /* the other side posted already: both complete */
     struct member *pm = &c->m[peer];
     uint64_t other = send ? pm->recv_from[me] : pm->sent_to[me];
-    if (other > k) {
+    /* a send and its receive of different counts never complete (NCCL hangs or fails) */
+    const struct p2prec *mine = &m->p2p[m->np2p - 1];
+    int agree = 1;
+    for (size_t i = 0; other > k && i < pm->np2p; i++)
+        if (pm->p2p[i].seq == k && pm->p2p[i].peer == (int32_t)me && pm->p2p[i].func != mine->func)
+            agree = pm->p2p[i].count == mine->count;
+    if (other > k && agree) {
         struct rank *pr = &W.rank[c->grank[peer]];
         if (pr->state == R_BLOCKED && pr->bp2p && pr->bcomm == o->comm && pr->bpeer == me &&
             pr->bslot == k && pr->bfunc != r->bfunc)
@@ -219,7 +225,7 @@ static void program(struct rank *r, const struct knobs *k, uint32_t world, uint3
                             .root = -1});
         if (split && i == 1)
             emit(r, (struct op){.kind = OP_SPLIT, .func = NCG_F_COMMSPLIT, .comm = world,
-                                .peer = child0 + (g & 1), .count = g & 1, .root = -1});
+                                .peer = child0 + (g & 1), .count = 0, .root = -1});
         if (split && i >= 2)
             emit(r, (struct op){.kind = OP_COLL, .func = NCG_F_ALLREDUCE,
                                 .comm = child0 + (g & 1), .count = 256, .root = -1});
@@ -352,8 +358,8 @@ int work_build(const char *name)
     free(all);
     for (uint32_t g = 0; g < n; g++) {
         struct rank *r = &W.rank[g];
-        r->compute_lo = 1 * MS;
-        r->compute_hi = 1 * MS + rnd_range(0, 8 * MS);
+        r->compute_lo = 2 * MS;
+        r->compute_hi = 2 * MS + rnd_range(2 * MS, 10 * MS);
         if (deadlock)
             deadlock_program(r, ca, cb, 2 + (uint32_t)rnd_below(4));
         else
