@@ -81,7 +81,7 @@ int dsim_exit_step(struct exit_sm *x, int ev, uint64_t arg, uint64_t now, int ho
     switch (ev) {
     case XE_VERDICT:
     case XE_LOCAL:
-        if (x->st == XS_RUN || x->st == XS_STAY || x->st == XS_CLEAN) {
+        if (x->st == XS_RUN || x->st == XS_STAY || x->st == XS_CLEAN || x->st == XS_REGISTER) {
             x->clean_after = x->st != XS_RUN;
             x->st = XS_PRINTING;
             x->local = ev == XE_LOCAL;
@@ -122,7 +122,12 @@ int dsim_exit_step(struct exit_sm *x, int ev, uint64_t arg, uint64_t now, int ho
             return XA_EXIT86;
         }
         return 0;
-    case XE_APPDONE:
+    case XE_APPDONE: /* arg: 1 the link is up, 2 it is still connecting */
+        if (x->st == XS_RUN && arg == 2) { /* the checker must learn that we left: wait */
+            x->st = XS_REGISTER;
+            x->until = now + p->exit.register_wait;
+            return 0;
+        }
         if (x->st == XS_RUN) {
             x->st = hosting_others ? XS_STAY : XS_CLEAN;
             x->until = now + p->exit.clean_deadline;
@@ -130,6 +135,10 @@ int dsim_exit_step(struct exit_sm *x, int ev, uint64_t arg, uint64_t now, int ho
         }
         return 0;
     case XE_TICK:
+        if (x->st == XS_REGISTER && (arg == 1 || now >= x->until)) {
+            x->st = hosting_others ? XS_STAY : XS_CLEAN;
+            return arg == 1 ? XA_GOODBYE : 0;
+        }
         if (x->st == XS_RELEASE_WAIT && now >= x->until) {
             x->st = XS_GONE;
             return XA_EXIT86;
@@ -412,6 +421,14 @@ static void link_do(struct proc *p, int acts)
     }
 }
 
+/* The link as the exit sees it: 1 up, 2 still connecting (it must register us), 0 neither. */
+static uint64_t link_arg(const struct proc *p)
+{
+    if (p->link.st == LS_UP)
+        return 1;
+    return p->link.st == LS_CONNECTING || p->link.st == LS_HELLO || p->link.st == LS_DOWN ? 2 : 0;
+}
+
 void agent_tick(struct proc *p)
 {
     if (p->link.st == LS_IDLE)
@@ -419,7 +436,7 @@ void agent_tick(struct proc *p)
     else
         link_do(p, dsim_link_step(&p->link, LE_TICK, 0, W.now, &W.ap));
     if (p->state == P_ALIVE || p->state == P_STOPPED)
-        exit_do(p, dsim_exit_step(&p->xs, XE_TICK, 0, W.now, hosting(p), &W.ap));
+        exit_do(p, dsim_exit_step(&p->xs, XE_TICK, link_arg(p), W.now, hosting(p), &W.ap));
 }
 
 void agent_connected(struct proc *p, int accepted)
@@ -481,5 +498,5 @@ void agent_printed(struct proc *p)
 void agent_app_done(struct proc *p)
 {
     trace("process %u: its application returns", p->id);
-    exit_do(p, dsim_exit_step(&p->xs, XE_APPDONE, 0, W.now, hosting(p), &W.ap));
+    exit_do(p, dsim_exit_step(&p->xs, XE_APPDONE, link_arg(p), W.now, hosting(p), &W.ap));
 }

@@ -131,7 +131,7 @@ enum exit_ev {
     XE_APPDONE,  /* the application returned: a clean exit */
     XE_TICK
 };
-enum exit_st { XS_RUN, XS_PRINTING, XS_RELEASE_WAIT, XS_CLEAN, XS_STAY, XS_GONE };
+enum exit_st { XS_RUN, XS_PRINTING, XS_RELEASE_WAIT, XS_CLEAN, XS_STAY, XS_GONE, XS_REGISTER };
 struct exit_sm {
     uint8_t st, local, clean_after; /* clean_after: the app finished while aborting */
     uint64_t until;                 /* XS_RELEASE_WAIT: bound; XS_CLEAN: deadline */
