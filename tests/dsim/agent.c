@@ -122,7 +122,7 @@ int dsim_exit_step(struct exit_sm *x, int ev, uint64_t arg, uint64_t now, int ho
             return XA_EXIT86;
         }
         return 0;
-    case XE_APPDONE: /* arg: 1 the link is up, 2 it is still connecting */
+    case XE_APPDONE:                       /* arg: 1 the link is up, 2 it is still connecting */
         if (x->st == XS_RUN && arg == 2) { /* the checker must learn that we left: wait */
             x->st = XS_REGISTER;
             x->until = now + p->exit.register_wait;
@@ -140,6 +140,7 @@ int dsim_exit_step(struct exit_sm *x, int ev, uint64_t arg, uint64_t now, int ho
             return arg == 1 ? XA_GOODBYE : 0;
         }
         if (x->st == XS_RELEASE_WAIT && now >= x->until) {
+            x->timed_out = 1;
             x->st = XS_GONE;
             return XA_EXIT86;
         }
@@ -382,6 +383,14 @@ static void exit_do(struct proc *p, int acts)
         host_shutdown(NCG_BYE_VERDICT);
     if ((acts & XA_EXIT0) && p->id == 0)
         host_shutdown(0);
+    if ((acts & XA_EXIT86) && p->xs.timed_out) {
+        /* released by its own bound: fine only when the checker released nobody */
+        for (uint32_t i = 0; i < W.nproc; i++)
+            if (W.proc[i].released == p->xs.comm + 1 && p->conn >= 0)
+                violation("process %u waited its whole release bound while process %u was "
+                          "released",
+                          p->id, i);
+    }
     if (acts & XA_EXIT86)
         proc_exit(p, 86, "the abort action");
     else if (acts & XA_EXIT0)
@@ -457,8 +466,8 @@ void agent_rx(struct proc *p, const struct ncg_msg *m)
     case NCG_MSG_VERDICT: {
         const struct ncg_verdict *v = m->u.verdict;
         trace("process %u: VERDICT %s%s on comm %016" PRIx64 " (%s)", p->id,
-              ncg_verdict_name(v->kind), v->severity == NCG_SEV_WARN ? " warning" : "",
-              v->comm_id, v->subject);
+              ncg_verdict_name(v->kind), v->severity == NCG_SEV_WARN ? " warning" : "", v->comm_id,
+              v->subject);
         check_verdict(p, v, 0);
         if (v->severity == NCG_SEV_ERROR)
             exit_do(p, dsim_exit_step(&p->xs, XE_VERDICT, v->comm_id, W.now, hosting(p), &W.ap));
@@ -466,8 +475,8 @@ void agent_rx(struct proc *p, const struct ncg_msg *m)
     }
     case NCG_MSG_RELEASE:
         trace("process %u: RELEASE", p->id);
-        exit_do(p, dsim_exit_step(&p->xs, XE_RELEASE, m->u.exit.comm_id, W.now, hosting(p),
-                                  &W.ap));
+        p->released = m->u.exit.comm_id + 1;
+        exit_do(p, dsim_exit_step(&p->xs, XE_RELEASE, m->u.exit.comm_id, W.now, hosting(p), &W.ap));
         break;
     case NCG_MSG_SHUTDOWN:
         trace("process %u: SHUTDOWN from the checker's host", p->id);

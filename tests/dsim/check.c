@@ -14,8 +14,7 @@ void check_fault_armed(void)
         return;
     W.ex.armed = 1;
     W.ex.from_t = W.now;
-    trace("fault: armed (%s expected)",
-          W.ex.kind ? ncg_verdict_name(W.ex.kind) : "no verdict");
+    trace("fault: armed (%s expected)", W.ex.kind ? ncg_verdict_name(W.ex.kind) : "no verdict");
 }
 
 /* 1 when "0-3,7" names comm rank r (a truncated list's "..." is taken as naming it). */
@@ -75,6 +74,19 @@ void check_verdict(struct proc *p, const struct ncg_verdict *v, int local)
     if (!first)
         return; /* knock-on verdicts of the first one (its members leaving) */
     int ci = comm_index(v->comm_id);
+    if (ci >= 0 && v->counts && v->narr == W.comm[ci].nranks) { /* the figures it names */
+        const struct comm *c = &W.comm[ci];
+        for (uint32_t i = 0; i < v->narr; i++) {
+            const struct proc *q = &W.proc[W.rank[c->grank[i]].proc];
+            if (v->counts[i] >= 0 && q->state == P_EXITED && q->exit_status == 0 &&
+                (uint64_t)v->counts[i] != c->m[i].issued) {
+                violation("process %u: %s says rank %u left after %" PRId64 " calls; it left "
+                          "after %" PRIu64,
+                          p->id, ncg_verdict_name(v->kind), i, v->counts[i], c->m[i].issued);
+                return;
+            }
+        }
+    }
     if (v->kind != ex->kind || v->severity != ex->severity) {
         violation("process %u: %s%s%s, expected %s", p->id, local ? "(decided here) " : "",
                   ncg_verdict_name(v->kind), v->severity == NCG_SEV_WARN ? " warning" : "",
@@ -147,8 +159,8 @@ static void silent_waits(void)
             continue;
         if (p->nverdicts || p->warned_unguarded || W.now - r->blocked_since <= W.silent_bound)
             continue;
-        violation("rank %u (process %u) blocked %.1f s in silence (slot %" PRIu64 " of comm %u)",
-                  g, p->id, (double)(W.now - r->blocked_since) / 1e9, r->bslot, r->bcomm);
+        violation("rank %u (process %u) blocked %.1f s in silence (slot %" PRIu64 " of comm %u)", g,
+                  p->id, (double)(W.now - r->blocked_since) / 1e9, r->bslot, r->bcomm);
         return;
     }
     for (uint32_t i = 0; i < W.nproc; i++) {
@@ -228,7 +240,9 @@ void check_end(void)
         if (W.now < ex->from_t + ex->bound && p->state != P_EXITED)
             continue; /* the run ended before the bound */
         violation("process %u (%s) never got %s%s", p->id,
-                  p->state == P_EXITED ? "exited" : p->state == P_DEAD ? "dead" : "live",
+                  p->state == P_EXITED ? "exited"
+                  : p->state == P_DEAD ? "dead"
+                                       : "live",
                   ncg_verdict_name(ex->kind), p->nverdicts ? " (it got another)" : "");
         return;
     }

@@ -26,15 +26,15 @@ void rnd_seed(uint64_t seed);
 
 /* ---- the event queue (a binary heap on (time, sequence): ties in insertion order) ---- */
 enum ev_kind {
-    EV_TICK,      /* a: process: its agent's loop (report interval) */
-    EV_RANK,      /* a: rank: runs its next call (its compute time passed) */
-    EV_FRAME,     /* a: connection, b: direction (0 to the host, 1 to the client) */
-    EV_HOSTTICK,  /* the relay root's tick */
-    EV_FAULT,     /* a: fault index */
-    EV_PRINTED,   /* a: process: its verdict block printed and its report written */
-    EV_CONNECT,   /* a: process: its connect attempt is answered (accepted or refused) */
-    EV_KILLALL,   /* the launcher ends every process left */
-    EV_RESUME,    /* a: process: a stopped process runs again */
+    EV_TICK,     /* a: process: its agent's loop (report interval) */
+    EV_RANK,     /* a: rank: runs its next call (its compute time passed) */
+    EV_FRAME,    /* a: connection, b: direction (0 to the host, 1 to the client) */
+    EV_HOSTTICK, /* the relay root's tick */
+    EV_FAULT,    /* a: fault index */
+    EV_PRINTED,  /* a: process: its verdict block printed and its report written */
+    EV_CONNECT,  /* a: process: its connect attempt is answered (accepted or refused) */
+    EV_KILLALL,  /* the launcher ends every process left */
+    EV_RESUME,   /* a: process: a stopped process runs again */
 };
 struct ev {
     uint64_t t, seq;
@@ -91,10 +91,10 @@ struct rank {
     struct op *prog;
     size_t nprog, pc;
     uint8_t state;
-    uint64_t blocked_since;   /* R_BLOCKED: since when */
-    uint32_t bcomm, bcrank;   /* R_BLOCKED: the call's comm and this rank's comm rank */
-    uint64_t bslot;           /* collective slot, or p2p sequence */
-    uint8_t bp2p, bfunc;      /* blocked in a p2p call / its function */
+    uint64_t blocked_since; /* R_BLOCKED: since when */
+    uint32_t bcomm, bcrank; /* R_BLOCKED: the call's comm and this rank's comm rank */
+    uint64_t bslot;         /* collective slot, or p2p sequence */
+    uint8_t bp2p, bfunc;    /* blocked in a p2p call / its function */
     uint32_t bpeer;
     uint64_t compute_lo, compute_hi; /* time between calls */
 };
@@ -134,6 +134,7 @@ enum exit_ev {
 enum exit_st { XS_RUN, XS_PRINTING, XS_RELEASE_WAIT, XS_CLEAN, XS_STAY, XS_GONE, XS_REGISTER };
 struct exit_sm {
     uint8_t st, local, clean_after; /* clean_after: the app finished while aborting */
+    uint8_t timed_out;              /* the release wait ended by its bound */
     uint64_t until;                 /* XS_RELEASE_WAIT: bound; XS_CLEAN: deadline */
     uint64_t comm;                  /* the verdict's comm */
 };
@@ -151,21 +152,22 @@ int dsim_exit_step(struct exit_sm *x, int ev, uint64_t arg, uint64_t now, int ho
 struct proc {
     uint32_t id, first_rank, nranks;
     uint8_t state;
-    uint64_t stop_until;               /* P_STOPPED: resumed then */
-    uint64_t slow_until, slow_factor;  /* starved: its work takes slow_factor times longer */
-    int exit_status;                   /* P_EXITED */
+    uint64_t stop_until;              /* P_STOPPED: resumed then */
+    uint64_t slow_until, slow_factor; /* starved: its work takes slow_factor times longer */
+    int exit_status;                  /* P_EXITED */
     uint64_t exit_t;
-    int conn;                          /* its connection to the checker, -1 none */
+    int conn; /* its connection to the checker, -1 none */
     struct link_sm link;
     struct exit_sm xs;
     uint64_t next_tick;
     /* what it has shown (the invariants read these) */
-    int nverdicts;                 /* verdicts received and printed (error or warning) */
+    int nverdicts; /* verdicts received and printed (error or warning) */
     uint8_t v_kind, v_sev, v_local, printed, reported, warned_unguarded;
     uint64_t v_comm, v_at;
     char v_subject[NCG_WIRE_STR];
     uint64_t printed_t;
-    int errors_seen; /* error verdicts that reached it (first printed, others answered DONE) */
+    uint64_t released; /* 1 + the comm of the RELEASE it got (0: none) */
+    int errors_seen;   /* error verdicts that reached it (first printed, others answered DONE) */
 };
 
 /* ---- connections ---- */
@@ -177,11 +179,11 @@ struct frame {
 };
 struct conn {
     uint32_t proc;
-    uint8_t open[2];      /* [0] the host's end, [1] the client's end */
-    uint8_t relay_knows;  /* ncg_relay_connected was called and not yet closed */
+    uint8_t open[2];     /* [0] the host's end, [1] the client's end */
+    uint8_t relay_knows; /* ncg_relay_connected was called and not yet closed */
     struct frame *h[2], *t[2];
     uint64_t last_at[2];
-    uint64_t part_until; /* a partition: frames either way held until then */
+    uint64_t part_until;                /* a partition: frames either way held until then */
     struct ncg_report_ref tx[2], rx[2]; /* each end's REPORT references */
 };
 
@@ -203,14 +205,14 @@ struct fault {
 /* ---- what a run is (the workload names the expected outcome) ---- */
 enum launcher { L_NONE, L_MPIRUN, L_TORCHRUN };
 struct expect {
-    uint8_t kind;      /* NCG_V_NONE: no verdict or warning at all */
+    uint8_t kind; /* NCG_V_NONE: no verdict or warning at all */
     uint8_t severity;
-    uint32_t comm;     /* comm index the verdict is on */
-    uint32_t crank;    /* a comm rank the subject must name (UINT32_MAX: any) */
-    uint64_t from_t;   /* detectable from this virtual time (set when the fault happens) */
-    uint64_t bound;    /* ... and reaches every live member within this */
-    uint8_t armed;     /* the fault happened (from_t valid) */
-    uint8_t local_ok;  /* a verdict decided locally (checker lost) counts too */
+    uint32_t comm;    /* comm index the verdict is on */
+    uint32_t crank;   /* a comm rank the subject must name (UINT32_MAX: any) */
+    uint64_t from_t;  /* detectable from this virtual time (set when the fault happens) */
+    uint64_t bound;   /* ... and reaches every live member within this */
+    uint8_t armed;    /* the fault happened (from_t valid) */
+    uint8_t local_ok; /* a verdict decided locally (checker lost) counts too */
 };
 
 struct world {
@@ -231,7 +233,7 @@ struct world {
     struct expect ex;
     uint8_t launcher, netfaults, host_left;
     uint64_t end_t, delay_lo, delay_hi;
-    uint64_t refuse_until; /* accepts refused until then (descriptor exhaustion) */
+    uint64_t refuse_until;  /* accepts refused until then (descriptor exhaustion) */
     int first_exit_nonzero; /* a process exited non-zero (the launcher acts) */
     uint64_t first_exit_t;
     int violation;

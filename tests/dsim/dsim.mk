@@ -24,6 +24,7 @@ endef
 $(foreach b,$(DSIM_BREAKS),$(eval $(call DSIM_BREAK_RULE,$(b))))
 .PHONY: dsim-broken
 dsim-broken: $(foreach b,$(DSIM_BREAKS),$(BUILD)/tests/ncg-dsim-break-$(b))
+TEST_BINS += $(foreach b,$(DSIM_BREAKS),$(BUILD)/tests/ncg-dsim-break-$(b))
 
 # One seed, replayed bit for bit: make sim SEED=N [SIM_ARGS='--workload mismatch ...']
 SEED ?= 1

@@ -111,8 +111,8 @@ static int run_one(const struct opts *o, uint64_t seed, int quiet)
     int bad = world_run();
     if (!quiet || bad)
         printf("seed %" PRIu64 " %s: %u ranks in %u processes, launcher %s, %u faults: %s, "
-               "%.3f virtual s, %" PRIu64 " events, max %" PRIu64 " comms tracked, trace %016" PRIx64
-               "\n",
+               "%.3f virtual s, %" PRIu64 " events, max %" PRIu64
+               " comms tracked, trace %016" PRIx64 "\n",
                seed, W.workload, W.nranks, W.nproc, LN[W.launcher], W.nfault,
                bad ? "VIOLATION" : "ok", (double)W.now / 1e9, W.events, W.max_comms_seen,
                trace_hash());
@@ -165,9 +165,10 @@ int main(int argc, char **argv)
             o.k = (uint32_t)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(a, "--launcher") && v) {
             i++;
-            o.launcher = !strcmp(v, "none") ? 0 : !strcmp(v, "mpirun") ? 1
-                       : !strcmp(v, "torchrun")                   ? 2
-                                                                  : -2;
+            o.launcher = !strcmp(v, "none")       ? 0
+                         : !strcmp(v, "mpirun")   ? 1
+                         : !strcmp(v, "torchrun") ? 2
+                                                  : -2;
             if (o.launcher == -2)
                 usage();
         } else if (!strcmp(a, "--calm"))
@@ -182,8 +183,9 @@ int main(int argc, char **argv)
             usage();
     }
     for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--seed") && strcmp(argv[i], "--seeds") && strcmp(argv[i], "--forever") &&
-            strncmp(argv[i], "-v", 2) && (i == 1 || (strcmp(argv[i - 1], "--seed") && strcmp(argv[i - 1], "--seeds"))))
+        if (strcmp(argv[i], "--seed") && strcmp(argv[i], "--seeds") &&
+            strcmp(argv[i], "--forever") && strncmp(argv[i], "-v", 2) &&
+            (i == 1 || (strcmp(argv[i - 1], "--seed") && strcmp(argv[i - 1], "--seeds"))))
             snprintf(o.args + strlen(o.args), sizeof o.args - strlen(o.args), "%s%s",
                      o.args[0] ? " " : "", argv[i]);
     if (o.ranks && o.k && (o.ranks % o.k || o.ranks / o.k < 1))

@@ -195,9 +195,9 @@ void rank_step(struct rank *r)
 }
 
 /* ---- workloads ---- */
-static const char *const NAMES[] = {"healthy", "mismatch", "p2p",      "death",     "exit",
-                                    "deadlock", "stuck",   "hostfirst", "hostcrash", "reset",
-                                    NULL};
+static const char *const NAMES[] = {"healthy",   "mismatch", "p2p",   "death",
+                                    "exit",      "deadlock", "stuck", "hostfirst",
+                                    "hostcrash", "reset",    NULL};
 const char *const *work_names(void)
 {
     return NAMES;
@@ -221,14 +221,23 @@ static void program(struct rank *r, const struct knobs *k, uint32_t world, uint3
         if (r->proc == k->end_proc && i == k->end_iter)
             break;
         uint64_t cnt = (g == k->odd_rank && i == k->odd_iter) ? 1000 : 1024;
-        emit(r, (struct op){.kind = OP_COLL, .func = NCG_F_ALLREDUCE, .comm = world, .count = cnt,
-                            .root = -1});
+        emit(
+            r,
+            (struct op){
+                .kind = OP_COLL, .func = NCG_F_ALLREDUCE, .comm = world, .count = cnt, .root = -1});
         if (split && i == 1)
-            emit(r, (struct op){.kind = OP_SPLIT, .func = NCG_F_COMMSPLIT, .comm = world,
-                                .peer = child0 + (g & 1), .count = 0, .root = -1});
+            emit(r, (struct op){.kind = OP_SPLIT,
+                                .func = NCG_F_COMMSPLIT,
+                                .comm = world,
+                                .peer = child0 + (g & 1),
+                                .count = 0,
+                                .root = -1});
         if (split && i >= 2)
-            emit(r, (struct op){.kind = OP_COLL, .func = NCG_F_ALLREDUCE,
-                                .comm = child0 + (g & 1), .count = 256, .root = -1});
+            emit(r, (struct op){.kind = OP_COLL,
+                                .func = NCG_F_ALLREDUCE,
+                                .comm = child0 + (g & 1),
+                                .count = 256,
+                                .root = -1});
         uint32_t partner = g ^ 1;
         if (partner < n) {
             uint64_t pc = (g == k->p2p_rank && i == k->p2p_iter) ? 65 : 64;
@@ -238,8 +247,11 @@ static void program(struct rank *r, const struct knobs *k, uint32_t world, uint3
             emit(r, (g & 1) ? s : v);
         }
         if (i % 4 == 3)
-            emit(r, (struct op){.kind = OP_COLL, .func = NCG_F_BROADCAST, .comm = world,
-                                .count = 32, .root = 0});
+            emit(r, (struct op){.kind = OP_COLL,
+                                .func = NCG_F_BROADCAST,
+                                .comm = world,
+                                .count = 32,
+                                .root = 0});
     }
     emit(r, (struct op){.kind = OP_END});
 }
@@ -247,17 +259,17 @@ static void program(struct rank *r, const struct knobs *k, uint32_t world, uint3
 static void deadlock_program(struct rank *r, uint32_t a, uint32_t b, uint32_t iters)
 {
     for (uint32_t i = 0; i < iters; i++) {
-        emit(r, (struct op){.kind = OP_COLL, .func = NCG_F_ALLREDUCE, .comm = a, .count = 8,
-                            .root = -1});
-        emit(r, (struct op){.kind = OP_COLL, .func = NCG_F_ALLREDUCE, .comm = b, .count = 8,
-                            .root = -1});
+        emit(r, (struct op){
+                    .kind = OP_COLL, .func = NCG_F_ALLREDUCE, .comm = a, .count = 8, .root = -1});
+        emit(r, (struct op){
+                    .kind = OP_COLL, .func = NCG_F_ALLREDUCE, .comm = b, .count = 8, .root = -1});
     }
     /* rank 0 then waits on a first, every other rank on b first: a cycle across the two */
     uint32_t first = r->g == 0 ? a : b, second = r->g == 0 ? b : a;
-    emit(r, (struct op){.kind = OP_COLL, .func = NCG_F_ALLREDUCE, .comm = first, .count = 8,
-                        .root = -1});
-    emit(r, (struct op){.kind = OP_COLL, .func = NCG_F_ALLREDUCE, .comm = second, .count = 8,
-                        .root = -1});
+    emit(r, (struct op){
+                .kind = OP_COLL, .func = NCG_F_ALLREDUCE, .comm = first, .count = 8, .root = -1});
+    emit(r, (struct op){
+                .kind = OP_COLL, .func = NCG_F_ALLREDUCE, .comm = second, .count = 8, .root = -1});
     emit(r, (struct op){.kind = OP_END});
 }
 
@@ -281,7 +293,9 @@ int work_build(const char *name)
         free(half);
     }
     uint64_t budget = 240000 / n;
-    struct knobs k = {.iters = (uint32_t)(budget < 6 ? 6 : budget > 40 ? 40 : budget),
+    struct knobs k = {.iters = (uint32_t)(budget < 6    ? 6
+                                          : budget > 40 ? 40
+                                                        : budget),
                       .odd_rank = UINT32_MAX,
                       .p2p_rank = UINT32_MAX,
                       .end_proc = UINT32_MAX};
@@ -319,8 +333,8 @@ int work_build(const char *name)
     } else if (!strcmp(name, "death") || !strcmp(name, "reset")) {
         int reset = name[0] == 'r';
         W.fault = xcalloc(1, sizeof *W.fault);
-        W.fault[W.nfault++] = (struct fault){.at = at, .kind = reset ? F_RESET : F_CRASH,
-                                             .a = victim};
+        W.fault[W.nfault++] =
+            (struct fault){.at = at, .kind = reset ? F_RESET : F_CRASH, .a = victim};
         ex->kind = NCG_V_RANK_DIED;
         ex->crank = W.proc[victim].first_rank;
         ex->comm = UINT32_MAX;

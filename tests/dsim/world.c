@@ -565,8 +565,7 @@ static void run_event(const struct ev *e)
             return;
         agent_tick(p);
         if (p->state == P_ALIVE || p->state == P_STOPPED)
-            ev_push(W.now + proc_delay(p, W.ap.interval_ns) + rnd_below(2 * MS), EV_TICK, p->id,
-                    0);
+            ev_push(W.now + proc_delay(p, W.ap.interval_ns) + rnd_below(2 * MS), EV_TICK, p->id, 0);
         break;
     }
     case EV_RANK: {
