@@ -12,6 +12,18 @@
 #include "dsim.h"
 
 /* ---- the link's decisions ---- */
+/* Not connected: retried a second later, or given up once the connect timeout passed. */
+static int link_retry(struct link_sm *l, uint64_t now, const struct ncg_agent_params *p)
+{
+    if (now - l->first_try >= p->link.connect_timeout) {
+        l->st = LS_UNGUARDED;
+        return LA_UNGUARDED;
+    }
+    l->st = LS_DOWN;
+    l->retry_at = now + p->link.retry;
+    return 0;
+}
+
 int dsim_link_step(struct link_sm *l, int ev, uint8_t rx_type, uint64_t now,
                    const struct ncg_agent_params *p)
 {
@@ -27,13 +39,7 @@ int dsim_link_step(struct link_sm *l, int ev, uint8_t rx_type, uint64_t now,
         l->last_rx = now;
         return LA_HELLO;
     case LE_REFUSED:
-        if (now - l->first_try >= p->link.connect_timeout) {
-            l->st = LS_UNGUARDED;
-            return LA_UNGUARDED;
-        }
-        l->st = LS_DOWN;
-        l->retry_at = now + p->link.retry;
-        return 0;
+        return link_retry(l, now, p);
     case LE_RX:
         l->last_rx = now;
         if (rx_type == NCG_MSG_WELCOME && l->st == LS_HELLO) {
@@ -57,10 +63,8 @@ int dsim_link_step(struct link_sm *l, int ev, uint8_t rx_type, uint64_t now,
         return 0;
     case LE_TICK:
         if (l->st == LS_DOWN && now >= l->retry_at) {
-            if (now - l->first_try >= p->link.connect_timeout) {
-                l->st = LS_UNGUARDED;
+            if (link_retry(l, now, p))
                 return LA_UNGUARDED;
-            }
             l->st = LS_CONNECTING;
             return LA_CONNECT;
         }

@@ -78,25 +78,23 @@ static void setup(const struct opts *o, uint64_t seed)
     if (!o->calm) { /* the schedule's faults, within the documented bounds */
         static const uint64_t hi[] = {200000, 2 * MS, 20 * MS};
         W.delay_hi = hi[rnd_below(3)];
-        uint32_t base = W.nfault;
-        W.fault = realloc(W.fault, (base + 3) * sizeof *W.fault);
+        W.fault = realloc(W.fault, (W.nfault + 3) * sizeof *W.fault);
         if (!W.fault)
             abort();
-        if (rnd_below(3) == 0)
-            W.fault[W.nfault++] = (struct fault){.at = rnd_range(0, 2 * SEC),
-                                                 .kind = F_PARTITION,
-                                                 .a = (uint32_t)rnd_below(W.nproc),
-                                                 .b = (uint32_t)rnd_range(50, 1500)};
-        if (rnd_below(3) == 0)
-            W.fault[W.nfault++] = (struct fault){.at = rnd_range(0, 2 * SEC),
-                                                 .kind = F_STOP,
-                                                 .a = (uint32_t)rnd_below(W.nproc),
-                                                 .b = (uint32_t)rnd_range(100, 3000)};
-        if (rnd_below(3) == 0)
-            W.fault[W.nfault++] = (struct fault){.at = rnd_range(0, 2 * SEC),
-                                                 .kind = F_STARVE,
-                                                 .a = (uint32_t)rnd_below(W.nproc),
-                                                 .b = (uint32_t)rnd_range(200, 2000)};
+        static const struct {
+            uint8_t kind;
+            uint32_t lo_ms, hi_ms;
+        } sched[] = {{F_PARTITION, 50, 1500}, {F_STOP, 100, 3000}, {F_STARVE, 200, 2000}};
+        for (int i = 0; i < 3; i++) { /* each with a chance of one in three */
+            if (rnd_below(3) != 0)
+                continue;
+            /* one draw per statement: the order of an initializer's draws is unspecified */
+            struct fault *f = &W.fault[W.nfault++];
+            f->at = rnd_range(0, 2 * SEC);
+            f->kind = sched[i].kind;
+            f->a = (uint32_t)rnd_below(W.nproc);
+            f->b = (uint32_t)rnd_range(sched[i].lo_ms, sched[i].hi_ms);
+        }
         if (rnd_below(4) == 0)
             W.refuse_until = rnd_range(100 * MS, 800 * MS);
     }

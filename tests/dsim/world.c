@@ -556,12 +556,18 @@ static void connect_answer(struct proc *p)
     agent_connected(p, 1);
 }
 
+/* The event's process runs it now: neither gone, nor stopped (then it waits). */
+static int runs(const struct proc *p, const struct ev *e)
+{
+    return p->state != P_DEAD && p->state != P_EXITED && !deferred(p, e);
+}
+
 static void run_event(const struct ev *e)
 {
     switch (e->kind) {
     case EV_TICK: {
         struct proc *p = &W.proc[e->a];
-        if (p->state == P_DEAD || p->state == P_EXITED || deferred(p, e))
+        if (!runs(p, e))
             return;
         agent_tick(p);
         if (p->state == P_ALIVE || p->state == P_STOPPED)
@@ -570,23 +576,18 @@ static void run_event(const struct ev *e)
     }
     case EV_RANK: {
         struct rank *r = &W.rank[e->a];
-        struct proc *p = &W.proc[r->proc];
-        if (p->state == P_DEAD || p->state == P_EXITED || deferred(p, e))
-            return;
-        rank_step(r);
+        if (runs(&W.proc[r->proc], e))
+            rank_step(r);
         break;
     }
     case EV_FRAME:
         deliver(e);
         break;
     case EV_HOSTTICK: {
-        struct proc *h = &W.proc[0];
-        if (!W.relay || h->state == P_DEAD || h->state == P_EXITED)
-            return;
-        if (!deferred(h, e)) {
+        if (W.relay && runs(&W.proc[0], e)) {
             ncg_relay_tick(W.relay, W.now);
             check_step();
-            ev_push(W.now + proc_delay(h, W.ap.interval_ns), EV_HOSTTICK, 0, 0);
+            ev_push(W.now + proc_delay(&W.proc[0], W.ap.interval_ns), EV_HOSTTICK, 0, 0);
         }
         break;
     }
@@ -594,10 +595,8 @@ static void run_event(const struct ev *e)
         fault(&W.fault[e->a]);
         break;
     case EV_PRINTED: {
-        struct proc *p = &W.proc[e->a];
-        if (p->state == P_DEAD || p->state == P_EXITED || deferred(p, e))
-            return;
-        agent_printed(p);
+        if (runs(&W.proc[e->a], e))
+            agent_printed(&W.proc[e->a]);
         break;
     }
     case EV_CONNECT:
