@@ -177,6 +177,8 @@ int main(int argc, char **argv)
             o.verbose = 1;
         else if (!strcmp(a, "-vv"))
             o.verbose = 2;
+        else if (!strcmp(a, "-vvv"))
+            o.verbose = 3;
         else
             usage();
     }

@@ -147,6 +147,9 @@ void rank_step(struct rank *r)
     if (r->state != R_RUN || r->pc >= r->nprog)
         return;
     const struct op *o = &r->prog[r->pc];
+    if (W.verbose > 2)
+        trace("rank %u: op %zu of %zu: kind %u func %u comm %u", r->g, r->pc, r->nprog, o->kind,
+              o->func, o->comm);
     switch (o->kind) {
     case OP_COLL:
     case OP_SPLIT: {
@@ -370,12 +373,13 @@ int work_build(const char *name)
         return -1;
     }
     free(all);
+    uint32_t dl_iters = 2 + (uint32_t)rnd_below(4); /* the same on every rank */
     for (uint32_t g = 0; g < n; g++) {
         struct rank *r = &W.rank[g];
         r->compute_lo = 2 * MS;
         r->compute_hi = 2 * MS + rnd_range(2 * MS, 10 * MS);
         if (deadlock)
-            deadlock_program(r, ca, cb, 2 + (uint32_t)rnd_below(4));
+            deadlock_program(r, ca, cb, dl_iters);
         else
             program(r, &k, world, child0);
     }
