@@ -338,15 +338,28 @@ static void count_open(void *arg, const struct ncg_relay_conn_view *c)
     *n += c->authed && !c->bye && !c->relay && c->pid != W.rp.pid;
 }
 
-/* Other processes the host's checker still serves: connected, not said their last goodbye. */
+static void count_unregistered(void *arg, const struct ncg_relay_comm_view *c)
+{
+    int *n = arg;
+    *n += c->known < c->nranks;
+}
+
+/* Other processes the host's checker still serves: connected and not said their last goodbye,
+ * or, while members of its comms were never registered, any that may still connect (until
+ * nobody new connected for the heartbeat timeout: docs/checker.md, "The checker's host leaves
+ * last"). */
 int agent_hosting_others(void)
 {
-    int n = 0;
+    int n = 0, unreg = 0;
     if (!W.relay)
         return 0;
     struct ncg_relay_view_ops ops = {count_open, NULL, &n};
     ncg_relay_view(W.relay, W.now, &ops);
-    return n;
+    if (n)
+        return n;
+    ops = (struct ncg_relay_view_ops){NULL, count_unregistered, &unreg};
+    ncg_relay_view(W.relay, W.now, &ops);
+    return unreg && W.now - W.last_connect_t < W.ap.heartbeat_ns;
 }
 
 static int hosting(const struct proc *p)
@@ -439,7 +452,10 @@ static uint64_t link_arg(const struct proc *p)
 {
     if (p->link.st == LS_UP)
         return 1;
-    return p->link.st == LS_CONNECTING || p->link.st == LS_HELLO || p->link.st == LS_DOWN ? 2 : 0;
+    return p->link.st == LS_IDLE || p->link.st == LS_CONNECTING || p->link.st == LS_HELLO ||
+                   p->link.st == LS_DOWN
+               ? 2
+               : 0;
 }
 
 void agent_tick(struct proc *p)
@@ -511,5 +527,6 @@ void agent_printed(struct proc *p)
 void agent_app_done(struct proc *p)
 {
     trace("process %u: its application returns", p->id);
+    p->app_done_t = W.now;
     exit_do(p, dsim_exit_step(&p->xs, XE_APPDONE, link_arg(p), W.now, hosting(p), &W.ap));
 }

@@ -233,6 +233,8 @@ void check_end(void)
             continue; /* crashed, or killed by the launcher (checked at the first exit) */
         if (p->state == P_EXITED && p->exit_t <= ex->from_t + 1)
             continue; /* left before the fault (or is the fault) */
+        if (p->app_done_t && p->app_done_t <= ex->from_t && p->id != 0)
+            continue; /* its application had returned: it was leaving */
         if ((ex->kind == NCG_V_RANK_DIED) && p->state == P_DEAD)
             continue;
         if (W.early_proc == (int)p->id && p->id != 0)

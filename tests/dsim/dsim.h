@@ -166,7 +166,8 @@ struct proc {
     uint64_t v_comm, v_at;
     char v_subject[NCG_WIRE_STR];
     uint64_t printed_t;
-    uint64_t released; /* 1 + the comm of the RELEASE it got (0: none) */
+    uint64_t app_done_t; /* its application returned then (0: not yet) */
+    uint64_t released;   /* 1 + the comm of the RELEASE it got (0: none) */
     int errors_seen;   /* error verdicts that reached it (first printed, others answered DONE) */
 };
 
@@ -240,7 +241,8 @@ struct world {
     uint64_t events;
     uint64_t max_comms_seen, max_p2p_held;
     int verbose;
-    uint32_t nlive; /* processes neither dead nor exited */
+    uint32_t nlive;          /* processes neither dead nor exited */
+    uint64_t last_connect_t; /* the checker's latest accepted connection */
     /* the workload's fault: the rank, comm and slot of an odd call (armed when issued), the
      * process whose application returns early (armed then), or armed at the start */
     uint32_t fault_rank, fault_comm;

@@ -550,6 +550,7 @@ static void connect_answer(struct proc *p)
     }
     int ci = conn_open(p->id);
     p->conn = ci;
+    W.last_connect_t = W.now;
     W.conn[ci].relay_knows = 1;
     trace("process %u: connected (conn %d)", p->id, ci);
     ncg_relay_connected(W.relay, ci, W.now);
