@@ -496,6 +496,11 @@ void agent_rx(struct proc *p, const struct ncg_msg *m)
     case NCG_MSG_RELEASE:
         trace("process %u: RELEASE", p->id);
         p->released = m->u.exit.comm_id + 1;
+        if (p->xs.st == XS_PRINTING) { /* the agent's thread prints: it reads this after */
+            if (p->nheld < 8)
+                p->held[p->nheld++] = m->u.exit.comm_id;
+            break;
+        }
         exit_do(p, dsim_exit_step(&p->xs, XE_RELEASE, m->u.exit.comm_id, W.now, hosting(p), &W.ap));
         break;
     case NCG_MSG_SHUTDOWN:
@@ -522,6 +527,9 @@ void agent_printed(struct proc *p)
     p->printed_t = W.now;
     trace("process %u: printed and reported", p->id);
     exit_do(p, dsim_exit_step(&p->xs, XE_PRINTED, 0, W.now, hosting(p), &W.ap));
+    for (uint32_t i = 0; i < p->nheld && p->state == P_ALIVE; i++)
+        exit_do(p, dsim_exit_step(&p->xs, XE_RELEASE, p->held[i], W.now, hosting(p), &W.ap));
+    p->nheld = 0;
 }
 
 void agent_app_done(struct proc *p)

@@ -166,9 +166,11 @@ struct proc {
     uint64_t v_comm, v_at;
     char v_subject[NCG_WIRE_STR];
     uint64_t printed_t;
+    uint64_t held[8]; /* RELEASEs' comms read after printing (the thread was busy) */
+    uint32_t nheld;
     uint64_t app_done_t; /* its application returned then (0: not yet) */
     uint64_t released;   /* 1 + the comm of the RELEASE it got (0: none) */
-    int errors_seen;   /* error verdicts that reached it (first printed, others answered DONE) */
+    int errors_seen;     /* error verdicts that reached it (first printed, others answered DONE) */
 };
 
 /* ---- connections ---- */
@@ -182,6 +184,7 @@ struct conn {
     uint32_t proc;
     uint8_t open[2];     /* [0] the host's end, [1] the client's end */
     uint8_t relay_knows; /* ncg_relay_connected was called and not yet closed */
+    uint8_t registered;  /* the checker read a REPORT on it */
     struct frame *h[2], *t[2];
     uint64_t last_at[2];
     uint64_t part_until;                /* a partition: frames either way held until then */

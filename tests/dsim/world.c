@@ -319,6 +319,7 @@ static void deliver(const struct ev *e)
     if (dir == 0) {
         if (W.verbose > 2)
             trace("host <- process %u: type %u", c->proc, m.type);
+        c->registered |= m.type == NCG_MSG_REPORT;
         ncg_relay_message(W.relay, (int)e->a, &m, W.now);
         check_step();
     } else {
@@ -486,10 +487,16 @@ static void fault(const struct fault *f)
     if (p->state == P_DEAD || p->state == P_EXITED)
         return;
     if ((f->kind == F_CRASH || f->kind == F_RESET) && W.ex.kind && !W.ex.armed &&
-        p->link.st != LS_UP && !p->warned_unguarded) {
+        !(p->conn >= 0 && W.conn[p->conn].registered) && !p->warned_unguarded) {
         /* the workload's fault: once the victim is registered (a death before it registered
          * is a known gap, docs/simulator.md) */
         ev_push(W.now + 50 * MS, EV_FAULT, (uint32_t)(f - W.fault), 0);
+        return;
+    }
+    if ((f->kind == F_CRASH || f->kind == F_RESET) && W.ex.kind && !W.ex.armed &&
+        p->app_done_t) { /* it was leaving already: no fault to find; a healthy run */
+        trace("fault: process %u had finished; the run is checked as healthy", p->id);
+        W.ex.kind = NCG_V_NONE;
         return;
     }
     switch (f->kind) {
