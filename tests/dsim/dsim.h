@@ -76,7 +76,7 @@ struct comm {
     uint64_t stuck_slot; /* this slot never completes (UINT64_MAX: none) */
 };
 
-enum op_kind { OP_COLL, OP_SEND, OP_RECV, OP_SPLIT, OP_HANG, OP_END };
+enum op_kind { OP_COLL, OP_SEND, OP_RECV, OP_SPLIT, OP_SLEEP, OP_END }; /* SLEEP: count ns */
 struct op {
     uint8_t kind, func;
     uint32_t comm; /* index in W.comm */

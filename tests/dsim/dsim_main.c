@@ -32,7 +32,8 @@ static void setup(const struct opts *o, uint64_t seed)
         nn++;
     const char *drawn = names[rnd_below(nn)]; /* drawn always: a given one replays the rest */
     W.workload = o->workload ? o->workload : drawn;
-    int small = !strcmp(W.workload, "stuck") || !strcmp(W.workload, "deadlock");
+    int small = !strcmp(W.workload, "stuck") || !strcmp(W.workload, "deadlock") ||
+                !strcmp(W.workload, "lag");
     static const uint32_t sizes[] = {2, 4, 8, 16, 32, 64, 256, 1024, 4096};
     uint64_t d = rnd_below(100), si = rnd_below(6), kd = rnd_below(4);
     uint32_t n = d < 80 ? sizes[si] : d < 95 ? sizes[6] : d < 99 ? sizes[7] : sizes[8];

@@ -14,7 +14,7 @@ if ! "$sim" --seed 1 --seeds 240 >"$NCG_TMP/seeds.log" 2>&1; then
 fi
 n=$(grep -c '^seed .*: ok,' "$NCG_TMP/seeds.log")
 [ "$n" = 240 ] || { echo "only $n of 240 seeds passed"; fail=1; }
-for w in healthy mismatch p2p death exit deadlock stuck hostfirst hostcrash reset; do
+for w in healthy mismatch p2p death exit deadlock stuck hostfirst hostcrash reset lag; do
   grep -q "^seed [0-9]* $w:.*: ok," "$NCG_TMP/seeds.log" || { echo "no passing seed ran $w"; fail=1; }
 done
 # replay: the same seed twice, the same trace

@@ -181,6 +181,11 @@ void rank_step(struct rank *r)
     case OP_RECV:
         p2p_post(r, o);
         break;
+    case OP_SLEEP: /* a long stretch outside NCCL (a checkpoint written) */
+        check_fault_armed();
+        r->pc++;
+        ev_push(W.now + o->count, EV_RANK, r->g, 0);
+        break;
     case OP_END: {
         r->state = R_FINISHED;
         struct proc *p = &W.proc[r->proc];
@@ -200,7 +205,7 @@ void rank_step(struct rank *r)
 /* ---- workloads ---- */
 static const char *const NAMES[] = {"healthy",   "mismatch", "p2p",   "death",
                                     "exit",      "deadlock", "stuck", "hostfirst",
-                                    "hostcrash", "reset",    NULL};
+                                    "hostcrash", "reset",    "lag",   NULL};
 const char *const *work_names(void)
 {
     return NAMES;
@@ -214,6 +219,7 @@ struct knobs {
     uint32_t odd_rank, odd_iter; /* MISMATCH: its AllReduce's count differs */
     uint32_t p2p_rank, p2p_iter; /* P2P MISMATCH: its send's count differs */
     uint32_t end_proc, end_iter; /* the application of end_proc returns at end_iter */
+    uint32_t lag_rank, lag_iter; /* LAG: it spends 70 s outside NCCL before that iteration */
 };
 
 static void program(struct rank *r, const struct knobs *k, uint32_t world, uint32_t child0)
@@ -223,6 +229,8 @@ static void program(struct rank *r, const struct knobs *k, uint32_t world, uint3
     for (uint32_t i = 0; i < k->iters; i++) {
         if (r->proc == k->end_proc && i == k->end_iter)
             break;
+        if (g == k->lag_rank && i == k->lag_iter)
+            emit(r, (struct op){.kind = OP_SLEEP, .count = 70 * SEC});
         uint64_t cnt = (g == k->odd_rank && i == k->odd_iter) ? 1000 : 1024;
         emit(
             r,
@@ -301,7 +309,8 @@ int work_build(const char *name)
                                                         : budget),
                       .odd_rank = UINT32_MAX,
                       .p2p_rank = UINT32_MAX,
-                      .end_proc = UINT32_MAX};
+                      .end_proc = UINT32_MAX,
+                      .lag_rank = UINT32_MAX};
     W.fault_rank = UINT32_MAX;
     W.early_proc = -1;
     struct expect *ex = &W.ex;
@@ -362,6 +371,13 @@ int work_build(const char *name)
         ex->kind = NCG_V_DEADLOCK;
         ex->comm = UINT32_MAX;
         W.arm_at_start = 1;
+    } else if (!strcmp(name, "lag")) {
+        k.lag_rank = vrank;
+        k.lag_iter = it;
+        ex->kind = NCG_V_LAG;
+        ex->severity = NCG_SEV_WARN;
+        ex->comm = UINT32_MAX;
+        ex->bound = 80 * SEC;
     } else if (!strcmp(name, "stuck")) {
         W.comm[world].stuck_slot = 2 + rnd_below(6);
         ex->kind = NCG_V_STUCK;
