@@ -131,23 +131,20 @@ void check_verdict(struct proc *p, const struct ncg_verdict *v, int local)
 
 void check_exit_nonzero(const struct proc *p)
 {
-    if (W.launcher == L_NONE || W.first_exit_nonzero || p->v_local)
-        return; /* a verdict decided in the process exits at once (docs/checker.md) */
-    /* the launcher ends the job at this exit: every process an error verdict reached must
-     * have printed and written its report already */
-    for (uint32_t i = 0; i < W.nproc; i++) {
-        const struct proc *q = &W.proc[i];
-        if (q->state != P_DEAD && q->state != P_EXITED && q->nverdicts && q->v_kind &&
-            q->v_sev == NCG_SEV_ERROR && !q->v_local && !q->reported)
-            violation("process %u exits non-zero (the launcher ends the job) before process %u, "
-                      "reached by %s, has printed and reported",
-                      p->id, q->id, ncg_verdict_name(q->v_kind));
-    }
+    (void)p; /* the launcher acts on it: EV_KILLALL, check_killed */
 }
 
-void check_killed(const struct proc *p)
+/* The launcher ends q now (at the first non-zero exit, or its next poll after it): a checker's
+ * error verdict that reached q must have been printed and reported (a verdict decided in the
+ * process exits at once: not covered). */
+void check_killed(const struct proc *q)
 {
-    (void)p;
+    if (W.first_exit_local)
+        return; /* a verdict decided in a process exits at once (docs/checker.md): not covered */
+    if (q->nverdicts && q->v_kind && q->v_sev == NCG_SEV_ERROR && !q->v_local && !q->reported)
+        violation("the launcher ends process %u (a process exited non-zero at %.3f s) before it "
+                  "printed and reported %s",
+                  q->id, (double)W.first_exit_t / 1e9, ncg_verdict_name(q->v_kind));
 }
 
 static void silent_waits(void)

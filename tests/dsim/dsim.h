@@ -239,6 +239,7 @@ struct world {
     uint64_t end_t, delay_lo, delay_hi;
     uint64_t refuse_until;  /* accepts refused until then (descriptor exhaustion) */
     int first_exit_nonzero; /* a process exited non-zero (the launcher acts) */
+    int first_exit_local;   /* ... after a verdict decided in it (it exits at once) */
     uint64_t first_exit_t;
     int violation;
     uint64_t events;

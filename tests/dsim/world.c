@@ -425,12 +425,13 @@ uint64_t proc_delay(const struct proc *p, uint64_t d)
     return p->slow_until > W.now ? d * p->slow_factor : d;
 }
 
-static void launcher_saw(int status)
+static void launcher_saw(int status, int local)
 {
     if (status == 0 || W.first_exit_nonzero)
         return;
     W.first_exit_nonzero = 1;
     W.first_exit_t = W.now;
+    W.first_exit_local = local;
     if (W.launcher == L_MPIRUN)
         ev_push(W.now + rnd_range(0, 20 * MS), EV_KILLALL, 0, 0);
     else if (W.launcher == L_TORCHRUN)
@@ -457,7 +458,7 @@ void proc_exit(struct proc *p, int status, const char *why)
     p->exit_status = status;
     p->exit_t = W.now;
     proc_gone(p);
-    launcher_saw(status);
+    launcher_saw(status, p->v_local);
 }
 
 void proc_crash(struct proc *p)
