@@ -223,8 +223,9 @@ static void send_report(struct proc *p)
         w->call.count = 8;
         snprintf(w->site, sizeof w->site, "rank%u", rk->g);
     }
-    if (wt.u.wait.n)
+    if (wt.u.wait.n || p->waited) /* an empty WAIT once clears the last (report.c) */
         send(p, &wt);
+    p->waited = wt.u.wait.n != 0;
     for (uint32_t ci = 0; ci < W.ncomm; ci++) { /* p2p records since the last report */
         struct comm *c = &W.comm[ci];
         for (uint32_t cr = 0; cr < c->nranks; cr++) {
@@ -301,7 +302,8 @@ static void goodbye(struct proc *p, uint8_t flags)
     m.u.goodbye.flags = (uint8_t)(flags | NCG_BYE_PROCESS);
     for (uint32_t ci = 0; ci < W.ncomm; ci++)
         for (uint32_t cr = 0; cr < W.comm[ci].nranks; cr++)
-            if (holds(p, ci, cr) && m.u.goodbye.n < NCG_WIRE_MAX_COMMS) {
+            if (holds(p, ci, cr) && !W.comm[ci].m[cr].gone && m.u.goodbye.n < NCG_WIRE_MAX_COMMS) {
+                W.comm[ci].m[cr].gone = 1; /* it leaves the agent's comms: no REPORT carries it */
                 m.u.goodbye.comm_id[m.u.goodbye.n] = W.comm[ci].id;
                 m.u.goodbye.count[m.u.goodbye.n] = W.comm[ci].m[cr].issued;
                 m.u.goodbye.rank[m.u.goodbye.n++] = cr;
@@ -485,9 +487,9 @@ void agent_rx(struct proc *p, const struct ncg_msg *m)
         break;
     case NCG_MSG_VERDICT: {
         const struct ncg_verdict *v = m->u.verdict;
-        trace("process %u: VERDICT %s%s on comm %016" PRIx64 " (%s)", p->id,
+        trace("process %u: VERDICT %s%s on comm %016" PRIx64 " (%s; %s)", p->id,
               ncg_verdict_name(v->kind), v->severity == NCG_SEV_WARN ? " warning" : "", v->comm_id,
-              v->subject);
+              v->subject, v->detail);
         check_verdict(p, v, 0);
         if (v->severity == NCG_SEV_ERROR)
             exit_do(p, dsim_exit_step(&p->xs, XE_VERDICT, v->comm_id, W.now, hosting(p), &W.ap));

@@ -168,6 +168,7 @@ struct proc {
     uint64_t printed_t;
     uint64_t held[8]; /* RELEASEs' comms read after printing (the thread was busy) */
     uint32_t nheld;
+    uint8_t waited;      /* its last WAIT named calls */
     uint64_t app_done_t; /* its application returned then (0: not yet) */
     uint64_t released;   /* 1 + the comm of the RELEASE it got (0: none) */
     int errors_seen;     /* error verdicts that reached it (first printed, others answered DONE) */

@@ -319,6 +319,20 @@ static void deliver(const struct ev *e)
     if (dir == 0) {
         if (W.verbose > 2)
             trace("host <- process %u: type %u", c->proc, m.type);
+        if (W.verbose > 2 && m.type == NCG_MSG_GOODBYE)
+            for (uint32_t i = 0; i < m.u.goodbye.n; i++)
+                trace("  goodbye: comm %016" PRIx64 " rank %u count %" PRIu64,
+                      m.u.goodbye.comm_id[i], m.u.goodbye.rank[i], m.u.goodbye.count[i]);
+        if (W.verbose > 2 && m.type == NCG_MSG_WAIT)
+            for (uint32_t i = 0; i < m.u.wait.n; i++)
+                trace("  wait: comm %016" PRIx64 " rank %u p2p %u seq %" PRIu64 " peer %d",
+                      m.u.wait.w[i].comm_id, m.u.wait.w[i].rank, m.u.wait.w[i].p2p,
+                      m.u.wait.w[i].call.seq, m.u.wait.w[i].call.root);
+        if (W.verbose > 2 && m.type == NCG_MSG_REPORT)
+            for (uint32_t i = 0; i < m.u.report.n; i++)
+                trace("  report: comm %016" PRIx64 " rank %u count %" PRIu64 " done %" PRIu64,
+                      m.u.report.e[i].comm_id, m.u.report.e[i].rank, m.u.report.e[i].count,
+                      m.u.report.e[i].done);
         c->registered |= m.type == NCG_MSG_REPORT;
         ncg_relay_message(W.relay, (int)e->a, &m, W.now);
         check_step();
