@@ -323,6 +323,11 @@ static void deliver(const struct ev *e)
             for (uint32_t i = 0; i < m.u.goodbye.n; i++)
                 trace("  goodbye: comm %016" PRIx64 " rank %u count %" PRIu64,
                       m.u.goodbye.comm_id[i], m.u.goodbye.rank[i], m.u.goodbye.count[i]);
+        if (W.verbose > 2 && m.type == NCG_MSG_ANSWER)
+            for (uint32_t i = 0; i < m.u.answer.n; i++)
+                trace("  answer: qid %u rank %u slot %" PRIu64 " status %u digest %016" PRIx64,
+                      m.u.answer.qid, m.u.answer.rank, m.u.answer.a[i].call.seq,
+                      m.u.answer.a[i].status, m.u.answer.a[i].digest);
         if (W.verbose > 2 && m.type == NCG_MSG_WAIT)
             for (uint32_t i = 0; i < m.u.wait.n; i++)
                 trace("  wait: comm %016" PRIx64 " rank %u p2p %u seq %" PRIu64 " peer %d",
@@ -354,6 +359,10 @@ static void h_send(void *arg, int conn, const struct ncg_msg *m)
                   m->type == NCG_MSG_VERDICT && m->u.verdict->severity == NCG_SEV_WARN
                       ? " (warning)"
                       : "");
+        if (W.verbose > 2 && m->type == NCG_MSG_QUERY)
+            for (uint32_t i = 0; i < m->u.query.n; i++)
+                trace("host -> process %u: QUERY qid %u slot %" PRIu64 " nrep %u",
+                      W.conn[conn].proc, m->u.query.qid, m->u.query.slot[i], m->u.query.nrep);
         conn_send(conn, 1, m);
     }
 }
