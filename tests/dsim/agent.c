@@ -374,6 +374,16 @@ static int hosting(const struct proc *p)
             open += W.conn[ci].open[0] && W.conn[ci].proc != 0;
         return open || ncg_relay_releases_waiting(W.relay);
     }
+    /* ... and while a release it holds for others still waits, at most the release bound
+     * (docs/checker.md, "The exit release": the host keeps its SHUTDOWN and its exit) */
+    if (ncg_relay_releases_waiting(W.relay)) {
+        if (!W.hold_since)
+            W.hold_since = W.now;
+        if (W.now - W.hold_since < W.ap.exit.release_bound)
+            return 1;
+    } else {
+        W.hold_since = 0;
+    }
     return agent_hosting_others();
 }
 

@@ -248,6 +248,7 @@ struct world {
     int verbose;
     uint32_t nlive;          /* processes neither dead nor exited */
     uint64_t last_connect_t; /* the checker's latest accepted connection */
+    uint64_t hold_since;     /* the host holds its exit for a release since then */
     /* the workload's fault: the rank, comm and slot of an odd call (armed when issued), the
      * process whose application returns early (armed then), or armed at the start */
     uint32_t fault_rank, fault_comm;
