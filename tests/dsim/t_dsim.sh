@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
-# ncg-dsim (docs/simulator.md): a fixed set of seeds over every workload, each checked against
-# the invariants; a seed replayed twice gives the same trace hash; 4,096 ranks healthy and with
-# a mismatch. A violation prints the trace and the seed to replay (make sim SEED=N).
+# ncg-dsim (docs/simulator.md): a fixed set of seeds (1..NCG_DSIM_SEEDS, default 1500: about a
+# minute here) over every workload, each checked against the invariants; the known findings
+# below must still fail as stated (a fix makes its line fail here: then drop it, and its entry in
+# docs/simulator.md); a seed replayed gives the same trace hash; 4,096 ranks healthy and with a
+# mismatch. A violation prints the trace and the seed to replay (make sim SEED=N).
 set -u
 sim=$NCG_BUILD/tests/ncg-dsim
 [ -x "$sim" ] || { echo "no $sim"; exit 1; }
+n=${NCG_DSIM_SEEDS:-1500}
+# seed:what the violation says (the draws of a seed change with the simulator's code: a change
+# that moves them re-finds these by their workload, docs/simulator.md "Findings")
+known="640:STUCK warning, expected MISMATCH"
 fail=0
-# seeds 1..240: every workload at 2 to 4,096 ranks, schedules with delays, partitions, stops,
-# starvation and refused accepts, launchers none / mpirun / torchrun
-if ! "$sim" --seed 1 --seeds 240 >"$NCG_TMP/seeds.log" 2>&1; then
-  grep -v '^  ' "$NCG_TMP/seeds.log" | grep -i 'violat' | head -20
-  fail=1
-fi
-n=$(grep -c '^seed .*: ok,' "$NCG_TMP/seeds.log")
-[ "$n" = 240 ] || { echo "only $n of 240 seeds passed"; fail=1; }
+"$sim" --seed 1 --seeds "$n" >"$NCG_TMP/seeds.log" 2>/dev/null
+for s in $(sed -n 's/^seed \([0-9]*\) .*: VIOLATION,.*/\1/p' "$NCG_TMP/seeds.log"); do
+  case " $(echo "$known" | sed 's/:[^:]*$//') " in
+    *" $s "*) ;;
+    *) echo "seed $s: $(grep "^seed $s " "$NCG_TMP/seeds.log")"
+       "$sim" --seed "$s" 2>&1 | grep -m1 'invariant violated'
+       fail=1 ;;
+  esac
+done
+echo "$known" | while IFS=: read -r s what; do
+  [ -n "$s" ] && [ "$s" -le "$n" ] || continue
+  "$sim" --seed "$s" 2>&1 | grep -q "invariant violated.*$what" ||
+    { echo "known finding at seed $s no longer fails with '$what'"; exit 1; }
+done || fail=1
+ok=$(grep -c '^seed .*: ok,' "$NCG_TMP/seeds.log")
 for w in healthy mismatch p2p death exit deadlock stuck hostfirst hostcrash reset lag; do
   grep -q "^seed [0-9]* $w:.*: ok," "$NCG_TMP/seeds.log" || { echo "no passing seed ran $w"; fail=1; }
 done
-# replay: the same seed twice, the same trace
+# replay: the same seed twice, the same trace; another seed, another trace
 a=$("$sim" --seed 77 | sed -n 's/.*trace //p')
 b=$("$sim" --seed 77 | sed -n 's/.*trace //p')
 [ -n "$a" ] && [ "$a" = "$b" ] || { echo "seed 77 did not replay: '$a' vs '$b'"; fail=1; }
@@ -26,8 +39,8 @@ c=$("$sim" --seed 78 | sed -n 's/.*trace //p')
 # scale: 4,096 ranks in 512 processes
 for w in healthy mismatch; do
   "$sim" --seed 5 --workload $w --ranks 4096 --ranks-per-proc 8 >"$NCG_TMP/big.log" 2>&1 ||
-    { grep -i violat "$NCG_TMP/big.log" | head; fail=1; }
+    { grep -m1 'invariant violated' "$NCG_TMP/big.log"; fail=1; }
   grep -q ': ok,' "$NCG_TMP/big.log" || { echo "4096 ranks $w failed"; fail=1; }
 done
-[ $fail = 0 ] && echo "t_dsim: ok ($n seeds, replay $a)"
+[ $fail = 0 ] && echo "t_dsim: $ok of $n seeds ok (known findings: $known), replay $a"
 exit $fail
