@@ -183,6 +183,8 @@ static int holds(const struct proc *p, uint32_t ci, uint32_t cr)
     return g >= p->first_rank && g < p->first_rank + p->nranks && c->m[cr].active;
 }
 
+static void destroyed_byes(struct proc *p);
+
 static void send_report(struct proc *p)
 {
     static struct ncg_msg rep, wt, pp;
@@ -248,6 +250,7 @@ static void send_report(struct proc *p)
             send(p, &pp);
         }
     }
+    destroyed_byes(p);
 }
 
 static void answer(struct proc *p, const struct ncg_msg_query *q)
@@ -309,6 +312,36 @@ static void goodbye(struct proc *p, uint8_t flags)
                 m.u.goodbye.rank[m.u.goodbye.n++] = cr;
             }
     send(p, &m);
+}
+
+/* A comm rank of p destroyed its communicator alone (a thread rank's early destroy): the
+ * GOODBYE names that comm rank (wire v13), the process stays. */
+void agent_destroyed(struct proc *p, uint32_t comm, uint32_t crank)
+{
+    W.comm[comm].m[crank].bye_pending = 1;
+    trace("process %u: comm rank %u of comm %u destroyed", p->id, crank, comm);
+    if (p->link.st == LS_UP)
+        send_report(p); /* its counts, then the GOODBYE (send_report's end) */
+}
+
+/* The GOODBYEs of comm ranks destroyed alone, once the link is up: then they leave the
+ * REPORTs (the agent keeps a removed comm until its GOODBYE went). */
+static void destroyed_byes(struct proc *p)
+{
+    for (uint32_t ci = 0; ci < W.ncomm; ci++)
+        for (uint32_t cr = 0; cr < W.comm[ci].nranks; cr++) {
+            struct member *mb = &W.comm[ci].m[cr];
+            if (!mb->bye_pending || !holds(p, ci, cr))
+                continue;
+            struct ncg_msg m = {.type = NCG_MSG_GOODBYE};
+            m.u.goodbye.n = 1;
+            m.u.goodbye.comm_id[0] = W.comm[ci].id;
+            m.u.goodbye.count[0] = mb->issued;
+            m.u.goodbye.rank[0] = cr;
+            send(p, &m);
+            mb->bye_pending = 0;
+            mb->gone = 1;
+        }
 }
 
 /* The host leaves: its SHUTDOWN (the counts of those who left) to every client. */

@@ -119,6 +119,10 @@ void check_verdict(struct proc *p, const struct ncg_verdict *v, int local)
     }
     p->v_kind = v->kind;
     p->v_local = (uint8_t)local;
+    /* a knock-on: members ended by an earlier verdict's abort (docs/checker.md, "The exit
+     * release": not kept under a launcher that kills at the first exit) */
+    p->v_knock = v->kind == NCG_V_RANK_EXITED &&
+                 !strncmp(v->detail, NCG_EXITED_VERDICT, strlen(NCG_EXITED_VERDICT));
     p->v_sev = v->severity;
     p->v_comm = v->comm_id;
     p->v_at = W.now;
@@ -141,7 +145,8 @@ void check_killed(const struct proc *q)
 {
     if (W.first_exit_local)
         return; /* a verdict decided in a process exits at once (docs/checker.md): not covered */
-    if (q->nverdicts && q->v_kind && q->v_sev == NCG_SEV_ERROR && !q->v_local && !q->reported)
+    if (q->nverdicts && q->v_kind && q->v_sev == NCG_SEV_ERROR && !q->v_local && !q->v_knock &&
+        !q->reported)
         violation("the launcher ends process %u (a process exited non-zero at %.3f s) before it "
                   "printed and reported %s",
                   q->id, (double)W.first_exit_t / 1e9, ncg_verdict_name(q->v_kind));

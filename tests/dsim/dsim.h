@@ -66,6 +66,7 @@ struct member { /* a rank's view of one communicator */
     size_t np2p, p2pcap, p2psent;
     uint64_t *sent_to, *recv_from; /* [nranks]: p2p sequence per peer */
     uint8_t active, gone;          /* created here / destroyed (or its process left) */
+    uint8_t bye_pending;           /* destroyed; its GOODBYE waits for the link (still reported) */
 };
 #define NCG_RING_SIM 1024u
 struct comm {
@@ -76,7 +77,8 @@ struct comm {
     uint64_t stuck_slot; /* this slot never completes (UINT64_MAX: none) */
 };
 
-enum op_kind { OP_COLL, OP_SEND, OP_RECV, OP_SPLIT, OP_SLEEP, OP_END }; /* SLEEP: count ns */
+/* SLEEP: count ns outside NCCL; DESTROY: ncclCommDestroy of comm by this rank alone */
+enum op_kind { OP_COLL, OP_SEND, OP_RECV, OP_SPLIT, OP_SLEEP, OP_DESTROY, OP_END };
 struct op {
     uint8_t kind, func;
     uint32_t comm; /* index in W.comm */
@@ -162,7 +164,7 @@ struct proc {
     uint64_t next_tick;
     /* what it has shown (the invariants read these) */
     int nverdicts; /* verdicts received and printed (error or warning) */
-    uint8_t v_kind, v_sev, v_local, printed, reported, warned_unguarded;
+    uint8_t v_kind, v_sev, v_local, v_knock, printed, reported, warned_unguarded;
     uint64_t v_comm, v_at;
     char v_subject[NCG_WIRE_STR];
     uint64_t printed_t;
@@ -278,6 +280,7 @@ void agent_closed(struct proc *p);
 void agent_connected(struct proc *p, int accepted);
 void agent_printed(struct proc *p);
 void agent_app_done(struct proc *p);
+void agent_destroyed(struct proc *p, uint32_t comm, uint32_t crank); /* its GOODBYE */
 int agent_hosting_others(void);
 
 /* work.c: workloads and the ranks */

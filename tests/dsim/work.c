@@ -181,6 +181,14 @@ void rank_step(struct rank *r)
     case OP_RECV:
         p2p_post(r, o);
         break;
+    case OP_DESTROY: {
+        struct comm *c = &W.comm[o->comm];
+        check_fault_armed();
+        agent_destroyed(&W.proc[r->proc], o->comm, crank_of(c, r->g));
+        r->pc++;
+        ev_push(W.now + 1 * MS, EV_RANK, r->g, 0);
+        break;
+    }
     case OP_SLEEP: /* a long stretch outside NCCL (a checkpoint written) */
         check_fault_armed();
         r->pc++;
@@ -203,9 +211,9 @@ void rank_step(struct rank *r)
 }
 
 /* ---- workloads ---- */
-static const char *const NAMES[] = {"healthy",   "mismatch", "p2p",   "death",
-                                    "exit",      "deadlock", "stuck", "hostfirst",
-                                    "hostcrash", "reset",    "lag",   NULL};
+static const char *const NAMES[] = {"healthy",  "mismatch", "p2p",       "death",     "exit",
+                                    "deadlock", "stuck",    "hostfirst", "hostcrash", "reset",
+                                    "lag",      "destroy",  NULL};
 const char *const *work_names(void)
 {
     return NAMES;
@@ -216,10 +224,11 @@ const char *const *work_names(void)
  * a Broadcast every fourth. The fault's knobs: the rank/iteration whose call differs. */
 struct knobs {
     uint32_t iters;
-    uint32_t odd_rank, odd_iter; /* MISMATCH: its AllReduce's count differs */
-    uint32_t p2p_rank, p2p_iter; /* P2P MISMATCH: its send's count differs */
-    uint32_t end_proc, end_iter; /* the application of end_proc returns at end_iter */
-    uint32_t lag_rank, lag_iter; /* LAG: it spends 70 s outside NCCL before that iteration */
+    uint32_t odd_rank, odd_iter;   /* MISMATCH: its AllReduce's count differs */
+    uint32_t p2p_rank, p2p_iter;   /* P2P MISMATCH: its send's count differs */
+    uint32_t end_proc, end_iter;   /* the application of end_proc returns at end_iter */
+    uint32_t lag_rank, lag_iter;   /* LAG: it spends 70 s outside NCCL before that iteration */
+    uint32_t dest_rank, dest_iter; /* it destroys its child comm alone at that iteration */
 };
 
 static void program(struct rank *r, const struct knobs *k, uint32_t world, uint32_t child0)
@@ -243,7 +252,9 @@ static void program(struct rank *r, const struct knobs *k, uint32_t world, uint3
                                 .peer = child0 + (g & 1),
                                 .count = 0,
                                 .root = -1});
-        if (split && i >= 2)
+        if (split && g == k->dest_rank && i == k->dest_iter)
+            emit(r, (struct op){.kind = OP_DESTROY, .comm = child0 + (g & 1)});
+        if (split && i >= 2 && !(g == k->dest_rank && i >= k->dest_iter))
             emit(r, (struct op){.kind = OP_COLL,
                                 .func = NCG_F_ALLREDUCE,
                                 .comm = child0 + (g & 1),
@@ -310,7 +321,8 @@ int work_build(const char *name)
                       .odd_rank = UINT32_MAX,
                       .p2p_rank = UINT32_MAX,
                       .end_proc = UINT32_MAX,
-                      .lag_rank = UINT32_MAX};
+                      .lag_rank = UINT32_MAX,
+                      .dest_rank = UINT32_MAX};
     W.fault_rank = UINT32_MAX;
     W.early_proc = -1;
     struct expect *ex = &W.ex;
@@ -371,6 +383,13 @@ int work_build(const char *name)
         ex->kind = NCG_V_DEADLOCK;
         ex->comm = UINT32_MAX;
         W.arm_at_start = 1;
+    } else if (!strcmp(name, "destroy")) {
+        if (n < 4) /* no split below 4 ranks: nothing to destroy alone, a healthy run */
+            goto done;
+        k.dest_rank = vrank;
+        k.dest_iter = it < 2 ? 2 : it;
+        ex->kind = NCG_V_RANK_EXITED;
+        ex->comm = UINT32_MAX;
     } else if (!strcmp(name, "lag")) {
         k.lag_rank = vrank;
         k.lag_iter = it;
@@ -388,6 +407,7 @@ int work_build(const char *name)
         free(all);
         return -1;
     }
+done:
     free(all);
     uint32_t dl_iters = 2 + (uint32_t)rnd_below(4); /* the same on every rank */
     for (uint32_t g = 0; g < n; g++) {
