@@ -42,6 +42,7 @@ all:
 -include tests/fakenccl/fakenccl.mk
 -include tests/fakecuda/fakecuda.mk
 -include tests/checker/checker.mk
+-include tests/dsim/dsim.mk
 -include tests/matrix/matrix.mk
 -include interpose/shim/shim.mk
 -include interpose/cli/cli.mk

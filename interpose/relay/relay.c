@@ -472,8 +472,12 @@ static void on_goodbye(struct ncg_relay *r, int conn, const struct ncg_msg_goodb
                 c->k[i].state = K_GONE;
                 c->k[i].active = 0;
                 c->k[i].how = g->flags & (NCG_BYE_ABORT | NCG_BYE_VERDICT);
+#ifndef NCG_SIM_BREAK_DEPARTED_COUNT /* tests/dsim/t_dsim_broken.sh: forgotten */
                 if (g->count[e] > c->k[i].max)
                     c->k[i].min = c->k[i].max = g->count[e];
+#else
+                c->k[i].min = c->k[i].max = 0;
+#endif
                 if (c->k[i].waiting) {
                     c->k[i].waiting = 0;
                     c->nwait--;
