@@ -49,17 +49,18 @@ __attribute__((format(printf, 2, 3))) void ncg_rl_event(const struct ncg_relay *
 
 struct ncg_relay_params ncg_relay_params_of(const struct ncg_config *cfg)
 {
-    struct ncg_relay_params p = {.interval_ms = cfg->interval_ms ? cfg->interval_ms : 100,
-                                 .heartbeat_timeout_s = cfg->heartbeat_timeout_s,
-                                 .lag_warn_s = cfg->lag_warn_s,
-                                 .lag_abort_s = cfg->lag_abort_s,
-                                 .stuck_warn_s = cfg->stuck_warn_s,
-                                 .stuck_abort_s = cfg->stuck_abort_s,
-                                 .exit_wait_s = cfg->exit_wait_s,
-                                 .slow_off = (uint8_t)!cfg->slow,
-                                 .slow_window = cfg->slow_window,
-                                 .slow_share = cfg->slow_share_pct / 100,
-                                 .slow_hold_s = cfg->slow_hold_s};
+    struct ncg_relay_params p = {0};
+    p.interval_ms = cfg->interval_ms ? cfg->interval_ms : 100;
+    p.heartbeat_timeout_s = cfg->heartbeat_timeout_s;
+    p.lag_warn_s = cfg->lag_warn_s;
+    p.lag_abort_s = cfg->lag_abort_s;
+    p.stuck_warn_s = cfg->stuck_warn_s;
+    p.stuck_abort_s = cfg->stuck_abort_s;
+    p.exit_wait_s = cfg->exit_wait_s;
+    p.slow_off = (uint8_t)!cfg->slow;
+    p.slow_window = cfg->slow_window;
+    p.slow_share = cfg->slow_share_pct / 100;
+    p.slow_hold_s = cfg->slow_hold_s;
     return p;
 }
 
