@@ -160,7 +160,7 @@ static void cmode_return(const char *why)
 
 /* ---- the event engine ---- */
 
-static struct ncg_publist cev_all = NCG_PUBLIST_INIT;
+static struct ncg_publist cev_all = {.lk = PTHREAD_MUTEX_INITIALIZER};
 
 static void cev_register(struct ncg_cev *e)
 {

@@ -15,8 +15,7 @@ struct ncg_publist {
     void *e[NCG_PUBLIST_MAX];
     uint32_t n;
     pthread_mutex_t lk;
-};
-#define NCG_PUBLIST_INIT {.lk = PTHREAD_MUTEX_INITIALIZER}
+}; /* a static one: {.lk = PTHREAD_MUTEX_INITIALIZER} */
 
 /* Adds p once: *registered (p's own flag, read by others with acquire) is set when it is in.
  * 1: added now; 0: it was in already; -1: the list is full (p stays out). Any thread; takes

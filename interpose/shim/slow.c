@@ -92,7 +92,7 @@ void ncg_slow_calibrate(void)
 
 /* ---- comms with event pairs, for the checker thread ---- */
 
-static struct ncg_publist slow_all = NCG_PUBLIST_INIT;
+static struct ncg_publist slow_all = {.lk = PTHREAD_MUTEX_INITIALIZER};
 
 static void slow_register(struct ncg_slow *s)
 {
