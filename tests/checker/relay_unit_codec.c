@@ -324,21 +324,6 @@ void test_topology(void)
           ncg_relay_parent(2, 8, 2) == 1 && ncg_relay_parent(4, 8, 2) == 1);
 }
 
-static void nop_send(void *arg, int conn, const struct ncg_msg *m)
-{
-    (void)arg, (void)conn, (void)m;
-}
-
-static void nop_drop(void *arg, int conn)
-{
-    (void)arg, (void)conn;
-}
-
-static void nop_up(void *arg, const struct ncg_msg *m)
-{
-    (void)arg, (void)m;
-}
-
 static const char *fake_env(const char *name, void *arg)
 {
     const char *const *kv = arg;
@@ -393,7 +378,7 @@ void test_params_of(void)
           p.slow_hold_s == 3);
     /* SLOW unset by the host: the defaults, the same as NCCLGUARD_SLOW*'s */
     struct ncg_relay_params z = {.root = 1};
-    struct ncg_relay_ops ops = {.send = nop_send, .drop = nop_drop, .up = nop_up};
+    struct ncg_relay_ops ops = {0}; /* made, read and freed: it sends nothing */
     struct ncg_relay *r = ncg_relay_new(&z, &ops);
     CHECK(r != NULL);
     if (!r)
