@@ -23,6 +23,11 @@
 
 struct ncg_config ncg_cfg = NCG_CONFIG_DEFAULTS;
 
+void ncg_config_defaults(struct ncg_config *cfg)
+{
+    *cfg = (struct ncg_config)NCG_CONFIG_DEFAULTS;
+}
+
 struct ncg_parse {
     ncg_getenv_fn get;
     ncg_warn_fn warn;
@@ -240,7 +245,7 @@ void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn war
 {
     const struct ncg_parse p = {get, warn, arg};
     const char *v;
-    *cfg = (struct ncg_config)NCG_CONFIG_DEFAULTS;
+    ncg_config_defaults(cfg);
 
     ncg_parse_bool(&p, "NCCLGUARD", &cfg->enabled);
     if ((v = ncg_val(&p, "NCCLGUARD_COORD"))) {

@@ -88,6 +88,10 @@ typedef void (*ncg_warn_fn)(const char *line, void *arg);
  * value and the value used instead. Pure: any thread, no allocation, no I/O of its own. */
 void ncg_config_parse(struct ncg_config *cfg, ncg_getenv_fn get, ncg_warn_fn warn, void *arg);
 
+/* The defaults, what ncg_config_parse starts from (the one place they are written). Pure: any
+ * thread, no allocation. */
+void ncg_config_defaults(struct ncg_config *cfg);
+
 /* The process-wide configuration, parsed once at the first NCCL call (shim init). */
 extern struct ncg_config ncg_cfg;
 

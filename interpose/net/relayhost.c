@@ -93,7 +93,7 @@ static void h_event(void *arg, const char *line)
     if (h->p.event)
         h->p.event(h->p.event_arg, line);
     else
-        ncg_debug(2, "relay of node %u: %s", h->p.node, line);
+        ncg_debug(2, "relay of node %u: %s", h->p.relay.node, line);
 }
 
 static void h_up(void *arg, const struct ncg_msg *m)
@@ -132,23 +132,14 @@ struct ncg_rhost_params ncg_rhost_params_of(const struct ncg_config *cfg, uint64
                                             uint32_t node, uint32_t root_node, uint32_t nnodes,
                                             uint32_t fanout, int32_t global_rank)
 {
-    return (struct ncg_rhost_params){.token = token,
-                                     .node = node,
-                                     .root_node = root_node,
-                                     .nnodes = nnodes,
-                                     .fanout = fanout,
-                                     .interval_ms = cfg->interval_ms ? cfg->interval_ms : 100,
-                                     .heartbeat_timeout_s = cfg->heartbeat_timeout_s,
-                                     .lag_warn_s = cfg->lag_warn_s,
-                                     .lag_abort_s = cfg->lag_abort_s,
-                                     .stuck_warn_s = cfg->stuck_warn_s,
-                                     .stuck_abort_s = cfg->stuck_abort_s,
-                                     .exit_wait_s = cfg->exit_wait_s,
-                                     .slow_off = (uint8_t)!cfg->slow,
-                                     .slow_window = cfg->slow_window,
-                                     .slow_share = cfg->slow_share_pct / 100,
-                                     .slow_hold_s = cfg->slow_hold_s,
-                                     .global_rank = global_rank};
+    struct ncg_rhost_params p = {.relay = ncg_relay_params_of(cfg),
+                                 .root_node = root_node,
+                                 .nnodes = nnodes,
+                                 .fanout = fanout};
+    p.relay.token = token;
+    p.relay.node = node;
+    p.relay.global_rank = global_rank;
+    return p;
 }
 
 int ncg_rhost_start(struct ncg_rhost **out, const struct ncg_rhost_params *p, char *err,
@@ -158,7 +149,7 @@ int ncg_rhost_start(struct ncg_rhost **out, const struct ncg_rhost_params *p, ch
     socklen_t ul;
     int ufd = -1;
     if (!p->standalone) {
-        ncg_rhost_unix_addr(p->token, p->node, &ua, &ul);
+        ncg_rhost_unix_addr(p->relay.token, p->relay.node, &ua, &ul);
         ufd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (ufd < 0) {
             snprintf(err, errlen, "socket: %s", strerror(errno));
@@ -180,7 +171,7 @@ int ncg_rhost_start(struct ncg_rhost **out, const struct ncg_rhost_params *p, ch
         return -EIO;
     }
     struct ncg_rhost *h = calloc(1, sizeof *h);
-    int root = p->node == p->root_node;
+    int root = p->relay.node == p->root_node;
     if (h && root && p->nnodes)
         h->dir = calloc(p->nnodes, sizeof *h->dir);
     if (!h || (root && p->nnodes && !h->dir)) {
@@ -195,27 +186,14 @@ int ncg_rhost_start(struct ncg_rhost **out, const struct ncg_rhost_params *p, ch
     h->ufd = ufd;
     h->tfd = tfd;
     h->tport = tport;
-    h->want = ncg_rhost_parent(p->node, p->root_node, p->nnodes, p->fanout);
+    h->want = ncg_rhost_parent(p->relay.node, p->root_node, p->nnodes, p->fanout);
     ncg_peer_init(&h->up, -1);
-    struct ncg_relay_params rp = {.token = p->token,
-                                  .interval_ms = p->interval_ms ? p->interval_ms : 100,
-                                  .heartbeat_timeout_s = p->heartbeat_timeout_s,
-                                  .node = p->node,
-                                  .root = (uint8_t)root,
-                                  .pid = (uint32_t)getpid(),
-                                  .embedded = (uint8_t)!p->standalone,
-                                  .client_verdicts = 1,
-                                  .lag_warn_s = p->lag_warn_s,
-                                  .lag_abort_s = p->lag_abort_s,
-                                  .stuck_warn_s = p->stuck_warn_s,
-                                  .stuck_abort_s = p->stuck_abort_s,
-                                  .exit_wait_s = p->exit_wait_s,
-                                  .slow_off = p->slow_off,
-                                  .slow_window = p->slow_window,
-                                  .slow_share = p->slow_share,
-                                  .slow_hold_s = p->slow_hold_s,
-                                  .has_global_rank = (uint8_t)!p->standalone,
-                                  .global_rank = p->global_rank};
+    struct ncg_relay_params rp = p->relay;
+    rp.root = (uint8_t)root;
+    rp.pid = (uint32_t)getpid();
+    rp.embedded = (uint8_t)!p->standalone;
+    rp.client_verdicts = 1;
+    rp.has_global_rank = (uint8_t)!p->standalone;
     snprintf(rp.host, sizeof rp.host, "%s", ncg_host_name());
     struct ncg_relay_ops ops = {h_send, h_drop, h_up, h_event, h};
     if (!(h->r = ncg_relay_new(&rp, &ops))) {
@@ -321,7 +299,8 @@ static int conn_take(void *arg, int fd, const struct sockaddr_storage *ss, sockl
 static void on_rwhere(struct ncg_rhost *h, int id, const struct ncg_msg_rwhere *q, uint64_t now)
 {
     struct hconn *c = &h->c[id];
-    if (!h->dir || q->token != h->p.token || q->node >= h->p.nnodes || q->want >= h->p.nnodes) {
+    if (!h->dir || q->token != h->p.relay.token || q->node >= h->p.nnodes ||
+        q->want >= h->p.nnodes) {
         ncg_relay_closed(h->r, id, now); /* the relay forgets it too (its id is reused) */
         c->closing = 1;
         return;
@@ -412,7 +391,7 @@ static void root_lost(struct ncg_rhost *h, const char *why)
 {
     ncg_log("the relay of node %u lost the relay tree's root (%s): its processes get a RANK "
             "DIED",
-            h->p.node, why);
+            h->p.relay.node, why);
     struct ncg_msg m = {.type = NCG_MSG_SHUTDOWN};
     m.u.goodbye.flags = NCG_BYE_ROOT;
     stop_with(h, &m);
@@ -422,8 +401,8 @@ static void root_lost(struct ncg_rhost *h, const char *why)
  * skipped; the root answers with the nearest relay above it that is registered). */
 static void parent_lost(struct ncg_rhost *h, uint64_t now, int escalate)
 {
-    ncg_debug(1, "the relay of node %u lost its parent (the relay of node %u, state %d)", h->p.node,
-              h->want, h->pstate);
+    ncg_debug(1, "the relay of node %u lost its parent (the relay of node %u, state %d)",
+              h->p.relay.node, h->want, h->pstate);
     if (h->pstate == P_UP)
         ncg_relay_parent_down(h->r);
     ncg_peer_close(&h->up);
@@ -441,7 +420,7 @@ static void root_unreachable(struct ncg_rhost *h, uint64_t now, int refused)
     h->retry_at = now + RH_RETRY_NS;
     if (!h->root_fail)
         h->root_fail = now;
-    uint64_t hb = (uint64_t)(h->p.heartbeat_timeout_s * 1e9);
+    uint64_t hb = (uint64_t)(h->p.relay.heartbeat_timeout_s * 1e9);
     /* Refused after it answered once: its listener is gone with its process. */
     if (refused && h->root_seen)
         root_lost(h, "it refuses connections: its process is gone");
@@ -547,8 +526,8 @@ static void parent_io(struct ncg_rhost *h, short rev, uint64_t now)
             ncg_relay_parent_up(h->r, now);
         } else {
             struct ncg_msg q = {.type = NCG_MSG_RWHERE};
-            q.u.rwhere.token = h->p.token;
-            q.u.rwhere.node = h->p.node;
+            q.u.rwhere.token = h->p.relay.token;
+            q.u.rwhere.node = h->p.relay.node;
             q.u.rwhere.want = h->want;
             q.u.rwhere.port = h->tport;
             ncg_peer_send(&h->up, &q);
@@ -671,7 +650,7 @@ void ncg_rhost_handle(struct ncg_rhost *h, const struct pollfd *pf, int n, uint6
         }
         return;
     }
-    if (h->p.node != h->p.root_node) {
+    if (h->p.relay.node != h->p.root_node) {
         /* An answer that never comes (a frozen root's or parent's backlog accepts the
          * connection): given up after two seconds, like a refused one. */
         int dialing =
@@ -690,13 +669,13 @@ void ncg_rhost_handle(struct ncg_rhost *h, const struct pollfd *pf, int n, uint6
     }
     ncg_relay_tick(h->r, now);
     if (ncg_relay_out_of_memory(h->r)) { /* its state is partial: no verdict from it */
-        if (h->p.node == h->p.root_node)
+        if (h->p.relay.node == h->p.root_node)
             ncg_log("the checker in this process ran out of memory and stopped; this job runs "
                     "unguarded");
         else
             ncg_log("the relay of node %u ran out of memory and stopped; the processes beneath "
                     "it run on unguarded",
-                    h->p.node);
+                    h->p.relay.node);
         struct ncg_msg m = {.type = NCG_MSG_SHUTDOWN};
         m.u.goodbye.flags = NCG_BYE_FAILED;
         stop_with(h, &m);
@@ -819,7 +798,7 @@ void ncg_rhost_leave(struct ncg_rhost *h, const struct ncg_msg *sd)
         return;
     struct ncg_msg relay = {.type = NCG_MSG_SHUTDOWN};
     relay.u.goodbye.flags = NCG_BYE_RELAY;
-    const struct ncg_msg *m = h->p.node == h->p.root_node ? sd : &relay;
+    const struct ncg_msg *m = h->p.relay.node == h->p.root_node ? sd : &relay;
     /* The connections still in the listeners' backlogs are accepted first and told too: a
      * process whose checker was slow to accept it would otherwise be left without the final
      * counts (its calls past them unjudged) and see a reset instead of a goodbye. */
@@ -855,8 +834,9 @@ struct ncg_http *ncg_rhost_http_start(struct ncg_rhost *h, const char *spec, cha
         return NULL;
     }
     struct ncg_http_source src;
-    ncg_tree_src_init(&h->ts, h->r, h->p.node, h->p.root_node, h->p.nnodes, h->p.fanout, &src);
-    h->http = ncg_http_new(spec, h->p.token, &src, err, errlen);
+    ncg_tree_src_init(&h->ts, h->r, h->p.relay.node, h->p.root_node, h->p.nnodes, h->p.fanout,
+                      &src);
+    h->http = ncg_http_new(spec, h->p.relay.token, &src, err, errlen);
     return h->http;
 }
 

@@ -9,20 +9,18 @@
 #include <poll.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include "relay.h"
 
 struct ncg_rhost_params {
-    uint64_t token;
-    uint32_t node;      /* this relay's node */
-    uint32_t root_node; /* the root's node (node == root_node: this is the root) */
+    /* The relay's settings (ncg_relay_params_of) with its token, node (this relay's) and
+     * global_rank (of this process, -1: unknown; in WELCOME to the node's processes); what
+     * the host knows itself (root, pid, host, embedded, client_verdicts, has_global_rank)
+     * ncg_rhost_start sets. */
+    struct ncg_relay_params relay;
+    uint32_t root_node; /* the root's node (relay.node == root_node: this is the root) */
     uint32_t nnodes, fanout;
     struct sockaddr_storage root_addr; /* below the root: where the root listens (TCP) */
     socklen_t root_alen;
-    uint32_t interval_ms;
-    double heartbeat_timeout_s, lag_warn_s, lag_abort_s, stuck_warn_s, stuck_abort_s, exit_wait_s;
-    uint8_t slow_off; /* SLOW (relay.h): NCCLGUARD_SLOW=0 */
-    uint32_t slow_window;
-    double slow_share, slow_hold_s;
-    int32_t global_rank; /* of this process (-1: unknown), in WELCOME to the node's processes */
     /* The standalone checker (`ncclguard coord`, ncg_rhost_serve): the root of a tree of one
      * node outside the job, on TCP listen_host:listen_port only (no node socket), its WELCOME
      * not embedded, every event a line through event. */

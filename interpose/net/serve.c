@@ -71,7 +71,7 @@ int ncg_rhost_serve(const char *listen_host, int port, const char *token_or_null
     }
     while (!*stop && !ncg_rhost_stopped(h)) {
         int n = ncg_rhost_pollfds(h, pf, MAXFD);
-        int prc = poll(pf, (nfds_t)n, (int)p.interval_ms / 2 + 1);
+        int prc = poll(pf, (nfds_t)n, (int)p.relay.interval_ms / 2 + 1);
         if (prc < 0 && errno != EINTR)
             break;
         ncg_rhost_handle(h, pf, prc > 0 ? n : 0, ncg_now_ns());

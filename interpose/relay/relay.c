@@ -47,9 +47,28 @@ __attribute__((format(printf, 2, 3))) void ncg_rl_event(const struct ncg_relay *
 
 /* ---- tables ---- */
 
+struct ncg_relay_params ncg_relay_params_of(const struct ncg_config *cfg)
+{
+    struct ncg_relay_params p = {0};
+    p.interval_ms = cfg->interval_ms ? cfg->interval_ms : 100;
+    p.heartbeat_timeout_s = cfg->heartbeat_timeout_s;
+    p.lag_warn_s = cfg->lag_warn_s;
+    p.lag_abort_s = cfg->lag_abort_s;
+    p.stuck_warn_s = cfg->stuck_warn_s;
+    p.stuck_abort_s = cfg->stuck_abort_s;
+    p.exit_wait_s = cfg->exit_wait_s;
+    p.slow_off = (uint8_t)!cfg->slow;
+    p.slow_window = cfg->slow_window;
+    p.slow_share = cfg->slow_share_pct / 100;
+    p.slow_hold_s = cfg->slow_hold_s;
+    return p;
+}
+
 struct ncg_relay_params ncg_relay_slow_defaults(void)
 {
-    return (struct ncg_relay_params){.slow_window = 16, .slow_share = 0.05, .slow_hold_s = 5.0};
+    struct ncg_config d;
+    ncg_config_defaults(&d);
+    return ncg_relay_params_of(&d);
 }
 
 struct ncg_relay *ncg_relay_new(const struct ncg_relay_params *p, const struct ncg_relay_ops *ops)

@@ -46,7 +46,7 @@ struct ncg_relay_params {
     double exit_wait_s;   /* root: the exit release's bound (release.h; 0: released at once) */
     /* SLOW (relay_slow.c): all three unset (0): ncg_relay_slow_defaults (the relay reads no
      * configuration; its host passes NCCLGUARD_SLOW, _SLOW_WINDOW, _SLOW_SHARE_PCT,
-     * _SLOW_HOLD_S) */
+     * _SLOW_HOLD_S, through ncg_relay_params_of) */
     uint8_t slow_off;     /* 1: samples ignored, no SLOW warning */
     uint32_t slow_window; /* root: slots one decision covers (0: 16) */
     double slow_share;    /* root: share of the step the others must lose (0..1) */
@@ -81,7 +81,13 @@ struct ncg_relay_stats {
 
 struct ncg_relay;
 
-/* The SLOW parameters of a relay whose host sets none (NCCLGUARD_SLOW's defaults). Pure. */
+/* A relay's settings from a parsed configuration (ncg_config_parse): its period, timeouts,
+ * LAG/STUCK thresholds, exit wait and SLOW; the rest (who it is, where) zero, for its host to
+ * set. The one place NCCLGUARD_* becomes a relay's settings. Pure. */
+struct ncg_config;
+struct ncg_relay_params ncg_relay_params_of(const struct ncg_config *cfg);
+/* The settings of a relay whose host sets none: ncg_relay_params_of the configuration's
+ * defaults (ncg_config_defaults); ncg_relay_new takes its SLOW fields from here. Pure. */
 struct ncg_relay_params ncg_relay_slow_defaults(void);
 
 /* All functions below: one thread at a time, never block; they allocate. */

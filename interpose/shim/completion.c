@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "config.h"
 #include "log.h"
+#include "publist.h"
 #include "slow.h"
 
 int ncg_cmode = NCG_CMODE_RETURN;
@@ -159,26 +160,14 @@ static void cmode_return(const char *why)
 
 /* ---- the event engine ---- */
 
-#define NCG_CEV_MAX 256u
-static struct ncg_cev *cev_all[NCG_CEV_MAX];
-static uint32_t cev_n;
-static pthread_mutex_t cev_lk = PTHREAD_MUTEX_INITIALIZER;
+static struct ncg_publist cev_all = {.lk = PTHREAD_MUTEX_INITIALIZER};
 
 static void cev_register(struct ncg_cev *e)
 {
-    pthread_mutex_lock(&cev_lk);
-    if (!__atomic_load_n(&e->registered, __ATOMIC_RELAXED) && cev_n < NCG_CEV_MAX) {
-        __atomic_store_n(&e->registered, 1, __ATOMIC_RELEASE);
-        ck_pr_store_ptr(&cev_all[cev_n], e);
-        /* The pointer before the count (release): the poller reads entries below the count it
-         * loaded (acquire). */
-        __atomic_store_n(&cev_n, cev_n + 1, __ATOMIC_RELEASE);
-    } else if (!__atomic_load_n(&e->registered, __ATOMIC_RELAXED)) {
+    if (ncg_publist_add(&cev_all, e, &e->registered) < 0)
         NCG_LOG_ONCE("completion: more than %u communicators use events; later ones are "
                      "tracked at call return",
-                     NCG_CEV_MAX);
-    }
-    pthread_mutex_unlock(&cev_lk);
+                     NCG_PUBLIST_MAX);
 }
 
 static void *cev_event(struct ncg_cev *e)
@@ -298,9 +287,9 @@ void ncg_completion_poll(void)
         retry_find(0);
     if (__atomic_load_n(&ncg_cmode, __ATOMIC_ACQUIRE) != NCG_CMODE_EVENTS)
         return;
-    uint32_t n = __atomic_load_n(&cev_n, __ATOMIC_ACQUIRE);
+    uint32_t n = ncg_publist_count(&cev_all);
     for (uint32_t i = 0; i < n; i++)
-        cev_poll_one(ck_pr_load_ptr(&cev_all[i]));
+        cev_poll_one(ncg_publist_at(&cev_all, i));
     ncg_slow_poll(); /* the timed event pairs of the straggler samples (slow.h) */
 }
 

@@ -238,6 +238,28 @@ static void poll_end(void)
         slot_clear(hw_tls.slot);
 }
 
+/* The read side of the seqlocks (a slot's, an event entry's): begin takes the stamp to read the
+ * fields under (0, after a short stall, while a writer holds it: odd); ok, after the fields are
+ * read, says whether they are one consistent copy. Any thread; lock-free. */
+static inline int seq_read_begin(const uint32_t *seq, uint32_t *s1)
+{
+    *s1 = ck_pr_load_32(seq);
+    if (*s1 & 1) {
+        ck_pr_stall();
+        return 0;
+    }
+    /* Stamp before fields: pairs with the writer's first store fence. */
+    ck_pr_fence_load();
+    return 1;
+}
+
+static inline int seq_read_ok(const uint32_t *seq, uint32_t s1)
+{
+    /* Fields before the second stamp read: a changed stamp reveals a rewrite. */
+    ck_pr_fence_load();
+    return ck_pr_load_32(seq) == s1;
+}
+
 /* ---- the recorded events ---- */
 
 /* An event's latest record by an observed call: open addressing on the handle within a window
@@ -266,18 +288,12 @@ static inline uint32_t ev_home(uint64_t key)
 static int ev_read(const struct hw_event *e, uint64_t *key, uint64_t *val)
 {
     for (int tries = 0; tries < 4; tries++) {
-        uint32_t s1 = ck_pr_load_32(&e->seq);
-        if (s1 & 1) {
-            ck_pr_stall();
+        uint32_t s1;
+        if (!seq_read_begin(&e->seq, &s1))
             continue;
-        }
-        /* Stamp before fields: pairs with the writer's first store fence. */
-        ck_pr_fence_load();
         *key = ck_pr_load_64(&e->key);
         *val = ck_pr_load_64(&e->val);
-        /* Fields before the second stamp read: a changed stamp reveals a rewrite. */
-        ck_pr_fence_load();
-        if (ck_pr_load_32(&e->seq) == s1)
+        if (seq_read_ok(&e->seq, s1))
             return 1;
     }
     return 0;
@@ -523,13 +539,9 @@ size_t ncg_hostwait_snapshot(struct ncg_hostwait *out, size_t cap, uint64_t now_
         if (!ck_pr_load_64(&s->owner))
             continue;
         for (int tries = 0; tries < 4; tries++) {
-            uint32_t s1 = ck_pr_load_32(&s->seq);
-            if (s1 & 1) {
-                ck_pr_stall();
+            uint32_t s1;
+            if (!seq_read_begin(&s->seq, &s1)) /* pairs with slot_put's first store fence */
                 continue;
-            }
-            /* Stamp before fields: pairs with slot_put's first store fence. */
-            ck_pr_fence_load();
             uint64_t owner = ck_pr_load_64(&s->owner);
             uint32_t what = ck_pr_load_32(&s->what);
             struct ncg_hostwait w = {
@@ -541,9 +553,7 @@ size_t ncg_hostwait_snapshot(struct ncg_hostwait *out, size_t cap, uint64_t now_
                 .since_ns = ck_pr_load_64(&s->since_ns),
                 .last_ns = ck_pr_load_64(&s->last_ns),
             };
-            /* Fields before the second stamp read: a changed stamp reveals a rewrite. */
-            ck_pr_fence_load();
-            if (ck_pr_load_32(&s->seq) != s1)
+            if (!seq_read_ok(&s->seq, s1))
                 continue;
             /* A thread that exited (or was cancelled) in a wait left its slot saying so. */
             if (w.kind && !owner_gone(owner, pid)) {

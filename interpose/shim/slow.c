@@ -12,6 +12,7 @@
 #include "completion.h"
 #include "config.h"
 #include "hash.h"
+#include "publist.h"
 
 /* Whether the host marks read the cycle counter (1) or CLOCK_MONOTONIC (0: no invariant TSC);
  * decided once at the first comm's creation, before any sampled call. */
@@ -91,20 +92,11 @@ void ncg_slow_calibrate(void)
 
 /* ---- comms with event pairs, for the checker thread ---- */
 
-#define NCG_SLOW_MAX 256u
-static struct ncg_slow *slow_all[NCG_SLOW_MAX];
-static uint32_t slow_n;
-static pthread_mutex_t slow_lk = PTHREAD_MUTEX_INITIALIZER;
+static struct ncg_publist slow_all = {.lk = PTHREAD_MUTEX_INITIALIZER};
 
 static void slow_register(struct ncg_slow *s)
 {
-    pthread_mutex_lock(&slow_lk);
-    if (!s->registered && slow_n < NCG_SLOW_MAX) {
-        s->registered = 1;
-        ck_pr_store_ptr(&slow_all[slow_n], s);
-        __atomic_store_n(&slow_n, slow_n + 1, __ATOMIC_RELEASE); /* the pointer first */
-    }
-    pthread_mutex_unlock(&slow_lk);
+    ncg_publist_add(&slow_all, s, &s->registered); /* full: this comm is not sampled */
 }
 
 enum { HOW_HOST = 1, HOW_EVENTS = 2 };
@@ -210,9 +202,9 @@ void ncg_slow_poll(void)
     const struct ncg_cuda_api *cu = ncg_cuda_api_get();
     if (!cu->event_elapsed)
         return;
-    uint32_t n = __atomic_load_n(&slow_n, __ATOMIC_ACQUIRE);
+    uint32_t n = ncg_publist_count(&slow_all);
     for (uint32_t i = 0; i < n; i++)
-        poll_one(ck_pr_load_ptr(&slow_all[i]), cu);
+        poll_one(ncg_publist_at(&slow_all, i), cu);
 }
 
 static uint32_t us32(double ns)

@@ -404,6 +404,7 @@ int main(void)
     test_exited();
     test_gone_wait();
     test_topology();
+    test_params_of();
     test_helpers();
     test_codecs();
     test_codec_rp2p();

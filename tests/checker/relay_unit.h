@@ -129,6 +129,7 @@ void test_helpers(void);
 void test_codecs(void);
 void test_codec_rp2p(void);
 void test_topology(void);
+void test_params_of(void);
 
 /* relay_unit_rounds.c: digest rounds (agreement, MISMATCH narrowed and named), the verdict's
  * forms, the figures gather, the root's wait for every rank, the read-only view. */

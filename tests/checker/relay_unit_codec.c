@@ -1,6 +1,9 @@
 /* Relay unit tests, the parts without a tree: group merging, rank ranges and agreement
  * (relay_group.c), the relay frames' codecs (round trip, every truncation, refused fields), and
- * the tree's shape (ncg_relay_parent). */
+ * the tree's shape (ncg_relay_parent), a relay's settings from a configuration. */
+#include <math.h>
+
+#include "config.h"
 #include "relay_unit.h"
 
 static struct ncg_rgroup grp(uint8_t st, uint64_t d, uint32_t lo, uint32_t hi)
@@ -319,4 +322,70 @@ void test_topology(void)
     }
     CHECK(ncg_relay_parent(5, 8, 2) == 0 && ncg_relay_parent(6, 8, 2) == 5 &&
           ncg_relay_parent(2, 8, 2) == 1 && ncg_relay_parent(4, 8, 2) == 1);
+}
+
+static const char *fake_env(const char *name, void *arg)
+{
+    const char *const *kv = arg;
+    for (; kv[0]; kv += 2)
+        if (!strcmp(kv[0], name))
+            return kv[1];
+    return NULL;
+}
+
+/* What NCCLGUARD_* says a relay does (ncg_relay_params_of), and a relay whose host sets no SLOW
+ * gets the configuration's defaults (config.c's, the one place they are written). */
+void test_params_of(void)
+{
+    struct ncg_config c;
+    ncg_config_defaults(&c);
+    struct ncg_relay_params p = ncg_relay_params_of(&c);
+    CHECK(p.interval_ms == 100 && p.heartbeat_timeout_s == 10 && p.lag_warn_s == 60 &&
+          p.lag_abort_s == 0 && p.stuck_warn_s == 60 && p.stuck_abort_s == 0 && p.exit_wait_s == 5);
+    CHECK(!p.slow_off && p.slow_window == 16 && fabs(p.slow_share - 0.05) < 1e-12 &&
+          p.slow_hold_s == 5);
+    CHECK(!p.token && !p.node && !p.root && !p.pid && !p.host[0]); /* its host's to set */
+    const char *env[] = {"NCCLGUARD_INTERVAL_MS",
+                         "200",
+                         "NCCLGUARD_HEARTBEAT_TIMEOUT_S",
+                         "30",
+                         "NCCLGUARD_LAG_WARN_S",
+                         "40",
+                         "NCCLGUARD_LAG_ABORT_S",
+                         "50",
+                         "NCCLGUARD_STUCK_WARN_S",
+                         "20",
+                         "NCCLGUARD_STUCK_ABORT_S",
+                         "90",
+                         "NCCLGUARD_EXIT_WAIT_S",
+                         "2.5",
+                         "NCCLGUARD_SLOW",
+                         "0",
+                         "NCCLGUARD_SLOW_WINDOW",
+                         "32",
+                         "NCCLGUARD_SLOW_SHARE_PCT",
+                         "7",
+                         "NCCLGUARD_SLOW_HOLD_S",
+                         "3",
+                         NULL,
+                         NULL};
+    ncg_config_parse(&c, fake_env, NULL, env);
+    p = ncg_relay_params_of(&c);
+    CHECK(p.interval_ms == 200 && p.heartbeat_timeout_s == 30 && p.lag_warn_s == 40 &&
+          p.lag_abort_s == 50 && p.stuck_warn_s == 20 && p.stuck_abort_s == 90 &&
+          p.exit_wait_s == 2.5);
+    CHECK(p.slow_off == 1 && p.slow_window == 32 && fabs(p.slow_share - 0.07) < 1e-12 &&
+          p.slow_hold_s == 3);
+    /* SLOW unset by the host: the defaults, the same as NCCLGUARD_SLOW*'s */
+    struct ncg_relay_params z = {.root = 1};
+    struct ncg_relay_ops ops = {0}; /* made, read and freed: it sends nothing */
+    struct ncg_relay *r = ncg_relay_new(&z, &ops);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    const struct ncg_relay_params *q = ncg_relay_get_params(r);
+    ncg_config_defaults(&c);
+    CHECK(q->interval_ms == 100 && !q->slow_off && q->slow_window == c.slow_window &&
+          fabs(q->slow_share - c.slow_share_pct / 100) < 1e-12 && q->slow_hold_s == c.slow_hold_s);
+    ncg_relay_free(r);
 }

@@ -318,18 +318,16 @@ void run_proc(int wfd, int rel, int proc)
         s->node = n;
         s->up_node = n ? parent_of(n) : 0;
         s->up.fd = -1;
-        struct ncg_relay_params p = {0};
+        /* NCCLGUARD_SLOW* as a guarded process reads them; the rest the simulator's own */
+        struct ncg_relay_params p = ncg_relay_params_of(&ncg_cfg);
         p.token = TOKEN;
         p.interval_ms = 100;
         p.heartbeat_timeout_s = A.hb_s;
         p.node = n;
         p.root = n == 0;
         p.embedded = 1;
-        p.lag_warn_s = 60;                   /* the in-job checker's defaults */
-        p.slow_off = (uint8_t)!ncg_cfg.slow; /* NCCLGUARD_SLOW* as a guarded process reads them */
-        p.slow_window = ncg_cfg.slow_window;
-        p.slow_share = ncg_cfg.slow_share_pct / 100;
-        p.slow_hold_s = ncg_cfg.slow_hold_s;
+        p.lag_warn_s = 60; /* the in-job checker's default; no LAG error, no STUCK, no exit wait */
+        p.lag_abort_s = p.stuck_warn_s = p.stuck_abort_s = p.exit_wait_s = 0;
         p.pid = 100000 + n * A.per_node; /* the node's first rank's process */
         snprintf(p.host, sizeof p.host, "n%u", n);
         struct ncg_relay_ops ops = sim_relay_ops(nr);
