@@ -401,25 +401,12 @@ static void relay_start(void)
     struct ncg_config cfg;
     ncg_config_parse(&cfg, no_env, NULL, NULL);
     struct ncg_rhost_params p = ncg_rhost_params_of(&cfg, 0x5eedull, 0, 0, 1, cfg.fanout, 0);
-    struct ncg_relay_params rp = {.token = p.token,
-                                  .interval_ms = p.interval_ms ? p.interval_ms : 100,
-                                  .heartbeat_timeout_s = p.heartbeat_timeout_s,
-                                  .node = p.node,
-                                  .root = 1,
-                                  .pid = 1000,
-                                  .embedded = 1,
-                                  .client_verdicts = 1,
-                                  .lag_warn_s = p.lag_warn_s,
-                                  .lag_abort_s = p.lag_abort_s,
-                                  .stuck_warn_s = p.stuck_warn_s,
-                                  .stuck_abort_s = p.stuck_abort_s,
-                                  .exit_wait_s = p.exit_wait_s,
-                                  .slow_off = p.slow_off,
-                                  .slow_window = p.slow_window,
-                                  .slow_share = p.slow_share,
-                                  .slow_hold_s = p.slow_hold_s,
-                                  .has_global_rank = 1,
-                                  .global_rank = p.global_rank};
+    struct ncg_relay_params rp = p.relay; /* as ncg_rhost_start sets what the host knows */
+    rp.root = 1;
+    rp.pid = 1000;
+    rp.embedded = 1;
+    rp.client_verdicts = 1;
+    rp.has_global_rank = 1;
     snprintf(rp.host, sizeof rp.host, "sim");
     W.rp = rp;
     W.ap = ncg_agent_params_of(&cfg);
