@@ -178,7 +178,8 @@ struct ncg_applied {
 struct ncg_applied ncg_apply_verdict(struct ncg_verdict *v, int li);
 
 /* report.c: REPORT, GOODBYEs, WAITs and p2p records to every link; takes lk. Returns a RANK
- * EXITED it decided alone (NULL: none), not applied: ncg_exit_report applies it. */
+ * EXITED it decided alone (NULL: none; allocated: the caller frees it), not applied: its
+ * caller applies it (ncg_exit_report). */
 struct ncg_verdict *ncg_client_report(uint64_t now);
 /* Checker thread, each interval once this process said its GOODBYEs and awaits its exit (an
  * abort verdict's RELEASE: ncg_ending()): an empty REPORT on each link that is up, the
@@ -194,10 +195,11 @@ extern struct ncg_left_own ncg_left_own[NCG_WIRE_MAX_COMMS];
 extern unsigned ncg_left_own_n;
 
 /* exit.c: the exit sequence (its phases: machine/exit_sm.h) */
-/* Applies v (ncg_apply_verdict) and hands what it says to the exit (ncg_exit_after_verdict): may
- * end the process. */
+/* Applies v (ncg_apply_verdict: takes lk, may capture stacks) and hands what it says to the
+ * exit (ncg_exit_after_verdict): may end the process. v stays the caller's. */
 void ncg_exit_apply(struct ncg_verdict *v, int li, uint64_t now);
-/* ncg_client_report, and the RANK EXITED it returned applied (unless ending). */
+/* ncg_client_report, and the RANK EXITED it returned applied (unless ending) and freed; takes
+ * lk. */
 void ncg_exit_report(uint64_t now);
 /* After a verdict was shown: DONE, and an abort's GOODBYEs and wait for RELEASE; takes lk. */
 void ncg_exit_after_verdict(int error, int must_exit, uint64_t comm_id, int li, uint64_t now);
