@@ -1,7 +1,9 @@
-/* The checker thread's private state and the functions its files share (client.c, link.c,
- * apply.c, lost.c, report.c, exit.c, thread.c): not for the rest of the agent layer. Unless a
- * function says otherwise it runs on the checker thread only, does not block (the network is
- * non-blocking) and does not allocate; "under lk" means the caller holds ncg_agent.lk. */
+/* The checker thread's private state and the functions its files share: not for the rest of the
+ * agent layer. Unless a function says otherwise it runs on the checker thread only, does not
+ * block (the network is non-blocking) and does not allocate; "under lk" means the caller holds
+ * ncg_agent.lk. The files call only downwards, in the order of the sections below (bottom
+ * first; tests/shim/t_agentcalls.sh): state.c <- linkio.c <- apply.c <- report.c <- exit.c <-
+ * lost.c <- link.c <- thread.c <- client.c, checker.c. */
 #ifndef NCG_AGENT_INT_H
 #define NCG_AGENT_INT_H
 
@@ -140,12 +142,16 @@ struct ncg_agent {
     uint64_t tx_bytes; /* client bytes queued (ncg_channel_tx_bytes) */
 };
 
+/* How long a creating thread waits for its comm's REPORT, and how long a link may take to come
+ * up before nobody waits for it any more (client.c, thread.c). */
+#define NCG_ANNOUNCE_NS 1000000000ull
+
+/* state.c */
 extern struct ncg_agent ncg_agent;
 /* The agent's timings and thresholds (params.h), built from the configuration when the thread
  * starts; the checker thread's. */
 extern struct ncg_agent_params ncg_params;
-
-/* client.c. Any thread. */
+/* Any thread. */
 int ncg_rh_up(void);        /* this process hosts a relay that runs */
 int ncg_root_up(void);      /* this process's checker (a root) runs */
 int ncg_ending(void);       /* an abort verdict is ending this process (checker thread) */
@@ -157,49 +163,44 @@ int32_t ncg_global_rank(void);
 struct ncg_rhost_params ncg_agent_rhost_params(uint64_t tok, uint32_t node, uint32_t root,
                                                uint32_t nnodes, uint32_t fanout);
 
-/* link.c */
+/* linkio.c */
 void ncg_link_close(struct ncg_link *l);
-void ncg_link_connect(struct ncg_link *l, uint64_t now); /* may become the node's relay */
 void ncg_link_send(struct ncg_link *l, const struct ncg_msg *m);
-void ncg_resolve_links(uint64_t now); /* takes lk */
-void ncg_link_io(int li, short rev, uint64_t now);
-/* One event of link li's machine (link_sm.h), and what it says done, its follow-ups (a
- * connect's result) included; why: the cause's words (NULL: the machine's). Returns every
- * NCG_LA_* done. Takes lk for some actions: not under lk, except for NCG_LEV_START. */
-unsigned ncg_link_drive(int li, struct ncg_link_ev ev, const char *why);
-/* Each loop: every link's timeouts (connect, a silent checker). */
-void ncg_links_clock(int exiting, uint64_t now);
-/* This thread was suspended (not the checkers): their silence clocks restart now. */
-void ncg_links_resumed(uint64_t now);
 
 /* apply.c */
+/* What a verdict applied asks of the exit (exit.c's ncg_exit_after_verdict): shown 0, nothing. */
+struct ncg_applied {
+    int shown, error, must_exit;
+    uint64_t comm_id;
+};
 /* Applies a verdict (li: the link it came on, -1: decided here); takes lk; may capture stacks
- * (~300 ms) and end the process. */
-void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now);
+ * (~300 ms). Does not end the process: its caller hands the result to the exit (ncg_exit_apply). */
+struct ncg_applied ncg_apply_verdict(struct ncg_verdict *v, int li);
 
-/* lost.c */
-void ncg_link_lost(int li, const char *why, uint64_t now);
-/* rootlost: the node's relay said the tree's root is gone (its SHUTDOWN NCG_BYE_ROOT). */
-void ncg_link_lost_as(int li, const char *why, int rootlost, uint64_t now);
-void ncg_checker_lost_tick(uint64_t now); /* takes lk */
-/* The machine's actions on a lost checker (link_sm.h's NCG_LA_*): the CHECKER LOST clock of
- * li's comms starts (takes lk); RANK DIED of the checker's process, judged here (takes lk, may
- * end the process); CHECKER LOST of li's stalled comms (takes lk; 1: acted); the link's name
- * becomes its tree's root's. */
-void ncg_lost_clock_start(int li, uint64_t now);
-void ncg_lost_rank_died(int li, const char *why, int rootlost, uint64_t now);
-int ncg_lost_check(int li, uint64_t now);
-void ncg_lost_name_root(struct ncg_link *l);
-
-/* report.c: REPORT, GOODBYEs, WAITs and p2p records to every link; takes lk. */
-void ncg_client_report(uint64_t now);
+/* report.c: REPORT, GOODBYEs, WAITs and p2p records to every link; takes lk. Returns a RANK
+ * EXITED it decided alone (NULL: none; allocated: the caller frees it), not applied: its
+ * caller applies it (ncg_exit_report). */
+struct ncg_verdict *ncg_client_report(uint64_t now);
 /* Checker thread, each interval once this process said its GOODBYEs and awaits its exit (an
  * abort verdict's RELEASE: ncg_ending()): an empty REPORT on each link that is up, the
  * liveness its checker reads, with no counts (it reads none after a process's GOODBYE). */
 void ncg_client_keepalive(void);
+/* The comms this process destroyed and said goodbye for (they leave ncg_agent.lc), for its
+ * SHUTDOWN (exit.c): its own coordinator may not have read that goodbye when the process exits.
+ * The latest NCG_WIRE_MAX_COMMS, checker thread only. */
+struct ncg_left_own {
+    uint64_t id, final;
+};
+extern struct ncg_left_own ncg_left_own[NCG_WIRE_MAX_COMMS];
+extern unsigned ncg_left_own_n;
 
 /* exit.c: the exit sequence (its phases: machine/exit_sm.h) */
-void ncg_left_own_add(uint64_t id, uint64_t final); /* a comm destroyed here, for our SHUTDOWN */
+/* Applies v (ncg_apply_verdict: takes lk, may capture stacks) and hands what it says to the
+ * exit (ncg_exit_after_verdict): may end the process. v stays the caller's. */
+void ncg_exit_apply(struct ncg_verdict *v, int li, uint64_t now);
+/* ncg_client_report, and the RANK EXITED it returned applied (unless ending) and freed; takes
+ * lk. */
+void ncg_exit_report(uint64_t now);
 /* After a verdict was shown: DONE, and an abort's GOODBYEs and wait for RELEASE; takes lk. */
 void ncg_exit_after_verdict(int error, int must_exit, uint64_t comm_id, int li, uint64_t now);
 /* An error verdict while ending: DONE, and its RELEASE awaited too. */
@@ -217,13 +218,42 @@ int ncg_exit_finish(int exiting, uint64_t now);
 /* atexit handler: any thread; blocks up to ~1 s (longer while an abort verdict is under way). */
 void ncg_exit_at_exit(void);
 
-/* client.c: each loop, before the REPORT: the comms application threads wait to see
+/* lost.c: the machine's actions on a lost checker (link_sm.h's NCG_LA_*): the CHECKER LOST
+ * clock of li's comms starts (takes lk); RANK DIED of the checker's process, judged here (takes
+ * lk, may end the process); CHECKER LOST of li's stalled comms (takes lk; 1: acted); the link's
+ * name becomes its tree's root's. */
+void ncg_lost_clock_start(int li, uint64_t now);
+void ncg_lost_rank_died(int li, const char *why, int rootlost, uint64_t now);
+int ncg_lost_check(int li, uint64_t now);
+void ncg_lost_name_root(struct ncg_link *l);
+
+/* link.c */
+void ncg_link_connect(struct ncg_link *l, uint64_t now); /* may become the node's relay */
+void ncg_resolve_links(uint64_t now);                    /* takes lk */
+void ncg_link_io(int li, short rev, uint64_t now);
+/* One event of link li's machine (link_sm.h), and what it says done, its follow-ups (a
+ * connect's result) included; why: the cause's words (NULL: the machine's). Returns every
+ * NCG_LA_* done. Takes lk for some actions: not under lk, except for NCG_LEV_START. */
+unsigned ncg_link_drive(int li, struct ncg_link_ev ev, const char *why);
+/* Each loop: every link's timeouts (connect, a silent checker). */
+void ncg_links_clock(int exiting, uint64_t now);
+/* This thread was suspended (not the checkers): their silence clocks restart now. */
+void ncg_links_resumed(uint64_t now);
+
+/* A lost checker (the machine's loss fed to it: the drive above): the coordinator's process
+ * vanished (connection lost, or silent); rootlost: the node's relay said the tree's root is gone
+ * (its SHUTDOWN NCG_BYE_ROOT). */
+void ncg_link_lost(int li, const char *why, uint64_t now);
+void ncg_link_lost_as(int li, const char *why, int rootlost, uint64_t now);
+void ncg_checker_lost_tick(uint64_t now); /* takes lk */
+
+/* thread.c: each loop, before the REPORT: the comms application threads wait to see
  * registered (ncg_channel_announce); wakes the ones whose REPORT is out, or that cannot be
  * (link down, unguarded, exiting, connecting for over 1 s). 1: a REPORT is due now for them.
  * Takes lk. */
 int ncg_announce_tick(int exiting, uint64_t now);
 
-/* thread.c: starts the checker thread once per process; under lk; 0 or -errno. */
+/* Starts the checker thread once per process; under lk; 0 or -errno. */
 int ncg_start_thread_locked(void);
 
 #endif

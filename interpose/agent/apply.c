@@ -2,8 +2,9 @@
  * (a) the facts: the comm ranks it holds of the verdict's communicator, what each issued and
  *     where (call, site, thread, stack, Python frames), gathered once (the segment under lk,
  *     the stacks outside it); (b) what to do and the texts, pure (machine/verdict_sm.h);
- * (c) the report written (reportdir.h); (d) the action (action.h); an abort then goes to the
- * exit sequence (exit.c). This file owns the locks and the clock of that way. */
+ * (c) the report written (reportdir.h); (d) the action (action.h); what it asks of the exit
+ * sequence is returned, and its caller (exit.c's ncg_exit_apply) hands it on: this file calls
+ * no file above it. It owns the locks and the clock of that way. */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <pthread.h>
@@ -305,10 +306,11 @@ static void verdict_facts(struct ncg_verdict *v, int li, struct ncg_vfacts *f)
 
 /* Applies a verdict: every comm rank of v's communicator held here prints its diagnostic (the
  * one shown first with the report and the action). li: the link it came on (-1: decided here,
- * the checker being lost): there the process says DONE and, to abort, waits for the checker's
- * RELEASE (release.h) so that no rank exits, and no launcher kills the others, before every
- * rank has printed and written its part. */
-void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
+ * the checker being lost). Returns what the process must do next, which the exit's driver does
+ * (exit.c's ncg_exit_apply): say DONE and, to abort, wait for the checker's RELEASE (release.h)
+ * so that no rank exits, and no launcher kills the others, before every rank has printed and
+ * written its part. */
+struct ncg_applied ncg_apply_verdict(struct ncg_verdict *v, int li)
 {
     static struct ncg_vfacts f; /* checker thread only */
     static char path[4096], note[2048];
@@ -336,8 +338,8 @@ void ncg_apply_verdict(struct ncg_verdict *v, int li, uint64_t now)
         ncg_action_show(&t.block[k], path);
     free(t.mem);
     if (!d.shown)
-        return;
+        return (struct ncg_applied){0};
     if (v->kind == NCG_V_LAG && v->severity == NCG_SEV_WARN && f.nh)
         ncg_dump_on_warning(v->comm_id); /* NCCLGUARD_DUMP_ON_WARN=1 */
-    ncg_exit_after_verdict(v->severity == NCG_SEV_ERROR, must_exit, v->comm_id, li, now);
+    return (struct ncg_applied){1, v->severity == NCG_SEV_ERROR, must_exit, v->comm_id};
 }

@@ -1,8 +1,8 @@
-/* The checker thread's public side (client.h): the state its parts share (agent_int.h),
- * the checker started for the ids this process makes (a relay tree's root: of one node for a
- * flat job), the
- * id's tail, and the communicators application threads hand over. The thread is thread.c; its
- * links link.c, verdicts apply.c, a lost checker lost.c, reports report.c, the exit exit.c. */
+/* The checker thread's public side (client.h), the top of the agent's files with checker.c: the
+ * checker started for the ids this process makes (a relay tree's root: of one node for a flat
+ * job), the id's tail, and the communicators application threads hand over. The state its parts
+ * share is state.c's (agent_int.h, which gives their order); the thread is thread.c; its links
+ * link.c, verdicts apply.c, a lost checker lost.c, reports report.c, the exit exit.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -22,77 +22,6 @@
 #include "log.h"
 #include "relayhost.h"
 #include "shm.h"
-
-struct ncg_agent ncg_agent = {.lk = PTHREAD_MUTEX_INITIALIZER,
-                              .cv = PTHREAD_COND_INITIALIZER,
-                              .ann_cv = PTHREAD_COND_INITIALIZER,
-                              .wake = {-1, -1}};
-
-/* This process hosts a relay that runs (acquire: pairs with the release that published it). */
-int ncg_rh_up(void)
-{
-    return __atomic_load_n(&ncg_agent.have_rh, __ATOMIC_ACQUIRE) &&
-           !ncg_rhost_stopped(ncg_agent.rh);
-}
-
-/* An abort verdict is ending this process: no other verdict is shown (one is enough). */
-int ncg_ending(void)
-{
-    return ncg_exit_sm_ending(&ncg_agent.exit);
-}
-
-int ncg_exiting(void)
-{
-    pthread_mutex_lock(&ncg_agent.lk);
-    int exiting = ncg_agent.exiting;
-    pthread_mutex_unlock(&ncg_agent.lk);
-    return exiting;
-}
-
-/* This process's checker runs (acquire: pairs with ncg_channel_listen's release). */
-int ncg_root_up(void)
-{
-    return __atomic_load_n(&ncg_agent.have_root, __ATOMIC_ACQUIRE) &&
-           !ncg_rhost_stopped(ncg_agent.root);
-}
-
-void ncg_wake_thread(void)
-{
-    if (ncg_agent.wake[1] >= 0) {
-        char c = 1;
-        ssize_t r = write(ncg_agent.wake[1], &c, 1);
-        (void)r;
-    }
-}
-
-static struct ncg_launch_ranks launch;
-static void launch_parse(void)
-{
-    ncg_launch_ranks_parse(&launch, ncg_env_process, NULL);
-}
-
-/* The launcher's ranks (config.h's precedence), read once. Any thread. */
-const struct ncg_launch_ranks *ncg_launch(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, launch_parse);
-    return &launch;
-}
-
-int32_t ncg_global_rank(void)
-{
-    struct ncg_shm_header *h = ncg_seg_get();
-    if (h)
-        return h->global_rank;
-    return ncg_launch()->global;
-}
-
-/* A relay's parameters from this process's configuration. */
-struct ncg_rhost_params ncg_agent_rhost_params(uint64_t tok, uint32_t node, uint32_t root,
-                                               uint32_t nnodes, uint32_t fanout)
-{
-    return ncg_rhost_params_of(&ncg_cfg, tok, node, root, nnodes, fanout, ncg_global_rank());
-}
 
 /* Tree mode for the ids this process makes: NCCLGUARD_TREE, and the launcher's node figures. */
 static int tree_wanted(uint32_t *node, uint32_t *nnodes)
@@ -228,10 +157,6 @@ static struct ncg_lcomm *lc_of(const struct ncg_comm *c)
     return NULL;
 }
 
-/* How long a creating thread waits for its comm's REPORT, and how long a link may take to come
- * up before nobody waits for it any more. */
-#define ANNOUNCE_NS 1000000000ull
-
 void ncg_channel_announce(struct ncg_comm *c)
 {
     pthread_mutex_lock(&ncg_agent.lk);
@@ -247,7 +172,7 @@ void ncg_channel_announce(struct ncg_comm *c)
     ncg_wake_thread();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts); /* ann_cv's clock (a static initializer's) */
-    ts.tv_sec += (time_t)(ANNOUNCE_NS / 1000000000ull);
+    ts.tv_sec += (time_t)(NCG_ANNOUNCE_NS / 1000000000ull);
     pthread_mutex_lock(&ncg_agent.lk);
     while ((lc = lc_of(c)) && lc->announce)
         if (pthread_cond_timedwait(&ncg_agent.ann_cv, &ncg_agent.lk, &ts) == ETIMEDOUT)
@@ -255,44 +180,6 @@ void ncg_channel_announce(struct ncg_comm *c)
     if ((lc = lc_of(c)))
         lc->announce = 0; /* out, or not within the bound: its REPORT comes with the next one */
     pthread_mutex_unlock(&ncg_agent.lk);
-}
-
-int ncg_announce_tick(int exiting, uint64_t now)
-{
-    int due = 0, woke = 0;
-    pthread_mutex_lock(&ncg_agent.lk);
-    for (size_t i = 0; i < ncg_agent.nlc; i++) {
-        struct ncg_lcomm *lc = &ncg_agent.lc[i];
-        if (!lc->announce || lc->link == -1)
-            continue; /* none waits, or its link is resolved first (ncg_resolve_links) */
-        const struct ncg_link *l = lc->link >= 0 ? &ncg_agent.link[lc->link] : NULL;
-        int give_up = !l || lc->removed || exiting || ncg_ending() || l->state == NCG_LINK_FREE ||
-                      l->state == NCG_LINK_DOWN;
-        if (!give_up && l->state == NCG_LINK_RETRY) { /* a tree's node relay being elected */
-            give_up = l->sm.retry_ns == UINT64_MAX || now - l->sm.born_ns > ANNOUNCE_NS;
-        } else if (!give_up && l->state != NCG_LINK_UP) { /* connecting, or awaiting WELCOME */
-            give_up = now - l->sm.start_ns > ANNOUNCE_NS;
-        } else if (!give_up && !lc->reported) {
-            /* the REPORT that registers it: now, not at the next interval (once: one that
-             * could not carry it, full, leaves it to the periodic ones) */
-            due |= lc->announce == 1;
-            lc->announce = 2;
-        } else if (!give_up) {
-            /* reported: that REPORT is queued behind at most what is queued now (ntx + txlen
-             * only grows as frames are queued, and not as they are written) */
-            if (!lc->announce_mark)
-                lc->announce_mark = l->io.ntx + l->io.txlen;
-            give_up = l->io.ntx >= lc->announce_mark; /* written: done */
-        }
-        if (give_up) {
-            lc->announce = 0;
-            woke = 1;
-        }
-    }
-    if (woke)
-        pthread_cond_broadcast(&ncg_agent.ann_cv);
-    pthread_mutex_unlock(&ncg_agent.lk);
-    return due;
 }
 
 void ncg_channel_remove(struct ncg_comm *c)

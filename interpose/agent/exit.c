@@ -1,6 +1,6 @@
 /* The exit of a guarded process: the driver of its state machine (machine/exit_sm.h says the
  * phases, their order and the overlaps decided; docs/checker.md, "The exit release", why). The
- * other files call in (apply.c after a verdict, link.c on VERDICT, RELEASE and SHUTDOWN, lost.c
+ * other files call in (with a verdict to apply, link.c on VERDICT, RELEASE and SHUTDOWN, lost.c
  * when the link a RELEASE was awaited on is lost, thread.c twice a loop, atexit); this file
  * gathers what the machine observes, feeds it, and does what it says: it owns the messages
  * (this process's SHUTDOWN, GOODBYEs, DONE), the sockets, the clock and the locks. The machine
@@ -22,21 +22,10 @@
 #include "relay.h" /* ncg_relay_left_ent */
 #include "relayhost.h"
 #include "shm.h"
+#include "verdict.h"
 #include "wire.h"
 
 static struct ncg_msg exit_sd; /* this process's SHUTDOWN (a tree's root sends it on leaving) */
-
-/* The comms this process destroyed and said goodbye for (they leave ncg_agent.lc), for its
- * SHUTDOWN: its own coordinator may not have read that goodbye when the process exits. The latest
- * NCG_WIRE_MAX_COMMS, checker thread only. */
-static struct {
-    uint64_t id, final;
-} left_own[NCG_WIRE_MAX_COMMS];
-static unsigned left_own_n;
-void ncg_left_own_add(uint64_t id, uint64_t final)
-{
-    left_own[left_own_n++ % NCG_WIRE_MAX_COMMS] = (typeof(left_own[0])){id, final};
-}
 
 /* This process's SHUTDOWN (exit_sd): its checker (a relay tree's root) leaves down its tree
  * with it. */
@@ -102,8 +91,8 @@ static void exit_sd_build(uint8_t flags, struct ncg_msg *bye)
         sd_add(lc->id, (uint32_t)lc->rank, cnt, 0);
     }
     pthread_mutex_unlock(&ncg_agent.lk);
-    for (unsigned k = 0; k < left_own_n && k < NCG_WIRE_MAX_COMMS; k++)
-        sd_add(left_own[k].id, NCG_BYE_ANYRANK, left_own[k].final, 0);
+    for (unsigned k = 0; k < ncg_left_own_n && k < NCG_WIRE_MAX_COMMS; k++)
+        sd_add(ncg_left_own[k].id, NCG_BYE_ANYRANK, ncg_left_own[k].final, 0);
     /* Members that left before this process: its checker knew who and their counts, the
      * others would not learn them once it is gone (each names them in a RANK EXITED it judges
      * alone). After this process's own entries: a comm's first entry is its own (UINT64_MAX
@@ -223,7 +212,7 @@ static int run(const struct ncg_exit_out *o, uint64_t now)
                 "communicators may wait for it without a verdict",
                 ncg_agent.link[o->log_link].name, o->reg_s);
     if (w & NCG_XO_REPORT)
-        ncg_client_report(now);
+        ncg_exit_report(now);
     if (w & NCG_XO_GOODBYES)
         ncg_exit_messages(o->bye_flags, o->only_bye);
     if (w & NCG_XO_LOG_STAY)
@@ -268,6 +257,23 @@ void ncg_exit_after_verdict(int error, int must_exit, uint64_t comm_id, int li, 
     struct ncg_exit_obs o = obs_hosts();
     struct ncg_exit_out out = ncg_exit_sm_verdict(&ncg_agent.exit, &v, &o, now);
     run(&out, now);
+}
+
+void ncg_exit_apply(struct ncg_verdict *v, int li, uint64_t now)
+{
+    struct ncg_applied a = ncg_apply_verdict(v, li);
+    if (a.shown)
+        ncg_exit_after_verdict(a.error, a.must_exit, a.comm_id, li, now);
+}
+
+void ncg_exit_report(uint64_t now)
+{
+    struct ncg_verdict *exited = ncg_client_report(now);
+    if (exited) {
+        if (!ncg_ending())
+            ncg_exit_apply(exited, -1, now);
+        ncg_verdict_free(exited);
+    }
 }
 
 void ncg_exit_verdict_while_ending(uint64_t comm_id, int li)

@@ -114,13 +114,6 @@ static int coord_for(const unsigned char *uid, struct sockaddr_storage *ss, sock
     return 0;
 }
 
-void ncg_link_close(struct ncg_link *l)
-{
-    l->nrx += l->io.nrx;
-    l->ntx += l->io.ntx;
-    ncg_peer_close(&l->io);
-}
-
 /* This process becomes its node's relay of l's tree (nobody answered on the node's name). 0:
  * it is (or another process just became it: connect again); -1: it cannot be one. */
 static int become_relay(struct ncg_link *l)
@@ -361,15 +354,6 @@ static int link_for(const struct ncg_lcomm *c, uint64_t now)
     return ncg_agent.nlink++;
 }
 
-void ncg_link_send(struct ncg_link *l, const struct ncg_msg *m)
-{
-    size_t before = l->io.txlen;
-    if (l->state != NCG_LINK_UP && !(l->state == NCG_LINK_HELLO && m->type == NCG_MSG_HELLO))
-        return;
-    if (ncg_peer_send(&l->io, m) == 0)
-        ncg_agent.tx_bytes += l->io.txlen - before;
-}
-
 void ncg_resolve_links(uint64_t now)
 {
     pthread_mutex_lock(&ncg_agent.lk);
@@ -479,7 +463,7 @@ static void on_shutdown(int li, const struct ncg_msg_goodbye *g, uint64_t now)
 static void on_verdict(int li, struct ncg_msg *m, uint64_t now)
 {
     if (!ncg_ending())
-        ncg_apply_verdict(m->u.verdict, li, now);
+        ncg_exit_apply(m->u.verdict, li, now);
     else if (m->u.verdict->severity == NCG_SEV_ERROR) /* one diagnostic is enough */
         ncg_exit_verdict_while_ending(m->u.verdict->comm_id, li);
 }
@@ -588,4 +572,30 @@ void ncg_links_resumed(uint64_t now)
 {
     for (int i = 0; i < ncg_agent.nlink; i++)
         ncg_link_drive(i, (struct ncg_link_ev){.type = NCG_LEV_RESUMED, .now = now}, NULL);
+}
+
+/* The coordinator's process vanished (connection lost, or silent): a rank died. */
+void ncg_link_lost(int li, const char *why, uint64_t now)
+{
+    ncg_link_lost_as(li, why, 0, now);
+}
+
+void ncg_link_lost_as(int li, const char *why, int rootlost, uint64_t now)
+{
+    struct ncg_link_ev ev = {.type = NCG_LEV_CLOSED,
+                             .now = now,
+                             .exiting = (uint8_t)ncg_exiting(),
+                             .releasing = ncg_exit_awaiting_release(),
+                             .why = rootlost ? NCG_WHY_ROOT_LOST : NCG_WHY_CLOSED};
+    ncg_link_drive(li, ev, why);
+}
+
+/* A lost checker: reconnect (every second, a node relay's name sooner); while it stays away, a
+ * communicator of this process on it whose count has not moved for the heartbeat timeout is
+ * acted upon as an error verdict, CHECKER LOST, with what this process knows (its counts, its
+ * stack). */
+void ncg_checker_lost_tick(uint64_t now)
+{
+    for (int li = 0; li < ncg_agent.nlink && !ncg_ending(); li++)
+        ncg_link_drive(li, (struct ncg_link_ev){.type = NCG_LEV_TICK, .now = now}, NULL);
 }

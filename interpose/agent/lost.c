@@ -1,5 +1,5 @@
 /* A checker this process can no longer reach, as the link's machine (machine/link_sm.h) decides
- * it: the loss fed to it, and what it says done: RANK DIED of the process that held it (an
+ * it (link.c feeds it the loss): what it says done: RANK DIED of the process that held it (an
  * embedded checker or a relay's), the name of the tree's root once fallen back to it, and the
  * CHECKER LOST clock and verdict of a lost checker while communicators stall. */
 #define _GNU_SOURCE
@@ -59,22 +59,6 @@ void ncg_lost_clock_start(int li, uint64_t now)
     pthread_mutex_unlock(&ncg_agent.lk);
 }
 
-/* The coordinator's process vanished (connection lost, or silent): a rank died. */
-void ncg_link_lost(int li, const char *why, uint64_t now)
-{
-    ncg_link_lost_as(li, why, 0, now);
-}
-
-void ncg_link_lost_as(int li, const char *why, int rootlost, uint64_t now)
-{
-    struct ncg_link_ev ev = {.type = NCG_LEV_CLOSED,
-                             .now = now,
-                             .exiting = (uint8_t)ncg_exiting(),
-                             .releasing = ncg_exit_awaiting_release(),
-                             .why = rootlost ? NCG_WHY_ROOT_LOST : NCG_WHY_CLOSED};
-    ncg_link_drive(li, ev, why);
-}
-
 void ncg_lost_rank_died(int li, const char *why, int rootlost, uint64_t now)
 {
     const struct ncg_link *l = &ncg_agent.link[li];
@@ -109,7 +93,7 @@ void ncg_lost_rank_died(int li, const char *why, int rootlost, uint64_t now)
         struct ncg_verdict *v = ncg_local_rank_died(&self[k], &h);
         if (!v)
             continue;
-        ncg_apply_verdict(v, -1, now);
+        ncg_exit_apply(v, -1, now);
         ncg_verdict_free(v);
     }
 }
@@ -150,18 +134,8 @@ int ncg_lost_check(int li, uint64_t now)
                                    l->lost_why, (double)hb / 1e9);
         if (!v)
             continue;
-        ncg_apply_verdict(v, -1, now);
+        ncg_exit_apply(v, -1, now);
         ncg_verdict_free(v);
     }
     return n > 0;
-}
-
-/* A lost checker: reconnect (every second, a node relay's name sooner); while it stays away, a
- * communicator of this process on it whose count has not moved for the heartbeat timeout is
- * acted upon as an error verdict, CHECKER LOST, with what this process knows (its counts, its
- * stack). */
-void ncg_checker_lost_tick(uint64_t now)
-{
-    for (int li = 0; li < ncg_agent.nlink && !ncg_ending(); li++)
-        ncg_link_drive(li, (struct ncg_link_ev){.type = NCG_LEV_TICK, .now = now}, NULL);
 }

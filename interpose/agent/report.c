@@ -199,6 +199,13 @@ static void host_waits(struct ncg_msg_wait *w, const struct ncg_hostwait *hw, si
     }
 }
 
+struct ncg_left_own ncg_left_own[NCG_WIRE_MAX_COMMS];
+unsigned ncg_left_own_n;
+static void left_own_add(uint64_t id, uint64_t final)
+{
+    ncg_left_own[ncg_left_own_n++ % NCG_WIRE_MAX_COMMS] = (struct ncg_left_own){id, final};
+}
+
 /* A removed comm's GOODBYE into bye (after a REPORT with its final count in rep when no REPORT
  * carried it yet). 1: told, drop it from the list; 0: keep it for a later round. */
 static int removed_goodbye(struct ncg_lcomm *lc, struct ncg_link *l, struct ncg_msg_report *rr,
@@ -227,7 +234,7 @@ static int removed_goodbye(struct ncg_lcomm *lc, struct ncg_link *l, struct ncg_
         g->comm_id[g->n] = lc->id;
         g->rank[g->n] = (uint32_t)lc->rank; /* the one that left, of several here */
         g->count[g->n++] = lc->final;
-        ncg_left_own_add(lc->id, lc->final);
+        left_own_add(lc->id, lc->final);
     } else if (l->state == NCG_LINK_UP) {
         return 0; /* next round (full, or the other kind of goodbye) */
     }
@@ -319,8 +326,9 @@ static void send_p2p(struct ncg_lcomm *lc, struct ncg_link *l)
 }
 
 /* Periodic: REPORT (heartbeat + counts), P2P records, GOODBYEs of removed comms; local RANK
- * EXITED against a checker process that left. */
-void ncg_client_report(uint64_t now)
+ * EXITED against a checker process that left: returned (NULL: none), for the caller to apply
+ * (exit.c's ncg_exit_report). */
+struct ncg_verdict *ncg_client_report(uint64_t now)
 {
     static struct ncg_msg rep[NCG_MAX_LINKS], bye[NCG_MAX_LINKS], wt[NCG_MAX_LINKS];
     unsigned stalled[NCG_MAX_LINKS] = {0};
@@ -414,9 +422,5 @@ void ncg_client_report(uint64_t now)
             send_p2p(lc, &ncg_agent.link[lc->link]);
     }
     pthread_mutex_unlock(&ncg_agent.lk);
-    if (exited) {
-        if (!ncg_ending())
-            ncg_apply_verdict(exited, -1, now);
-        ncg_verdict_free(exited);
-    }
+    return exited;
 }

@@ -19,6 +19,44 @@
 #include "log.h"
 #include "shm.h"
 
+int ncg_announce_tick(int exiting, uint64_t now)
+{
+    int due = 0, woke = 0;
+    pthread_mutex_lock(&ncg_agent.lk);
+    for (size_t i = 0; i < ncg_agent.nlc; i++) {
+        struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (!lc->announce || lc->link == -1)
+            continue; /* none waits, or its link is resolved first (ncg_resolve_links) */
+        const struct ncg_link *l = lc->link >= 0 ? &ncg_agent.link[lc->link] : NULL;
+        int give_up = !l || lc->removed || exiting || ncg_ending() || l->state == NCG_LINK_FREE ||
+                      l->state == NCG_LINK_DOWN;
+        if (!give_up && l->state == NCG_LINK_RETRY) { /* a tree's node relay being elected */
+            give_up = l->sm.retry_ns == UINT64_MAX || now - l->sm.born_ns > NCG_ANNOUNCE_NS;
+        } else if (!give_up && l->state != NCG_LINK_UP) { /* connecting, or awaiting WELCOME */
+            give_up = now - l->sm.start_ns > NCG_ANNOUNCE_NS;
+        } else if (!give_up && !lc->reported) {
+            /* the REPORT that registers it: now, not at the next interval (once: one that
+             * could not carry it, full, leaves it to the periodic ones) */
+            due |= lc->announce == 1;
+            lc->announce = 2;
+        } else if (!give_up) {
+            /* reported: that REPORT is queued behind at most what is queued now (ntx + txlen
+             * only grows as frames are queued, and not as they are written) */
+            if (!lc->announce_mark)
+                lc->announce_mark = l->io.ntx + l->io.txlen;
+            give_up = l->io.ntx >= lc->announce_mark; /* written: done */
+        }
+        if (give_up) {
+            lc->announce = 0;
+            woke = 1;
+        }
+    }
+    if (woke)
+        pthread_cond_broadcast(&ncg_agent.ann_cv);
+    pthread_mutex_unlock(&ncg_agent.lk);
+    return due;
+}
+
 static void *thread_main(void *arg)
 {
     (void)arg;
@@ -44,7 +82,7 @@ static void *thread_main(void *arg)
             if (ncg_ending()) /* its GOODBYEs went: liveness only (agent_int.h) */
                 ncg_client_keepalive();
             else
-                ncg_client_report(now);
+                ncg_exit_report(now);
             struct ncg_shm_header *h = ncg_seg_get();
             if (h)
                 ck_pr_store_64(&h->heartbeat_ns, ncg_now_ns());
@@ -109,8 +147,6 @@ static void *thread_main(void *arg)
                 ncg_link_io(map[k], 0, now);
     }
 }
-
-struct ncg_agent_params ncg_params;
 
 /* Caller holds ncg_agent.lk. */
 int ncg_start_thread_locked(void)
