@@ -199,7 +199,7 @@ void ncg_client_report(uint64_t now);
 void ncg_client_keepalive(void);
 
 /* exit.c: the exit sequence (its phases: machine/exit_sm.h) */
-void ncg_left_own_add(uint64_t id, uint64_t final); /* a comm destroyed here, for our SHUTDOWN */
+void ncg_left_own_add(uint64_t id, uint32_t rank, uint64_t final); /* destroyed here: SHUTDOWN */
 /* After a verdict was shown: DONE, and an abort's GOODBYEs and wait for RELEASE; takes lk. */
 void ncg_exit_after_verdict(int error, int must_exit, uint64_t comm_id, int li, uint64_t now);
 /* An error verdict while ending: DONE, and its RELEASE awaited too. */

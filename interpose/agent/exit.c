@@ -27,15 +27,19 @@
 static struct ncg_msg exit_sd; /* this process's SHUTDOWN (a tree's root sends it on leaving) */
 
 /* The comms this process destroyed and said goodbye for (they leave ncg_agent.lc), for its
- * SHUTDOWN: its own coordinator may not have read that goodbye when the process exits. The latest
+ * SHUTDOWN: its own coordinator may not have read that goodbye when the process exits. With the
+ * comm rank it held there: the SHUTDOWN's first entry names it (the exit's REPORT removes a
+ * destroyed comm before the SHUTDOWN is built; without its rank the late rank could name the
+ * host only if the host's checker had read the host's own GOODBYE by then). The latest
  * NCG_WIRE_MAX_COMMS, checker thread only. */
 static struct {
     uint64_t id, final;
+    uint32_t rank;
 } left_own[NCG_WIRE_MAX_COMMS];
 static unsigned left_own_n;
-void ncg_left_own_add(uint64_t id, uint64_t final)
+void ncg_left_own_add(uint64_t id, uint32_t rank, uint64_t final)
 {
-    left_own[left_own_n++ % NCG_WIRE_MAX_COMMS] = (typeof(left_own[0])){id, final};
+    left_own[left_own_n++ % NCG_WIRE_MAX_COMMS] = (typeof(left_own[0])){id, final, rank};
 }
 
 /* This process's SHUTDOWN (exit_sd): its checker (a relay tree's root) leaves down its tree
@@ -103,7 +107,7 @@ static void exit_sd_build(uint8_t flags, struct ncg_msg *bye)
     }
     pthread_mutex_unlock(&ncg_agent.lk);
     for (unsigned k = 0; k < left_own_n && k < NCG_WIRE_MAX_COMMS; k++)
-        sd_add(left_own[k].id, NCG_BYE_ANYRANK, left_own[k].final, 0);
+        sd_add(left_own[k].id, left_own[k].rank, left_own[k].final, 0);
     /* Members that left before this process: its checker knew who and their counts, the
      * others would not learn them once it is gone (each names them in a RANK EXITED it judges
      * alone). After this process's own entries: a comm's first entry is its own (UINT64_MAX

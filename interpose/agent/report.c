@@ -262,7 +262,7 @@ void ncg_client_report(uint64_t now)
                 g->comm_id[g->n] = lc->id;
                 g->rank[g->n] = (uint32_t)lc->rank; /* the one that left, of several here */
                 g->count[g->n++] = lc->final;
-                ncg_left_own_add(lc->id, lc->final);
+                ncg_left_own_add(lc->id, (uint32_t)lc->rank, lc->final);
             } else if (l->state == NCG_LINK_UP) {
                 i++; /* next round (full, or the other kind of goodbye) */
                 continue;
