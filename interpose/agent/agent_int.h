@@ -187,9 +187,13 @@ struct ncg_verdict *ncg_client_report(uint64_t now);
 void ncg_client_keepalive(void);
 /* The comms this process destroyed and said goodbye for (they leave ncg_agent.lc), for its
  * SHUTDOWN (exit.c): its own coordinator may not have read that goodbye when the process exits.
- * The latest NCG_WIRE_MAX_COMMS, checker thread only. */
+ * With the comm rank it held there: the SHUTDOWN's first entry names it (the exit's REPORT
+ * removes a destroyed comm before the SHUTDOWN is built; without its rank a late rank could name
+ * the host only if the host's checker had read the host's own GOODBYE by then). The latest
+ * NCG_WIRE_MAX_COMMS, checker thread only. */
 struct ncg_left_own {
     uint64_t id, final;
+    uint32_t rank;
 };
 extern struct ncg_left_own ncg_left_own[NCG_WIRE_MAX_COMMS];
 extern unsigned ncg_left_own_n;

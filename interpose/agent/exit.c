@@ -92,7 +92,7 @@ static void exit_sd_build(uint8_t flags, struct ncg_msg *bye)
     }
     pthread_mutex_unlock(&ncg_agent.lk);
     for (unsigned k = 0; k < ncg_left_own_n && k < NCG_WIRE_MAX_COMMS; k++)
-        sd_add(ncg_left_own[k].id, NCG_BYE_ANYRANK, ncg_left_own[k].final, 0);
+        sd_add(ncg_left_own[k].id, ncg_left_own[k].rank, ncg_left_own[k].final, 0);
     /* Members that left before this process: its checker knew who and their counts, the
      * others would not learn them once it is gone (each names them in a RANK EXITED it judges
      * alone). After this process's own entries: a comm's first entry is its own (UINT64_MAX

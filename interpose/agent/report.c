@@ -201,9 +201,9 @@ static void host_waits(struct ncg_msg_wait *w, const struct ncg_hostwait *hw, si
 
 struct ncg_left_own ncg_left_own[NCG_WIRE_MAX_COMMS];
 unsigned ncg_left_own_n;
-static void left_own_add(uint64_t id, uint64_t final)
+static void left_own_add(uint64_t id, uint32_t rank, uint64_t final)
 {
-    ncg_left_own[ncg_left_own_n++ % NCG_WIRE_MAX_COMMS] = (struct ncg_left_own){id, final};
+    ncg_left_own[ncg_left_own_n++ % NCG_WIRE_MAX_COMMS] = (struct ncg_left_own){id, final, rank};
 }
 
 /* A removed comm's GOODBYE into bye (after a REPORT with its final count in rep when no REPORT
@@ -234,7 +234,7 @@ static int removed_goodbye(struct ncg_lcomm *lc, struct ncg_link *l, struct ncg_
         g->comm_id[g->n] = lc->id;
         g->rank[g->n] = (uint32_t)lc->rank; /* the one that left, of several here */
         g->count[g->n++] = lc->final;
-        left_own_add(lc->id, lc->final);
+        left_own_add(lc->id, (uint32_t)lc->rank, lc->final);
     } else if (l->state == NCG_LINK_UP) {
         return 0; /* next round (full, or the other kind of goodbye) */
     }

@@ -329,6 +329,19 @@ static void conn_read(struct ncg_rhost *h, int id, uint64_t now)
 {
     struct hconn *c = &h->c[id];
     static struct ncg_msg m;
+    if (c->drain && h->p.relay.node != h->p.root_node) {
+        /* a node relay leaving: its clients' goodbyes still count (its last RSTAT carries
+         * them, ncg_rhost_handle), the rest of their last words is not needed, their EOF is */
+        int rc = ncg_peer_fill(&c->io), k;
+        while ((k = ncg_peer_next(&c->io, &m)) > 0) {
+            if (m.type == NCG_MSG_GOODBYE || m.type == NCG_MSG_REPORT)
+                ncg_relay_message(h->r, id, &m, now);
+            ncg_msg_release(&m);
+        }
+        if (rc < 0 || k < 0)
+            ncg_peer_close(&c->io);
+        return;
+    }
     if (c->drain) { /* leaving: the peer's last words are not needed, its EOF is */
         char sink[4096];
         ssize_t r;
@@ -645,6 +658,10 @@ void ncg_rhost_handle(struct ncg_rhost *h, const struct pollfd *pf, int n, uint6
             }
         }
         if (!ncg_rhost_open_conns(h)) {
+            if (h->p.relay.node != h->p.root_node && h->pstate == P_UP) {
+                ncg_relay_leaving(h->r, now); /* the goodbyes read while draining */
+                ncg_peer_flush(&h->up);
+            }
             close_gently(&h->up);
             __atomic_store_n(&h->stopped, 1, __ATOMIC_RELEASE);
         }
@@ -803,6 +820,12 @@ void ncg_rhost_leave(struct ncg_rhost *h, const struct ncg_msg *sd)
      * process whose checker was slow to accept it would otherwise be left without the final
      * counts (its calls past them unjudged) and see a reset instead of a goodbye. */
     uint64_t now = ncg_now_ns();
+    if (h->p.relay.node != h->p.root_node) { /* the goodbyes read since the last RSTAT */
+        for (int i = 0; i < h->nc; i++)
+            if (h->c[i].io.fd >= 0 && !h->c[i].closing)
+                conn_read(h, i, now);
+        ncg_relay_leaving(h->r, now);
+    }
     for (int round = 0; round < 4; round++) {
         struct ncg_accept_state a = {0}, b = {0};
         if (h->ufd >= 0)

@@ -104,6 +104,11 @@ void ncg_relay_closed(struct ncg_relay *r, int conn, uint64_t now_ns);
 void ncg_relay_parent_up(struct ncg_relay *r, uint64_t now_ns);
 /* The parent link is gone: the relay stops sending up (and queues faults) until parent_up. */
 void ncg_relay_parent_down(struct ncg_relay *r);
+/* A node relay leaving (its process exits): an RSTAT now, with the goodbyes read since the
+ * last one. Its clients that said goodbye to it do not reattach, so the parent hears of them
+ * only so; its host calls it on leaving and again once its clients' connections closed (their
+ * last goodbyes read). Not at the root; only while attached. */
+void ncg_relay_leaving(struct ncg_relay *r, uint64_t now_ns);
 /* A message from the parent: WELCOME, QUERY, RVERDICT, PING, RASK, RELEASE, RFIGQ. */
 void ncg_relay_parent_message(struct ncg_relay *r, const struct ncg_msg *m, uint64_t now_ns);
 /* 1 when the parent has been silent for the heartbeat timeout (the caller reattaches). */

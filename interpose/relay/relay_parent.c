@@ -150,6 +150,15 @@ void ncg_relay_parent_up(struct ncg_relay *r, uint64_t now_ns)
     }
 }
 
+void ncg_relay_leaving(struct ncg_relay *r, uint64_t now_ns)
+{
+    r->now_ns = now_ns;
+    if (r->p.root || !r->attached)
+        return;
+    ncg_rl_send_stats(r, now_ns);
+    r->last_stat_ns = now_ns;
+}
+
 void ncg_relay_parent_down(struct ncg_relay *r)
 {
     r->attached = 0;

@@ -424,6 +424,8 @@ int main(void)
         probe_detached(k);
     }
     probe_late();
+    probe_relay_leaves(0);
+    probe_relay_leaves(1);
     test_nomem();
     test_conn_cap();
     test_unauthed_cap();

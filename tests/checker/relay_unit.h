@@ -163,6 +163,7 @@ void test_exited(void);
 void test_gone_wait(void);
 void probe_exited(int fast);
 void probe_late(void);
+void probe_relay_leaves(int leaving);
 void test_late_at_root(void);
 void test_release(void);
 void test_release_detached(void);

@@ -69,6 +69,36 @@ void probe_exited(int fast)
     tree_free(3);
 }
 
+/* (Issue 35 item 5: t_blame's "ranks 0,2 exited" for 0,2-3.) A node relay's process leaves
+ * (its own rank 2 said goodbye, an RSTAT told the root) and rank 3 of its node says goodbye
+ * after that RSTAT, before the relay leaves: an exiting process does not reattach, so the
+ * relay's last RSTAT on leaving (ncg_relay_leaving) is the only way the root hears of it. With
+ * it, rank 1's extra call names 2-3; without (leaving 0), rank 2 alone. */
+void probe_relay_leaves(int leaving)
+{
+    tree(0); /* root: ranks 0,1; relay 1 (the root's conn 2): ranks 2,3 */
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    report_all();
+    tick_all(2);
+    goodbye(&T.cl[2], 10, 0);
+    tick_all(2);
+    goodbye(&T.cl[3], 10, 0);
+    if (leaving) {
+        ncg_relay_leaving(T.r[1], T.now);
+        pump();
+    }
+    ncg_relay_closed(T.r[0], 2, T.now); /* relay 1's process is gone */
+    T.cl[1].count = 11;
+    report_all();
+    for (int t = 0; t < 3; t++)
+        tick_all(1);
+    CHECK(T.cl[1].verdicts == 1 && T.cl[1].v && T.cl[1].v->kind == NCG_V_RANK_EXITED);
+    if (T.cl[1].v)
+        CHECK(!strcmp(T.cl[1].v->subject, leaving ? "2-3" : "2"));
+    tree_free(2);
+}
+
 /* (Found in review.) A member that registers after the verdict, once the other members under its
  * relay ended, still gets it. */
 void probe_late(void)

@@ -16,7 +16,8 @@
  *            AllReduce, which the others never match (RANK EXITED after ncclCommDestroy, the
  *            checker's host gone); SCEN_LATE_SPLIT=1: all on the split child of rank%2 (the
  *            victim's half holds no checker host when rank 0 is not in it, rank 0 leaves
- *            1.5 s after the others and the victim's call comes at 2.5 s)
+ *            1.5 s after the others and the victim's call comes at 2.5 s); SCEN_LATE_LEAVE=R:MS:
+ *            rank R destroys its comms and exits MS ms after the others
  *   kill     rank 1 SIGKILLs itself at ITERS/2 (RANK DIED)
  *   inittime prints how long this rank's ncclCommInitRank of the world comm took, and then an
  *            ncclCommSplit of it (after an AllReduce: every rank enters it together)
@@ -459,6 +460,11 @@ int main(int argc, char **argv)
             allreduce(sub, 8);
             CK(ncg_test_sync(sub));
         }
+        /* SCEN_LATE_LEAVE=R:MS: rank R leaves MS ms after the others (its goodbye reaches a
+         * node relay that is about to leave) */
+        const char *lv = getenv("SCEN_LATE_LEAVE");
+        if (lv && atoi(lv) == rank && strchr(lv, ':'))
+            usleep((useconds_t)(atof(strchr(lv, ':') + 1) * 1000));
         if (sub != comm)
             CK(ncclCommDestroy(sub));
         CK(ncclCommDestroy(comm));
