@@ -398,6 +398,7 @@ int main(void)
     test_slow_late();
     test_release_detached();
     test_release_late();
+    test_release_reattach_released();
     test_release();
     test_lag();
     test_stuck();

@@ -167,6 +167,7 @@ void test_late_at_root(void);
 void test_release(void);
 void test_release_detached(void);
 void test_release_late(void);
+void test_release_reattach_released(void);
 
 /* relay_unit_progress.c: LAG, STUCK and SLOW through the tree. */
 void test_lag(void);

@@ -314,3 +314,30 @@ void test_release_late(void)
     }
     T.exit_wait_s = 0;
 }
+
+/* After the release, relay 2 (ranks 4-5, released) loses its link and reattaches through
+ * another connection: relay 1 takes it as a late member (the verdict, the release reopened),
+ * and relay 2 says DONE at once (released already), so nobody holds its exit for it until the
+ * bound; nobody is released twice. */
+void test_release_reattach_released(void)
+{
+    release_setup(5);
+    for (int i = 0; i < 6; i++)
+        client_done(&T.cl[i]);
+    tick_all(3);
+    CHECK(releases_total() == 6);
+    ncg_relay_parent_down(T.r[2]);
+    T.child_relay[1][2] = -1;
+    ncg_relay_closed(T.r[1], 2, T.now);
+    tick_all(3);
+    T.child_relay[1][4] = 2;
+    T.parent_conn[2] = 4;
+    ncg_relay_connected(T.r[1], 4, T.now);
+    ncg_relay_parent_up(T.r[2], T.now);
+    pump();
+    tick_all(3);
+    CHECK(ncg_relay_releases_waiting(T.r[1]) == 0 && ncg_relay_releases_waiting(T.r[0]) == 0);
+    CHECK(T.cl[4].verdicts == 1 && T.cl[5].verdicts == 1);
+    tree_free(3);
+    T.exit_wait_s = 0;
+}
