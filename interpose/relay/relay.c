@@ -381,6 +381,15 @@ static void kid_remove(struct ncg_relay *r, struct rcomm *c, uint32_t i)
     ncg_rl_round_check(r, c);
 }
 
+/* Whether conn holds a kid of c other than k: the process has c's verdict already. */
+static int conn_held(const struct rcomm *c, int conn, const struct rkid *k)
+{
+    for (uint32_t i = 0; i < c->nk; i++)
+        if (&c->k[i] != k && c->k[i].conn == conn)
+            return 1;
+    return 0;
+}
+
 static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report *rep,
                       uint64_t now_ns)
 {
@@ -396,7 +405,7 @@ static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report
              * no connection any more, it is this one's now (it gets the verdict). */
             if (!ncg_rl_conn_get(r, k->conn)) {
                 k->conn = conn;
-                if (c->done && c->last)
+                if (c->done && c->last && !conn_held(c, conn, k))
                     ncg_rl_send_verdict(r, c, c->last, conn);
             }
             continue;
@@ -412,8 +421,9 @@ static void on_report(struct ncg_relay *r, int conn, const struct ncg_msg_report
             k->tid = x->tid;
             k->grank = x->global_rank < 0 ? -1 : x->global_rank;
             c->progress_ns = c->dprogress_ns = now_ns;
-            if (c->done && c->last)
-                ncg_rl_send_verdict(r, c, c->last, conn); /* too late for it: it concerns it */
+            /* too late for it: it concerns it (once per process) */
+            if (c->done && c->last && !conn_held(c, conn, k))
+                ncg_rl_send_verdict(r, c, c->last, conn);
             continue;
         }
         if (k->state != K_ACTIVE)

@@ -135,6 +135,12 @@ struct rcomm {
     uint64_t flast_ns;      /* when it completed, 0: none yet */
     struct ncg_figset dead; /* client ranks here that died: their last figures (gathers) */
     struct rslow *slow;     /* SLOW, from the first sample beneath (relay_slow.c) */
+    /* root: slots < vall are verified on every member; those in [vall, rd.vc) only on the
+     * vknown members known when the rounds verifying them began (a member known later resets
+     * rd.vc to vall: ncg_rl_root_round_start) */
+    uint64_t vall;
+    uint32_t vknown;
+    uint8_t rel_late; /* the exit release reopened for members that registered after it */
 };
 
 struct rconn {
@@ -229,7 +235,9 @@ void ncg_rl_fault(struct ncg_relay *r, struct rcomm *c, const uint32_t *ranks, u
  * the comm now (one that reattached after losing its link: its ranks wait for it). */
 void ncg_rl_release_down(struct ncg_relay *r, struct rcomm *c);
 /* Every connection c's error verdict went to said DONE or closed (or, at the root, the
- * deadline passed): the root releases them all; a relay below says DONE for its subtree. */
+ * deadline passed): the root releases them all; a relay below says DONE for its subtree. A
+ * release reopened for members that got the verdict after it (release_add) is released where it
+ * was reopened, at its own deadline at the latest. */
 void ncg_rl_release_check(struct ncg_relay *r, struct rcomm *c);
 /* conn said DONE for comm_id, or is gone (gone: every comm; a client's is forgotten, a child
  * relay's subtree stays waited for, until the root's deadline, as it may reattach elsewhere). */

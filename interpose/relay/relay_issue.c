@@ -26,7 +26,7 @@ void ncg_rl_release_down(struct ncg_relay *r, struct rcomm *c)
         if (ncg_rl_conn_get(r, c->rel.conn[i]))
 #endif
             r->ops.send(r->ops.arg, c->rel.conn[i], &m);
-    for (uint32_t i = 0; i < c->nk; i++) {
+    for (uint32_t i = 0; i < c->nk && !c->rel_late; i++) { /* (late: released before) */
         int cn = c->k[i].conn, sent = 0;
         if (!c->k[i].relay || !ncg_rl_conn_get(r, cn))
             continue;
@@ -38,6 +38,7 @@ void ncg_rl_release_down(struct ncg_relay *r, struct rcomm *c)
             r->ops.send(r->ops.arg, cn, &m);
     }
     c->rel.state = NCG_REL_RELEASED;
+    c->rel_late = 0;
 }
 
 void ncg_rl_release_check(struct ncg_relay *r, struct rcomm *c)
@@ -49,7 +50,7 @@ void ncg_rl_release_check(struct ncg_relay *r, struct rcomm *c)
     if (c->rel.state != NCG_REL_WAITING)
         return;
 #endif
-    if (r->p.root) {
+    if (r->p.root || c->rel_late) {
         int first;
         uint32_t left = ncg_release_pending(&c->rel, &first);
         if (left)
@@ -67,16 +68,19 @@ void ncg_rl_release_check(struct ncg_relay *r, struct rcomm *c)
     }
 }
 
-/* The error verdict went to conn: waited for, or (the others released already) released. */
+/* The error verdict went to conn: waited for. The others released already, conn registered
+ * late: the release reopens for it (and later ones), its DONE awaited within exit_wait_s from
+ * now, here (below the root too: the parent has released), then RELEASE to them alone. */
 static void release_add(struct ncg_relay *r, struct rcomm *c, int conn)
 {
     const struct rconn *cc = ncg_rl_conn_get(r, conn);
     if (c->rel.state == NCG_REL_WAITING && cc && cc->relay && ncg_release_adopt(&c->rel, conn))
         return; /* a subtree that reattached here: still waited for, as before */
     if (c->rel.state == NCG_REL_RELEASED) {
-        struct ncg_msg m = {.type = NCG_MSG_RELEASE, .u.exit.comm_id = c->id};
-        r->ops.send(r->ops.arg, conn, &m);
-    } else if (c->rel.state != NCG_REL_NONE && ncg_release_add(&c->rel, conn) < 0) {
+        ncg_release_begin(&c->rel, r->now_ns + (uint64_t)(r->p.exit_wait_s * 1e9));
+        c->rel_late = 1;
+    }
+    if (c->rel.state != NCG_REL_NONE && ncg_release_add(&c->rel, conn) < 0) {
         ncg_rl_nomem(r);
     }
 }

@@ -143,7 +143,9 @@ void ncg_relay_parent_up(struct ncg_relay *r, uint64_t now_ns)
         c->pend = NULL;
         c->npend = 0;
         c->pend_full = 0;
-        if (c->rel.state == NCG_REL_READY) { /* its subtree's DONE, ready while detached */
+        /* its subtree's DONE, ready while detached, or released already (the new parent, that
+         * takes it for a late member, waits for nothing here) */
+        if (c->rel.state == NCG_REL_READY || c->rel.state == NCG_REL_RELEASED) {
             struct ncg_msg d = {.type = NCG_MSG_DONE, .u.exit.comm_id = c->id};
             r->ops.up(r->ops.arg, &d);
         }

@@ -243,6 +243,8 @@ static void root_decide(struct ncg_relay *r, struct rcomm *c)
         return;
     }
     int next = ncg_round_done(&c->rd, root_agrees, c, &k);
+    if (c->vknown >= c->nranks && c->rd.vc > c->vall)
+        c->vall = c->rd.vc; /* asked of every member */
     if (next == NCG_ROUND_ASK && plain)
         reps_choose(c);
     if (next == NCG_ROUND_MISMATCH)
@@ -284,6 +286,13 @@ void ncg_rl_root_round_start(struct ncg_relay *r, struct rcomm *c, uint64_t now_
      * second for every rank, so that a verdict names the whole communicator. */
     if (f.known < c->nranks && now_ns - c->seen_ns < 1000000000ull)
         return;
+    /* A slot is verified only on every member: one known since the rounds that verified slots
+     * only on the others began has those slots compared now (digests are chained: the next
+     * plain round covers them, and a difference is narrowed from vall). */
+    if (f.known > c->vknown) {
+        c->vknown = f.known;
+        c->rd.vc = c->vall;
+    }
     if (f.active < 2 || mn == UINT64_MAX || mn <= c->rd.vc)
         return;
     if (c->round_ns && now_ns - c->round_ns < 2 * iv - iv / 8 && mn - c->rd.vc <= PACE_SLOTS)

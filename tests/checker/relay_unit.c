@@ -397,6 +397,8 @@ int main(void)
     test_slow_partial();
     test_slow_late();
     test_release_detached();
+    test_release_late();
+    test_release_reattach_released();
     test_release();
     test_lag();
     test_stuck();
@@ -441,6 +443,7 @@ int main(void)
     test_p2p_nomem();
     test_late_at_root();
     test_round_waits();
+    test_late_compared();
     test_view();
     test_deadlock();
     test_deadlock_many();

@@ -142,6 +142,7 @@ void test_mismatch_alike(void);
 void test_client_verdicts(void);
 void test_figs_gather(void);
 void test_round_waits(void);
+void test_late_compared(void);
 void test_view(void);
 
 /* relay_unit_faults.c: RANK DIED of a client and of a relay, faults while detached, a silent
@@ -167,6 +168,8 @@ void probe_relay_leaves(int leaving);
 void test_late_at_root(void);
 void test_release(void);
 void test_release_detached(void);
+void test_release_late(void);
+void test_release_reattach_released(void);
 
 /* relay_unit_progress.c: LAG, STUCK and SLOW through the tree. */
 void test_lag(void);

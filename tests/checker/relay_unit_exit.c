@@ -294,3 +294,80 @@ void test_gone_wait(void)
               T.cl[0].v->ncalls == 1 && !strcmp(T.cl[0].v->calls[0].site, w->site));
     tree_free(3);
 }
+
+/* (docs/simulator.md, finding 2: make sim SEED=1246) A process holding ranks 0 and 1 registers
+ * after the verdict (rank 3 died) and after the others were released: it gets the verdict once
+ * (not once per rank) and is not released with it: its DONE is awaited (variant 0), or the
+ * bound of 1 s from its registration (1); the others are not released again. */
+void test_release_late(void)
+{
+    for (int variant = 0; variant < 2; variant++) {
+        T.exit_wait_s = 1;
+        tree(0); /* root: ranks 0,1 (one process, late); relay 1: ranks 2,3 */
+        T.cl[1].conn = 0;
+        T.cl[0].relay = T.cl[1].relay = -1;
+        for (int i = 0; i < T.ncl; i++)
+            T.cl[i].count = 10;
+        report_all();
+        tick_all(2);
+        ncg_relay_closed(T.r[1], 1, T.now); /* rank 3 died */
+        T.cl[3].relay = -1;
+        pump();
+        tick_all(2);
+        CHECK(T.cl[2].verdicts == 1);
+        client_done(&T.cl[2]);
+        tick_all(2);
+        CHECK(T.cl[2].releases == 1);
+        T.cl[0].relay = T.cl[1].relay = 0; /* the late process registers */
+        report_all();
+        uint64_t t0 = T.now;
+        CHECK(T.cl[0].verdicts == 1 && T.cl[0].v && !strcmp(T.cl[0].v->subject, "3"));
+        for (int t = 0; t < 3; t++)
+            tick_all(2);
+        CHECK(T.cl[0].releases == 0); /* still printing */
+        if (variant == 0) {
+            client_done(&T.cl[0]);
+            CHECK(T.cl[0].releases == 1);
+        } else {
+            while (T.now + 200000000ull < t0 + 1000000000ull) {
+                tick_all(2);
+                CHECK(T.cl[0].releases == 0);
+            }
+            for (int t = 0; t < 3; t++)
+                tick_all(2);
+            CHECK(T.cl[0].releases == 1 && T.now <= t0 + 1300000000ull);
+        }
+        for (int t = 0; t < 3; t++)
+            tick_all(2);
+        CHECK(T.cl[0].releases == 1 && T.cl[0].verdicts == 1 && T.cl[2].releases == 1);
+        tree_free(2);
+    }
+    T.exit_wait_s = 0;
+}
+
+/* After the release, relay 2 (ranks 4-5, released) loses its link and reattaches through
+ * another connection: relay 1 takes it as a late member (the verdict, the release reopened),
+ * and relay 2 says DONE at once (released already), so nobody holds its exit for it until the
+ * bound; nobody is released twice. */
+void test_release_reattach_released(void)
+{
+    release_setup(5);
+    for (int i = 0; i < 6; i++)
+        client_done(&T.cl[i]);
+    tick_all(3);
+    CHECK(releases_total() == 6);
+    ncg_relay_parent_down(T.r[2]);
+    T.child_relay[1][2] = -1;
+    ncg_relay_closed(T.r[1], 2, T.now);
+    tick_all(3);
+    T.child_relay[1][4] = 2;
+    T.parent_conn[2] = 4;
+    ncg_relay_connected(T.r[1], 4, T.now);
+    ncg_relay_parent_up(T.r[2], T.now);
+    pump();
+    tick_all(3);
+    CHECK(ncg_relay_releases_waiting(T.r[1]) == 0 && ncg_relay_releases_waiting(T.r[0]) == 0);
+    CHECK(T.cl[4].verdicts == 1 && T.cl[5].verdicts == 1);
+    tree_free(3);
+    T.exit_wait_s = 0;
+}

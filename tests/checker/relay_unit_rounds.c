@@ -331,6 +331,36 @@ void test_round_waits(void)
     tree_free(2);
 }
 
+/* (docs/simulator.md, finding 1: make sim SEED=640 SIM_ARGS='--workload mismatch') Rank 3
+ * registers past the root's second of waiting, after slots 0..9 were verified on the others: it
+ * differs from slot 5 on. Its slots below the verified mark are compared once it is known, and
+ * MISMATCH names it at slot 5 (it was never compared: no verdict, and STUCK would have claimed
+ * every rank issued them identically). */
+void test_late_compared(void)
+{
+    tree(0);
+    for (int i = 0; i < T.ncl; i++)
+        T.cl[i].count = 10;
+    T.cl[3].odd_from = 5;
+    T.cl[3].relay = -1;
+    report_all();
+    for (int t = 0; t < 14; t++)
+        tick_all(2);
+    struct ncg_relay_stats st;
+    ncg_relay_get_stats(T.r[0], &st);
+    CHECK(st.rounds >= 1 && st.verified == 10 && T.cl[0].verdicts == 0);
+    T.cl[3].relay = 1;
+    report_all();
+    for (int t = 0; t < 10; t++)
+        tick_all(2);
+    for (int i = 0; i < T.ncl; i++)
+        CHECK(T.cl[i].verdicts == 1 && T.cl[i].v && T.cl[i].v->kind == NCG_V_MISMATCH);
+    if (T.cl[0].v)
+        CHECK(T.cl[0].v->slot == 5 && !strcmp(T.cl[0].v->subject, "3") &&
+              T.cl[0].v->last_agreed == 4);
+    tree_free(2);
+}
+
 /* ---- the read-only view (relay_view.c: the status endpoint's source) ---- */
 
 /* Three levels (ranks 0,1 at the root, 2,3 at relay 1, 4,5 at relay 2): rank 5 behind. The

@@ -149,7 +149,7 @@ int dsim_exit_step(struct exit_sm *x, int ev, uint64_t arg, uint64_t now, int ho
             return XA_EXIT86;
         }
         if (x->st == XS_CLEAN && x->local == 2) {
-            if (!hosting_others || now >= x->until) {
+            if (hosting_others != 2 && (!hosting_others || now >= x->until)) {
                 x->st = XS_GONE;
                 return XA_EXIT86;
             }
@@ -405,6 +405,12 @@ static int hosting(const struct proc *p)
         int open = 0; /* an abort: until the others' connections closed */
         for (uint32_t ci = 0; ci < W.nconn; ci++)
             open += W.conn[ci].open[0] && W.conn[ci].proc != 0;
+        /* released, it holds its exit while a release it holds for others (a late member's)
+         * waits, up to the release bound from its own release (exit_sm.c's hold): 2 */
+        const __typeof__(W.ap.exit) *xp = &W.ap.exit;
+        if (p->xs.st == XS_CLEAN && ncg_relay_releases_waiting(W.relay) &&
+            W.now + xp->abort_flush + xp->abort_past < p->xs.until + xp->release_bound)
+            return 2;
         return open || ncg_relay_releases_waiting(W.relay);
     }
     /* ... and while a release it holds for others still waits, at most the release bound

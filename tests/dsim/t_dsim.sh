@@ -1,35 +1,36 @@
 #!/usr/bin/env bash
 # ncg-dsim (docs/simulator.md): a fixed set of seeds (1..NCG_DSIM_SEEDS, default 1500: about a
-# minute here) over every workload, each checked against the invariants; the known findings
-# below must still fail as stated (a fix makes its line fail here: then drop it, and its entry in
-# docs/simulator.md); a seed replayed gives the same trace hash; 4,096 ranks healthy and with a
-# mismatch. A violation prints the trace and the seed to replay (make sim SEED=N).
+# minute here) over every workload, each checked against the invariants; the findings fixed
+# (docs/simulator.md, "Findings") pass as seeds; a seed replayed gives the same trace hash; 4,096
+# ranks healthy and with a mismatch. A violation prints the trace and the seed to replay (make sim
+# SEED=N).
 set -u
 sim=$NCG_BUILD/tests/ncg-dsim
 [ -x "$sim" ] || { echo "no $sim"; exit 1; }
 n=${NCG_DSIM_SEEDS:-1500}
 # under a sanitizer the relay runs several times slower: a fifth of the seeds
 [ -n "${NCG_SANITIZER:-}" ] && [ -z "${NCG_DSIM_SEEDS:-}" ] && n=300
-# The known findings (docs/simulator.md, "Findings"): seed;options;what the violation says. The
-# draws of a seed change with the simulator's code: a change that moves them finds these again
-# with --workload (docs/simulator.md says how).
-known="640;--workload mismatch;STUCK warning, expected MISMATCH
-1246;;the launcher ends process 1 .* before it printed and reported DEADLOCK"
+# The findings fixed (docs/simulator.md, "Findings"): seed;options, each must pass. The draws of
+# a seed change with the simulator's code: a change that moves them finds these again with
+# --workload (docs/simulator.md says how).
+fixed="640;--workload mismatch
+963;--workload mismatch
+761;--workload mismatch --ranks 4096 --ranks-per-proc 8
+1246;"
 fail=0
 "$sim" --seed 1 --seeds "$n" >"$NCG_TMP/seeds.log" 2>/dev/null
-bulk=" $(echo "$known" | awk -F';' '$2 == "" {print $1}' | tr '\n' ' ') "
 for s in $(sed -n 's/^seed \([0-9]*\) .*: VIOLATION,.*/\1/p' "$NCG_TMP/seeds.log"); do
-  case "$bulk" in
-    *" $s "*) ;;
-    *) grep "^seed $s " "$NCG_TMP/seeds.log"
-       "$sim" --seed "$s" 2>&1 | grep -m1 'invariant violated'
-       fail=1 ;;
-  esac
+  grep "^seed $s " "$NCG_TMP/seeds.log"
+  "$sim" --seed "$s" 2>&1 | grep -m1 'invariant violated'
+  fail=1
 done
-echo "$known" | while IFS=';' read -r s opts what; do
+echo "$fixed" | while IFS=';' read -r s opts; do
   # shellcheck disable=SC2086
-  "$sim" --seed "$s" $opts 2>&1 | grep -q "invariant violated.*$what" ||
-    { echo "known finding (seed $s $opts) no longer fails with '$what'"; exit 1; }
+  "$sim" --seed "$s" $opts >"$NCG_TMP/fixed.log" 2>&1
+  grep -q ': ok,' "$NCG_TMP/fixed.log" && continue
+  echo "fixed finding (seed $s $opts) fails again:"
+  grep -m1 'invariant violated' "$NCG_TMP/fixed.log"
+  exit 1
 done || fail=1
 ok=$(grep -c '^seed .*: ok,' "$NCG_TMP/seeds.log")
 for w in healthy mismatch p2p death exit deadlock stuck hostfirst hostcrash reset lag destroy; do
@@ -47,5 +48,5 @@ for w in healthy mismatch; do
     { grep -m1 'invariant violated' "$NCG_TMP/big.log"; fail=1; }
   grep -q ': ok,' "$NCG_TMP/big.log" || { echo "4096 ranks $w failed"; fail=1; }
 done
-[ $fail = 0 ] && echo "t_dsim: $ok of $n seeds ok, the known findings reproduced, replay $a"
+[ $fail = 0 ] && echo "t_dsim: $ok of $n seeds ok, the fixed findings pass, replay $a"
 exit $fail
