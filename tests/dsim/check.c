@@ -62,6 +62,8 @@ void check_verdict(struct proc *p, const struct ncg_verdict *v, int local)
     int first = p->nverdicts++ == 0;
     if (v->severity == NCG_SEV_ERROR)
         p->errors_seen++;
+    if (W.refusal_only)
+        return;
     if (ex->kind == NCG_V_NONE) {
         violation("process %u: %s%s on a healthy workload (%s)", p->id, ncg_verdict_name(v->kind),
                   v->severity == NCG_SEV_WARN ? " warning" : "", v->subject);
@@ -154,6 +156,8 @@ void check_killed(const struct proc *q)
 
 static void silent_waits(void)
 {
+    if (W.refusal_only)
+        return;
     for (uint32_t g = 0; g < W.nranks; g++) {
         const struct rank *r = &W.rank[g];
         const struct proc *p = &W.proc[r->proc];
@@ -167,8 +171,8 @@ static void silent_waits(void)
     }
     for (uint32_t i = 0; i < W.nproc; i++) {
         const struct proc *p = &W.proc[i];
-        if (p->state != P_DEAD && p->state != P_EXITED && p->xs.st == XS_RELEASE_WAIT &&
-            W.now > p->xs.until + W.ap.interval_ns * 2)
+        if (p->state != P_DEAD && p->state != P_EXITED && p->xs.abort == NCG_XA_WAITING &&
+            W.now > p->xs.release_until_ns + W.ap.interval_ns * 2)
             violation("process %u waits for its release past its bound", p->id);
     }
 }
@@ -208,6 +212,8 @@ void check_step(void)
 void check_end(void)
 {
     last_step_check = 0;
+    if (W.refusal_only)
+        return;
     silent_waits();
     const struct expect *ex = &W.ex;
     if (ex->kind == NCG_V_NONE) {
