@@ -226,6 +226,7 @@ static void host_shutdown(uint8_t flags)
     for (uint32_t ci = 0; ci < W.nconn; ci++)
         if (W.conn[ci].open[0] && W.conn[ci].accepted) {
             conn_send((int)ci, 1, &m);
+            W.conn[ci].sd_sent = 1;
             conn_close_end((int)ci, 0);
         }
     W.host_left = 1;

@@ -62,7 +62,7 @@ void check_verdict(struct proc *p, const struct ncg_verdict *v, int local)
     int first = p->nverdicts++ == 0;
     if (v->severity == NCG_SEV_ERROR)
         p->errors_seen++;
-    if (W.refusal_only)
+    if (W.rules_only)
         return;
     if (ex->kind == NCG_V_NONE) {
         violation("process %u: %s%s on a healthy workload (%s)", p->id, ncg_verdict_name(v->kind),
@@ -156,7 +156,7 @@ void check_killed(const struct proc *q)
 
 static void silent_waits(void)
 {
-    if (W.refusal_only)
+    if (W.rules_only)
         return;
     for (uint32_t g = 0; g < W.nranks; g++) {
         const struct rank *r = &W.rank[g];
@@ -212,7 +212,7 @@ void check_step(void)
 void check_end(void)
 {
     last_step_check = 0;
-    if (W.refusal_only)
+    if (W.rules_only)
         return;
     silent_waits();
     const struct expect *ex = &W.ex;

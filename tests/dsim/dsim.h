@@ -1,8 +1,9 @@
 /* ncg-dsim (docs/simulator.md): the checker's whole protocol in one thread on a virtual clock.
  * The real relay root (interpose/relay/) and the real codecs (interpose/proto/) run against
- * a model of the in-job agent (agent.c) and of the shim's ranks (work.c), over simulated
- * connections (world.c); every random choice comes from one seeded PRNG, so a seed replays
- * bit for bit. This header: what the files share. Everything runs on the one thread. */
+ * the in-job agent's real machines (agent.c drives them) and a model of the shim's ranks
+ * (work.c), over simulated connections (world.c); every random choice comes from one seeded PRNG,
+ * so a seed replays bit for bit. This header: what the files share. Everything runs on the one
+ * thread. */
 #ifndef NCG_DSIM_H
 #define NCG_DSIM_H
 
@@ -157,6 +158,7 @@ struct conn {
     uint8_t relay_knows; /* ncg_relay_connected was called and not yet closed */
     uint8_t registered;  /* the checker read a REPORT on it */
     uint8_t accepted;    /* the checker accepted it */
+    uint8_t sd_sent;     /* the host's SHUTDOWN went on it */
     uint8_t backlog;     /* it waits in the listener's backlog (accepted by EV_ACCEPT) */
     uint8_t dropped;     /* the checker dropped it (a refusal of its own) */
     struct frame *h[2], *t[2];
@@ -211,7 +213,10 @@ struct world {
     struct expect ex;
     uint8_t launcher, netfaults, host_left;
     uint8_t no_backlog_farewell; /* --no-backlog-farewell: the host's SHUTDOWN skips its backlog */
-    uint8_t refusal_only; /* --stop-host: checked for no refusal said (and the relay's rules) */
+    /* --stop-host, --rules-only: the workload's expectations (its verdict, no silence, how it
+     * ends) are not checked, the protocol's rules are (no refusal said of a live checker, a
+     * host's farewell to every connection, the exit release, the checker's memory) */
+    uint8_t rules_only;
     uint64_t end_t, delay_lo, delay_hi;
     uint64_t refuse_until;  /* nothing accepted until then (descriptors exhausted): a backlog */
     int first_exit_nonzero; /* a process exited non-zero (the launcher acts) */

@@ -20,6 +20,7 @@ struct opts {
     uint64_t stop_host_at, stop_host_for; /* --stop-host AT_MS,FOR_MS: process 0 stopped */
     uint64_t backlog_until;               /* --backlog-until MS: nothing accepted until then */
     int no_backlog_farewell;              /* --no-backlog-farewell */
+    int rules_only;                       /* --rules-only (dsim.h) */
     char args[256];                       /* the options that shape a run, for the replay line */
 };
 
@@ -106,10 +107,11 @@ static void setup(const struct opts *o, uint64_t seed)
     if (o->backlog_until)
         W.refuse_until = o->backlog_until * MS;
     W.no_backlog_farewell = (uint8_t)o->no_backlog_farewell;
+    W.rules_only = (uint8_t)o->rules_only;
     if (o->stop_host_for) { /* after the drawn faults: the seed's other draws stay */
         /* the checker silent past the heartbeat: what each process decides is its own (RANK
          * DIED of the host once welcomed, CHECKER LOST before): only a refusal is wrong */
-        W.refusal_only = 1;
+        W.rules_only = 1;
         W.fault = realloc(W.fault, (W.nfault + 1) * sizeof *W.fault);
         if (!W.fault)
             abort();
@@ -157,7 +159,7 @@ static void usage(void)
             "usage: ncg-dsim [--seed N] [--seeds COUNT | --forever] [--workload NAME]\n"
             "                [--ranks N] [--ranks-per-proc K] [--launcher none|mpirun|torchrun]\n"
             "                [--calm] [--stop-host AT_MS,FOR_MS] [--backlog-until MS]\n"
-            "                [--no-backlog-farewell] [-v|-vv]\n"
+            "                [--no-backlog-farewell] [--rules-only] [-v|-vv]\n"
             "workloads:");
     for (const char *const *n = work_names(); *n; n++)
         fprintf(stderr, " %s", *n);
@@ -196,6 +198,8 @@ int main(int argc, char **argv)
             o.backlog_until = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(a, "--no-backlog-farewell"))
             o.no_backlog_farewell = 1;
+        else if (!strcmp(a, "--rules-only"))
+            o.rules_only = 1;
         else if (!strcmp(a, "--calm"))
             o.calm = 1;
         else if (!strcmp(a, "--forever"))

@@ -52,6 +52,27 @@ for s in 1 2 3; do
   "$sim" --seed $s --workload healthy --ranks 8 --ranks-per-proc 1 --calm --stop-host 5,15000 \
     >"$NCG_TMP/stop.log" 2>&1 || { grep -m1 'invariant violated' "$NCG_TMP/stop.log"; fail=1; }
 done
+# A rank exiting before it was registered (its HELLO in the listener's backlog for 3 s): its
+# exit waits for the registration, so its peers get RANK EXITED, not a silent wait.
+for s in 1 2; do
+  "$sim" --seed $s --workload exit --ranks 4 --ranks-per-proc 1 --calm --backlog-until 3000 \
+    >"$NCG_TMP/unreg.log" 2>&1 || { grep -m1 'invariant violated' "$NCG_TMP/unreg.log"; fail=1; }
+done
+# The root's death (the embedded checker's host crashes): RANK DIED, never CHECKER LOST.
+for s in 1 2 3; do
+  "$sim" --seed $s --workload hostcrash --ranks 8 --ranks-per-proc 2 --calm \
+    >"$NCG_TMP/root.log" 2>&1 || { grep -m1 'invariant violated' "$NCG_TMP/root.log"; fail=1; }
+done
+# The host's farewell to its backlog: leaving first while every other process still waits in
+# its listener's backlog, it accepts them and says SHUTDOWN to each (no reset); and the same
+# without that farewell is found.
+for s in 1 2; do
+  "$sim" --seed $s --workload hostfirst --ranks 4 --ranks-per-proc 1 --calm --backlog-until 30000 \
+    --rules-only >"$NCG_TMP/bye.log" 2>&1 || { grep -m1 'invariant violated' "$NCG_TMP/bye.log"; fail=1; }
+done
+"$sim" --seed 1 --workload hostfirst --ranks 4 --ranks-per-proc 1 --calm --backlog-until 30000 \
+  --rules-only --no-backlog-farewell 2>&1 | grep -q 'invariant violated.*without a SHUTDOWN' ||
+  { echo "the host leaving without its backlog's farewell was not found"; fail=1; }
 # replay: the same seed twice, the same trace; another seed, another trace
 a=$("$sim" --seed 77 | sed -n 's/.*trace //p')
 b=$("$sim" --seed 77 | sed -n 's/.*trace //p')

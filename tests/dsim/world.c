@@ -498,6 +498,17 @@ void proc_exit(struct proc *p, int status, const char *why)
     trace("process %u exits %d (%s)", p->id, status, why);
     if (status != 0)
         check_exit_nonzero(p);
+    if (p->id == 0 && status == 0) /* its checker leaves with it: a farewell to everyone */
+        for (uint32_t ci = 0; ci < W.nconn; ci++) {
+            const struct proc *q = &W.proc[W.conn[ci].proc];
+            if (W.conn[ci].open[0] && !W.conn[ci].sd_sent && q->conn == (int)ci && q->id &&
+                q->state != P_DEAD && q->state != P_EXITED && !q->exiting) {
+                violation("the checker's host exits cleanly without a SHUTDOWN to process %u "
+                          "(its connection %s): a reset instead of the final counts",
+                          q->id, W.conn[ci].accepted ? "accepted" : "in the listener's backlog");
+                break;
+            }
+        }
     p->state = P_EXITED;
     W.nlive--;
     p->exit_status = status;
