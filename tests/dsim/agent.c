@@ -12,6 +12,7 @@
 
 #include "config.h" /* NCG_ACTION_ABORT, NCG_EXIT_VERDICT */
 #include "dsim.h"
+#include "local.h"
 #include "verdict_sm.h"
 
 static void loop(struct proc *p);
@@ -208,13 +209,44 @@ static void host_shutdown(uint8_t flags)
     memset(&m, 0, sizeof m);
     m.type = NCG_MSG_SHUTDOWN;
     m.u.goodbye.flags = (uint8_t)(flags | NCG_BYE_PROCESS);
+    /* exit.c exit_sd_build: a comm's first entry is the host process's own (the comm rank held
+     * there with the lowest count; UINT64_MAX: none held), then the members that left before */
+    struct ncg_msg_goodbye *g = &m.u.goodbye;
+    const struct proc *h = &W.proc[0];
+    for (uint32_t ci = 0; ci < W.ncomm; ci++)
+        for (uint32_t cr = 0; cr < W.comm[ci].nranks; cr++) {
+            if (!holds(h, ci, cr))
+                continue;
+            uint32_t j = 0;
+            while (j < g->n && g->comm_id[j] != W.comm[ci].id)
+                j++;
+            if (j < g->n && W.comm[ci].m[cr].issued < g->count[j]) {
+                g->count[j] = W.comm[ci].m[cr].issued;
+                g->rank[j] = cr;
+            } else if (j == g->n && g->n < NCG_WIRE_MAX_COMMS) {
+                g->comm_id[g->n] = W.comm[ci].id;
+                g->rank[g->n] = cr;
+                g->count[g->n++] = W.comm[ci].m[cr].issued;
+            }
+        }
     size_t n = ncg_relay_left(W.relay, left, NCG_WIRE_MAX_COMMS);
     for (size_t i = 0; i < n; i++) {
-        m.u.goodbye.comm_id[i] = left[i].comm_id;
-        m.u.goodbye.count[i] = left[i].count;
-        m.u.goodbye.rank[i] = left[i].rank;
+        int own = 0;
+        for (uint32_t j = 0; j < g->n; j++)
+            own |= g->comm_id[j] == left[i].comm_id;
+        if (!own && g->n + 2 <= NCG_WIRE_MAX_COMMS) {
+            g->comm_id[g->n] = left[i].comm_id;
+            g->rank[g->n] = NCG_BYE_ANYRANK;
+            g->count[g->n++] = UINT64_MAX;
+        } else if (!own) {
+            continue;
+        }
+        if (g->n < NCG_WIRE_MAX_COMMS) {
+            g->comm_id[g->n] = left[i].comm_id;
+            g->rank[g->n] = left[i].rank;
+            g->count[g->n++] = left[i].count;
+        }
     }
-    m.u.goodbye.n = (uint32_t)n;
     if (W.host_left)
         return;
     /* ncg_rhost_leave: the connections still in the listener's backlog are accepted first and
@@ -552,6 +584,85 @@ static int lost_check(struct proc *p)
     return n > 0;
 }
 
+/* A SHUTDOWN's counts (link.c take_bye): a comm's first entry is the leaving process's own,
+ * the later ones the members that left before it. */
+static void take_bye(struct proc *p, const struct ncg_msg_goodbye *g)
+{
+    FOR_HELD(p, ci, cr)
+    {
+        struct member *mb = &W.comm[ci].m[cr];
+        int first = 1;
+        for (uint32_t k = 0; k < g->n; k++) {
+            if (g->comm_id[k] != W.comm[ci].id)
+                continue;
+            uint32_t rk = g->rank[k];
+            int32_t rank = rk == NCG_BYE_ANYRANK || rk > INT32_MAX ? -1 : (int32_t)rk;
+            if (first) {
+                if (!mb->has_peer)
+                    mb->peer_left = UINT64_MAX;
+                mb->has_peer = 1;
+                mb->peer_final = g->count[k];
+                mb->peer_verdict = !!(g->flags & NCG_BYE_VERDICT);
+                mb->peer_rank = rank;
+                mb->ngone = 0;
+            } else {
+                if (g->count[k] < mb->peer_left)
+                    mb->peer_left = g->count[k];
+                if (rank >= 0 && mb->ngone < 8) {
+                    mb->gone_rank[mb->ngone] = rank;
+                    mb->gone_count[mb->ngone++] = g->count[k];
+                }
+            }
+            first = 0;
+        }
+    }
+}
+
+/* report.c exited_locally: a comm whose link is not up, RANK EXITED judged here from what the
+ * checker's SHUTDOWN said; NULL while nothing is certain. */
+static struct ncg_verdict *exited_locally(struct proc *p, uint32_t ci, uint32_t cr)
+{
+    struct member *mb = &W.comm[ci].m[cr];
+    uint64_t final = mb->has_peer ? mb->peer_final : UINT64_MAX;
+    uint64_t left = mb->has_peer ? mb->peer_left : UINT64_MAX;
+    struct ncg_local_self self = {W.comm[ci].id, W.comm[ci].nranks, (int32_t)cr,
+                                  (int32_t)p->first_rank, mb->issued};
+    struct ncg_local_gone gone = {mb->has_peer ? mb->peer_rank : -1, mb->gone_rank, mb->gone_count,
+                                  mb->ngone};
+    struct ncg_verdict *v =
+        ncg_local_rank_exited(&self, final, left, mb->peer_verdict, 0,
+                              mb->has_peer && (mb->peer_rank >= 0 || mb->ngone) ? &gone : NULL);
+    uint64_t done = mb->done;
+    if (final == UINT64_MAX || done != mb->sd_done || !mb->sd_done_ns) {
+        mb->sd_done = done;
+        mb->sd_done_ns = W.now;
+    }
+    double idle = (double)(W.now - mb->sd_done_ns) / 1e9;
+    if (!v && final != UINT64_MAX && idle * 1e9 >= 3.0 * (double)W.ap.interval_ns && idle >= 0.3)
+        v = ncg_local_exited_wait(&self, done, idle, final, mb->peer_verdict, 0);
+    if (v) {
+        mb->has_peer = 0;
+        mb->ngone = 0;
+    }
+    return v;
+}
+
+/* report.c's report while the link is not up: the first comm judged exited here is applied. */
+static void report_down(struct proc *p)
+{
+    struct ncg_verdict *v = NULL;
+    FOR_HELD(p, ci, cr)
+    {
+        if (!v)
+            v = exited_locally(p, ci, cr);
+    }
+    if (!v)
+        return;
+    if (!ncg_exit_sm_ending(&p->xs) && !p->busy)
+        apply_verdict(p, v, -1);
+    ncg_verdict_free(v);
+}
+
 /* ---- the link's driver (agent/link.c ncg_link_drive) ---- */
 static void link_close(struct proc *p)
 {
@@ -699,7 +810,8 @@ void agent_rx(struct proc *p, const struct ncg_msg *m)
         trace("process %u: SHUTDOWN from the checker's host", p->id);
         ev = ev_lost(p, NCG_LEV_SHUTDOWN);
         ev.flags = m->u.goodbye.flags;
-        link_drive(p, ev);
+        if (link_drive(p, ev) & NCG_LA_TAKE_BYE)
+            take_bye(p, &m->u.goodbye);
         break;
     default:
         link_drive(p, ev);
@@ -747,6 +859,8 @@ static void loop(struct proc *p)
         if (ncg_exit_sm_ending(&p->xs)) { /* its GOODBYEs went: liveness only */
             static const struct ncg_msg empty = {.type = NCG_MSG_REPORT};
             send(p, &empty);
+        } else if (p->link.state != NCG_LINK_UP) {
+            report_down(p);
         } else {
             send_report(p);
         }

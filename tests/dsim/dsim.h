@@ -73,6 +73,13 @@ struct member { /* a rank's view of one communicator */
     uint8_t active, gone;          /* created here / destroyed (or its process left) */
     uint8_t bye_pending;           /* destroyed; its GOODBYE waits for the link (still reported) */
     uint64_t lost_cnt, lost_prog_ns; /* the agent's CHECKER LOST clock (agent/lost.c) */
+    /* its checker's SHUTDOWN (link.c take_bye; has_peer: one came), for report.c's local RANK
+     * EXITED (exited_locally) */
+    uint8_t has_peer, peer_verdict, ngone;
+    int32_t peer_rank;
+    uint64_t peer_final, peer_left, sd_done, sd_done_ns;
+    int32_t gone_rank[8];
+    uint64_t gone_count[8];
 };
 #define NCG_RING_SIM 1024u
 struct comm {
