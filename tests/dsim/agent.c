@@ -3,8 +3,9 @@
  * feed it: the same events with the same observations, its outputs executed) and the exit's
  * (machine/exit_sm.h, as agent/exit.c), a verdict's decision by ncg_verdict_decide (as
  * agent/apply.c), and the checker thread's loop (agent/thread.c: its order of steps). Only the
- * I/O is modelled here: sockets (world.c's connections), the messages built from the simulated
- * ranks (HELLO, REPORT / WAIT / P2P, ANSWER, DONE, GOODBYE, SHUTDOWN), printing (a delay). */
+ * I/O is modelled: sockets (world.c's connections), the messages built from the simulated ranks
+ * (agent_io.c: REPORT / WAIT / P2P, ANSWER, GOODBYE, SHUTDOWN; here HELLO and DONE), printing
+ * (a delay). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,320 +17,7 @@
 #include "verdict_sm.h"
 
 static void loop(struct proc *p);
-static void host_accept_backlog(void);
 static void agent_wake(struct proc *p);
-
-/* ---- messages ---- */
-static void send(struct proc *p, const struct ncg_msg *m)
-{
-    if (p->conn >= 0 && (p->link.state == NCG_LINK_UP ||
-                         (p->link.state == NCG_LINK_HELLO && m->type == NCG_MSG_HELLO)))
-        conn_send(p->conn, 0, m);
-}
-
-/* The comm ranks process p holds on comm ci (members created and not destroyed). */
-static int holds(const struct proc *p, uint32_t ci, uint32_t cr)
-{
-    const struct comm *c = &W.comm[ci];
-    uint32_t g = c->grank[cr];
-    return g >= p->first_rank && g < p->first_rank + p->nranks && c->m[cr].active;
-}
-
-static void destroyed_byes(struct proc *p);
-
-static void send_report(struct proc *p)
-{
-    static struct ncg_msg rep, wt, pp;
-    if (p->conn < 0 || p->link.state != NCG_LINK_UP)
-        return; /* report.c: for the links up; the records wait for the next */
-    memset(&rep, 0, sizeof rep);
-    memset(&wt, 0, sizeof wt);
-    rep.type = NCG_MSG_REPORT;
-    wt.type = NCG_MSG_WAIT;
-    for (uint32_t ci = 0; ci < W.ncomm; ci++) {
-        const struct comm *c = &W.comm[ci];
-        for (uint32_t cr = 0; cr < c->nranks; cr++) {
-            if (!holds(p, ci, cr) || c->m[cr].gone || rep.u.report.n == NCG_WIRE_MAX_COMMS)
-                continue;
-            struct ncg_report_entry *e = &rep.u.report.e[rep.u.report.n++];
-            e->comm_id = c->id;
-            e->nranks = c->nranks;
-            e->rank = cr;
-            e->count = c->m[cr].issued;
-            e->global_rank = (int32_t)c->grank[cr];
-            e->done = e->done_hi = c->m[cr].done;
-            e->tid = 100 + c->grank[cr];
-        }
-    }
-    send(p, &rep);
-    p->comms_reported |= p->link.state == NCG_LINK_UP && rep.u.report.n;
-    for (uint32_t r = 0; r < p->nranks; r++) { /* the calls blocked for an interval */
-        const struct rank *rk = &W.rank[p->first_rank + r];
-        if (rk->state != R_BLOCKED || W.now - rk->blocked_since < W.ap.interval_ns ||
-            wt.u.wait.n == NCG_WIRE_MAX_WAITS)
-            continue;
-        const struct comm *c = &W.comm[rk->bcomm];
-        struct ncg_wait_ent *w = &wt.u.wait.w[wt.u.wait.n++];
-        w->comm_id = c->id;
-        w->rank = rk->bcrank;
-        w->tid = 100 + rk->g;
-        w->p2p = rk->bp2p;
-        w->call.seq = rk->bslot;
-        w->call.func = rk->bfunc;
-        w->call.root = rk->bp2p ? (int32_t)rk->bpeer : -1;
-        w->call.count = 8;
-        snprintf(w->site, sizeof w->site, "rank%u", rk->g);
-    }
-    if (wt.u.wait.n || p->waited) /* an empty WAIT once clears the last (report.c) */
-        send(p, &wt);
-    p->waited = wt.u.wait.n != 0;
-    for (uint32_t ci = 0; ci < W.ncomm; ci++) { /* p2p records since the last report */
-        struct comm *c = &W.comm[ci];
-        for (uint32_t cr = 0; cr < c->nranks; cr++) {
-            struct member *mb = &c->m[cr];
-            if (!holds(p, ci, cr) || mb->p2psent == mb->np2p)
-                continue;
-            memset(&pp, 0, sizeof pp);
-            pp.type = NCG_MSG_P2P;
-            pp.u.p2p.comm_id = c->id;
-            pp.u.p2p.rank = cr;
-            while (mb->p2psent < mb->np2p && pp.u.p2p.n < NCG_WIRE_MAX_P2P) {
-                const struct p2prec *s = &mb->p2p[mb->p2psent++];
-                struct ncg_p2p_rec *d = &pp.u.p2p.r[pp.u.p2p.n++];
-                d->seq = s->seq;
-                d->count = s->count;
-                d->peer = s->peer;
-                d->func = s->func;
-                d->dtype = s->dtype;
-            }
-            send(p, &pp);
-        }
-    }
-    destroyed_byes(p);
-}
-
-static void answer(struct proc *p, const struct ncg_msg_query *q)
-{
-    static struct ncg_msg m;
-    for (uint32_t ci = 0; ci < W.ncomm; ci++) {
-        const struct comm *c = &W.comm[ci];
-        if (c->id != q->comm_id)
-            continue;
-        for (uint32_t cr = 0; cr < c->nranks; cr++) {
-            if (!holds(p, ci, cr) || c->m[cr].gone)
-                continue;
-            const struct member *mb = &c->m[cr];
-            memset(&m, 0, sizeof m);
-            m.type = NCG_MSG_ANSWER;
-            m.u.answer.comm_id = q->comm_id;
-            m.u.answer.qid = q->qid;
-            m.u.answer.rank = cr;
-            m.u.answer.n = q->n;
-            for (uint32_t k = 0; k < q->n; k++) {
-                uint64_t s = q->slot[k];
-                struct ncg_answer *a = &m.u.answer.a[k];
-                a->call.seq = s;
-                if (s >= mb->issued) {
-                    a->status = NCG_ANS_NONE;
-                } else if (mb->issued - s > NCG_RING_SIM) {
-                    a->status = NCG_ANS_GONE;
-                } else {
-                    const struct rec *r = &mb->ring[s];
-                    a->status = NCG_ANS_OK;
-                    a->digest = r->digest;
-                    a->call.count = r->count;
-                    a->call.root = r->root;
-                    a->call.func = r->func;
-                    a->call.dtype = r->dtype;
-                    a->call.redop = r->redop;
-                    if (q->mode & NCG_QUERY_RECORDS)
-                        snprintf(a->site, sizeof a->site, "work.c:%" PRIu64, s);
-                }
-            }
-            send(p, &m);
-        }
-    }
-}
-
-/* GOODBYE for every comm rank p holds, flagged; the process leaves. */
-static void goodbye(struct proc *p, uint8_t flags)
-{
-    static struct ncg_msg m;
-    memset(&m, 0, sizeof m);
-    m.type = NCG_MSG_GOODBYE;
-    m.u.goodbye.flags = (uint8_t)(flags | NCG_BYE_PROCESS);
-    for (uint32_t ci = 0; ci < W.ncomm; ci++)
-        for (uint32_t cr = 0; cr < W.comm[ci].nranks; cr++)
-            if (holds(p, ci, cr) && !W.comm[ci].m[cr].gone && m.u.goodbye.n < NCG_WIRE_MAX_COMMS) {
-                W.comm[ci].m[cr].gone = 1; /* it leaves the agent's comms: no REPORT carries it */
-                m.u.goodbye.comm_id[m.u.goodbye.n] = W.comm[ci].id;
-                m.u.goodbye.count[m.u.goodbye.n] = W.comm[ci].m[cr].issued;
-                m.u.goodbye.rank[m.u.goodbye.n++] = cr;
-            }
-    send(p, &m);
-}
-
-/* A comm rank of p destroyed its communicator alone (a thread rank's early destroy): the
- * GOODBYE names that comm rank (wire v13), the process stays. */
-void agent_destroyed(struct proc *p, uint32_t comm, uint32_t crank)
-{
-    W.comm[comm].m[crank].bye_pending = 1;
-    trace("process %u: comm rank %u of comm %u destroyed", p->id, crank, comm);
-    if (p->link.state == NCG_LINK_UP)
-        send_report(p); /* its counts, then the GOODBYE (send_report's end) */
-}
-
-/* The GOODBYEs of comm ranks destroyed alone, once the link is up: then they leave the
- * REPORTs (the agent keeps a removed comm until its GOODBYE went). */
-static void destroyed_byes(struct proc *p)
-{
-    for (uint32_t ci = 0; ci < W.ncomm; ci++)
-        for (uint32_t cr = 0; cr < W.comm[ci].nranks; cr++) {
-            struct member *mb = &W.comm[ci].m[cr];
-            if (!mb->bye_pending || !holds(p, ci, cr))
-                continue;
-            struct ncg_msg m = {.type = NCG_MSG_GOODBYE};
-            m.u.goodbye.n = 1;
-            m.u.goodbye.comm_id[0] = W.comm[ci].id;
-            m.u.goodbye.count[0] = mb->issued;
-            m.u.goodbye.rank[0] = cr;
-            send(p, &m);
-            mb->bye_pending = 0;
-            mb->gone = 1;
-        }
-}
-
-/* The host leaves: its SHUTDOWN (the counts of those who left) to every client. */
-static void host_shutdown(uint8_t flags)
-{
-    static struct ncg_msg m;
-    static struct ncg_relay_left_ent left[NCG_WIRE_MAX_COMMS];
-    if (!W.relay)
-        return;
-    memset(&m, 0, sizeof m);
-    m.type = NCG_MSG_SHUTDOWN;
-    m.u.goodbye.flags = (uint8_t)(flags | NCG_BYE_PROCESS);
-    /* exit.c exit_sd_build: a comm's first entry is the host process's own (the comm rank held
-     * there with the lowest count; UINT64_MAX: none held), then the members that left before */
-    struct ncg_msg_goodbye *g = &m.u.goodbye;
-    const struct proc *h = &W.proc[0];
-    for (uint32_t ci = 0; ci < W.ncomm; ci++)
-        for (uint32_t cr = 0; cr < W.comm[ci].nranks; cr++) {
-            if (!holds(h, ci, cr))
-                continue;
-            uint32_t j = 0;
-            while (j < g->n && g->comm_id[j] != W.comm[ci].id)
-                j++;
-            if (j < g->n && W.comm[ci].m[cr].issued < g->count[j]) {
-                g->count[j] = W.comm[ci].m[cr].issued;
-                g->rank[j] = cr;
-            } else if (j == g->n && g->n < NCG_WIRE_MAX_COMMS) {
-                g->comm_id[g->n] = W.comm[ci].id;
-                g->rank[g->n] = cr;
-                g->count[g->n++] = W.comm[ci].m[cr].issued;
-            }
-        }
-    size_t n = ncg_relay_left(W.relay, left, NCG_WIRE_MAX_COMMS);
-    for (size_t i = 0; i < n; i++) {
-        int own = 0;
-        for (uint32_t j = 0; j < g->n; j++)
-            own |= g->comm_id[j] == left[i].comm_id;
-        if (!own && g->n + 2 <= NCG_WIRE_MAX_COMMS) {
-            g->comm_id[g->n] = left[i].comm_id;
-            g->rank[g->n] = NCG_BYE_ANYRANK;
-            g->count[g->n++] = UINT64_MAX;
-        } else if (!own) {
-            continue;
-        }
-        if (g->n < NCG_WIRE_MAX_COMMS) {
-            g->comm_id[g->n] = left[i].comm_id;
-            g->rank[g->n] = left[i].rank;
-            g->count[g->n++] = left[i].count;
-        }
-    }
-    if (W.host_left)
-        return;
-    /* ncg_rhost_leave: the connections still in the listener's backlog are accepted first and
-     * told too (unless --no-backlog-farewell: the load failure it fixed), then every connection,
-     * its own process's link's too, gets the SHUTDOWN and is closed once drained */
-    trace("host: SHUTDOWN to its clients");
-    if (!W.no_backlog_farewell)
-        host_accept_backlog();
-    for (uint32_t ci = 0; ci < W.nconn; ci++)
-        if (W.conn[ci].open[0] && W.conn[ci].accepted) {
-            conn_send((int)ci, 1, &m);
-            W.conn[ci].sd_sent = 1;
-            conn_close_end((int)ci, 0);
-        }
-    W.host_left = 1;
-}
-
-/* ---- the host's view (net/relayhost.c ncg_rhost_stay, over the same relay view) ---- */
-enum { STAY_NONE, STAY_UNREG, STAY_PROC };
-struct stay_scan {
-    uint32_t self;
-    uint8_t *conn;
-    struct ncg_exit_stay_view *st;
-};
-
-static void stay_conn(void *arg, const struct ncg_relay_conn_view *c)
-{
-    struct stay_scan *x = arg;
-    uint64_t since = W.now - (uint64_t)(c->connected_s * 1e9);
-    if (since > x->st->newest_ns)
-        x->st->newest_ns = since;
-    if (c->conn < 0 || (uint32_t)c->conn >= W.nconn)
-        return;
-    if (c->authed && c->pid == x->self)
-        x->st->self_pending += !c->bye; /* our own goodbye not read yet */
-    else if (!c->bye && !c->relay)
-        x->conn[c->conn] = STAY_UNREG;
-}
-
-static void stay_comm(void *arg, const struct ncg_relay_comm_view *c)
-{
-    struct stay_scan *x = arg;
-    for (uint32_t i = 0; i < c->nhere; i++) {
-        const struct ncg_relay_rank_view *m = &c->here[i];
-        if (m->state == 1 && m->conn >= 0 && (uint32_t)m->conn < W.nconn &&
-            x->conn[m->conn] == STAY_UNREG)
-            x->conn[m->conn] = STAY_PROC;
-    }
-    if (c->done)
-        return;
-    int unknown = (int)(c->nranks - c->known);
-    if (unknown > x->st->unknown)
-        x->st->unknown = unknown;
-}
-
-/* 0 and the view, as ncg_rhost_stay gives it (a checker that left: an empty view). */
-static int host_stay(uint32_t self_pid, struct ncg_exit_stay_view *st)
-{
-    memset(st, 0, sizeof *st);
-    if (!W.relay || W.host_left)
-        return 0;
-    uint8_t *conn = calloc(W.nconn + 1, 1);
-    if (!conn)
-        abort();
-    struct stay_scan x = {self_pid, conn, st};
-    struct ncg_relay_view_ops ops = {stay_conn, stay_comm, &x};
-    ncg_relay_view(W.relay, W.now, &ops);
-    for (uint32_t i = 0; i < W.nconn; i++) {
-        st->procs += conn[i] == STAY_PROC;
-        st->unreg += conn[i] == STAY_UNREG;
-    }
-    free(conn);
-    return 0;
-}
-
-/* The host's listener: connections the kernel completed that the checker has not accepted yet
- * (a stopped host, descriptors exhausted) are accepted now. */
-static void host_accept_backlog(void)
-{
-    for (uint32_t ci = 0; ci < W.nconn; ci++)
-        if (!W.conn[ci].accepted && W.conn[ci].open[0])
-            conn_accept((int)ci);
-}
 
 /* ---- the exit's driver (agent/exit.c) ---- */
 static int root_up(const struct proc *p)
@@ -370,14 +58,14 @@ static int xrun(struct proc *p, const struct ncg_exit_out *o)
     if ((w & NCG_XO_DONE) && link_up(p, o->done_link)) {
         struct ncg_msg m = {.type = NCG_MSG_DONE, .u.exit.comm_id = o->done_comm};
         trace("process %u: DONE", p->id);
-        send(p, &m);
+        msg_send(p, &m);
     }
     if (w & NCG_XO_LOG_UNREG)
         trace("process %u: exits before the checker accepted it (%.1f s)", p->id, o->reg_s);
     if (w & NCG_XO_REPORT)
         send_report(p);
     if (w & NCG_XO_GOODBYES) {
-        goodbye(p, o->bye_flags);
+        send_goodbye(p, o->bye_flags);
         p->sd_flags = o->bye_flags;
         if (!o->only_bye && p->id == 0)
             host_shutdown(o->bye_flags);
@@ -387,7 +75,7 @@ static int xrun(struct proc *p, const struct ncg_exit_out *o)
     if (w & NCG_XO_KEEPALIVE) {
         static const struct ncg_msg empty = {.type = NCG_MSG_REPORT};
         p->last_report_ns = W.now;
-        send(p, &empty);
+        msg_send(p, &empty);
     }
     if (w & NCG_XO_DEBUG_STAYED)
         trace("process %u: the checker's host stayed %.2f s", p->id, o->stayed_s);
@@ -536,7 +224,7 @@ static void local_verdict(struct proc *p, uint8_t kind, uint32_t ci)
 #define FOR_HELD(p, ci, cr)                                                                        \
     for (uint32_t ci = 0; ci < W.ncomm; ci++)                                                      \
         for (uint32_t cr = 0; cr < W.comm[ci].nranks; cr++)                                        \
-            if (holds(p, ci, cr) && !W.comm[ci].m[cr].gone)
+            if (proc_holds(p, ci, cr) && !W.comm[ci].m[cr].gone)
 
 /* ncg_lost_clock_start */
 static void lost_clock_start(struct proc *p)
@@ -719,7 +407,7 @@ static void send_hello(struct proc *p)
     m.u.hello.pid = 1000 + p->id;
     m.u.hello.global_rank = (int32_t)p->first_rank;
     snprintf(m.u.hello.host, sizeof m.u.hello.host, "sim");
-    send(p, &m);
+    msg_send(p, &m);
 }
 
 /* open_conn: a TCP connect under way (its answer comes as EV_CONNECT, world.c). */
@@ -794,7 +482,7 @@ void agent_rx(struct proc *p, const struct ncg_msg *m)
         break;
     case NCG_MSG_QUERY:
         if (link_drive(p, ev) & NCG_LA_ACCEPT)
-            answer(p, &m->u.query);
+            send_answer(p, &m->u.query);
         break;
     case NCG_MSG_VERDICT:
         if (link_drive(p, ev) & NCG_LA_ACCEPT)
@@ -858,7 +546,7 @@ static void loop(struct proc *p)
         p->last_report_ns = now;
         if (ncg_exit_sm_ending(&p->xs)) { /* its GOODBYEs went: liveness only */
             static const struct ncg_msg empty = {.type = NCG_MSG_REPORT};
-            send(p, &empty);
+            msg_send(p, &empty);
         } else if (p->link.state != NCG_LINK_UP) {
             report_down(p);
         } else {

@@ -268,6 +268,16 @@ void agent_printed(struct proc *p);
 void agent_app_done(struct proc *p);
 void agent_destroyed(struct proc *p, uint32_t comm, uint32_t crank); /* its GOODBYE */
 
+/* agent_io.c: the agent's messages and the host's listener (agent.c calls them) */
+void msg_send(struct proc *p, const struct ncg_msg *m); /* on its link, when up (HELLO: sent) */
+int proc_holds(const struct proc *p, uint32_t ci, uint32_t cr); /* comm rank cr of comm ci */
+void send_report(struct proc *p);                               /* REPORT, WAIT, P2P, GOODBYEs */
+void send_answer(struct proc *p, const struct ncg_msg_query *q);
+void send_goodbye(struct proc *p, uint8_t flags); /* the process leaves: every comm rank */
+void host_shutdown(uint8_t flags);                /* its SHUTDOWN to every connection, once */
+int host_stay(uint32_t self_pid, struct ncg_exit_stay_view *st); /* ncg_rhost_stay's view */
+void host_accept_backlog(void);
+
 /* work.c: workloads and the ranks */
 int work_build(const char *name); /* 0, or -1: unknown workload */
 void rank_step(struct rank *r);
