@@ -255,6 +255,8 @@ int ncg_rhost_stopped(const struct ncg_rhost *h)
 
 /* One accepted child connection (ncg_accept_fn; arg: the host, or with its low bit set the
  * host and a TCP connection): 0 to accept more, -1 when the table is full. */
+static void conn_read(struct ncg_rhost *h, int id, uint64_t now);
+
 static int conn_take(void *arg, int fd, const struct sockaddr_storage *ss, socklen_t sl,
                      uint64_t now)
 {
@@ -291,6 +293,11 @@ static int conn_take(void *arg, int fd, const struct sockaddr_storage *ss, sockl
     else if (tcp && ss->ss_family == AF_INET6)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, c->ip, sizeof c->ip);
     ncg_relay_connected(h->r, id, now);
+    /* Read at once: a job's process sends its HELLO as it connects, so a backlog accepted after
+     * a stall (hundreds at once) holds its HELLOs already; read only after the next accepts,
+     * they would count as silent against the relay's cap on connections without a HELLO (the
+     * oldest dropped: that process unguarded; docs/simulator.md, finding 3). */
+    conn_read(h, id, now);
     return 0;
 }
 

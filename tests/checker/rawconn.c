@@ -4,10 +4,13 @@
  * (connect and say nothing; the N connections all held open together for 2 s), tokenhello
  * TOKEN-STRING (a correct HELLO, then garbage), bigflood TOKEN-STRING SECONDS (for SECONDS: a
  * correct HELLO, then valid REPORTs as fast as the socket takes them for 0.3 s, then a frame
- * announcing a 1 MiB payload of garbage; reconnect). Repeats N times (default 20). Exit 0 (it only
- * reports what happened to its connections). */
+ * announcing a 1 MiB payload of garbage; reconnect), hellos (N connections opened at once, each
+ * sending a HELLO with token 0 as a job's process does on connecting; held until each has an
+ * answer or an end, 10 s at most: prints how many were welcomed and how many dropped). Repeats N
+ * times (default 20). Exit 0 (it only reports what happened to its connections). */
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,17 +109,64 @@ static int bigflood(const char *host, const char *port, const char *token, doubl
     return 0;
 }
 
+/* hellos: N connections at once, a HELLO on each; counts WELCOMEs (any answer) and drops. */
+static int hellos(const char *host, const char *port, int n)
+{
+    static struct pollfd pf[1024];
+    static uint8_t b[512];
+    struct ncg_msg m = {.type = NCG_MSG_HELLO};
+    m.u.hello.global_rank = -1;
+    long len = ncg_wire_encode(&m, b, sizeof b);
+    int open = 0, welcomed = 0, dropped = 0, refused = 0;
+    for (int i = 0; i < n && i < (int)(sizeof pf / sizeof *pf); i++) {
+        int fd = dial(host, port);
+        if (fd < 0 || put(fd, b, (size_t)len) != 0) {
+            refused++;
+            if (fd >= 0)
+                close(fd);
+            continue;
+        }
+        pf[open++] = (struct pollfd){fd, POLLIN, 0};
+    }
+    double end = now_s() + 10;
+    int left = open;
+    while (left > 0 && now_s() < end) {
+        if (poll(pf, (nfds_t)open, 100) <= 0)
+            continue;
+        for (int i = 0; i < open; i++) {
+            if (pf[i].fd < 0 || !pf[i].revents)
+                continue;
+            ssize_t r = recv(pf[i].fd, b, sizeof b, 0);
+            if (r > 0)
+                welcomed++;
+            else
+                dropped++;
+            close(pf[i].fd);
+            pf[i].fd = -1;
+            left--;
+        }
+    }
+    for (int i = 0; i < open; i++)
+        if (pf[i].fd >= 0)
+            close(pf[i].fd);
+    printf("rawconn: hellos x%d: welcomed %d, dropped %d, unanswered %d, refused %d\n", n, welcomed,
+           dropped, left, refused);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr,
-                "usage: rawconn HOST PORT garbage|truncated|badtoken|silent|tokenhello [N|TOKEN]\n"
-                "       rawconn HOST PORT bigflood TOKEN SECONDS\n");
+        fprintf(stderr, "usage: rawconn HOST PORT "
+                        "garbage|truncated|badtoken|silent|tokenhello|hellos [N|TOKEN]\n"
+                        "       rawconn HOST PORT bigflood TOKEN SECONDS\n");
         return 2;
     }
     const char *mode = argv[3];
     if (!strcmp(mode, "bigflood"))
         return argc > 5 ? bigflood(argv[1], argv[2], argv[4], atof(argv[5])) : 2;
+    if (!strcmp(mode, "hellos"))
+        return hellos(argv[1], argv[2], argc > 4 ? atoi(argv[4]) : 20);
     int n = argc > 4 && strcmp(mode, "tokenhello") ? atoi(argv[4]) : 20;
     static uint8_t b[8192];
     static struct ncg_msg m;

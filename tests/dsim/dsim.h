@@ -1,8 +1,9 @@
 /* ncg-dsim (docs/simulator.md): the checker's whole protocol in one thread on a virtual clock.
  * The real relay root (interpose/relay/) and the real codecs (interpose/proto/) run against
- * a model of the in-job agent (agent.c) and of the shim's ranks (work.c), over simulated
- * connections (world.c); every random choice comes from one seeded PRNG, so a seed replays
- * bit for bit. This header: what the files share. Everything runs on the one thread. */
+ * the in-job agent's real machines (agent.c drives them) and a model of the shim's ranks
+ * (work.c), over simulated connections (world.c); every random choice comes from one seeded PRNG,
+ * so a seed replays bit for bit. This header: what the files share. Everything runs on the one
+ * thread. */
 #ifndef NCG_DSIM_H
 #define NCG_DSIM_H
 
@@ -10,6 +11,8 @@
 #include <stdint.h>
 
 #include "ncclguard/shm.h"
+#include "exit_sm.h"
+#include "link_sm.h"
 #include "params.h"
 #include "relay.h"
 #include "verdict.h"
@@ -35,6 +38,8 @@ enum ev_kind {
     EV_CONNECT,  /* a: process: its connect attempt is answered (accepted or refused) */
     EV_KILLALL,  /* the launcher ends every process left */
     EV_RESUME,   /* a: process: a stopped process runs again */
+    EV_ACCEPT,   /* a: connection: the host's checker accepts it from the backlog */
+    EV_ATEXIT,   /* a: process: its at-exit waiter's timeout */
 };
 struct ev {
     uint64_t t, seq;
@@ -67,6 +72,14 @@ struct member { /* a rank's view of one communicator */
     uint64_t *sent_to, *recv_from; /* [nranks]: p2p sequence per peer */
     uint8_t active, gone;          /* created here / destroyed (or its process left) */
     uint8_t bye_pending;           /* destroyed; its GOODBYE waits for the link (still reported) */
+    uint64_t lost_cnt, lost_prog_ns; /* the agent's CHECKER LOST clock (agent/lost.c) */
+    /* its checker's SHUTDOWN (link.c take_bye; has_peer: one came), for report.c's local RANK
+     * EXITED (exited_locally) */
+    uint8_t has_peer, peer_verdict, ngone;
+    int32_t peer_rank;
+    uint64_t peer_final, peer_left, sd_done, sd_done_ns;
+    int32_t gone_rank[8];
+    uint64_t gone_count[8];
 };
 #define NCG_RING_SIM 1024u
 struct comm {
@@ -104,53 +117,6 @@ struct rank {
 /* ---- processes and their agents ---- */
 enum proc_state { P_ALIVE, P_STOPPED, P_DEAD, P_EXITED };
 
-/* The link's model (agent.c: dsim_link_step): events and the time in, actions out. The real
- * machine (interpose/machine/link_sm.h, branch `link`) replaces this function. */
-enum link_ev { LE_START, LE_ACCEPTED, LE_REFUSED, LE_RX, LE_CLOSED, LE_TICK };
-enum link_st { LS_IDLE, LS_CONNECTING, LS_HELLO, LS_UP, LS_DOWN, LS_UNGUARDED };
-struct link_sm {
-    uint8_t st, embedded, shutdown_seen;
-    uint64_t first_try, retry_at, last_rx;
-};
-enum link_act_bits {
-    LA_CONNECT = 1,   /* dial the checker */
-    LA_HELLO = 2,     /* send HELLO */
-    LA_REPORT = 4,    /* send REPORT (and WAIT, P2P) now */
-    LA_LOST = 8,      /* the checker is lost: a verdict decided here (RANK DIED of its host) */
-    LA_UNGUARDED = 16 /* give up: run on unguarded (said once) */
-};
-int dsim_link_step(struct link_sm *l, int ev, uint8_t rx_type, uint64_t now,
-                   const struct ncg_agent_params *p);
-
-/* The exit's model (agent.c: dsim_exit_step): the same shape. The real machine
- * (interpose/machine/exit_sm.h, branch `exit`) replaces this function. */
-enum exit_ev {
-    XE_VERDICT,  /* an error verdict arrived on the link (comm in arg) */
-    XE_LOCAL,    /* an error verdict decided here (no checker to release us) */
-    XE_PRINTED,  /* its block printed and its report written */
-    XE_RELEASE,  /* RELEASE arrived (comm in arg) */
-    XE_LINKGONE, /* the checker's link closed, or its SHUTDOWN came */
-    XE_APPDONE,  /* the application returned: a clean exit */
-    XE_TICK
-};
-enum exit_st { XS_RUN, XS_PRINTING, XS_RELEASE_WAIT, XS_CLEAN, XS_STAY, XS_GONE, XS_REGISTER };
-struct exit_sm {
-    uint8_t st, local, clean_after; /* clean_after: the app finished while aborting */
-    uint8_t timed_out;              /* the release wait ended by its bound */
-    uint64_t until;                 /* XS_RELEASE_WAIT: bound; XS_CLEAN: deadline */
-    uint64_t comm;                  /* the verdict's comm */
-};
-enum exit_act_bits {
-    XA_PRINT = 1,     /* start printing and reporting (EV_PRINTED follows) */
-    XA_DONE = 2,      /* send DONE for the comm */
-    XA_GOODBYE_V = 4, /* send GOODBYEs flagged NCG_BYE_VERDICT */
-    XA_GOODBYE = 8,   /* send a REPORT and the GOODBYEs of a clean exit */
-    XA_EXIT86 = 16,   /* _exit(86) */
-    XA_EXIT0 = 32,    /* the clean exit completes (status 0) */
-};
-int dsim_exit_step(struct exit_sm *x, int ev, uint64_t arg, uint64_t now, int hosting_others,
-                   const struct ncg_agent_params *p);
-
 struct proc {
     uint32_t id, first_rank, nranks;
     uint8_t state;
@@ -159,17 +125,27 @@ struct proc {
     int exit_status;                  /* P_EXITED */
     uint64_t exit_t;
     int conn; /* its connection to the checker, -1 none */
-    struct link_sm link;
-    struct exit_sm xs;
-    uint64_t next_tick;
+    /* its agent (agent.c): the real machines, and what their drivers keep */
+    struct ncg_link_sm link; /* its one link (a flat job's: to process 0's checker) */
+    struct ncg_exit_sm xs;
+    uint8_t link_made;      /* the link was made (with its first comm) */
+    uint8_t exiting;        /* the application asked to exit (atexit) */
+    uint8_t aborting;       /* an abort verdict is being applied (apply.c) */
+    uint8_t busy;           /* its checker thread prints a verdict: nothing else runs there */
+    uint8_t comms_reported; /* a REPORT carried its comms (link_unregistered) */
+    uint8_t sd_flags;       /* its SHUTDOWN's flags (exit.c exit_sd) */
+    uint8_t atexit_ext;     /* the at-exit waiter extended its wait once */
+    uint64_t busy_until;    /* busy: its EV_PRINTED's time (at least) */
+    uint64_t last_report_ns, last_loop;
+    int pv_error, pv_exit, pv_link; /* the verdict being printed: what the exit is told */
+    uint64_t pv_comm;
+    uint64_t next_tick; /* its queued EV_TICK (others are stale) */
     /* what it has shown (the invariants read these) */
     int nverdicts; /* verdicts received and printed (error or warning) */
     uint8_t v_kind, v_sev, v_local, v_knock, printed, reported, warned_unguarded;
     uint64_t v_comm, v_at;
     char v_subject[NCG_WIRE_STR];
     uint64_t printed_t;
-    uint64_t held[8]; /* RELEASEs' comms read after printing (the thread was busy) */
-    uint32_t nheld;
     uint8_t waited;      /* its last WAIT named calls */
     uint64_t app_done_t; /* its application returned then (0: not yet) */
     uint64_t released;   /* 1 + the comm of the RELEASE it got (0: none) */
@@ -187,7 +163,12 @@ struct conn {
     uint32_t proc;
     uint8_t open[2];     /* [0] the host's end, [1] the client's end */
     uint8_t relay_knows; /* ncg_relay_connected was called and not yet closed */
+    uint32_t skip[2];    /* frames taken before their event (read at accept): events to skip */
     uint8_t registered;  /* the checker read a REPORT on it */
+    uint8_t accepted;    /* the checker accepted it */
+    uint8_t sd_sent;     /* the host's SHUTDOWN went on it */
+    uint8_t backlog;     /* it waits in the listener's backlog (accepted by EV_ACCEPT) */
+    uint8_t dropped;     /* the checker dropped it (a refusal of its own) */
     struct frame *h[2], *t[2];
     uint64_t last_at[2];
     uint64_t part_until;                /* a partition: frames either way held until then */
@@ -239,8 +220,13 @@ struct world {
     struct ncg_agent_params ap;
     struct expect ex;
     uint8_t launcher, netfaults, host_left;
+    uint8_t no_backlog_farewell; /* --no-backlog-farewell: the host's SHUTDOWN skips its backlog */
+    /* --stop-host, --rules-only: the workload's expectations (its verdict, no silence, how it
+     * ends) are not checked, the protocol's rules are (no refusal said of a live checker, a
+     * host's farewell to every connection, the exit release, the checker's memory) */
+    uint8_t rules_only;
     uint64_t end_t, delay_lo, delay_hi;
-    uint64_t refuse_until;  /* accepts refused until then (descriptor exhaustion) */
+    uint64_t refuse_until;  /* nothing accepted until then (descriptors exhausted): a backlog */
     int first_exit_nonzero; /* a process exited non-zero (the launcher acts) */
     int first_exit_local;   /* ... after a verdict decided in it (it exits at once) */
     uint64_t first_exit_t;
@@ -250,7 +236,6 @@ struct world {
     int verbose;
     uint32_t nlive;          /* processes neither dead nor exited */
     uint64_t last_connect_t; /* the checker's latest accepted connection */
-    uint64_t hold_since;     /* the host holds its exit for a release since then */
     /* the workload's fault: the rank, comm and slot of an odd call (armed when issued), the
      * process whose application returns early (armed then), or armed at the start */
     uint32_t fault_rank, fault_comm;
@@ -269,19 +254,30 @@ int conn_open(uint32_t proc);
 void conn_send(int c, int dir, const struct ncg_msg *m);
 void conn_close_end(int c, int end); /* the end closes: the other sees EOF after its frames */
 void conn_reset(int c);              /* both ends see a close at once; frames lost */
+void conn_accept(int c);             /* the host's checker accepts it (from the backlog) */
 void proc_exit(struct proc *p, int status, const char *why);
 void proc_crash(struct proc *p);
 uint64_t proc_delay(const struct proc *p, uint64_t d); /* d under its starvation */
 
-/* agent.c: the agent model */
-void agent_tick(struct proc *p);
+/* agent.c: the agent: the real machines' drivers */
+void agent_tick(struct proc *p); /* its checker thread's loop (it queues its next EV_TICK) */
+void agent_atexit(struct proc *p);
 void agent_rx(struct proc *p, const struct ncg_msg *m);
 void agent_closed(struct proc *p);
 void agent_connected(struct proc *p, int accepted);
 void agent_printed(struct proc *p);
 void agent_app_done(struct proc *p);
 void agent_destroyed(struct proc *p, uint32_t comm, uint32_t crank); /* its GOODBYE */
-int agent_hosting_others(void);
+
+/* agent_io.c: the agent's messages and the host's listener (agent.c calls them) */
+void msg_send(struct proc *p, const struct ncg_msg *m); /* on its link, when up (HELLO: sent) */
+int proc_holds(const struct proc *p, uint32_t ci, uint32_t cr); /* comm rank cr of comm ci */
+void send_report(struct proc *p);                               /* REPORT, WAIT, P2P, GOODBYEs */
+void send_answer(struct proc *p, const struct ncg_msg_query *q);
+void send_goodbye(struct proc *p, uint8_t flags); /* the process leaves: every comm rank */
+void host_shutdown(uint8_t flags);                /* its SHUTDOWN to every connection, once */
+int host_stay(uint32_t self_pid, struct ncg_exit_stay_view *st); /* ncg_rhost_stay's view */
+void host_accept_backlog(void);
 
 /* work.c: workloads and the ranks */
 int work_build(const char *name); /* 0, or -1: unknown workload */

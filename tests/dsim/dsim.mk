@@ -1,5 +1,6 @@
 # ncg-dsim (tests/dsim, docs/simulator.md): the checker's protocol under a deterministic
-# simulator: the real relay root and codecs, a model of the agent, one thread, virtual time.
+# simulator: the real relay root and codecs, the agent's real machines (the machine layer) under
+# a model of its I/O, one thread, virtual time.
 DSIM_SRCS := $(wildcard tests/dsim/*.c)
 DSIM_LAYERS := machine net relay judge proto common
 $(BUILD)/tests/ncg-dsim: $(DSIM_SRCS) tests/dsim/dsim.h $(call ncg_a,$(DSIM_LAYERS))

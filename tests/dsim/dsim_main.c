@@ -16,7 +16,12 @@ struct opts {
     uint32_t ranks, k;    /* 0: from the seed */
     int launcher;         /* -1: from the seed */
     int calm, forever, verbose;
-    char args[256]; /* the options that shape a run, for the replay line */
+    /* the load failures of issue 35 item 5 as scenarios (docs/simulator.md) */
+    uint64_t stop_host_at, stop_host_for; /* --stop-host AT_MS,FOR_MS: process 0 stopped */
+    uint64_t backlog_until;               /* --backlog-until MS: nothing accepted until then */
+    int no_backlog_farewell;              /* --no-backlog-farewell */
+    int rules_only;                       /* --rules-only (dsim.h) */
+    char args[256];                       /* the options that shape a run, for the replay line */
 };
 
 static void setup(const struct opts *o, uint64_t seed)
@@ -99,6 +104,20 @@ static void setup(const struct opts *o, uint64_t seed)
         if (rnd_below(4) == 0)
             W.refuse_until = rnd_range(100 * MS, 800 * MS);
     }
+    if (o->backlog_until)
+        W.refuse_until = o->backlog_until * MS;
+    W.no_backlog_farewell = (uint8_t)o->no_backlog_farewell;
+    W.rules_only = (uint8_t)o->rules_only;
+    if (o->stop_host_for) { /* after the drawn faults: the seed's other draws stay */
+        /* the checker silent past the heartbeat: what each process decides is its own (RANK
+         * DIED of the host once welcomed, CHECKER LOST before): only a refusal is wrong */
+        W.rules_only = 1;
+        W.fault = realloc(W.fault, (W.nfault + 1) * sizeof *W.fault);
+        if (!W.fault)
+            abort();
+        W.fault[W.nfault++] = (struct fault){
+            .at = o->stop_host_at * MS, .kind = F_STOP, .a = 0, .b = (uint32_t)o->stop_host_for};
+    }
 }
 
 static const char *LN[] = {"none", "mpirun", "torchrun"};
@@ -139,7 +158,8 @@ static void usage(void)
     fprintf(stderr,
             "usage: ncg-dsim [--seed N] [--seeds COUNT | --forever] [--workload NAME]\n"
             "                [--ranks N] [--ranks-per-proc K] [--launcher none|mpirun|torchrun]\n"
-            "                [--calm] [-v|-vv]\n"
+            "                [--calm] [--stop-host AT_MS,FOR_MS] [--backlog-until MS]\n"
+            "                [--no-backlog-farewell] [--rules-only] [-v|-vv]\n"
             "workloads:");
     for (const char *const *n = work_names(); *n; n++)
         fprintf(stderr, " %s", *n);
@@ -170,7 +190,17 @@ int main(int argc, char **argv)
                                                   : -2;
             if (o.launcher == -2)
                 usage();
-        } else if (!strcmp(a, "--calm"))
+        } else if (!strcmp(a, "--stop-host") && v) {
+            char *e;
+            o.stop_host_at = strtoull(argv[++i], &e, 0);
+            o.stop_host_for = *e == ',' ? strtoull(e + 1, NULL, 0) : 0;
+        } else if (!strcmp(a, "--backlog-until") && v)
+            o.backlog_until = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--no-backlog-farewell"))
+            o.no_backlog_farewell = 1;
+        else if (!strcmp(a, "--rules-only"))
+            o.rules_only = 1;
+        else if (!strcmp(a, "--calm"))
             o.calm = 1;
         else if (!strcmp(a, "--forever"))
             o.forever = 1;

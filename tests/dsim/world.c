@@ -266,10 +266,26 @@ static int deferred(const struct proc *p, const struct ev *e)
     return 1;
 }
 
+/* Its checker thread prints a verdict (agent.c): what that thread runs (its links, and on the
+ * host its checker) waits until it is done. */
+static int thread_busy(const struct proc *p, const struct ev *e)
+{
+    if (!p->busy)
+        return 0;
+    ev_push(p->busy_until > W.now ? p->busy_until : W.now + 1 * MS, e->kind, e->a, e->b);
+    return 1;
+}
+
+static void take_head(uint32_t ci, int dir);
+
 static void deliver(const struct ev *e)
 {
     struct conn *c = &W.conn[e->a];
     int dir = (int)e->b;
+    if (c->skip[dir]) { /* its frame was read at accept (conn_accept) */
+        c->skip[dir]--;
+        return;
+    }
     struct frame *f = c->h[dir];
     if (!f)
         return; /* reset meanwhile */
@@ -281,8 +297,28 @@ static void deliver(const struct ev *e)
         free(f);
         return;
     }
-    if (deferred(rx, e))
+    if (deferred(rx, e) || thread_busy(rx, e))
         return;
+    if (dir == 0 && !c->accepted && c->open[0] && !c->backlog) {
+        conn_accept((int)e->a); /* TCP: its first bytes come with the handshake's end */
+        if (c->skip[0]) {       /* read there, this event's frame among them */
+            c->skip[0]--;
+            return;
+        }
+    }
+    if (dir == 0 && !c->accepted && c->open[0]) { /* in the backlog: read once accepted */
+        ev_push(W.now < W.refuse_until ? W.refuse_until : W.now + 1 * MS, e->kind, e->a, e->b);
+        return;
+    }
+    take_head(e->a, dir);
+}
+
+/* The head frame of connection ci in direction dir, read by its receiver. */
+static void take_head(uint32_t ci, int dir)
+{
+    struct conn *c = &W.conn[ci];
+    struct frame *f = c->h[dir];
+    const struct ev e0 = {.a = ci, .b = (uint32_t)dir}, *e = &e0;
     c->h[dir] = f->next;
     if (!c->h[dir])
         c->t[dir] = NULL;
@@ -372,6 +408,12 @@ static void h_drop(void *arg, int conn)
     if (conn >= 0 && (uint32_t)conn < W.nconn) {
         trace("host: drops conn %d", conn);
         W.conn[conn].relay_knows = 0;
+        W.conn[conn].dropped = 1;
+        const struct proc *p = &W.proc[W.conn[conn].proc];
+        if (p->conn == conn && p->link.state == NCG_LINK_HELLO && W.conn[conn].h[0])
+            violation("the checker dropped process %u's connection with its HELLO unread "
+                      "(connections without a HELLO past the relay's bound)",
+                      p->id);
         conn_close_end(conn, 0);
     }
 }
@@ -463,6 +505,17 @@ void proc_exit(struct proc *p, int status, const char *why)
     trace("process %u exits %d (%s)", p->id, status, why);
     if (status != 0)
         check_exit_nonzero(p);
+    if (p->id == 0 && status == 0) /* its checker leaves with it: a farewell to everyone */
+        for (uint32_t ci = 0; ci < W.nconn; ci++) {
+            const struct proc *q = &W.proc[W.conn[ci].proc];
+            if (W.conn[ci].open[0] && !W.conn[ci].sd_sent && q->conn == (int)ci && q->id &&
+                q->state != P_DEAD && q->state != P_EXITED && !q->exiting) {
+                violation("the checker's host exits cleanly without a SHUTDOWN to process %u "
+                          "(its connection %s): a reset instead of the final counts",
+                          q->id, W.conn[ci].accepted ? "accepted" : "in the listener's backlog");
+                break;
+            }
+        }
     p->state = P_EXITED;
     W.nlive--;
     p->exit_status = status;
@@ -534,6 +587,10 @@ static void fault(const struct fault *f)
             conn_reset(p->conn);
         break;
     case F_PARTITION:
+        if (p->id == 0) { /* its link is to its own checker, in its own thread */
+            trace("process 0: its own link cannot be partitioned");
+            break;
+        }
         trace("process %u partitioned for %u ms", p->id, f->b);
         if (p->conn >= 0)
             W.conn[p->conn].part_until = W.now + f->b * MS;
@@ -552,26 +609,46 @@ static void fault(const struct fault *f)
     }
 }
 
+/* The host's checker accepts connection ci (from the backlog). */
+void conn_accept(int ci)
+{
+    struct conn *c = &W.conn[ci];
+    if (!W.relay || c->accepted || !c->open[0])
+        return;
+    c->accepted = 1;
+    c->relay_knows = 1;
+    W.last_connect_t = W.now;
+    trace("host: accepts conn %d of process %u", ci, c->proc);
+    ncg_relay_connected(W.relay, ci, W.now);
+    /* read at once, as ncg_rhost's accept does: the HELLO that came with the connection is not
+     * left to count as a silence against the relay's cap on connections without one */
+    while (c->h[0] && c->h[0]->at <= W.now && c->open[0] && c->accepted && W.relay) {
+        c->skip[0]++;
+        take_head((uint32_t)ci, 0);
+    }
+}
+
+/* A connect answered: refused when nobody listens (the host gone, or its checker left); else
+ * the kernel completes it and the process sends its HELLO, while the checker accepts it from
+ * the backlog at once, or once it runs again (stopped) and has descriptors (refuse_until). */
 static void connect_answer(struct proc *p)
 {
     if (p->state == P_DEAD || p->state == P_EXITED)
         return;
-    struct proc *h = &W.proc[0];
-    if (!W.relay || W.now < W.refuse_until) {
+    if (!W.relay || W.host_left) {
         trace("process %u: connect refused", p->id);
         agent_connected(p, 0);
         return;
     }
-    if (h->state == P_STOPPED) { /* the kernel queues it; the host accepts when resumed */
-        ev_push(h->stop_until, EV_CONNECT, p->id, 0);
-        return;
-    }
     int ci = conn_open(p->id);
     p->conn = ci;
-    W.last_connect_t = W.now;
-    W.conn[ci].relay_knows = 1;
     trace("process %u: connected (conn %d)", p->id, ci);
-    ncg_relay_connected(W.relay, ci, W.now);
+    /* accepted as its HELLO arrives (deliver), unless the checker cannot accept now: then it
+     * waits in the listener's backlog, and the backlog is accepted at once (EV_ACCEPT) */
+    if (W.now < W.refuse_until || W.proc[0].state != P_ALIVE || W.proc[0].busy) {
+        W.conn[ci].backlog = 1;
+        ev_push(W.refuse_until, EV_ACCEPT, (uint32_t)ci, 0);
+    }
     agent_connected(p, 1);
 }
 
@@ -584,13 +661,34 @@ static int runs(const struct proc *p, const struct ev *e)
 static void run_event(const struct ev *e)
 {
     switch (e->kind) {
-    case EV_TICK: {
+    case EV_TICK: { /* the one queued (a wake queues a sooner one: the other is stale) */
         struct proc *p = &W.proc[e->a];
-        if (!runs(p, e))
+        if (e->t != p->next_tick || p->state == P_DEAD || p->state == P_EXITED)
             return;
+        if (p->state == P_STOPPED || p->busy) {
+            p->next_tick = p->state == P_STOPPED ? p->stop_until + 1 : p->busy_until;
+            ev_push(p->next_tick, EV_TICK, p->id, 0);
+            return;
+        }
         agent_tick(p);
-        if (p->state == P_ALIVE || p->state == P_STOPPED)
-            ev_push(W.now + proc_delay(p, W.ap.interval_ns) + rnd_below(2 * MS), EV_TICK, p->id, 0);
+        break;
+    }
+    case EV_ACCEPT: { /* the host's checker thread runs it */
+        struct proc *h = &W.proc[0];
+        if (!W.relay || h->state == P_DEAD || h->state == P_EXITED)
+            break;
+        if (h->state == P_STOPPED)
+            ev_push(h->stop_until + 1, EV_ACCEPT, e->a, 0);
+        else if (h->busy)
+            ev_push(h->busy_until > W.now ? h->busy_until : W.now + 1 * MS, EV_ACCEPT, e->a, 0);
+        else
+            conn_accept((int)e->a);
+        break;
+    }
+    case EV_ATEXIT: {
+        struct proc *p = &W.proc[e->a];
+        if (runs(p, e))
+            agent_atexit(p);
         break;
     }
     case EV_RANK: {
@@ -603,7 +701,7 @@ static void run_event(const struct ev *e)
         deliver(e);
         break;
     case EV_HOSTTICK: {
-        if (W.relay && runs(&W.proc[0], e)) {
+        if (W.relay && runs(&W.proc[0], e) && !thread_busy(&W.proc[0], e)) {
             ncg_relay_tick(W.relay, W.now);
             check_step();
             ev_push(W.now + proc_delay(&W.proc[0], W.ap.interval_ns), EV_HOSTTICK, 0, 0);
@@ -642,7 +740,9 @@ void world_init(void)
     for (uint32_t i = 0; i < W.nproc; i++) {
         struct proc *p = &W.proc[i];
         p->conn = -1;
-        ev_push(rnd_range(0, 50 * MS), EV_TICK, i, 0);
+        ncg_exit_sm_init(&p->xs, &W.ap);
+        p->next_tick = rnd_range(1, 50 * MS);
+        ev_push(p->next_tick, EV_TICK, i, 0);
     }
     ev_push(W.ap.interval_ns, EV_HOSTTICK, 0, 0);
     for (uint32_t i = 0; i < W.nfault; i++)
