@@ -139,7 +139,6 @@ struct ncg_agent {
                       * checks (exit.c): ncg_exit_at_exit waits as long */
     int aborting; /* __atomic: an abort verdict is being applied; a clean exit waits for its _exit
                    */
-    uint64_t tx_bytes; /* client bytes queued (ncg_channel_tx_bytes) */
 };
 
 /* How long a creating thread waits for its comm's REPORT, and how long a link may take to come

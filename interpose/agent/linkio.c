@@ -12,9 +12,7 @@ void ncg_link_close(struct ncg_link *l)
 
 void ncg_link_send(struct ncg_link *l, const struct ncg_msg *m)
 {
-    size_t before = l->io.txlen;
     if (l->state != NCG_LINK_UP && !(l->state == NCG_LINK_HELLO && m->type == NCG_MSG_HELLO))
         return;
-    if (ncg_peer_send(&l->io, m) == 0)
-        ncg_agent.tx_bytes += l->io.txlen - before;
+    ncg_peer_send(&l->io, m);
 }
