@@ -16,6 +16,7 @@
 #include "exit_sm.h"
 #include "ncclguard/nccl_abi.h"
 #include "link_sm.h"
+#include "local.h"
 #include "params.h"
 #include "relayhost.h"
 #include "wire.h"
@@ -74,16 +75,10 @@ struct ncg_lcomm {
     int link; /* -1 not resolved yet, -2 unguarded */
     uint64_t p2p_next;
     uint64_t final;
-    uint64_t peer_final; /* the coordinator's process left this comm at this count */
-    uint64_t peer_left;  /* its SHUTDOWN: another member left at this count (lowest) */
-    int32_t peer_rank;   /* its SHUTDOWN: the leaving process's comm rank here (-1 unknown) */
-    uint8_t ngone;       /* its SHUTDOWN: the members that left before it, and their counts */
-    int32_t gone_rank[8];
-    uint64_t gone_count[8];
+    struct ncg_sd_facts sd; /* what its checker's SHUTDOWN said of it (local.h) */
     uint8_t removed;
     uint8_t aborted;                 /* removed by ncclCommAbort: its GOODBYE says so */
     uint64_t lost_cnt, lost_prog_ns; /* its link's checker lost: last count seen, and when */
-    uint8_t peer_verdict; /* the coordinator's process was ended by a verdict (SHUTDOWN flag) */
     /* after that SHUTDOWN: this rank's completed count, and when it last moved (a slot the
      * departed process issued but never ran: ncg_local_exited_wait) */
     uint64_t sd_done, sd_done_ns;

@@ -138,8 +138,7 @@ void ncg_channel_add(struct ncg_comm *c)
     lc->rank = c->rank;
     lc->nranks = c->nranks;
     lc->link = c->shm ? -1 : -2; /* not recorded: nothing to compare */
-    lc->peer_final = lc->peer_left = UINT64_MAX;
-    lc->peer_rank = -1;
+    ncg_sd_facts_reset(&lc->sd);
     memcpy(lc->uid, c->root_uid.internal, sizeof lc->uid);
     if (ncg_start_thread_locked() != 0)
         NCG_LOG_ONCE("cannot start the checker thread; running unguarded");

@@ -417,35 +417,15 @@ static struct ncg_link_ev ev_lost(int type, uint64_t now)
                                 .releasing = ncg_exit_awaiting_release()};
 }
 
-/* A SHUTDOWN's counts: a comm's first entry is the leaving process's own count and comm rank
- * (UINT64_MAX: it held no rank there), the later ones the members that left before it, each
- * with its rank and count (ncg_exit_messages). Takes lk. */
+/* A SHUTDOWN's counts into each comm of link li it names (ncg_sd_facts_take; the counts of
+ * ncg_exit_messages). Takes lk. */
 static void take_bye(int li, const struct ncg_msg_goodbye *g)
 {
     pthread_mutex_lock(&ncg_agent.lk);
     for (size_t i = 0; i < ncg_agent.nlc; i++) {
-        int first = 1;
-        for (uint32_t k = 0; k < g->n; k++) {
-            struct ncg_lcomm *lc = &ncg_agent.lc[i];
-            if (lc->id != g->comm_id[k] || lc->link != li || lc->removed)
-                continue;
-            uint32_t rk = g->rank[k];
-            int32_t rank = rk == NCG_BYE_ANYRANK || rk > INT32_MAX ? -1 : (int32_t)rk;
-            if (first) {
-                lc->peer_final = g->count[k];
-                lc->peer_verdict = !!(g->flags & NCG_BYE_VERDICT);
-                lc->peer_rank = rank;
-                lc->ngone = 0;
-            } else {
-                if (g->count[k] < lc->peer_left)
-                    lc->peer_left = g->count[k];
-                if (rank >= 0 && lc->ngone < sizeof lc->gone_rank / sizeof *lc->gone_rank) {
-                    lc->gone_rank[lc->ngone] = rank;
-                    lc->gone_count[lc->ngone++] = g->count[k];
-                }
-            }
-            first = 0;
-        }
+        struct ncg_lcomm *lc = &ncg_agent.lc[i];
+        if (lc->link == li && !lc->removed)
+            ncg_sd_facts_take(&lc->sd, g, lc->id);
     }
     pthread_mutex_unlock(&ncg_agent.lk);
 }

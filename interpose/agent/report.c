@@ -249,26 +249,23 @@ static struct ncg_verdict *exited_locally(struct ncg_lcomm *lc, struct ncg_link 
     struct ncg_local_self self = {lc->id, (uint32_t)lc->nranks, lc->rank, ncg_global_rank(), cnt};
     /* a tree's SHUTDOWN with counts is the root's, passed down */
     int32_t hg = ncg_link_in_tree(l) ? l->tr.root_grank : l->w.global_rank;
-    struct ncg_local_gone gone = {lc->peer_rank, lc->gone_rank, lc->gone_count, lc->ngone};
-    struct ncg_verdict *exited =
-        ncg_local_rank_exited(&self, lc->peer_final, lc->peer_left, lc->peer_verdict, hg,
-                              lc->peer_rank >= 0 || lc->ngone ? &gone : NULL);
+    const struct ncg_sd_facts *sd = &lc->sd;
+    struct ncg_local_gone gone = {sd->rank, sd->gone_rank, sd->gone_count, sd->ngone};
+    struct ncg_verdict *exited = ncg_local_rank_exited(&self, sd->final, sd->left, sd->verdict, hg,
+                                                       sd->rank >= 0 || sd->ngone ? &gone : NULL);
     /* counts that agree: a slot the leaver issued and never ran stops completing here
      * (asynchronous NCCL: its process ended with the call enqueued) */
     uint64_t done = lc->shm ? ck_pr_load_64(&lc->shm->coll_done) : 0;
-    if (lc->peer_final == UINT64_MAX || done != lc->sd_done || !lc->sd_done_ns) {
+    if (sd->final == UINT64_MAX || done != lc->sd_done || !lc->sd_done_ns) {
         lc->sd_done = done;
         lc->sd_done_ns = now;
     }
     double idle = (double)(now - lc->sd_done_ns) / 1e9;
-    if (!exited && lc->peer_final != UINT64_MAX && idle * 1000 >= 3.0 * ncg_cfg.interval_ms &&
+    if (!exited && sd->final != UINT64_MAX && idle * 1000 >= 3.0 * ncg_cfg.interval_ms &&
         idle >= 0.3)
-        exited = ncg_local_exited_wait(&self, done, idle, lc->peer_final, lc->peer_verdict, hg);
-    if (exited) {
-        lc->peer_final = lc->peer_left = UINT64_MAX;
-        lc->peer_rank = -1;
-        lc->ngone = 0;
-    }
+        exited = ncg_local_exited_wait(&self, done, idle, sd->final, sd->verdict, hg);
+    if (exited)
+        ncg_sd_facts_reset(&lc->sd);
     return exited;
 }
 

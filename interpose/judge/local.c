@@ -167,3 +167,37 @@ struct ncg_verdict *ncg_local_rank_exited(const struct ncg_local_self *s, uint64
              cnt);
     return v;
 }
+
+void ncg_sd_facts_reset(struct ncg_sd_facts *f)
+{
+    f->final = f->left = UINT64_MAX;
+    f->rank = -1;
+    f->verdict = 0;
+    f->ngone = 0;
+}
+
+int ncg_sd_facts_take(struct ncg_sd_facts *f, const struct ncg_msg_goodbye *g, uint64_t comm_id)
+{
+    int first = 1;
+    for (uint32_t k = 0; k < g->n; k++) {
+        if (g->comm_id[k] != comm_id)
+            continue;
+        uint32_t rk = g->rank[k];
+        int32_t rank = rk == NCG_BYE_ANYRANK || rk > INT32_MAX ? -1 : (int32_t)rk;
+        if (first) {
+            f->final = g->count[k];
+            f->verdict = !!(g->flags & NCG_BYE_VERDICT);
+            f->rank = rank;
+            f->ngone = 0;
+        } else {
+            if (g->count[k] < f->left)
+                f->left = g->count[k];
+            if (rank >= 0 && f->ngone < sizeof f->gone_rank / sizeof *f->gone_rank) {
+                f->gone_rank[f->ngone] = rank;
+                f->gone_count[f->ngone++] = g->count[k];
+            }
+        }
+        first = 0;
+    }
+    return !first;
+}

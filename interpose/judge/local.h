@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include "verdict.h"
+#include "wire.h"
 
 /* This process's place in the verdict's communicator. */
 struct ncg_local_self {
@@ -44,6 +45,23 @@ struct ncg_verdict *ncg_local_checker_lost(const struct ncg_local_self *s, int t
                                            double heartbeat_s);
 /* What the checker's SHUTDOWN said of who left a communicator, when it names them (its entries'
  * ranks; a checker that names none leaves holder_rank -1 and n 0). */
+/* What a departed checker's SHUTDOWN said of one communicator: a comm's first entry is the
+ * leaving process's own count and comm rank (UINT64_MAX: it held no rank there), the later ones
+ * the members that left before it, each with its rank and count. */
+struct ncg_sd_facts {
+    uint64_t final;  /* the checker's process left at this count (UINT64_MAX: no SHUTDOWN) */
+    uint64_t left;   /* another member left at this count (lowest; UINT64_MAX: none) */
+    int32_t rank;    /* the leaving process's comm rank here (-1 unknown) */
+    uint8_t verdict; /* its process was ended by a verdict */
+    uint8_t ngone;   /* the members that left before it, and their counts */
+    int32_t gone_rank[8];
+    uint64_t gone_count[8];
+};
+/* Nothing said yet. */
+void ncg_sd_facts_reset(struct ncg_sd_facts *f);
+/* g's entries for comm_id into f; 1 when g named comm_id. */
+int ncg_sd_facts_take(struct ncg_sd_facts *f, const struct ncg_msg_goodbye *g, uint64_t comm_id);
+
 struct ncg_local_gone {
     int32_t holder_rank;   /* the checker's process's comm rank there, -1 unknown or none */
     const int32_t *rank;   /* [n] the members that left before it, */

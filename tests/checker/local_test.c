@@ -1,7 +1,8 @@
 /* Unit tests of the verdicts a process decides on its own (interpose/judge/local.c): RANK DIED
  * of the checker's or a relay's process in each of its namings, CHECKER LOST flat and in a
  * tree, RANK EXITED of the checker's process, of members before it, and when none is due; the
- * ranks a SHUTDOWN names, with their counts, in the verdict and its headline (issue 36). */
+ * ranks a SHUTDOWN names, with their counts, in the verdict and its headline (issue 36); a
+ * SHUTDOWN's entries taken for one comm (ncg_sd_facts_take). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -151,6 +152,32 @@ static void gone_named(void)
     }
 }
 
+/* A SHUTDOWN's entries taken for one comm: the first is the leaver's own, the later ones the
+ * members that left before it (the lowest count kept, their ranks in order); another comm's
+ * entries and an unknown rank are not taken. */
+static void sd_facts(void)
+{
+    struct ncg_msg_goodbye g;
+    memset(&g, 0, sizeof g);
+    g.flags = NCG_BYE_VERDICT;
+    uint64_t id[] = {7, 9, 7, 7, 7};
+    uint32_t rk[] = {2, 0, 5, NCG_BYE_ANYRANK, 6};
+    uint64_t cnt[] = {30, 1, 12, 9, 20};
+    for (g.n = 0; g.n < 5; g.n++) {
+        g.comm_id[g.n] = id[g.n];
+        g.rank[g.n] = rk[g.n];
+        g.count[g.n] = cnt[g.n];
+    }
+    struct ncg_sd_facts f;
+    ncg_sd_facts_reset(&f);
+    CHECK(f.final == UINT64_MAX && f.left == UINT64_MAX && f.rank == -1 && f.ngone == 0);
+    CHECK(ncg_sd_facts_take(&f, &g, 7) == 1);
+    CHECK(f.final == 30 && f.rank == 2 && f.verdict == 1 && f.left == 9);
+    CHECK(f.ngone == 2 && f.gone_rank[0] == 5 && f.gone_count[0] == 12 && f.gone_rank[1] == 6 &&
+          f.gone_count[1] == 20);
+    CHECK(ncg_sd_facts_take(&f, &g, 8) == 0 && f.final == 30); /* not named: unchanged */
+}
+
 int main(void)
 {
     const char *plain = "pid 4242 on n1, connection lost";
@@ -193,6 +220,7 @@ int main(void)
     exited(15, 10, 10, 0, "holding the checker (global rank 3) and the ranks that left before it",
            "left after 10 calls; this rank issued 15");
     gone_named();
+    sd_facts();
     exited(15, 20, 8, 0, "that left before the checker's process (global rank 3)",
            "left after 8 calls; this rank issued 15");
     return ncg_check_done();

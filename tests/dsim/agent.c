@@ -279,30 +279,10 @@ static void take_bye(struct proc *p, const struct ncg_msg_goodbye *g)
     FOR_HELD(p, ci, cr)
     {
         struct member *mb = &W.comm[ci].m[cr];
-        int first = 1;
-        for (uint32_t k = 0; k < g->n; k++) {
-            if (g->comm_id[k] != W.comm[ci].id)
-                continue;
-            uint32_t rk = g->rank[k];
-            int32_t rank = rk == NCG_BYE_ANYRANK || rk > INT32_MAX ? -1 : (int32_t)rk;
-            if (first) {
-                if (!mb->has_peer)
-                    mb->peer_left = UINT64_MAX;
-                mb->has_peer = 1;
-                mb->peer_final = g->count[k];
-                mb->peer_verdict = !!(g->flags & NCG_BYE_VERDICT);
-                mb->peer_rank = rank;
-                mb->ngone = 0;
-            } else {
-                if (g->count[k] < mb->peer_left)
-                    mb->peer_left = g->count[k];
-                if (rank >= 0 && mb->ngone < 8) {
-                    mb->gone_rank[mb->ngone] = rank;
-                    mb->gone_count[mb->ngone++] = g->count[k];
-                }
-            }
-            first = 0;
-        }
+        if (!mb->has_peer)
+            ncg_sd_facts_reset(&mb->sd);
+        if (ncg_sd_facts_take(&mb->sd, g, W.comm[ci].id))
+            mb->has_peer = 1;
     }
 }
 
@@ -311,15 +291,16 @@ static void take_bye(struct proc *p, const struct ncg_msg_goodbye *g)
 static struct ncg_verdict *exited_locally(struct proc *p, uint32_t ci, uint32_t cr)
 {
     struct member *mb = &W.comm[ci].m[cr];
-    uint64_t final = mb->has_peer ? mb->peer_final : UINT64_MAX;
-    uint64_t left = mb->has_peer ? mb->peer_left : UINT64_MAX;
+    const struct ncg_sd_facts *sd = &mb->sd;
+    uint64_t final = mb->has_peer ? sd->final : UINT64_MAX;
+    uint64_t left = mb->has_peer ? sd->left : UINT64_MAX;
     struct ncg_local_self self = {W.comm[ci].id, W.comm[ci].nranks, (int32_t)cr,
                                   (int32_t)p->first_rank, mb->issued};
-    struct ncg_local_gone gone = {mb->has_peer ? mb->peer_rank : -1, mb->gone_rank, mb->gone_count,
-                                  mb->ngone};
+    struct ncg_local_gone gone = {mb->has_peer ? sd->rank : -1, sd->gone_rank, sd->gone_count,
+                                  sd->ngone};
     struct ncg_verdict *v =
-        ncg_local_rank_exited(&self, final, left, mb->peer_verdict, 0,
-                              mb->has_peer && (mb->peer_rank >= 0 || mb->ngone) ? &gone : NULL);
+        ncg_local_rank_exited(&self, final, left, sd->verdict, 0,
+                              mb->has_peer && (sd->rank >= 0 || sd->ngone) ? &gone : NULL);
     uint64_t done = mb->done;
     if (final == UINT64_MAX || done != mb->sd_done || !mb->sd_done_ns) {
         mb->sd_done = done;
@@ -327,10 +308,10 @@ static struct ncg_verdict *exited_locally(struct proc *p, uint32_t ci, uint32_t 
     }
     double idle = (double)(W.now - mb->sd_done_ns) / 1e9;
     if (!v && final != UINT64_MAX && idle * 1e9 >= 3.0 * (double)W.ap.interval_ns && idle >= 0.3)
-        v = ncg_local_exited_wait(&self, done, idle, final, mb->peer_verdict, 0);
+        v = ncg_local_exited_wait(&self, done, idle, final, sd->verdict, 0);
     if (v) {
         mb->has_peer = 0;
-        mb->ngone = 0;
+        mb->sd.ngone = 0;
     }
     return v;
 }

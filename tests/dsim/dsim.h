@@ -13,6 +13,7 @@
 #include "ncclguard/shm.h"
 #include "exit_sm.h"
 #include "link_sm.h"
+#include "local.h"
 #include "params.h"
 #include "relay.h"
 #include "verdict.h"
@@ -75,11 +76,9 @@ struct member { /* a rank's view of one communicator */
     uint64_t lost_cnt, lost_prog_ns; /* the agent's CHECKER LOST clock (agent/lost.c) */
     /* its checker's SHUTDOWN (link.c take_bye; has_peer: one came), for report.c's local RANK
      * EXITED (exited_locally) */
-    uint8_t has_peer, peer_verdict, ngone;
-    int32_t peer_rank;
-    uint64_t peer_final, peer_left, sd_done, sd_done_ns;
-    int32_t gone_rank[8];
-    uint64_t gone_count[8];
+    uint8_t has_peer;       /* sd holds a SHUTDOWN's facts */
+    struct ncg_sd_facts sd; /* local.h, as the agent's (link.c take_bye) */
+    uint64_t sd_done, sd_done_ns;
 };
 #define NCG_RING_SIM 1024u
 struct comm {
